@@ -1,0 +1,83 @@
+//! Typed requests: each MCP method as a type with its name, params and result.
+//!
+//! Servers route on [`Method::METHOD`] and clients build requests from [`Method::Params`], so a
+//! method name is spelled once.
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::{
+    AcknowledgedParams, CallToolParams, CallToolResult, CompleteParams, CompleteResult,
+    DiscoverResult, EmptyResult, GetPromptParams, GetPromptResult, ListPromptsResult,
+    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams,
+    PaginatedParams, ReadResourceParams, ReadResourceResult, RequestMeta,
+};
+
+/// A request method: its wire name, params and result.
+pub trait Method {
+    /// The wire name.
+    const METHOD: &'static str;
+    /// The params.
+    type Params: Serialize + DeserializeOwned;
+    /// The complete result (an `input_required` result may come instead where MRTR applies).
+    type Result: Serialize + DeserializeOwned;
+}
+
+/// Params that are only `_meta`.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct MetaParams {
+    /// Request metadata.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+}
+
+macro_rules! method {
+    ($(#[$m:meta])* $name:ident, $wire:literal, $params:ty, $result:ty) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, Default)]
+        pub struct $name;
+        impl Method for $name {
+            const METHOD: &'static str = $wire;
+            type Params = $params;
+            type Result = $result;
+        }
+    };
+}
+
+method!(/// `server/discover` (V-01).
+    Discover, "server/discover", MetaParams, DiscoverResult);
+method!(/// `tools/list`.
+    ListTools, "tools/list", PaginatedParams, ListToolsResult);
+method!(/// `tools/call`.
+    CallTool, "tools/call", CallToolParams, CallToolResult);
+method!(/// `subscriptions/listen`; the result closes the stream.
+    Listen, "subscriptions/listen", ListenParams, EmptyResult);
+method!(/// `resources/list`.
+    ListResources, "resources/list", PaginatedParams, ListResourcesResult);
+method!(/// `resources/templates/list`.
+    ListResourceTemplates, "resources/templates/list", PaginatedParams, ListResourceTemplatesResult);
+method!(/// `resources/read`.
+    ReadResource, "resources/read", ReadResourceParams, ReadResourceResult);
+method!(/// `prompts/list`.
+    ListPrompts, "prompts/list", PaginatedParams, ListPromptsResult);
+method!(/// `prompts/get`.
+    GetPrompt, "prompts/get", GetPromptParams, GetPromptResult);
+method!(/// `completion/complete`.
+    Complete, "completion/complete", CompleteParams, CompleteResult);
+
+/// The acknowledgement's params type, re-exported for symmetry with the methods.
+pub type Acknowledged = AcknowledgedParams;
+
+/// Methods earlier revisions had and 2026-07-28 removed (V-15); servers answer them with -32601.
+pub const REMOVED_METHODS: &[&str] = &[
+    "initialize",
+    "notifications/initialized",
+    "ping",
+    "logging/setLevel",
+    "resources/subscribe",
+    "resources/unsubscribe",
+    "notifications/roots/list_changed",
+    "notifications/elicitation/complete",
+    "tasks/result",
+    "tasks/list",
+];

@@ -1,0 +1,160 @@
+//! Tools: definitions, `tools/list` and `tools/call` (CHECKLIST §1).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::{
+    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta, ResultType,
+    is_empty_object,
+};
+
+/// A tool definition as listed by `tools/list` (T-06, T-09).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tool {
+    /// Unique name, `[A-Za-z0-9_.-]{1,128}` (T-08).
+    pub name: String,
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// What the tool does, for the model.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Icons.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icons: Option<Vec<Icon>>,
+    /// JSON Schema of the arguments; root `type: object`; unknown keywords kept verbatim (J-09).
+    pub input_schema: JsonObject,
+    /// JSON Schema of `structuredContent` (T-10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_schema: Option<JsonObject>,
+    /// Behaviour hints; untrusted unless the server is (C-02).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub annotations: Option<ToolAnnotations>,
+    /// Metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<JsonObject>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "is_empty_object")]
+    pub extra: JsonObject,
+}
+
+/// Hints about a tool's behaviour; defaults per the spec when absent (C-06).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolAnnotations {
+    /// Display name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    /// The tool does not modify its environment (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only_hint: Option<bool>,
+    /// The tool may destroy data (default true; meaningful when not read-only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub destructive_hint: Option<bool>,
+    /// Repeating the call has no further effect (default false).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent_hint: Option<bool>,
+    /// The tool talks to an open world of external entities (default true).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub open_world_hint: Option<bool>,
+}
+
+/// Params of paginated list requests (`tools/list`, `prompts/list`, …).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct PaginatedParams {
+    /// Request metadata.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+    /// Opaque cursor from a previous page's `nextCursor` (K-14).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// The result of `tools/list` (T-05).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ListToolsResult {
+    /// Always `complete`.
+    #[serde(default)]
+    pub result_type: ResultType,
+    /// This page of tools.
+    pub tools: Vec<Tool>,
+    /// Cursor of the next page; absent on the last page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+    /// Cache lifetime in milliseconds.
+    #[serde(default)]
+    pub ttl_ms: u64,
+    /// Cache scope, the same on every page (K-10).
+    #[serde(default)]
+    pub cache_scope: CacheScope,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+}
+
+/// Params of `tools/call` (C-09).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolParams {
+    /// Request metadata.
+    #[serde(rename = "_meta")]
+    pub meta: RequestMeta,
+    /// The tool to call.
+    pub name: String,
+    /// The arguments, an object.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<JsonObject>,
+    /// Answers to a previous round's input requests (MRTR).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub input_responses: Option<InputResponses>,
+    /// The opaque state of a previous round, echoed verbatim (M-12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_state: Option<String>,
+}
+
+/// The result of a completed `tools/call` (T-12).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CallToolResult {
+    /// `complete` for this type.
+    #[serde(default)]
+    pub result_type: ResultType,
+    /// Unstructured content, always present.
+    pub content: Vec<ContentBlock>,
+    /// Structured output, conforming to the tool's `outputSchema` (T-10); any JSON value.
+    #[serde(default, deserialize_with = "crate::deserialize_present", skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<Value>,
+    /// Whether the tool failed (absent = false; C-06).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub is_error: Option<bool>,
+    /// Result metadata.
+    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
+    pub meta: Option<ResultMeta>,
+    /// Fields this crate does not know.
+    #[serde(flatten, skip_serializing_if = "is_empty_object")]
+    pub extra: JsonObject,
+}
+
+impl CallToolResult {
+    /// A successful result with these content blocks.
+    pub fn new(content: Vec<ContentBlock>) -> Self {
+        CallToolResult { content, ..Default::default() }
+    }
+
+    /// A successful result with one text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self::new(vec![ContentBlock::text(text)])
+    }
+
+    /// A tool execution error (`isError: true`) explaining itself in one text block (T-13).
+    pub fn error(text: impl Into<String>) -> Self {
+        CallToolResult { is_error: Some(true), ..Self::text(text) }
+    }
+
+    /// Whether the result reports a tool error.
+    pub fn is_error(&self) -> bool {
+        self.is_error.unwrap_or(false)
+    }
+}
