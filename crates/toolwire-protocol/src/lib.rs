@@ -19,6 +19,7 @@ mod capabilities;
 mod completion;
 mod content;
 mod error;
+pub mod headers;
 mod jsonrpc;
 mod meta;
 pub mod methods;
