@@ -1,1 +1,57 @@
-//! placeholder
+//! Serve tools to any MCP 2026-07-28 client over stdio and Streamable HTTP.
+//!
+//! A [`Tool`] is a value: a definition plus an async handler. Typed tools derive their input
+//! schema from a `serde` + `schemars` type; the server checks every definition at registration,
+//! compiles its schemas once, validates arguments and structured output, and answers every
+//! protocol rule of 2026-07-28 (stateless `_meta`, `server/discover`, pagination with cache
+//! hints, `subscriptions/listen`, header validation).
+//!
+//! ```
+//! use toolwire_server::{RequestContext, Server, Tool};
+//!
+//! #[derive(serde::Deserialize, schemars::JsonSchema)]
+//! struct Add { a: i64, b: i64 }
+//!
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let server = Server::builder("calculator", "1.0.0")
+//!     .tool(Tool::new("add", |x: Add, _ctx: RequestContext| async move { (x.a + x.b).to_string() })
+//!         .description("Adds two integers"))
+//!     .build()?;
+//!
+//! // Serve over an in-memory pipe, as a child process would over stdin/stdout.
+//! let (client, server_end) = tokio::io::duplex(4096);
+//! let (server_read, server_write) = tokio::io::split(server_end);
+//! tokio::spawn(toolwire_server::stdio::serve_io(server, server_read, server_write));
+//! let (client_read, mut client_write) = tokio::io::split(client);
+//! use tokio::io::{AsyncBufReadExt, AsyncWriteExt};
+//! client_write.write_all(br#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}
+//! "#).await?;
+//! let mut reply = String::new();
+//! tokio::io::BufReader::new(client_read).read_line(&mut reply).await?;
+//! let reply: serde_json::Value = serde_json::from_str(&reply)?;
+//! assert_eq!(reply["result"]["content"][0]["text"], "5");
+//! # Ok(())
+//! # }
+//! ```
+
+mod context;
+mod cursor;
+mod dispatch;
+mod error;
+pub mod http;
+mod registry;
+mod schema;
+mod server;
+pub mod stdio;
+mod subscriptions;
+mod tool;
+
+pub use context::RequestContext;
+pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use schema::{SchemaLimits, Violation};
+pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
+pub use tool::{NoArgs, Structured, Tool, ToolError, ToolOutput, structured_result};
+
+/// The protocol types this crate speaks, re-exported.
+pub use toolwire_protocol as protocol;

@@ -1,0 +1,290 @@
+//! The request context a handler receives: what the client declared on this request, a
+//! cancellation token, and request-scoped progress and log messages.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde::Serialize;
+use serde_json::Value;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{
+    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, LoggingMessageParams,
+    NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS, Notification, ProgressParams, RequestId,
+    RequestMeta, SamplingCapability,
+};
+
+use crate::ToolError;
+
+/// One serialized message on its way to the client, tagged with the request it belongs to.
+#[derive(Debug)]
+pub(crate) struct Frame {
+    /// The JSON text of the message (one line, no newline).
+    pub(crate) json: String,
+    /// Whether this is the request's final response.
+    pub(crate) last: bool,
+    /// The error code of a final error response, for the HTTP status.
+    pub(crate) error_code: Option<i64>,
+    /// The request's cancellation; a cancelled request's frames are not written (S-08, H-08).
+    pub(crate) cancel: CancellationToken,
+}
+
+/// Where a request's messages go: an HTTP response stream or the stdio writer.
+#[derive(Debug, Clone)]
+pub(crate) struct Outbound(pub(crate) mpsc::Sender<Frame>);
+
+/// What a handler knows about the request it serves. Cheap to clone.
+///
+/// Everything here comes from the request's own `_meta`, never from the connection (B-11).
+#[derive(Debug, Clone)]
+pub struct RequestContext {
+    inner: Arc<Inner>,
+}
+
+#[derive(Debug)]
+struct Inner {
+    id: RequestId,
+    meta: RequestMeta,
+    cancel: CancellationToken,
+    /// Fires when the transport or the server is closing; listen streams then end (L-10).
+    closing: CancellationToken,
+    /// `None` when the client cannot receive request-scoped notifications (a JSON-only HTTP reply).
+    outbound: Option<Outbound>,
+    /// Whether the server declared the `logging` capability (P-16).
+    logging: bool,
+    /// The last progress value sent, as `f64` bits; progress must increase (P-12).
+    last_progress: AtomicU64,
+}
+
+const NO_PROGRESS: u64 = u64::MAX;
+
+impl RequestContext {
+    pub(crate) fn new(
+        id: RequestId,
+        meta: RequestMeta,
+        cancel: CancellationToken,
+        closing: CancellationToken,
+        outbound: Option<Outbound>,
+        logging: bool,
+    ) -> Self {
+        RequestContext {
+            inner: Arc::new(Inner {
+                id,
+                meta,
+                cancel,
+                closing,
+                outbound,
+                logging,
+                last_progress: AtomicU64::new(NO_PROGRESS),
+            }),
+        }
+    }
+
+    /// The JSON-RPC id of the request.
+    pub fn request_id(&self) -> &RequestId {
+        &self.inner.id
+    }
+
+    /// The request's `_meta`.
+    pub fn meta(&self) -> &RequestMeta {
+        &self.inner.meta
+    }
+
+    /// The protocol version the request speaks.
+    pub fn protocol_version(&self) -> &str {
+        &self.inner.meta.protocol_version
+    }
+
+    /// The capabilities the client declared on this request (B-20).
+    pub fn client_capabilities(&self) -> &ClientCapabilities {
+        &self.inner.meta.client_capabilities
+    }
+
+    /// The client's self-description; self-reported, so never a basis for security decisions (B-19).
+    pub fn client_info(&self) -> Option<&Implementation> {
+        self.inner.meta.client_info.as_ref()
+    }
+
+    /// Fires when the client cancels the request or goes away (H-08, S-08).
+    pub fn cancellation(&self) -> &CancellationToken {
+        &self.inner.cancel
+    }
+
+    /// Fires when the transport or server is shutting down.
+    pub(crate) fn closing(&self) -> &CancellationToken {
+        &self.inner.closing
+    }
+
+    /// Whether the request was cancelled.
+    pub fn is_cancelled(&self) -> bool {
+        self.inner.cancel.is_cancelled()
+    }
+
+    /// Fails the request with -32021 unless the client declared what `has` looks for (B-20).
+    ///
+    /// `required` is reported to the client in `data.requiredCapabilities`.
+    pub fn require(
+        &self,
+        has: impl FnOnce(&ClientCapabilities) -> bool,
+        required: ClientCapabilities,
+    ) -> Result<(), ToolError> {
+        if has(self.client_capabilities()) {
+            Ok(())
+        } else {
+            Err(ToolError::Protocol(ErrorObject::missing_capability(&required)))
+        }
+    }
+
+    /// Fails with -32021 unless the client declared `sampling`.
+    pub fn require_sampling(&self) -> Result<(), ToolError> {
+        self.require(
+            |c| c.sampling.is_some(),
+            ClientCapabilities { sampling: Some(SamplingCapability::default()), ..Default::default() },
+        )
+    }
+
+    /// Fails with -32021 unless the client declared form elicitation.
+    pub fn require_elicitation(&self) -> Result<(), ToolError> {
+        self.require(
+            ClientCapabilities::supports_elicitation_form,
+            ClientCapabilities { elicitation: Some(Default::default()), ..Default::default() },
+        )
+    }
+
+    /// Fails with -32021 unless the client declared `roots`.
+    pub fn require_roots(&self) -> Result<(), ToolError> {
+        self.require(
+            |c| c.roots.is_some(),
+            ClientCapabilities { roots: Some(Default::default()), ..Default::default() },
+        )
+    }
+
+    /// Reports progress if the client asked for it with `_meta.progressToken` and can receive it.
+    ///
+    /// Values must strictly increase (P-12); a value that does not is dropped. Returns whether
+    /// the notification was sent.
+    pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
+        let Some(token) = self.inner.meta.progress_token.clone() else { return false };
+        if !progress.is_finite() {
+            return false;
+        }
+        let last = self.inner.last_progress.load(Ordering::Acquire);
+        if last != NO_PROGRESS && progress <= f64::from_bits(last) {
+            tracing::debug!(progress, "dropped progress that does not increase (P-12)");
+            return false;
+        }
+        self.inner.last_progress.store(progress.to_bits(), Ordering::Release);
+        let params = ProgressParams {
+            progress_token: token,
+            progress,
+            total,
+            message: message.map(str::to_owned),
+            meta: None,
+        };
+        self.notify(NOTIFICATION_PROGRESS, params).await
+    }
+
+    /// Whether a log message at `level` would be sent: the server declared logging and the
+    /// request asked for this level or a lower one (P-17).
+    pub fn log_enabled(&self, level: LoggingLevel) -> bool {
+        self.inner.logging
+            && self.inner.outbound.is_some()
+            && self.inner.meta.log_level.is_some_and(|min| level >= min)
+    }
+
+    /// Sends a `notifications/message` on this request's stream, if enabled (P-17). Keep
+    /// credentials and personal data out of `data` (P-19). Returns whether it was sent.
+    pub async fn log(&self, level: LoggingLevel, logger: Option<&str>, data: Value) -> bool {
+        if !self.log_enabled(level) {
+            return false;
+        }
+        let params = LoggingMessageParams { level, logger: logger.map(str::to_owned), data, meta: None };
+        self.notify(NOTIFICATION_MESSAGE, params).await
+    }
+
+    /// Sends a notification about this request; false if it cannot be delivered.
+    pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: P) -> bool {
+        let Some(outbound) = &self.inner.outbound else { return false };
+        if self.is_cancelled() {
+            return false;
+        }
+        let json = match serde_json::to_string(&Notification::new(method, params)) {
+            Ok(json) => json,
+            Err(e) => {
+                tracing::error!(error = %e, method, "cannot serialize notification");
+                return false;
+            }
+        };
+        let frame = Frame { json, last: false, error_code: None, cancel: self.inner.cancel.clone() };
+        outbound.0.send(frame).await.is_ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn context(meta: Value, logging: bool) -> (RequestContext, mpsc::Receiver<Frame>) {
+        let (tx, rx) = mpsc::channel(8);
+        let meta: RequestMeta = serde_json::from_value(meta).unwrap();
+        (RequestContext::new(
+            1.into(),
+            meta,
+            CancellationToken::new(),
+            CancellationToken::new(),
+            Some(Outbound(tx)),
+            logging,
+        ), rx)
+    }
+
+    fn meta(extra: Value) -> Value {
+        let mut m = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+        });
+        m.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        m
+    }
+
+    #[tokio::test]
+    async fn progress_needs_a_token_and_must_increase() {
+        let (ctx, _rx) = context(meta(json!({})), false);
+        assert!(!ctx.progress(1.0, None, None).await);
+        let (ctx, mut rx) = context(meta(json!({"progressToken": "t"})), false);
+        assert!(ctx.progress(0.0, Some(100.0), None).await);
+        assert!(!ctx.progress(0.0, Some(100.0), None).await);
+        assert!(ctx.progress(50.0, Some(100.0), Some("half")).await);
+        assert!(!ctx.progress(f64::NAN, None, None).await);
+        let first: Value = serde_json::from_str(&rx.recv().await.unwrap().json).unwrap();
+        assert_eq!(first["params"], json!({"progressToken": "t", "progress": 0.0, "total": 100.0}));
+    }
+
+    #[tokio::test]
+    async fn logs_only_at_or_above_the_requested_level() {
+        let (ctx, _rx) = context(meta(json!({})), true);
+        assert!(!ctx.log(LoggingLevel::Emergency, None, json!("x")).await);
+        let (ctx, _rx) = context(meta(json!({"io.modelcontextprotocol/logLevel": "warning"})), false);
+        assert!(!ctx.log(LoggingLevel::Error, None, json!("x")).await, "server did not declare logging");
+        let (ctx, mut rx) = context(meta(json!({"io.modelcontextprotocol/logLevel": "warning"})), true);
+        assert!(!ctx.log(LoggingLevel::Info, None, json!("x")).await);
+        assert!(ctx.log(LoggingLevel::Warning, Some("db"), json!({"a": 1})).await);
+        let sent: Value = serde_json::from_str(&rx.recv().await.unwrap().json).unwrap();
+        assert_eq!(sent["method"], "notifications/message");
+        assert_eq!(sent["params"], json!({"level": "warning", "logger": "db", "data": {"a": 1}}));
+    }
+
+    #[test]
+    fn require_reports_the_missing_capability() {
+        let (ctx, _rx) = context(meta(json!({})), false);
+        let Err(ToolError::Protocol(e)) = ctx.require_sampling() else { panic!("accepted") };
+        assert_eq!(e.code, -32021);
+        assert_eq!(e.data.unwrap(), json!({"requiredCapabilities": {"sampling": {}}}));
+        let (ctx, _rx) = context(
+            meta(json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}})),
+            false,
+        );
+        assert!(ctx.require_sampling().is_ok() && ctx.require_roots().is_ok());
+        assert!(ctx.require_elicitation().is_err());
+    }
+}

@@ -1,0 +1,407 @@
+//! Request processing shared by every transport: reading a frame, checking `_meta` and the
+//! version, parsing method params, and running the method. Transports add their own checks
+//! (HTTP headers) between these steps, in the order the spec and the suite expect.
+
+use std::panic::AssertUnwindSafe;
+
+use futures::FutureExt as _;
+use serde::Serialize;
+use serde::de::IgnoredAny;
+use serde_json::Value;
+use serde_json::value::RawValue;
+use toolwire_protocol::methods::{CallTool, Discover, Listen, ListTools, Method, REMOVED_METHODS};
+use toolwire_protocol::{
+    CallToolResult, DiscoverResult, ErrorObject, JsonObject, RawMessage, RequestId, RequestMeta,
+    ResultMeta, ResultType, SubscriptionFilter, Version2,
+};
+
+use crate::context::RequestContext;
+use crate::cursor::{ListKind, Position, resume_index};
+use crate::server::{SUPPORTED_VERSIONS, Server};
+use crate::tool::ToolError;
+
+/// A parsed request of a method this server implements.
+#[derive(Debug)]
+pub(crate) enum Call {
+    Discover,
+    ListTools { cursor: Option<String> },
+    CallTool { name: String, arguments: Value },
+    Listen { filter: SubscriptionFilter },
+}
+
+impl Call {
+    /// Parses the params of `method`: -32601 for a method this server does not implement
+    /// (removed ones included, V-15), -32602 for params of the wrong shape.
+    pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Result<Call, ErrorObject> {
+        fn params_of<'a, T: serde::Deserialize<'a>>(
+            method: &str,
+            params: Option<&'a RawValue>,
+        ) -> Result<T, ErrorObject> {
+            let text = params.map_or("{}", RawValue::get);
+            serde_json::from_str(text)
+                .map_err(|e| ErrorObject::invalid_params(format!("Invalid params for {method}: {e}")))
+        }
+        match method {
+            Discover::METHOD => Ok(Call::Discover),
+            ListTools::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    #[serde(default)]
+                    cursor: Option<String>,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Call::ListTools { cursor: p.cursor })
+            }
+            CallTool::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    name: String,
+                    #[serde(default, deserialize_with = "present")]
+                    arguments: Option<Value>,
+                    #[serde(default, rename = "inputResponses")]
+                    _input_responses: Option<IgnoredAny>,
+                }
+                let p: P = params_of(method, params)?;
+                let arguments = match p.arguments {
+                    None => Value::Object(JsonObject::new()),
+                    Some(args @ Value::Object(_)) => args,
+                    Some(_) => {
+                        return Err(ErrorObject::invalid_params(
+                            "Invalid params for tools/call: arguments must be an object",
+                        ));
+                    }
+                };
+                Ok(Call::CallTool { name: p.name, arguments })
+            }
+            Listen::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    notifications: SubscriptionFilter,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Call::Listen { filter: p.notifications })
+            }
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    /// The value the `Mcp-Name` header must carry, for methods that have one (H-22).
+    pub(crate) fn name_header(&self) -> Option<&str> {
+        match self {
+            Call::CallTool { name, .. } => Some(name),
+            _ => None,
+        }
+    }
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// Whether `method` is one 2026-07-28 removed (for a clearer -32601 message).
+pub(crate) fn is_removed_method(method: &str) -> bool {
+    REMOVED_METHODS.contains(&method)
+}
+
+/// A request's final message, serialized.
+#[derive(Debug)]
+pub(crate) struct Final {
+    pub(crate) json: String,
+    /// The error code when the final message is an error.
+    pub(crate) error_code: Option<i64>,
+}
+
+#[derive(Serialize)]
+struct ResultOut<'a, R> {
+    jsonrpc: Version2,
+    id: &'a RequestId,
+    result: &'a R,
+}
+
+#[derive(Serialize)]
+struct ErrorOut<'a> {
+    jsonrpc: Version2,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    id: Option<&'a RequestId>,
+    error: &'a ErrorObject,
+}
+
+impl Final {
+    pub(crate) fn result<R: Serialize>(id: &RequestId, result: &R) -> Final {
+        match serde_json::to_string(&ResultOut { jsonrpc: Version2, id, result }) {
+            Ok(json) => Final { json, error_code: None },
+            Err(e) => {
+                tracing::error!(error = %e, "cannot serialize a result");
+                Final::error(Some(id), &ErrorObject::internal("Internal error"))
+            }
+        }
+    }
+
+    pub(crate) fn error(id: Option<&RequestId>, error: &ErrorObject) -> Final {
+        let json = serde_json::to_string(&ErrorOut { jsonrpc: Version2, id, error })
+            .unwrap_or_else(|_| r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#.into());
+        Final { json, error_code: Some(error.code) }
+    }
+}
+
+/// Whether JSON text nests deeper than `max` arrays/objects. A linear scan that respects
+/// strings, run before parsing so deep input costs nothing more (J-08).
+pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    for &b in bytes {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'{' | b'[' => {
+                depth += 1;
+                if depth > max {
+                    return true;
+                }
+            }
+            b'}' | b']' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Reads one JSON-RPC frame: -32700 for bytes that are not JSON (or nest too deep).
+pub(crate) fn read_frame(bytes: &[u8], max_depth: usize) -> Result<RawMessage<'_>, ErrorObject> {
+    if json_too_deep(bytes, max_depth) {
+        return Err(ErrorObject::parse_error(format!("JSON nests deeper than {max_depth} levels")));
+    }
+    serde_json::from_slice(bytes).map_err(|e| {
+        if e.is_data() {
+            ErrorObject::invalid_request("a message must be a single JSON-RPC object")
+        } else {
+            ErrorObject::parse_error(e)
+        }
+    })
+}
+
+/// Reads and checks the request's `_meta` (B-15, B-16).
+pub(crate) fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorObject> {
+    RequestMeta::from_params(params).map_err(|e| ErrorObject::invalid_params(e.to_string()))
+}
+
+impl Server {
+    /// -32022 unless the request's version is one this server implements (V-02).
+    pub(crate) fn check_version(&self, meta: &RequestMeta) -> Result<(), ErrorObject> {
+        if SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
+            Ok(())
+        } else {
+            Err(ErrorObject::unsupported_version(SUPPORTED_VERSIONS, &meta.protocol_version))
+        }
+    }
+
+    /// The `_meta` every result carries.
+    pub(crate) fn result_meta(&self) -> Option<ResultMeta> {
+        self.inner.result_meta.clone()
+    }
+
+    /// Runs a call to its final message; `None` when the request ended without one (a listen
+    /// stream the client cancelled).
+    pub(crate) async fn run(&self, id: &RequestId, call: Call, ctx: RequestContext) -> Option<Final> {
+        match call {
+            Call::Discover => Some(Final::result(id, &self.discover())),
+            Call::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
+            Call::CallTool { name, arguments } => Some(match self.call_tool(&name, arguments, ctx).await {
+                Ok(result) => Final::result(id, &result),
+                Err(error) => Final::error(Some(id), &error),
+            }),
+            Call::Listen { filter } => self.listen(id, filter, ctx).await,
+        }
+    }
+
+    fn discover(&self) -> DiscoverResult {
+        let inner = &self.inner;
+        DiscoverResult {
+            result_type: ResultType::Complete,
+            supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+            capabilities: self.capabilities(),
+            instructions: inner.instructions.clone(),
+            ttl_ms: inner.config.discover_ttl_ms,
+            cache_scope: inner.config.cache_scope,
+            meta: self.result_meta(),
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// One page of `tools/list`, in registration order (T-04, T-05, K-16).
+    fn list_tools(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Page<'a> {
+            result_type: ResultType,
+            tools: Vec<&'a RawValue>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            next_cursor: Option<String>,
+            ttl_ms: u64,
+            cache_scope: toolwire_protocol::CacheScope,
+            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+            meta: Option<&'a ResultMeta>,
+        }
+        let inner = &self.inner;
+        let set = inner.registry.snapshot();
+        let start = match cursor {
+            None => 0,
+            Some(c) => match inner.cursors.decode(ListKind::Tools, c) {
+                Some(position) => resume_index(
+                    &position,
+                    set.tools.len(),
+                    |i| set.tools[i].name.as_str(),
+                    |n| set.position(n),
+                ),
+                None => return Final::error(Some(id), &ErrorObject::invalid_params("Invalid cursor")),
+            },
+        };
+        let end = (start + inner.config.page_size).min(set.tools.len());
+        let page = &set.tools[start..end];
+        let next_cursor = (end < set.tools.len()).then(|| {
+            let last = page.last().map_or(String::new(), |t| t.name.clone());
+            inner.cursors.encode(ListKind::Tools, &Position { offset: end, last })
+        });
+        Final::result(
+            id,
+            &Page {
+                result_type: ResultType::Complete,
+                tools: page.iter().map(|t| &*t.listed).collect(),
+                next_cursor,
+                ttl_ms: inner.config.list_ttl_ms,
+                cache_scope: inner.config.cache_scope,
+                meta: inner.result_meta.as_ref(),
+            },
+        )
+    }
+
+    /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
+    /// with panics contained, and output validation (T-10).
+    async fn call_tool(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: RequestContext,
+    ) -> Result<CallToolResult, ErrorObject> {
+        let Some(tool) = self.inner.registry.snapshot().get(name).cloned() else {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
+        };
+        if !tool.input.is_valid(&arguments) {
+            let violations = tool.input.violations(&arguments);
+            let mut text = format!("Invalid arguments for tool {name}:");
+            for v in &violations {
+                text.push_str("\n- ");
+                text.push_str(&v.to_string());
+            }
+            return Ok(self.with_meta(CallToolResult::error(text)));
+        }
+        let handler = tool.handler.clone();
+        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| handler(arguments, ctx))) {
+            Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+            Err(panic) => Err(panic),
+        };
+        let result = match outcome {
+            Err(panic) => {
+                tracing::error!(tool = name, panic = panic_message(&panic), "tool handler panicked");
+                return Ok(self.with_meta(internal_failure()));
+            }
+            Ok(Err(ToolError::Protocol(error))) => return Err(error),
+            Ok(Err(ToolError::Failed(message))) => CallToolResult::error(message),
+            Ok(Err(ToolError::Internal(error))) => {
+                tracing::error!(tool = name, error = %error, "tool failed with an internal error");
+                internal_failure()
+            }
+            Ok(Ok(result)) => result,
+        };
+        if let (Some(schema), false) = (&tool.output, result.is_error()) {
+            let problem = match &result.structured_content {
+                None => Some("the result has no structuredContent".to_owned()),
+                Some(value) if !schema.is_valid(value) => Some(
+                    schema.violations(value).iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                ),
+                Some(_) => None,
+            };
+            if let Some(problem) = problem {
+                tracing::error!(tool = name, %problem, "structured output does not match the outputSchema (T-10)");
+                return Ok(self.with_meta(internal_failure()));
+            }
+        }
+        Ok(self.with_meta(result))
+    }
+
+    /// Adds serverInfo to a result's `_meta`, keeping what the handler put there (B-18).
+    fn with_meta(&self, mut result: CallToolResult) -> CallToolResult {
+        if let Some(server_meta) = &self.inner.result_meta {
+            let meta = result.meta.get_or_insert_with(ResultMeta::default);
+            if meta.server_info.is_none() {
+                meta.server_info = server_meta.server_info.clone();
+            }
+        }
+        result
+    }
+}
+
+/// What the client sees when a tool fails internally: no details (they are logged).
+fn internal_failure() -> CallToolResult {
+    CallToolResult::error("The tool failed because of an internal error.")
+}
+
+fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
+    panic
+        .downcast_ref::<&str>()
+        .copied()
+        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
+        .unwrap_or("(no message)")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn depth_scan_respects_strings() {
+        let cases = [
+            ("{}", 1, false),
+            ("{\"a\":[[1]]}", 2, true),
+            ("{\"a\":[[1]]}", 3, false),
+            ("{\"a\":\"[[[[[[\"}", 1, false),
+            ("{\"a\":\"\\\"[[[[\"}", 1, false),
+            ("[[]],[[]]", 2, false),
+        ];
+        for (text, max, want) in cases {
+            assert_eq!(json_too_deep(text.as_bytes(), max), want, "{text} max {max}");
+        }
+    }
+
+    #[test]
+    fn parses_params_per_method() {
+        let raw = |v: &str| serde_json::from_str::<Box<RawValue>>(v).unwrap();
+        assert!(matches!(Call::parse("server/discover", None), Ok(Call::Discover)));
+        let call = Call::parse("tools/call", Some(&raw(r#"{"name":"t","_meta":{}}"#))).unwrap();
+        assert!(matches!(call, Call::CallTool { ref name, ref arguments } if name == "t" && arguments == &serde_json::json!({})));
+        assert_eq!(call.name_header(), Some("t"));
+        for bad in [r#"{"name":"t","arguments":[1]}"#, r#"{"name":"t","arguments":null}"#, r#"{"arguments":{}}"#, r#"{"name":5}"#] {
+            assert_eq!(Call::parse("tools/call", Some(&raw(bad))).unwrap_err().code, -32602, "{bad}");
+        }
+        assert_eq!(Call::parse("tools/list", Some(&raw(r#"{"cursor":5}"#))).unwrap_err().code, -32602);
+        assert_eq!(Call::parse("subscriptions/listen", Some(&raw("{}"))).unwrap_err().code, -32602);
+        for gone in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "nope/nope"] {
+            assert_eq!(Call::parse(gone, Some(&raw("{}"))).unwrap_err().code, -32601, "{gone}");
+        }
+    }
+
+    #[test]
+    fn frames_classify_errors() {
+        assert_eq!(read_frame(b"{not json", 64).unwrap_err().code, -32700);
+        assert_eq!(read_frame(b"[1,2]", 64).unwrap_err().code, -32600);
+        assert_eq!(read_frame(b"[[[[[[[[[[1]]]]]]]]]]", 4).unwrap_err().code, -32700);
+        assert!(read_frame(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, 64).is_ok());
+    }
+}

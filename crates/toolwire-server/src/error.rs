@@ -1,0 +1,102 @@
+//! Errors of toolwire-server: what registration and serving can fail with.
+
+use std::fmt;
+
+/// Which schema of a tool a problem is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SchemaRole {
+    /// `inputSchema`.
+    Input,
+    /// `outputSchema`.
+    Output,
+}
+
+impl fmt::Display for SchemaRole {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            SchemaRole::Input => "inputSchema",
+            SchemaRole::Output => "outputSchema",
+        })
+    }
+}
+
+/// The rule a tool definition breaks; each names the checklist item it enforces.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ToolRule {
+    /// T-08.
+    #[error("the name must be 1 to 128 characters from [A-Za-z0-9_.-] (T-08)")]
+    InvalidName,
+    /// T-08.
+    #[error("a tool with this name is already registered (T-08)")]
+    DuplicateName,
+    /// T-06.
+    #[error("inputSchema must be an object schema with \"type\": \"object\" at its root (T-06)")]
+    InputSchemaNotObject,
+    /// J-03.
+    #[error("{role} declares the unsupported dialect {dialect:?} (J-03); supported: draft 2020-12 (default), 2019-09, 7, 6 and 4")]
+    UnsupportedDialect {
+        /// Which schema.
+        role: SchemaRole,
+        /// The `$schema` value.
+        dialect: String,
+    },
+    /// J-05, J-07.
+    #[error("{role} has the external reference {reference:?}; references outside the schema document are never fetched (J-05, J-07)")]
+    ExternalReference {
+        /// Which schema.
+        role: SchemaRole,
+        /// The `$ref` value.
+        reference: String,
+    },
+    /// J-04.
+    #[error("{role} is not a valid JSON Schema: {message} (J-04)")]
+    InvalidSchema {
+        /// Which schema.
+        role: SchemaRole,
+        /// What the meta-schema check reported.
+        message: String,
+    },
+    /// J-08.
+    #[error("{role} is too complex: {message} (J-08)")]
+    SchemaTooComplex {
+        /// Which schema.
+        role: SchemaRole,
+        /// Which bound it exceeds.
+        message: String,
+    },
+    /// T-20.
+    #[error("{0} (T-20)")]
+    InvalidHeaderDeclaration(String),
+}
+
+/// The error type of toolwire-server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// A tool definition was rejected at registration.
+    #[error("tool {tool:?} rejected: {rule}")]
+    InvalidTool {
+        /// The tool's name as given.
+        tool: String,
+        /// The rule it breaks.
+        rule: ToolRule,
+    },
+    /// No tool has this name.
+    #[error("no tool named {0:?}")]
+    UnknownTool(String),
+    /// A schema could not be generated for a typed tool.
+    #[error("tool {tool:?}: cannot use the generated schema: {message}")]
+    Schema {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
+    },
+    /// A transport failed.
+    #[error("transport I/O: {0}")]
+    Io(#[from] std::io::Error),
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,264 @@
+//! JSON Schema handling for tool definitions: dialect detection (J-01…J-03), refusal of
+//! references outside the document (J-05, J-07), bounds on schema size and nesting (J-08), and
+//! compilation into a validator once, at registration.
+
+use std::sync::Arc;
+
+use jsonschema::{Draft, Retrieve, Uri, Validator};
+use serde_json::Value;
+use toolwire_protocol::JsonObject;
+
+use crate::error::{SchemaRole, ToolRule};
+
+/// Bounds on the schemas a server accepts (J-08).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SchemaLimits {
+    /// Deepest nesting of subschemas.
+    pub max_depth: usize,
+    /// Most schema objects in one schema.
+    pub max_nodes: usize,
+}
+
+impl Default for SchemaLimits {
+    fn default() -> Self {
+        SchemaLimits { max_depth: 32, max_nodes: 10_000 }
+    }
+}
+
+/// A schema compiled for validation, shared by every call.
+#[derive(Clone)]
+pub(crate) struct CompiledSchema {
+    validator: Arc<Validator>,
+}
+
+/// One violation of a schema, with the JSON pointer of the offending value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Violation {
+    /// JSON pointer into the validated value (`""` is the value itself).
+    pub path: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl std::fmt::Display for Violation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let path = if self.path.is_empty() { "(root)" } else { &self.path };
+        write!(f, "{path}: {}", self.message)
+    }
+}
+
+impl CompiledSchema {
+    /// Checks and compiles `schema`, which plays `role` in a tool definition.
+    pub(crate) fn compile(
+        schema: &JsonObject,
+        role: SchemaRole,
+        limits: SchemaLimits,
+    ) -> Result<CompiledSchema, ToolRule> {
+        let draft = dialect(schema, role)?;
+        check_shape(schema, role, limits)?;
+        let value = Value::Object(schema.clone());
+        let validator = jsonschema::options()
+            .with_draft(draft)
+            .with_retriever(NoNetwork)
+            .build(&value)
+            .map_err(|e| ToolRule::InvalidSchema { role, message: e.to_string() })?;
+        Ok(CompiledSchema { validator: Arc::new(validator) })
+    }
+
+    /// Every violation of the schema by `instance`.
+    pub(crate) fn violations(&self, instance: &Value) -> Vec<Violation> {
+        self.validator
+            .iter_errors(instance)
+            .map(|e| Violation { path: e.instance_path().as_str().to_owned(), message: e.to_string() })
+            .collect()
+    }
+
+    /// Whether `instance` conforms.
+    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+        self.validator.is_valid(instance)
+    }
+}
+
+/// The dialect a schema declares with `$schema`; none means 2020-12 (J-01).
+fn dialect(schema: &JsonObject, role: SchemaRole) -> Result<Draft, ToolRule> {
+    match schema.get("$schema") {
+        None => Ok(Draft::Draft202012),
+        Some(Value::String(uri)) => match Draft::from_schema_uri(uri) {
+            Draft::Unknown => Err(ToolRule::UnsupportedDialect { role, dialect: uri.clone() }),
+            draft => Ok(draft),
+        },
+        Some(other) => Err(ToolRule::UnsupportedDialect { role, dialect: other.to_string() }),
+    }
+}
+
+/// Enforces the size bounds and refuses references that leave the document.
+fn check_shape(schema: &JsonObject, role: SchemaRole, limits: SchemaLimits) -> Result<(), ToolRule> {
+    let mut ids = Vec::new();
+    collect_ids(schema, &mut ids);
+    let mut nodes = 0;
+    visit(schema, 1, &mut |node, depth| {
+        nodes += 1;
+        if depth > limits.max_depth {
+            return Err(ToolRule::SchemaTooComplex {
+                role,
+                message: format!("subschemas nest deeper than {}", limits.max_depth),
+            });
+        }
+        if nodes > limits.max_nodes {
+            return Err(ToolRule::SchemaTooComplex {
+                role,
+                message: format!("more than {} subschemas", limits.max_nodes),
+            });
+        }
+        for key in ["$ref", "$dynamicRef", "$recursiveRef"] {
+            if let Some(Value::String(reference)) = node.get(key) {
+                let document = reference.split('#').next().unwrap_or_default();
+                if !document.is_empty() && !ids.iter().any(|id| id == document) {
+                    return Err(ToolRule::ExternalReference { role, reference: reference.clone() });
+                }
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Keywords whose value is data, never a subschema.
+const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "required"];
+/// Keywords whose value maps names to subschemas.
+const MAP_KEYWORDS: &[&str] =
+    &["properties", "$defs", "definitions", "patternProperties", "dependentSchemas"];
+
+/// Calls `f` on every schema object, with its nesting depth (the root is 1).
+fn visit<E>(
+    node: &JsonObject,
+    depth: usize,
+    f: &mut impl FnMut(&JsonObject, usize) -> Result<(), E>,
+) -> Result<(), E> {
+    f(node, depth)?;
+    for (key, value) in node {
+        if DATA_KEYWORDS.contains(&key.as_str()) {
+            continue;
+        }
+        if let (true, Value::Object(map)) = (MAP_KEYWORDS.contains(&key.as_str()), value) {
+            for child in map.values() {
+                if let Value::Object(child) = child {
+                    visit(child, depth + 1, f)?;
+                }
+            }
+            continue;
+        }
+        match value {
+            Value::Object(child) => visit(child, depth + 1, f)?,
+            Value::Array(items) => {
+                for item in items {
+                    if let Value::Object(child) = item {
+                        visit(child, depth + 1, f)?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The `$id`s of embedded resources, which references may name without leaving the document.
+fn collect_ids(node: &JsonObject, ids: &mut Vec<String>) {
+    let _ = visit(node, 1, &mut |n, _| {
+        if let Some(Value::String(id)) = n.get("$id") {
+            ids.push(id.split('#').next().unwrap_or_default().to_owned());
+        }
+        Ok::<(), ()>(())
+    });
+}
+
+/// A retriever that refuses everything: nothing is ever fetched (J-05, J-06).
+struct NoNetwork;
+
+impl Retrieve for NoNetwork {
+    fn retrieve(
+        &self,
+        uri: &Uri<String>,
+    ) -> Result<Value, Box<dyn std::error::Error + Send + Sync>> {
+        Err(format!("external schema {uri} is never fetched").into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn compile(v: Value) -> Result<CompiledSchema, ToolRule> {
+        CompiledSchema::compile(v.as_object().unwrap(), SchemaRole::Input, SchemaLimits::default())
+    }
+
+    #[test]
+    fn accepts_known_dialects_and_local_refs() {
+        for schema in [
+            json!({"type": "object"}),
+            json!({"$schema": "https://json-schema.org/draft/2020-12/schema", "type": "object"}),
+            json!({"$schema": "http://json-schema.org/draft-07/schema#", "type": "object"}),
+            json!({"type": "object", "$defs": {"a": {"type": "string"}}, "properties": {"x": {"$ref": "#/$defs/a"}}}),
+            json!({"type": "object", "$defs": {"a": {"$id": "urn:a", "type": "string"}}, "properties": {"x": {"$ref": "urn:a"}}}),
+            json!({"type": "object", "properties": {"enum": {"enum": [{"$ref": "http://not.a/ref"}]}}}),
+        ] {
+            assert!(compile(schema.clone()).is_ok(), "{schema}");
+        }
+    }
+
+    #[test]
+    fn rejects_bad_schemas_with_the_rule() {
+        let cases: [(Value, fn(&ToolRule) -> bool); 6] = [
+            (json!({"$schema": "http://example.com/my-dialect", "type": "object"}), |r| {
+                matches!(r, ToolRule::UnsupportedDialect { .. })
+            }),
+            (json!({"$schema": 7, "type": "object"}), |r| matches!(r, ToolRule::UnsupportedDialect { .. })),
+            (json!({"type": "object", "properties": {"p": {"$ref": "http://localhost:1/x.json"}}}), |r| {
+                matches!(r, ToolRule::ExternalReference { .. })
+            }),
+            (json!({"type": "object", "$defs": {"u": {"$ref": "other.json#/a"}}}), |r| {
+                matches!(r, ToolRule::ExternalReference { .. })
+            }),
+            (json!({"type": 5}), |r| matches!(r, ToolRule::InvalidSchema { .. })),
+            (json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}), |r| {
+                matches!(r, ToolRule::InvalidSchema { .. })
+            }),
+        ];
+        for (schema, want) in cases {
+            let got = compile(schema.clone()).err().expect("rejected");
+            assert!(want(&got), "{schema}: {got}");
+        }
+    }
+
+    #[test]
+    fn bounds_nesting_and_size() {
+        let mut deep = json!({"type": "string"});
+        for _ in 0..40 {
+            deep = json!({"anyOf": [deep]});
+        }
+        let schema = json!({"type": "object", "properties": {"d": deep}});
+        assert!(matches!(compile(schema), Err(ToolRule::SchemaTooComplex { .. })));
+        let wide: serde_json::Map<String, Value> =
+            (0..10_001).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+        let schema = json!({"type": "object", "properties": wide});
+        assert!(matches!(compile(schema), Err(ToolRule::SchemaTooComplex { .. })));
+    }
+
+    #[test]
+    fn reports_every_violation_with_its_path() {
+        let schema = compile(json!({
+            "type": "object",
+            "properties": {"name": {"type": "string"}, "address": {"type": "object", "properties": {"city": {"type": "string"}}}},
+            "required": ["name"]
+        }))
+        .unwrap();
+        let mut got = schema.violations(&json!({"address": {"city": 5}}));
+        got.sort_by(|a, b| a.path.cmp(&b.path));
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[0].path, "");
+        assert!(got[0].message.contains("name"));
+        assert_eq!(got[1].path, "/address/city");
+        assert!(schema.is_valid(&json!({"name": "x"})));
+    }
+}

@@ -1,0 +1,273 @@
+//! The server: its identity, configuration, tool registry and change bus, and the builder.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{
+    CacheScope, Implementation, JsonObject, ListChangedCapability, PROTOCOL_VERSION, ResultMeta,
+    ServerCapabilities,
+};
+
+use crate::cursor::CursorCodec;
+use crate::error::Result;
+use crate::registry::ToolRegistry;
+use crate::schema::SchemaLimits;
+use crate::tool::Tool;
+
+/// Protocol versions this server implements (V-01, V-02).
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+
+/// A change that listen streams may be told about.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Change {
+    /// The tool set changed.
+    Tools,
+}
+
+/// Tunables; every field has a sensible default.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) page_size: usize,
+    pub(crate) list_ttl_ms: u64,
+    pub(crate) discover_ttl_ms: u64,
+    pub(crate) cache_scope: CacheScope,
+    pub(crate) logging: bool,
+    pub(crate) schema_limits: SchemaLimits,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) max_json_depth: usize,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            page_size: 100,
+            list_ttl_ms: 300_000,
+            discover_ttl_ms: 300_000,
+            cache_scope: CacheScope::Public,
+            logging: false,
+            schema_limits: SchemaLimits::default(),
+            max_message_bytes: 4 * 1024 * 1024,
+            max_json_depth: 64,
+        }
+    }
+}
+
+/// An MCP 2026-07-28 tool server. Cheap to clone; clones share the same tools.
+///
+/// Serve it with [`crate::stdio::serve`] or [`crate::http::serve`]; both may run at once.
+#[derive(Clone)]
+pub struct Server {
+    pub(crate) inner: Arc<ServerInner>,
+}
+
+pub(crate) struct ServerInner {
+    pub(crate) info: Implementation,
+    pub(crate) instructions: Option<String>,
+    pub(crate) config: Config,
+    pub(crate) registry: ToolRegistry,
+    pub(crate) cursors: CursorCodec,
+    pub(crate) changes: broadcast::Sender<Change>,
+    pub(crate) shutdown: CancellationToken,
+    /// `_meta` put on every result: serverInfo unless turned off (B-18).
+    pub(crate) result_meta: Option<ResultMeta>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server").field("tools", &self.tool_names()).finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts building a server that calls itself `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            config: Config::default(),
+            cursor_key: None,
+            server_info_in_results: true,
+        }
+    }
+
+    /// Registers a tool at runtime; listen streams that asked are told the list changed (T-17).
+    pub fn add_tool(&self, tool: Tool) -> Result<()> {
+        self.add_tools([tool])
+    }
+
+    /// Registers several tools at once: all or none.
+    pub fn add_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<()> {
+        self.inner.registry.add_all(tools.into_iter().collect())?;
+        let _ = self.inner.changes.send(Change::Tools);
+        Ok(())
+    }
+
+    /// Removes a tool at runtime.
+    pub fn remove_tool(&self, name: &str) -> Result<()> {
+        self.inner.registry.remove(name)?;
+        let _ = self.inner.changes.send(Change::Tools);
+        Ok(())
+    }
+
+    /// The registered tool names in listing order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner.registry.snapshot().tools.iter().map(|t| t.name.clone()).collect()
+    }
+
+    /// The server's self-description.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// What `server/discover` reports.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        ServerCapabilities {
+            tools: Some(ListChangedCapability { list_changed: Some(true) }),
+            logging: self.inner.config.logging.then(JsonObject::new),
+            ..Default::default()
+        }
+    }
+
+    /// Begins a graceful shutdown: listen streams end with their closing result (L-10) and the
+    /// transports stop accepting work.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// A token that fires when [`Server::shutdown`] is called.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+}
+
+/// Builds a [`Server`].
+pub struct ServerBuilder {
+    info: Implementation,
+    instructions: Option<String>,
+    tools: Vec<Tool>,
+    config: Config,
+    cursor_key: Option<[u8; 32]>,
+    server_info_in_results: bool,
+}
+
+impl ServerBuilder {
+    /// Sets the display name in serverInfo.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.info.title = Some(title.into());
+        self
+    }
+
+    /// Sets the description in serverInfo.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.info.description = Some(description.into());
+        self
+    }
+
+    /// Sets the `instructions` of `server/discover`.
+    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
+        self.instructions = Some(instructions.into());
+        self
+    }
+
+    /// Adds a tool; definitions are checked by [`ServerBuilder::build`].
+    pub fn tool(mut self, tool: Tool) -> Self {
+        self.tools.push(tool);
+        self
+    }
+
+    /// Adds several tools.
+    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
+        self.tools.extend(tools);
+        self
+    }
+
+    /// Items per page of `tools/list` (default 100, at least 1).
+    pub fn page_size(mut self, size: usize) -> Self {
+        self.config.page_size = size.max(1);
+        self
+    }
+
+    /// `ttlMs` of list results (default 5 minutes; K-01).
+    pub fn list_ttl(mut self, ttl: Duration) -> Self {
+        self.config.list_ttl_ms = ttl.as_millis() as u64;
+        self
+    }
+
+    /// `ttlMs` of `server/discover` (default 5 minutes).
+    pub fn discover_ttl(mut self, ttl: Duration) -> Self {
+        self.config.discover_ttl_ms = ttl.as_millis() as u64;
+        self
+    }
+
+    /// `cacheScope` of every cacheable result (default public; K-10). Choose private when
+    /// results depend on the caller's authorization.
+    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
+        self.config.cache_scope = scope;
+        self
+    }
+
+    /// Declares the (deprecated) `logging` capability so handlers may send log messages to
+    /// clients that ask with `io.modelcontextprotocol/logLevel` (P-16, P-17). Off by default.
+    pub fn logging(mut self, enabled: bool) -> Self {
+        self.config.logging = enabled;
+        self
+    }
+
+    /// Bounds on tool schemas (J-08).
+    pub fn schema_limits(mut self, limits: SchemaLimits) -> Self {
+        self.config.schema_limits = limits;
+        self
+    }
+
+    /// Largest accepted message, in bytes (default 4 MiB): HTTP answers 413 beyond it, stdio
+    /// answers -32600 and skips the line.
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.config.max_message_bytes = bytes;
+        self
+    }
+
+    /// Deepest accepted JSON nesting of a message (default 64).
+    pub fn max_json_depth(mut self, depth: usize) -> Self {
+        self.config.max_json_depth = depth;
+        self
+    }
+
+    /// The key that seals pagination cursors. Give replicas behind one endpoint the same key;
+    /// by default each server draws a random one.
+    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
+        self.cursor_key = Some(key);
+        self
+    }
+
+    /// Whether results carry `_meta.io.modelcontextprotocol/serverInfo` (default true; B-18).
+    pub fn server_info_in_results(mut self, enabled: bool) -> Self {
+        self.server_info_in_results = enabled;
+        self
+    }
+
+    /// Checks every tool and builds the server.
+    pub fn build(self) -> Result<Server> {
+        let registry = ToolRegistry::new(self.config.schema_limits);
+        registry.add_all(self.tools)?;
+        let key = self.cursor_key.unwrap_or_else(rand::random);
+        let (changes, _) = broadcast::channel(1024);
+        let result_meta = self
+            .server_info_in_results
+            .then(|| ResultMeta { server_info: Some(self.info.clone()), ..Default::default() });
+        Ok(Server {
+            inner: Arc::new(ServerInner {
+                info: self.info,
+                instructions: self.instructions,
+                config: self.config,
+                registry,
+                cursors: CursorCodec::new(key),
+                changes,
+                shutdown: CancellationToken::new(),
+                result_meta,
+            }),
+        })
+    }
+}

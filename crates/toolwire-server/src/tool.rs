@@ -1,0 +1,392 @@
+//! Tools as values: a definition (name, schemas, annotations) plus an async handler.
+//!
+//! Typed tools take a `serde` + `schemars` argument type, whose schema becomes `inputSchema`, and
+//! return anything that is [`ToolOutput`]: text, content blocks, a full result, or
+//! [`Structured`] output whose schema becomes `outputSchema`. Raw tools take a schema value and a
+//! closure over the JSON arguments.
+
+use std::future::Future;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+use toolwire_protocol::{
+    CallToolResult, ContentBlock, ErrorObject, Icon, JsonObject, Tool as ToolDefinition, ToolAnnotations,
+};
+
+use crate::RequestContext;
+
+/// How a tool call fails.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool could not do what was asked (bad value, upstream failure, business rule). The
+    /// model sees the message in an `isError` result and can correct itself (T-13).
+    Failed(String),
+    /// The request itself is refused with this JSON-RPC error, e.g. -32021 (B-20).
+    Protocol(ErrorObject),
+    /// Something broke inside the server. It is logged; the client only learns that the tool
+    /// failed, never the details.
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+}
+
+impl ToolError {
+    /// A failure the model should see.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed(message.into())
+    }
+
+    /// An internal error, kept out of the result.
+    pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ToolError::Internal(error.into())
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolError::Failed(m) => write!(f, "tool failed: {m}"),
+            ToolError::Protocol(e) => write!(f, "request refused: {e}"),
+            ToolError::Internal(e) => write!(f, "internal error: {e}"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<ErrorObject> for ToolError {
+    fn from(e: ErrorObject) -> Self {
+        ToolError::Protocol(e)
+    }
+}
+
+/// What a tool handler may return.
+pub trait ToolOutput: Send + 'static {
+    /// The `outputSchema` this output type implies, if any.
+    fn output_schema() -> Option<JsonObject> {
+        None
+    }
+
+    /// Converts into the call result.
+    fn into_result(self) -> Result<CallToolResult, ToolError>;
+}
+
+impl ToolOutput for CallToolResult {
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(self)
+    }
+}
+
+impl ToolOutput for String {
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl ToolOutput for &'static str {
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::text(self))
+    }
+}
+
+impl ToolOutput for ContentBlock {
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::new(vec![self]))
+    }
+}
+
+impl ToolOutput for Vec<ContentBlock> {
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        Ok(CallToolResult::new(self))
+    }
+}
+
+impl<T: ToolOutput, E: Into<ToolError> + Send + 'static> ToolOutput for Result<T, E> {
+    fn output_schema() -> Option<JsonObject> {
+        T::output_schema()
+    }
+
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        self.map_err(Into::into)?.into_result()
+    }
+}
+
+/// Structured output: serialized into `structuredContent`, validated against the
+/// `outputSchema` generated from `T` (T-10), and repeated as JSON text for older clients (T-11).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Structured<T>(pub T);
+
+impl<T: Serialize + JsonSchema + Send + 'static> ToolOutput for Structured<T> {
+    fn output_schema() -> Option<JsonObject> {
+        Some(schema_object::<T>())
+    }
+
+    fn into_result(self) -> Result<CallToolResult, ToolError> {
+        let value = serde_json::to_value(&self.0).map_err(ToolError::internal)?;
+        Ok(structured_result(value))
+    }
+}
+
+/// A result carrying `value` as `structuredContent` and as a JSON `text` block (T-11).
+pub fn structured_result(value: Value) -> CallToolResult {
+    CallToolResult {
+        content: vec![ContentBlock::text(value.to_string())],
+        structured_content: Some(value),
+        ..Default::default()
+    }
+}
+
+/// Arguments of a tool that takes none: `{"type":"object","additionalProperties":false}` (T-07).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NoArgs {}
+
+impl JsonSchema for NoArgs {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "NoArgs".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({"type": "object", "additionalProperties": false})
+    }
+}
+
+/// The type-erased handler: validated JSON arguments in, a result out.
+pub(crate) type Handler =
+    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync>;
+
+/// A tool: its definition and its handler. Register it with [`crate::ServerBuilder::tool`] or
+/// [`crate::Server::add_tool`], which check the definition (T-06, T-08, T-20, J-03…J-08).
+#[derive(Clone)]
+pub struct Tool {
+    pub(crate) definition: ToolDefinition,
+    pub(crate) handler: Handler,
+}
+
+impl std::fmt::Debug for Tool {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Tool").field("definition", &self.definition).finish_non_exhaustive()
+    }
+}
+
+impl Tool {
+    /// A typed tool: `A`'s JSON Schema (2020-12, subschemas inlined) is the `inputSchema`,
+    /// validated arguments are deserialized into `A`, and `O`'s schema, if it has one, is the
+    /// `outputSchema`.
+    ///
+    /// ```
+    /// use toolwire_server::{RequestContext, Tool};
+    ///
+    /// #[derive(serde::Deserialize, schemars::JsonSchema)]
+    /// struct Echo {
+    ///     /// What to say back.
+    ///     message: String,
+    /// }
+    ///
+    /// let tool = Tool::new("echo", |args: Echo, _ctx: RequestContext| async move { args.message })
+    ///     .description("Echoes the message");
+    /// assert_eq!(tool.definition().input_schema["required"], serde_json::json!(["message"]));
+    /// ```
+    pub fn new<A, O, F, Fut>(name: impl Into<String>, handler: F) -> Tool
+    where
+        A: DeserializeOwned + JsonSchema + Send + 'static,
+        O: ToolOutput,
+        F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+    {
+        let handler: Handler = Arc::new(move |arguments: Value, ctx| match parse_arguments::<A>(arguments) {
+            Ok(args) => {
+                let fut = handler(args, ctx);
+                Box::pin(async move { fut.await.into_result() })
+            }
+            // The schema accepted what serde did not: report it to the model like a violation.
+            Err(e) => Box::pin(std::future::ready(Ok(CallToolResult::error(format!("Invalid arguments: {e}"))))),
+        });
+        Tool {
+            definition: ToolDefinition {
+                name: name.into(),
+                input_schema: input_schema_of::<A>(),
+                output_schema: O::output_schema(),
+                ..Default::default()
+            },
+            handler,
+        }
+    }
+
+    /// A raw tool: `input_schema` as given (kept verbatim, unknown keywords included) and a
+    /// handler over the validated JSON arguments (an object).
+    pub fn raw<O, F, Fut>(name: impl Into<String>, input_schema: Value, handler: F) -> Tool
+    where
+        O: ToolOutput,
+        F: Fn(Value, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = O> + Send + 'static,
+    {
+        let handler: Handler = Arc::new(move |arguments, ctx| {
+            let fut = handler(arguments, ctx);
+            Box::pin(async move { fut.await.into_result() })
+        });
+        let input_schema = match input_schema {
+            Value::Object(map) => map,
+            // Registration refuses a schema without `type: object` at its root (T-06).
+            _ => JsonObject::new(),
+        };
+        Tool {
+            definition: ToolDefinition {
+                name: name.into(),
+                input_schema,
+                output_schema: O::output_schema(),
+                ..Default::default()
+            },
+            handler,
+        }
+    }
+
+    /// The tool's name.
+    pub fn name(&self) -> &str {
+        &self.definition.name
+    }
+
+    /// The definition `tools/list` shows.
+    pub fn definition(&self) -> &ToolDefinition {
+        &self.definition
+    }
+
+    /// Sets the description the model reads.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.definition.description = Some(description.into());
+        self
+    }
+
+    /// Sets the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.definition.title = Some(title.into());
+        self
+    }
+
+    /// Sets behaviour hints.
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.definition.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.definition.icons = Some(icons);
+        self
+    }
+
+    /// Sets the definition's `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.definition.meta = Some(meta);
+        self
+    }
+
+    /// Sets or replaces the `outputSchema`; results must then carry conforming
+    /// `structuredContent` (T-10). A non-object value is refused at registration.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.definition.output_schema = Some(match schema {
+            Value::Object(map) => map,
+            other => JsonObject::from_iter([("type".to_owned(), other)]),
+        });
+        self
+    }
+}
+
+/// Deserializes validated arguments; `{}` also reads as `null`, so `()` works as "no arguments".
+fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, serde_json::Error> {
+    let empty = arguments.as_object().is_some_and(JsonObject::is_empty);
+    serde_json::from_value::<A>(arguments).or_else(|e| if empty { serde_json::from_value(Value::Null).map_err(|_| e) } else { Err(e) })
+}
+
+/// The schema of `T`, 2020-12, with subschemas inlined and without `$schema`/`title` noise.
+fn schema_object<T: JsonSchema>() -> JsonObject {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    let mut object = match schema.to_value() {
+        Value::Object(map) => map,
+        other => JsonObject::from_iter([("const".to_owned(), other)]),
+    };
+    object.remove("title");
+    object
+}
+
+/// The input schema of `A`: a type without fields (or `()`) becomes the no-argument schema (T-07).
+fn input_schema_of<A: JsonSchema>() -> JsonObject {
+    let mut schema = schema_object::<A>();
+    if schema.get("type") == Some(&Value::String("null".into())) {
+        schema.insert("type".into(), "object".into());
+        schema.insert("additionalProperties".into(), false.into());
+    }
+    schema
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Args {
+        /// A name.
+        name: String,
+        count: Option<u32>,
+        inner: Inner,
+    }
+
+    #[derive(serde::Deserialize, JsonSchema)]
+    #[allow(dead_code)]
+    struct Inner {
+        #[schemars(extend("x-mcp-header" = "Region"))]
+        region: String,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    struct Out {
+        total: u32,
+    }
+
+    #[test]
+    fn typed_schemas_are_inline_objects() {
+        let tool = Tool::new("t", |_: Args, _| async { Structured(Out { total: 1 }) });
+        let schema = Value::Object(tool.definition.input_schema.clone());
+        assert_eq!(schema["type"], "object");
+        assert_eq!(schema["required"], json!(["name", "inner"]));
+        assert_eq!(schema["properties"]["inner"]["properties"]["region"]["x-mcp-header"], "Region");
+        assert!(schema.get("$schema").is_none() && schema.get("title").is_none() && schema.get("$defs").is_none());
+        let output = Value::Object(tool.definition.output_schema.clone().unwrap());
+        assert_eq!(output["properties"]["total"]["type"], "integer");
+    }
+
+    #[test]
+    fn no_argument_tools_take_an_empty_object() {
+        for schema in [
+            Tool::new("a", |_: NoArgs, _| async { "x" }).definition.input_schema,
+            Tool::new("b", |_: (), _| async { "x" }).definition.input_schema,
+        ] {
+            assert_eq!(Value::Object(schema), json!({"type": "object", "additionalProperties": false}));
+        }
+        let args: NoArgs = serde_json::from_value(json!({})).unwrap();
+        assert_eq!(args, NoArgs {});
+    }
+
+    #[test]
+    fn outputs_convert() {
+        let r = Structured(Out { total: 3 }).into_result().unwrap();
+        assert_eq!(r.structured_content, Some(json!({"total": 3})));
+        assert_eq!(serde_json::to_value(&r.content).unwrap(), json!([{"type": "text", "text": "{\"total\":3}"}]));
+        let failed: Result<String, ToolError> = Err(ToolError::failed("no"));
+        assert!(matches!(failed.into_result(), Err(ToolError::Failed(m)) if m == "no"));
+        assert_eq!(<Result<Structured<Out>, ToolError>>::output_schema().unwrap()["type"], "object");
+        assert!(String::output_schema().is_none());
+    }
+}
