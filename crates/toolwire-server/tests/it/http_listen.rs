@@ -1,0 +1,112 @@
+//! `subscriptions/listen` over real HTTP.
+
+use std::time::Duration;
+
+use futures::StreamExt as _;
+use serde_json::{Value, json};
+use toolwire_server::{NoArgs, RequestContext, Tool};
+
+use crate::support::*;
+
+/// An open listen stream, read event by event.
+struct Listen {
+    events: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
+}
+
+impl Listen {
+    async fn open(s: &TestServer, id: i64, filter: Value) -> Listen {
+        let body = request(id, "subscriptions/listen", json!({"notifications": filter}));
+        let mut req = client().post(&s.url).body(body.to_string());
+        for (k, v) in standard_headers(&body) {
+            req = req.header(k, v);
+        }
+        let resp = req.send().await.unwrap();
+        assert_eq!(resp.status(), 200);
+        assert_eq!(resp.headers()["content-type"], "text/event-stream");
+        let bytes = resp.bytes_stream();
+        let events = futures::stream::unfold((bytes, String::new()), |(mut bytes, mut buf)| async move {
+            loop {
+                if let Some(end) = buf.find("\n\n") {
+                    let event: String = buf.drain(..end + 2).collect();
+                    if let Some(msg) = sse_messages(&event).pop() {
+                        wire::check("subscriptions/listen", &msg);
+                        return Some((msg, (bytes, buf)));
+                    }
+                    continue;
+                }
+                let chunk = bytes.next().await?.ok()?;
+                buf.push_str(&String::from_utf8_lossy(&chunk));
+            }
+        });
+        Listen { events: Box::pin(events) }
+    }
+
+    async fn next(&mut self) -> Option<Value> {
+        tokio::time::timeout(Duration::from_secs(5), self.events.next()).await.expect("an event within 5 s")
+    }
+
+    async fn quiet_for(&mut self, ms: u64) -> bool {
+        tokio::time::timeout(Duration::from_millis(ms), self.events.next()).await.is_err()
+    }
+}
+
+fn extra_tool(name: &str) -> Tool {
+    Tool::new(name, |_: NoArgs, _: RequestContext| async { "x" }).description("extra")
+}
+
+#[tokio::test]
+async fn acknowledges_then_forwards_tagged_changes_to_streams_that_asked() {
+    let s = TestServer::start(builder().build().unwrap()).await;
+    let mut tools = Listen::open(&s, 41, json!({"toolsListChanged": true, "promptsListChanged": true, "resourceSubscriptions": ["a://b"]})).await;
+    let mut prompts = Listen::open(&s, 100, json!({"promptsListChanged": true})).await;
+
+    let ack = tools.next().await.unwrap();
+    assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    assert_eq!(ack["params"], json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 41}, "notifications": {"toolsListChanged": true}}), "only the honoured subset (L-04)");
+    let ack = prompts.next().await.unwrap();
+    assert_eq!(ack["params"]["notifications"], json!({}));
+
+    s.server.add_tool(extra_tool("extra")).unwrap();
+    let changed = tools.next().await.unwrap();
+    assert_eq!(changed, json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 41}}}));
+    s.server.remove_tool("extra").unwrap();
+    assert_eq!(tools.next().await.unwrap()["method"], "notifications/tools/list_changed");
+    assert!(prompts.quiet_for(300).await, "a stream that did not ask hears nothing (L-02)");
+
+    // Graceful shutdown ends each stream with a tagged closing result (L-10).
+    s.server.shutdown();
+    let closing = tools.next().await.unwrap();
+    assert_eq!(closing["id"], 41);
+    assert_eq!(closing["result"]["resultType"], "complete");
+    assert_eq!(closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41);
+    assert!(tools.next().await.is_none(), "the stream closes after the result");
+    assert_eq!(prompts.next().await.unwrap()["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn many_streams_each_get_the_change() {
+    let s = TestServer::start(builder().build().unwrap()).await;
+    let mut streams = Vec::new();
+    for id in 0..50 {
+        let mut l = Listen::open(&s, id, json!({"toolsListChanged": true})).await;
+        assert_eq!(l.next().await.unwrap()["method"], "notifications/subscriptions/acknowledged");
+        streams.push(l);
+    }
+    s.server.add_tool(extra_tool("fan_out")).unwrap();
+    for (id, l) in streams.iter_mut().enumerate() {
+        let n = l.next().await.unwrap();
+        assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], id as i64);
+    }
+    drop(streams);
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn listen_needs_an_event_stream() {
+    let s = TestServer::start(builder().build().unwrap()).await;
+    let body = request(1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
+    let reply = post_with(&s.url, &body, |h| set_header(h, "accept", Some("application/json"))).await;
+    assert_eq!((reply.status, reply.error_code()), (406, Some(-32600)));
+    s.stop().await;
+}

@@ -1,0 +1,11 @@
+//! End-to-end tests of toolwire-server: real HTTP servers on 127.0.0.1 port 0 and stdio over
+//! in-memory pipes, checked message by message against the official JSON Schema.
+
+#![allow(unreachable_pub)]
+
+mod support;
+
+mod http_errors;
+mod http_listen;
+mod http_tools;
+mod stdio;
