@@ -40,7 +40,9 @@ async fn main() -> anyhow::Result<()> {
     let server = build()?;
     match (args.listen, args.stdio) {
         (Some(addr), _) => {
-            let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}"))?;
+            let listener = tokio::net::TcpListener::bind(addr)
+                .await
+                .with_context(|| format!("binding {addr}"))?;
             tracing::info!(addr = %listener.local_addr()?, "serving Streamable HTTP at /mcp");
             let shutdown = server.clone();
             tokio::spawn(async move {
@@ -84,39 +86,54 @@ fn content_tools() -> Vec<Tool> {
             ContentBlock::audio(WAV, "audio/wav")
         })
         .description("Returns a WAV audio clip"),
-        Tool::new("test_embedded_resource", |_: NoArgs, _: RequestContext| async {
-            ContentBlock::resource(ResourceContents::text(
-                "test://embedded-resource",
-                "text/plain",
-                "This is an embedded resource content.",
-            ))
-        })
-        .description("Returns an embedded text resource"),
-        Tool::new("test_multiple_content_types", |_: NoArgs, _: RequestContext| async {
-            vec![
-                ContentBlock::text("Multiple content types test:"),
-                ContentBlock::image(PNG, "image/png"),
+        Tool::new(
+            "test_embedded_resource",
+            |_: NoArgs, _: RequestContext| async {
                 ContentBlock::resource(ResourceContents::text(
-                    "test://mixed-content-resource",
-                    "application/json",
-                    r#"{"test":"data","value":123}"#,
-                )),
-            ]
-        })
+                    "test://embedded-resource",
+                    "text/plain",
+                    "This is an embedded resource content.",
+                ))
+            },
+        )
+        .description("Returns an embedded text resource"),
+        Tool::new(
+            "test_multiple_content_types",
+            |_: NoArgs, _: RequestContext| async {
+                vec![
+                    ContentBlock::text("Multiple content types test:"),
+                    ContentBlock::image(PNG, "image/png"),
+                    ContentBlock::resource(ResourceContents::text(
+                        "test://mixed-content-resource",
+                        "application/json",
+                        r#"{"test":"data","value":123}"#,
+                    )),
+                ]
+            },
+        )
         .description("Returns text, an image and an embedded resource"),
-        Tool::new("test_error_handling", |_: NoArgs, _: RequestContext| async {
-            Err::<String, _>(ToolError::failed("This tool intentionally returns an error for testing"))
-        })
+        Tool::new(
+            "test_error_handling",
+            |_: NoArgs, _: RequestContext| async {
+                Err::<String, _>(ToolError::failed(
+                    "This tool intentionally returns an error for testing",
+                ))
+            },
+        )
         .description("Always fails with a tool execution error"),
-        Tool::new("test_tool_with_progress", |_: NoArgs, ctx: RequestContext| async move {
-            for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
-                if i > 0 {
-                    tokio::time::sleep(Duration::from_millis(50)).await;
+        Tool::new(
+            "test_tool_with_progress",
+            |_: NoArgs, ctx: RequestContext| async move {
+                for (i, step) in [0.0, 50.0, 100.0].into_iter().enumerate() {
+                    if i > 0 {
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                    }
+                    ctx.progress(step, Some(100.0), Some(&format!("step {}", i + 1)))
+                        .await;
                 }
-                ctx.progress(step, Some(100.0), Some(&format!("step {}", i + 1))).await;
-            }
-            "Progress test completed"
-        })
+                "Progress test completed"
+            },
+        )
         .description("Reports progress 0, 50 and 100 of 100, then answers"),
     ]
 }
@@ -175,39 +192,56 @@ fn schema_tools() -> Vec<Tool> {
         "required": ["region"]
     });
     vec![
-        Tool::raw("json_schema_2020_12_tool", schema_2020_12, |args: Value, _| async move {
-            format!("Received: {args}")
-        })
+        Tool::raw(
+            "json_schema_2020_12_tool",
+            schema_2020_12,
+            |args: Value, _| async move { format!("Received: {args}") },
+        )
         .description("Takes arguments described with JSON Schema 2020-12 features"),
-        Tool::raw("test_header_params", header_schema, |args: Value, _| async move {
-            format!("Routed with region {}", args["region"])
-        })
+        Tool::raw(
+            "test_header_params",
+            header_schema,
+            |args: Value, _| async move { format!("Routed with region {}", args["region"]) },
+        )
         .description("Mirrors region, priority and verbose into Mcp-Param headers"),
     ]
 }
 
 fn trigger_tools(server: Arc<OnceLock<Server>>) -> Vec<Tool> {
     vec![
-        Tool::new("test_trigger_tool_change", move |_: NoArgs, _: RequestContext| {
-            let server = server.clone();
-            async move {
-                let server = server.get().ok_or_else(|| ToolError::internal("server not ready"))?;
-                const DYNAMIC: &str = "test_dynamic_tool";
-                if server.tool_names().iter().any(|n| n == DYNAMIC) {
-                    server.remove_tool(DYNAMIC).map_err(ToolError::internal)?;
-                    Ok::<_, ToolError>(CallToolResult::text("Removed test_dynamic_tool; the tool list changed."))
-                } else {
-                    let tool = Tool::new(DYNAMIC, |_: NoArgs, _: RequestContext| async { "dynamic" })
-                        .description("Added and removed by test_trigger_tool_change");
-                    server.add_tool(tool).map_err(ToolError::internal)?;
-                    Ok(CallToolResult::text("Added test_dynamic_tool; the tool list changed."))
+        Tool::new(
+            "test_trigger_tool_change",
+            move |_: NoArgs, _: RequestContext| {
+                let server = server.clone();
+                async move {
+                    let server = server
+                        .get()
+                        .ok_or_else(|| ToolError::internal("server not ready"))?;
+                    const DYNAMIC: &str = "test_dynamic_tool";
+                    if server.tool_names().iter().any(|n| n == DYNAMIC) {
+                        server.remove_tool(DYNAMIC).map_err(ToolError::internal)?;
+                        Ok::<_, ToolError>(CallToolResult::text(
+                            "Removed test_dynamic_tool; the tool list changed.",
+                        ))
+                    } else {
+                        let tool =
+                            Tool::new(DYNAMIC, |_: NoArgs, _: RequestContext| async { "dynamic" })
+                                .description("Added and removed by test_trigger_tool_change");
+                        server.add_tool(tool).map_err(ToolError::internal)?;
+                        Ok(CallToolResult::text(
+                            "Added test_dynamic_tool; the tool list changed.",
+                        ))
+                    }
                 }
-            }
-        })
+            },
+        )
         .description("Adds or removes test_dynamic_tool, so listen streams see tools/list_changed"),
-        Tool::new("test_trigger_prompt_change", |_: NoArgs, _: RequestContext| async {
-            "This server offers no prompts, so no prompt list changed."
-        })
+        Tool::new(
+            "test_trigger_prompt_change",
+            |_: NoArgs, _: RequestContext| async {
+                "This server offers no prompts, so no prompt list changed."
+            },
+        )
         .description("Would change the prompt list; this server offers no prompts"),
     ]
 }

@@ -30,7 +30,9 @@ pub struct ClientCapabilities {
 impl ClientCapabilities {
     /// Whether the client declared form-mode elicitation (`{}` means form; M-15).
     pub fn supports_elicitation_form(&self) -> bool {
-        self.elicitation.as_ref().is_some_and(|e| e.form.is_some() || e.url.is_none())
+        self.elicitation
+            .as_ref()
+            .is_some_and(|e| e.form.is_some() || e.url.is_none())
     }
 
     /// Whether the client declared URL-mode elicitation.

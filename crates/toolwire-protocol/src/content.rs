@@ -100,7 +100,11 @@ pub struct TextContent {
 impl TextContent {
     /// Text content without annotations.
     pub fn new(text: impl Into<String>) -> Self {
-        TextContent { text: text.into(), annotations: None, meta: None }
+        TextContent {
+            text: text.into(),
+            annotations: None,
+            meta: None,
+        }
     }
 }
 
@@ -192,7 +196,11 @@ pub enum ResourceContents {
 
 impl ResourceContents {
     /// Text contents with a MIME type.
-    pub fn text(uri: impl Into<String>, mime_type: impl Into<String>, text: impl Into<String>) -> Self {
+    pub fn text(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
         ResourceContents::Text(TextResourceContents {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -202,7 +210,11 @@ impl ResourceContents {
     }
 
     /// Binary contents (base64) with a MIME type.
-    pub fn blob(uri: impl Into<String>, mime_type: impl Into<String>, blob_base64: impl Into<String>) -> Self {
+    pub fn blob(
+        uri: impl Into<String>,
+        mime_type: impl Into<String>,
+        blob_base64: impl Into<String>,
+    ) -> Self {
         ResourceContents::Blob(BlobResourceContents {
             uri: uri.into(),
             mime_type: Some(mime_type.into()),
@@ -311,8 +323,14 @@ mod tests {
     fn content_blocks_are_type_tagged() {
         let cases = [
             (ContentBlock::text("hi"), json!({"type":"text","text":"hi"})),
-            (ContentBlock::image("AA==", "image/png"), json!({"type":"image","data":"AA==","mimeType":"image/png"})),
-            (ContentBlock::audio("AA==", "audio/wav"), json!({"type":"audio","data":"AA==","mimeType":"audio/wav"})),
+            (
+                ContentBlock::image("AA==", "image/png"),
+                json!({"type":"image","data":"AA==","mimeType":"image/png"}),
+            ),
+            (
+                ContentBlock::audio("AA==", "audio/wav"),
+                json!({"type":"audio","data":"AA==","mimeType":"audio/wav"}),
+            ),
             (
                 ContentBlock::resource(ResourceContents::text("test://x", "text/plain", "t")),
                 json!({"type":"resource","resource":{"uri":"test://x","mimeType":"text/plain","text":"t"}}),

@@ -37,7 +37,11 @@ pub struct ErrorObject {
 impl ErrorObject {
     /// An error with a code and a message and no data.
     pub fn new(code: i64, message: impl Into<String>) -> Self {
-        ErrorObject { code, message: message.into(), data: None }
+        ErrorObject {
+            code,
+            message: message.into(),
+            data: None,
+        }
     }
 
     /// Attaches `data`.
@@ -109,12 +113,26 @@ mod tests {
 
     #[test]
     fn constructors_carry_the_spec_data() {
-        let caps = ClientCapabilities { sampling: Some(Default::default()), ..Default::default() };
+        let caps = ClientCapabilities {
+            sampling: Some(Default::default()),
+            ..Default::default()
+        };
         let e = ErrorObject::missing_capability(&caps);
         assert_eq!(e.code, -32021);
-        assert_eq!(e.data.unwrap(), json!({"requiredCapabilities": {"sampling": {}}}));
+        assert_eq!(
+            e.data.unwrap(),
+            json!({"requiredCapabilities": {"sampling": {}}})
+        );
         let e = ErrorObject::unsupported_version(&["2026-07-28"], "v9");
-        assert_eq!(e.data.unwrap(), json!({"supported": ["2026-07-28"], "requested": "v9"}));
-        assert!(serde_json::to_value(ErrorObject::method_not_found("x")).unwrap().get("data").is_none());
+        assert_eq!(
+            e.data.unwrap(),
+            json!({"supported": ["2026-07-28"], "requested": "v9"})
+        );
+        assert!(
+            serde_json::to_value(ErrorObject::method_not_found("x"))
+                .unwrap()
+                .get("data")
+                .is_none()
+        );
     }
 }

@@ -35,7 +35,9 @@ pub enum HeaderValueError {
 impl std::fmt::Display for HeaderValueError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            HeaderValueError::InvalidBase64(why) => write!(f, "invalid base64 in header value: {why}"),
+            HeaderValueError::InvalidBase64(why) => {
+                write!(f, "invalid base64 in header value: {why}")
+            }
             HeaderValueError::NotUtf8 => write!(f, "base64 header value is not UTF-8"),
         }
     }
@@ -47,7 +49,10 @@ impl std::error::Error for HeaderValueError {}
 /// form `=?base64?<standard padded base64>?=` is decoded (H-14). Anything else is literal.
 pub fn decode_value(raw: &str) -> Result<String, HeaderValueError> {
     let value = raw.trim_matches(|c| c == ' ' || c == '\t');
-    match value.strip_prefix(SENTINEL_START).and_then(|v| v.strip_suffix(SENTINEL_END)) {
+    match value
+        .strip_prefix(SENTINEL_START)
+        .and_then(|v| v.strip_suffix(SENTINEL_END))
+    {
         Some(b64) => {
             let bytes = STANDARD
                 .decode(b64)
@@ -61,11 +66,10 @@ pub fn decode_value(raw: &str) -> Result<String, HeaderValueError> {
 /// Encodes a value for a header (H-23): plain when it is visible ASCII without edge whitespace
 /// and does not look like the sentinel; otherwise `=?base64?…?=`.
 pub fn encode_value(value: &str) -> String {
-    let plain = value.bytes().all(|b| (0x20..0x7f).contains(&b))
-        && !value.starts_with(' ')
-        && !value.ends_with(' ')
-        && !(value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END));
-    if plain {
+    let visible_ascii = value.bytes().all(|b| (0x20..0x7f).contains(&b));
+    let edge_space = value.starts_with(' ') || value.ends_with(' ');
+    let looks_encoded = value.starts_with(SENTINEL_START) && value.ends_with(SENTINEL_END);
+    if visible_ascii && !edge_space && !looks_encoded {
         value.to_owned()
     } else {
         format!("{SENTINEL_START}{}{SENTINEL_END}", STANDARD.encode(value))
@@ -112,7 +116,11 @@ impl HeaderParam {
                 .as_i64()
                 .map(|i| i.to_string())
                 .or_else(|| n.as_u64().map(|u| u.to_string()))
-                .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| format!("{f:.0}"))),
+                .or_else(|| {
+                    n.as_f64()
+                        .filter(|f| f.fract() == 0.0)
+                        .map(|f| format!("{f:.0}"))
+                }),
             (ParamKind::Boolean, Value::Bool(b)) => Some(b.to_string()),
             _ => None,
         }
@@ -125,12 +133,13 @@ impl HeaderParam {
             (ParamKind::String, Value::String(s)) => header == s,
             (ParamKind::Boolean, Value::Bool(b)) => header == if *b { "true" } else { "false" },
             (ParamKind::Integer, Value::Number(n)) => match header.parse::<i128>() {
-                Ok(h) => n
-                    .as_i64()
-                    .map(i128::from)
-                    .or_else(|| n.as_u64().map(i128::from))
-                    .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128))
-                    == Some(h),
+                Ok(h) => {
+                    n.as_i64()
+                        .map(i128::from)
+                        .or_else(|| n.as_u64().map(i128::from))
+                        .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128))
+                        == Some(h)
+                }
                 Err(_) => false,
             },
             _ => false,
@@ -149,7 +158,11 @@ pub struct HeaderDeclarationError {
 
 impl std::fmt::Display for HeaderDeclarationError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let at = if self.schema_path.is_empty() { "/" } else { &self.schema_path };
+        let at = if self.schema_path.is_empty() {
+            "/"
+        } else {
+            &self.schema_path
+        };
         write!(f, "x-mcp-header at {at}: {}", self.rule)
     }
 }
@@ -159,13 +172,17 @@ impl std::error::Error for HeaderDeclarationError {}
 /// Whether `name` is a non-empty RFC 9110 token.
 pub fn is_token(name: &str) -> bool {
     !name.is_empty()
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b))
 }
 
 /// Reads every `x-mcp-header` declaration of an `inputSchema`, enforcing T-20: a non-empty
 /// token, unique case-insensitively, on a string, integer or boolean property (not number),
 /// reachable from the root only through `properties`.
-pub fn header_params(input_schema: &JsonObject) -> Result<Vec<HeaderParam>, HeaderDeclarationError> {
+pub fn header_params(
+    input_schema: &JsonObject,
+) -> Result<Vec<HeaderParam>, HeaderDeclarationError> {
     let mut found = Vec::new();
     walk(input_schema, Some(&mut Vec::new()), "", &mut found)?;
     let mut seen = std::collections::HashSet::new();
@@ -181,9 +198,21 @@ pub fn header_params(input_schema: &JsonObject) -> Result<Vec<HeaderParam>, Head
 }
 
 /// Keywords whose value is data, not a subschema.
-const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "required", "x-mcp-header"];
+const DATA_KEYWORDS: &[&str] = &[
+    "enum",
+    "const",
+    "default",
+    "examples",
+    "required",
+    "x-mcp-header",
+];
 /// Keywords whose value maps names to subschemas.
-const MAP_KEYWORDS: &[&str] = &["$defs", "definitions", "patternProperties", "dependentSchemas"];
+const MAP_KEYWORDS: &[&str] = &[
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
 
 /// Visits a schema node. `chain` is the property path when the node is reachable from the root
 /// through `properties` only, `None` otherwise.
@@ -193,26 +222,41 @@ fn walk(
     at: &str,
     found: &mut Vec<HeaderParam>,
 ) -> Result<(), HeaderDeclarationError> {
-    let err = |rule| Err(HeaderDeclarationError { schema_path: at.to_owned(), rule });
+    let err = |rule| {
+        Err(HeaderDeclarationError {
+            schema_path: at.to_owned(),
+            rule,
+        })
+    };
     let mut chain = chain;
     if let Some(declared) = node.get(X_MCP_HEADER) {
         let Some(path) = chain.as_deref() else {
-            return err("allowed only on properties reachable from the root through `properties` (not items, combinators, conditionals or $ref)");
+            return err(
+                "allowed only on properties reachable from the root through `properties` (not items, combinators, conditionals or $ref)",
+            );
         };
         if path.is_empty() {
             return err("not allowed on the schema root");
         }
-        let Some(name) = declared.as_str() else { return err("the header name must be a string") };
+        let Some(name) = declared.as_str() else {
+            return err("the header name must be a string");
+        };
         if name.is_empty() {
             return err("the header name must not be empty");
         }
         if !is_token(name) {
-            return err("the header name must be an RFC 9110 token (no spaces, colons, control or non-ASCII characters)");
+            return err(
+                "the header name must be an RFC 9110 token (no spaces, colons, control or non-ASCII characters)",
+            );
         }
         let Some(kind) = primitive_kind(node) else {
             return err("allowed only on string, integer or boolean properties");
         };
-        found.push(HeaderParam { name: name.to_owned(), path: path.to_vec(), kind });
+        found.push(HeaderParam {
+            name: name.to_owned(),
+            path: path.to_vec(),
+            kind,
+        });
     }
     for (key, value) in node {
         let here = format!("{at}/{}", escape(key));
@@ -266,7 +310,11 @@ fn primitive_kind(node: &JsonObject) -> Option<ParamKind> {
     match node.get("type")? {
         Value::String(t) => kind(t),
         Value::Array(types) => {
-            let named: Vec<&str> = types.iter().filter_map(Value::as_str).filter(|t| *t != "null").collect();
+            let named: Vec<&str> = types
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|t| *t != "null")
+                .collect();
             match named.as_slice() {
                 [one] if types.len() <= 2 => kind(one),
                 _ => None,
@@ -281,7 +329,9 @@ fn escape(key: &str) -> String {
 }
 
 fn pointer(path: &[String]) -> String {
-    path.iter().map(|k| format!("/properties/{}", escape(k))).collect()
+    path.iter()
+        .map(|k| format!("/properties/{}", escape(k)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -308,7 +358,11 @@ mod tests {
         for (raw, want) in cases {
             assert_eq!(decode_value(raw).unwrap(), want, "{raw}");
         }
-        for bad in ["=?base64?SGVsbG8?=", "=?base64?SGVs!!!bG8=?=", "=?base64?/w==?="] {
+        for bad in [
+            "=?base64?SGVsbG8?=",
+            "=?base64?SGVs!!!bG8=?=",
+            "=?base64?/w==?=",
+        ] {
             assert!(decode_value(bad).is_err(), "{bad}");
         }
     }
@@ -327,7 +381,11 @@ mod tests {
         ];
         for (value, want) in cases {
             assert_eq!(encode_value(value), want, "{value:?}");
-            assert_eq!(decode_value(&encode_value(value)).unwrap(), value, "round-trip {value:?}");
+            assert_eq!(
+                decode_value(&encode_value(value)).unwrap(),
+                value,
+                "round-trip {value:?}"
+            );
         }
     }
 
@@ -345,7 +403,10 @@ mod tests {
             }
         }));
         let params = header_params(&schema).unwrap();
-        let names: Vec<_> = params.iter().map(|p| (p.name.as_str(), p.path.join("."), p.kind)).collect();
+        let names: Vec<_> = params
+            .iter()
+            .map(|p| (p.name.as_str(), p.path.join("."), p.kind))
+            .collect();
         assert_eq!(
             names,
             [
@@ -374,8 +435,12 @@ mod tests {
             prop(json!({"type": "array", "items": {"type": "string", "x-mcp-header": "I"}})),
             prop(json!({"anyOf": [{"type": "string", "x-mcp-header": "C"}]})),
             object(json!({"type": "object", "x-mcp-header": "Root"})),
-            object(json!({"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "D"}}})),
-            object(json!({"type": "object", "if": {"properties": {"a": {"type": "string", "x-mcp-header": "If"}}}})),
+            object(
+                json!({"type": "object", "$defs": {"d": {"type": "string", "x-mcp-header": "D"}}}),
+            ),
+            object(
+                json!({"type": "object", "if": {"properties": {"a": {"type": "string", "x-mcp-header": "If"}}}}),
+            ),
             object(json!({"type": "object", "properties": {
                 "a": {"type": "string", "x-mcp-header": "Region"},
                 "b": {"type": "string", "x-mcp-header": "region"}
@@ -388,7 +453,11 @@ mod tests {
 
     #[test]
     fn matches_values_by_kind() {
-        let p = |kind| HeaderParam { name: "X".into(), path: vec!["x".into()], kind };
+        let p = |kind| HeaderParam {
+            name: "X".into(),
+            path: vec!["x".into()],
+            kind,
+        };
         let cases = [
             (ParamKind::String, "us-west1", json!("us-west1"), true),
             (ParamKind::String, "us-west1", json!("us-west2"), false),
@@ -396,18 +465,37 @@ mod tests {
             (ParamKind::Integer, "042", json!(42), true),
             (ParamKind::Integer, "42", json!(43), false),
             (ParamKind::Integer, "x", json!(42), false),
-            (ParamKind::Integer, "-9007199254740991", json!(-9007199254740991i64), true),
+            (
+                ParamKind::Integer,
+                "-9007199254740991",
+                json!(-9007199254740991i64),
+                true,
+            ),
             (ParamKind::Boolean, "true", json!(true), true),
             (ParamKind::Boolean, "false", json!(true), false),
             (ParamKind::Boolean, "TRUE", json!(true), false),
             (ParamKind::String, "42", json!(42), false),
         ];
         for (kind, header, value, want) in cases {
-            assert_eq!(p(kind).matches(header, &value), want, "{kind:?} {header} {value}");
+            assert_eq!(
+                p(kind).matches(header, &value),
+                want,
+                "{kind:?} {header} {value}"
+            );
         }
-        assert_eq!(p(ParamKind::Integer).render(&json!(42)).as_deref(), Some("42"));
-        assert_eq!(p(ParamKind::Boolean).render(&json!(false)).as_deref(), Some("false"));
-        let param = HeaderParam { name: "P".into(), path: vec!["o".into(), "p".into()], kind: ParamKind::Integer };
+        assert_eq!(
+            p(ParamKind::Integer).render(&json!(42)).as_deref(),
+            Some("42")
+        );
+        assert_eq!(
+            p(ParamKind::Boolean).render(&json!(false)).as_deref(),
+            Some("false")
+        );
+        let param = HeaderParam {
+            name: "P".into(),
+            path: vec!["o".into(), "p".into()],
+            kind: ParamKind::Integer,
+        };
         assert_eq!(param.value_in(&json!({"o": {"p": 3}})), Some(&json!(3)));
         assert_eq!(param.value_in(&json!({"o": {"p": null}})), None);
         assert_eq!(param.value_in(&json!({"o": {}})), None);

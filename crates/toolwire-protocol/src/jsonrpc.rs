@@ -24,7 +24,9 @@ impl<'de> Deserialize<'de> for Version2 {
         if v == "2.0" {
             Ok(Version2)
         } else {
-            Err(de::Error::custom(format!("jsonrpc must be \"2.0\", got {v:?}")))
+            Err(de::Error::custom(format!(
+                "jsonrpc must be \"2.0\", got {v:?}"
+            )))
         }
     }
 }
@@ -86,7 +88,12 @@ pub struct Request<P = Value> {
 impl<P> Request<P> {
     /// A request with params.
     pub fn new(id: impl Into<RequestId>, method: impl Into<String>, params: P) -> Self {
-        Request { jsonrpc: Version2, id: id.into(), method: method.into(), params: Some(params) }
+        Request {
+            jsonrpc: Version2,
+            id: id.into(),
+            method: method.into(),
+            params: Some(params),
+        }
     }
 }
 
@@ -105,7 +112,11 @@ pub struct Notification<P = Value> {
 impl<P> Notification<P> {
     /// A notification with params.
     pub fn new(method: impl Into<String>, params: P) -> Self {
-        Notification { jsonrpc: Version2, method: method.into(), params: Some(params) }
+        Notification {
+            jsonrpc: Version2,
+            method: method.into(),
+            params: Some(params),
+        }
     }
 }
 
@@ -123,7 +134,11 @@ pub struct Response<R = Value> {
 impl<R> Response<R> {
     /// A response to `id`.
     pub fn new(id: RequestId, result: R) -> Self {
-        Response { jsonrpc: Version2, id, result }
+        Response {
+            jsonrpc: Version2,
+            id,
+            result,
+        }
     }
 }
 
@@ -142,7 +157,11 @@ pub struct ErrorResponse {
 impl ErrorResponse {
     /// An error response.
     pub fn new(id: Option<RequestId>, error: ErrorObject) -> Self {
-        ErrorResponse { jsonrpc: Version2, id, error }
+        ErrorResponse {
+            jsonrpc: Version2,
+            id,
+            error,
+        }
     }
 }
 
@@ -180,9 +199,15 @@ impl<'de> Deserialize<'de> for Message {
         }
         let m = Owned::deserialize(d)?;
         let has_reply = m.result.is_some() || m.error.is_some();
-        let kind = classify(m.jsonrpc.as_deref(), m.method.is_some(), m.id.as_ref(), has_reply)
-            .map_err(de::Error::custom)?;
-        let id = m.id.and_then(|v| serde_json::from_value::<RequestId>(v).ok());
+        let kind = classify(
+            m.jsonrpc.as_deref(),
+            m.method.is_some(),
+            m.id.as_ref(),
+            has_reply,
+        )
+        .map_err(de::Error::custom)?;
+        let id =
+            m.id.and_then(|v| serde_json::from_value::<RequestId>(v).ok());
         Ok(match kind {
             MessageKind::Request(id) => Message::Request(Request {
                 jsonrpc: Version2,
@@ -196,7 +221,11 @@ impl<'de> Deserialize<'de> for Message {
                 params: m.params,
             }),
             MessageKind::Response => match (m.error, id) {
-                (Some(error), id) => Message::Error(ErrorResponse { jsonrpc: Version2, id, error }),
+                (Some(error), id) => Message::Error(ErrorResponse {
+                    jsonrpc: Version2,
+                    id,
+                    error,
+                }),
                 (None, Some(id)) => Message::Response(Response {
                     jsonrpc: Version2,
                     id,
@@ -273,13 +302,20 @@ pub enum MessageKind {
 impl RawMessage<'_> {
     /// The id if it is a valid request id, for echoing in error responses.
     pub fn request_id(&self) -> Option<RequestId> {
-        self.id.as_ref().and_then(|v| serde_json::from_value(v.clone()).ok())
+        self.id
+            .as_ref()
+            .and_then(|v| serde_json::from_value(v.clone()).ok())
     }
 
     /// Classifies the message, or says why it is not valid JSON-RPC 2.0 (→ -32600).
     pub fn kind(&self) -> Result<MessageKind, String> {
         let has_reply = self.result.is_some() || self.error.is_some();
-        classify(self.jsonrpc.as_deref(), self.method.is_some(), self.id.as_ref(), has_reply)
+        classify(
+            self.jsonrpc.as_deref(),
+            self.method.is_some(),
+            self.id.as_ref(),
+            has_reply,
+        )
     }
 }
 
@@ -291,10 +327,22 @@ mod tests {
     #[test]
     fn classifies_messages() {
         let cases = [
-            (json!({"jsonrpc":"2.0","id":1,"method":"m"}), Ok(MessageKind::Request(1.into()))),
-            (json!({"jsonrpc":"2.0","id":"a","method":"m"}), Ok(MessageKind::Request("a".into()))),
-            (json!({"jsonrpc":"2.0","method":"m"}), Ok(MessageKind::Notification)),
-            (json!({"jsonrpc":"2.0","id":1,"result":{}}), Ok(MessageKind::Response)),
+            (
+                json!({"jsonrpc":"2.0","id":1,"method":"m"}),
+                Ok(MessageKind::Request(1.into())),
+            ),
+            (
+                json!({"jsonrpc":"2.0","id":"a","method":"m"}),
+                Ok(MessageKind::Request("a".into())),
+            ),
+            (
+                json!({"jsonrpc":"2.0","method":"m"}),
+                Ok(MessageKind::Notification),
+            ),
+            (
+                json!({"jsonrpc":"2.0","id":1,"result":{}}),
+                Ok(MessageKind::Response),
+            ),
             (json!({"jsonrpc":"2.0","id":null,"method":"m"}), Err(())),
             (json!({"jsonrpc":"2.0","id":1.5,"method":"m"}), Err(())),
             (json!({"jsonrpc":"1.0","id":1,"method":"m"}), Err(())),

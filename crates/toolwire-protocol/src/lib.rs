@@ -15,6 +15,8 @@
 //! assert!(matches!(&back.content[0], ContentBlock::Text(t) if t.text == "hello"));
 //! ```
 
+#![warn(missing_docs)]
+
 mod capabilities;
 mod completion;
 mod content;

@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
-use crate::{ClientCapabilities, JsonObject, LoggingLevel, ProgressToken, RequestId, is_empty_object};
+use crate::{
+    ClientCapabilities, JsonObject, LoggingLevel, ProgressToken, RequestId, is_empty_object,
+};
 
 /// `_meta` key of the protocol version a request speaks.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
@@ -47,7 +49,11 @@ pub struct Implementation {
 impl Implementation {
     /// An implementation with a name and a version.
     pub fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
-        Implementation { name: name.into(), version: version.into(), ..Default::default() }
+        Implementation {
+            name: name.into(),
+            version: version.into(),
+            ..Default::default()
+        }
     }
 }
 
@@ -79,13 +85,25 @@ pub struct RequestMeta {
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
     pub client_capabilities: ClientCapabilities,
     /// The client's self-description (should be present; B-17).
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "io.modelcontextprotocol/clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub client_info: Option<Implementation>,
     /// Minimum level of `notifications/message` wanted on this request (P-17).
-    #[serde(rename = "io.modelcontextprotocol/logLevel", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub log_level: Option<LoggingLevel>,
     /// Token for `notifications/progress` about this request.
-    #[serde(rename = "progressToken", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "progressToken",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub progress_token: Option<ProgressToken>,
     /// Any other keys.
     #[serde(flatten, skip_serializing_if = "is_empty_object")]
@@ -128,7 +146,9 @@ impl RequestMeta {
             })
         })?;
         Ok(RequestMeta {
-            protocol_version: partial.protocol_version.ok_or(MetaError::MissingProtocolVersion)?,
+            protocol_version: partial
+                .protocol_version
+                .ok_or(MetaError::MissingProtocolVersion)?,
             client_capabilities: partial
                 .client_capabilities
                 .ok_or(MetaError::MissingClientCapabilities)?,
@@ -191,10 +211,18 @@ impl std::error::Error for MetaError {}
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ResultMeta {
     /// The server's self-description.
-    #[serde(rename = "io.modelcontextprotocol/serverInfo", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "io.modelcontextprotocol/serverInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub server_info: Option<Implementation>,
     /// Set on the result that closes a subscription stream (L-06).
-    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "io.modelcontextprotocol/subscriptionId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub subscription_id: Option<RequestId>,
     /// Any other keys.
     #[serde(flatten, skip_serializing_if = "is_empty_object")]
@@ -205,7 +233,11 @@ pub struct ResultMeta {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct NotificationMeta {
     /// The id of the `subscriptions/listen` request this notification belongs to.
-    #[serde(rename = "io.modelcontextprotocol/subscriptionId", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "io.modelcontextprotocol/subscriptionId",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub subscription_id: Option<RequestId>,
     /// Any other keys.
     #[serde(flatten, skip_serializing_if = "is_empty_object")]
@@ -215,7 +247,10 @@ pub struct NotificationMeta {
 impl NotificationMeta {
     /// Metadata tagging a notification with its subscription.
     pub fn subscription(id: RequestId) -> Self {
-        NotificationMeta { subscription_id: Some(id), extra: JsonObject::new() }
+        NotificationMeta {
+            subscription_id: Some(id),
+            extra: JsonObject::new(),
+        }
     }
 }
 
@@ -236,14 +271,23 @@ mod tests {
         let cc = META_CLIENT_CAPABILITIES;
         let cases = [
             (json!({}), Err(MetaError::MissingMeta)),
-            (json!({"_meta": {cc: {}}}), Err(MetaError::MissingProtocolVersion)),
-            (json!({"_meta": {pv: "2026-07-28"}}), Err(MetaError::MissingClientCapabilities)),
+            (
+                json!({"_meta": {cc: {}}}),
+                Err(MetaError::MissingProtocolVersion),
+            ),
+            (
+                json!({"_meta": {pv: "2026-07-28"}}),
+                Err(MetaError::MissingClientCapabilities),
+            ),
         ];
         for (input, want) in cases {
             assert_eq!(parse(input.clone()), want, "{input}");
         }
         assert!(matches!(parse(json!([])), Err(MetaError::Invalid(_))));
-        assert!(matches!(parse(json!({"_meta": 3})), Err(MetaError::Invalid(_))));
+        assert!(matches!(
+            parse(json!({"_meta": 3})),
+            Err(MetaError::Invalid(_))
+        ));
         assert!(matches!(
             parse(json!({"_meta": {pv: "x", cc: {}, META_LOG_LEVEL: "loud"}})),
             Err(MetaError::Invalid(_))

@@ -8,9 +8,7 @@ use serde::ser::{SerializeMap, Serializer};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::{
-    JsonObject, ResultMeta, ResultType, Role, SamplingContent, Tool, is_empty_object,
-};
+use crate::{JsonObject, ResultMeta, ResultType, Role, SamplingContent, Tool, is_empty_object};
 
 /// Method of an elicitation input request.
 pub const METHOD_ELICIT: &str = "elicitation/create";
@@ -91,14 +89,20 @@ impl<'de> Deserialize<'de> for InputRequest {
             params: Option<Value>,
         }
         let raw = Raw::deserialize(d)?;
-        let params = raw.params.unwrap_or_else(|| Value::Object(JsonObject::new()));
+        let params = raw
+            .params
+            .unwrap_or_else(|| Value::Object(JsonObject::new()));
         let parsed = match raw.method.as_str() {
             METHOD_ELICIT => serde_json::from_value(params).map(InputRequest::Elicit),
             METHOD_CREATE_MESSAGE => {
                 serde_json::from_value(params).map(|p| InputRequest::CreateMessage(Box::new(p)))
             }
             METHOD_LIST_ROOTS => serde_json::from_value(params).map(InputRequest::ListRoots),
-            other => return Err(de::Error::custom(format!("unknown input request method {other:?}"))),
+            other => {
+                return Err(de::Error::custom(format!(
+                    "unknown input request method {other:?}"
+                )));
+            }
         };
         parsed.map_err(de::Error::custom)
     }
@@ -210,12 +214,20 @@ impl<'de> Deserialize<'de> for PrimitiveSchema {
             Some("string") if has("oneOf") => {
                 serde_json::from_value(value).map(PrimitiveSchema::TitledSingleSelect)
             }
-            Some("string") if has("enum") => serde_json::from_value(value).map(PrimitiveSchema::SingleSelect),
+            Some("string") if has("enum") => {
+                serde_json::from_value(value).map(PrimitiveSchema::SingleSelect)
+            }
             Some("string") => serde_json::from_value(value).map(PrimitiveSchema::String),
             Some("array") => serde_json::from_value(value).map(PrimitiveSchema::MultiSelect),
-            Some("number" | "integer") => serde_json::from_value(value).map(PrimitiveSchema::Number),
+            Some("number" | "integer") => {
+                serde_json::from_value(value).map(PrimitiveSchema::Number)
+            }
             Some("boolean") => serde_json::from_value(value).map(PrimitiveSchema::Boolean),
-            _ => return Err(de::Error::custom("form fields must be string, number, integer, boolean or array")),
+            _ => {
+                return Err(de::Error::custom(
+                    "form fields must be string, number, integer, boolean or array",
+                ));
+            }
         };
         parsed.map_err(de::Error::custom)
     }

@@ -20,7 +20,8 @@ pub const NOTIFICATION_RESOURCES_LIST_CHANGED: &str = "notifications/resources/l
 /// `notifications/resources/updated`.
 pub const NOTIFICATION_RESOURCES_UPDATED: &str = "notifications/resources/updated";
 /// `notifications/subscriptions/acknowledged`.
-pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str = "notifications/subscriptions/acknowledged";
+pub const NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED: &str =
+    "notifications/subscriptions/acknowledged";
 
 /// Severity of a log message, ordered from `Debug` (lowest) to `Emergency`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
@@ -116,9 +117,20 @@ mod tests {
 
     #[test]
     fn levels_are_ordered_by_severity() {
-        let names = ["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"];
-        let levels: Vec<LoggingLevel> =
-            names.iter().map(|n| serde_json::from_value(serde_json::json!(n)).unwrap()).collect();
+        let names = [
+            "debug",
+            "info",
+            "notice",
+            "warning",
+            "error",
+            "critical",
+            "alert",
+            "emergency",
+        ];
+        let levels: Vec<LoggingLevel> = names
+            .iter()
+            .map(|n| serde_json::from_value(serde_json::json!(n)).unwrap())
+            .collect();
         assert!(levels.windows(2).all(|w| w[0] < w[1]));
     }
 }

@@ -5,8 +5,8 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta, ResultType,
-    Role, is_empty_object,
+    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta,
+    ResultType, Role, is_empty_object,
 };
 
 /// A prompt template the server offers.

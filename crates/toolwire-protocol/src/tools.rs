@@ -4,8 +4,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta, ResultType,
-    is_empty_object,
+    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta,
+    ResultType, is_empty_object,
 };
 
 /// A tool definition as listed by `tools/list` (T-06, T-09).
@@ -124,7 +124,11 @@ pub struct CallToolResult {
     /// Unstructured content, always present.
     pub content: Vec<ContentBlock>,
     /// Structured output, conforming to the tool's `outputSchema` (T-10); any JSON value.
-    #[serde(default, deserialize_with = "crate::deserialize_present", skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        deserialize_with = "crate::deserialize_present",
+        skip_serializing_if = "Option::is_none"
+    )]
     pub structured_content: Option<Value>,
     /// Whether the tool failed (absent = false; C-06).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -140,7 +144,10 @@ pub struct CallToolResult {
 impl CallToolResult {
     /// A successful result with these content blocks.
     pub fn new(content: Vec<ContentBlock>) -> Self {
-        CallToolResult { content, ..Default::default() }
+        CallToolResult {
+            content,
+            ..Default::default()
+        }
     }
 
     /// A successful result with one text block.
@@ -150,7 +157,10 @@ impl CallToolResult {
 
     /// A tool execution error (`isError: true`) explaining itself in one text block (T-13).
     pub fn error(text: impl Into<String>) -> Self {
-        CallToolResult { is_error: Some(true), ..Self::text(text) }
+        CallToolResult {
+            is_error: Some(true),
+            ..Self::text(text)
+        }
     }
 
     /// Whether the result reports a tool error.

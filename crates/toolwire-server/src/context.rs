@@ -131,7 +131,9 @@ impl RequestContext {
         if has(self.client_capabilities()) {
             Ok(())
         } else {
-            Err(ToolError::Protocol(ErrorObject::missing_capability(&required)))
+            Err(ToolError::Protocol(ErrorObject::missing_capability(
+                &required,
+            )))
         }
     }
 
@@ -139,7 +141,10 @@ impl RequestContext {
     pub fn require_sampling(&self) -> Result<(), ToolError> {
         self.require(
             |c| c.sampling.is_some(),
-            ClientCapabilities { sampling: Some(SamplingCapability::default()), ..Default::default() },
+            ClientCapabilities {
+                sampling: Some(SamplingCapability::default()),
+                ..Default::default()
+            },
         )
     }
 
@@ -147,7 +152,10 @@ impl RequestContext {
     pub fn require_elicitation(&self) -> Result<(), ToolError> {
         self.require(
             ClientCapabilities::supports_elicitation_form,
-            ClientCapabilities { elicitation: Some(Default::default()), ..Default::default() },
+            ClientCapabilities {
+                elicitation: Some(Default::default()),
+                ..Default::default()
+            },
         )
     }
 
@@ -155,7 +163,10 @@ impl RequestContext {
     pub fn require_roots(&self) -> Result<(), ToolError> {
         self.require(
             |c| c.roots.is_some(),
-            ClientCapabilities { roots: Some(Default::default()), ..Default::default() },
+            ClientCapabilities {
+                roots: Some(Default::default()),
+                ..Default::default()
+            },
         )
     }
 
@@ -164,7 +175,9 @@ impl RequestContext {
     /// Values must strictly increase (P-12); a value that does not is dropped. Returns whether
     /// the notification was sent.
     pub async fn progress(&self, progress: f64, total: Option<f64>, message: Option<&str>) -> bool {
-        let Some(token) = self.inner.meta.progress_token.clone() else { return false };
+        let Some(token) = self.inner.meta.progress_token.clone() else {
+            return false;
+        };
         if !progress.is_finite() {
             return false;
         }
@@ -173,7 +186,9 @@ impl RequestContext {
             tracing::debug!(progress, "dropped progress that does not increase (P-12)");
             return false;
         }
-        self.inner.last_progress.store(progress.to_bits(), Ordering::Release);
+        self.inner
+            .last_progress
+            .store(progress.to_bits(), Ordering::Release);
         let params = ProgressParams {
             progress_token: token,
             progress,
@@ -198,13 +213,20 @@ impl RequestContext {
         if !self.log_enabled(level) {
             return false;
         }
-        let params = LoggingMessageParams { level, logger: logger.map(str::to_owned), data, meta: None };
+        let params = LoggingMessageParams {
+            level,
+            logger: logger.map(str::to_owned),
+            data,
+            meta: None,
+        };
         self.notify(NOTIFICATION_MESSAGE, params).await
     }
 
     /// Sends a notification about this request; false if it cannot be delivered.
     pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: P) -> bool {
-        let Some(outbound) = &self.inner.outbound else { return false };
+        let Some(outbound) = &self.inner.outbound else {
+            return false;
+        };
         if self.is_cancelled() {
             return false;
         }
@@ -215,7 +237,12 @@ impl RequestContext {
                 return false;
             }
         };
-        let frame = Frame { json, last: false, error_code: None, cancel: self.inner.cancel.clone() };
+        let frame = Frame {
+            json,
+            last: false,
+            error_code: None,
+            cancel: self.inner.cancel.clone(),
+        };
         outbound.0.send(frame).await.is_ok()
     }
 }
@@ -228,14 +255,17 @@ mod tests {
     fn context(meta: Value, logging: bool) -> (RequestContext, mpsc::Receiver<Frame>) {
         let (tx, rx) = mpsc::channel(8);
         let meta: RequestMeta = serde_json::from_value(meta).unwrap();
-        (RequestContext::new(
-            1.into(),
-            meta,
-            CancellationToken::new(),
-            CancellationToken::new(),
-            Some(Outbound(tx)),
-            logging,
-        ), rx)
+        (
+            RequestContext::new(
+                1.into(),
+                meta,
+                CancellationToken::new(),
+                CancellationToken::new(),
+                Some(Outbound(tx)),
+                logging,
+            ),
+            rx,
+        )
     }
 
     fn meta(extra: Value) -> Value {
@@ -243,7 +273,9 @@ mod tests {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
         });
-        m.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        m.as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
         m
     }
 
@@ -257,31 +289,56 @@ mod tests {
         assert!(ctx.progress(50.0, Some(100.0), Some("half")).await);
         assert!(!ctx.progress(f64::NAN, None, None).await);
         let first: Value = serde_json::from_str(&rx.recv().await.unwrap().json).unwrap();
-        assert_eq!(first["params"], json!({"progressToken": "t", "progress": 0.0, "total": 100.0}));
+        assert_eq!(
+            first["params"],
+            json!({"progressToken": "t", "progress": 0.0, "total": 100.0})
+        );
     }
 
     #[tokio::test]
     async fn logs_only_at_or_above_the_requested_level() {
         let (ctx, _rx) = context(meta(json!({})), true);
         assert!(!ctx.log(LoggingLevel::Emergency, None, json!("x")).await);
-        let (ctx, _rx) = context(meta(json!({"io.modelcontextprotocol/logLevel": "warning"})), false);
-        assert!(!ctx.log(LoggingLevel::Error, None, json!("x")).await, "server did not declare logging");
-        let (ctx, mut rx) = context(meta(json!({"io.modelcontextprotocol/logLevel": "warning"})), true);
+        let (ctx, _rx) = context(
+            meta(json!({"io.modelcontextprotocol/logLevel": "warning"})),
+            false,
+        );
+        assert!(
+            !ctx.log(LoggingLevel::Error, None, json!("x")).await,
+            "server did not declare logging"
+        );
+        let (ctx, mut rx) = context(
+            meta(json!({"io.modelcontextprotocol/logLevel": "warning"})),
+            true,
+        );
         assert!(!ctx.log(LoggingLevel::Info, None, json!("x")).await);
-        assert!(ctx.log(LoggingLevel::Warning, Some("db"), json!({"a": 1})).await);
+        assert!(
+            ctx.log(LoggingLevel::Warning, Some("db"), json!({"a": 1}))
+                .await
+        );
         let sent: Value = serde_json::from_str(&rx.recv().await.unwrap().json).unwrap();
         assert_eq!(sent["method"], "notifications/message");
-        assert_eq!(sent["params"], json!({"level": "warning", "logger": "db", "data": {"a": 1}}));
+        assert_eq!(
+            sent["params"],
+            json!({"level": "warning", "logger": "db", "data": {"a": 1}})
+        );
     }
 
     #[test]
     fn require_reports_the_missing_capability() {
         let (ctx, _rx) = context(meta(json!({})), false);
-        let Err(ToolError::Protocol(e)) = ctx.require_sampling() else { panic!("accepted") };
+        let Err(ToolError::Protocol(e)) = ctx.require_sampling() else {
+            panic!("accepted")
+        };
         assert_eq!(e.code, -32021);
-        assert_eq!(e.data.unwrap(), json!({"requiredCapabilities": {"sampling": {}}}));
+        assert_eq!(
+            e.data.unwrap(),
+            json!({"requiredCapabilities": {"sampling": {}}})
+        );
         let (ctx, _rx) = context(
-            meta(json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}})),
+            meta(
+                json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}}),
+            ),
             false,
         );
         assert!(ctx.require_sampling().is_ok() && ctx.require_roots().is_ok());

@@ -98,7 +98,10 @@ mod tests {
     #[test]
     fn round_trips() {
         for (offset, last) in [(1, "a"), (50, "tool.with-dots_1"), (100_000, "é")] {
-            let p = Position { offset, last: last.into() };
+            let p = Position {
+                offset,
+                last: last.into(),
+            };
             let c = codec().encode(ListKind::Tools, &p);
             assert_eq!(codec().decode(ListKind::Tools, &c), Some(p));
         }
@@ -106,11 +109,31 @@ mod tests {
 
     #[test]
     fn refuses_forged_and_foreign_cursors() {
-        let good = codec().encode(ListKind::Tools, &Position { offset: 3, last: "c".into() });
+        let good = codec().encode(
+            ListKind::Tools,
+            &Position {
+                offset: 3,
+                last: "c".into(),
+            },
+        );
         let mut flipped = URL_SAFE_NO_PAD.decode(&good).unwrap();
         flipped[2] ^= 1;
-        let other_key = CursorCodec::new([8; 32]).encode(ListKind::Tools, &Position { offset: 3, last: "c".into() });
-        for bad in ["", "x", "!!!", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &URL_SAFE_NO_PAD.encode(flipped), &other_key, &good[1..]] {
+        let other_key = CursorCodec::new([8; 32]).encode(
+            ListKind::Tools,
+            &Position {
+                offset: 3,
+                last: "c".into(),
+            },
+        );
+        for bad in [
+            "",
+            "x",
+            "!!!",
+            "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+            &URL_SAFE_NO_PAD.encode(flipped),
+            &other_key,
+            &good[1..],
+        ] {
             assert_eq!(codec().decode(ListKind::Tools, bad), None, "{bad:?}");
         }
     }
@@ -119,14 +142,43 @@ mod tests {
     fn resumes_after_the_named_item() {
         let names = ["a", "b", "c", "d", "e"];
         let at = |p: Position| {
-            resume_index(&p, names.len(), |i| names[i], |n| names.iter().position(|x| *x == n))
+            resume_index(
+                &p,
+                names.len(),
+                |i| names[i],
+                |n| names.iter().position(|x| *x == n),
+            )
         };
         // Unchanged list: continue at the offset.
-        assert_eq!(at(Position { offset: 2, last: "b".into() }), 2);
+        assert_eq!(
+            at(Position {
+                offset: 2,
+                last: "b".into()
+            }),
+            2
+        );
         // An item before the page end was removed: "b" is now at 1... list is a,c,d,e in effect.
-        assert_eq!(at(Position { offset: 3, last: "b".into() }), 2);
+        assert_eq!(
+            at(Position {
+                offset: 3,
+                last: "b".into()
+            }),
+            2
+        );
         // The last item itself was removed: fall back to the offset.
-        assert_eq!(at(Position { offset: 2, last: "zz".into() }), 2);
-        assert_eq!(at(Position { offset: 99, last: "zz".into() }), 5);
+        assert_eq!(
+            at(Position {
+                offset: 2,
+                last: "zz".into()
+            }),
+            2
+        );
+        assert_eq!(
+            at(Position {
+                offset: 99,
+                last: "zz".into()
+            }),
+            5
+        );
     }
 }

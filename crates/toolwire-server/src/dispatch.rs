@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use toolwire_protocol::methods::{CallTool, Discover, Listen, ListTools, Method, REMOVED_METHODS};
+use toolwire_protocol::methods::{CallTool, Discover, ListTools, Listen, Method, REMOVED_METHODS};
 use toolwire_protocol::{
     CallToolResult, DiscoverResult, ErrorObject, JsonObject, RawMessage, RequestId, RequestMeta,
     ResultMeta, ResultType, SubscriptionFilter, Version2,
@@ -22,27 +22,28 @@ use crate::tool::ToolError;
 
 /// A parsed request of a method this server implements.
 #[derive(Debug)]
-pub(crate) enum Call {
+pub(crate) enum Route {
     Discover,
     ListTools { cursor: Option<String> },
     CallTool { name: String, arguments: Value },
     Listen { filter: SubscriptionFilter },
 }
 
-impl Call {
+impl Route {
     /// Parses the params of `method`: -32601 for a method this server does not implement
     /// (removed ones included, V-15), -32602 for params of the wrong shape.
-    pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Result<Call, ErrorObject> {
+    pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Result<Route, ErrorObject> {
         fn params_of<'a, T: serde::Deserialize<'a>>(
             method: &str,
             params: Option<&'a RawValue>,
         ) -> Result<T, ErrorObject> {
             let text = params.map_or("{}", RawValue::get);
-            serde_json::from_str(text)
-                .map_err(|e| ErrorObject::invalid_params(format!("Invalid params for {method}: {e}")))
+            serde_json::from_str(text).map_err(|e| {
+                ErrorObject::invalid_params(format!("Invalid params for {method}: {e}"))
+            })
         }
         match method {
-            Discover::METHOD => Ok(Call::Discover),
+            Discover::METHOD => Ok(Route::Discover),
             ListTools::METHOD => {
                 #[derive(serde::Deserialize)]
                 struct P {
@@ -50,7 +51,7 @@ impl Call {
                     cursor: Option<String>,
                 }
                 let p: P = params_of(method, params)?;
-                Ok(Call::ListTools { cursor: p.cursor })
+                Ok(Route::ListTools { cursor: p.cursor })
             }
             CallTool::METHOD => {
                 #[derive(serde::Deserialize)]
@@ -71,7 +72,10 @@ impl Call {
                         ));
                     }
                 };
-                Ok(Call::CallTool { name: p.name, arguments })
+                Ok(Route::CallTool {
+                    name: p.name,
+                    arguments,
+                })
             }
             Listen::METHOD => {
                 #[derive(serde::Deserialize)]
@@ -79,7 +83,9 @@ impl Call {
                     notifications: SubscriptionFilter,
                 }
                 let p: P = params_of(method, params)?;
-                Ok(Call::Listen { filter: p.notifications })
+                Ok(Route::Listen {
+                    filter: p.notifications,
+                })
             }
             _ => Err(ErrorObject::method_not_found(method)),
         }
@@ -88,7 +94,7 @@ impl Call {
     /// The value the `Mcp-Name` header must carry, for methods that have one (H-22).
     pub(crate) fn name_header(&self) -> Option<&str> {
         match self {
-            Call::CallTool { name, .. } => Some(name),
+            Route::CallTool { name, .. } => Some(name),
             _ => None,
         }
     }
@@ -128,8 +134,15 @@ struct ErrorOut<'a> {
 
 impl Final {
     pub(crate) fn result<R: Serialize>(id: &RequestId, result: &R) -> Final {
-        match serde_json::to_string(&ResultOut { jsonrpc: Version2, id, result }) {
-            Ok(json) => Final { json, error_code: None },
+        match serde_json::to_string(&ResultOut {
+            jsonrpc: Version2,
+            id,
+            result,
+        }) {
+            Ok(json) => Final {
+                json,
+                error_code: None,
+            },
             Err(e) => {
                 tracing::error!(error = %e, "cannot serialize a result");
                 Final::error(Some(id), &ErrorObject::internal("Internal error"))
@@ -138,9 +151,18 @@ impl Final {
     }
 
     pub(crate) fn error(id: Option<&RequestId>, error: &ErrorObject) -> Final {
-        let json = serde_json::to_string(&ErrorOut { jsonrpc: Version2, id, error })
-            .unwrap_or_else(|_| r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#.into());
-        Final { json, error_code: Some(error.code) }
+        let json = serde_json::to_string(&ErrorOut {
+            jsonrpc: Version2,
+            id,
+            error,
+        })
+        .unwrap_or_else(|_| {
+            r#"{"jsonrpc":"2.0","error":{"code":-32603,"message":"Internal error"}}"#.into()
+        });
+        Final {
+            json,
+            error_code: Some(error.code),
+        }
     }
 }
 
@@ -176,7 +198,9 @@ pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
 /// Reads one JSON-RPC frame: -32700 for bytes that are not JSON (or nest too deep).
 pub(crate) fn read_frame(bytes: &[u8], max_depth: usize) -> Result<RawMessage<'_>, ErrorObject> {
     if json_too_deep(bytes, max_depth) {
-        return Err(ErrorObject::parse_error(format!("JSON nests deeper than {max_depth} levels")));
+        return Err(ErrorObject::parse_error(format!(
+            "JSON nests deeper than {max_depth} levels"
+        )));
     }
     serde_json::from_slice(bytes).map_err(|e| {
         if e.is_data() {
@@ -198,7 +222,10 @@ impl Server {
         if SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {
             Ok(())
         } else {
-            Err(ErrorObject::unsupported_version(SUPPORTED_VERSIONS, &meta.protocol_version))
+            Err(ErrorObject::unsupported_version(
+                SUPPORTED_VERSIONS,
+                &meta.protocol_version,
+            ))
         }
     }
 
@@ -209,15 +236,22 @@ impl Server {
 
     /// Runs a call to its final message; `None` when the request ended without one (a listen
     /// stream the client cancelled).
-    pub(crate) async fn run(&self, id: &RequestId, call: Call, ctx: RequestContext) -> Option<Final> {
+    pub(crate) async fn run(
+        &self,
+        id: &RequestId,
+        call: Route,
+        ctx: RequestContext,
+    ) -> Option<Final> {
         match call {
-            Call::Discover => Some(Final::result(id, &self.discover())),
-            Call::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
-            Call::CallTool { name, arguments } => Some(match self.call_tool(&name, arguments, ctx).await {
-                Ok(result) => Final::result(id, &result),
-                Err(error) => Final::error(Some(id), &error),
-            }),
-            Call::Listen { filter } => self.listen(id, filter, ctx).await,
+            Route::Discover => Some(Final::result(id, &self.discover())),
+            Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
+            Route::CallTool { name, arguments } => {
+                Some(match self.call_tool(&name, arguments, ctx).await {
+                    Ok(result) => Final::result(id, &result),
+                    Err(error) => Final::error(Some(id), &error),
+                })
+            }
+            Route::Listen { filter } => self.listen(id, filter, ctx).await,
         }
     }
 
@@ -260,14 +294,18 @@ impl Server {
                     |i| set.tools[i].name.as_str(),
                     |n| set.position(n),
                 ),
-                None => return Final::error(Some(id), &ErrorObject::invalid_params("Invalid cursor")),
+                None => {
+                    return Final::error(Some(id), &ErrorObject::invalid_params("Invalid cursor"));
+                }
             },
         };
         let end = (start + inner.config.page_size).min(set.tools.len());
         let page = &set.tools[start..end];
         let next_cursor = (end < set.tools.len()).then(|| {
             let last = page.last().map_or(String::new(), |t| t.name.clone());
-            inner.cursors.encode(ListKind::Tools, &Position { offset: end, last })
+            inner
+                .cursors
+                .encode(ListKind::Tools, &Position { offset: end, last })
         });
         Final::result(
             id,
@@ -309,7 +347,11 @@ impl Server {
         };
         let result = match outcome {
             Err(panic) => {
-                tracing::error!(tool = name, panic = panic_message(&panic), "tool handler panicked");
+                tracing::error!(
+                    tool = name,
+                    panic = panic_message(&panic),
+                    "tool handler panicked"
+                );
                 return Ok(self.with_meta(internal_failure()));
             }
             Ok(Err(ToolError::Protocol(error))) => return Err(error),
@@ -324,7 +366,12 @@ impl Server {
             let problem = match &result.structured_content {
                 None => Some("the result has no structuredContent".to_owned()),
                 Some(value) if !schema.is_valid(value) => Some(
-                    schema.violations(value).iter().map(ToString::to_string).collect::<Vec<_>>().join("; "),
+                    schema
+                        .violations(value)
+                        .iter()
+                        .map(ToString::to_string)
+                        .collect::<Vec<_>>()
+                        .join("; "),
                 ),
                 Some(_) => None,
             };
@@ -376,24 +423,64 @@ mod tests {
             ("[[]],[[]]", 2, false),
         ];
         for (text, max, want) in cases {
-            assert_eq!(json_too_deep(text.as_bytes(), max), want, "{text} max {max}");
+            assert_eq!(
+                json_too_deep(text.as_bytes(), max),
+                want,
+                "{text} max {max}"
+            );
         }
     }
 
     #[test]
     fn parses_params_per_method() {
         let raw = |v: &str| serde_json::from_str::<Box<RawValue>>(v).unwrap();
-        assert!(matches!(Call::parse("server/discover", None), Ok(Call::Discover)));
-        let call = Call::parse("tools/call", Some(&raw(r#"{"name":"t","_meta":{}}"#))).unwrap();
-        assert!(matches!(call, Call::CallTool { ref name, ref arguments } if name == "t" && arguments == &serde_json::json!({})));
+        assert!(matches!(
+            Route::parse("server/discover", None),
+            Ok(Route::Discover)
+        ));
+        let call = Route::parse("tools/call", Some(&raw(r#"{"name":"t","_meta":{}}"#))).unwrap();
+        assert!(
+            matches!(call, Route::CallTool { ref name, ref arguments } if name == "t" && arguments == &serde_json::json!({}))
+        );
         assert_eq!(call.name_header(), Some("t"));
-        for bad in [r#"{"name":"t","arguments":[1]}"#, r#"{"name":"t","arguments":null}"#, r#"{"arguments":{}}"#, r#"{"name":5}"#] {
-            assert_eq!(Call::parse("tools/call", Some(&raw(bad))).unwrap_err().code, -32602, "{bad}");
+        for bad in [
+            r#"{"name":"t","arguments":[1]}"#,
+            r#"{"name":"t","arguments":null}"#,
+            r#"{"arguments":{}}"#,
+            r#"{"name":5}"#,
+        ] {
+            assert_eq!(
+                Route::parse("tools/call", Some(&raw(bad)))
+                    .unwrap_err()
+                    .code,
+                -32602,
+                "{bad}"
+            );
         }
-        assert_eq!(Call::parse("tools/list", Some(&raw(r#"{"cursor":5}"#))).unwrap_err().code, -32602);
-        assert_eq!(Call::parse("subscriptions/listen", Some(&raw("{}"))).unwrap_err().code, -32602);
-        for gone in ["initialize", "ping", "logging/setLevel", "resources/subscribe", "nope/nope"] {
-            assert_eq!(Call::parse(gone, Some(&raw("{}"))).unwrap_err().code, -32601, "{gone}");
+        assert_eq!(
+            Route::parse("tools/list", Some(&raw(r#"{"cursor":5}"#)))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        assert_eq!(
+            Route::parse("subscriptions/listen", Some(&raw("{}")))
+                .unwrap_err()
+                .code,
+            -32602
+        );
+        for gone in [
+            "initialize",
+            "ping",
+            "logging/setLevel",
+            "resources/subscribe",
+            "nope/nope",
+        ] {
+            assert_eq!(
+                Route::parse(gone, Some(&raw("{}"))).unwrap_err().code,
+                -32601,
+                "{gone}"
+            );
         }
     }
 
@@ -401,7 +488,10 @@ mod tests {
     fn frames_classify_errors() {
         assert_eq!(read_frame(b"{not json", 64).unwrap_err().code, -32700);
         assert_eq!(read_frame(b"[1,2]", 64).unwrap_err().code, -32600);
-        assert_eq!(read_frame(b"[[[[[[[[[[1]]]]]]]]]]", 4).unwrap_err().code, -32700);
+        assert_eq!(
+            read_frame(b"[[[[[[[[[[1]]]]]]]]]]", 4).unwrap_err().code,
+            -32700
+        );
         assert!(read_frame(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, 64).is_ok());
     }
 }

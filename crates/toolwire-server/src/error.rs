@@ -34,7 +34,9 @@ pub enum ToolRule {
     #[error("inputSchema must be an object schema with \"type\": \"object\" at its root (T-06)")]
     InputSchemaNotObject,
     /// J-03.
-    #[error("{role} declares the unsupported dialect {dialect:?} (J-03); supported: draft 2020-12 (default), 2019-09, 7, 6 and 4")]
+    #[error(
+        "{role} declares the unsupported dialect {dialect:?} (J-03); supported: draft 2020-12 (default), 2019-09, 7, 6 and 4"
+    )]
     UnsupportedDialect {
         /// Which schema.
         role: SchemaRole,
@@ -42,7 +44,9 @@ pub enum ToolRule {
         dialect: String,
     },
     /// J-05, J-07.
-    #[error("{role} has the external reference {reference:?}; references outside the schema document are never fetched (J-05, J-07)")]
+    #[error(
+        "{role} has the external reference {reference:?}; references outside the schema document are never fetched (J-05, J-07)"
+    )]
     ExternalReference {
         /// Which schema.
         role: SchemaRole,

@@ -28,12 +28,12 @@ use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 use toolwire_protocol::methods::{Listen, Method};
 use toolwire_protocol::{
     ErrorObject, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY, MessageKind, PARSE_ERROR, RawMessage, RequestId, RequestMeta,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    MISSING_REQUIRED_CLIENT_CAPABILITY, MessageKind, PARSE_ERROR, RawMessage, RequestId,
+    RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Call, Final, is_removed_method, read_frame, read_meta};
+use crate::dispatch::{Final, Route, is_removed_method, read_frame, read_meta};
 use crate::server::Server;
 
 /// Settings of the HTTP transport.
@@ -81,7 +81,8 @@ impl HttpConfig {
 
     /// Also accepts this exact `Origin` (e.g. `https://app.example.com`).
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
-        self.allowed_origins.push(origin.into().to_ascii_lowercase());
+        self.allowed_origins
+            .push(origin.into().to_ascii_lowercase());
         self
     }
 
@@ -103,12 +104,19 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
     let limit = server.inner.config.max_message_bytes;
     let path = config.path.clone();
     let state = Arc::new(HttpState { server, config });
-    Router::new().route(&path, post(handle_post)).layer(DefaultBodyLimit::max(limit)).with_state(state)
+    Router::new()
+        .route(&path, post(handle_post))
+        .layer(DefaultBodyLimit::max(limit))
+        .with_state(state)
 }
 
 /// Serves `server` on `listener` until [`Server::shutdown`]; open listen streams end with their
 /// closing result first (L-10).
-pub async fn serve(server: Server, listener: TcpListener, config: HttpConfig) -> std::io::Result<()> {
+pub async fn serve(
+    server: Server,
+    listener: TcpListener,
+    config: HttpConfig,
+) -> std::io::Result<()> {
     let shutdown = server.shutdown_token();
     axum::serve(listener, router(server, config))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
@@ -117,7 +125,11 @@ pub async fn serve(server: Server, listener: TcpListener, config: HttpConfig) ->
 
 /// Binds `addr` and serves; see [`serve`]. Bind to 127.0.0.1 unless the server must be reachable
 /// from elsewhere (H-03).
-pub async fn bind_and_serve(server: Server, addr: SocketAddr, config: HttpConfig) -> std::io::Result<()> {
+pub async fn bind_and_serve(
+    server: Server,
+    addr: SocketAddr,
+    config: HttpConfig,
+) -> std::io::Result<()> {
     serve(server, TcpListener::bind(addr).await?, config).await
 }
 
@@ -130,20 +142,30 @@ struct Refusal {
 
 impl Refusal {
     fn new(status: StatusCode, id: Option<&RequestId>, error: ErrorObject) -> Self {
-        Refusal { status, id: id.cloned(), error }
+        Refusal {
+            status,
+            id: id.cloned(),
+            error,
+        }
     }
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        json_response(self.status, Final::error(self.id.as_ref(), &self.error).json)
+        json_response(
+            self.status,
+            Final::error(self.id.as_ref(), &self.error).json,
+        )
     }
 }
 
 fn json_response(status: StatusCode, json: String) -> Response {
     let mut response = Response::new(Body::from(json));
     *response.status_mut() = status;
-    response.headers_mut().insert(header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
     response
 }
 
@@ -153,7 +175,10 @@ fn status_for(code: Option<i64>) -> StatusCode {
         None => StatusCode::OK,
         Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
         Some(
-            PARSE_ERROR | INVALID_REQUEST | HEADER_MISMATCH | MISSING_REQUIRED_CLIENT_CAPABILITY
+            PARSE_ERROR
+            | INVALID_REQUEST
+            | HEADER_MISMATCH
+            | MISSING_REQUIRED_CLIENT_CAPABILITY
             | UNSUPPORTED_PROTOCOL_VERSION,
         ) => StatusCode::BAD_REQUEST,
         Some(_) => StatusCode::OK,
@@ -178,24 +203,38 @@ async fn admit_and_run(
 ) -> Result<Response, Refusal> {
     check_host_and_origin(&state.config, headers)?;
     let body = body.map_err(|rejection| {
-        let error = ErrorObject::invalid_request(format!("cannot read the body: {}", rejection.body_text()));
+        let error = ErrorObject::invalid_request(format!(
+            "cannot read the body: {}",
+            rejection.body_text()
+        ));
         Refusal::new(rejection.status(), None, error)
     })?;
     check_content_type(headers)?;
     let accept = Accept::parse(headers)?;
     let config = &state.server.inner.config;
-    let raw = read_frame(&body, config.max_json_depth).map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, None, e))?;
+    let raw = read_frame(&body, config.max_json_depth)
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, None, e))?;
     let id = match raw.kind() {
         Err(why) => {
             let error = ErrorObject::invalid_request(why);
-            return Err(Refusal::new(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error));
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                raw.request_id().as_ref(),
+                error,
+            ));
         }
         // Notifications are accepted and need no answer (H-04); cancellation on HTTP is closing
         // the stream (H-26), so `notifications/cancelled` has nothing to act on.
         Ok(MessageKind::Notification) => return Ok(StatusCode::ACCEPTED.into_response()),
         Ok(MessageKind::Response) => {
-            let error = ErrorObject::invalid_request("clients send requests and notifications, never responses (H-20)");
-            return Err(Refusal::new(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error));
+            let error = ErrorObject::invalid_request(
+                "clients send requests and notifications, never responses (H-20)",
+            );
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                raw.request_id().as_ref(),
+                error,
+            ));
         }
         Ok(MessageKind::Request(id)) => id,
     };
@@ -209,13 +248,17 @@ fn admit_request(
     headers: &HeaderMap,
     id: &RequestId,
     raw: &RawMessage<'_>,
-) -> Result<(RequestMeta, Call), Refusal> {
+) -> Result<(RequestMeta, Route), Refusal> {
     let bad = |error| Refusal::new(StatusCode::BAD_REQUEST, Some(id), error);
     let method = raw.method.as_deref().unwrap_or_default();
     let meta = read_meta(raw.params).map_err(bad)?;
     let version = single_header(headers, mcp_headers::PROTOCOL_VERSION).map_err(bad)?;
     match version {
-        None => return Err(bad(ErrorObject::header_mismatch("Missing MCP-Protocol-Version header"))),
+        None => {
+            return Err(bad(ErrorObject::header_mismatch(
+                "Missing MCP-Protocol-Version header",
+            )));
+        }
         Some(v) if v.trim() != meta.protocol_version => {
             return Err(bad(ErrorObject::header_mismatch(format!(
                 "Header mismatch: MCP-Protocol-Version header value '{}' does not match body value '{}'",
@@ -227,7 +270,11 @@ fn admit_request(
     }
     server.check_version(&meta).map_err(bad)?;
     match single_header(headers, mcp_headers::METHOD).map_err(bad)? {
-        None => return Err(bad(ErrorObject::header_mismatch("Missing Mcp-Method header"))),
+        None => {
+            return Err(bad(ErrorObject::header_mismatch(
+                "Missing Mcp-Method header",
+            )));
+        }
         Some(m) if m.trim() != method => {
             return Err(bad(ErrorObject::header_mismatch(format!(
                 "Header mismatch: Mcp-Method header value '{}' does not match body value '{method}'",
@@ -236,10 +283,13 @@ fn admit_request(
         }
         Some(_) => {}
     }
-    let call = Call::parse(method, raw.params).map_err(|error| match error.code {
+    let call = Route::parse(method, raw.params).map_err(|error| match error.code {
         METHOD_NOT_FOUND => {
             let error = if is_removed_method(method) {
-                ErrorObject::new(METHOD_NOT_FOUND, format!("Method not found: {method} (removed in protocol version 2026-07-28)"))
+                ErrorObject::new(
+                    METHOD_NOT_FOUND,
+                    format!("Method not found: {method} (removed in protocol version 2026-07-28)"),
+                )
             } else {
                 error
             };
@@ -250,7 +300,7 @@ fn admit_request(
     if let Some(expected) = call.name_header() {
         check_name_header(headers, expected).map_err(bad)?;
     }
-    if let Call::CallTool { name, arguments } = &call {
+    if let Route::CallTool { name, arguments } = &call {
         if let Some(tool) = server.inner.registry.snapshot().get(name) {
             check_param_headers(headers, &tool.header_params, arguments).map_err(bad)?;
         }
@@ -262,13 +312,19 @@ fn admit_request(
 /// not visible ASCII.
 fn single_header(headers: &HeaderMap, name: &str) -> Result<Option<String>, ErrorObject> {
     let mut values = headers.get_all(name).iter();
-    let Some(value) = values.next() else { return Ok(None) };
+    let Some(value) = values.next() else {
+        return Ok(None);
+    };
     if values.next().is_some() {
-        return Err(ErrorObject::header_mismatch(format!("Header {name} appears more than once")));
+        return Err(ErrorObject::header_mismatch(format!(
+            "Header {name} appears more than once"
+        )));
     }
-    let text = value
-        .to_str()
-        .map_err(|_| ErrorObject::header_mismatch(format!("Header {name} has characters outside visible ASCII")))?;
+    let text = value.to_str().map_err(|_| {
+        ErrorObject::header_mismatch(format!(
+            "Header {name} has characters outside visible ASCII"
+        ))
+    })?;
     Ok(Some(text.to_owned()))
 }
 
@@ -277,7 +333,8 @@ fn check_name_header(headers: &HeaderMap, expected: &str) -> Result<(), ErrorObj
     let Some(raw) = single_header(headers, mcp_headers::NAME)? else {
         return Err(ErrorObject::header_mismatch("Missing Mcp-Name header"));
     };
-    let value = mcp_headers::decode_value(&raw).map_err(|e| ErrorObject::header_mismatch(format!("Mcp-Name: {e}")))?;
+    let value = mcp_headers::decode_value(&raw)
+        .map_err(|e| ErrorObject::header_mismatch(format!("Mcp-Name: {e}")))?;
     if value != expected {
         return Err(ErrorObject::header_mismatch(format!(
             "Header mismatch: Mcp-Name header value '{value}' does not match body value '{expected}'"
@@ -288,12 +345,25 @@ fn check_name_header(headers: &HeaderMap, expected: &str) -> Result<(), ErrorObj
 
 /// Every `x-mcp-header` parameter with a value in the arguments must be mirrored in its
 /// `Mcp-Param-{Name}` header with an equal value; absent or null values expect no header (H-15).
-fn check_param_headers(headers: &HeaderMap, params: &[HeaderParam], arguments: &Value) -> Result<(), ErrorObject> {
+fn check_param_headers(
+    headers: &HeaderMap,
+    params: &[HeaderParam],
+    arguments: &Value,
+) -> Result<(), ErrorObject> {
     for param in params {
-        let Some(value) = param.value_in(arguments) else { continue };
-        let header_name = format!("{}{}", mcp_headers::PARAM_PREFIX, param.name.to_ascii_lowercase());
+        let Some(value) = param.value_in(arguments) else {
+            continue;
+        };
+        let header_name = format!(
+            "{}{}",
+            mcp_headers::PARAM_PREFIX,
+            param.name.to_ascii_lowercase()
+        );
         let Some(raw) = single_header(headers, &header_name)? else {
-            return Err(ErrorObject::header_mismatch(format!("Missing Mcp-Param-{} header", param.name)));
+            return Err(ErrorObject::header_mismatch(format!(
+                "Missing Mcp-Param-{} header",
+                param.name
+            )));
         };
         let decoded = mcp_headers::decode_value(&raw)
             .map_err(|e| ErrorObject::header_mismatch(format!("Mcp-Param-{}: {e}", param.name)))?;
@@ -309,15 +379,31 @@ fn check_param_headers(headers: &HeaderMap, params: &[HeaderParam], arguments: &
 
 /// Host and Origin against the allowlist, against DNS rebinding (H-02): 403 otherwise.
 fn check_host_and_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(), Refusal> {
-    let Some(allowed) = &config.allowed_hosts else { return Ok(()) };
-    let forbidden = |why: String| Refusal::new(StatusCode::FORBIDDEN, None, ErrorObject::invalid_request(why));
-    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok()).unwrap_or_default();
-    if !allowed.iter().any(|a| a == &host_name(host).to_ascii_lowercase()) {
+    let Some(allowed) = &config.allowed_hosts else {
+        return Ok(());
+    };
+    let forbidden = |why: String| {
+        Refusal::new(
+            StatusCode::FORBIDDEN,
+            None,
+            ErrorObject::invalid_request(why),
+        )
+    };
+    let host = headers
+        .get(header::HOST)
+        .and_then(|h| h.to_str().ok())
+        .unwrap_or_default();
+    if !allowed
+        .iter()
+        .any(|a| a == &host_name(host).to_ascii_lowercase())
+    {
         return Err(forbidden(format!("Host {host:?} is not allowed")));
     }
     if let Some(origin) = headers.get(header::ORIGIN) {
         let origin = origin.to_str().unwrap_or_default().to_ascii_lowercase();
-        let host = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+        let host = origin
+            .strip_prefix("http://")
+            .or_else(|| origin.strip_prefix("https://"));
         let ok = config.allowed_origins.contains(&origin)
             || host.is_some_and(|h| !h.contains('/') && allowed.iter().any(|a| a == host_name(h)));
         if !ok {
@@ -330,21 +416,36 @@ fn check_host_and_origin(config: &HttpConfig, headers: &HeaderMap) -> Result<(),
 /// The host part of `host[:port]` or `[v6]:port`.
 fn host_name(authority: &str) -> &str {
     if authority.starts_with('[') {
-        return authority.find(']').map_or(authority, |end| &authority[..=end]);
+        return authority
+            .find(']')
+            .map_or(authority, |end| &authority[..=end]);
     }
-    authority.rsplit_once(':').map_or(authority, |(host, port)| {
-        if port.bytes().all(|b| b.is_ascii_digit()) { host } else { authority }
-    })
+    authority
+        .rsplit_once(':')
+        .map_or(authority, |(host, port)| {
+            if port.bytes().all(|b| b.is_ascii_digit()) {
+                host
+            } else {
+                authority
+            }
+        })
 }
 
 fn check_content_type(headers: &HeaderMap) -> Result<(), Refusal> {
-    let content_type = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).unwrap_or_default();
+    let content_type = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default();
     let essence = content_type.split(';').next().unwrap_or_default().trim();
     if essence.eq_ignore_ascii_case("application/json") {
         Ok(())
     } else {
         let error = ErrorObject::invalid_request("Content-Type must be application/json");
-        Err(Refusal::new(StatusCode::UNSUPPORTED_MEDIA_TYPE, None, error))
+        Err(Refusal::new(
+            StatusCode::UNSUPPORTED_MEDIA_TYPE,
+            None,
+            error,
+        ))
     }
 }
 
@@ -357,14 +458,36 @@ struct Accept {
 
 impl Accept {
     fn parse(headers: &HeaderMap) -> Result<Accept, Refusal> {
-        let values: Vec<&str> = headers.get_all(header::ACCEPT).iter().filter_map(|v| v.to_str().ok()).collect();
+        let values: Vec<&str> = headers
+            .get_all(header::ACCEPT)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .collect();
         if values.is_empty() {
-            return Ok(Accept { json: true, sse: true });
+            return Ok(Accept {
+                json: true,
+                sse: true,
+            });
         }
-        let mut accept = Accept { json: false, sse: false };
+        let mut accept = Accept {
+            json: false,
+            sse: false,
+        };
         for range in values.iter().flat_map(|v| v.split(',')) {
-            match range.split(';').next().unwrap_or_default().trim().to_ascii_lowercase().as_str() {
-                "*/*" => accept = Accept { json: true, sse: true },
+            match range
+                .split(';')
+                .next()
+                .unwrap_or_default()
+                .trim()
+                .to_ascii_lowercase()
+                .as_str()
+            {
+                "*/*" => {
+                    accept = Accept {
+                        json: true,
+                        sse: true,
+                    }
+                }
                 "application/*" | "application/json" => accept.json = true,
                 "text/*" | "text/event-stream" => accept.sse = true,
                 _ => {}
@@ -373,7 +496,9 @@ impl Accept {
         if accept.json || accept.sse {
             Ok(accept)
         } else {
-            let error = ErrorObject::invalid_request("Accept must include application/json or text/event-stream");
+            let error = ErrorObject::invalid_request(
+                "Accept must include application/json or text/event-stream",
+            );
             Err(Refusal::new(StatusCode::NOT_ACCEPTABLE, None, error))
         }
     }
@@ -382,18 +507,34 @@ impl Accept {
 /// Runs an admitted request. The reply is JSON if the request finishes before it sends any
 /// notification; otherwise it becomes SSE from the first notification on, and the rest of the
 /// work continues in a task whose cancellation is tied to the stream (H-08).
-async fn run(state: &HttpState, id: RequestId, meta: RequestMeta, call: Call, accept: Accept) -> Response {
+async fn run(
+    state: &HttpState,
+    id: RequestId,
+    meta: RequestMeta,
+    call: Route,
+    accept: Accept,
+) -> Response {
     let server = state.server.clone();
-    let streams = matches!(call, Call::Listen { .. });
+    let streams = matches!(call, Route::Listen { .. });
     if streams && !accept.sse {
-        let error = ErrorObject::invalid_request(format!("{} replies with text/event-stream; accept it", Listen::METHOD));
+        let error = ErrorObject::invalid_request(format!(
+            "{} replies with text/event-stream; accept it",
+            Listen::METHOD
+        ));
         return Refusal::new(StatusCode::NOT_ACCEPTABLE, Some(&id), error).into_response();
     }
     let cancel = CancellationToken::new();
     let (tx, mut rx) = mpsc::channel::<Frame>(64);
     let outbound = accept.sse.then(|| Outbound(tx.clone()));
     let logging = server.inner.config.logging;
-    let ctx = RequestContext::new(id.clone(), meta, cancel.clone(), server.shutdown_token(), outbound, logging);
+    let ctx = RequestContext::new(
+        id.clone(),
+        meta,
+        cancel.clone(),
+        server.shutdown_token(),
+        outbound,
+        logging,
+    );
     let guard = cancel.clone().drop_guard();
     let mut work = Box::pin(async move { server.run(&id, call, ctx).await });
     tokio::select! {
@@ -435,7 +576,12 @@ async fn run(state: &HttpState, id: RequestId, meta: RequestMeta, call: Call, ac
 }
 
 fn frame(done: Final, cancel: &CancellationToken) -> Frame {
-    Frame { json: done.json, last: true, error_code: done.error_code, cancel: cancel.clone() }
+    Frame {
+        json: done.json,
+        last: true,
+        error_code: done.error_code,
+        cancel: cancel.clone(),
+    }
 }
 
 /// An SSE reply: the frames given, then those from `rx` until the final one. Dropping the
@@ -447,8 +593,12 @@ fn sse_response(
     keep_alive: Duration,
 ) -> Response {
     let stream = frame_stream(frames, rx, guard);
-    let mut response = Sse::new(stream).keep_alive(KeepAlive::new().interval(keep_alive)).into_response();
-    response.headers_mut().insert("x-accel-buffering", HeaderValue::from_static("no"));
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(keep_alive))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
     response
 }
 
@@ -463,7 +613,12 @@ fn frame_stream(
         done: bool,
         _guard: DropGuard,
     }
-    let state = St { queued: frames.into_iter(), rx, done: false, _guard: guard };
+    let state = St {
+        queued: frames.into_iter(),
+        rx,
+        done: false,
+        _guard: guard,
+    };
     futures::stream::unfold(state, |mut st| async move {
         if st.done {
             return None;
@@ -519,16 +674,43 @@ mod tests {
             headers(&[]),
             headers(&[("host", "evil.example.com")]),
             headers(&[("host", "localhost.evil.com:80")]),
-            headers(&[("host", "localhost:1"), ("origin", "http://evil.example.com")]),
+            headers(&[
+                ("host", "localhost:1"),
+                ("origin", "http://evil.example.com"),
+            ]),
             headers(&[("host", "localhost:1"), ("origin", "null")]),
-            headers(&[("host", "localhost:1"), ("origin", "http://localhost:1/path")]),
+            headers(&[
+                ("host", "localhost:1"),
+                ("origin", "http://localhost:1/path"),
+            ]),
         ];
         for h in bad {
-            assert_eq!(check_host_and_origin(&config, &h).err().map(|r| r.status), Some(StatusCode::FORBIDDEN), "{h:?}");
+            assert_eq!(
+                check_host_and_origin(&config, &h).err().map(|r| r.status),
+                Some(StatusCode::FORBIDDEN),
+                "{h:?}"
+            );
         }
-        let custom = HttpConfig::default().allow_host("mcp.example.com").allow_origin("https://app.example.com");
-        assert!(check_host_and_origin(&custom, &headers(&[("host", "mcp.example.com"), ("origin", "https://app.example.com")])).is_ok());
-        assert!(check_host_and_origin(&HttpConfig::default().allow_any_host(), &headers(&[("host", "x")])).is_ok());
+        let custom = HttpConfig::default()
+            .allow_host("mcp.example.com")
+            .allow_origin("https://app.example.com");
+        assert!(
+            check_host_and_origin(
+                &custom,
+                &headers(&[
+                    ("host", "mcp.example.com"),
+                    ("origin", "https://app.example.com")
+                ])
+            )
+            .is_ok()
+        );
+        assert!(
+            check_host_and_origin(
+                &HttpConfig::default().allow_any_host(),
+                &headers(&[("host", "x")])
+            )
+            .is_ok()
+        );
     }
 
     #[test]
@@ -537,12 +719,27 @@ mod tests {
             let h = v.map_or_else(HeaderMap::new, |v| headers(&[("accept", v)]));
             Accept::parse(&h).map_err(|r| r.status)
         };
-        let both = Accept { json: true, sse: true };
+        let both = Accept {
+            json: true,
+            sse: true,
+        };
         assert_eq!(parse(None), Ok(both));
         assert_eq!(parse(Some("application/json, text/event-stream")), Ok(both));
         assert_eq!(parse(Some("*/*")), Ok(both));
-        assert_eq!(parse(Some("application/json")), Ok(Accept { json: true, sse: false }));
-        assert_eq!(parse(Some("text/event-stream;q=1")), Ok(Accept { json: false, sse: true }));
+        assert_eq!(
+            parse(Some("application/json")),
+            Ok(Accept {
+                json: true,
+                sse: false
+            })
+        );
+        assert_eq!(
+            parse(Some("text/event-stream;q=1")),
+            Ok(Accept {
+                json: false,
+                sse: true
+            })
+        );
         assert_eq!(parse(Some("text/html")), Err(StatusCode::NOT_ACCEPTABLE));
     }
 
@@ -550,21 +747,62 @@ mod tests {
     fn param_headers() {
         use toolwire_protocol::headers::ParamKind;
         let params = vec![
-            HeaderParam { name: "Region".into(), path: vec!["region".into()], kind: ParamKind::String },
-            HeaderParam { name: "Priority".into(), path: vec!["priority".into()], kind: ParamKind::Integer },
+            HeaderParam {
+                name: "Region".into(),
+                path: vec!["region".into()],
+                kind: ParamKind::String,
+            },
+            HeaderParam {
+                name: "Priority".into(),
+                path: vec!["priority".into()],
+                kind: ParamKind::Integer,
+            },
         ];
         let args = serde_json::json!({"region": "Hello", "priority": 42});
-        let check = |pairs: &[(&'static str, &str)], args: &Value| check_param_headers(&headers(pairs), &params, args);
-        assert!(check(&[("mcp-param-region", "Hello"), ("mcp-param-priority", "42")], &args).is_ok());
-        assert!(check(&[("Mcp-Param-Region", "=?base64?SGVsbG8=?="), ("MCP-PARAM-PRIORITY", " 42 ")], &args).is_ok());
-        assert!(check(&[], &serde_json::json!({"region": null})).is_ok(), "null expects no header");
+        let check = |pairs: &[(&'static str, &str)], args: &Value| {
+            check_param_headers(&headers(pairs), &params, args)
+        };
+        assert!(
+            check(
+                &[("mcp-param-region", "Hello"), ("mcp-param-priority", "42")],
+                &args
+            )
+            .is_ok()
+        );
+        assert!(
+            check(
+                &[
+                    ("Mcp-Param-Region", "=?base64?SGVsbG8=?="),
+                    ("MCP-PARAM-PRIORITY", " 42 ")
+                ],
+                &args
+            )
+            .is_ok()
+        );
+        assert!(
+            check(&[], &serde_json::json!({"region": null})).is_ok(),
+            "null expects no header"
+        );
         for bad in [
             vec![("mcp-param-priority", "42")],
-            vec![("mcp-param-region", "Goodbye"), ("mcp-param-priority", "42")],
-            vec![("mcp-param-region", "=?base64?SGVsbG8?="), ("mcp-param-priority", "42")],
-            vec![("mcp-param-region", "=?base64?SGVs!!!bG8=?="), ("mcp-param-priority", "42")],
+            vec![
+                ("mcp-param-region", "Goodbye"),
+                ("mcp-param-priority", "42"),
+            ],
+            vec![
+                ("mcp-param-region", "=?base64?SGVsbG8?="),
+                ("mcp-param-priority", "42"),
+            ],
+            vec![
+                ("mcp-param-region", "=?base64?SGVs!!!bG8=?="),
+                ("mcp-param-priority", "42"),
+            ],
             vec![("mcp-param-region", "Hello"), ("mcp-param-priority", "43")],
-            vec![("mcp-param-region", "Hello"), ("mcp-param-region", "Hello"), ("mcp-param-priority", "42")],
+            vec![
+                ("mcp-param-region", "Hello"),
+                ("mcp-param-region", "Hello"),
+                ("mcp-param-priority", "42"),
+            ],
         ] {
             let e = check(&bad, &args).expect_err(&format!("{bad:?}"));
             assert_eq!(e.code, HEADER_MISMATCH, "{bad:?}");
@@ -578,7 +816,10 @@ mod tests {
         for code in [-32700, -32600, -32020, -32021, -32022] {
             assert_eq!(status_for(Some(code)), StatusCode::BAD_REQUEST);
         }
-        assert_eq!(status_for(Some(toolwire_protocol::INVALID_PARAMS)), StatusCode::OK);
+        assert_eq!(
+            status_for(Some(toolwire_protocol::INVALID_PARAMS)),
+            StatusCode::OK
+        );
         assert_eq!(status_for(Some(-32603)), StatusCode::OK);
     }
 }

@@ -35,6 +35,8 @@
 //! # }
 //! ```
 
+#![warn(missing_docs)]
+
 mod context;
 mod cursor;
 mod dispatch;

@@ -41,7 +41,11 @@ impl ToolSet {
     }
 
     fn from_tools(tools: Vec<Arc<RegisteredTool>>) -> Self {
-        let index = tools.iter().enumerate().map(|(i, t)| (t.name.clone(), i)).collect();
+        let index = tools
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.name.clone(), i))
+            .collect();
         ToolSet { tools, index }
     }
 }
@@ -55,7 +59,11 @@ pub(crate) struct ToolRegistry {
 
 impl ToolRegistry {
     pub(crate) fn new(limits: SchemaLimits) -> Self {
-        ToolRegistry { current: ArcSwap::from_pointee(ToolSet::default()), write: Mutex::new(()), limits }
+        ToolRegistry {
+            current: ArcSwap::from_pointee(ToolSet::default()),
+            write: Mutex::new(()),
+            limits,
+        }
     }
 
     /// The current snapshot.
@@ -74,7 +82,10 @@ impl ToolRegistry {
         let mut names = std::collections::HashSet::new();
         for tool in &prepared {
             if current.get(&tool.name).is_some() || !names.insert(tool.name.as_str()) {
-                return Err(Error::InvalidTool { tool: tool.name.clone(), rule: ToolRule::DuplicateName });
+                return Err(Error::InvalidTool {
+                    tool: tool.name.clone(),
+                    rule: ToolRule::DuplicateName,
+                });
             }
         }
         let mut tools = current.tools.clone();
@@ -87,7 +98,9 @@ impl ToolRegistry {
     pub(crate) fn remove(&self, name: &str) -> Result<(), Error> {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.current.load();
-        let Some(at) = current.position(name) else { return Err(Error::UnknownTool(name.to_owned())) };
+        let Some(at) = current.position(name) else {
+            return Err(Error::UnknownTool(name.to_owned()));
+        };
         let mut tools = current.tools.clone();
         tools.remove(at);
         self.current.store(Arc::new(ToolSet::from_tools(tools)));
@@ -98,26 +111,42 @@ impl ToolRegistry {
 /// Whether a tool name is 1–128 characters of `[A-Za-z0-9_.-]` (T-08).
 pub(crate) fn is_valid_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
-        && name.bytes().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'))
 }
 
 /// Names that suggest a secret; such values should not travel in headers (T-19).
-const SECRET_HINTS: &[&str] = &["password", "passwd", "token", "secret", "key", "auth", "credential"];
+const SECRET_HINTS: &[&str] = &[
+    "password",
+    "passwd",
+    "token",
+    "secret",
+    "key",
+    "auth",
+    "credential",
+];
 
 /// Checks a definition and compiles its schemas.
 fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
     let definition = tool.definition;
     let name = definition.name.clone();
-    let reject = |rule| Error::InvalidTool { tool: name.clone(), rule };
+    let reject = |rule| Error::InvalidTool {
+        tool: name.clone(),
+        rule,
+    };
     if !is_valid_name(&name) {
         return Err(reject(ToolRule::InvalidName));
     }
     if definition.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err(reject(ToolRule::InputSchemaNotObject));
     }
-    let input = CompiledSchema::compile(&definition.input_schema, SchemaRole::Input, limits).map_err(reject)?;
+    let input = CompiledSchema::compile(&definition.input_schema, SchemaRole::Input, limits)
+        .map_err(reject)?;
     let output = match &definition.output_schema {
-        Some(schema) => Some(CompiledSchema::compile(schema, SchemaRole::Output, limits).map_err(reject)?),
+        Some(schema) => {
+            Some(CompiledSchema::compile(schema, SchemaRole::Output, limits).map_err(reject)?)
+        }
         None => None,
     };
     let header_params = headers::header_params(&definition.input_schema)
@@ -132,9 +161,20 @@ fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
             );
         }
     }
-    let listed = serde_json::value::to_raw_value(&definition)
-        .map_err(|e| reject(ToolRule::InvalidSchema { role: SchemaRole::Input, message: e.to_string() }))?;
-    Ok(RegisteredTool { name, listed, input, output, header_params, handler: tool.handler })
+    let listed = serde_json::value::to_raw_value(&definition).map_err(|e| {
+        reject(ToolRule::InvalidSchema {
+            role: SchemaRole::Input,
+            message: e.to_string(),
+        })
+    })?;
+    Ok(RegisteredTool {
+        name,
+        listed,
+        input,
+        output,
+        header_params,
+        handler: tool.handler,
+    })
 }
 
 #[cfg(test)]
@@ -167,29 +207,66 @@ mod tests {
     fn refuses_with_the_rule() {
         let registry = ToolRegistry::new(SchemaLimits::default());
         let object = json!({"type": "object"});
-        assert_eq!(rule_of(registry.add_all(vec![raw("bad name", object.clone())])), ToolRule::InvalidName);
-        assert_eq!(rule_of(registry.add_all(vec![raw("s", json!({"type": "string"}))])), ToolRule::InputSchemaNotObject);
-        assert_eq!(rule_of(registry.add_all(vec![raw("n", json!(null))])), ToolRule::InputSchemaNotObject);
+        assert_eq!(
+            rule_of(registry.add_all(vec![raw("bad name", object.clone())])),
+            ToolRule::InvalidName
+        );
+        assert_eq!(
+            rule_of(registry.add_all(vec![raw("s", json!({"type": "string"}))])),
+            ToolRule::InputSchemaNotObject
+        );
+        assert_eq!(
+            rule_of(registry.add_all(vec![raw("n", json!(null))])),
+            ToolRule::InputSchemaNotObject
+        );
         assert!(matches!(
             rule_of(registry.add_all(vec![raw("h", json!({"type": "object", "properties": {"a": {"type": "number", "x-mcp-header": "A"}}}))])),
             ToolRule::InvalidHeaderDeclaration(_)
         ));
-        let bad_output = raw("o", object.clone()).output_schema(json!({"$ref": "https://example.com/s.json"}));
-        assert!(matches!(rule_of(registry.add_all(vec![bad_output])), ToolRule::ExternalReference { role: SchemaRole::Output, .. }));
+        let bad_output =
+            raw("o", object.clone()).output_schema(json!({"$ref": "https://example.com/s.json"}));
+        assert!(matches!(
+            rule_of(registry.add_all(vec![bad_output])),
+            ToolRule::ExternalReference {
+                role: SchemaRole::Output,
+                ..
+            }
+        ));
         registry.add_all(vec![raw("a", object.clone())]).unwrap();
-        assert_eq!(rule_of(registry.add_all(vec![raw("a", object.clone())])), ToolRule::DuplicateName);
-        assert_eq!(rule_of(registry.add_all(vec![raw("b", object.clone()), raw("b", object.clone())])), ToolRule::DuplicateName);
-        assert!(registry.snapshot().get("b").is_none(), "a refused batch adds nothing");
+        assert_eq!(
+            rule_of(registry.add_all(vec![raw("a", object.clone())])),
+            ToolRule::DuplicateName
+        );
+        assert_eq!(
+            rule_of(registry.add_all(vec![raw("b", object.clone()), raw("b", object.clone())])),
+            ToolRule::DuplicateName
+        );
+        assert!(
+            registry.snapshot().get("b").is_none(),
+            "a refused batch adds nothing"
+        );
     }
 
     #[test]
     fn keeps_registration_order_through_changes() {
         let registry = ToolRegistry::new(SchemaLimits::default());
         let object = json!({"type": "object"});
-        registry.add_all(["c", "a", "b"].iter().map(|n| raw(n, object.clone())).collect()).unwrap();
+        registry
+            .add_all(
+                ["c", "a", "b"]
+                    .iter()
+                    .map(|n| raw(n, object.clone()))
+                    .collect(),
+            )
+            .unwrap();
         registry.remove("a").unwrap();
         registry.add_all(vec![raw("a", object)]).unwrap();
-        let names: Vec<_> = registry.snapshot().tools.iter().map(|t| t.name.clone()).collect();
+        let names: Vec<_> = registry
+            .snapshot()
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect();
         assert_eq!(names, ["c", "b", "a"]);
         assert!(matches!(registry.remove("zz"), Err(Error::UnknownTool(_))));
         assert_eq!(registry.snapshot().position("a"), Some(2));

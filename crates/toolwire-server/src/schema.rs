@@ -21,7 +21,10 @@ pub struct SchemaLimits {
 
 impl Default for SchemaLimits {
     fn default() -> Self {
-        SchemaLimits { max_depth: 32, max_nodes: 10_000 }
+        SchemaLimits {
+            max_depth: 32,
+            max_nodes: 10_000,
+        }
     }
 }
 
@@ -42,7 +45,11 @@ pub struct Violation {
 
 impl std::fmt::Display for Violation {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let path = if self.path.is_empty() { "(root)" } else { &self.path };
+        let path = if self.path.is_empty() {
+            "(root)"
+        } else {
+            &self.path
+        };
         write!(f, "{path}: {}", self.message)
     }
 }
@@ -61,15 +68,23 @@ impl CompiledSchema {
             .with_draft(draft)
             .with_retriever(NoNetwork)
             .build(&value)
-            .map_err(|e| ToolRule::InvalidSchema { role, message: e.to_string() })?;
-        Ok(CompiledSchema { validator: Arc::new(validator) })
+            .map_err(|e| ToolRule::InvalidSchema {
+                role,
+                message: e.to_string(),
+            })?;
+        Ok(CompiledSchema {
+            validator: Arc::new(validator),
+        })
     }
 
     /// Every violation of the schema by `instance`.
     pub(crate) fn violations(&self, instance: &Value) -> Vec<Violation> {
         self.validator
             .iter_errors(instance)
-            .map(|e| Violation { path: e.instance_path().as_str().to_owned(), message: e.to_string() })
+            .map(|e| Violation {
+                path: e.instance_path().as_str().to_owned(),
+                message: e.to_string(),
+            })
             .collect()
     }
 
@@ -84,15 +99,25 @@ fn dialect(schema: &JsonObject, role: SchemaRole) -> Result<Draft, ToolRule> {
     match schema.get("$schema") {
         None => Ok(Draft::Draft202012),
         Some(Value::String(uri)) => match Draft::from_schema_uri(uri) {
-            Draft::Unknown => Err(ToolRule::UnsupportedDialect { role, dialect: uri.clone() }),
+            Draft::Unknown => Err(ToolRule::UnsupportedDialect {
+                role,
+                dialect: uri.clone(),
+            }),
             draft => Ok(draft),
         },
-        Some(other) => Err(ToolRule::UnsupportedDialect { role, dialect: other.to_string() }),
+        Some(other) => Err(ToolRule::UnsupportedDialect {
+            role,
+            dialect: other.to_string(),
+        }),
     }
 }
 
 /// Enforces the size bounds and refuses references that leave the document.
-fn check_shape(schema: &JsonObject, role: SchemaRole, limits: SchemaLimits) -> Result<(), ToolRule> {
+fn check_shape(
+    schema: &JsonObject,
+    role: SchemaRole,
+    limits: SchemaLimits,
+) -> Result<(), ToolRule> {
     let mut ids = Vec::new();
     collect_ids(schema, &mut ids);
     let mut nodes = 0;
@@ -114,7 +139,10 @@ fn check_shape(schema: &JsonObject, role: SchemaRole, limits: SchemaLimits) -> R
             if let Some(Value::String(reference)) = node.get(key) {
                 let document = reference.split('#').next().unwrap_or_default();
                 if !document.is_empty() && !ids.iter().any(|id| id == document) {
-                    return Err(ToolRule::ExternalReference { role, reference: reference.clone() });
+                    return Err(ToolRule::ExternalReference {
+                        role,
+                        reference: reference.clone(),
+                    });
                 }
             }
         }
@@ -125,8 +153,13 @@ fn check_shape(schema: &JsonObject, role: SchemaRole, limits: SchemaLimits) -> R
 /// Keywords whose value is data, never a subschema.
 const DATA_KEYWORDS: &[&str] = &["enum", "const", "default", "examples", "required"];
 /// Keywords whose value maps names to subschemas.
-const MAP_KEYWORDS: &[&str] =
-    &["properties", "$defs", "definitions", "patternProperties", "dependentSchemas"];
+const MAP_KEYWORDS: &[&str] = &[
+    "properties",
+    "$defs",
+    "definitions",
+    "patternProperties",
+    "dependentSchemas",
+];
 
 /// Calls `f` on every schema object, with its nesting depth (the root is 1).
 fn visit<E>(
@@ -190,7 +223,11 @@ mod tests {
     use serde_json::json;
 
     fn compile(v: Value) -> Result<CompiledSchema, ToolRule> {
-        CompiledSchema::compile(v.as_object().unwrap(), SchemaRole::Input, SchemaLimits::default())
+        CompiledSchema::compile(
+            v.as_object().unwrap(),
+            SchemaRole::Input,
+            SchemaLimits::default(),
+        )
     }
 
     #[test]
@@ -209,21 +246,30 @@ mod tests {
 
     #[test]
     fn rejects_bad_schemas_with_the_rule() {
-        let cases: [(Value, fn(&ToolRule) -> bool); 6] = [
-            (json!({"$schema": "http://example.com/my-dialect", "type": "object"}), |r| {
+        type Check = fn(&ToolRule) -> bool;
+        let cases: [(Value, Check); 6] = [
+            (
+                json!({"$schema": "http://example.com/my-dialect", "type": "object"}),
+                |r| matches!(r, ToolRule::UnsupportedDialect { .. }),
+            ),
+            (json!({"$schema": 7, "type": "object"}), |r| {
                 matches!(r, ToolRule::UnsupportedDialect { .. })
             }),
-            (json!({"$schema": 7, "type": "object"}), |r| matches!(r, ToolRule::UnsupportedDialect { .. })),
-            (json!({"type": "object", "properties": {"p": {"$ref": "http://localhost:1/x.json"}}}), |r| {
-                matches!(r, ToolRule::ExternalReference { .. })
-            }),
-            (json!({"type": "object", "$defs": {"u": {"$ref": "other.json#/a"}}}), |r| {
-                matches!(r, ToolRule::ExternalReference { .. })
-            }),
-            (json!({"type": 5}), |r| matches!(r, ToolRule::InvalidSchema { .. })),
-            (json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}), |r| {
+            (
+                json!({"type": "object", "properties": {"p": {"$ref": "http://localhost:1/x.json"}}}),
+                |r| matches!(r, ToolRule::ExternalReference { .. }),
+            ),
+            (
+                json!({"type": "object", "$defs": {"u": {"$ref": "other.json#/a"}}}),
+                |r| matches!(r, ToolRule::ExternalReference { .. }),
+            ),
+            (json!({"type": 5}), |r| {
                 matches!(r, ToolRule::InvalidSchema { .. })
             }),
+            (
+                json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
+                |r| matches!(r, ToolRule::InvalidSchema { .. }),
+            ),
         ];
         for (schema, want) in cases {
             let got = compile(schema.clone()).err().expect("rejected");
@@ -238,11 +284,18 @@ mod tests {
             deep = json!({"anyOf": [deep]});
         }
         let schema = json!({"type": "object", "properties": {"d": deep}});
-        assert!(matches!(compile(schema), Err(ToolRule::SchemaTooComplex { .. })));
-        let wide: serde_json::Map<String, Value> =
-            (0..10_001).map(|i| (format!("p{i}"), json!({"type": "string"}))).collect();
+        assert!(matches!(
+            compile(schema),
+            Err(ToolRule::SchemaTooComplex { .. })
+        ));
+        let wide: serde_json::Map<String, Value> = (0..10_001)
+            .map(|i| (format!("p{i}"), json!({"type": "string"})))
+            .collect();
         let schema = json!({"type": "object", "properties": wide});
-        assert!(matches!(compile(schema), Err(ToolRule::SchemaTooComplex { .. })));
+        assert!(matches!(
+            compile(schema),
+            Err(ToolRule::SchemaTooComplex { .. })
+        ));
     }
 
     #[test]

@@ -76,7 +76,9 @@ pub(crate) struct ServerInner {
 
 impl std::fmt::Debug for Server {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Server").field("tools", &self.tool_names()).finish_non_exhaustive()
+        f.debug_struct("Server")
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
     }
 }
 
@@ -114,7 +116,13 @@ impl Server {
 
     /// The registered tool names in listing order.
     pub fn tool_names(&self) -> Vec<String> {
-        self.inner.registry.snapshot().tools.iter().map(|t| t.name.clone()).collect()
+        self.inner
+            .registry
+            .snapshot()
+            .tools
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
     }
 
     /// The server's self-description.
@@ -125,7 +133,9 @@ impl Server {
     /// What `server/discover` reports.
     pub fn capabilities(&self) -> ServerCapabilities {
         ServerCapabilities {
-            tools: Some(ListChangedCapability { list_changed: Some(true) }),
+            tools: Some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
             logging: self.inner.config.logging.then(JsonObject::new),
             ..Default::default()
         }
@@ -254,9 +264,10 @@ impl ServerBuilder {
         registry.add_all(self.tools)?;
         let key = self.cursor_key.unwrap_or_else(rand::random);
         let (changes, _) = broadcast::channel(1024);
-        let result_meta = self
-            .server_info_in_results
-            .then(|| ResultMeta { server_info: Some(self.info.clone()), ..Default::default() });
+        let result_meta = self.server_info_in_results.then(|| ResultMeta {
+            server_info: Some(self.info.clone()),
+            ..Default::default()
+        });
         Ok(Server {
             inner: Arc::new(ServerInner {
                 info: self.info,

@@ -11,10 +11,12 @@ use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use toolwire_protocol::{CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId};
+use toolwire_protocol::{
+    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
+};
 
 use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Call, Final, read_frame, read_meta};
+use crate::dispatch::{Final, Route, read_frame, read_meta};
 use crate::error::Result;
 use crate::server::Server;
 
@@ -84,10 +86,18 @@ impl Connection {
             Err(error) => return self.send_error(None, &error).await,
         };
         match raw.kind() {
-            Err(why) => self.send_error(raw.request_id().as_ref(), &ErrorObject::invalid_request(why)).await,
+            Err(why) => {
+                self.send_error(
+                    raw.request_id().as_ref(),
+                    &ErrorObject::invalid_request(why),
+                )
+                .await
+            }
             Ok(MessageKind::Notification) => self.notification(&raw),
             Ok(MessageKind::Response) => {
-                tracing::warn!("ignoring a JSON-RPC response: this server sends no requests (B-09)");
+                tracing::warn!(
+                    "ignoring a JSON-RPC response: this server sends no requests (B-09)"
+                );
             }
             Ok(MessageKind::Request(id)) => {
                 if let Err(error) = self.request(id.clone(), &raw) {
@@ -102,12 +112,14 @@ impl Connection {
         let method = raw.method.as_deref().unwrap_or_default();
         let meta = read_meta(raw.params)?;
         self.server.check_version(&meta)?;
-        let call = Call::parse(method, raw.params)?;
+        let call = Route::parse(method, raw.params)?;
         let cancel = CancellationToken::new();
         {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             if inflight.contains_key(&id) {
-                return Err(ErrorObject::invalid_request(format!("request id {id} is already in use (B-03)")));
+                return Err(ErrorObject::invalid_request(format!(
+                    "request id {id} is already in use (B-03)"
+                )));
             }
             inflight.insert(id.clone(), cancel.clone());
         }
@@ -126,9 +138,19 @@ impl Connection {
                 _ = cancel.cancelled() => None,
                 done = server.run(&id, call, ctx) => done,
             };
-            inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&id);
+            inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .remove(&id);
             if let Some(Final { json, error_code }) = done {
-                let _ = tx.send(Frame { json, last: true, error_code, cancel }).await;
+                let _ = tx
+                    .send(Frame {
+                        json,
+                        last: true,
+                        error_code,
+                        cancel,
+                    })
+                    .await;
             }
         });
         Ok(())
@@ -140,10 +162,17 @@ impl Connection {
             return;
         }
         // Malformed cancellations are ignored (P-04).
-        let Some(params) = raw.params.and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok()) else {
+        let Some(params) = raw
+            .params
+            .and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok())
+        else {
             return;
         };
-        let token = self.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&params.request_id);
+        let token = self
+            .inflight
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .remove(&params.request_id);
         if let Some(token) = token {
             tracing::debug!(id = %params.request_id, reason = params.reason.as_deref(), "request cancelled by the client");
             token.cancel();
@@ -152,7 +181,12 @@ impl Connection {
 
     async fn send_error(&self, id: Option<&RequestId>, error: &ErrorObject) {
         let Final { json, error_code } = Final::error(id, error);
-        let frame = Frame { json, last: true, error_code, cancel: CancellationToken::new() };
+        let frame = Frame {
+            json,
+            last: true,
+            error_code,
+            cancel: CancellationToken::new(),
+        };
         let _ = self.tx.send(frame).await;
     }
 
@@ -164,7 +198,12 @@ impl Connection {
         })
         .await;
         if drained.is_err() {
-            for token in self.inflight.lock().unwrap_or_else(|p| p.into_inner()).values() {
+            for token in self
+                .inflight
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+            {
                 token.cancel();
             }
             self.tasks.shutdown().await;
@@ -174,7 +213,10 @@ impl Connection {
 
 /// Writes frames as lines, batching what is queued into one write; frames of cancelled
 /// requests are dropped (S-08).
-async fn write_frames<W: AsyncWrite + Unpin>(mut writer: W, mut rx: mpsc::Receiver<Frame>) -> std::io::Result<()> {
+async fn write_frames<W: AsyncWrite + Unpin>(
+    mut writer: W,
+    mut rx: mpsc::Receiver<Frame>,
+) -> std::io::Result<()> {
     let mut buf = Vec::with_capacity(16 * 1024);
     while let Some(frame) = rx.recv().await {
         let mut next = Some(frame);
@@ -210,7 +252,10 @@ struct LineReader<R> {
 
 impl<R: AsyncRead + Unpin> LineReader<R> {
     fn new(reader: R, max: usize) -> Self {
-        LineReader { inner: BufReader::with_capacity(64 * 1024, reader), max }
+        LineReader {
+            inner: BufReader::with_capacity(64 * 1024, reader),
+            max,
+        }
     }
 
     async fn next(&mut self) -> std::io::Result<Option<Line>> {
@@ -273,8 +318,14 @@ mod tests {
     #[tokio::test]
     async fn splits_bounds_and_skips_blanks() {
         let msg = |s: &str| Line::Message(s.as_bytes().to_vec());
-        assert_eq!(lines(b"a\nbb\r\n\n  \ncc", 10).await, [msg("a"), msg("bb"), msg("cc")]);
-        assert_eq!(lines(b"short\nmuch too long line\nok\n", 5).await, [msg("short"), Line::TooLong, msg("ok")]);
+        assert_eq!(
+            lines(b"a\nbb\r\n\n  \ncc", 10).await,
+            [msg("a"), msg("bb"), msg("cc")]
+        );
+        assert_eq!(
+            lines(b"short\nmuch too long line\nok\n", 5).await,
+            [msg("short"), Line::TooLong, msg("ok")]
+        );
         assert_eq!(lines(b"", 5).await, []);
         assert_eq!(lines(b"\n\n", 5).await, []);
     }

@@ -32,8 +32,14 @@ impl Server {
         // Subscribe before acknowledging so no change between the two is missed.
         let mut changes = self.inner.changes.subscribe();
         let tag = || Some(NotificationMeta::subscription(id.clone()));
-        let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
-        if !ctx.notify(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack).await {
+        let ack = AcknowledgedParams {
+            meta: tag(),
+            notifications: honoured.clone(),
+        };
+        if !ctx
+            .notify(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack)
+            .await
+        {
             return None;
         }
         let closing = ctx.closing().clone();
@@ -64,8 +70,15 @@ impl Server {
             }
         }
         // Server-initiated end: the closing result carries the subscription id (L-06, L-10).
-        let meta = ResultMeta { subscription_id: Some(id.clone()), ..self.result_meta().unwrap_or_default() };
-        let result = EmptyResult { result_type: ResultType::Complete, meta: Some(meta), ..Default::default() };
+        let meta = ResultMeta {
+            subscription_id: Some(id.clone()),
+            ..self.result_meta().unwrap_or_default()
+        };
+        let result = EmptyResult {
+            result_type: ResultType::Complete,
+            meta: Some(meta),
+            ..Default::default()
+        };
         Some(Final::result(id, &result))
     }
 }

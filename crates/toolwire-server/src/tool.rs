@@ -15,7 +15,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use toolwire_protocol::{
-    CallToolResult, ContentBlock, ErrorObject, Icon, JsonObject, Tool as ToolDefinition, ToolAnnotations,
+    CallToolResult, ContentBlock, ErrorObject, Icon, JsonObject, Tool as ToolDefinition,
+    ToolAnnotations,
 };
 
 use crate::RequestContext;
@@ -156,8 +157,11 @@ impl JsonSchema for NoArgs {
 }
 
 /// The type-erased handler: validated JSON arguments in, a result out.
-pub(crate) type Handler =
-    Arc<dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>> + Send + Sync>;
+pub(crate) type Handler = Arc<
+    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// A tool: its definition and its handler. Register it with [`crate::ServerBuilder::tool`] or
 /// [`crate::Server::add_tool`], which check the definition (T-06, T-08, T-20, J-03…J-08).
@@ -169,7 +173,9 @@ pub struct Tool {
 
 impl std::fmt::Debug for Tool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Tool").field("definition", &self.definition).finish_non_exhaustive()
+        f.debug_struct("Tool")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
     }
 }
 
@@ -198,14 +204,19 @@ impl Tool {
         F: Fn(A, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
     {
-        let handler: Handler = Arc::new(move |arguments: Value, ctx| match parse_arguments::<A>(arguments) {
-            Ok(args) => {
-                let fut = handler(args, ctx);
-                Box::pin(async move { fut.await.into_result() })
-            }
-            // The schema accepted what serde did not: report it to the model like a violation.
-            Err(e) => Box::pin(std::future::ready(Ok(CallToolResult::error(format!("Invalid arguments: {e}"))))),
-        });
+        let handler: Handler =
+            Arc::new(
+                move |arguments: Value, ctx| match parse_arguments::<A>(arguments) {
+                    Ok(args) => {
+                        let fut = handler(args, ctx);
+                        Box::pin(async move { fut.await.into_result() })
+                    }
+                    // The schema accepted what serde did not: report it to the model like a violation.
+                    Err(e) => Box::pin(std::future::ready(Ok(CallToolResult::error(format!(
+                        "Invalid arguments: {e}"
+                    ))))),
+                },
+            );
         Tool {
             definition: ToolDefinition {
                 name: name.into(),
@@ -299,7 +310,13 @@ impl Tool {
 /// Deserializes validated arguments; `{}` also reads as `null`, so `()` works as "no arguments".
 fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, serde_json::Error> {
     let empty = arguments.as_object().is_some_and(JsonObject::is_empty);
-    serde_json::from_value::<A>(arguments).or_else(|e| if empty { serde_json::from_value(Value::Null).map_err(|_| e) } else { Err(e) })
+    serde_json::from_value::<A>(arguments).or_else(|e| {
+        if empty {
+            serde_json::from_value(Value::Null).map_err(|_| e)
+        } else {
+            Err(e)
+        }
+    })
 }
 
 /// The schema of `T`, 2020-12, with subschemas inlined and without `$schema`/`title` noise.
@@ -361,8 +378,15 @@ mod tests {
         let schema = Value::Object(tool.definition.input_schema.clone());
         assert_eq!(schema["type"], "object");
         assert_eq!(schema["required"], json!(["name", "inner"]));
-        assert_eq!(schema["properties"]["inner"]["properties"]["region"]["x-mcp-header"], "Region");
-        assert!(schema.get("$schema").is_none() && schema.get("title").is_none() && schema.get("$defs").is_none());
+        assert_eq!(
+            schema["properties"]["inner"]["properties"]["region"]["x-mcp-header"],
+            "Region"
+        );
+        assert!(
+            schema.get("$schema").is_none()
+                && schema.get("title").is_none()
+                && schema.get("$defs").is_none()
+        );
         let output = Value::Object(tool.definition.output_schema.clone().unwrap());
         assert_eq!(output["properties"]["total"]["type"], "integer");
     }
@@ -370,10 +394,17 @@ mod tests {
     #[test]
     fn no_argument_tools_take_an_empty_object() {
         for schema in [
-            Tool::new("a", |_: NoArgs, _| async { "x" }).definition.input_schema,
-            Tool::new("b", |_: (), _| async { "x" }).definition.input_schema,
+            Tool::new("a", |_: NoArgs, _| async { "x" })
+                .definition
+                .input_schema,
+            Tool::new("b", |_: (), _| async { "x" })
+                .definition
+                .input_schema,
         ] {
-            assert_eq!(Value::Object(schema), json!({"type": "object", "additionalProperties": false}));
+            assert_eq!(
+                Value::Object(schema),
+                json!({"type": "object", "additionalProperties": false})
+            );
         }
         let args: NoArgs = serde_json::from_value(json!({})).unwrap();
         assert_eq!(args, NoArgs {});
@@ -383,10 +414,16 @@ mod tests {
     fn outputs_convert() {
         let r = Structured(Out { total: 3 }).into_result().unwrap();
         assert_eq!(r.structured_content, Some(json!({"total": 3})));
-        assert_eq!(serde_json::to_value(&r.content).unwrap(), json!([{"type": "text", "text": "{\"total\":3}"}]));
+        assert_eq!(
+            serde_json::to_value(&r.content).unwrap(),
+            json!([{"type": "text", "text": "{\"total\":3}"}])
+        );
         let failed: Result<String, ToolError> = Err(ToolError::failed("no"));
         assert!(matches!(failed.into_result(), Err(ToolError::Failed(m)) if m == "no"));
-        assert_eq!(<Result<Structured<Out>, ToolError>>::output_schema().unwrap()["type"], "object");
+        assert_eq!(
+            <Result<Structured<Out>, ToolError>>::output_schema().unwrap()["type"],
+            "object"
+        );
         assert!(String::output_schema().is_none());
     }
 }

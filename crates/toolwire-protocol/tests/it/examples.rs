@@ -27,8 +27,12 @@ fn round_trip_as(def: &str, input: &Value) -> Result<Value, String> {
         }
         "ToolUseContent" | "ToolResultContent" => round_trip::<SamplingContent>(input),
         "BlobResourceContents" | "TextResourceContents" => round_trip::<ResourceContents>(input),
-        "BooleanSchema" | "NumberSchema" | "StringSchema" | "TitledMultiSelectEnumSchema"
-        | "TitledSingleSelectEnumSchema" | "UntitledMultiSelectEnumSchema"
+        "BooleanSchema"
+        | "NumberSchema"
+        | "StringSchema"
+        | "TitledMultiSelectEnumSchema"
+        | "TitledSingleSelectEnumSchema"
+        | "UntitledMultiSelectEnumSchema"
         | "UntitledSingleSelectEnumSchema" => round_trip::<PrimitiveSchema>(input),
         "CallToolRequest" => round_trip::<Request<CallToolParams>>(input),
         "CallToolRequestParams" => round_trip::<CallToolParams>(input),
@@ -57,7 +61,8 @@ fn round_trip_as(def: &str, input: &Value) -> Result<Value, String> {
         "GetPromptRequestParams" => round_trip::<GetPromptParams>(input),
         "GetPromptResult" => round_trip::<GetPromptResult>(input),
         "GetPromptResultResponse" => round_trip::<Response<GetPromptResult>>(input),
-        "HeaderMismatchError" | "MissingRequiredClientCapabilityError"
+        "HeaderMismatchError"
+        | "MissingRequiredClientCapabilityError"
         | "UnsupportedProtocolVersionError" => round_trip::<ErrorResponse>(input),
         "InternalError" | "InvalidParamsError" | "MethodNotFoundError" | "ParseError" => {
             round_trip::<ErrorObject>(input)
@@ -65,7 +70,9 @@ fn round_trip_as(def: &str, input: &Value) -> Result<Value, String> {
         "InputRequests" => round_trip::<InputRequests>(input),
         "InputRequiredResult" => round_trip::<InputRequiredResult>(input),
         "InputResponses" => round_trip::<InputResponses>(input),
-        "ListPromptsRequest" | "ListResourceTemplatesRequest" | "ListResourcesRequest"
+        "ListPromptsRequest"
+        | "ListResourceTemplatesRequest"
+        | "ListResourcesRequest"
         | "ListToolsRequest" => round_trip::<Request<PaginatedParams>>(input),
         "PaginatedRequestParams" => round_trip::<PaginatedParams>(input),
         "ListPromptsResult" => round_trip::<ListPromptsResult>(input),
@@ -115,7 +122,9 @@ fn same_json(a: &Value, b: &Value) -> bool {
             x.len() == y.len() && x.iter().zip(y).all(|(a, b)| same_json(a, b))
         }
         (Value::Object(x), Value::Object(y)) => {
-            x.len() == y.len() && x.iter().all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
+            x.len() == y.len()
+                && x.iter()
+                    .all(|(k, v)| y.get(k).is_some_and(|w| same_json(v, w)))
         }
         _ => a == b,
     }
@@ -129,8 +138,12 @@ fn expected_output(def: &str, input: &Value) -> Value {
     let mut want = input.clone();
     if def == "ReadResourceResultResponse" {
         let result = want["result"].as_object_mut().unwrap();
-        result.entry("ttlMs").or_insert_with(|| serde_json::json!(0));
-        result.entry("cacheScope").or_insert_with(|| serde_json::json!("private"));
+        result
+            .entry("ttlMs")
+            .or_insert_with(|| serde_json::json!(0));
+        result
+            .entry("cacheScope")
+            .or_insert_with(|| serde_json::json!("private"));
     }
     if def == "ListRootsRequest" {
         let obj = want.as_object_mut().unwrap();
@@ -145,7 +158,9 @@ fn schema_validator(def: &str, document: &Value) -> jsonschema::Validator {
     root.as_object_mut()
         .unwrap()
         .insert("$ref".into(), Value::String(format!("#/$defs/{def}")));
-    jsonschema::draft202012::options().build(&root).expect("official schema compiles")
+    jsonschema::draft202012::options()
+        .build(&root)
+        .expect("official schema compiles")
 }
 
 #[test]
@@ -164,7 +179,8 @@ fn every_official_example_round_trips_and_validates() {
         let validator = schema_validator(&def, &document);
         for file in std::fs::read_dir(&dir).unwrap() {
             let path = file.unwrap().path();
-            let input: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            let input: Value =
+                serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             let label = format!("{def}/{}", path.file_name().unwrap().to_str().unwrap());
             checked += 1;
             match round_trip_as(&def, &input) {
@@ -186,5 +202,10 @@ fn every_official_example_round_trips_and_validates() {
         }
     }
     assert!(checked >= 100, "only {checked} examples found");
-    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} failures:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }

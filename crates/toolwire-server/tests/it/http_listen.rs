@@ -24,29 +24,36 @@ impl Listen {
         assert_eq!(resp.status(), 200);
         assert_eq!(resp.headers()["content-type"], "text/event-stream");
         let bytes = resp.bytes_stream();
-        let events = futures::stream::unfold((bytes, String::new()), |(mut bytes, mut buf)| async move {
-            loop {
-                if let Some(end) = buf.find("\n\n") {
-                    let event: String = buf.drain(..end + 2).collect();
-                    if let Some(msg) = sse_messages(&event).pop() {
-                        wire::check("subscriptions/listen", &msg);
-                        return Some((msg, (bytes, buf)));
+        let events =
+            futures::stream::unfold((bytes, String::new()), |(mut bytes, mut buf)| async move {
+                loop {
+                    if let Some(end) = buf.find("\n\n") {
+                        let event: String = buf.drain(..end + 2).collect();
+                        if let Some(msg) = sse_messages(&event).pop() {
+                            wire::check("subscriptions/listen", &msg);
+                            return Some((msg, (bytes, buf)));
+                        }
+                        continue;
                     }
-                    continue;
+                    let chunk = bytes.next().await?.ok()?;
+                    buf.push_str(&String::from_utf8_lossy(&chunk));
                 }
-                let chunk = bytes.next().await?.ok()?;
-                buf.push_str(&String::from_utf8_lossy(&chunk));
-            }
-        });
-        Listen { events: Box::pin(events) }
+            });
+        Listen {
+            events: Box::pin(events),
+        }
     }
 
     async fn next(&mut self) -> Option<Value> {
-        tokio::time::timeout(Duration::from_secs(5), self.events.next()).await.expect("an event within 5 s")
+        tokio::time::timeout(Duration::from_secs(5), self.events.next())
+            .await
+            .expect("an event within 5 s")
     }
 
     async fn quiet_for(&mut self, ms: u64) -> bool {
-        tokio::time::timeout(Duration::from_millis(ms), self.events.next()).await.is_err()
+        tokio::time::timeout(Duration::from_millis(ms), self.events.next())
+            .await
+            .is_err()
     }
 }
 
@@ -62,25 +69,47 @@ async fn acknowledges_then_forwards_tagged_changes_to_streams_that_asked() {
 
     let ack = tools.next().await.unwrap();
     assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
-    assert_eq!(ack["params"], json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 41}, "notifications": {"toolsListChanged": true}}), "only the honoured subset (L-04)");
+    assert_eq!(
+        ack["params"],
+        json!({"_meta": {"io.modelcontextprotocol/subscriptionId": 41}, "notifications": {"toolsListChanged": true}}),
+        "only the honoured subset (L-04)"
+    );
     let ack = prompts.next().await.unwrap();
     assert_eq!(ack["params"]["notifications"], json!({}));
 
     s.server.add_tool(extra_tool("extra")).unwrap();
     let changed = tools.next().await.unwrap();
-    assert_eq!(changed, json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 41}}}));
+    assert_eq!(
+        changed,
+        json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 41}}})
+    );
     s.server.remove_tool("extra").unwrap();
-    assert_eq!(tools.next().await.unwrap()["method"], "notifications/tools/list_changed");
-    assert!(prompts.quiet_for(300).await, "a stream that did not ask hears nothing (L-02)");
+    assert_eq!(
+        tools.next().await.unwrap()["method"],
+        "notifications/tools/list_changed"
+    );
+    assert!(
+        prompts.quiet_for(300).await,
+        "a stream that did not ask hears nothing (L-02)"
+    );
 
     // Graceful shutdown ends each stream with a tagged closing result (L-10).
     s.server.shutdown();
     let closing = tools.next().await.unwrap();
     assert_eq!(closing["id"], 41);
     assert_eq!(closing["result"]["resultType"], "complete");
-    assert_eq!(closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 41);
-    assert!(tools.next().await.is_none(), "the stream closes after the result");
-    assert_eq!(prompts.next().await.unwrap()["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 100);
+    assert_eq!(
+        closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        41
+    );
+    assert!(
+        tools.next().await.is_none(),
+        "the stream closes after the result"
+    );
+    assert_eq!(
+        prompts.next().await.unwrap()["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        100
+    );
     s.stop().await;
 }
 
@@ -90,13 +119,19 @@ async fn many_streams_each_get_the_change() {
     let mut streams = Vec::new();
     for id in 0..50 {
         let mut l = Listen::open(&s, id, json!({"toolsListChanged": true})).await;
-        assert_eq!(l.next().await.unwrap()["method"], "notifications/subscriptions/acknowledged");
+        assert_eq!(
+            l.next().await.unwrap()["method"],
+            "notifications/subscriptions/acknowledged"
+        );
         streams.push(l);
     }
     s.server.add_tool(extra_tool("fan_out")).unwrap();
     for (id, l) in streams.iter_mut().enumerate() {
         let n = l.next().await.unwrap();
-        assert_eq!(n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], id as i64);
+        assert_eq!(
+            n["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+            id as i64
+        );
     }
     drop(streams);
     s.stop().await;
@@ -105,8 +140,15 @@ async fn many_streams_each_get_the_change() {
 #[tokio::test]
 async fn listen_needs_an_event_stream() {
     let s = TestServer::start(builder().build().unwrap()).await;
-    let body = request(1, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}));
-    let reply = post_with(&s.url, &body, |h| set_header(h, "accept", Some("application/json"))).await;
+    let body = request(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let reply = post_with(&s.url, &body, |h| {
+        set_header(h, "accept", Some("application/json"))
+    })
+    .await;
     assert_eq!((reply.status, reply.error_code()), (406, Some(-32600)));
     s.stop().await;
 }

@@ -10,33 +10,67 @@ use toolwire_server::protocol::CacheScope;
 use crate::support::*;
 
 async fn call(s: &TestServer, name: &str, arguments: Value) -> Reply {
-    post(&s.url, &request(1, "tools/call", json!({"name": name, "arguments": arguments}))).await
+    post(
+        &s.url,
+        &request(
+            1,
+            "tools/call",
+            json!({"name": name, "arguments": arguments}),
+        ),
+    )
+    .await
 }
 
 fn text_of(reply: &Reply) -> String {
-    reply.last()["result"]["content"][0]["text"].as_str().unwrap_or_default().to_owned()
+    reply.last()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 #[tokio::test]
 async fn discover_reports_capabilities_cache_hints_and_server_info() {
-    let s = TestServer::start(builder().discover_ttl(Duration::from_secs(60)).build().unwrap()).await;
+    let s = TestServer::start(
+        builder()
+            .discover_ttl(Duration::from_secs(60))
+            .build()
+            .unwrap(),
+    )
+    .await;
     let reply = post(&s.url, &request(1, "server/discover", json!({}))).await;
     let result = &reply.last()["result"];
     assert_eq!(result["supportedVersions"], json!(["2026-07-28"]));
-    assert_eq!(result["capabilities"], json!({"tools": {"listChanged": true}, "logging": {}}));
+    assert_eq!(
+        result["capabilities"],
+        json!({"tools": {"listChanged": true}, "logging": {}})
+    );
     assert_eq!(result["instructions"], "Use the tools.");
-    assert_eq!((result["ttlMs"].as_u64(), result["cacheScope"].as_str()), (Some(60_000), Some("public")));
-    assert_eq!(result["_meta"]["io.modelcontextprotocol/serverInfo"], json!({"name": "test-server", "version": "1.2.3"}));
+    assert_eq!(
+        (result["ttlMs"].as_u64(), result["cacheScope"].as_str()),
+        (Some(60_000), Some("public"))
+    );
+    assert_eq!(
+        result["_meta"]["io.modelcontextprotocol/serverInfo"],
+        json!({"name": "test-server", "version": "1.2.3"})
+    );
     // clientInfo is optional (B-17 is a SHOULD).
     let mut body = request(2, "server/discover", json!({}));
-    body["params"]["_meta"].as_object_mut().unwrap().remove("io.modelcontextprotocol/clientInfo");
+    body["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("io.modelcontextprotocol/clientInfo");
     assert_eq!(post(&s.url, &body).await.status, 200);
     s.stop().await;
 }
 
 #[tokio::test]
 async fn tools_list_pages_in_registration_order_with_cache_hints() {
-    let server = builder().page_size(3).list_ttl(Duration::from_secs(9)).cache_scope(CacheScope::Private).build().unwrap();
+    let server = builder()
+        .page_size(3)
+        .list_ttl(Duration::from_secs(9))
+        .cache_scope(CacheScope::Private)
+        .build()
+        .unwrap();
     let expected = server.tool_names();
     let s = TestServer::start(server).await;
     let walk = || async {
@@ -48,7 +82,10 @@ async fn tools_list_pages_in_registration_order_with_cache_hints() {
             };
             let reply = post(&s.url, &request(1, "tools/list", params)).await;
             let result = &reply.last()["result"];
-            assert_eq!((result["ttlMs"].as_u64(), result["cacheScope"].as_str()), (Some(9000), Some("private")));
+            assert_eq!(
+                (result["ttlMs"].as_u64(), result["cacheScope"].as_str()),
+                (Some(9000), Some("private"))
+            );
             let page = result["tools"].as_array().unwrap();
             assert!(page.len() <= 3);
             names.extend(page.iter().map(|t| t["name"].as_str().unwrap().to_owned()));
@@ -71,7 +108,10 @@ async fn tools_list_pages_in_registration_order_with_cache_hints() {
 async fn cursors_are_tamper_evident_and_survive_list_changes() {
     let s = TestServer::start(builder().page_size(2).build().unwrap()).await;
     let reply = post(&s.url, &request(1, "tools/list", json!({}))).await;
-    let cursor = reply.last()["result"]["nextCursor"].as_str().unwrap().to_owned();
+    let cursor = reply.last()["result"]["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
     let names: Vec<String> = s.server.tool_names();
     for bad in ["", "garbage", &format!("{cursor}x"), &cursor[1..]] {
         let reply = post(&s.url, &request(1, "tools/list", json!({"cursor": bad}))).await;
@@ -81,11 +121,20 @@ async fn cursors_are_tamper_evident_and_survive_list_changes() {
     // Removing an item of the first page must not skip anything on the next page.
     s.server.remove_tool(&names[0]).unwrap();
     let reply = post(&s.url, &request(1, "tools/list", json!({"cursor": cursor}))).await;
-    let next: Vec<&str> = reply.last()["result"]["tools"].as_array().unwrap().iter().map(|t| t["name"].as_str().unwrap()).collect();
+    let next: Vec<&str> = reply.last()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
     assert_eq!(next, [names[2].as_str(), names[3].as_str()]);
     // A cursor from another server (another key) is refused.
     let other = TestServer::start(builder().page_size(2).build().unwrap()).await;
-    let reply = post(&other.url, &request(1, "tools/list", json!({"cursor": cursor}))).await;
+    let reply = post(
+        &other.url,
+        &request(1, "tools/list", json!({"cursor": cursor})),
+    )
+    .await;
     assert_eq!(reply.error_code(), Some(-32602));
     other.stop().await;
     s.stop().await;
@@ -97,14 +146,27 @@ async fn call_outcomes() {
     let person = json!({"name": "Ada", "age": 36, "address": {"city": "London"}});
     let reply = call(&s, "echo", person).await;
     assert_eq!(text_of(&reply), "Ada (36) from London");
-    assert_eq!(reply.last()["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"], "test-server");
+    assert_eq!(
+        reply.last()["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "test-server"
+    );
 
     // Schema violations: an isError result naming each violation's path.
-    let reply = call(&s, "echo", json!({"age": 300, "address": {"city": 5}, "extra": true})).await;
+    let reply = call(
+        &s,
+        "echo",
+        json!({"age": 300, "address": {"city": 5}, "extra": true}),
+    )
+    .await;
     assert_eq!(reply.status, 200);
     assert_eq!(reply.last()["result"]["isError"], true);
     let text = text_of(&reply);
-    for needle in ["Invalid arguments for tool echo", "(root): \"name\" is a required property", "/age:", "/address/city:"] {
+    for needle in [
+        "Invalid arguments for tool echo",
+        "(root): \"name\" is a required property",
+        "/age:",
+        "/address/city:",
+    ] {
         assert!(text.contains(needle), "{needle} in {text}");
     }
 
@@ -114,7 +176,10 @@ async fn call_outcomes() {
 
     // Structured output: structuredContent plus the same JSON as text (T-10, T-11).
     let reply = call(&s, "add", json!({"a": 2, "b": 3})).await;
-    assert_eq!(reply.last()["result"]["structuredContent"], json!({"total": 5}));
+    assert_eq!(
+        reply.last()["result"]["structuredContent"],
+        json!({"total": 5})
+    );
     assert_eq!(text_of(&reply), r#"{"total":5}"#);
 
     // Output that breaks the outputSchema never leaves; the client learns only that it failed.
@@ -124,30 +189,49 @@ async fn call_outcomes() {
         assert_eq!(result["isError"], true, "{tool}");
         assert!(result.get("structuredContent").is_none(), "{tool}");
         let text = text_of(&reply);
-        assert_eq!(text, "The tool failed because of an internal error.", "{tool}");
+        assert_eq!(
+            text, "The tool failed because of an internal error.",
+            "{tool}"
+        );
     }
 
     // A tool failure reaches the model as an isError result (T-13).
     let reply = call(&s, "fails", json!({})).await;
-    assert_eq!((reply.last()["result"]["isError"].as_bool(), text_of(&reply).as_str()), (Some(true), "the date must be in the future"));
+    assert_eq!(
+        (
+            reply.last()["result"]["isError"].as_bool(),
+            text_of(&reply).as_str()
+        ),
+        (Some(true), "the date must be in the future")
+    );
 
     // A missing capability: -32021 with requiredCapabilities, HTTP 400 (B-20).
     let reply = call(&s, "needs_sampling", json!({})).await;
     assert_eq!((reply.status, reply.error_code()), (400, Some(-32021)));
-    assert_eq!(reply.last()["error"]["data"], json!({"requiredCapabilities": {"sampling": {}}}));
+    assert_eq!(
+        reply.last()["error"]["data"],
+        json!({"requiredCapabilities": {"sampling": {}}})
+    );
     let mut body = request(1, "tools/call", json!({"name": "needs_sampling"}));
     body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = json!({"sampling": {}});
     assert_eq!(text_of(&post(&s.url, &body).await), "sampling declared");
 
     // The server keeps serving after a panic.
-    assert_eq!(text_of(&call(&s, "add", json!({"a": 1, "b": 1})).await), r#"{"total":2}"#);
+    assert_eq!(
+        text_of(&call(&s, "add", json!({"a": 1, "b": 1})).await),
+        r#"{"total":2}"#
+    );
     s.stop().await;
 }
 
 #[tokio::test]
 async fn progress_streams_over_sse_and_only_increases() {
     let s = TestServer::start(builder().build().unwrap()).await;
-    let body = request(1, "tools/call", json!({"name": "progress", "_meta": {"progressToken": "p-1"}}));
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "progress", "_meta": {"progressToken": "p-1"}}),
+    );
     let reply = post(&s.url, &body).await;
     assert!(reply.is_sse());
     assert_eq!(reply.headers.get("x-accel-buffering").unwrap(), "no");
@@ -158,19 +242,33 @@ async fn progress_streams_over_sse_and_only_increases() {
             m["params"]["progress"].as_f64().unwrap()
         })
         .collect();
-    assert_eq!(progress, [1.0, 2.0, 3.0], "the repeated 1 is dropped (P-12)");
+    assert_eq!(
+        progress,
+        [1.0, 2.0, 3.0],
+        "the repeated 1 is dropped (P-12)"
+    );
     assert_eq!(reply.last()["id"], 1);
     assert_eq!(reply.last()["result"]["content"][0]["text"], "done");
 
     // Without a progress token there is nothing to stream: a JSON reply.
-    let reply = post(&s.url, &request(2, "tools/call", json!({"name": "progress"}))).await;
+    let reply = post(
+        &s.url,
+        &request(2, "tools/call", json!({"name": "progress"})),
+    )
+    .await;
     assert!(!reply.is_sse());
     // A client that accepts only JSON gets JSON, without notifications.
-    let reply = post_with(&s.url, &body, |h| set_header(h, "accept", Some("application/json"))).await;
+    let reply = post_with(&s.url, &body, |h| {
+        set_header(h, "accept", Some("application/json"))
+    })
+    .await;
     assert!(!reply.is_sse());
     assert_eq!(reply.messages.len(), 1);
     // A client that accepts only SSE gets SSE, even for a quick answer.
-    let reply = post_with(&s.url, &request(3, "server/discover", json!({})), |h| set_header(h, "accept", Some("text/event-stream"))).await;
+    let reply = post_with(&s.url, &request(3, "server/discover", json!({})), |h| {
+        set_header(h, "accept", Some("text/event-stream"))
+    })
+    .await;
     assert!(reply.is_sse());
     assert_eq!(reply.messages.len(), 1);
     s.stop().await;
@@ -181,9 +279,17 @@ async fn logs_only_when_asked_and_at_the_level_asked() {
     let s = TestServer::start(builder().build().unwrap()).await;
     let reply = post(&s.url, &request(1, "tools/call", json!({"name": "logs"}))).await;
     assert!(!reply.is_sse(), "no logLevel, no logs (P-17)");
-    let body = request(1, "tools/call", json!({"name": "logs", "_meta": {"io.modelcontextprotocol/logLevel": "info"}}));
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "logs", "_meta": {"io.modelcontextprotocol/logLevel": "info"}}),
+    );
     let reply = post(&s.url, &body).await;
-    let levels: Vec<&str> = reply.messages.iter().filter_map(|m| m["params"]["level"].as_str()).collect();
+    let levels: Vec<&str> = reply
+        .messages
+        .iter()
+        .filter_map(|m| m["params"]["level"].as_str())
+        .collect();
     assert_eq!(levels, ["info", "error"]);
     s.stop().await;
     // A server that did not declare logging never logs to clients.
@@ -196,7 +302,11 @@ async fn logs_only_when_asked_and_at_the_level_asked() {
 async fn closing_the_stream_cancels_the_handler() {
     let s = TestServer::start(builder().build().unwrap()).await;
     let before = CANCELLED.load(Ordering::SeqCst);
-    let body = request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 30_000, "progress": true}, "_meta": {"progressToken": 1}}));
+    let body = request(
+        1,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 30_000, "progress": true}, "_meta": {"progressToken": 1}}),
+    );
     let mut req = client().post(&s.url).body(body.to_string());
     for (k, v) in standard_headers(&body) {
         req = req.header(k, v);
@@ -208,7 +318,10 @@ async fn closing_the_stream_cancels_the_handler() {
     drop(resp);
     let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
     while CANCELLED.load(Ordering::SeqCst) == before {
-        assert!(tokio::time::Instant::now() < deadline, "the handler saw the cancellation (H-08)");
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the handler saw the cancellation (H-08)"
+        );
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     s.stop().await;
@@ -217,22 +330,50 @@ async fn closing_the_stream_cancels_the_handler() {
 #[tokio::test]
 async fn runtime_registration_is_checked() {
     let server = builder().build().unwrap();
-    let err = server.add_tool(Tool::raw("bad name!", json!({"type": "object"}), |_, _| async { "x" })).unwrap_err();
-    assert!(err.to_string().contains("bad name!") && err.to_string().contains("T-08"), "{err}");
-    let err = server.add_tool(Tool::raw("echo", json!({"type": "object"}), |_, _| async { "x" })).unwrap_err();
+    let err = server
+        .add_tool(Tool::raw(
+            "bad name!",
+            json!({"type": "object"}),
+            |_, _| async { "x" },
+        ))
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("bad name!") && err.to_string().contains("T-08"),
+        "{err}"
+    );
+    let err = server
+        .add_tool(Tool::raw("echo", json!({"type": "object"}), |_, _| async {
+            "x"
+        }))
+        .unwrap_err();
     assert!(err.to_string().contains("already registered"), "{err}");
     let err = server
-        .add_tool(Tool::raw("remote", json!({"type": "object", "properties": {"p": {"$ref": "http://127.0.0.1:9/x.json"}}}), |_, _| async { "x" }))
+        .add_tool(Tool::raw(
+            "remote",
+            json!({"type": "object", "properties": {"p": {"$ref": "http://127.0.0.1:9/x.json"}}}),
+            |_, _| async { "x" },
+        ))
         .unwrap_err();
     assert!(err.to_string().contains("never fetched"), "{err}");
     let err = server
-        .add_tool(Tool::raw("dialect", json!({"$schema": "http://example.com/mine", "type": "object"}), |_, _| async { "x" }))
+        .add_tool(Tool::raw(
+            "dialect",
+            json!({"$schema": "http://example.com/mine", "type": "object"}),
+            |_, _| async { "x" },
+        ))
         .unwrap_err();
     assert!(err.to_string().contains("unsupported dialect"), "{err}");
     let err = server
         .add_tool(Tool::raw("hdr", json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Bad Name"}}}), |_, _| async { "x" }))
         .unwrap_err();
-    assert!(err.to_string().contains("x-mcp-header") && err.to_string().contains("T-20"), "{err}");
-    let built = builder().tool(Tool::raw("s", json!({"type": "string"}), |_, _| async { "x" })).build();
+    assert!(
+        err.to_string().contains("x-mcp-header") && err.to_string().contains("T-20"),
+        "{err}"
+    );
+    let built = builder()
+        .tool(Tool::raw("s", json!({"type": "string"}), |_, _| async {
+            "x"
+        }))
+        .build();
     assert!(built.unwrap_err().to_string().contains("T-06"));
 }

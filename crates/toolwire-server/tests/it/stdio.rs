@@ -11,14 +11,38 @@ use crate::support::*;
 #[tokio::test]
 async fn answers_requests_as_they_finish() {
     let mut s = StdioSession::start(builder().build().unwrap());
-    s.send(&request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 300}}))).await;
-    s.send(&request(2, "tools/call", json!({"name": "add", "arguments": {"a": 1, "b": 2}}))).await;
+    s.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 300}}),
+    ))
+    .await;
+    s.send(&request(
+        2,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+    ))
+    .await;
     s.send(&request(3, "server/discover", json!({}))).await;
-    let order: Vec<i64> = [s.recv().await, s.recv().await, s.recv().await].iter().map(|m| {
-        wire::check(if m["id"] == 1 || m["id"] == 2 { "tools/call" } else { "server/discover" }, m);
-        m["id"].as_i64().unwrap()
-    }).collect();
-    assert_eq!(order.last(), Some(&1), "the slow call finishes last: {order:?}");
+    let order: Vec<i64> = [s.recv().await, s.recv().await, s.recv().await]
+        .iter()
+        .map(|m| {
+            wire::check(
+                if m["id"] == 1 || m["id"] == 2 {
+                    "tools/call"
+                } else {
+                    "server/discover"
+                },
+                m,
+            );
+            m["id"].as_i64().unwrap()
+        })
+        .collect();
+    assert_eq!(
+        order.last(),
+        Some(&1),
+        "the slow call finishes last: {order:?}"
+    );
 }
 
 #[tokio::test]
@@ -27,10 +51,27 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
     let cases = [
         ("{not json".to_owned(), None, -32700),
         ("[1,2]".to_owned(), None, -32600),
-        (json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string(), Some(4), -32602),
-        (json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": meta()}}).to_string(), Some(5), -32601),
-        (request(6, "tools/call", json!({"name": "missing"})).to_string(), Some(6), -32602),
-        (format!("{{\"pad\":\"{}\"}}", "x".repeat(2000)), None, -32600),
+        (
+            json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string(),
+            Some(4),
+            -32602,
+        ),
+        (
+            json!({"jsonrpc": "2.0", "id": 5, "method": "ping", "params": {"_meta": meta()}})
+                .to_string(),
+            Some(5),
+            -32601,
+        ),
+        (
+            request(6, "tools/call", json!({"name": "missing"})).to_string(),
+            Some(6),
+            -32602,
+        ),
+        (
+            format!("{{\"pad\":\"{}\"}}", "x".repeat(2000)),
+            None,
+            -32600,
+        ),
     ];
     for (line, id, code) in cases {
         s.send_line(&line).await;
@@ -43,10 +84,15 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
     v999["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"] = json!("1900-01-01");
     s.send(&v999).await;
     let reply = s.recv().await;
-    assert_eq!(reply["error"]["data"], json!({"supported": ["2026-07-28"], "requested": "1900-01-01"}));
+    assert_eq!(
+        reply["error"]["data"],
+        json!({"supported": ["2026-07-28"], "requested": "1900-01-01"})
+    );
     // A response or an unknown notification gets no answer.
-    s.send(&json!({"jsonrpc": "2.0", "id": 99, "result": {}})).await;
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"})).await;
+    s.send(&json!({"jsonrpc": "2.0", "id": 99, "result": {}}))
+        .await;
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/whatever"}))
+        .await;
     assert!(s.silent_for(200).await);
     s.send(&request(8, "server/discover", json!({}))).await;
     assert_eq!(s.recv().await["id"], 8, "still serving");
@@ -55,13 +101,22 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
 #[tokio::test]
 async fn cancelled_requests_get_no_answer() {
     let mut s = StdioSession::start(builder().build().unwrap());
-    s.send(&request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 10_000}}))).await;
+    s.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 10_000}}),
+    ))
+    .await;
     tokio::time::sleep(Duration::from_millis(100)).await;
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})).await;
     // Malformed or unknown cancellations are ignored (P-04).
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}})).await;
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}})).await;
-    assert!(s.silent_for(500).await, "nothing more for a cancelled request (S-08)");
+    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}))
+        .await;
+    assert!(
+        s.silent_for(500).await,
+        "nothing more for a cancelled request (S-08)"
+    );
     // The id may be reused once the request is gone.
     s.send(&request(1, "server/discover", json!({}))).await;
     assert!(s.recv().await.get("result").is_some());
@@ -70,50 +125,108 @@ async fn cancelled_requests_get_no_answer() {
 #[tokio::test]
 async fn duplicate_ids_in_flight_are_refused() {
     let mut s = StdioSession::start(builder().build().unwrap());
-    s.send(&request(1, "tools/call", json!({"name": "sleep", "arguments": {"ms": 500}}))).await;
+    s.send(&request(
+        1,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 500}}),
+    ))
+    .await;
     s.send(&request(1, "server/discover", json!({}))).await;
     let first = s.recv().await;
     assert_eq!(first["error"]["code"], -32600);
-    assert_eq!(s.recv().await["result"]["content"][0]["text"], "slept 500 ms");
+    assert_eq!(
+        s.recv().await["result"]["content"][0]["text"],
+        "slept 500 ms"
+    );
 }
 
 #[tokio::test]
 async fn progress_and_listen_streams_are_tagged_and_interleave() {
     let server = builder().build().unwrap();
     let mut s = StdioSession::start(server.clone());
-    s.send(&request(10, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}))).await;
+    s.send(&request(
+        10,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ))
+    .await;
     let ack = s.recv().await;
     wire::check("subscriptions/listen", &ack);
-    assert_eq!(ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 10);
-    s.send(&request(11, "tools/call", json!({"name": "progress", "_meta": {"progressToken": "t"}}))).await;
+    assert_eq!(
+        ack["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        10
+    );
+    s.send(&request(
+        11,
+        "tools/call",
+        json!({"name": "progress", "_meta": {"progressToken": "t"}}),
+    ))
+    .await;
     let mut seen = Vec::new();
     for _ in 0..4 {
         let m = s.recv().await;
         wire::check("tools/call", &m);
         seen.push(m);
     }
-    assert!(seen[..3].iter().all(|m| m["method"] == "notifications/progress"));
+    assert!(
+        seen[..3]
+            .iter()
+            .all(|m| m["method"] == "notifications/progress")
+    );
     assert_eq!(seen[3]["id"], 11);
-    server.add_tool(Tool::new("late", |_: NoArgs, _: RequestContext| async { "x" }).description("late")).unwrap();
+    server
+        .add_tool(
+            Tool::new("late", |_: NoArgs, _: RequestContext| async { "x" }).description("late"),
+        )
+        .unwrap();
     let changed = s.recv().await;
     assert_eq!(changed["method"], "notifications/tools/list_changed");
-    assert_eq!(changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 10);
+    assert_eq!(
+        changed["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        10
+    );
     // Cancelling the listen ends it without a result (L-09).
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 10}})).await;
-    server.add_tool(Tool::new("later", |_: NoArgs, _: RequestContext| async { "x" }).description("later")).unwrap();
+    server
+        .add_tool(
+            Tool::new("later", |_: NoArgs, _: RequestContext| async { "x" }).description("later"),
+        )
+        .unwrap();
     assert!(s.silent_for(300).await);
 }
 
 #[tokio::test]
 async fn eof_closes_listen_streams_and_returns_promptly() {
     let mut s = StdioSession::start(builder().build().unwrap());
-    s.send(&request(5, "subscriptions/listen", json!({"notifications": {"toolsListChanged": true}}))).await;
+    s.send(&request(
+        5,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    ))
+    .await;
     s.recv().await;
-    let StdioSession { mut writer, mut reader, task } = s;
-    tokio::io::AsyncWriteExt::shutdown(&mut writer).await.unwrap();
-    let closing = tokio::time::timeout(Duration::from_secs(5), reader.next_line()).await.unwrap().unwrap().unwrap();
+    let StdioSession {
+        mut writer,
+        mut reader,
+        task,
+    } = s;
+    tokio::io::AsyncWriteExt::shutdown(&mut writer)
+        .await
+        .unwrap();
+    let closing = tokio::time::timeout(Duration::from_secs(5), reader.next_line())
+        .await
+        .unwrap()
+        .unwrap()
+        .unwrap();
     let closing: serde_json::Value = serde_json::from_str(&closing).unwrap();
     wire::check("subscriptions/listen", &closing);
-    assert_eq!(closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 5);
-    tokio::time::timeout(Duration::from_secs(5), task).await.expect("returns on EOF (S-10)").unwrap().unwrap();
+    assert_eq!(
+        closing["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        5
+    );
+    tokio::time::timeout(Duration::from_secs(5), task)
+        .await
+        .expect("returns on EOF (S-10)")
+        .unwrap()
+        .unwrap();
 }

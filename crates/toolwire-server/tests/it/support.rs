@@ -10,7 +10,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use toolwire_server::protocol::{CallToolResult, ContentBlock, LoggingLevel};
-use toolwire_server::{NoArgs, RequestContext, Server, ServerBuilder, Structured, Tool, ToolError, http};
+use toolwire_server::{
+    NoArgs, RequestContext, Server, ServerBuilder, Structured, Tool, ToolError, http,
+};
 
 pub const VERSION: &str = "2026-07-28";
 
@@ -138,7 +140,10 @@ pub fn scopeguard(f: impl FnOnce()) -> impl Drop {
 }
 
 pub fn builder() -> ServerBuilder {
-    Server::builder("test-server", "1.2.3").instructions("Use the tools.").logging(true).tools(tools())
+    Server::builder("test-server", "1.2.3")
+        .instructions("Use the tools.")
+        .logging(true)
+        .tools(tools())
 }
 
 /// A running HTTP server on 127.0.0.1 port 0.
@@ -158,13 +163,22 @@ impl TestServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let task = tokio::spawn(http::serve(server.clone(), listener, config));
-        TestServer { server, url: format!("http://{addr}/mcp"), addr, task }
+        TestServer {
+            server,
+            url: format!("http://{addr}/mcp"),
+            addr,
+            task,
+        }
     }
 
     /// Shuts the server down and waits for it to stop.
     pub async fn stop(self) {
         self.server.shutdown();
-        tokio::time::timeout(Duration::from_secs(10), self.task).await.expect("server stops").unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(10), self.task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
     }
 }
 
@@ -193,7 +207,10 @@ pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
     let method = body["method"].as_str().unwrap_or_default();
     let mut h = vec![
         ("content-type".into(), "application/json".into()),
-        ("accept".into(), "application/json, text/event-stream".into()),
+        (
+            "accept".into(),
+            "application/json, text/event-stream".into(),
+        ),
         ("mcp-protocol-version".into(), VERSION.into()),
         ("mcp-method".into(), method.into()),
     ];
@@ -214,7 +231,9 @@ pub struct Reply {
 
 impl Reply {
     pub fn is_sse(&self) -> bool {
-        self.headers.get("content-type").is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"))
+        self.headers
+            .get("content-type")
+            .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"))
     }
 
     /// The last message (the response).
@@ -233,7 +252,11 @@ pub fn client() -> &'static reqwest::Client {
 }
 
 /// POSTs raw bytes with the given headers.
-pub async fn post_raw(url: &str, body: impl Into<reqwest::Body>, headers: &[(String, String)]) -> Reply {
+pub async fn post_raw(
+    url: &str,
+    body: impl Into<reqwest::Body>,
+    headers: &[(String, String)],
+) -> Reply {
     let mut req = client().post(url).body(body);
     for (k, v) in headers {
         req = req.header(k.as_str(), v.as_str());
@@ -242,7 +265,9 @@ pub async fn post_raw(url: &str, body: impl Into<reqwest::Body>, headers: &[(Str
     let status = resp.status().as_u16();
     let headers = resp.headers().clone();
     let body = resp.text().await.unwrap();
-    let is_sse = headers.get("content-type").is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
+    let is_sse = headers
+        .get("content-type")
+        .is_some_and(|v| v.to_str().unwrap().starts_with("text/event-stream"));
     let messages = if is_sse {
         sse_messages(&body)
     } else if body.is_empty() {
@@ -250,12 +275,21 @@ pub async fn post_raw(url: &str, body: impl Into<reqwest::Body>, headers: &[(Str
     } else {
         vec![serde_json::from_str(&body).unwrap_or_else(|e| panic!("JSON body ({e}): {body}"))]
     };
-    Reply { status, headers, body, messages }
+    Reply {
+        status,
+        headers,
+        body,
+        messages,
+    }
 }
 
 /// POSTs a message with standard headers adjusted by `edit`, and checks every message received
 /// against the official schema.
-pub async fn post_with(url: &str, body: &Value, edit: impl FnOnce(&mut Vec<(String, String)>)) -> Reply {
+pub async fn post_with(
+    url: &str,
+    body: &Value,
+    edit: impl FnOnce(&mut Vec<(String, String)>),
+) -> Reply {
     let mut headers = standard_headers(body);
     edit(&mut headers);
     let reply = post_raw(url, body.to_string(), &headers).await;
@@ -283,9 +317,15 @@ pub fn set_header(headers: &mut Vec<(String, String)>, name: &str, value: Option
 pub fn sse_messages(body: &str) -> Vec<Value> {
     body.split("\n\n")
         .filter_map(|event| {
-            let data: Vec<&str> =
-                event.lines().filter_map(|l| l.strip_prefix("data:").map(|d| d.strip_prefix(' ').unwrap_or(d))).collect();
-            (!data.is_empty()).then(|| serde_json::from_str(&data.join("\n")).expect("SSE data is JSON"))
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| {
+                    l.strip_prefix("data:")
+                        .map(|d| d.strip_prefix(' ').unwrap_or(d))
+                })
+                .collect();
+            (!data.is_empty())
+                .then(|| serde_json::from_str(&data.join("\n")).expect("SSE data is JSON"))
         })
         .collect()
 }
@@ -303,7 +343,11 @@ impl StdioSession {
         let (sr, sw) = tokio::io::split(server_end);
         let task = tokio::spawn(toolwire_server::stdio::serve_io(server, sr, sw));
         let (cr, cw) = tokio::io::split(client);
-        StdioSession { writer: cw, reader: BufReader::new(cr).lines(), task }
+        StdioSession {
+            writer: cw,
+            reader: BufReader::new(cr).lines(),
+            task,
+        }
     }
 
     pub async fn send_line(&mut self, line: &str) {
@@ -327,7 +371,9 @@ impl StdioSession {
 
     /// Whether nothing arrives within `ms`.
     pub async fn silent_for(&mut self, ms: u64) -> bool {
-        tokio::time::timeout(Duration::from_millis(ms), self.reader.next_line()).await.is_err()
+        tokio::time::timeout(Duration::from_millis(ms), self.reader.next_line())
+            .await
+            .is_err()
     }
 }
 
@@ -338,20 +384,26 @@ pub mod wire {
     fn schema() -> &'static Value {
         static SCHEMA: OnceLock<Value> = OnceLock::new();
         SCHEMA.get_or_init(|| {
-            let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../toolwire-protocol/tests/fixtures/schema-2026-07-28.json");
+            let path = concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../toolwire-protocol/tests/fixtures/schema-2026-07-28.json"
+            );
             serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
         })
     }
 
     fn validator(def: &str) -> Arc<jsonschema::Validator> {
-        static CACHE: OnceLock<std::sync::Mutex<std::collections::HashMap<String, Arc<jsonschema::Validator>>>> =
-            OnceLock::new();
+        static CACHE: OnceLock<
+            std::sync::Mutex<std::collections::HashMap<String, Arc<jsonschema::Validator>>>,
+        > = OnceLock::new();
         let mut cache = CACHE.get_or_init(Default::default).lock().unwrap();
         cache
             .entry(def.to_owned())
             .or_insert_with(|| {
                 let mut root = schema().clone();
-                root.as_object_mut().unwrap().insert("$ref".into(), json!(format!("#/$defs/{def}")));
+                root.as_object_mut()
+                    .unwrap()
+                    .insert("$ref".into(), json!(format!("#/$defs/{def}")));
                 Arc::new(jsonschema::draft202012::options().build(&root).unwrap())
             })
             .clone()
@@ -364,7 +416,9 @@ pub mod wire {
                 "notifications/progress" => "ProgressNotification",
                 "notifications/message" => "LoggingMessageNotification",
                 "notifications/tools/list_changed" => "ToolListChangedNotification",
-                "notifications/subscriptions/acknowledged" => "SubscriptionsAcknowledgedNotification",
+                "notifications/subscriptions/acknowledged" => {
+                    "SubscriptionsAcknowledgedNotification"
+                }
                 "notifications/cancelled" => "CancelledNotification",
                 other => panic!("unexpected notification {other}"),
             };
@@ -389,11 +443,16 @@ pub mod wire {
     /// Panics unless `message` is valid for its kind.
     pub fn check(method: &str, message: &Value) {
         let def = definition(method, message);
-        let errors: Vec<String> =
-            validator(def).iter_errors(message).map(|e| format!("{} at {}", e, e.instance_path().as_str())).collect();
+        let errors: Vec<String> = validator(def)
+            .iter_errors(message)
+            .map(|e| format!("{} at {}", e, e.instance_path().as_str()))
+            .collect();
         assert!(errors.is_empty(), "{def} invalid: {errors:?}\n{message}");
         if message.get("result").is_some() {
-            assert!(message["result"]["resultType"].is_string(), "resultType on every result (B-04): {message}");
+            assert!(
+                message["result"]["resultType"].is_string(),
+                "resultType on every result (B-04): {message}"
+            );
         }
     }
 }
