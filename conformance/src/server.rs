@@ -34,6 +34,7 @@ struct Args {
 async fn main() -> anyhow::Result<()> {
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .init();
     let args = Args::parse();
@@ -43,7 +44,11 @@ async fn main() -> anyhow::Result<()> {
             let listener = tokio::net::TcpListener::bind(addr)
                 .await
                 .with_context(|| format!("binding {addr}"))?;
-            tracing::info!(addr = %listener.local_addr()?, "serving Streamable HTTP at /mcp");
+            // Tests and scripts read the address from this line (the port may have been 0).
+            eprintln!(
+                "conformance-server: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
             let shutdown = server.clone();
             tokio::spawn(async move {
                 let _ = tokio::signal::ctrl_c().await;
@@ -51,7 +56,10 @@ async fn main() -> anyhow::Result<()> {
             });
             http::serve(server, listener, http::HttpConfig::default()).await?;
         }
-        (None, true) => stdio::serve(server).await?,
+        (None, true) => {
+            tracing::info!("serving stdio");
+            stdio::serve(server).await?
+        }
         (None, false) => anyhow::bail!("pass --listen ADDR or --stdio"),
     }
     Ok(())

@@ -1,1 +1,83 @@
-fn main() {}
+//! `toolwire`: serve the example tools over stdio or Streamable HTTP.
+
+use std::net::SocketAddr;
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+use toolwire_server::{http, stdio};
+
+mod examples;
+
+#[derive(Parser)]
+#[command(
+    name = "toolwire",
+    version,
+    about = "MCP 2026-07-28 tools: serve them, call them"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time).
+    Serve {
+        /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080).
+        #[arg(long, value_name = "ADDR")]
+        http: Option<SocketAddr>,
+        /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
+        #[arg(long = "allow-host", value_name = "HOST")]
+        allow_hosts: Vec<String>,
+    },
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+        )
+        .init();
+    match Cli::parse().command {
+        Command::Serve { http, allow_hosts } => serve(http, allow_hosts).await,
+    }
+}
+
+async fn serve(addr: Option<SocketAddr>, allow_hosts: Vec<String>) -> anyhow::Result<()> {
+    let server = examples::server()?;
+    let stopper = server.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stopper.shutdown();
+    });
+    let Some(addr) = addr else {
+        tracing::info!("serving the example tools on stdio");
+        return stdio::serve(server).await.context("stdio transport");
+    };
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("binding {addr}"))?;
+    let addr = listener.local_addr()?;
+    let config = allow_hosts
+        .into_iter()
+        .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
+    eprintln!("toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)");
+    eprintln!("{}", try_it(addr));
+    http::serve(server, listener, config)
+        .await
+        .context("HTTP transport")
+}
+
+/// A curl command that calls a tool on the running server.
+fn try_it(addr: SocketAddr) -> String {
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    format!(
+        "try: curl -s http://{addr}/mcp -H 'content-type: application/json' \
+         -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+         -H 'mcp-method: tools/call' -H 'mcp-name: add' -d '{body}'"
+    )
+}

@@ -56,7 +56,10 @@ where
                 let error = ErrorObject::invalid_request(format!("message exceeds {max} bytes"));
                 connection.send_error(None, &error).await;
             }
-            Ok(None) => break,
+            Ok(None) => {
+                tracing::debug!("stdin closed; closing listen streams and finishing requests");
+                break;
+            }
             Err(e) => {
                 tracing::warn!(error = %e, "stdin failed; stopping");
                 break;
@@ -83,7 +86,10 @@ impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
         let raw = match read_frame(bytes, self.server.inner.config.max_json_depth) {
             Ok(raw) => raw,
-            Err(error) => return self.send_error(None, &error).await,
+            Err(error) => {
+                tracing::debug!(error = %error, "unreadable stdio line");
+                return self.send_error(None, &error).await;
+            }
         };
         match raw.kind() {
             Err(why) => {
@@ -110,6 +116,7 @@ impl Connection {
     /// Admits a request and runs it in its own task.
     fn request(&mut self, id: RequestId, raw: &RawMessage<'_>) -> Result<(), ErrorObject> {
         let method = raw.method.as_deref().unwrap_or_default();
+        tracing::debug!(%id, method, "stdio request");
         let meta = read_meta(raw.params)?;
         self.server.check_version(&meta)?;
         let call = Route::parse(method, raw.params)?;
