@@ -152,3 +152,33 @@ async fn listen_needs_an_event_stream() {
     assert_eq!((reply.status, reply.error_code()), (406, Some(-32600)));
     s.stop().await;
 }
+
+#[tokio::test]
+async fn idle_streams_get_keep_alive_comments() {
+    let config = toolwire_server::http::HttpConfig::default().keep_alive(Duration::from_millis(50));
+    let s = TestServer::start_with(builder().build().unwrap(), config).await;
+    let body = request(
+        1,
+        "subscriptions/listen",
+        json!({"notifications": {"toolsListChanged": true}}),
+    );
+    let mut req = client().post(&s.url).body(body.to_string());
+    for (k, v) in standard_headers(&body) {
+        req = req.header(k, v);
+    }
+    let mut resp = req.send().await.unwrap();
+    let mut seen = String::new();
+    while !seen.lines().any(|l| l.starts_with(':')) {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
+            .await
+            .expect("a keep-alive within 5 s");
+        seen.push_str(&String::from_utf8_lossy(&chunk.unwrap().unwrap()));
+    }
+    assert!(
+        sse_messages(&seen)
+            .iter()
+            .all(|m| m["method"] == "notifications/subscriptions/acknowledged")
+    );
+    drop(resp);
+    s.stop().await;
+}

@@ -1,0 +1,54 @@
+//! The README's server example: one typed tool with structured output and progress, served on
+//! Streamable HTTP at 127.0.0.1:8080/mcp, or on stdio with `--stdio`.
+//!
+//! `cargo run -p toolwire-server --example weather [-- --stdio]`
+
+use toolwire_server::{RequestContext, Server, Structured, Tool, ToolError, http, stdio};
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Forecast {
+    /// City name.
+    city: String,
+    /// Days ahead, 1 to 7.
+    #[schemars(range(min = 1, max = 7))]
+    days: u8,
+}
+
+#[derive(serde::Serialize, schemars::JsonSchema)]
+struct Weather {
+    city: String,
+    days: u8,
+    celsius: f64,
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let server = Server::builder("weather", "1.0.0")
+        .instructions("Forecasts for European cities.")
+        .tool(
+            Tool::new(
+                "forecast",
+                |args: Forecast, ctx: RequestContext| async move {
+                    ctx.progress(0.0, Some(1.0), Some("looking up")).await;
+                    if args.city.is_empty() {
+                        return Err(ToolError::failed("city must not be empty"));
+                    }
+                    Ok(Structured(Weather {
+                        city: args.city,
+                        days: args.days,
+                        celsius: 21.5,
+                    }))
+                },
+            )
+            .description("Forecast for a city"),
+        )
+        .build()?;
+
+    if std::env::args().any(|a| a == "--stdio") {
+        stdio::serve(server).await?;
+    } else {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+        http::serve(server, listener, http::HttpConfig::default()).await?;
+    }
+    Ok(())
+}
