@@ -2,7 +2,7 @@
 //! cancellation token, and request-scoped progress and log messages.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -54,6 +54,8 @@ struct Inner {
     logging: bool,
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
+    /// Set once the final response is on its way: nothing more may be sent for it (P-13).
+    finished: AtomicBool,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -76,6 +78,7 @@ impl RequestContext {
                 outbound,
                 logging,
                 last_progress: AtomicU64::new(NO_PROGRESS),
+                finished: AtomicBool::new(false),
             }),
         }
     }
@@ -181,14 +184,17 @@ impl RequestContext {
         if !progress.is_finite() {
             return false;
         }
-        let last = self.inner.last_progress.load(Ordering::Acquire);
-        if last != NO_PROGRESS && progress <= f64::from_bits(last) {
+        let increases = |last: u64| last == NO_PROGRESS || progress > f64::from_bits(last);
+        let advanced =
+            self.inner
+                .last_progress
+                .fetch_update(Ordering::AcqRel, Ordering::Acquire, |last| {
+                    increases(last).then_some(progress.to_bits())
+                });
+        if advanced.is_err() {
             tracing::debug!(progress, "dropped progress that does not increase (P-12)");
             return false;
         }
-        self.inner
-            .last_progress
-            .store(progress.to_bits(), Ordering::Release);
         let params = ProgressParams {
             progress_token: token,
             progress,
@@ -222,12 +228,17 @@ impl RequestContext {
         self.notify(NOTIFICATION_MESSAGE, params).await
     }
 
+    /// Marks the request as answered; later notifications are dropped (P-13).
+    pub(crate) fn finish(&self) {
+        self.inner.finished.store(true, Ordering::Release);
+    }
+
     /// Sends a notification about this request; false if it cannot be delivered.
     pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: P) -> bool {
         let Some(outbound) = &self.inner.outbound else {
             return false;
         };
-        if self.is_cancelled() {
+        if self.is_cancelled() || self.inner.finished.load(Ordering::Acquire) {
             return false;
         }
         let json = match serde_json::to_string(&Notification::new(method, params)) {
@@ -293,6 +304,16 @@ mod tests {
             first["params"],
             json!({"progressToken": "t", "progress": 0.0, "total": 100.0})
         );
+    }
+
+    #[tokio::test]
+    async fn nothing_is_sent_after_the_request_finished() {
+        let (ctx, mut rx) = context(meta(json!({"progressToken": 1})), false);
+        let handler_copy = ctx.clone();
+        ctx.finish();
+        assert!(!handler_copy.progress(1.0, None, None).await);
+        drop((ctx, handler_copy));
+        assert!(rx.recv().await.is_none());
     }
 
     #[tokio::test]

@@ -536,7 +536,12 @@ async fn run(
         logging,
     );
     let guard = cancel.clone().drop_guard();
-    let mut work = Box::pin(async move { server.run(&id, call, ctx).await });
+    let finisher = ctx.clone();
+    let mut work = Box::pin(async move {
+        let done = server.run(&id, call, ctx).await;
+        finisher.finish();
+        done
+    });
     tokio::select! {
         biased;
         done = &mut work => {

@@ -140,11 +140,13 @@ impl Connection {
         );
         let (server, tx, inflight) = (self.server.clone(), self.tx.clone(), self.inflight.clone());
         self.tasks.spawn(async move {
+            let finisher = ctx.clone();
             let done = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
                 done = server.run(&id, call, ctx) => done,
             };
+            finisher.finish();
             inflight
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
