@@ -1,0 +1,271 @@
+//! `tools/call` over Streamable HTTP: N keep-alive connections, each sending requests back to
+//! back for a fixed time (or a fixed count in smoke mode).
+
+use std::collections::BTreeMap;
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::Request;
+use hyper_util::rt::TokioIo;
+use serde_json::Value;
+
+use crate::proc_stats;
+use crate::protocol::{self, Template};
+use crate::stats::{self, Round, Summary};
+
+#[derive(clap::Args)]
+pub(crate) struct Args {
+    /// NAME=URL[,pid=PID][,no-result-type]: a server to load; repeat for several.
+    #[arg(long = "target", required = true)]
+    targets: Vec<Target>,
+    /// `echo` (a message) or `realistic` (a ten-field booking).
+    #[arg(long, default_value = "echo")]
+    scenario: String,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 64)]
+    connections: usize,
+    /// Seconds per round per target.
+    #[arg(long, default_value_t = 5.0)]
+    duration: f64,
+    /// Instead of a duration: requests per round per target (smoke mode).
+    #[arg(long)]
+    requests: Option<u64>,
+    /// Rounds; targets are interleaved within each round.
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Seconds of warm-up per target before the first round.
+    #[arg(long, default_value_t = 1.0)]
+    warmup: f64,
+}
+
+/// A server to load.
+#[derive(Clone, Debug)]
+pub(crate) struct Target {
+    pub(crate) name: String,
+    pub(crate) url: String,
+    pub(crate) pid: Option<u32>,
+    pub(crate) require_result_type: bool,
+}
+
+impl FromStr for Target {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let (name, rest) = s.split_once('=').ok_or("expected NAME=URL[,pid=PID]")?;
+        let mut parts = rest.split(',');
+        let url = parts.next().ok_or("missing URL")?.to_owned();
+        let mut target = Target {
+            name: name.to_owned(),
+            url,
+            pid: None,
+            require_result_type: true,
+        };
+        for part in parts {
+            match part.split_once('=') {
+                Some(("pid", pid)) => {
+                    target.pid = Some(pid.parse().map_err(|e| format!("pid: {e}"))?)
+                }
+                None if part == "no-result-type" => target.require_result_type = false,
+                _ => return Err(format!("unknown option {part:?}")),
+            }
+        }
+        Ok(target)
+    }
+}
+
+/// Where a URL points.
+pub(crate) struct Endpoint {
+    pub(crate) addr: String,
+    pub(crate) host: String,
+    pub(crate) path: String,
+}
+
+pub(crate) fn endpoint(url: &str) -> anyhow::Result<Endpoint> {
+    let rest = url.strip_prefix("http://").context("only http:// URLs")?;
+    let (authority, path) = rest.split_once('/').map_or((rest, "/"), |(a, p)| (a, p));
+    let path = if path == "/" {
+        "/".to_owned()
+    } else {
+        format!("/{path}")
+    };
+    Ok(Endpoint {
+        addr: authority.to_owned(),
+        host: authority.to_owned(),
+        path,
+    })
+}
+
+/// An HTTP/1.1 keep-alive connection.
+pub(crate) async fn connect(
+    addr: &str,
+) -> anyhow::Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>> {
+    let stream = tokio::net::TcpStream::connect(addr)
+        .await
+        .with_context(|| format!("connecting to {addr}"))?;
+    stream.set_nodelay(true)?;
+    let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream)).await?;
+    tokio::spawn(conn);
+    Ok(sender)
+}
+
+/// A POST with the standard MCP headers.
+pub(crate) fn post(
+    ep: &Endpoint,
+    method: &str,
+    name: Option<&str>,
+    body: String,
+) -> Request<Full<Bytes>> {
+    let mut req = Request::post(&ep.path)
+        .header("host", &ep.host)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", protocol::VERSION)
+        .header("mcp-method", method);
+    if let Some(name) = name {
+        req = req.header("mcp-name", name);
+    }
+    req.body(Full::new(Bytes::from(body)))
+        .expect("valid request")
+}
+
+/// Sends a request and reads the whole reply; the JSON-RPC message it carried.
+pub(crate) async fn exchange(
+    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    req: Request<Full<Bytes>>,
+) -> anyhow::Result<(u16, Option<Value>)> {
+    sender.ready().await?;
+    let resp = sender.send_request(req).await?;
+    let status = resp.status().as_u16();
+    let content_type = resp
+        .headers()
+        .get("content-type")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .to_owned();
+    let body = resp.into_body().collect().await?.to_bytes();
+    Ok((status, protocol::reply_message(&content_type, &body)))
+}
+
+struct Worker {
+    hist: hdrhistogram::Histogram<u64>,
+    errors: u64,
+}
+
+async fn worker(
+    target: Arc<Target>,
+    template: Arc<Template>,
+    stop: Arc<AtomicBool>,
+    budget: Option<u64>,
+    first_id: u64,
+) -> anyhow::Result<Worker> {
+    let ep = endpoint(&target.url)?;
+    let mut sender = connect(&ep.addr).await?;
+    let mut w = Worker {
+        hist: stats::histogram(),
+        errors: 0,
+    };
+    let mut id = first_id;
+    let mut sent = 0;
+    while !stop.load(Ordering::Relaxed) && budget.is_none_or(|b| sent < b) {
+        id += 1;
+        sent += 1;
+        let req = post(&ep, "tools/call", Some("echo"), template.render(id));
+        let started = Instant::now();
+        let outcome = exchange(&mut sender, req).await;
+        let elapsed = started.elapsed().as_micros() as u64;
+        match outcome {
+            Ok((200, Some(m))) if protocol::is_echo_reply(&m, id, target.require_result_type) => {
+                w.hist.record(elapsed.max(1)).ok();
+            }
+            Ok(_) => w.errors += 1,
+            Err(_) => {
+                w.errors += 1;
+                sender = connect(&ep.addr).await?;
+            }
+        }
+    }
+    Ok(w)
+}
+
+/// Loads one target for one round.
+pub(crate) async fn round(
+    args: &Args,
+    target: &Target,
+    seconds: f64,
+    budget: Option<u64>,
+) -> anyhow::Result<Round> {
+    let template = Arc::new(Template::call("echo", protocol::arguments(&args.scenario)));
+    let target = Arc::new(target.clone());
+    let stop = Arc::new(AtomicBool::new(false));
+    let cpu_before = target.pid.and_then(proc_stats::cpu_us);
+    let per_worker = budget.map(|b| b.div_ceil(args.connections as u64));
+    let started = Instant::now();
+    let handles: Vec<_> = (0..args.connections)
+        .map(|i| {
+            tokio::spawn(worker(
+                target.clone(),
+                template.clone(),
+                stop.clone(),
+                per_worker,
+                (i as u64) << 32,
+            ))
+        })
+        .collect();
+    if budget.is_none() {
+        tokio::time::sleep(Duration::from_secs_f64(seconds)).await;
+        stop.store(true, Ordering::Relaxed);
+    }
+    let mut hist = stats::histogram();
+    let mut errors = 0;
+    for h in handles {
+        let w = h.await??;
+        hist.add(&w.hist).ok();
+        errors += w.errors;
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cpu = match (cpu_before, target.pid.and_then(proc_stats::cpu_us)) {
+        (Some(a), Some(b)) => Some(b - a),
+        _ => None,
+    };
+    Ok(Round::new(
+        &hist,
+        errors,
+        elapsed,
+        cpu,
+        target.pid.and_then(proc_stats::peak_rss_kb),
+    ))
+}
+
+pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
+    for target in &args.targets {
+        if args.warmup > 0.0 && args.requests.is_none() {
+            round(&args, target, args.warmup, None).await?;
+        }
+    }
+    let mut rounds: BTreeMap<String, Vec<Round>> = BTreeMap::new();
+    for _ in 0..args.rounds {
+        for target in &args.targets {
+            let r = round(&args, target, args.duration, args.requests).await?;
+            eprintln!(
+                "  {:<12} {:>9.0} req/s  p50 {:>6} µs  p99 {:>6} µs  errors {}",
+                target.name, r.rps, r.p50_us, r.p99_us, r.errors
+            );
+            rounds.entry(target.name.clone()).or_default().push(r);
+        }
+    }
+    let summaries: BTreeMap<String, Summary> = rounds
+        .into_iter()
+        .map(|(k, v)| (k, stats::summarize(v)))
+        .collect();
+    Ok(serde_json::json!({
+        "kind": "http",
+        "scenario": args.scenario,
+        "connections": args.connections,
+        "targets": summaries,
+    }))
+}

@@ -1,0 +1,59 @@
+//! `mcp-load`: a load generator written for MCP 2026-07-28.
+//!
+//! Every request is a correct stateless request (full `_meta`, `MCP-Protocol-Version`,
+//! `Mcp-Method`, `Mcp-Name`), and every reply is checked: a reply that is not the expected
+//! result (wrong id, wrong text, missing `resultType`, an error) counts as an error, so a fast
+//! wrong answer never looks good. Targets run in interleaved rounds (A B A B …) and the medians
+//! are reported as JSON on stdout.
+
+use std::time::Duration;
+
+use clap::{Parser, Subcommand};
+
+mod http_load;
+mod list;
+mod listen;
+mod proc_stats;
+mod protocol;
+mod stats;
+mod stdio_load;
+
+#[derive(Parser)]
+#[command(about = "Load generator for MCP 2026-07-28 servers")]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// `tools/call` of `echo` over Streamable HTTP, N keep-alive connections.
+    Http(http_load::Args),
+    /// `tools/call` of `echo` over stdio: one client pipelining to a child process.
+    Stdio(stdio_load::Args),
+    /// Walk every page of `tools/list`.
+    List(list::Args),
+    /// Open many `subscriptions/listen` streams, change the tool set, time the fan-out.
+    Listen(listen::Args),
+}
+
+fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()?;
+    let report = runtime.block_on(async {
+        match cli.command {
+            Command::Http(args) => http_load::run(args).await,
+            Command::Stdio(args) => stdio_load::run(args).await,
+            Command::List(args) => list::run(args).await,
+            Command::Listen(args) => listen::run(args).await,
+        }
+    })?;
+    #[allow(clippy::print_stdout)] // The report is this tool's output.
+    {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    }
+    runtime.shutdown_timeout(Duration::from_millis(100));
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! `toolwire-bench-server`: Toolwire's side of the benchmarks.
+//!
+//! Tools: `echo` (a `message` string; with `--schema realistic` a ten-field booking with a nested
+//! object, enums, formats and ranges, validated like any Toolwire tool), `touch_tools` (adds or
+//! removes a tool, so listen streams get `tools/list_changed`), and `--tools N` filler tools
+//! for the `tools/list` scenario.
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use clap::{Parser, ValueEnum};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use toolwire_server::{NoArgs, RequestContext, Server, Tool, ToolError, http, stdio};
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Schema {
+    Simple,
+    Realistic,
+}
+
+#[derive(Parser)]
+struct Args {
+    /// Serve Streamable HTTP at http://ADDR/mcp.
+    #[arg(long)]
+    http: Option<SocketAddr>,
+    /// Serve stdio.
+    #[arg(long)]
+    stdio: bool,
+    /// The argument schema of `echo`.
+    #[arg(long, value_enum, default_value = "simple")]
+    schema: Schema,
+    /// Extra tools to register.
+    #[arg(long, default_value_t = 0)]
+    tools: usize,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Echo {
+    message: String,
+}
+
+/// The realistic argument type (mirrored by the peers).
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Booking {
+    message: String,
+    traveler: Traveler,
+    #[schemars(length(min = 3, max = 3))]
+    origin: String,
+    #[schemars(length(min = 3, max = 3))]
+    destination: String,
+    #[schemars(extend("format" = "date-time"))]
+    departure: String,
+    cabin: Cabin,
+    #[schemars(range(min = 1, max = 9))]
+    passengers: u8,
+    #[serde(default)]
+    #[schemars(range(max = 5))]
+    bags: Option<u8>,
+    #[serde(default)]
+    tags: Option<Vec<String>>,
+    flexible: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[allow(dead_code)]
+struct Traveler {
+    name: String,
+    #[schemars(email)]
+    email: String,
+    #[schemars(range(min = 0, max = 120))]
+    age: u8,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+#[allow(dead_code)]
+enum Cabin {
+    Economy,
+    Premium,
+    Business,
+    First,
+}
+
+#[derive(Deserialize, JsonSchema)]
+struct Filler {
+    /// A value.
+    value: Option<String>,
+}
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let args = Args::parse();
+    let echo = match args.schema {
+        Schema::Simple => Tool::new(
+            "echo",
+            |a: Echo, _: RequestContext| async move { a.message },
+        ),
+        Schema::Realistic => Tool::new(
+            "echo",
+            |b: Booking, _: RequestContext| async move { b.message },
+        ),
+    };
+    let fillers = (0..args.tools).map(|i| {
+        Tool::new(
+            format!("tool_{i:05}"),
+            |f: Filler, _: RequestContext| async move { f.value.unwrap_or_default() },
+        )
+        .description(format!(
+            "Filler tool number {i} for the tools/list benchmark"
+        ))
+    });
+    let server = Server::builder("toolwire-bench", env!("CARGO_PKG_VERSION"))
+        .tool(echo.description("Echoes the message"))
+        .tools(fillers)
+        .build()?;
+    let this = Arc::new(OnceLock::<Server>::new());
+    let _ = this.set(server.clone());
+    server.add_tool(
+        Tool::new("touch_tools", move |_: NoArgs, _: RequestContext| {
+            let this = this.clone();
+            async move {
+                let server = this.get().ok_or_else(|| ToolError::internal("not ready"))?;
+                let name = "touched";
+                if server.tool_names().iter().any(|n| n == name) {
+                    server.remove_tool(name).map_err(ToolError::internal)?;
+                } else {
+                    let tool = Tool::new(name, |_: NoArgs, _: RequestContext| async { "x" })
+                        .description("touched");
+                    server.add_tool(tool).map_err(ToolError::internal)?;
+                }
+                Ok::<_, ToolError>("touched")
+            }
+        })
+        .description("Adds or removes a tool"),
+    )?;
+    let stopper = server.clone();
+    tokio::spawn(async move {
+        let _ = tokio::signal::ctrl_c().await;
+        stopper.shutdown();
+    });
+    match (args.http, args.stdio) {
+        (Some(addr), _) => {
+            let listener = tokio::net::TcpListener::bind(addr).await?;
+            eprintln!(
+                "toolwire-bench-server: listening on http://{}/mcp",
+                listener.local_addr()?
+            );
+            http::serve(server, listener, http::HttpConfig::default()).await?;
+        }
+        (None, true) => stdio::serve(server).await?,
+        (None, false) => anyhow::bail!("pass --http ADDR or --stdio"),
+    }
+    Ok(())
+}
