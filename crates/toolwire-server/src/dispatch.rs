@@ -11,11 +11,14 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use toolwire_protocol::methods::{CallTool, Discover, ListTools, Listen, Method, REMOVED_METHODS};
 use toolwire_protocol::{
-    CallToolResult, DiscoverResult, ErrorObject, JsonObject, RawMessage, RequestId, RequestMeta,
+    CallToolResult, DiscoverResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId, RequestMeta,
     ResultMeta, ResultType, SubscriptionFilter, Version2,
 };
 
-use crate::context::RequestContext;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use crate::context::{Outbound, RequestContext};
 use crate::cursor::{ListKind, Position, resume_index};
 use crate::server::{SUPPORTED_VERSIONS, Server};
 use crate::tool::ToolError;
@@ -217,6 +220,63 @@ pub(crate) fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorO
 }
 
 impl Server {
+    /// The transport-independent request checks: `_meta`, version, method and params.
+    pub(crate) fn admit(&self, method: &str, raw: &RawMessage<'_>) -> Result<(RequestMeta, Route), ErrorObject> {
+        let meta = read_meta(raw.params)?;
+        self.check_version(&meta)?;
+        let route = Route::parse(method, raw.params)?;
+        Ok((meta, route))
+    }
+
+    /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
+    /// would be written: the request's notifications and then its response. A notification
+    /// yields nothing; `subscriptions/listen` runs until the server shuts down.
+    ///
+    /// Handy for tests, benchmarks and embedding Toolwire behind a transport of your own.
+    pub async fn handle_message(&self, message: &[u8]) -> Vec<String> {
+        let max_depth = self.inner.config.max_json_depth;
+        let raw = match read_frame(message, max_depth) {
+            Ok(raw) => raw,
+            Err(error) => return vec![Final::error(None, &error).json],
+        };
+        let id = match raw.kind() {
+            Ok(MessageKind::Request(id)) => id,
+            Ok(_) => return Vec::new(),
+            Err(why) => return vec![Final::error(raw.request_id().as_ref(), &ErrorObject::invalid_request(why)).json],
+        };
+        let method = raw.method.as_deref().unwrap_or_default();
+        let (meta, route) = match self.admit(method, &raw) {
+            Ok(admitted) => admitted,
+            Err(error) => return vec![Final::error(Some(&id), &error).json],
+        };
+        let (tx, mut rx) = mpsc::channel(64);
+        let cancel = CancellationToken::new();
+        let ctx = RequestContext::new(
+            id.clone(),
+            meta,
+            cancel,
+            self.shutdown_token(),
+            Some(Outbound(tx)),
+            self.inner.config.logging,
+        );
+        let finisher = ctx.clone();
+        let mut work = std::pin::pin!(self.run(&id, route, ctx));
+        let mut out = Vec::new();
+        let done = loop {
+            tokio::select! {
+                biased;
+                Some(frame) = rx.recv() => out.push(frame.json),
+                done = &mut work => break done,
+            }
+        };
+        finisher.finish();
+        while let Ok(frame) = rx.try_recv() {
+            out.push(frame.json);
+        }
+        out.extend(done.map(|f| f.json));
+        out
+    }
+
     /// -32022 unless the request's version is one this server implements (V-02).
     pub(crate) fn check_version(&self, meta: &RequestMeta) -> Result<(), ErrorObject> {
         if SUPPORTED_VERSIONS.contains(&meta.protocol_version.as_str()) {

@@ -16,7 +16,7 @@ use toolwire_protocol::{
 };
 
 use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Final, Route, read_frame, read_meta};
+use crate::dispatch::{Final, read_frame};
 use crate::error::Result;
 use crate::server::Server;
 
@@ -117,9 +117,7 @@ impl Connection {
     fn request(&mut self, id: RequestId, raw: &RawMessage<'_>) -> Result<(), ErrorObject> {
         let method = raw.method.as_deref().unwrap_or_default();
         tracing::debug!(%id, method, "stdio request");
-        let meta = read_meta(raw.params)?;
-        self.server.check_version(&meta)?;
-        let call = Route::parse(method, raw.params)?;
+        let (meta, call) = self.server.admit(method, raw)?;
         let cancel = CancellationToken::new();
         {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
