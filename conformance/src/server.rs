@@ -49,16 +49,15 @@ async fn main() -> anyhow::Result<()> {
                 "conformance-server: listening on http://{}/mcp",
                 listener.local_addr()?
             );
-            let shutdown = server.clone();
-            tokio::spawn(async move {
-                let _ = tokio::signal::ctrl_c().await;
-                shutdown.shutdown();
-            });
+            server.shutdown_on_signal();
             http::serve(server, listener, http::HttpConfig::default()).await?;
         }
         (None, true) => {
             tracing::info!("serving stdio");
-            stdio::serve(server).await?
+            server.shutdown_on_signal();
+            stdio::serve(server).await?;
+            // Tokio's stdin reader may still be blocked in a read; do not wait for it.
+            std::process::exit(0);
         }
         (None, false) => anyhow::bail!("pass --listen ADDR or --stdio"),
     }
@@ -216,12 +215,15 @@ fn schema_tools() -> Vec<Tool> {
 }
 
 fn trigger_tools(server: Arc<OnceLock<Server>>) -> Vec<Tool> {
+    let toggling = Arc::new(tokio::sync::Mutex::new(()));
     vec![
         Tool::new(
             "test_trigger_tool_change",
             move |_: NoArgs, _: RequestContext| {
-                let server = server.clone();
+                let (server, toggling) = (server.clone(), toggling.clone());
                 async move {
+                    // One toggle at a time, so concurrent triggers each see a consistent set.
+                    let _one_at_a_time = toggling.lock().await;
                     let server = server
                         .get()
                         .ok_or_else(|| ToolError::internal("server not ready"))?;

@@ -135,11 +135,7 @@ async fn main() -> anyhow::Result<()> {
         })
         .description("Adds or removes a tool"),
     )?;
-    let stopper = server.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        stopper.shutdown();
-    });
+    server.shutdown_on_signal();
     match (args.http, args.stdio) {
         (Some(addr), _) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
@@ -149,7 +145,10 @@ async fn main() -> anyhow::Result<()> {
             );
             http::serve(server, listener, http::HttpConfig::default()).await?;
         }
-        (None, true) => stdio::serve(server).await?,
+        (None, true) => {
+            stdio::serve(server).await?;
+            std::process::exit(0);
+        }
         (None, false) => anyhow::bail!("pass --http ADDR or --stdio"),
     }
     Ok(())

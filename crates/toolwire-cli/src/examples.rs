@@ -77,7 +77,13 @@ pub(crate) fn server() -> toolwire_server::Result<Server> {
                 .annotations(read_only()),
         )
         .tool(
-            Tool::new("add", |args: Add, _: RequestContext| async move { Structured(Sum { sum: args.a + args.b }) })
+            Tool::new("add", |args: Add, _: RequestContext| async move {
+                let sum = args.a + args.b;
+                if !sum.is_finite() {
+                    return Err(ToolError::failed("the sum is too large to represent"));
+                }
+                Ok(Structured(Sum { sum }))
+            })
                 .description("Adds two numbers; the sum comes back as structured content")
                 .annotations(read_only()),
         )

@@ -49,14 +49,12 @@ async fn main() -> anyhow::Result<()> {
 
 async fn serve(addr: Option<SocketAddr>, allow_hosts: Vec<String>) -> anyhow::Result<()> {
     let server = examples::server()?;
-    let stopper = server.clone();
-    tokio::spawn(async move {
-        let _ = tokio::signal::ctrl_c().await;
-        stopper.shutdown();
-    });
+    server.shutdown_on_signal();
     let Some(addr) = addr else {
         tracing::info!("serving the example tools on stdio");
-        return stdio::serve(server).await.context("stdio transport");
+        stdio::serve(server).await.context("stdio transport")?;
+        // Tokio's stdin reader may still be blocked in a read; do not wait for it.
+        std::process::exit(0);
     };
     let listener = tokio::net::TcpListener::bind(addr)
         .await

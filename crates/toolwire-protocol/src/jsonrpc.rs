@@ -31,14 +31,54 @@ impl<'de> Deserialize<'de> for Version2 {
     }
 }
 
-/// A request id: a string or an integer, never null (B-03).
-#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+/// A request id: a string or an integer, never null (B-03). An integral float such as `1.0`
+/// reads as the integer.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 #[serde(untagged)]
 pub enum RequestId {
     /// An integer id.
     Number(i64),
     /// A string id.
     String(String),
+}
+
+impl<'de> Deserialize<'de> for RequestId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl de::Visitor<'_> for Visitor {
+            type Value = RequestId;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("a string or an integer")
+            }
+
+            fn visit_i64<E: de::Error>(self, v: i64) -> Result<RequestId, E> {
+                Ok(RequestId::Number(v))
+            }
+
+            fn visit_u64<E: de::Error>(self, v: u64) -> Result<RequestId, E> {
+                i64::try_from(v)
+                    .map(RequestId::Number)
+                    .map_err(|_| E::custom("id out of range"))
+            }
+
+            fn visit_f64<E: de::Error>(self, v: f64) -> Result<RequestId, E> {
+                let integral = v.fract() == 0.0 && v >= i64::MIN as f64 && v < i64::MAX as f64;
+                integral
+                    .then_some(RequestId::Number(v as i64))
+                    .ok_or_else(|| E::custom("id must be an integer"))
+            }
+
+            fn visit_str<E: de::Error>(self, v: &str) -> Result<RequestId, E> {
+                Ok(RequestId::String(v.to_owned()))
+            }
+
+            fn visit_string<E: de::Error>(self, v: String) -> Result<RequestId, E> {
+                Ok(RequestId::String(v))
+            }
+        }
+        d.deserialize_any(Visitor)
+    }
 }
 
 impl From<i64> for RequestId {
@@ -249,7 +289,7 @@ fn classify(
     }
     match (has_method, id) {
         (true, None) => Ok(MessageKind::Notification),
-        (true, Some(id)) => match serde_json::from_value::<RequestId>(id.clone()) {
+        (true, Some(id)) => match RequestId::deserialize(id) {
             Ok(id) => Ok(MessageKind::Request(id)),
             Err(_) => Err("id must be a string or an integer".into()),
         },
@@ -345,6 +385,11 @@ mod tests {
             ),
             (json!({"jsonrpc":"2.0","id":null,"method":"m"}), Err(())),
             (json!({"jsonrpc":"2.0","id":1.5,"method":"m"}), Err(())),
+            (
+                json!({"jsonrpc":"2.0","id":2.0,"method":"m"}),
+                Ok(MessageKind::Request(2.into())),
+            ),
+            (json!({"jsonrpc":"2.0","id":[1],"method":"m"}), Err(())),
             (json!({"jsonrpc":"1.0","id":1,"method":"m"}), Err(())),
             (json!({"id":1,"method":"m"}), Err(())),
             (json!({"jsonrpc":"2.0","id":1}), Err(())),

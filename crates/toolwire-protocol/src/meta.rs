@@ -135,16 +135,22 @@ impl RequestMeta {
             meta: Option<&'a RawValue>,
         }
         let params = params.ok_or(MetaError::MissingMeta)?;
+        if !is_object(params) {
+            return Err(MetaError::Invalid("params must be an object".into()));
+        }
         let parsed: Params<'_> = serde_json::from_str(params.get())
             .map_err(|_| MetaError::Invalid("params must be an object".into()))?;
         let meta = parsed.meta.ok_or(MetaError::MissingMeta)?;
-        let partial: PartialRequestMeta = serde_json::from_str(meta.get()).map_err(|e| {
-            MetaError::Invalid(if meta.get().starts_with('{') {
-                e.to_string()
-            } else {
-                "_meta must be an object".into()
-            })
-        })?;
+        if !is_object(meta) {
+            return Err(MetaError::Invalid("_meta must be an object".into()));
+        }
+        let partial: PartialRequestMeta =
+            serde_json::from_str(meta.get()).map_err(|e| MetaError::Invalid(e.to_string()))?;
+        // clientInfo is self-reported and optional (B-17, B-19): a malformed one is ignored
+        // rather than failing the request.
+        let client_info = partial
+            .client_info
+            .and_then(|v| serde_json::from_value(v).ok());
         Ok(RequestMeta {
             protocol_version: partial
                 .protocol_version
@@ -152,12 +158,17 @@ impl RequestMeta {
             client_capabilities: partial
                 .client_capabilities
                 .ok_or(MetaError::MissingClientCapabilities)?,
-            client_info: partial.client_info,
+            client_info,
             log_level: partial.log_level,
             progress_token: partial.progress_token,
             extra: partial.extra,
         })
     }
+}
+
+/// Whether raw JSON is an object (serde would also read a struct from an array).
+pub fn is_object(raw: &RawValue) -> bool {
+    raw.get().trim_start().starts_with('{')
 }
 
 /// `RequestMeta` with the required keys optional, so a missing key is reported by name in one pass.
@@ -168,7 +179,7 @@ struct PartialRequestMeta {
     #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
     client_capabilities: Option<ClientCapabilities>,
     #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
-    client_info: Option<Implementation>,
+    client_info: Option<serde_json::Value>,
     #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
     log_level: Option<LoggingLevel>,
     #[serde(rename = "progressToken", default)]
@@ -284,6 +295,17 @@ mod tests {
             assert_eq!(parse(input.clone()), want, "{input}");
         }
         assert!(matches!(parse(json!([])), Err(MetaError::Invalid(_))));
+        assert!(matches!(
+            parse(json!({"_meta": ["2026-07-28", {}]})),
+            Err(MetaError::Invalid(_))
+        ));
+        let lenient =
+            parse(json!({"_meta": {pv: "x", cc: {}, META_CLIENT_INFO: {"name": "no version"}}}))
+                .unwrap();
+        assert_eq!(
+            lenient.client_info, None,
+            "a malformed clientInfo is ignored"
+        );
         assert!(matches!(
             parse(json!({"_meta": 3})),
             Err(MetaError::Invalid(_))

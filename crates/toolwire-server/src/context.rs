@@ -2,7 +2,7 @@
 //! cancellation token, and request-scoped progress and log messages.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -54,8 +54,9 @@ struct Inner {
     logging: bool,
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
-    /// Set once the final response is on its way: nothing more may be sent for it (P-13).
-    finished: AtomicBool,
+    /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
+    /// lock is held across each send, so no notification can follow `finish`.
+    finished: tokio::sync::Mutex<bool>,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -78,7 +79,7 @@ impl RequestContext {
                 outbound,
                 logging,
                 last_progress: AtomicU64::new(NO_PROGRESS),
-                finished: AtomicBool::new(false),
+                finished: tokio::sync::Mutex::new(false),
             }),
         }
     }
@@ -113,8 +114,9 @@ impl RequestContext {
         &self.inner.cancel
     }
 
-    /// Fires when the transport or server is shutting down.
-    pub(crate) fn closing(&self) -> &CancellationToken {
+    /// Fires when the server or the transport is shutting down: long-running handlers should
+    /// wrap up (they are cancelled once the shutdown grace runs out).
+    pub fn closing(&self) -> &CancellationToken {
         &self.inner.closing
     }
 
@@ -228,9 +230,10 @@ impl RequestContext {
         self.notify(NOTIFICATION_MESSAGE, params).await
     }
 
-    /// Marks the request as answered; later notifications are dropped (P-13).
-    pub(crate) fn finish(&self) {
-        self.inner.finished.store(true, Ordering::Release);
+    /// Marks the request as answered; later notifications are dropped (P-13). Waits for a
+    /// notification being sent right now, so it cannot land after the response.
+    pub(crate) async fn finish(&self) {
+        *self.inner.finished.lock().await = true;
     }
 
     /// Sends a notification about this request; false if it cannot be delivered.
@@ -238,7 +241,8 @@ impl RequestContext {
         let Some(outbound) = &self.inner.outbound else {
             return false;
         };
-        if self.is_cancelled() || self.inner.finished.load(Ordering::Acquire) {
+        let finished = self.inner.finished.lock().await;
+        if self.is_cancelled() || *finished {
             return false;
         }
         let json = match serde_json::to_string(&Notification::new(method, params)) {
@@ -310,7 +314,7 @@ mod tests {
     async fn nothing_is_sent_after_the_request_finished() {
         let (ctx, mut rx) = context(meta(json!({"progressToken": 1})), false);
         let handler_copy = ctx.clone();
-        ctx.finish();
+        ctx.finish().await;
         assert!(!handler_copy.progress(1.0, None, None).await);
         drop((ctx, handler_copy));
         assert!(rx.recv().await.is_none());

@@ -11,8 +11,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use toolwire_protocol::methods::{CallTool, Discover, ListTools, Listen, Method, REMOVED_METHODS};
 use toolwire_protocol::{
-    CallToolResult, DiscoverResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId, RequestMeta,
-    ResultMeta, ResultType, SubscriptionFilter, Version2,
+    CallToolResult, DiscoverResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId,
+    RequestMeta, ResultMeta, ResultType, SubscriptionFilter, Version2,
 };
 
 use tokio::sync::mpsc;
@@ -41,6 +41,11 @@ impl Route {
             params: Option<&'a RawValue>,
         ) -> Result<T, ErrorObject> {
             let text = params.map_or("{}", RawValue::get);
+            if !text.trim_start().starts_with('{') {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Invalid params for {method}: params must be an object"
+                )));
+            }
             serde_json::from_str(text).map_err(|e| {
                 ErrorObject::invalid_params(format!("Invalid params for {method}: {e}"))
             })
@@ -107,9 +112,37 @@ fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::E
     serde::Deserialize::deserialize(d).map(Some)
 }
 
-/// Whether `method` is one 2026-07-28 removed (for a clearer -32601 message).
-pub(crate) fn is_removed_method(method: &str) -> bool {
-    REMOVED_METHODS.contains(&method)
+/// Names the revision in the -32601 of a method 2026-07-28 removed (V-15).
+pub(crate) fn removed_method_error(method: &str, error: ErrorObject) -> ErrorObject {
+    if error.code == toolwire_protocol::METHOD_NOT_FOUND && REMOVED_METHODS.contains(&method) {
+        ErrorObject::method_not_found(method).with_data(serde_json::json!({
+            "reason": "removed in protocol version 2026-07-28",
+            "supportedVersions": SUPPORTED_VERSIONS,
+        }))
+    } else {
+        error
+    }
+}
+
+/// A legacy `initialize` (no 2026-07-28 `_meta`) is answered with -32022 naming the versions
+/// this server speaks, so an older client learns why (V-08).
+pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Option<ErrorObject> {
+    if method != "initialize" {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Legacy {
+        #[serde(rename = "protocolVersion", default)]
+        protocol_version: Option<String>,
+    }
+    let requested = params
+        .and_then(|p| serde_json::from_str::<Legacy>(p.get()).ok())
+        .and_then(|l| l.protocol_version)
+        .unwrap_or_default();
+    Some(ErrorObject::unsupported_version(
+        SUPPORTED_VERSIONS,
+        &requested,
+    ))
 }
 
 /// A request's final message, serialized.
@@ -198,20 +231,47 @@ pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
     false
 }
 
-/// Reads one JSON-RPC frame: -32700 for bytes that are not JSON (or nest too deep).
-pub(crate) fn read_frame(bytes: &[u8], max_depth: usize) -> Result<RawMessage<'_>, ErrorObject> {
+/// Why a frame could not be read, with the request id when it could still be read (B-07).
+#[derive(Debug)]
+pub(crate) struct FrameError {
+    pub(crate) id: Option<RequestId>,
+    pub(crate) error: ErrorObject,
+}
+
+/// Reads one JSON-RPC frame: -32700 for bytes that are not JSON (or nest too deep), -32600 for
+/// JSON that is not a single JSON-RPC object (arrays and batches included).
+pub(crate) fn read_frame(bytes: &[u8], max_depth: usize) -> Result<RawMessage<'_>, FrameError> {
+    let fail = |id, error| Err(FrameError { id, error });
     if json_too_deep(bytes, max_depth) {
-        return Err(ErrorObject::parse_error(format!(
-            "JSON nests deeper than {max_depth} levels"
-        )));
+        return fail(
+            None,
+            ErrorObject::parse_error(format!("JSON nests deeper than {max_depth} levels")),
+        );
     }
-    serde_json::from_slice(bytes).map_err(|e| {
-        if e.is_data() {
-            ErrorObject::invalid_request("a message must be a single JSON-RPC object")
-        } else {
-            ErrorObject::parse_error(e)
+    let not_object = ErrorObject::invalid_request("a message must be a single JSON-RPC object");
+    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+        // Serde would read a struct from an array: only objects are messages (B-02).
+        return match serde_json::from_slice::<IgnoredAny>(bytes) {
+            Ok(_) => fail(None, not_object),
+            Err(e) => fail(None, ErrorObject::parse_error(e)),
+        };
+    }
+    match serde_json::from_slice::<RawMessage<'_>>(bytes) {
+        Ok(raw) => Ok(raw),
+        Err(e) if e.is_data() => {
+            // Valid JSON of the wrong shape: echo the id if there is a readable one.
+            #[derive(serde::Deserialize)]
+            struct IdOnly {
+                #[serde(default)]
+                id: Option<RequestId>,
+            }
+            let id = serde_json::from_slice::<IdOnly>(bytes)
+                .ok()
+                .and_then(|i| i.id);
+            fail(id, not_object)
         }
-    })
+        Err(e) => fail(None, ErrorObject::parse_error(e)),
+    }
 }
 
 /// Reads and checks the request's `_meta` (B-15, B-16).
@@ -221,10 +281,16 @@ pub(crate) fn read_meta(params: Option<&RawValue>) -> Result<RequestMeta, ErrorO
 
 impl Server {
     /// The transport-independent request checks: `_meta`, version, method and params.
-    pub(crate) fn admit(&self, method: &str, raw: &RawMessage<'_>) -> Result<(RequestMeta, Route), ErrorObject> {
-        let meta = read_meta(raw.params)?;
+    pub(crate) fn admit(
+        &self,
+        method: &str,
+        raw: &RawMessage<'_>,
+    ) -> Result<(RequestMeta, Route), ErrorObject> {
+        let meta = read_meta(raw.params)
+            .map_err(|e| legacy_initialize(method, raw.params).unwrap_or(e))?;
         self.check_version(&meta)?;
-        let route = Route::parse(method, raw.params)?;
+        let route =
+            Route::parse(method, raw.params).map_err(|e| removed_method_error(method, e))?;
         Ok((meta, route))
     }
 
@@ -237,12 +303,20 @@ impl Server {
         let max_depth = self.inner.config.max_json_depth;
         let raw = match read_frame(message, max_depth) {
             Ok(raw) => raw,
-            Err(error) => return vec![Final::error(None, &error).json],
+            Err(e) => return vec![Final::error(e.id.as_ref(), &e.error).json],
         };
         let id = match raw.kind() {
             Ok(MessageKind::Request(id)) => id,
             Ok(_) => return Vec::new(),
-            Err(why) => return vec![Final::error(raw.request_id().as_ref(), &ErrorObject::invalid_request(why)).json],
+            Err(why) => {
+                return vec![
+                    Final::error(
+                        raw.request_id().as_ref(),
+                        &ErrorObject::invalid_request(why),
+                    )
+                    .json,
+                ];
+            }
         };
         let method = raw.method.as_deref().unwrap_or_default();
         let (meta, route) = match self.admit(method, &raw) {
@@ -269,7 +343,7 @@ impl Server {
                 done = &mut work => break done,
             }
         };
-        finisher.finish();
+        finisher.finish().await;
         while let Ok(frame) = rx.try_recv() {
             out.push(frame.json);
         }
@@ -445,6 +519,14 @@ impl Server {
 
     /// Adds serverInfo to a result's `_meta`, keeping what the handler put there (B-18).
     fn with_meta(&self, mut result: CallToolResult) -> CallToolResult {
+        // A completed call is `complete` whatever the handler wrote (B-04), and structured
+        // content without any content block is repeated as text for older clients (T-11).
+        result.result_type = ResultType::Complete;
+        if let (Some(value), true) = (&result.structured_content, result.content.is_empty()) {
+            result
+                .content
+                .push(toolwire_protocol::ContentBlock::text(value.to_string()));
+        }
         if let Some(server_meta) = &self.inner.result_meta {
             let meta = result.meta.get_or_insert_with(ResultMeta::default);
             if meta.server_info.is_none() {
@@ -546,10 +628,27 @@ mod tests {
 
     #[test]
     fn frames_classify_errors() {
-        assert_eq!(read_frame(b"{not json", 64).unwrap_err().code, -32700);
-        assert_eq!(read_frame(b"[1,2]", 64).unwrap_err().code, -32600);
+        let code = |bytes: &[u8]| read_frame(bytes, 64).unwrap_err().error.code;
+        assert_eq!(code(b"{not json"), -32700);
+        assert_eq!(code(b"[1,2"), -32700);
+        assert_eq!(code(b"[1,2]"), -32600);
         assert_eq!(
-            read_frame(b"[[[[[[[[[[1]]]]]]]]]]", 4).unwrap_err().code,
+            code(br#"["2.0",1,"server/discover",{}]"#),
+            -32600,
+            "arrays never read as objects"
+        );
+        assert_eq!(code(b" 42 "), -32600);
+        let e = read_frame(br#"{"jsonrpc":"2.0","id":3,"method":5}"#, 64).unwrap_err();
+        assert_eq!(
+            (e.error.code, e.id),
+            (-32600, Some(3.into())),
+            "the id is echoed when readable"
+        );
+        assert_eq!(
+            read_frame(b"[[[[[[[[[[1]]]]]]]]]]", 4)
+                .unwrap_err()
+                .error
+                .code,
             -32700
         );
         assert!(read_frame(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, 64).is_ok());

@@ -20,7 +20,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) listed: Box<RawValue>,
     pub(crate) input: CompiledSchema,
     pub(crate) output: Option<CompiledSchema>,
-    pub(crate) header_params: Vec<HeaderParam>,
+    /// `x-mcp-header` parameters with their lowercase header names, `mcp-param-{name}`.
+    pub(crate) header_params: Vec<(String, HeaderParam)>,
     pub(crate) handler: Handler,
 }
 
@@ -167,6 +168,15 @@ fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
             message: e.to_string(),
         })
     })?;
+    let header_params = header_params
+        .into_iter()
+        .map(|p| {
+            (
+                format!("{}{}", headers::PARAM_PREFIX, p.name.to_ascii_lowercase()),
+                p,
+            )
+        })
+        .collect();
     Ok(RegisteredTool {
         name,
         listed,

@@ -147,6 +147,19 @@ impl Server {
         self.inner.shutdown.cancel();
     }
 
+    /// Shuts the server down gracefully on the first SIGINT or SIGTERM, and exits the process on
+    /// the second (for binaries; needs a Tokio runtime).
+    pub fn shutdown_on_signal(&self) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down; a second signal exits at once");
+            server.shutdown();
+            wait_for_signal().await;
+            std::process::exit(130);
+        });
+    }
+
     /// A token that fires when [`Server::shutdown`] is called.
     pub fn shutdown_token(&self) -> CancellationToken {
         self.inner.shutdown.clone()
@@ -280,5 +293,28 @@ impl ServerBuilder {
                 result_meta,
             }),
         })
+    }
+}
+
+/// The next SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
     }
 }

@@ -41,6 +41,7 @@ where
         server,
         tx,
         inflight: Arc::new(Mutex::new(HashMap::new())),
+        generation: 0,
         tasks: JoinSet::new(),
     };
     let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
@@ -76,7 +77,9 @@ struct Connection {
     server: Server,
     tx: mpsc::Sender<Frame>,
     /// Cancellation tokens of running requests by id, for `notifications/cancelled`.
-    inflight: Arc<Mutex<HashMap<RequestId, CancellationToken>>>,
+    inflight: Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
+    /// Tags each admitted request, so a finishing request only removes its own entry.
+    generation: u64,
     /// Fires at EOF or server shutdown: listen streams close (L-10).
     closing: CancellationToken,
     tasks: JoinSet<()>,
@@ -86,9 +89,9 @@ impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
         let raw = match read_frame(bytes, self.server.inner.config.max_json_depth) {
             Ok(raw) => raw,
-            Err(error) => {
-                tracing::debug!(error = %error, "unreadable stdio line");
-                return self.send_error(None, &error).await;
+            Err(e) => {
+                tracing::debug!(error = %e.error, "unreadable stdio line");
+                return self.send_error(e.id.as_ref(), &e.error).await;
             }
         };
         match raw.kind() {
@@ -119,6 +122,8 @@ impl Connection {
         tracing::debug!(%id, method, "stdio request");
         let (meta, call) = self.server.admit(method, raw)?;
         let cancel = CancellationToken::new();
+        self.generation += 1;
+        let generation = self.generation;
         {
             let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
             if inflight.contains_key(&id) {
@@ -126,7 +131,7 @@ impl Connection {
                     "request id {id} is already in use (B-03)"
                 )));
             }
-            inflight.insert(id.clone(), cancel.clone());
+            inflight.insert(id.clone(), (generation, cancel.clone()));
         }
         let ctx = RequestContext::new(
             id.clone(),
@@ -144,11 +149,14 @@ impl Connection {
                 _ = cancel.cancelled() => None,
                 done = server.run(&id, call, ctx) => done,
             };
-            finisher.finish();
-            inflight
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            finisher.finish().await;
+            {
+                // Only this request's entry: after a cancel the client may reuse the id at once.
+                let mut inflight = inflight.lock().unwrap_or_else(|p| p.into_inner());
+                if inflight.get(&id).is_some_and(|(g, _)| *g == generation) {
+                    inflight.remove(&id);
+                }
+            }
             if let Some(Final { json, error_code }) = done {
                 let _ = tx
                     .send(Frame {
@@ -180,7 +188,7 @@ impl Connection {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .remove(&params.request_id);
-        if let Some(token) = token {
+        if let Some((_, token)) = token {
             tracing::debug!(id = %params.request_id, reason = params.reason.as_deref(), "request cancelled by the client");
             token.cancel();
         }
@@ -211,7 +219,7 @@ impl Connection {
                 .unwrap_or_else(|p| p.into_inner())
                 .values()
             {
-                token.cancel();
+                token.1.cancel();
             }
             self.tasks.shutdown().await;
         }

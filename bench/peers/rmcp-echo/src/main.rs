@@ -219,7 +219,13 @@ async fn serve_stdio<S>(handler: S) -> Result<(), Box<dyn std::error::Error>>
 where
     S: ServerHandler + Send + 'static,
 {
-    let running = handler.serve(rmcp::transport::stdio()).await?;
+    let running = match handler.serve(rmcp::transport::stdio()).await {
+        Ok(running) => running,
+        // stdin closed before any valid request (e.g. a client that only sent
+        // requests rmcp rejected): not an error for a benchmark peer.
+        Err(rmcp::service::ServerInitializeError::ConnectionClosed(_)) => return Ok(()),
+        Err(e) => return Err(e.into()),
+    };
     running.waiting().await?;
     Ok(())
 }

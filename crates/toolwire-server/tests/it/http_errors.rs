@@ -190,22 +190,47 @@ fn cases() -> Vec<(&'static str, Value, Edit, u16, i64)> {
             "tools/call without a name",
             request(7, "tools/call", json!({})),
             |_| {},
-            400,
+            200,
             -32602,
         ),
         (
             "arguments not an object",
             request(7, "tools/call", json!({"name": "echo", "arguments": [1]})),
             |_| {},
-            400,
+            200,
             -32602,
         ),
         (
             "listen without a filter",
             request(7, "subscriptions/listen", json!({})),
             |_| {},
+            200,
+            -32602,
+        ),
+        (
+            "params not an object",
+            json!({"jsonrpc": "2.0", "id": 7, "method": "tools/list", "params": [meta()]}),
+            |_| {},
             400,
             -32602,
+        ),
+        (
+            "Mcp-Param for an absent argument",
+            request(7, "tools/call", json!({"name": "headers", "arguments": {}})),
+            |h| h.push(("mcp-param-region".into(), "x".into())),
+            400,
+            -32020,
+        ),
+        (
+            "legacy initialize",
+            json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}),
+            |h| {
+                set_header(h, "mcp-protocol-version", None);
+                set_header(h, "mcp-method", None);
+            },
+            400,
+            -32022,
         ),
     ]
 }
@@ -294,6 +319,7 @@ async fn transport_level_refusals() {
     let cases: Vec<RawCase> = vec![
         ("not JSON", "{nope".into(), std.clone(), 400, Some(-32700)),
         ("a batch", format!("[{discover}]"), std.clone(), 400, Some(-32600)),
+        ("an array shaped like a request", json!(["2.0", 1, "server/discover", {"_meta": meta()}]).to_string(), std.clone(), 400, Some(-32600)),
         ("jsonrpc 1.0", json!({"jsonrpc": "1.0", "id": 1, "method": "server/discover"}).to_string(), std.clone(), 400, Some(-32600)),
         ("a response from the client", json!({"jsonrpc": "2.0", "id": 1, "result": {}}).to_string(), std.clone(), 400, Some(-32600)),
         ("nesting too deep", format!("{}{}", "[".repeat(100), "]".repeat(100)), std.clone(), 400, Some(-32700)),

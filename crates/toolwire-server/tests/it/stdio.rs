@@ -230,3 +230,29 @@ async fn eof_closes_listen_streams_and_returns_promptly() {
         .unwrap()
         .unwrap();
 }
+
+/// Regression: a cancelled request's task used to remove the in-flight entry of a new request
+/// that reused its id, so cancelling the new one did nothing.
+#[tokio::test]
+async fn a_reused_id_can_be_cancelled_again() {
+    let mut s = StdioSession::start(builder().build().unwrap());
+    let slow = request(
+        1,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 2000}}),
+    );
+    let cancel =
+        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1}});
+    s.send(&slow).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.send_line(&format!("{cancel}\n{slow}")).await;
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    s.send(&cancel).await;
+    assert!(s.silent_for(2500).await, "both requests were cancelled");
+    s.send_line(r#"["2.0",5,"server/discover",{}]"#).await;
+    assert_eq!(
+        s.recv().await["error"]["code"],
+        -32600,
+        "an array is not a request"
+    );
+}

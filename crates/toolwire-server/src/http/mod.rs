@@ -1,0 +1,314 @@
+//! The Streamable HTTP transport (CHECKLIST §4): one POST endpoint; a JSON reply, or a
+//! request-scoped SSE reply once the request streams progress, logs or listen notifications.
+//!
+//! Checks run in the order the spec and the conformance suite expect: Host/Origin (403, before
+//! the body is read), content type (415), `Accept` (406), body size (413), JSON and JSON-RPC
+//! shape (-32700/-32600, 400), `_meta` (-32602, 400), `MCP-Protocol-Version` against `_meta`
+//! (-32020, 400), the version (-32022, 400), `Mcp-Method` (-32020), the method (-32601, 404),
+//! params (-32602), then `Mcp-Name` and `Mcp-Param-*` against the body (-32020, 400).
+
+mod checks;
+mod reply;
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use http::{HeaderValue, StatusCode, header};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::headers as mcp_headers;
+use toolwire_protocol::{
+    ErrorObject, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
+    MISSING_REQUIRED_CLIENT_CAPABILITY, MessageKind, PARSE_ERROR, RawMessage, RequestId,
+    RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
+};
+
+use crate::dispatch::{
+    Final, Route, legacy_initialize, read_frame, read_meta, removed_method_error,
+};
+use crate::server::Server;
+
+/// Settings of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    path: String,
+    allowed_hosts: Vec<String>,
+    any_host: bool,
+    allowed_origins: Vec<String>,
+    any_origin: bool,
+    keep_alive: Duration,
+    shutdown_grace: Duration,
+}
+
+impl Default for HttpConfig {
+    /// `/mcp`; `Host` and `Origin` must name a loopback host (H-02); keep-alive comments every
+    /// 15 s (H-07); requests still running 10 s after shutdown begins are cancelled.
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".into(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            any_host: false,
+            allowed_origins: Vec::new(),
+            any_origin: false,
+            keep_alive: Duration::from_secs(15),
+            shutdown_grace: Duration::from_secs(10),
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint path (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Also accepts requests whose `Host` (and `Origin`) name `host`, with any port. Needed when
+    /// serving beyond loopback. Ports are ignored; IPv6 addresses may be given with or without
+    /// brackets.
+    pub fn allow_host(mut self, host: impl AsRef<str>) -> Self {
+        self.allowed_hosts
+            .push(checks::normalize_host(host.as_ref()));
+        self
+    }
+
+    /// Accepts any `Host`: only behind a proxy that checks it. `Origin` is still checked.
+    pub fn allow_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
+    /// Also accepts this exact `Origin` (e.g. `https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl AsRef<str>) -> Self {
+        self.allowed_origins
+            .push(origin.as_ref().trim().to_ascii_lowercase());
+        self
+    }
+
+    /// Accepts any `Origin`: only behind a proxy that checks it.
+    pub fn allow_any_origin(mut self) -> Self {
+        self.any_origin = true;
+        self
+    }
+
+    /// Interval of `:` keep-alive comments on SSE replies.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// How long requests may keep running after [`Server::shutdown`] before they are cancelled.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+}
+
+struct HttpState {
+    server: Server,
+    config: HttpConfig,
+    /// Parent of every request's cancellation: fires when the shutdown grace runs out.
+    hard_stop: CancellationToken,
+}
+
+/// An axum router serving `server` at the configured path. GET, DELETE and other methods get
+/// 405 (H-16). Requests are cancelled `shutdown_grace` after [`Server::shutdown`].
+pub fn router(server: Server, config: HttpConfig) -> Router {
+    let hard_stop = CancellationToken::new();
+    let (shutdown, grace, stop) = (
+        server.shutdown_token(),
+        config.shutdown_grace,
+        hard_stop.clone(),
+    );
+    if let Ok(runtime) = tokio::runtime::Handle::try_current() {
+        runtime.spawn(async move {
+            shutdown.cancelled().await;
+            tokio::time::sleep(grace).await;
+            stop.cancel();
+        });
+    }
+    let path = config.path.clone();
+    let state = Arc::new(HttpState {
+        server,
+        config,
+        hard_stop,
+    });
+    Router::new()
+        .route(&path, post(handle_post))
+        .with_state(state)
+}
+
+/// Serves `server` on `listener` until [`Server::shutdown`]: listen streams end with their
+/// closing result (L-10), other requests get `shutdown_grace` to finish.
+pub async fn serve(
+    server: Server,
+    listener: TcpListener,
+    config: HttpConfig,
+) -> std::io::Result<()> {
+    let shutdown = server.shutdown_token();
+    axum::serve(listener, router(server, config))
+        .with_graceful_shutdown(async move { shutdown.cancelled().await })
+        .await
+}
+
+/// Binds `addr` and serves; see [`serve`]. Bind to 127.0.0.1 unless the server must be reachable
+/// from elsewhere (H-03).
+pub async fn bind_and_serve(
+    server: Server,
+    addr: SocketAddr,
+    config: HttpConfig,
+) -> std::io::Result<()> {
+    serve(server, TcpListener::bind(addr).await?, config).await
+}
+
+/// An early refusal: status and JSON-RPC error.
+struct Refusal {
+    status: StatusCode,
+    id: Option<RequestId>,
+    error: ErrorObject,
+}
+
+impl Refusal {
+    fn new(status: StatusCode, id: Option<&RequestId>, error: ErrorObject) -> Self {
+        Refusal {
+            status,
+            id: id.cloned(),
+            error,
+        }
+    }
+}
+
+impl IntoResponse for Refusal {
+    fn into_response(self) -> Response {
+        json_response(
+            self.status,
+            Final::error(self.id.as_ref(), &self.error).json,
+        )
+    }
+}
+
+fn json_response(status: StatusCode, json: String) -> Response {
+    let mut response = Response::new(Body::from(json));
+    *response.status_mut() = status;
+    response.headers_mut().insert(
+        header::CONTENT_TYPE,
+        HeaderValue::from_static("application/json"),
+    );
+    response
+}
+
+/// The status of an error response (E-04, E-07, H-11); `None` is success. Other codes, such as
+/// -32602 for an unknown tool or cursor, travel with 200.
+fn status_for(code: Option<i64>) -> StatusCode {
+    match code {
+        None => StatusCode::OK,
+        Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
+        Some(
+            PARSE_ERROR
+            | INVALID_REQUEST
+            | HEADER_MISMATCH
+            | MISSING_REQUIRED_CLIENT_CAPABILITY
+            | UNSUPPORTED_PROTOCOL_VERSION,
+        ) => StatusCode::BAD_REQUEST,
+        Some(_) => StatusCode::OK,
+    }
+}
+
+async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    match admit_and_run(&state, request).await {
+        Ok(response) => response,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, Refusal> {
+    let (parts, body) = request.into_parts();
+    let headers = &parts.headers;
+    checks::host_and_origin(&state.config, &parts.uri, headers)?;
+    checks::content_type(headers)?;
+    let accept = checks::Accept::parse(headers)?;
+    let config = &state.server.inner.config;
+    let body = axum::body::to_bytes(body, config.max_message_bytes)
+        .await
+        .map_err(|_| {
+            let error = ErrorObject::invalid_request(format!(
+                "the body exceeds {} bytes",
+                config.max_message_bytes
+            ));
+            Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
+        })?;
+    let raw = read_frame(&body, config.max_json_depth)
+        .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
+    let id = match raw.kind() {
+        Err(why) => {
+            let error = ErrorObject::invalid_request(why);
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                raw.request_id().as_ref(),
+                error,
+            ));
+        }
+        // Notifications are accepted and need no answer (H-04); cancellation on HTTP is closing
+        // the stream (H-26), so `notifications/cancelled` has nothing to act on.
+        Ok(MessageKind::Notification) => return Ok(StatusCode::ACCEPTED.into_response()),
+        Ok(MessageKind::Response) => {
+            let error = ErrorObject::invalid_request(
+                "clients send requests and notifications, never responses (H-20)",
+            );
+            return Err(Refusal::new(
+                StatusCode::BAD_REQUEST,
+                raw.request_id().as_ref(),
+                error,
+            ));
+        }
+        Ok(MessageKind::Request(id)) => id,
+    };
+    let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
+    Ok(reply::run(state, id, meta, route, accept).await)
+}
+
+/// The request checks, in order; see the module docs.
+fn admit_request(
+    server: &Server,
+    headers: &http::HeaderMap,
+    id: &RequestId,
+    raw: &RawMessage<'_>,
+) -> Result<(RequestMeta, Route), Refusal> {
+    let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
+    let bad = |error| Refusal::new(StatusCode::BAD_REQUEST, Some(id), error);
+    let method = raw.method.as_deref().unwrap_or_default();
+    let meta =
+        read_meta(raw.params).map_err(|error| match legacy_initialize(method, raw.params) {
+            Some(unsupported) => refuse(unsupported),
+            None => bad(error),
+        })?;
+    checks::exact_header(
+        headers,
+        mcp_headers::PROTOCOL_VERSION,
+        "MCP-Protocol-Version",
+        &meta.protocol_version,
+    )
+    .map_err(refuse)?;
+    server.check_version(&meta).map_err(refuse)?;
+    checks::exact_header(headers, mcp_headers::METHOD, "Mcp-Method", method).map_err(refuse)?;
+    let route =
+        Route::parse(method, raw.params).map_err(|e| refuse(removed_method_error(method, e)))?;
+    if let Some(expected) = route.name_header() {
+        checks::name_header(headers, expected).map_err(refuse)?;
+    }
+    if let Route::CallTool { name, arguments } = &route {
+        if let Some(tool) = server.inner.registry.snapshot().get(name) {
+            checks::param_headers(headers, &tool.header_params, arguments).map_err(refuse)?;
+        }
+    }
+    Ok((meta, route))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,157 @@
+//! Running an admitted request and shaping its reply: plain JSON when the request finishes
+//! before it sends any notification; otherwise SSE from the first notification on, with the
+//! rest of the work in a task whose cancellation is tied to the stream (H-05…H-08).
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::Stream;
+use http::{HeaderValue, StatusCode};
+use tokio::sync::mpsc;
+use tokio_util::sync::{CancellationToken, DropGuard};
+use toolwire_protocol::methods::{Listen, Method};
+use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
+
+use super::checks::Accept;
+use super::{HttpState, Refusal, json_response, status_for};
+use crate::context::{Frame, Outbound, RequestContext};
+use crate::dispatch::{Final, Route};
+
+pub(super) async fn run(
+    state: &HttpState,
+    id: RequestId,
+    meta: RequestMeta,
+    route: Route,
+    accept: Accept,
+) -> Response {
+    let server = state.server.clone();
+    if matches!(route, Route::Listen { .. }) && !accept.sse {
+        let error = ErrorObject::invalid_request(format!(
+            "{} replies with text/event-stream; accept it",
+            Listen::METHOD
+        ));
+        return Refusal::new(StatusCode::NOT_ACCEPTABLE, Some(&id), error).into_response();
+    }
+    let cancel = state.hard_stop.child_token();
+    let (tx, mut rx) = mpsc::channel::<Frame>(64);
+    let outbound = accept.sse.then(|| Outbound(tx.clone()));
+    let logging = server.inner.config.logging;
+    let ctx = RequestContext::new(
+        id.clone(),
+        meta,
+        cancel.clone(),
+        server.shutdown_token(),
+        outbound,
+        logging,
+    );
+    let guard = cancel.clone().drop_guard();
+    let finisher = ctx.clone();
+    let request_id = id.clone();
+    let mut work = Box::pin(async move {
+        let done = server.run(&request_id, route, ctx).await;
+        finisher.finish().await;
+        done
+    });
+    tokio::select! {
+        biased;
+        done = &mut work => {
+            let done = done.map(|f| frame(f, &cancel));
+            match rx.try_recv() {
+                Err(_) if accept.json => match done {
+                    Some(f) => json_response(status_for(f.error_code), f.json),
+                    None => StatusCode::NO_CONTENT.into_response(),
+                },
+                queued => {
+                    // Notifications were queued before the work finished: send all of them.
+                    drop(tx);
+                    let mut frames: Vec<Frame> = queued.into_iter().collect();
+                    while let Ok(f) = rx.try_recv() {
+                        frames.push(f);
+                    }
+                    frames.extend(done);
+                    sse_response(frames, None, guard, state.config.keep_alive)
+                }
+            }
+        }
+        Some(first) = rx.recv() => {
+            let task_cancel = cancel.clone();
+            tokio::spawn(async move {
+                let done = tokio::select! {
+                    biased;
+                    _ = task_cancel.cancelled() => None,
+                    done = work => done,
+                };
+                if let Some(f) = done {
+                    let _ = tx.send(frame(f, &task_cancel)).await;
+                }
+            });
+            sse_response(vec![first], Some(rx), guard, state.config.keep_alive)
+        }
+        _ = cancel.cancelled() => {
+            let error = ErrorObject::internal("The server is shutting down");
+            let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, Final::error(Some(&id), &error).json);
+            response.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+            response
+        }
+    }
+}
+
+fn frame(done: Final, cancel: &CancellationToken) -> Frame {
+    Frame {
+        json: done.json,
+        last: true,
+        error_code: done.error_code,
+        cancel: cancel.clone(),
+    }
+}
+
+/// An SSE reply: the frames given, then those from `rx` until the final one. Dropping the
+/// stream (the client closed it) cancels the request through `guard` (H-08).
+fn sse_response(
+    frames: Vec<Frame>,
+    rx: Option<mpsc::Receiver<Frame>>,
+    guard: DropGuard,
+    keep_alive: Duration,
+) -> Response {
+    let stream = frame_stream(frames, rx, guard);
+    let mut response = Sse::new(stream)
+        .keep_alive(KeepAlive::new().interval(keep_alive))
+        .into_response();
+    response
+        .headers_mut()
+        .insert("x-accel-buffering", HeaderValue::from_static("no"));
+    response
+}
+
+fn frame_stream(
+    frames: Vec<Frame>,
+    rx: Option<mpsc::Receiver<Frame>>,
+    guard: DropGuard,
+) -> impl Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    struct St {
+        queued: std::vec::IntoIter<Frame>,
+        rx: Option<mpsc::Receiver<Frame>>,
+        done: bool,
+        _guard: DropGuard,
+    }
+    let state = St {
+        queued: frames.into_iter(),
+        rx,
+        done: false,
+        _guard: guard,
+    };
+    futures::stream::unfold(state, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        let next = match st.queued.next() {
+            Some(f) => f,
+            None => st.rx.as_mut()?.recv().await?,
+        };
+        st.done = next.last;
+        let event = Event::default().event("message").data(next.json);
+        Some((Ok(event), st))
+    })
+}
