@@ -4,20 +4,21 @@ use serde_json::Value;
 
 pub(crate) const VERSION: &str = "2026-07-28";
 
-/// The arguments of each scenario; every server echoes `message` back.
+/// The arguments of each scenario (`realistic` matches the peers' ten-field schema); every server
+/// echoes `message` back.
 pub(crate) fn arguments(scenario: &str) -> Value {
     match scenario {
         "realistic" => serde_json::json!({
             "message": "hello",
-            "traveler": {"name": "Ada Lovelace", "email": "ada@example.com", "age": 36},
-            "origin": "LHR",
-            "destination": "CDG",
-            "departure": "2026-12-24T09:30:00Z",
-            "cabin": "business",
-            "passengers": 2,
-            "bags": 1,
-            "tags": ["work", "priority"],
-            "flexible": false
+            "recipient": "a@example.com",
+            "send_at": "2026-12-02T12:00:00Z",
+            "priority": "high",
+            "channel": "email",
+            "max_retries": 3,
+            "ttl_seconds": 3600,
+            "address": {"street": "1 Main St", "city": "Springfield", "country": "US", "postal_code": "12345"},
+            "tags": ["a", "b"],
+            "require_ack": true
         }),
         _ => serde_json::json!({"message": "hello"}),
     }

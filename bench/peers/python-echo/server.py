@@ -77,7 +77,8 @@ def build_server(realistic: bool) -> MCPServer:
             tags: Annotated[list[str] | None, Field(description="Free-form tags.")] = None,
             require_ack: Annotated[bool, Field(description="Whether the recipient must acknowledge.")] = False,
         ) -> str:
-            return f"{message} -> {recipient} ({priority.value}/{channel.value}, {len(tags or [])} tags)"
+            # Every server in the benchmark answers with the message alone, so one check fits all.
+            return message
 
     return mcp
 

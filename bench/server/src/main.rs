@@ -1,6 +1,6 @@
 //! `toolwire-bench-server`: Toolwire's side of the benchmarks.
 //!
-//! Tools: `echo` (a `message` string; with `--schema realistic` a ten-field booking with a nested
+//! Tools: `echo` (a `message` string; with `--schema realistic` a ten-field notice with a nested
 //! object, enums, formats and ranges, validated like any Toolwire tool), `touch_tools` (adds or
 //! removes a tool, so listen streams get `tools/list_changed`), and `--tools N` filler tools
 //! for the `tools/list` scenario.
@@ -40,47 +40,69 @@ struct Echo {
     message: String,
 }
 
-/// The realistic argument type (mirrored by the peers).
+/// The realistic argument type, the same as the peers' (`bench/peers/README.md`): ten fields, a
+/// nested object, enums, formats, ranges and an optional array.
 #[derive(Deserialize, JsonSchema)]
-#[allow(dead_code)]
-struct Booking {
+#[allow(dead_code)] // Parsed to pay the same cost as a real tool; only `message` is echoed.
+struct Notice {
+    /// The text to echo back.
+    #[schemars(length(min = 1, max = 4096))]
     message: String,
-    traveler: Traveler,
-    #[schemars(length(min = 3, max = 3))]
-    origin: String,
-    #[schemars(length(min = 3, max = 3))]
-    destination: String,
+    /// Recipient e-mail address.
+    #[schemars(email)]
+    recipient: String,
+    /// When to deliver (RFC 3339 date-time).
     #[schemars(extend("format" = "date-time"))]
-    departure: String,
-    cabin: Cabin,
-    #[schemars(range(min = 1, max = 9))]
-    passengers: u8,
-    #[serde(default)]
-    #[schemars(range(max = 5))]
-    bags: Option<u8>,
+    send_at: String,
+    priority: Priority,
+    channel: Channel,
+    /// How many times to retry delivery.
+    #[schemars(range(min = 0, max = 10))]
+    max_retries: u32,
+    /// Time to live in seconds.
+    #[schemars(range(min = 1, max = 86400))]
+    ttl_seconds: u32,
+    /// Delivery address.
+    address: Address,
+    /// Free-form tags.
     #[serde(default)]
     tags: Option<Vec<String>>,
-    flexible: bool,
+    /// Whether the recipient must acknowledge.
+    #[serde(default)]
+    require_ack: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum Priority {
+    Low,
+    Normal,
+    High,
+    Urgent,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+#[allow(dead_code)]
+enum Channel {
+    Email,
+    Sms,
+    Push,
+    Webhook,
 }
 
 #[derive(Deserialize, JsonSchema)]
 #[allow(dead_code)]
-struct Traveler {
-    name: String,
-    #[schemars(email)]
-    email: String,
-    #[schemars(range(min = 0, max = 120))]
-    age: u8,
-}
-
-#[derive(Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-#[allow(dead_code)]
-enum Cabin {
-    Economy,
-    Premium,
-    Business,
-    First,
+struct Address {
+    /// Street and number.
+    street: String,
+    city: String,
+    /// ISO 3166-1 alpha-2 country code.
+    #[schemars(length(min = 2, max = 2))]
+    country: String,
+    #[serde(default)]
+    postal_code: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]

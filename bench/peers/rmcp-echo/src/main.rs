@@ -89,6 +89,7 @@ pub struct Address {
 /// A realistic tool argument: ~10 fields, nested object, enums, formats,
 /// integer ranges and an optional array.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)] // Parsed to pay the same cost as a real tool; only `message` is echoed.
 pub struct RealisticEchoArgs {
     /// The text to echo back.
     #[schemars(length(min = 1, max = 4096))]
@@ -132,14 +133,8 @@ impl RealisticEcho {
 
     #[tool(description = "Echo the message back as text content (realistic argument schema)")]
     fn echo(&self, Parameters(args): Parameters<RealisticEchoArgs>) -> String {
-        format!(
-            "{} -> {} ({:?}/{:?}, {} tags)",
-            args.message,
-            args.recipient,
-            args.priority,
-            args.channel,
-            args.tags.as_ref().map_or(0, Vec::len)
-        )
+        // Every server in the benchmark answers with the message alone, so one check fits all.
+        args.message
     }
 }
 
