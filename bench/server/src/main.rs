@@ -121,7 +121,7 @@ async fn main() -> anyhow::Result<()> {
         ),
         Schema::Realistic => Tool::new(
             "echo",
-            |b: Booking, _: RequestContext| async move { b.message },
+            |n: Notice, _: RequestContext| async move { n.message },
         ),
     };
     let fillers = (0..args.tools).map(|i| {
