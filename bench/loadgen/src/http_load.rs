@@ -133,22 +133,34 @@ pub(crate) fn post(
         .expect("valid request")
 }
 
+/// Sends a request and reads the whole reply: status, whether it is SSE, and the body.
+pub(crate) async fn exchange_raw(
+    sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
+    req: Request<Full<Bytes>>,
+) -> anyhow::Result<(u16, bool, Bytes)> {
+    sender.ready().await?;
+    let resp = sender.send_request(req).await?;
+    let status = resp.status().as_u16();
+    let sse = resp
+        .headers()
+        .get("content-type")
+        .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
+    let body = resp.into_body().collect().await?.to_bytes();
+    Ok((status, sse, body))
+}
+
 /// Sends a request and reads the whole reply; the JSON-RPC message it carried.
 pub(crate) async fn exchange(
     sender: &mut hyper::client::conn::http1::SendRequest<Full<Bytes>>,
     req: Request<Full<Bytes>>,
 ) -> anyhow::Result<(u16, Option<Value>)> {
-    sender.ready().await?;
-    let resp = sender.send_request(req).await?;
-    let status = resp.status().as_u16();
-    let content_type = resp
-        .headers()
-        .get("content-type")
-        .and_then(|v| v.to_str().ok())
-        .unwrap_or("")
-        .to_owned();
-    let body = resp.into_body().collect().await?.to_bytes();
-    Ok((status, protocol::reply_message(&content_type, &body)))
+    let (status, sse, body) = exchange_raw(sender, req).await?;
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    Ok((status, protocol::reply_message(content_type, &body)))
 }
 
 struct Worker {
@@ -176,10 +188,19 @@ async fn worker(
         sent += 1;
         let req = post(&ep, "tools/call", Some("echo"), template.render(id));
         let started = Instant::now();
-        let outcome = exchange(&mut sender, req).await;
+        let outcome = exchange_raw(&mut sender, req).await;
         let elapsed = started.elapsed().as_micros() as u64;
+        let echoed = |sse: bool, body: &Bytes| {
+            let content_type = if sse {
+                "text/event-stream"
+            } else {
+                "application/json"
+            };
+            protocol::response_json(content_type, body)
+                .is_some_and(|json| protocol::is_echo_reply(&json, id, target.require_result_type))
+        };
         match outcome {
-            Ok((200, Some(m))) if protocol::is_echo_reply(&m, id, target.require_result_type) => {
+            Ok((200, sse, body)) if echoed(sse, &body) => {
                 w.hist.record(elapsed.max(1)).ok();
             }
             Ok(_) => w.errors += 1,

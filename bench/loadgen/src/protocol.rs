@@ -70,32 +70,70 @@ fn itoa(n: u64) -> String {
     n.to_string()
 }
 
-/// The JSON-RPC message of a reply body, JSON or SSE (the last `data:` payload with an id).
-pub(crate) fn reply_message(content_type: &str, body: &[u8]) -> Option<Value> {
-    if content_type.starts_with("text/event-stream") {
-        let text = std::str::from_utf8(body).ok()?;
-        text.split("\n\n")
-            .filter_map(|event| {
-                let data: Vec<&str> = event
-                    .lines()
-                    .filter_map(|l| l.strip_prefix("data:"))
-                    .map(str::trim_start)
-                    .collect();
-                (!data.is_empty())
-                    .then(|| serde_json::from_str::<Value>(&data.join("\n")).ok())
-                    .flatten()
-            })
-            .filter(|m| m.get("id").is_some())
-            .last()
-    } else {
-        serde_json::from_slice(body).ok()
-    }
+/// The parts of a reply the checks look at, read without building a JSON tree.
+#[derive(serde::Deserialize)]
+struct Reply<'a> {
+    #[serde(default)]
+    id: Option<u64>,
+    #[serde(default, borrow)]
+    result: Option<ReplyResult<'a>>,
 }
 
-/// Whether `message` is the successful echo of request `id`.
-pub(crate) fn is_echo_reply(message: &Value, id: u64, require_result_type: bool) -> bool {
-    message["id"].as_u64() == Some(id)
-        && message["result"]["content"][0]["text"] == "hello"
-        && message["result"].get("isError").is_none_or(|e| e == false)
-        && (!require_result_type || message["result"]["resultType"] == "complete")
+#[derive(serde::Deserialize)]
+struct ReplyResult<'a> {
+    #[serde(rename = "resultType", default, borrow)]
+    result_type: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default, borrow)]
+    content: Vec<Block<'a>>,
+    #[serde(rename = "isError", default)]
+    is_error: Option<bool>,
+}
+
+#[derive(serde::Deserialize)]
+struct Block<'a> {
+    #[serde(default, borrow)]
+    text: Option<std::borrow::Cow<'a, str>>,
+}
+
+/// The JSON-RPC response carried by a reply body: the body itself (JSON), or the last SSE
+/// `data:` payload that has an id.
+pub(crate) fn response_json<'a>(
+    content_type: &str,
+    body: &'a [u8],
+) -> Option<std::borrow::Cow<'a, str>> {
+    let text = std::str::from_utf8(body).ok()?;
+    if !content_type.starts_with("text/event-stream") {
+        return Some(text.into());
+    }
+    text.split("\n\n")
+        .filter_map(|event| {
+            let data: Vec<&str> = event
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .map(str::trim_start)
+                .collect();
+            (!data.is_empty()).then(|| data.join("\n"))
+        })
+        .filter(|json| json.contains("\"id\""))
+        .last()
+        .map(Into::into)
+}
+
+/// Whether `json` is the successful echo (text `hello`) of request `id`.
+pub(crate) fn is_echo_reply(json: &str, id: u64, require_result_type: bool) -> bool {
+    let Ok(reply) = serde_json::from_str::<Reply<'_>>(json) else {
+        return false;
+    };
+    let Some(result) = reply.result else {
+        return false;
+    };
+    reply.id == Some(id)
+        && result.content.first().and_then(|b| b.text.as_deref()) == Some("hello")
+        && result.is_error != Some(true)
+        && (!require_result_type || result.result_type.as_deref() == Some("complete"))
+}
+
+/// The JSON-RPC message of a reply body, parsed (for the checks that need more than an echo).
+pub(crate) fn reply_message(content_type: &str, body: &[u8]) -> Option<Value> {
+    serde_json::from_str(&response_json(content_type, body)?).ok()
 }

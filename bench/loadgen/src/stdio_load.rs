@@ -139,19 +139,25 @@ async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
             .await
             .context("no reply within 30 s")??
             .context("the server closed stdout")?;
-        let Ok(message) = serde_json::from_str::<Value>(&line) else {
+        #[derive(serde::Deserialize)]
+        struct Id {
+            #[serde(default)]
+            id: Option<u64>,
+        }
+        let Ok(Id { id }) = serde_json::from_str::<Id>(&line) else {
             errors += 1;
             continue;
         };
-        let Some(id) = message["id"].as_u64() else {
+        // Notifications have no id.
+        let Some(id) = id else {
             continue;
-        }; // a notification
+        };
         let Some(at) = sent_at.lock().unwrap().remove(&id) else {
             continue;
         };
         received += 1;
         permits.add_permits(1);
-        if protocol::is_echo_reply(&message, id, server.require_result_type) {
+        if protocol::is_echo_reply(&line, id, server.require_result_type) {
             hist.record((at.elapsed().as_micros() as u64).max(1)).ok();
         } else {
             errors += 1;

@@ -2,10 +2,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::extra::deserialize_with_extra;
 use crate::{JsonObject, is_empty_object};
 
 /// What a client supports, declared on every request (B-15, B-20). `{}` means nothing.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ClientCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -48,14 +49,14 @@ impl ClientCapabilities {
 
 /// The `roots` client capability.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
 pub struct RootsCapability {
     /// Fields of the capability object (`listChanged` of older revisions lands here).
-    #[serde(flatten)]
     pub extra: JsonObject,
 }
 
 /// The `sampling` client capability.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct SamplingCapability {
     /// The client honours `includeContext` (deprecated).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -69,7 +70,7 @@ pub struct SamplingCapability {
 }
 
 /// The `elicitation` client capability; `{}` means form mode only.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ElicitationCapability {
     /// Form mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -83,7 +84,7 @@ pub struct ElicitationCapability {
 }
 
 /// What a server offers, reported by `server/discover`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 pub struct ServerCapabilities {
     /// Non-standard capabilities.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -132,6 +133,37 @@ pub struct ResourcesCapability {
     pub list_changed: Option<bool>,
 }
 
+deserialize_with_extra!(ClientCapabilities {
+    required: [],
+    optional: [
+        experimental = "experimental",
+        roots = "roots",
+        sampling = "sampling",
+        elicitation = "elicitation",
+        extensions = "extensions"
+    ],
+});
+deserialize_with_extra!(SamplingCapability {
+    required: [],
+    optional: [context = "context", tools = "tools"]
+});
+deserialize_with_extra!(ElicitationCapability {
+    required: [],
+    optional: [form = "form", url = "url"]
+});
+deserialize_with_extra!(ServerCapabilities {
+    required: [],
+    optional: [
+        experimental = "experimental",
+        logging = "logging",
+        completions = "completions",
+        prompts = "prompts",
+        resources = "resources",
+        tools = "tools",
+        extensions = "extensions",
+    ],
+});
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,5 +182,18 @@ mod tests {
             assert_eq!(caps.supports_elicitation_form(), form, "{input}");
             assert_eq!(caps.supports_elicitation_url(), url, "{input}");
         }
+    }
+
+    #[test]
+    fn unknown_keys_are_kept_and_required_shapes_checked() {
+        let input = json!({"sampling": {"tools": {}, "x-vendor": 1}, "roots": {"listChanged": true}, "custom": [1]});
+        let caps: ClientCapabilities = serde_json::from_value(input.clone()).unwrap();
+        assert_eq!(caps.extra["custom"], json!([1]));
+        assert_eq!(caps.sampling.as_ref().unwrap().extra["x-vendor"], json!(1));
+        assert_eq!(serde_json::to_value(&caps).unwrap(), input);
+        assert!(serde_json::from_value::<ClientCapabilities>(json!({"sampling": 5})).is_err());
+        assert!(serde_json::from_value::<ClientCapabilities>(json!([])).is_err());
+        let null: ClientCapabilities = serde_json::from_value(json!({"sampling": null})).unwrap();
+        assert!(null.sampling.is_none());
     }
 }

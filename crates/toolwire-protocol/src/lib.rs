@@ -21,6 +21,7 @@ mod capabilities;
 mod completion;
 mod content;
 mod error;
+mod extra;
 pub mod headers;
 mod jsonrpc;
 mod meta;

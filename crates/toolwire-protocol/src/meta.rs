@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::extra::deserialize_with_extra;
 use crate::{
     ClientCapabilities, JsonObject, LoggingLevel, ProgressToken, RequestId, is_empty_object,
 };
@@ -22,7 +23,7 @@ pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 
 /// A client's or server's self-description (self-reported; B-19).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Implementation {
     /// Programmatic name.
@@ -56,6 +57,16 @@ impl Implementation {
         }
     }
 }
+
+deserialize_with_extra!(Implementation {
+    required: [name = "name", version = "version"],
+    optional: [
+        title = "title",
+        description = "description",
+        website_url = "websiteUrl",
+        icons = "icons"
+    ],
+});
 
 /// An icon for display (B-23).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -172,21 +183,25 @@ pub fn is_object(raw: &RawValue) -> bool {
 }
 
 /// `RequestMeta` with the required keys optional, so a missing key is reported by name in one pass.
-#[derive(Deserialize)]
 struct PartialRequestMeta {
-    #[serde(rename = "io.modelcontextprotocol/protocolVersion", default)]
     protocol_version: Option<String>,
-    #[serde(rename = "io.modelcontextprotocol/clientCapabilities", default)]
     client_capabilities: Option<ClientCapabilities>,
-    #[serde(rename = "io.modelcontextprotocol/clientInfo", default)]
     client_info: Option<serde_json::Value>,
-    #[serde(rename = "io.modelcontextprotocol/logLevel", default)]
     log_level: Option<LoggingLevel>,
-    #[serde(rename = "progressToken", default)]
     progress_token: Option<ProgressToken>,
-    #[serde(flatten)]
     extra: JsonObject,
 }
+
+deserialize_with_extra!(PartialRequestMeta {
+    required: [],
+    optional: [
+        protocol_version = "io.modelcontextprotocol/protocolVersion",
+        client_capabilities = "io.modelcontextprotocol/clientCapabilities",
+        client_info = "io.modelcontextprotocol/clientInfo",
+        log_level = "io.modelcontextprotocol/logLevel",
+        progress_token = "progressToken",
+    ],
+});
 
 /// Why a request's `_meta` is unusable; every variant maps to -32602 (HTTP 400).
 #[derive(Debug, Clone, PartialEq, Eq)]

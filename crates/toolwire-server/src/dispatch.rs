@@ -11,8 +11,8 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use toolwire_protocol::methods::{CallTool, Discover, ListTools, Listen, Method, REMOVED_METHODS};
 use toolwire_protocol::{
-    CallToolResult, DiscoverResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId,
-    RequestMeta, ResultMeta, ResultType, SubscriptionFilter, Version2,
+    CallToolResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId, RequestMeta,
+    ResultMeta, ResultType, SubscriptionFilter, Version2,
 };
 
 use tokio::sync::mpsc;
@@ -154,7 +154,7 @@ pub(crate) struct Final {
 }
 
 #[derive(Serialize)]
-struct ResultOut<'a, R> {
+struct ResultOut<'a, R: ?Sized> {
     jsonrpc: Version2,
     id: &'a RequestId,
     result: &'a R,
@@ -169,7 +169,7 @@ struct ErrorOut<'a> {
 }
 
 impl Final {
-    pub(crate) fn result<R: Serialize>(id: &RequestId, result: &R) -> Final {
+    pub(crate) fn result<R: Serialize + ?Sized>(id: &RequestId, result: &R) -> Final {
         match serde_json::to_string(&ResultOut {
             jsonrpc: Version2,
             id,
@@ -184,6 +184,21 @@ impl Final {
                 Final::error(Some(id), &ErrorObject::internal("Internal error"))
             }
         }
+    }
+
+    /// A result response with `,"_meta":…` (`meta_member`) appended to the result object, for
+    /// results that serialize as a non-empty object without `_meta`.
+    pub(crate) fn result_with_meta<R: Serialize>(
+        id: &RequestId,
+        result: &R,
+        meta_member: &str,
+    ) -> Final {
+        let mut done = Final::result(id, result);
+        if done.error_code.is_none() && done.json.ends_with("}}") {
+            let at = done.json.len() - 2;
+            done.json.insert_str(at, meta_member);
+        }
+        done
     }
 
     pub(crate) fn error(id: Option<&RequestId>, error: &ErrorObject) -> Final {
@@ -205,27 +220,35 @@ impl Final {
 /// Whether JSON text nests deeper than `max` arrays/objects. A linear scan that respects
 /// strings, run before parsing so deep input costs nothing more (J-08).
 pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    for &b in bytes {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'{' | b'[' => {
-                depth += 1;
-                if depth > max {
-                    return true;
+    let mut depth = 0usize;
+    let mut at = 0;
+    while let Some(found) = memchr::memchr3(b'"', b'{', b'[', &bytes[at..]) {
+        // Closers between here and the next opener or string only lower the depth.
+        let before = &bytes[at..at + found];
+        depth = depth.saturating_sub(memchr::memchr2_iter(b'}', b']', before).count());
+        at += found;
+        if bytes[at] == b'"' {
+            // Skip the string: to the next quote that is not escaped.
+            at += 1;
+            loop {
+                match memchr::memchr2(b'"', b'\\', &bytes[at..]) {
+                    Some(i) if bytes[at + i] == b'\\' => at += i + 2,
+                    Some(i) => {
+                        at += i + 1;
+                        break;
+                    }
+                    None => return false,
                 }
             }
-            b'}' | b']' => depth = depth.saturating_sub(1),
-            _ => {}
+        } else {
+            depth += 1;
+            if depth > max {
+                return true;
+            }
+            at += 1;
+        }
+        if at >= bytes.len() {
+            break;
         }
     }
     false
@@ -377,29 +400,15 @@ impl Server {
         ctx: RequestContext,
     ) -> Option<Final> {
         match call {
-            Route::Discover => Some(Final::result(id, &self.discover())),
+            Route::Discover => Some(Final::result(id, &*self.inner.discover)),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
             Route::CallTool { name, arguments } => {
                 Some(match self.call_tool(&name, arguments, ctx).await {
-                    Ok(result) => Final::result(id, &result),
+                    Ok(result) => self.call_result(id, &result),
                     Err(error) => Final::error(Some(id), &error),
                 })
             }
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
-        }
-    }
-
-    fn discover(&self) -> DiscoverResult {
-        let inner = &self.inner;
-        DiscoverResult {
-            result_type: ResultType::Complete,
-            supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-            capabilities: self.capabilities(),
-            instructions: inner.instructions.clone(),
-            ttl_ms: inner.config.discover_ttl_ms,
-            cache_scope: inner.config.cache_scope,
-            meta: self.result_meta(),
-            extra: JsonObject::new(),
         }
     }
 
@@ -517,23 +526,37 @@ impl Server {
         Ok(self.with_meta(result))
     }
 
-    /// Adds serverInfo to a result's `_meta`, keeping what the handler put there (B-18).
+    /// Normalizes a call result: a completed call is `complete` whatever the handler wrote
+    /// (B-04), and structured content without any content block is repeated as text for older
+    /// clients (T-11).
     fn with_meta(&self, mut result: CallToolResult) -> CallToolResult {
-        // A completed call is `complete` whatever the handler wrote (B-04), and structured
-        // content without any content block is repeated as text for older clients (T-11).
         result.result_type = ResultType::Complete;
         if let (Some(value), true) = (&result.structured_content, result.content.is_empty()) {
             result
                 .content
                 .push(toolwire_protocol::ContentBlock::text(value.to_string()));
         }
-        if let Some(server_meta) = &self.inner.result_meta {
-            let meta = result.meta.get_or_insert_with(ResultMeta::default);
-            if meta.server_info.is_none() {
-                meta.server_info = server_meta.server_info.clone();
+        result
+    }
+
+    /// The response to a call, with serverInfo in the result's `_meta` (B-18). A result without
+    /// `_meta` gets the pre-serialized one spliced in; one the handler gave `_meta` is merged.
+    fn call_result(&self, id: &RequestId, result: &CallToolResult) -> Final {
+        let Some(server_meta) = &self.inner.result_meta else {
+            return Final::result(id, result);
+        };
+        match &result.meta {
+            None => Final::result_with_meta(id, result, &self.inner.result_meta_json),
+            Some(meta) if meta.server_info.is_some() => Final::result(id, result),
+            Some(meta) => {
+                let mut merged = result.clone();
+                merged.meta = Some(ResultMeta {
+                    server_info: server_meta.server_info.clone(),
+                    ..meta.clone()
+                });
+                Final::result(id, &merged)
             }
         }
-        result
     }
 }
 
@@ -563,6 +586,10 @@ mod tests {
             ("{\"a\":\"[[[[[[\"}", 1, false),
             ("{\"a\":\"\\\"[[[[\"}", 1, false),
             ("[[]],[[]]", 2, false),
+            ("[[]],[[[]]]", 2, true),
+            ("{\"a\\\\\":[[[\"}", 1, true),
+            ("\"unterminated [[[[", 1, false),
+            ("{\"k\":\"v\"}}}}[[", 2, false),
         ];
         for (text, max, want) in cases {
             assert_eq!(

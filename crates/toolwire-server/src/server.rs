@@ -6,8 +6,8 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    CacheScope, Implementation, JsonObject, ListChangedCapability, PROTOCOL_VERSION, ResultMeta,
-    ServerCapabilities,
+    CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
+    PROTOCOL_VERSION, ResultMeta, ResultType, ServerCapabilities,
 };
 
 use crate::cursor::CursorCodec;
@@ -64,7 +64,6 @@ pub struct Server {
 
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
-    pub(crate) instructions: Option<String>,
     pub(crate) config: Config,
     pub(crate) registry: ToolRegistry,
     pub(crate) cursors: CursorCodec,
@@ -72,6 +71,10 @@ pub(crate) struct ServerInner {
     pub(crate) shutdown: CancellationToken,
     /// `_meta` put on every result: serverInfo unless turned off (B-18).
     pub(crate) result_meta: Option<ResultMeta>,
+    /// The same as a JSON member, `,"_meta":{…}`, to splice into serialized results.
+    pub(crate) result_meta_json: String,
+    /// The `server/discover` result, serialized once: nothing in it changes at runtime.
+    pub(crate) discover: Box<serde_json::value::RawValue>,
 }
 
 impl std::fmt::Debug for Server {
@@ -281,10 +284,36 @@ impl ServerBuilder {
             server_info: Some(self.info.clone()),
             ..Default::default()
         });
+        let result_meta_json = match &result_meta {
+            Some(meta) => format!(
+                ",\"_meta\":{}",
+                serde_json::to_string(meta).map_err(std::io::Error::other)?
+            ),
+            None => String::new(),
+        };
+        let capabilities = ServerCapabilities {
+            tools: Some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            logging: self.config.logging.then(JsonObject::new),
+            ..Default::default()
+        };
+        let discover = DiscoverResult {
+            result_type: ResultType::Complete,
+            supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
+            capabilities,
+            instructions: self.instructions.clone(),
+            ttl_ms: self.config.discover_ttl_ms,
+            cache_scope: self.config.cache_scope,
+            meta: result_meta.clone(),
+            extra: JsonObject::new(),
+        };
+        let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
         Ok(Server {
             inner: Arc::new(ServerInner {
+                result_meta_json,
+                discover,
                 info: self.info,
-                instructions: self.instructions,
                 config: self.config,
                 registry,
                 cursors: CursorCodec::new(key),

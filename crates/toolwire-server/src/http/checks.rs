@@ -8,9 +8,9 @@ use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 
 use super::{HttpConfig, Refusal};
 
-/// The host part of an authority (`host`, `host:port`, `[v6]`, `[v6]:port`), lowercased;
-/// `None` when it is malformed (e.g. `[::1].evil.com`).
-pub(super) fn host_name(authority: &str) -> Option<String> {
+/// The host part of an authority (`host`, `host:port`, `[v6]`, `[v6]:port`); `None` when it is
+/// malformed (e.g. `[::1].evil.com`). Compare it case-insensitively.
+pub(super) fn host_name(authority: &str) -> Option<&str> {
     let (host, rest) = match authority.strip_prefix('[') {
         Some(inner) => {
             let end = inner.find(']')?;
@@ -25,7 +25,7 @@ pub(super) fn host_name(authority: &str) -> Option<String> {
         || rest
             .strip_prefix(':')
             .is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
-    (port_ok && !host.is_empty()).then(|| host.to_ascii_lowercase())
+    (port_ok && !host.is_empty()).then_some(host)
 }
 
 /// Normalizes an allowlist entry: lowercase, no port, IPv6 in brackets.
@@ -34,7 +34,7 @@ pub(super) fn normalize_host(entry: &str) -> String {
     if !entry.starts_with('[') && entry.matches(':').count() > 1 {
         return format!("[{entry}]");
     }
-    host_name(&entry).unwrap_or(entry)
+    host_name(&entry).map(str::to_owned).unwrap_or(entry)
 }
 
 /// The only value of a header that must not repeat.
@@ -66,16 +66,21 @@ pub(super) fn host_and_origin(
             ErrorObject::invalid_request(why),
         )
     };
-    let allowed = |host: &str| config.allowed_hosts.iter().any(|a| a == host);
+    let allowed = |host: &str| {
+        config
+            .allowed_hosts
+            .iter()
+            .any(|a| a.eq_ignore_ascii_case(host))
+    };
     if !config.any_host {
         let host = only(headers, header::HOST)
             .map_err(forbidden)?
             .unwrap_or_default();
-        if !host_name(host).is_some_and(|h| allowed(&h)) {
+        if !host_name(host).is_some_and(allowed) {
             return Err(forbidden(format!("Host {host:?} is not allowed")));
         }
         if let Some(authority) = uri.authority() {
-            if !host_name(authority.as_str()).is_some_and(|h| allowed(&h)) {
+            if !host_name(authority.as_str()).is_some_and(allowed) {
                 return Err(forbidden(format!(
                     "request target {authority} is not allowed"
                 )));
@@ -84,18 +89,25 @@ pub(super) fn host_and_origin(
     }
     if !config.any_origin {
         if let Some(origin) = only(headers, header::ORIGIN).map_err(forbidden)? {
-            let lower = origin.to_ascii_lowercase();
-            let authority = lower
-                .strip_prefix("http://")
-                .or_else(|| lower.strip_prefix("https://"));
-            let ok = config.allowed_origins.contains(&lower)
-                || authority.and_then(host_name).is_some_and(|h| allowed(&h));
+            let authority = strip_prefix_ignore_case(origin, "http://")
+                .or_else(|| strip_prefix_ignore_case(origin, "https://"));
+            let ok = config
+                .allowed_origins
+                .iter()
+                .any(|o| o.eq_ignore_ascii_case(origin))
+                || authority.and_then(host_name).is_some_and(allowed);
             if !ok {
                 return Err(forbidden(format!("Origin {origin:?} is not allowed")));
             }
         }
     }
     Ok(())
+}
+
+fn strip_prefix_ignore_case<'a>(text: &'a str, prefix: &str) -> Option<&'a str> {
+    let head = text.get(..prefix.len())?;
+    head.eq_ignore_ascii_case(prefix)
+        .then(|| &text[prefix.len()..])
 }
 
 /// Requests must be `application/json` (415 otherwise).
@@ -126,12 +138,12 @@ pub(super) struct Accept {
 
 impl Accept {
     pub(super) fn parse(headers: &HeaderMap) -> Result<Accept, Refusal> {
-        let values: Vec<&str> = headers
+        let mut values = headers
             .get_all(header::ACCEPT)
             .iter()
             .filter_map(|v| v.to_str().ok())
-            .collect();
-        if values.is_empty() {
+            .peekable();
+        if values.peek().is_none() {
             return Ok(Accept {
                 json: true,
                 sse: true,
@@ -141,9 +153,9 @@ impl Accept {
             json: false,
             sse: false,
         };
-        for range in values.iter().flat_map(|v| v.split(',')) {
+        for range in values.flat_map(|v| v.split(',')) {
             let mut parts = range.split(';');
-            let media = parts.next().unwrap_or_default().trim().to_ascii_lowercase();
+            let media = parts.next().unwrap_or_default().trim();
             let refused = parts.any(|p| {
                 p.trim()
                     .strip_prefix("q=")
@@ -152,16 +164,16 @@ impl Accept {
             if refused {
                 continue;
             }
-            match media.as_str() {
-                "*/*" => {
-                    accept = Accept {
-                        json: true,
-                        sse: true,
-                    }
-                }
-                "application/*" | "application/json" => accept.json = true,
-                "text/*" | "text/event-stream" => accept.sse = true,
-                _ => {}
+            let is = |m: &str| media.eq_ignore_ascii_case(m);
+            if is("*/*") {
+                accept = Accept {
+                    json: true,
+                    sse: true,
+                };
+            } else if is("application/*") || is("application/json") {
+                accept.json = true;
+            } else if is("text/*") || is("text/event-stream") {
+                accept.sse = true;
             }
         }
         if accept.json || accept.sse {

@@ -151,7 +151,12 @@ pub async fn serve(
     listener: TcpListener,
     config: HttpConfig,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt as _;
     let shutdown = server.shutdown_token();
+    // Replies go out in one write; Nagle's algorithm would only add latency.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(server, config))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await

@@ -26,18 +26,71 @@ pub(super) async fn run(
     route: Route,
     accept: Accept,
 ) -> Response {
-    let server = state.server.clone();
-    if matches!(route, Route::Listen { .. }) && !accept.sse {
+    let listen = matches!(route, Route::Listen { .. });
+    if listen && !accept.sse {
         let error = ErrorObject::invalid_request(format!(
             "{} replies with text/event-stream; accept it",
             Listen::METHOD
         ));
         return Refusal::new(StatusCode::NOT_ACCEPTABLE, Some(&id), error).into_response();
     }
-    let cancel = state.hard_stop.child_token();
+    // Only progress, logs and listen events travel before the response; a request that can
+    // have none of them gets a plain reply without a channel (the common, fast case).
+    let logging = state.server.inner.config.logging;
+    let may_stream = accept.sse
+        && (listen || meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
+    if may_stream {
+        run_streaming(state, id, meta, route, accept).await
+    } else {
+        run_plain(state, id, meta, route, accept).await
+    }
+}
+
+/// A request that cannot stream: run it inline and answer once.
+async fn run_plain(
+    state: &HttpState,
+    id: RequestId,
+    meta: RequestMeta,
+    route: Route,
+    accept: Accept,
+) -> Response {
+    let server = &state.server;
+    let cancel = CancellationToken::new();
+    let guard = cancel.clone().drop_guard();
+    let ctx = RequestContext::new(
+        id.clone(),
+        meta,
+        cancel.clone(),
+        server.shutdown_token(),
+        None,
+        server.inner.config.logging,
+    );
+    tokio::select! {
+        biased;
+        done = server.run(&id, route, ctx) => match done {
+            Some(f) if accept.json => json_response(status_for(f.error_code), f.json),
+            Some(f) => sse_response(vec![frame(f, &cancel)], None, guard, state.config.keep_alive),
+            None => StatusCode::NO_CONTENT.into_response(),
+        },
+        _ = state.hard_stop.cancelled() => shutting_down(&id),
+    }
+}
+
+/// A request that may stream. The reply is JSON if it finishes before sending any notification;
+/// otherwise it becomes SSE from the first notification on, and the rest of the work continues
+/// in a task whose cancellation is tied to the stream (H-08).
+async fn run_streaming(
+    state: &HttpState,
+    id: RequestId,
+    meta: RequestMeta,
+    route: Route,
+    accept: Accept,
+) -> Response {
+    let server = state.server.clone();
+    let cancel = CancellationToken::new();
     let (tx, mut rx) = mpsc::channel::<Frame>(64);
-    let outbound = accept.sse.then(|| Outbound(tx.clone()));
     let logging = server.inner.config.logging;
+    let outbound = Some(Outbound(tx.clone()));
     let ctx = RequestContext::new(
         id.clone(),
         meta,
@@ -76,11 +129,12 @@ pub(super) async fn run(
             }
         }
         Some(first) = rx.recv() => {
-            let task_cancel = cancel.clone();
+            let (task_cancel, hard_stop) = (cancel.clone(), state.hard_stop.clone());
             tokio::spawn(async move {
                 let done = tokio::select! {
                     biased;
                     _ = task_cancel.cancelled() => None,
+                    _ = hard_stop.cancelled() => None,
                     done = work => done,
                 };
                 if let Some(f) = done {
@@ -89,13 +143,21 @@ pub(super) async fn run(
             });
             sse_response(vec![first], Some(rx), guard, state.config.keep_alive)
         }
-        _ = cancel.cancelled() => {
-            let error = ErrorObject::internal("The server is shutting down");
-            let mut response = json_response(StatusCode::SERVICE_UNAVAILABLE, Final::error(Some(&id), &error).json);
-            response.headers_mut().insert(http::header::CONNECTION, HeaderValue::from_static("close"));
-            response
-        }
+        _ = state.hard_stop.cancelled() => shutting_down(&id),
     }
+}
+
+/// The reply to a request still running when the shutdown grace ran out.
+fn shutting_down(id: &RequestId) -> Response {
+    let error = ErrorObject::internal("The server is shutting down");
+    let mut response = json_response(
+        StatusCode::SERVICE_UNAVAILABLE,
+        Final::error(Some(id), &error).json,
+    );
+    response
+        .headers_mut()
+        .insert(http::header::CONNECTION, HeaderValue::from_static("close"));
+    response
 }
 
 fn frame(done: Final, cancel: &CancellationToken) -> Frame {

@@ -20,7 +20,7 @@ fn headers(pairs: &[(&'static str, &str)]) -> HeaderMap {
 fn host_names() {
     let cases = [
         ("localhost", Some("localhost")),
-        ("LocalHost:8080", Some("localhost")),
+        ("LocalHost:8080", Some("LocalHost")),
         ("127.0.0.1:1", Some("127.0.0.1")),
         ("[::1]:3000", Some("[::1]")),
         ("[::1]", Some("[::1]")),
