@@ -236,8 +236,9 @@ impl RequestContext {
         *self.inner.finished.lock().await = true;
     }
 
-    /// Sends a notification about this request; false if it cannot be delivered.
-    pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: P) -> bool {
+    /// Sends an already serialized notification about this request; false if it cannot be
+    /// delivered.
+    pub(crate) async fn send_json(&self, json: String) -> bool {
         let Some(outbound) = &self.inner.outbound else {
             return false;
         };
@@ -245,13 +246,6 @@ impl RequestContext {
         if self.is_cancelled() || *finished {
             return false;
         }
-        let json = match serde_json::to_string(&Notification::new(method, params)) {
-            Ok(json) => json,
-            Err(e) => {
-                tracing::error!(error = %e, method, "cannot serialize notification");
-                return false;
-            }
-        };
         let frame = Frame {
             json,
             last: false,
@@ -259,6 +253,20 @@ impl RequestContext {
             cancel: self.inner.cancel.clone(),
         };
         outbound.0.send(frame).await.is_ok()
+    }
+
+    /// Sends a notification about this request; false if it cannot be delivered.
+    pub(crate) async fn notify<P: Serialize>(&self, method: &str, params: P) -> bool {
+        if self.inner.outbound.is_none() || self.is_cancelled() {
+            return false;
+        }
+        match serde_json::to_string(&Notification::new(method, params)) {
+            Ok(json) => self.send_json(json).await,
+            Err(e) => {
+                tracing::error!(error = %e, method, "cannot serialize notification");
+                false
+            }
+        }
     }
 }
 

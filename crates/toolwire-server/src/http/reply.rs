@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
-use futures::Stream;
+use futures::{Stream, StreamExt as _};
 use http::{HeaderValue, StatusCode};
 use tokio::sync::mpsc;
 use tokio_util::sync::{CancellationToken, DropGuard};
@@ -34,11 +34,25 @@ pub(super) async fn run(
         ));
         return Refusal::new(StatusCode::NOT_ACCEPTABLE, Some(&id), error).into_response();
     }
-    // Only progress, logs and listen events travel before the response; a request that can
-    // have none of them gets a plain reply without a channel (the common, fast case).
+    if let Route::Listen { filter } = &route {
+        // The subscription's messages are the SSE body itself: no task and no channel per
+        // stream. Dropping the body (the client went away) ends the subscription (L-09).
+        let server = &state.server;
+        let stream = server.listen_stream(
+            id,
+            filter,
+            CancellationToken::new(),
+            server.shutdown_token(),
+        );
+        let events =
+            stream.map(|m| Ok::<_, Infallible>(Event::default().event("message").data(m.json)));
+        return sse_events(events, state.config.keep_alive);
+    }
+    // Only progress and logs travel before the response; a request that can have neither gets
+    // a plain reply without a channel (the common, fast case).
     let logging = state.server.inner.config.logging;
-    let may_stream = accept.sse
-        && (listen || meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
+    let may_stream =
+        accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
     if may_stream {
         run_streaming(state, id, meta, route, accept).await
     } else {
@@ -177,8 +191,15 @@ fn sse_response(
     guard: DropGuard,
     keep_alive: Duration,
 ) -> Response {
-    let stream = frame_stream(frames, rx, guard);
-    let mut response = Sse::new(stream)
+    sse_events(frame_stream(frames, rx, guard), keep_alive)
+}
+
+/// An SSE response of `events`, with keep-alive comments (H-07) and no proxy buffering.
+fn sse_events(
+    events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
+    keep_alive: Duration,
+) -> Response {
+    let mut response = Sse::new(events)
         .keep_alive(KeepAlive::new().interval(keep_alive))
         .into_response();
     response
