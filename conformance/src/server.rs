@@ -14,6 +14,8 @@ use serde_json::{Value, json};
 use toolwire_server::protocol::{CallToolResult, ContentBlock, LoggingLevel, ResourceContents};
 use toolwire_server::{NoArgs, RequestContext, Server, Tool, ToolError, http, stdio};
 
+mod fixtures;
+
 /// A 1×1 PNG.
 const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
 /// A tiny WAV.
@@ -71,6 +73,7 @@ fn build() -> anyhow::Result<Server> {
         .tools(content_tools())
         .tools(diagnostic_tools())
         .tools(schema_tools())
+        .tools(fixtures::mrtr::tools())
         .build()?;
     // The trigger tools change the server's own tool set, so they are added once it exists.
     let this: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());

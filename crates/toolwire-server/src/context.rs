@@ -54,6 +54,10 @@ struct Inner {
     logging: bool,
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
+    /// The answers and state of the previous round (MRTR), set once before the handler runs.
+    round: std::sync::OnceLock<crate::mrtr::Round>,
+    /// Who is calling, as established by the transport (authentication); binds request state.
+    principal: Option<String>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -80,8 +84,32 @@ impl RequestContext {
                 logging,
                 last_progress: AtomicU64::new(NO_PROGRESS),
                 finished: tokio::sync::Mutex::new(false),
+                round: std::sync::OnceLock::new(),
+                principal: None,
             }),
         }
+    }
+
+    /// Sets the principal; only on a context nobody else holds yet.
+    pub(crate) fn with_principal(mut self, principal: Option<String>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.principal = principal;
+        }
+        self
+    }
+
+    /// Who is calling, as the transport established it (for example from an authenticated
+    /// identity); `None` without authentication.
+    pub fn principal(&self) -> Option<&str> {
+        self.inner.principal.as_deref()
+    }
+
+    pub(crate) fn round(&self) -> Option<&crate::mrtr::Round> {
+        self.inner.round.get()
+    }
+
+    pub(crate) fn set_round(&self, round: crate::mrtr::Round) {
+        let _ = self.inner.round.set(round);
     }
 
     /// The JSON-RPC id of the request.

@@ -9,10 +9,13 @@ use serde::Serialize;
 use serde::de::IgnoredAny;
 use serde_json::Value;
 use serde_json::value::RawValue;
-use toolwire_protocol::methods::{CallTool, Discover, ListTools, Listen, Method, REMOVED_METHODS};
+use toolwire_protocol::methods::{
+    CallTool as CallToolMethod, Discover, ListTools, Listen, Method, REMOVED_METHODS,
+};
 use toolwire_protocol::{
-    CallToolResult, ErrorObject, JsonObject, MessageKind, RawMessage, RequestId, RequestMeta,
-    ResultMeta, ResultType, SubscriptionFilter, Version2,
+    CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, InputResponses,
+    JsonObject, MessageKind, RawMessage, RequestId, RequestMeta, ResultMeta, ResultType,
+    SubscriptionFilter, Version2,
 };
 
 use tokio::sync::mpsc;
@@ -20,15 +23,32 @@ use tokio_util::sync::CancellationToken;
 
 use crate::context::{Outbound, RequestContext};
 use crate::cursor::{ListKind, Position, resume_index};
+use crate::mrtr::{InputRequired, Round};
 use crate::server::{SUPPORTED_VERSIONS, Server};
+use crate::state::{Binding, StateError};
 use crate::tool::ToolError;
+
+/// `tools/call` params.
+#[derive(Debug)]
+pub(crate) struct CallTool {
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+    pub(crate) round: RoundParams,
+}
+
+/// The MRTR members of a retried request.
+#[derive(Debug, Default)]
+pub(crate) struct RoundParams {
+    pub(crate) input_responses: Option<InputResponses>,
+    pub(crate) request_state: Option<String>,
+}
 
 /// A parsed request of a method this server implements.
 #[derive(Debug)]
 pub(crate) enum Route {
     Discover,
     ListTools { cursor: Option<String> },
-    CallTool { name: String, arguments: Value },
+    CallTool(CallTool),
     Listen { filter: SubscriptionFilter },
 }
 
@@ -61,14 +81,16 @@ impl Route {
                 let p: P = params_of(method, params)?;
                 Ok(Route::ListTools { cursor: p.cursor })
             }
-            CallTool::METHOD => {
+            CallToolMethod::METHOD => {
                 #[derive(serde::Deserialize)]
                 struct P {
                     name: String,
                     #[serde(default, deserialize_with = "present")]
                     arguments: Option<Value>,
                     #[serde(default, rename = "inputResponses")]
-                    _input_responses: Option<IgnoredAny>,
+                    input_responses: Option<InputResponses>,
+                    #[serde(default, rename = "requestState")]
+                    request_state: Option<String>,
                 }
                 let p: P = params_of(method, params)?;
                 let arguments = match p.arguments {
@@ -80,10 +102,14 @@ impl Route {
                         ));
                     }
                 };
-                Ok(Route::CallTool {
+                Ok(Route::CallTool(CallTool {
                     name: p.name,
                     arguments,
-                })
+                    round: RoundParams {
+                        input_responses: p.input_responses,
+                        request_state: p.request_state,
+                    },
+                }))
             }
             Listen::METHOD => {
                 #[derive(serde::Deserialize)]
@@ -102,7 +128,7 @@ impl Route {
     /// The value the `Mcp-Name` header must carry, for methods that have one (H-22).
     pub(crate) fn name_header(&self) -> Option<&str> {
         match self {
-            Route::CallTool { name, .. } => Some(name),
+            Route::CallTool(call) => Some(&call.name),
             _ => None,
         }
     }
@@ -143,6 +169,13 @@ pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Opti
         SUPPORTED_VERSIONS,
         &requested,
     ))
+}
+
+/// How a call ended.
+#[derive(Debug)]
+pub(crate) enum Outcome {
+    Complete(CallToolResult),
+    InputRequired(InputRequiredResult),
 }
 
 /// A request's final message, serialized.
@@ -402,12 +435,11 @@ impl Server {
         match call {
             Route::Discover => Some(Final::result(id, &*self.inner.discover)),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
-            Route::CallTool { name, arguments } => {
-                Some(match self.call_tool(&name, arguments, ctx).await {
-                    Ok(result) => self.call_result(id, &result),
-                    Err(error) => Final::error(Some(id), &error),
-                })
-            }
+            Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
+                Ok(Outcome::Complete(result)) => self.call_result(id, &result),
+                Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
+                Err(error) => Final::error(Some(id), &error),
+            }),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
         }
     }
@@ -465,13 +497,13 @@ impl Server {
 
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
     /// with panics contained, and output validation (T-10).
-    async fn call_tool(
-        &self,
-        name: &str,
-        arguments: Value,
-        ctx: RequestContext,
-    ) -> Result<CallToolResult, ErrorObject> {
-        let Some(tool) = self.inner.registry.snapshot().get(name).cloned() else {
+    async fn call_tool(&self, call: CallTool, ctx: RequestContext) -> Result<Outcome, ErrorObject> {
+        let CallTool {
+            name,
+            arguments,
+            round,
+        } = call;
+        let Some(tool) = self.inner.registry.snapshot().get(&name).cloned() else {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
         if !tool.input.is_valid(&arguments) {
@@ -481,8 +513,13 @@ impl Server {
                 text.push_str("\n- ");
                 text.push_str(&v.to_string());
             }
-            return Ok(self.with_meta(CallToolResult::error(text)));
+            return Ok(Outcome::Complete(
+                self.with_meta(CallToolResult::error(text)),
+            ));
         }
+        let binding = Binding::new(CallToolMethod::METHOD, &name, &arguments, ctx.principal());
+        self.open_round(&binding, round, &ctx)?;
+        let declared = ctx.client_capabilities().clone();
         let handler = tool.handler.clone();
         let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| handler(arguments, ctx))) {
             Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
@@ -490,18 +527,21 @@ impl Server {
         };
         let result = match outcome {
             Err(panic) => {
-                tracing::error!(
-                    tool = name,
-                    panic = panic_message(&panic),
-                    "tool handler panicked"
-                );
-                return Ok(self.with_meta(internal_failure()));
+                tracing::error!(tool = %name, panic = panic_message(&panic), "tool handler panicked");
+                return Ok(Outcome::Complete(self.with_meta(internal_failure())));
             }
             Ok(Err(ToolError::Protocol(error))) => return Err(error),
             Ok(Err(ToolError::Failed(message))) => CallToolResult::error(message),
             Ok(Err(ToolError::Internal(error))) => {
-                tracing::error!(tool = name, error = %error, "tool failed with an internal error");
+                tracing::error!(tool = %name, error = %error, "tool failed with an internal error");
                 internal_failure()
+            }
+            Ok(Err(ToolError::InputRequired(input))) => {
+                return match self.ask(&binding, *input, &declared) {
+                    Ok(Some(result)) => Ok(Outcome::InputRequired(result)),
+                    Ok(None) => Ok(Outcome::Complete(self.with_meta(internal_failure()))),
+                    Err(error) => Err(error),
+                };
             }
             Ok(Ok(result)) => result,
         };
@@ -519,11 +559,78 @@ impl Server {
                 Some(_) => None,
             };
             if let Some(problem) = problem {
-                tracing::error!(tool = name, %problem, "structured output does not match the outputSchema (T-10)");
-                return Ok(self.with_meta(internal_failure()));
+                tracing::error!(tool = %name, %problem, "structured output does not match the outputSchema (T-10)");
+                return Ok(Outcome::Complete(self.with_meta(internal_failure())));
             }
         }
-        Ok(self.with_meta(result))
+        Ok(Outcome::Complete(self.with_meta(result)))
+    }
+
+    /// Opens the previous round's request state, if any, and hands the answers and state to the
+    /// handler's context. Tampered, expired, foreign or replayed state is -32602 (M-06…M-08).
+    pub(crate) fn open_round(
+        &self,
+        binding: &Binding,
+        round: RoundParams,
+        ctx: &RequestContext,
+    ) -> Result<(), ErrorObject> {
+        let config = &self.inner.request_state;
+        let state = match round.request_state {
+            None => None,
+            Some(token) => {
+                let now = self.inner.clock.now_ms();
+                let opened = config
+                    .keys
+                    .open(&token, binding, now)
+                    .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
+                if let Some(guard) = &config.replay_guard {
+                    if !guard.redeem(opened.token_id, opened.expires_ms, now) {
+                        return Err(ErrorObject::invalid_params(
+                            StateError::Replayed.to_string(),
+                        ));
+                    }
+                }
+                opened.state
+            }
+        };
+        ctx.set_round(Round {
+            responses: round.input_responses.unwrap_or_default(),
+            state,
+        });
+        Ok(())
+    }
+
+    /// Turns a handler's request for input into an `input_required` result: -32021 if it asks
+    /// for what the client did not declare (M-05); `None` (an internal failure, logged) if the
+    /// handler built no usable request.
+    pub(crate) fn ask(
+        &self,
+        binding: &Binding,
+        input: InputRequired,
+        declared: &ClientCapabilities,
+    ) -> Result<Option<InputRequiredResult>, ErrorObject> {
+        if let Some(problem) = &input.problem {
+            tracing::error!(name = %binding.name, %problem, "unusable input request");
+            return Ok(None);
+        }
+        if input.requests.is_empty() && input.state.is_none() {
+            tracing::error!(name = %binding.name, "an input_required result needs input requests or state (M-03)");
+            return Ok(None);
+        }
+        if let Some(missing) = input.missing_capabilities(declared) {
+            return Err(ErrorObject::missing_capability(&missing));
+        }
+        let config = &self.inner.request_state;
+        let request_state = input.state.map(|state| {
+            let expires = self.inner.clock.now_ms().saturating_add(config.ttl_ms);
+            config.keys.seal(binding, Some(state), expires)
+        });
+        Ok(Some(InputRequiredResult {
+            result_type: ResultType::InputRequired,
+            input_requests: (!input.requests.is_empty()).then_some(input.requests),
+            request_state,
+            meta: self.result_meta(),
+        }))
     }
 
     /// Normalizes a call result: a completed call is `complete` whatever the handler wrote
@@ -609,7 +716,7 @@ mod tests {
         ));
         let call = Route::parse("tools/call", Some(&raw(r#"{"name":"t","_meta":{}}"#))).unwrap();
         assert!(
-            matches!(call, Route::CallTool { ref name, ref arguments } if name == "t" && arguments == &serde_json::json!({}))
+            matches!(call, Route::CallTool(ref c) if c.name == "t" && c.arguments == serde_json::json!({}))
         );
         assert_eq!(call.name_header(), Some("t"));
         for bad in [

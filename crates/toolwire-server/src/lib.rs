@@ -37,22 +37,28 @@
 
 #![warn(missing_docs)]
 
+mod clock;
 mod context;
 mod cursor;
 mod dispatch;
 mod error;
 pub mod http;
+mod mrtr;
 mod registry;
 mod schema;
 mod server;
+mod state;
 pub mod stdio;
 mod subscriptions;
 mod tool;
 
+pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use mrtr::{Elicited, InputRequired};
 pub use schema::{SchemaLimits, Violation};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
+pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use tool::{NoArgs, Structured, Tool, ToolError, ToolOutput, structured_result};
 
 /// The protocol types this crate speaks, re-exported.

@@ -10,10 +10,12 @@ use toolwire_protocol::{
     PROTOCOL_VERSION, ResultMeta, ResultType, ServerCapabilities,
 };
 
+use crate::clock::{Clock, SystemClock};
 use crate::cursor::CursorCodec;
 use crate::error::Result;
 use crate::registry::ToolRegistry;
 use crate::schema::SchemaLimits;
+use crate::state::{ReplayGuard, RequestStateKeys};
 use crate::tool::Tool;
 
 /// Protocol versions this server implements (V-01, V-02).
@@ -75,6 +77,18 @@ pub(crate) struct ServerInner {
     pub(crate) result_meta_json: String,
     /// The `server/discover` result, serialized once: nothing in it changes at runtime.
     pub(crate) discover: Box<serde_json::value::RawValue>,
+    /// Request state sealing (M-06…M-08).
+    pub(crate) request_state: RequestStateConfig,
+    /// Wall-clock time for expiries.
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// How request state is sealed and checked.
+pub(crate) struct RequestStateConfig {
+    pub(crate) keys: RequestStateKeys,
+    pub(crate) ttl_ms: u64,
+    /// Set in single-use mode (M-08).
+    pub(crate) replay_guard: Option<Arc<dyn ReplayGuard>>,
 }
 
 impl std::fmt::Debug for Server {
@@ -95,6 +109,10 @@ impl Server {
             config: Config::default(),
             cursor_key: None,
             server_info_in_results: true,
+            state_keys: None,
+            state_ttl: Duration::from_secs(300),
+            replay_guard: None,
+            clock: Arc::new(SystemClock),
         }
     }
 
@@ -177,6 +195,10 @@ pub struct ServerBuilder {
     config: Config,
     cursor_key: Option<[u8; 32]>,
     server_info_in_results: bool,
+    state_keys: Option<RequestStateKeys>,
+    state_ttl: Duration,
+    replay_guard: Option<Arc<dyn ReplayGuard>>,
+    clock: Arc<dyn Clock>,
 }
 
 impl ServerBuilder {
@@ -274,6 +296,32 @@ impl ServerBuilder {
         self
     }
 
+    /// The keys that seal `requestState` (default: a random key per server; replicas behind
+    /// one endpoint must share a ring). Rotate with [`RequestStateKeys::rotate`].
+    pub fn request_state_keys(mut self, keys: RequestStateKeys) -> Self {
+        self.state_keys = Some(keys);
+        self
+    }
+
+    /// How long a sealed `requestState` stays valid (default 5 minutes; M-07).
+    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
+        self.state_ttl = ttl;
+        self
+    }
+
+    /// Refuses a second redemption of the same `requestState` (M-08), remembered by `guard`
+    /// (a [`crate::MemoryReplayGuard`] for one process).
+    pub fn single_use_request_state(mut self, guard: impl ReplayGuard) -> Self {
+        self.replay_guard = Some(Arc::new(guard));
+        self
+    }
+
+    /// The clock for expiries (default: the system clock).
+    pub fn clock(mut self, clock: impl Clock) -> Self {
+        self.clock = Arc::new(clock);
+        self
+    }
+
     /// Checks every tool and builds the server.
     pub fn build(self) -> Result<Server> {
         let registry = ToolRegistry::new(self.config.schema_limits);
@@ -311,6 +359,12 @@ impl ServerBuilder {
         let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
         Ok(Server {
             inner: Arc::new(ServerInner {
+                request_state: RequestStateConfig {
+                    keys: self.state_keys.unwrap_or_else(RequestStateKeys::random),
+                    ttl_ms: self.state_ttl.as_millis() as u64,
+                    replay_guard: self.replay_guard,
+                },
+                clock: self.clock,
                 result_meta_json,
                 discover,
                 info: self.info,

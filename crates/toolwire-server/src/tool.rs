@@ -33,6 +33,9 @@ pub enum ToolError {
     /// Something broke inside the server. It is logged; the client only learns that the tool
     /// failed, never the details.
     Internal(Box<dyn std::error::Error + Send + Sync>),
+    /// The handler needs input from the client first: the request answers `input_required`
+    /// (MRTR). Made from [`crate::InputRequired`].
+    InputRequired(Box<crate::InputRequired>),
 }
 
 impl ToolError {
@@ -53,6 +56,7 @@ impl std::fmt::Display for ToolError {
             ToolError::Failed(m) => write!(f, "tool failed: {m}"),
             ToolError::Protocol(e) => write!(f, "request refused: {e}"),
             ToolError::Internal(e) => write!(f, "internal error: {e}"),
+            ToolError::InputRequired(_) => write!(f, "input required"),
         }
     }
 }
@@ -320,7 +324,7 @@ fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, serde_jso
 }
 
 /// The schema of `T`, 2020-12, with subschemas inlined and without `$schema`/`title` noise.
-fn schema_object<T: JsonSchema>() -> JsonObject {
+pub(crate) fn schema_object<T: JsonSchema>() -> JsonObject {
     let generator = SchemaSettings::draft2020_12()
         .with(|s| {
             s.inline_subschemas = true;

@@ -44,6 +44,17 @@ pub struct HttpConfig {
     any_origin: bool,
     keep_alive: Duration,
     shutdown_grace: Duration,
+    principal: Option<PrincipalFn>,
+}
+
+/// Derives the caller's principal from request headers (see [`HttpConfig::principal`]).
+#[derive(Clone)]
+struct PrincipalFn(Arc<dyn Fn(&http::HeaderMap) -> Option<String> + Send + Sync>);
+
+impl std::fmt::Debug for PrincipalFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrincipalFn")
+    }
 }
 
 impl Default for HttpConfig {
@@ -58,6 +69,7 @@ impl Default for HttpConfig {
             any_origin: false,
             keep_alive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
+            principal: None,
         }
     }
 }
@@ -100,6 +112,18 @@ impl HttpConfig {
     /// Interval of `:` keep-alive comments on SSE replies.
     pub fn keep_alive(mut self, interval: Duration) -> Self {
         self.keep_alive = interval;
+        self
+    }
+
+    /// Who is calling, from the request headers: the identity an authentication layer in front
+    /// of the server established (e.g. a verified token's subject in a trusted header). It is
+    /// exposed as [`crate::RequestContext::principal`] and binds sealed request state, so state
+    /// issued to one principal is refused for another (M-07).
+    pub fn principal(
+        mut self,
+        principal: impl Fn(&http::HeaderMap) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.principal = Some(PrincipalFn(Arc::new(principal)));
         self
     }
 
@@ -275,7 +299,8 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         Ok(MessageKind::Request(id)) => id,
     };
     let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
-    Ok(reply::run(state, id, meta, route, accept).await)
+    let principal = state.config.principal.as_ref().and_then(|p| (p.0)(headers));
+    Ok(reply::run(state, id, meta, route, accept, principal).await)
 }
 
 /// The request checks, in order; see the module docs.
@@ -307,9 +332,9 @@ fn admit_request(
     if let Some(expected) = route.name_header() {
         checks::name_header(headers, expected).map_err(refuse)?;
     }
-    if let Route::CallTool { name, arguments } = &route {
-        if let Some(tool) = server.inner.registry.snapshot().get(name) {
-            checks::param_headers(headers, &tool.header_params, arguments).map_err(refuse)?;
+    if let Route::CallTool(call) = &route {
+        if let Some(tool) = server.inner.registry.snapshot().get(&call.name) {
+            checks::param_headers(headers, &tool.header_params, &call.arguments).map_err(refuse)?;
         }
     }
     Ok((meta, route))

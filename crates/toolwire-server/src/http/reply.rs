@@ -25,6 +25,7 @@ pub(super) async fn run(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
+    principal: Option<String>,
 ) -> Response {
     let listen = matches!(route, Route::Listen { .. });
     if listen && !accept.sse {
@@ -54,9 +55,9 @@ pub(super) async fn run(
     let may_stream =
         accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
     if may_stream {
-        run_streaming(state, id, meta, route, accept).await
+        run_streaming(state, id, meta, route, accept, principal).await
     } else {
-        run_plain(state, id, meta, route, accept).await
+        run_plain(state, id, meta, route, accept, principal).await
     }
 }
 
@@ -67,6 +68,7 @@ async fn run_plain(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
+    principal: Option<String>,
 ) -> Response {
     let server = &state.server;
     let cancel = CancellationToken::new();
@@ -78,7 +80,8 @@ async fn run_plain(
         server.shutdown_token(),
         None,
         server.inner.config.logging,
-    );
+    )
+    .with_principal(principal);
     tokio::select! {
         biased;
         done = server.run(&id, route, ctx) => match done {
@@ -99,6 +102,7 @@ async fn run_streaming(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
+    principal: Option<String>,
 ) -> Response {
     let server = state.server.clone();
     let cancel = CancellationToken::new();
@@ -112,7 +116,8 @@ async fn run_streaming(
         server.shutdown_token(),
         outbound,
         logging,
-    );
+    )
+    .with_principal(principal);
     let guard = cancel.clone().drop_guard();
     let finisher = ctx.clone();
     let request_id = id.clone();

@@ -1,0 +1,407 @@
+//! Sealed request state (CHECKLIST M-06…M-08): the `requestState` a server hands out in an
+//! `input_required` result is encrypted and authenticated (AES-256-GCM), and bound to the method,
+//! the tool/prompt/resource name, a digest of the arguments, the principal and an expiry. A
+//! client can neither read nor forge it, nor replay it on another request, for another
+//! principal, or after it expires; in single-use mode a second redemption is refused too.
+//!
+//! Token: `base64url(version ‖ key id ‖ nonce(12) ‖ ciphertext+tag)`, version and key id as
+//! associated data. Keys live in a ring: the newest seals, all open, so rotation never breaks a
+//! round in flight.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+
+use aes_gcm::aead::{Aead, KeyInit, Payload};
+use aes_gcm::{Aes256Gcm, Key, Nonce};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+const VERSION: u8 = 1;
+const NONCE_LEN: usize = 12;
+/// How many retired keys still open tokens.
+const RETIRED_KEYS: usize = 4;
+
+/// The keys that seal request state: the newest seals, every one opens.
+#[derive(Clone)]
+pub struct RequestStateKeys {
+    /// Newest first.
+    keys: Vec<(u8, Aes256Gcm)>,
+}
+
+impl std::fmt::Debug for RequestStateKeys {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let ids: Vec<u8> = self.keys.iter().map(|(id, _)| *id).collect();
+        f.debug_struct("RequestStateKeys")
+            .field("key_ids", &ids)
+            .finish()
+    }
+}
+
+impl RequestStateKeys {
+    /// A ring with one 256-bit key. Replicas behind one endpoint must share their keys.
+    pub fn new(key: [u8; 32]) -> Self {
+        RequestStateKeys {
+            keys: vec![(0, cipher(&key))],
+        }
+    }
+
+    /// A ring with a random key (state cannot outlive the process).
+    pub fn random() -> Self {
+        Self::new(rand::random())
+    }
+
+    /// Seals with `key` from now on; the previous keys (up to four) still open state sealed
+    /// before the rotation.
+    pub fn rotate(mut self, key: [u8; 32]) -> Self {
+        let id = self.keys[0].0.wrapping_add(1);
+        self.keys.insert(0, (id, cipher(&key)));
+        self.keys.truncate(RETIRED_KEYS + 1);
+        self
+    }
+}
+
+fn cipher(key: &[u8; 32]) -> Aes256Gcm {
+    Aes256Gcm::new(&Key::<Aes256Gcm>::from(*key))
+}
+
+/// What a request state is bound to (M-07).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Binding {
+    pub(crate) method: String,
+    pub(crate) name: String,
+    pub(crate) args_digest: [u8; 32],
+    pub(crate) principal: Option<String>,
+}
+
+impl Binding {
+    pub(crate) fn new(
+        method: &str,
+        name: &str,
+        arguments: &Value,
+        principal: Option<&str>,
+    ) -> Self {
+        // serde_json writes object keys in sorted order, so equal arguments give equal bytes.
+        let bytes = serde_json::to_vec(arguments).unwrap_or_default();
+        Binding {
+            method: method.to_owned(),
+            name: name.to_owned(),
+            args_digest: Sha256::digest(&bytes).into(),
+            principal: principal.map(str::to_owned),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+struct Plain {
+    m: String,
+    n: String,
+    #[serde(with = "digest_hex")]
+    d: [u8; 32],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    p: Option<String>,
+    e: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    s: Option<Value>,
+}
+
+mod digest_hex {
+    use serde::{Deserialize, Deserializer, Serializer};
+
+    pub(super) fn serialize<S: Serializer>(d: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+    }
+
+    pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
+        let text = String::deserialize(d)?;
+        let mut out = [0u8; 32];
+        if text.len() != 64 {
+            return Err(serde::de::Error::custom("bad digest"));
+        }
+        for (i, byte) in out.iter_mut().enumerate() {
+            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
+                .map_err(serde::de::Error::custom)?;
+        }
+        Ok(out)
+    }
+}
+
+/// Why a request state was refused; every case is -32602 (M-06).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StateError {
+    /// Not a token this server made, or altered.
+    Tampered,
+    /// Past its expiry.
+    Expired,
+    /// Made for another method, name or arguments.
+    OtherRequest,
+    /// Made for another principal.
+    OtherPrincipal,
+    /// Already redeemed (single-use mode).
+    Replayed,
+}
+
+impl std::fmt::Display for StateError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            StateError::Tampered => {
+                "requestState is invalid: it was not issued by this server or was altered"
+            }
+            StateError::Expired => "requestState has expired; start the request again without it",
+            StateError::OtherRequest => {
+                "requestState belongs to a different request (method, name or arguments differ)"
+            }
+            StateError::OtherPrincipal => "requestState belongs to a different principal",
+            StateError::Replayed => "requestState was already used",
+        })
+    }
+}
+
+/// An opened request state.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Opened {
+    /// The handler's state.
+    pub(crate) state: Option<Value>,
+    /// Identifies the token, for single-use checks.
+    pub(crate) token_id: [u8; NONCE_LEN],
+    pub(crate) expires_ms: u64,
+}
+
+impl RequestStateKeys {
+    /// Seals `state` for `binding`, valid until `expires_ms`.
+    pub(crate) fn seal(&self, binding: &Binding, state: Option<Value>, expires_ms: u64) -> String {
+        let plain = Plain {
+            m: binding.method.clone(),
+            n: binding.name.clone(),
+            d: binding.args_digest,
+            p: binding.principal.clone(),
+            e: expires_ms,
+            s: state,
+        };
+        let plaintext = serde_json::to_vec(&plain).expect("state serializes");
+        let (id, cipher) = &self.keys[0];
+        let nonce_bytes: [u8; NONCE_LEN] = rand::random();
+        let header = [VERSION, *id];
+        let sealed = cipher
+            .encrypt(
+                &Nonce::from(nonce_bytes),
+                Payload {
+                    msg: &plaintext,
+                    aad: &header,
+                },
+            )
+            .expect("AES-GCM encryption does not fail for these sizes");
+        let mut token = Vec::with_capacity(2 + NONCE_LEN + sealed.len());
+        token.extend_from_slice(&header);
+        token.extend_from_slice(&nonce_bytes);
+        token.extend_from_slice(&sealed);
+        URL_SAFE_NO_PAD.encode(token)
+    }
+
+    /// Opens a token and checks it against the request it came with.
+    pub(crate) fn open(
+        &self,
+        token: &str,
+        binding: &Binding,
+        now_ms: u64,
+    ) -> Result<Opened, StateError> {
+        let bytes = URL_SAFE_NO_PAD
+            .decode(token)
+            .map_err(|_| StateError::Tampered)?;
+        if bytes.len() < 2 + NONCE_LEN + 16 || bytes[0] != VERSION {
+            return Err(StateError::Tampered);
+        }
+        let (header, rest) = bytes.split_at(2);
+        let (nonce, sealed) = rest.split_at(NONCE_LEN);
+        let cipher = self
+            .keys
+            .iter()
+            .find(|(id, _)| *id == header[1])
+            .map(|(_, c)| c)
+            .ok_or(StateError::Tampered)?;
+        let nonce: [u8; NONCE_LEN] = nonce.try_into().map_err(|_| StateError::Tampered)?;
+        let plaintext = cipher
+            .decrypt(
+                &Nonce::from(nonce),
+                Payload {
+                    msg: sealed,
+                    aad: header,
+                },
+            )
+            .map_err(|_| StateError::Tampered)?;
+        let plain: Plain = serde_json::from_slice(&plaintext).map_err(|_| StateError::Tampered)?;
+        if plain.m != binding.method || plain.n != binding.name || plain.d != binding.args_digest {
+            return Err(StateError::OtherRequest);
+        }
+        if plain.p != binding.principal {
+            return Err(StateError::OtherPrincipal);
+        }
+        if now_ms >= plain.e {
+            return Err(StateError::Expired);
+        }
+        Ok(Opened {
+            state: plain.s,
+            token_id: nonce,
+            expires_ms: plain.e,
+        })
+    }
+}
+
+/// Remembers redeemed request states, for single-use mode (M-08). Implement it on a shared
+/// store when several server processes serve one endpoint.
+pub trait ReplayGuard: Send + Sync + 'static {
+    /// Records the redemption of `token_id` (valid until `expires_ms`); false if it was
+    /// redeemed before.
+    fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool;
+}
+
+/// An in-memory [`ReplayGuard`] for a single process; forgets tokens once they expire.
+#[derive(Debug, Default)]
+pub struct MemoryReplayGuard {
+    used: Mutex<HashMap<[u8; 12], u64>>,
+}
+
+impl ReplayGuard for MemoryReplayGuard {
+    fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool {
+        let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
+        if used.len() > 1024 {
+            used.retain(|_, expiry| *expiry > now_ms);
+        }
+        match used.get(&token_id) {
+            Some(expiry) if *expiry > now_ms => false,
+            _ => {
+                used.insert(token_id, expires_ms);
+                true
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn binding() -> Binding {
+        Binding::new("tools/call", "t", &json!({"a": 1, "b": [2]}), Some("alice"))
+    }
+
+    #[test]
+    fn round_trips_and_binds() {
+        let keys = RequestStateKeys::new([1; 32]);
+        let token = keys.seal(&binding(), Some(json!({"step": 2})), 1_000);
+        let opened = keys.open(&token, &binding(), 999).unwrap();
+        assert_eq!(opened.state, Some(json!({"step": 2})));
+        assert_eq!(opened.expires_ms, 1_000);
+        let same_args_other_order =
+            Binding::new("tools/call", "t", &json!({"b": [2], "a": 1}), Some("alice"));
+        assert!(keys.open(&token, &same_args_other_order, 0).is_ok());
+    }
+
+    #[test]
+    fn refuses_every_attack() {
+        let keys = RequestStateKeys::new([1; 32]);
+        let token = keys.seal(&binding(), Some(json!("s")), 1_000);
+        let mut raw = URL_SAFE_NO_PAD.decode(&token).unwrap();
+        let last = raw.len() - 1;
+        raw[last] ^= 1;
+        let flipped = URL_SAFE_NO_PAD.encode(&raw);
+        let cases = [
+            (
+                format!("{token}-TAMPERED"),
+                binding(),
+                0,
+                StateError::Tampered,
+            ),
+            (flipped, binding(), 0, StateError::Tampered),
+            ("".to_owned(), binding(), 0, StateError::Tampered),
+            (
+                RequestStateKeys::new([2; 32]).seal(&binding(), None, 1_000),
+                binding(),
+                0,
+                StateError::Tampered,
+            ),
+            (token.clone(), binding(), 1_000, StateError::Expired),
+            (
+                token.clone(),
+                Binding::new(
+                    "prompts/get",
+                    "t",
+                    &json!({"a": 1, "b": [2]}),
+                    Some("alice"),
+                ),
+                0,
+                StateError::OtherRequest,
+            ),
+            (
+                token.clone(),
+                Binding::new("tools/call", "u", &json!({"a": 1, "b": [2]}), Some("alice")),
+                0,
+                StateError::OtherRequest,
+            ),
+            (
+                token.clone(),
+                Binding::new("tools/call", "t", &json!({"a": 2, "b": [2]}), Some("alice")),
+                0,
+                StateError::OtherRequest,
+            ),
+            (
+                token.clone(),
+                Binding::new(
+                    "tools/call",
+                    "t",
+                    &json!({"a": 1, "b": [2]}),
+                    Some("mallory"),
+                ),
+                0,
+                StateError::OtherPrincipal,
+            ),
+            (
+                token.clone(),
+                Binding::new("tools/call", "t", &json!({"a": 1, "b": [2]}), None),
+                0,
+                StateError::OtherPrincipal,
+            ),
+        ];
+        for (token, binding, now, want) in cases {
+            assert_eq!(keys.open(&token, &binding, now), Err(want), "{token:.20}");
+        }
+    }
+
+    #[test]
+    fn rotation_keeps_rounds_in_flight() {
+        let old = RequestStateKeys::new([1; 32]);
+        let token = old.seal(&binding(), None, 1_000);
+        let rotated = old.rotate([9; 32]);
+        assert!(
+            rotated.open(&token, &binding(), 0).is_ok(),
+            "sealed before the rotation"
+        );
+        let fresh = rotated.seal(&binding(), None, 1_000);
+        assert!(rotated.open(&fresh, &binding(), 0).is_ok());
+        assert_eq!(
+            RequestStateKeys::new([1; 32]).open(&fresh, &binding(), 0),
+            Err(StateError::Tampered)
+        );
+        let mut ring = RequestStateKeys::new([0; 32]);
+        for k in 1..=6u8 {
+            ring = ring.rotate([k; 32]);
+        }
+        assert_eq!(
+            ring.open(&token, &binding(), 0),
+            Err(StateError::Tampered),
+            "old keys retire"
+        );
+    }
+
+    #[test]
+    fn replay_guard_redeems_once_until_expiry() {
+        let guard = MemoryReplayGuard::default();
+        assert!(guard.redeem([1; 12], 100, 0));
+        assert!(!guard.redeem([1; 12], 100, 50));
+        assert!(guard.redeem([2; 12], 100, 50));
+        assert!(guard.redeem([1; 12], 300, 150), "forgotten after expiry");
+    }
+}
