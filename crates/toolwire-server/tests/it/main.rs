@@ -8,4 +8,5 @@ mod support;
 mod http_errors;
 mod http_listen;
 mod http_tools;
+mod mrtr;
 mod stdio;
