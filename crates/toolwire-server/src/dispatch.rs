@@ -3,6 +3,7 @@
 //! (HTTP headers) between these steps, in the order the spec and the suite expect.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt as _;
 use serde::Serialize;
@@ -22,7 +23,8 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use crate::context::{Outbound, RequestContext};
-use crate::cursor::{ListKind, Position, resume_index};
+use crate::catalog::{Entry, Snapshot};
+use crate::cursor::ListKind;
 use crate::mrtr::{InputRequired, Round};
 use crate::server::{SUPPORTED_VERSIONS, Server};
 use crate::state::{Binding, StateError};
@@ -169,6 +171,35 @@ pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Opti
         SUPPORTED_VERSIONS,
         &requested,
     ))
+}
+
+/// A list result page, its items spliced from their pre-serialized definitions.
+struct ListPage<'a, T> {
+    field: &'static str,
+    items: &'a [Arc<T>],
+    next_cursor: Option<String>,
+    ttl_ms: u64,
+    cache_scope: toolwire_protocol::CacheScope,
+    meta: Option<&'a ResultMeta>,
+}
+
+impl<T: Entry> Serialize for ListPage<'_, T> {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("resultType", &ResultType::Complete)?;
+        let items: Vec<&RawValue> = self.items.iter().map(|t| t.listed()).collect();
+        map.serialize_entry(self.field, &items)?;
+        if let Some(cursor) = &self.next_cursor {
+            map.serialize_entry("nextCursor", cursor)?;
+        }
+        map.serialize_entry("ttlMs", &self.ttl_ms)?;
+        map.serialize_entry("cacheScope", &self.cache_scope)?;
+        if let Some(meta) = self.meta {
+            map.serialize_entry("_meta", meta)?;
+        }
+        map.end()
+    }
 }
 
 /// How a call ended.
@@ -434,7 +465,10 @@ impl Server {
     ) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, &*self.inner.discover)),
-            Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref())),
+            Route::ListTools { cursor } => {
+                let tools = self.inner.registry.snapshot();
+                Some(self.list_page(id, &tools, cursor.as_deref(), ListKind::Tools, "tools"))
+            }
             Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
                 Ok(Outcome::Complete(result)) => self.call_result(id, &result),
                 Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
@@ -444,55 +478,31 @@ impl Server {
         }
     }
 
-    /// One page of `tools/list`, in registration order (T-04, T-05, K-16).
-    fn list_tools(&self, id: &RequestId, cursor: Option<&str>) -> Final {
-        #[derive(Serialize)]
-        #[serde(rename_all = "camelCase")]
-        struct Page<'a> {
-            result_type: ResultType,
-            tools: Vec<&'a RawValue>,
-            #[serde(skip_serializing_if = "Option::is_none")]
-            next_cursor: Option<String>,
-            ttl_ms: u64,
-            cache_scope: toolwire_protocol::CacheScope,
-            #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
-            meta: Option<&'a ResultMeta>,
-        }
+    /// One page of a list (`tools/list`, `prompts/list`, …) in registration order, with cache
+    /// hints, the same scope on every page (T-04, T-05, K-01, K-10, K-16).
+    pub(crate) fn list_page<T: Entry>(
+        &self,
+        id: &RequestId,
+        snapshot: &Snapshot<T>,
+        cursor: Option<&str>,
+        kind: ListKind,
+        field: &'static str,
+    ) -> Final {
         let inner = &self.inner;
-        let set = inner.registry.snapshot();
-        let start = match cursor {
-            None => 0,
-            Some(c) => match inner.cursors.decode(ListKind::Tools, c) {
-                Some(position) => resume_index(
-                    &position,
-                    set.tools.len(),
-                    |i| set.tools[i].name.as_str(),
-                    |n| set.position(n),
-                ),
-                None => {
-                    return Final::error(Some(id), &ErrorObject::invalid_params("Invalid cursor"));
-                }
-            },
-        };
-        let end = (start + inner.config.page_size).min(set.tools.len());
-        let page = &set.tools[start..end];
-        let next_cursor = (end < set.tools.len()).then(|| {
-            let last = page.last().map_or(String::new(), |t| t.name.clone());
-            inner
-                .cursors
-                .encode(ListKind::Tools, &Position { offset: end, last })
-        });
-        Final::result(
-            id,
-            &Page {
-                result_type: ResultType::Complete,
-                tools: page.iter().map(|t| &*t.listed).collect(),
-                next_cursor,
-                ttl_ms: inner.config.list_ttl_ms,
-                cache_scope: inner.config.cache_scope,
-                meta: inner.result_meta.as_ref(),
-            },
-        )
+        match snapshot.page(cursor, kind, inner.config.page_size, &inner.cursors) {
+            Err(error) => Final::error(Some(id), &error),
+            Ok((items, next_cursor)) => Final::result(
+                id,
+                &ListPage {
+                    field,
+                    items,
+                    next_cursor,
+                    ttl_ms: inner.config.list_ttl_ms,
+                    cache_scope: inner.config.cache_scope,
+                    meta: inner.result_meta.as_ref(),
+                },
+            ),
+        }
     }
 
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler

@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod catalog;
 mod clock;
 mod context;
 mod cursor;

@@ -2,13 +2,12 @@
 //! lock-free snapshot for readers. Writers (add/remove at runtime) build a new snapshot and
 //! swap it in; every request reads whatever snapshot is current without taking a lock.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use arc_swap::ArcSwap;
 use serde_json::value::RawValue;
 use toolwire_protocol::headers::{self, HeaderParam};
 
+use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
 use crate::schema::{CompiledSchema, SchemaLimits};
 use crate::tool::{Handler, Tool};
@@ -25,51 +24,30 @@ pub(crate) struct RegisteredTool {
     pub(crate) handler: Handler,
 }
 
-/// One consistent view of the tools: registration order plus a name index.
-#[derive(Default)]
-pub(crate) struct ToolSet {
-    pub(crate) tools: Vec<Arc<RegisteredTool>>,
-    index: HashMap<String, usize>,
-}
-
-impl ToolSet {
-    pub(crate) fn get(&self, name: &str) -> Option<&Arc<RegisteredTool>> {
-        self.index.get(name).map(|&i| &self.tools[i])
+impl Entry for RegisteredTool {
+    fn key(&self) -> &str {
+        &self.name
     }
 
-    pub(crate) fn position(&self, name: &str) -> Option<usize> {
-        self.index.get(name).copied()
-    }
-
-    fn from_tools(tools: Vec<Arc<RegisteredTool>>) -> Self {
-        let index = tools
-            .iter()
-            .enumerate()
-            .map(|(i, t)| (t.name.clone(), i))
-            .collect();
-        ToolSet { tools, index }
+    fn listed(&self) -> &RawValue {
+        &self.listed
     }
 }
 
-/// The registry. Reads are a pointer load; writes are serialized by a mutex.
+/// The tools: a [`Catalog`] of checked, compiled definitions.
 pub(crate) struct ToolRegistry {
-    current: ArcSwap<ToolSet>,
-    write: Mutex<()>,
+    catalog: Catalog<RegisteredTool>,
     limits: SchemaLimits,
 }
 
 impl ToolRegistry {
     pub(crate) fn new(limits: SchemaLimits) -> Self {
-        ToolRegistry {
-            current: ArcSwap::from_pointee(ToolSet::default()),
-            write: Mutex::new(()),
-            limits,
-        }
+        ToolRegistry { catalog: Catalog::default(), limits }
     }
 
     /// The current snapshot.
-    pub(crate) fn snapshot(&self) -> Arc<ToolSet> {
-        self.current.load_full()
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot<RegisteredTool>> {
+        self.catalog.snapshot()
     }
 
     /// Adds tools atomically: all are checked first, and none is added if one is refused.
@@ -78,34 +56,14 @@ impl ToolRegistry {
         for tool in tools {
             prepared.push(Arc::new(prepare(tool, self.limits)?));
         }
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.current.load();
-        let mut names = std::collections::HashSet::new();
-        for tool in &prepared {
-            if current.get(&tool.name).is_some() || !names.insert(tool.name.as_str()) {
-                return Err(Error::InvalidTool {
-                    tool: tool.name.clone(),
-                    rule: ToolRule::DuplicateName,
-                });
-            }
-        }
-        let mut tools = current.tools.clone();
-        tools.extend(prepared);
-        self.current.store(Arc::new(ToolSet::from_tools(tools)));
-        Ok(())
+        self.catalog
+            .add_all(prepared)
+            .map_err(|tool| Error::InvalidTool { tool, rule: ToolRule::DuplicateName })
     }
 
     /// Removes a tool by name.
     pub(crate) fn remove(&self, name: &str) -> Result<(), Error> {
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.current.load();
-        let Some(at) = current.position(name) else {
-            return Err(Error::UnknownTool(name.to_owned()));
-        };
-        let mut tools = current.tools.clone();
-        tools.remove(at);
-        self.current.store(Arc::new(ToolSet::from_tools(tools)));
-        Ok(())
+        if self.catalog.remove(name) { Ok(()) } else { Err(Error::UnknownTool(name.to_owned())) }
     }
 }
 
@@ -273,7 +231,7 @@ mod tests {
         registry.add_all(vec![raw("a", object)]).unwrap();
         let names: Vec<_> = registry
             .snapshot()
-            .tools
+            .items
             .iter()
             .map(|t| t.name.clone())
             .collect();

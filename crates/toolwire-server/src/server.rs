@@ -140,7 +140,7 @@ impl Server {
         self.inner
             .registry
             .snapshot()
-            .tools
+            .items
             .iter()
             .map(|t| t.name.clone())
             .collect()

@@ -1,0 +1,111 @@
+//! An ordered, keyed, read-mostly collection (tools, prompts, resources, templates): a lock-free
+//! snapshot for readers, swapped whole by writers; plus the pagination every list shares.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use serde_json::value::RawValue;
+use toolwire_protocol::ErrorObject;
+
+use crate::cursor::{CursorCodec, ListKind, Position, resume_index};
+
+/// An item of a catalog: its key and its definition serialized once, for list pages.
+pub(crate) trait Entry: Send + Sync + 'static {
+    fn key(&self) -> &str;
+    fn listed(&self) -> &RawValue;
+}
+
+/// One consistent view: registration order plus a key index.
+pub(crate) struct Snapshot<T> {
+    pub(crate) items: Vec<Arc<T>>,
+    index: HashMap<String, usize>,
+}
+
+impl<T: Entry> Snapshot<T> {
+    fn new(items: Vec<Arc<T>>) -> Self {
+        let index = items.iter().enumerate().map(|(i, t)| (t.key().to_owned(), i)).collect();
+        Snapshot { items, index }
+    }
+
+    pub(crate) fn get(&self, key: &str) -> Option<&Arc<T>> {
+        self.index.get(key).map(|&i| &self.items[i])
+    }
+
+    pub(crate) fn position(&self, key: &str) -> Option<usize> {
+        self.index.get(key).copied()
+    }
+
+    /// One page from `cursor` (T-04, K-16): the items and the next page's cursor.
+    pub(crate) fn page(
+        &self,
+        cursor: Option<&str>,
+        kind: ListKind,
+        size: usize,
+        codec: &CursorCodec,
+    ) -> Result<(&[Arc<T>], Option<String>), ErrorObject> {
+        let start = match cursor {
+            None => 0,
+            Some(c) => {
+                let position = codec.decode(kind, c).ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?;
+                resume_index(&position, self.items.len(), |i| self.items[i].key(), |k| self.position(k))
+            }
+        };
+        let end = (start + size).min(self.items.len());
+        let page = &self.items[start..end];
+        let next = (end < self.items.len()).then(|| {
+            let last = page.last().map_or(String::new(), |t| t.key().to_owned());
+            codec.encode(kind, &Position { offset: end, last })
+        });
+        Ok((page, next))
+    }
+}
+
+/// The catalog. Reads are a pointer load; writes are serialized by a mutex.
+pub(crate) struct Catalog<T> {
+    current: ArcSwap<Snapshot<T>>,
+    write: Mutex<()>,
+}
+
+impl<T: Entry> Default for Catalog<T> {
+    fn default() -> Self {
+        Catalog { current: ArcSwap::from_pointee(Snapshot::new(Vec::new())), write: Mutex::new(()) }
+    }
+}
+
+impl<T: Entry> Catalog<T> {
+    pub(crate) fn snapshot(&self) -> Arc<Snapshot<T>> {
+        self.current.load_full()
+    }
+
+    pub(crate) fn is_empty(&self) -> bool {
+        self.current.load().items.is_empty()
+    }
+
+    /// Adds items atomically; on a duplicate key nothing is added and that key is returned.
+    pub(crate) fn add_all(&self, items: Vec<Arc<T>>) -> Result<(), String> {
+        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.current.load();
+        let mut keys = std::collections::HashSet::new();
+        for item in &items {
+            if current.get(item.key()).is_some() || !keys.insert(item.key()) {
+                return Err(item.key().to_owned());
+            }
+        }
+        let mut all = current.items.clone();
+        all.extend(items);
+        self.current.store(Arc::new(Snapshot::new(all)));
+        Ok(())
+    }
+
+    /// Removes an item; false if there was none with this key.
+    pub(crate) fn remove(&self, key: &str) -> bool {
+        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.current.load();
+        let Some(at) = current.position(key) else { return false };
+        let mut all = current.items.clone();
+        all.remove(at);
+        self.current.store(Arc::new(Snapshot::new(all)));
+        true
+    }
+}
