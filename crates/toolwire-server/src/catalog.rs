@@ -24,7 +24,11 @@ pub(crate) struct Snapshot<T> {
 
 impl<T: Entry> Snapshot<T> {
     fn new(items: Vec<Arc<T>>) -> Self {
-        let index = items.iter().enumerate().map(|(i, t)| (t.key().to_owned(), i)).collect();
+        let index = items
+            .iter()
+            .enumerate()
+            .map(|(i, t)| (t.key().to_owned(), i))
+            .collect();
         Snapshot { items, index }
     }
 
@@ -47,8 +51,15 @@ impl<T: Entry> Snapshot<T> {
         let start = match cursor {
             None => 0,
             Some(c) => {
-                let position = codec.decode(kind, c).ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?;
-                resume_index(&position, self.items.len(), |i| self.items[i].key(), |k| self.position(k))
+                let position = codec
+                    .decode(kind, c)
+                    .ok_or_else(|| ErrorObject::invalid_params("Invalid cursor"))?;
+                resume_index(
+                    &position,
+                    self.items.len(),
+                    |i| self.items[i].key(),
+                    |k| self.position(k),
+                )
             }
         };
         let end = (start + size).min(self.items.len());
@@ -69,7 +80,10 @@ pub(crate) struct Catalog<T> {
 
 impl<T: Entry> Default for Catalog<T> {
     fn default() -> Self {
-        Catalog { current: ArcSwap::from_pointee(Snapshot::new(Vec::new())), write: Mutex::new(()) }
+        Catalog {
+            current: ArcSwap::from_pointee(Snapshot::new(Vec::new())),
+            write: Mutex::new(()),
+        }
     }
 }
 
@@ -102,7 +116,9 @@ impl<T: Entry> Catalog<T> {
     pub(crate) fn remove(&self, key: &str) -> bool {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.current.load();
-        let Some(at) = current.position(key) else { return false };
+        let Some(at) = current.position(key) else {
+            return false;
+        };
         let mut all = current.items.clone();
         all.remove(at);
         self.current.store(Arc::new(Snapshot::new(all)));

@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod call;
 mod catalog;
 mod clock;
 mod context;
@@ -46,6 +47,7 @@ mod error;
 pub mod http;
 mod mrtr;
 mod registry;
+mod route;
 mod schema;
 mod server;
 mod state;

@@ -42,7 +42,10 @@ pub(crate) struct ToolRegistry {
 
 impl ToolRegistry {
     pub(crate) fn new(limits: SchemaLimits) -> Self {
-        ToolRegistry { catalog: Catalog::default(), limits }
+        ToolRegistry {
+            catalog: Catalog::default(),
+            limits,
+        }
     }
 
     /// The current snapshot.
@@ -58,12 +61,19 @@ impl ToolRegistry {
         }
         self.catalog
             .add_all(prepared)
-            .map_err(|tool| Error::InvalidTool { tool, rule: ToolRule::DuplicateName })
+            .map_err(|tool| Error::InvalidTool {
+                tool,
+                rule: ToolRule::DuplicateName,
+            })
     }
 
     /// Removes a tool by name.
     pub(crate) fn remove(&self, name: &str) -> Result<(), Error> {
-        if self.catalog.remove(name) { Ok(()) } else { Err(Error::UnknownTool(name.to_owned())) }
+        if self.catalog.remove(name) {
+            Ok(())
+        } else {
+            Err(Error::UnknownTool(name.to_owned()))
+        }
     }
 }
 

@@ -29,9 +29,8 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::dispatch::{
-    Final, Route, legacy_initialize, read_frame, read_meta, removed_method_error,
-};
+use crate::dispatch::{Final, read_frame, read_meta};
+use crate::route::{Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
 
 /// Settings of the HTTP transport.

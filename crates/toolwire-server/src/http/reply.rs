@@ -17,7 +17,8 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 use super::checks::Accept;
 use super::{HttpState, Refusal, json_response, status_for};
 use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Final, Route};
+use crate::dispatch::Final;
+use crate::route::Route;
 
 pub(super) async fn run(
     state: &HttpState,

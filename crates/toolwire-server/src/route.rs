@@ -1,0 +1,154 @@
+//! Routing: the methods this server implements, each request's params parsed into a [`Route`],
+//! and the answers to removed and legacy methods.
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+use toolwire_protocol::methods::{
+    CallTool as CallToolMethod, Discover, ListTools, Listen, Method, REMOVED_METHODS,
+};
+use toolwire_protocol::{ErrorObject, InputResponses, JsonObject, SubscriptionFilter};
+
+use crate::server::SUPPORTED_VERSIONS;
+
+/// `tools/call` params.
+#[derive(Debug)]
+pub(crate) struct CallTool {
+    pub(crate) name: String,
+    pub(crate) arguments: Value,
+    pub(crate) round: RoundParams,
+}
+
+/// The MRTR members of a retried request.
+#[derive(Debug, Default)]
+pub(crate) struct RoundParams {
+    pub(crate) input_responses: Option<InputResponses>,
+    pub(crate) request_state: Option<String>,
+}
+
+/// A parsed request of a method this server implements.
+#[derive(Debug)]
+pub(crate) enum Route {
+    Discover,
+    ListTools { cursor: Option<String> },
+    CallTool(CallTool),
+    Listen { filter: SubscriptionFilter },
+}
+
+impl Route {
+    /// Parses the params of `method`: -32601 for a method this server does not implement
+    /// (removed ones included, V-15), -32602 for params of the wrong shape.
+    pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Result<Route, ErrorObject> {
+        fn params_of<'a, T: serde::Deserialize<'a>>(
+            method: &str,
+            params: Option<&'a RawValue>,
+        ) -> Result<T, ErrorObject> {
+            let text = params.map_or("{}", RawValue::get);
+            if !text.trim_start().starts_with('{') {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Invalid params for {method}: params must be an object"
+                )));
+            }
+            serde_json::from_str(text).map_err(|e| {
+                ErrorObject::invalid_params(format!("Invalid params for {method}: {e}"))
+            })
+        }
+        match method {
+            Discover::METHOD => Ok(Route::Discover),
+            ListTools::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    #[serde(default)]
+                    cursor: Option<String>,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Route::ListTools { cursor: p.cursor })
+            }
+            CallToolMethod::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    name: String,
+                    #[serde(default, deserialize_with = "present")]
+                    arguments: Option<Value>,
+                    #[serde(default, rename = "inputResponses")]
+                    input_responses: Option<InputResponses>,
+                    #[serde(default, rename = "requestState")]
+                    request_state: Option<String>,
+                }
+                let p: P = params_of(method, params)?;
+                let arguments = match p.arguments {
+                    None => Value::Object(JsonObject::new()),
+                    Some(args @ Value::Object(_)) => args,
+                    Some(_) => {
+                        return Err(ErrorObject::invalid_params(
+                            "Invalid params for tools/call: arguments must be an object",
+                        ));
+                    }
+                };
+                Ok(Route::CallTool(CallTool {
+                    name: p.name,
+                    arguments,
+                    round: RoundParams {
+                        input_responses: p.input_responses,
+                        request_state: p.request_state,
+                    },
+                }))
+            }
+            Listen::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    notifications: SubscriptionFilter,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Route::Listen {
+                    filter: p.notifications,
+                })
+            }
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    /// The value the `Mcp-Name` header must carry, for methods that have one (H-22).
+    pub(crate) fn name_header(&self) -> Option<&str> {
+        match self {
+            Route::CallTool(call) => Some(&call.name),
+            _ => None,
+        }
+    }
+}
+
+fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+    serde::Deserialize::deserialize(d).map(Some)
+}
+
+/// Names the revision in the -32601 of a method 2026-07-28 removed (V-15).
+pub(crate) fn removed_method_error(method: &str, error: ErrorObject) -> ErrorObject {
+    if error.code == toolwire_protocol::METHOD_NOT_FOUND && REMOVED_METHODS.contains(&method) {
+        ErrorObject::method_not_found(method).with_data(serde_json::json!({
+            "reason": "removed in protocol version 2026-07-28",
+            "supportedVersions": SUPPORTED_VERSIONS,
+        }))
+    } else {
+        error
+    }
+}
+
+/// A legacy `initialize` (no 2026-07-28 `_meta`) is answered with -32022 naming the versions
+/// this server speaks, so an older client learns why (V-08).
+pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Option<ErrorObject> {
+    if method != "initialize" {
+        return None;
+    }
+    #[derive(serde::Deserialize)]
+    struct Legacy {
+        #[serde(rename = "protocolVersion", default)]
+        protocol_version: Option<String>,
+    }
+    let requested = params
+        .and_then(|p| serde_json::from_str::<Legacy>(p.get()).ok())
+        .and_then(|l| l.protocol_version)
+        .unwrap_or_default();
+    Some(ErrorObject::unsupported_version(
+        SUPPORTED_VERSIONS,
+        &requested,
+    ))
+}
