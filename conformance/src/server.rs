@@ -12,12 +12,11 @@ use anyhow::Context as _;
 use clap::Parser;
 use serde_json::{Value, json};
 use toolwire_server::protocol::{CallToolResult, ContentBlock, LoggingLevel, ResourceContents};
-use toolwire_server::{NoArgs, RequestContext, Server, Tool, ToolError, http, stdio};
+use toolwire_server::{NoArgs, Prompt, RequestContext, Server, Tool, ToolError, http, stdio};
 
 mod fixtures;
 
-/// A 1×1 PNG.
-const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+use fixtures::PNG;
 /// A tiny WAV.
 const WAV: &str = "UklGRiYAAABXQVZFZm10IBAAAAABAAEAQB8AAAB9AAACABAAZGF0YQIAAAA=";
 
@@ -74,10 +73,14 @@ fn build() -> anyhow::Result<Server> {
         .tools(diagnostic_tools())
         .tools(schema_tools())
         .tools(fixtures::mrtr::tools())
+        .prompts(fixtures::prompts::prompts())
+        .resources(fixtures::prompts::resources())
+        .resource_template(fixtures::prompts::templates().remove(0))
         .build()?;
     // The trigger tools change the server's own tool set, so they are added once it exists.
     let this: Arc<OnceLock<Server>> = Arc::new(OnceLock::new());
     let _ = this.set(server.clone());
+
     server.add_tools(trigger_tools(this))?;
     Ok(server)
 }
@@ -219,6 +222,7 @@ fn schema_tools() -> Vec<Tool> {
 
 fn trigger_tools(server: Arc<OnceLock<Server>>) -> Vec<Tool> {
     let toggling = Arc::new(tokio::sync::Mutex::new(()));
+    let (prompts_server, prompt_toggling) = (server.clone(), toggling.clone());
     vec![
         Tool::new(
             "test_trigger_tool_change",
@@ -251,10 +255,30 @@ fn trigger_tools(server: Arc<OnceLock<Server>>) -> Vec<Tool> {
         .description("Adds or removes test_dynamic_tool, so listen streams see tools/list_changed"),
         Tool::new(
             "test_trigger_prompt_change",
-            |_: NoArgs, _: RequestContext| async {
-                "This server offers no prompts, so no prompt list changed."
+            move |_: NoArgs, _: RequestContext| {
+                let (server, toggling) = (prompts_server.clone(), prompt_toggling.clone());
+                async move {
+                    let _one_at_a_time = toggling.lock().await;
+                    let server = server
+                        .get()
+                        .ok_or_else(|| ToolError::internal("server not ready"))?;
+                    const DYNAMIC: &str = "test_dynamic_prompt";
+                    if server.prompt_names().iter().any(|n| n == DYNAMIC) {
+                        server.remove_prompt(DYNAMIC).map_err(ToolError::internal)?;
+                        Ok::<_, ToolError>("Removed test_dynamic_prompt; the prompt list changed.")
+                    } else {
+                        let prompt = Prompt::new(DYNAMIC, |_, _: RequestContext| async {
+                            Ok::<_, ToolError>("dynamic".to_owned())
+                        })
+                        .description("Added and removed by test_trigger_prompt_change");
+                        server.add_prompt(prompt).map_err(ToolError::internal)?;
+                        Ok("Added test_dynamic_prompt; the prompt list changed.")
+                    }
+                }
             },
         )
-        .description("Would change the prompt list; this server offers no prompts"),
+        .description(
+            "Adds or removes test_dynamic_prompt, so listen streams see prompts/list_changed",
+        ),
     ]
 }

@@ -18,6 +18,20 @@ use crate::server::Server;
 use crate::state::{Binding, StateError};
 use crate::tool::ToolError;
 
+/// Runs a handler with panics contained: `None` (logged) if it panicked.
+pub(crate) async fn contained<T>(
+    name: &str,
+    make: impl FnOnce() -> futures::future::BoxFuture<'static, Result<T, ToolError>>,
+) -> Option<Result<T, ToolError>> {
+    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(make)) {
+        Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
+        Err(panic) => Err(panic),
+    };
+    outcome
+        .map_err(|panic| tracing::error!(%name, panic = panic_message(&panic), "handler panicked"))
+        .ok()
+}
+
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
     /// with panics contained, and output validation (T-10).

@@ -92,10 +92,6 @@ impl<T: Entry> Catalog<T> {
         self.current.load_full()
     }
 
-    pub(crate) fn is_empty(&self) -> bool {
-        self.current.load().items.is_empty()
-    }
-
     /// Adds items atomically; on a duplicate key nothing is added and that key is returned.
     pub(crate) fn add_all(&self, items: Vec<Arc<T>>) -> Result<(), String> {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());

@@ -16,6 +16,9 @@ const TAG_LEN: usize = 16;
 #[repr(u8)]
 pub(crate) enum ListKind {
     Tools = 1,
+    Prompts = 2,
+    Resources = 3,
+    Templates = 4,
 }
 
 /// Where a page ends: the offset after it and the name of its last item.

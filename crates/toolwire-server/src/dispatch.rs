@@ -322,6 +322,14 @@ impl Server {
                 Err(error) => Final::error(Some(id), &error),
             }),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
+            Route::ListPrompts { cursor } => Some(self.list_prompts(id, cursor.as_deref())),
+            Route::ListResources { cursor } => Some(self.list_resources(id, cursor.as_deref())),
+            Route::ListResourceTemplates { cursor } => {
+                Some(self.list_templates(id, cursor.as_deref()))
+            }
+            Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
+            Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
+            Route::Complete(complete) => Some(self.complete(id, complete)),
         }
     }
 

@@ -89,6 +89,33 @@ pub enum Error {
     /// No tool has this name.
     #[error("no tool named {0:?}")]
     UnknownTool(String),
+    /// No prompt, resource or template has this key.
+    #[error("no {kind} {key:?}")]
+    Unknown {
+        /// `prompt`, `resource` or `resource template`.
+        kind: &'static str,
+        /// The name or URI.
+        key: String,
+    },
+    /// A prompt, resource or template with this key is already registered.
+    #[error("a {kind} {key:?} is already registered")]
+    Duplicate {
+        /// `prompt`, `resource` or `resource template`.
+        kind: &'static str,
+        /// The name or URI.
+        key: String,
+    },
+    /// The server was built without this capability, so it cannot be added at runtime.
+    #[error("the server does not offer {0}; enable it on the builder (R-01)")]
+    NotOffered(&'static str),
+    /// A resource template is not a supported RFC 6570 template.
+    #[error("resource template {template:?}: {reason}")]
+    InvalidTemplate {
+        /// The template.
+        template: String,
+        /// What is wrong.
+        reason: String,
+    },
     /// A schema could not be generated for a typed tool.
     #[error("tool {tool:?}: cannot use the generated schema: {message}")]
     Schema {

@@ -7,7 +7,10 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
-use toolwire_protocol::{ContentBlock, GetPromptResult, Icon, Prompt as PromptDefinition, PromptArgument, PromptMessage, Role};
+use toolwire_protocol::{
+    ContentBlock, GetPromptResult, Icon, Prompt as PromptDefinition, PromptArgument, PromptMessage,
+    Role,
+};
 
 use crate::catalog::Entry;
 use crate::{RequestContext, ToolError};
@@ -29,19 +32,29 @@ impl PromptOutput for GetPromptResult {
 
 impl PromptOutput for Vec<PromptMessage> {
     fn into_result(self) -> GetPromptResult {
-        GetPromptResult { messages: self, ..Default::default() }
+        GetPromptResult {
+            messages: self,
+            ..Default::default()
+        }
     }
 }
 
 impl PromptOutput for String {
     /// One user message with this text.
     fn into_result(self) -> GetPromptResult {
-        vec![PromptMessage { role: Role::User, content: ContentBlock::text(self) }].into_result()
+        vec![PromptMessage {
+            role: Role::User,
+            content: ContentBlock::text(self),
+        }]
+        .into_result()
     }
 }
 
-pub(crate) type PromptHandler =
-    Arc<dyn Fn(PromptArgs, RequestContext) -> BoxFuture<'static, Result<GetPromptResult, ToolError>> + Send + Sync>;
+pub(crate) type PromptHandler = Arc<
+    dyn Fn(PromptArgs, RequestContext) -> BoxFuture<'static, Result<GetPromptResult, ToolError>>
+        + Send
+        + Sync,
+>;
 
 /// Completes a partly typed argument value: candidates for `value`, given the other arguments.
 pub type Completer = Arc<dyn Fn(&str, &PromptArgs) -> Vec<String> + Send + Sync>;
@@ -56,7 +69,9 @@ pub struct Prompt {
 
 impl std::fmt::Debug for Prompt {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Prompt").field("definition", &self.definition).finish_non_exhaustive()
+        f.debug_struct("Prompt")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
     }
 }
 
@@ -74,7 +89,10 @@ impl Prompt {
             Box::pin(async move { fut.await.map(PromptOutput::into_result) })
         });
         Prompt {
-            definition: PromptDefinition { name: name.into(), ..Default::default() },
+            definition: PromptDefinition {
+                name: name.into(),
+                ..Default::default()
+            },
             handler,
             completions: HashMap::new(),
         }
@@ -104,19 +122,32 @@ impl Prompt {
     }
 
     /// Declares an argument.
-    pub fn argument(mut self, name: impl Into<String>, description: impl Into<String>, required: bool) -> Self {
-        self.definition.arguments.get_or_insert_with(Vec::new).push(PromptArgument {
-            name: name.into(),
-            description: Some(description.into()),
-            required: Some(required),
-            title: None,
-        });
+    pub fn argument(
+        mut self,
+        name: impl Into<String>,
+        description: impl Into<String>,
+        required: bool,
+    ) -> Self {
+        self.definition
+            .arguments
+            .get_or_insert_with(Vec::new)
+            .push(PromptArgument {
+                name: name.into(),
+                description: Some(description.into()),
+                required: Some(required),
+                title: None,
+            });
         self
     }
 
     /// Completes values of `argument` for `completion/complete`.
-    pub fn complete(mut self, argument: impl Into<String>, completer: impl Fn(&str, &PromptArgs) -> Vec<String> + Send + Sync + 'static) -> Self {
-        self.completions.insert(argument.into(), Arc::new(completer));
+    pub fn complete(
+        mut self,
+        argument: impl Into<String>,
+        completer: impl Fn(&str, &PromptArgs) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.completions
+            .insert(argument.into(), Arc::new(completer));
         self
     }
 

@@ -8,7 +8,9 @@ use std::sync::Arc;
 
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
-use toolwire_protocol::{Resource as ResourceDefinition, ResourceContents, ResourceTemplate as TemplateDefinition};
+use toolwire_protocol::{
+    Resource as ResourceDefinition, ResourceContents, ResourceTemplate as TemplateDefinition,
+};
 
 use crate::catalog::Entry;
 use crate::prompt::Completer;
@@ -35,8 +37,15 @@ impl ResourceOutput for Vec<ResourceContents> {
 /// The variables a URI template matched.
 pub type TemplateVars = BTreeMap<String, String>;
 
-pub(crate) type Reader =
-    Arc<dyn Fn(String, TemplateVars, RequestContext) -> BoxFuture<'static, Result<Vec<ResourceContents>, ToolError>> + Send + Sync>;
+pub(crate) type Reader = Arc<
+    dyn Fn(
+            String,
+            TemplateVars,
+            RequestContext,
+        ) -> BoxFuture<'static, Result<Vec<ResourceContents>, ToolError>>
+        + Send
+        + Sync,
+>;
 
 fn reader<O, F, Fut>(read: F) -> Reader
 where
@@ -59,7 +68,9 @@ pub struct Resource {
 
 impl std::fmt::Debug for Resource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Resource").field("definition", &self.definition).finish_non_exhaustive()
+        f.debug_struct("Resource")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
     }
 }
 
@@ -72,7 +83,11 @@ impl Resource {
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
         Resource {
-            definition: ResourceDefinition { uri: uri.into(), name: name.into(), ..Default::default() },
+            definition: ResourceDefinition {
+                uri: uri.into(),
+                name: name.into(),
+                ..Default::default()
+            },
             reader: reader(move |uri, _, ctx| read(uri, ctx)),
         }
     }
@@ -106,21 +121,31 @@ pub struct ResourceTemplate {
 
 impl std::fmt::Debug for ResourceTemplate {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ResourceTemplate").field("definition", &self.definition).finish_non_exhaustive()
+        f.debug_struct("ResourceTemplate")
+            .field("definition", &self.definition)
+            .finish_non_exhaustive()
     }
 }
 
 impl ResourceTemplate {
     /// Resources matching `uri_template` (e.g. `file:///{+path}` or `db://rows/{id}`), read by
     /// `read` with the matched variables.
-    pub fn new<O, F, Fut>(uri_template: impl Into<String>, name: impl Into<String>, read: F) -> ResourceTemplate
+    pub fn new<O, F, Fut>(
+        uri_template: impl Into<String>,
+        name: impl Into<String>,
+        read: F,
+    ) -> ResourceTemplate
     where
         O: ResourceOutput,
         F: Fn(String, TemplateVars, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = Result<O, ToolError>> + Send + 'static,
     {
         ResourceTemplate {
-            definition: TemplateDefinition { uri_template: uri_template.into(), name: name.into(), ..Default::default() },
+            definition: TemplateDefinition {
+                uri_template: uri_template.into(),
+                name: name.into(),
+                ..Default::default()
+            },
             reader: reader(read),
             completions: HashMap::new(),
         }
@@ -139,8 +164,13 @@ impl ResourceTemplate {
     }
 
     /// Completes values of the template variable `variable` for `completion/complete`.
-    pub fn complete(mut self, variable: impl Into<String>, completer: impl Fn(&str, &TemplateVars) -> Vec<String> + Send + Sync + 'static) -> Self {
-        self.completions.insert(variable.into(), Arc::new(completer));
+    pub fn complete(
+        mut self,
+        variable: impl Into<String>,
+        completer: impl Fn(&str, &TemplateVars) -> Vec<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.completions
+            .insert(variable.into(), Arc::new(completer));
         self
     }
 }
@@ -150,7 +180,10 @@ impl ResourceTemplate {
 enum Part {
     Literal(String),
     /// A variable; `reserved` (`{+var}`) may span `/`.
-    Var { name: String, reserved: bool },
+    Var {
+        name: String,
+        reserved: bool,
+    },
 }
 
 /// A parsed URI template (RFC 6570 levels 1 and 2 without fragments: `{var}`, `{+var}`).
@@ -173,14 +206,22 @@ impl UriTemplate {
                 Some(name) => (true, name),
                 None => (false, expr),
             };
-            let valid = !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
+            let valid = !name.is_empty()
+                && name
+                    .bytes()
+                    .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'.');
             if !valid {
-                return Err(format!("unsupported expression {{{expr}}}: only {{var}} and {{+var}} are supported"));
+                return Err(format!(
+                    "unsupported expression {{{expr}}}: only {{var}} and {{+var}} are supported"
+                ));
             }
             if matches!(parts.last(), Some(Part::Var { .. })) {
                 return Err("two variables must be separated by literal text".into());
             }
-            parts.push(Part::Var { name: name.to_owned(), reserved });
+            parts.push(Part::Var {
+                name: name.to_owned(),
+                reserved,
+            });
             rest = &rest[close + 1..];
         }
         if rest.contains('}') {
@@ -258,15 +299,33 @@ mod tests {
     fn templates_match_and_bind() {
         let t = UriTemplate::parse("test://template/{id}/data").unwrap();
         assert_eq!(t.matches("test://template/123/data").unwrap()["id"], "123");
-        assert_eq!(t.matches("test://template/1/2/data"), None, "{id} does not span '/'");
+        assert_eq!(
+            t.matches("test://template/1/2/data"),
+            None,
+            "{id} does not span '/'"
+        );
         assert_eq!(t.matches("test://template//data"), None);
         assert_eq!(t.matches("test://template/123/data/x"), None);
         let files = UriTemplate::parse("file:///{+path}").unwrap();
-        assert_eq!(files.matches("file:///a/b/c.txt").unwrap()["path"], "a/b/c.txt");
+        assert_eq!(
+            files.matches("file:///a/b/c.txt").unwrap()["path"],
+            "a/b/c.txt"
+        );
         let two = UriTemplate::parse("db://{table}/rows/{id}").unwrap();
         let vars = two.matches("db://users/rows/7").unwrap();
-        assert_eq!((vars["table"].as_str(), vars["id"].as_str()), ("users", "7"));
-        for bad in ["x://{a}{b}", "x://{?q}", "x://{a", "x://a}", "x://{}", "x://{a:3}", "x://{a*}"] {
+        assert_eq!(
+            (vars["table"].as_str(), vars["id"].as_str()),
+            ("users", "7")
+        );
+        for bad in [
+            "x://{a}{b}",
+            "x://{?q}",
+            "x://{a",
+            "x://a}",
+            "x://{}",
+            "x://{a:3}",
+            "x://{a*}",
+        ] {
             assert!(UriTemplate::parse(bad).is_err(), "{bad}");
         }
     }

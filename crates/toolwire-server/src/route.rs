@@ -3,10 +3,17 @@
 
 use serde_json::Value;
 use serde_json::value::RawValue;
+use std::collections::BTreeMap;
+
 use toolwire_protocol::methods::{
-    CallTool as CallToolMethod, Discover, ListTools, Listen, Method, REMOVED_METHODS,
+    CallTool as CallToolMethod, Complete as CompleteMethod, Discover, GetPrompt as GetPromptMethod,
+    ListPrompts, ListResourceTemplates, ListResources, ListTools, Listen, Method, REMOVED_METHODS,
+    ReadResource as ReadResourceMethod,
 };
-use toolwire_protocol::{ErrorObject, InputResponses, JsonObject, SubscriptionFilter};
+use toolwire_protocol::{
+    CompletionArgument, CompletionContext, CompletionReference, ErrorObject, InputResponses,
+    JsonObject, SubscriptionFilter,
+};
 
 use crate::server::SUPPORTED_VERSIONS;
 
@@ -32,6 +39,44 @@ pub(crate) enum Route {
     ListTools { cursor: Option<String> },
     CallTool(CallTool),
     Listen { filter: SubscriptionFilter },
+    ListPrompts { cursor: Option<String> },
+    GetPrompt(GetPrompt),
+    ListResources { cursor: Option<String> },
+    ListResourceTemplates { cursor: Option<String> },
+    ReadResource(ReadResource),
+    Complete(Complete),
+}
+
+/// `prompts/get` params.
+#[derive(Debug)]
+pub(crate) struct GetPrompt {
+    pub(crate) name: String,
+    pub(crate) arguments: BTreeMap<String, String>,
+    pub(crate) round: RoundParams,
+}
+
+/// `resources/read` params.
+#[derive(Debug)]
+pub(crate) struct ReadResource {
+    pub(crate) uri: String,
+    pub(crate) round: RoundParams,
+}
+
+/// `completion/complete` params.
+#[derive(Debug, serde::Deserialize)]
+pub(crate) struct Complete {
+    #[serde(rename = "ref")]
+    pub(crate) reference: CompletionReference,
+    pub(crate) argument: CompletionArgument,
+    #[serde(default)]
+    pub(crate) context: Option<CompletionContext>,
+}
+
+/// Params of the paginated lists.
+#[derive(serde::Deserialize)]
+struct Paginated {
+    #[serde(default)]
+    cursor: Option<String>,
 }
 
 impl Route {
@@ -93,6 +138,55 @@ impl Route {
                     },
                 }))
             }
+            ListPrompts::METHOD => Ok(Route::ListPrompts {
+                cursor: params_of::<Paginated>(method, params)?.cursor,
+            }),
+            ListResources::METHOD => Ok(Route::ListResources {
+                cursor: params_of::<Paginated>(method, params)?.cursor,
+            }),
+            ListResourceTemplates::METHOD => Ok(Route::ListResourceTemplates {
+                cursor: params_of::<Paginated>(method, params)?.cursor,
+            }),
+            GetPromptMethod::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    name: String,
+                    #[serde(default)]
+                    arguments: Option<BTreeMap<String, String>>,
+                    #[serde(default, rename = "inputResponses")]
+                    input_responses: Option<InputResponses>,
+                    #[serde(default, rename = "requestState")]
+                    request_state: Option<String>,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Route::GetPrompt(GetPrompt {
+                    name: p.name,
+                    arguments: p.arguments.unwrap_or_default(),
+                    round: RoundParams {
+                        input_responses: p.input_responses,
+                        request_state: p.request_state,
+                    },
+                }))
+            }
+            ReadResourceMethod::METHOD => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    uri: String,
+                    #[serde(default, rename = "inputResponses")]
+                    input_responses: Option<InputResponses>,
+                    #[serde(default, rename = "requestState")]
+                    request_state: Option<String>,
+                }
+                let p: P = params_of(method, params)?;
+                Ok(Route::ReadResource(ReadResource {
+                    uri: p.uri,
+                    round: RoundParams {
+                        input_responses: p.input_responses,
+                        request_state: p.request_state,
+                    },
+                }))
+            }
+            CompleteMethod::METHOD => Ok(Route::Complete(params_of(method, params)?)),
             Listen::METHOD => {
                 #[derive(serde::Deserialize)]
                 struct P {
@@ -111,6 +205,8 @@ impl Route {
     pub(crate) fn name_header(&self) -> Option<&str> {
         match self {
             Route::CallTool(call) => Some(&call.name),
+            Route::GetPrompt(get) => Some(&get.name),
+            Route::ReadResource(read) => Some(&read.uri),
             _ => None,
         }
     }

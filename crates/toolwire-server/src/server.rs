@@ -7,13 +7,17 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
-    PROTOCOL_VERSION, ResultMeta, ResultType, ServerCapabilities,
+    PROTOCOL_VERSION, ResourcesCapability, ResultMeta, ResultType, ServerCapabilities,
 };
 
+use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
 use crate::cursor::CursorCodec;
 use crate::error::Result;
+use crate::offers::{add_prompts, add_resources, add_templates};
+use crate::prompt::{Prompt, RegisteredPrompt};
 use crate::registry::ToolRegistry;
+use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
 use crate::schema::SchemaLimits;
 use crate::state::{ReplayGuard, RequestStateKeys};
 use crate::tool::Tool;
@@ -26,6 +30,12 @@ pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 pub(crate) enum Change {
     /// The tool set changed.
     Tools,
+    /// The prompt set changed.
+    Prompts,
+    /// The resource or template set changed.
+    Resources,
+    /// A resource's contents changed.
+    ResourceUpdated(Arc<str>),
 }
 
 /// Tunables; every field has a sensible default.
@@ -39,6 +49,8 @@ pub(crate) struct Config {
     pub(crate) schema_limits: SchemaLimits,
     pub(crate) max_message_bytes: usize,
     pub(crate) max_json_depth: usize,
+    pub(crate) read_ttl_ms: u64,
+    pub(crate) read_cache_scope: CacheScope,
 }
 
 impl Default for Config {
@@ -52,6 +64,8 @@ impl Default for Config {
             schema_limits: SchemaLimits::default(),
             max_message_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
+            read_ttl_ms: 300_000,
+            read_cache_scope: CacheScope::Private,
         }
     }
 }
@@ -77,10 +91,22 @@ pub(crate) struct ServerInner {
     pub(crate) result_meta_json: String,
     /// The `server/discover` result, serialized once: nothing in it changes at runtime.
     pub(crate) discover: Box<serde_json::value::RawValue>,
+    pub(crate) prompts: Catalog<RegisteredPrompt>,
+    pub(crate) resources: Catalog<RegisteredResource>,
+    pub(crate) templates: Catalog<RegisteredTemplate>,
+    /// The capabilities beside tools this server declared.
+    pub(crate) offers: Offers,
     /// Request state sealing (M-06…M-08).
     pub(crate) request_state: RequestStateConfig,
     /// Wall-clock time for expiries.
     pub(crate) clock: Arc<dyn Clock>,
+}
+
+/// Which capabilities beside tools the server declares.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Offers {
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
 }
 
 /// How request state is sealed and checked.
@@ -106,6 +132,10 @@ impl Server {
             info: Implementation::new(name, version),
             instructions: None,
             tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            offers: Offers::default(),
             config: Config::default(),
             cursor_key: None,
             server_info_in_results: true,
@@ -192,6 +222,10 @@ pub struct ServerBuilder {
     info: Implementation,
     instructions: Option<String>,
     tools: Vec<Tool>,
+    prompts: Vec<Prompt>,
+    resources: Vec<Resource>,
+    templates: Vec<ResourceTemplate>,
+    offers: Offers,
     config: Config,
     cursor_key: Option<[u8; 32]>,
     server_info_in_results: bool,
@@ -229,6 +263,60 @@ impl ServerBuilder {
     /// Adds several tools.
     pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
         self.tools.extend(tools);
+        self
+    }
+
+    /// Adds a prompt; the server then offers prompts.
+    pub fn prompt(mut self, prompt: Prompt) -> Self {
+        self.prompts.push(prompt);
+        self.offers.prompts = true;
+        self
+    }
+
+    /// Adds several prompts.
+    pub fn prompts(mut self, prompts: impl IntoIterator<Item = Prompt>) -> Self {
+        self.prompts.extend(prompts);
+        self.offers.prompts = true;
+        self
+    }
+
+    /// Adds a resource; the server then offers resources.
+    pub fn resource(mut self, resource: Resource) -> Self {
+        self.resources.push(resource);
+        self.offers.resources = true;
+        self
+    }
+
+    /// Adds several resources.
+    pub fn resources(mut self, resources: impl IntoIterator<Item = Resource>) -> Self {
+        self.resources.extend(resources);
+        self.offers.resources = true;
+        self
+    }
+
+    /// Adds a resource template; the server then offers resources.
+    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
+        self.templates.push(template);
+        self.offers.resources = true;
+        self
+    }
+
+    /// Declares the `prompts` capability even with no prompt yet (they may come at runtime).
+    pub fn offer_prompts(mut self) -> Self {
+        self.offers.prompts = true;
+        self
+    }
+
+    /// Declares the `resources` capability even with no resource yet.
+    pub fn offer_resources(mut self) -> Self {
+        self.offers.resources = true;
+        self
+    }
+
+    /// `ttlMs` and `cacheScope` of `resources/read` results (default 5 minutes, private).
+    pub fn read_cache(mut self, ttl: Duration, scope: CacheScope) -> Self {
+        self.config.read_ttl_ms = ttl.as_millis() as u64;
+        self.config.read_cache_scope = scope;
         self
     }
 
@@ -339,11 +427,26 @@ impl ServerBuilder {
             ),
             None => String::new(),
         };
+        let offers = self.offers;
+        let prompts = Catalog::default();
+        add_prompts(&prompts, self.prompts)?;
+        let resources = Catalog::default();
+        add_resources(&resources, self.resources)?;
+        let templates = Catalog::default();
+        add_templates(&templates, self.templates)?;
         let capabilities = ServerCapabilities {
             tools: Some(ListChangedCapability {
                 list_changed: Some(true),
             }),
             logging: self.config.logging.then(JsonObject::new),
+            prompts: offers.prompts.then_some(ListChangedCapability {
+                list_changed: Some(true),
+            }),
+            resources: offers.resources.then_some(ResourcesCapability {
+                subscribe: Some(true),
+                list_changed: Some(true),
+            }),
+            completions: (offers.prompts || offers.resources).then(JsonObject::new),
             ..Default::default()
         };
         let discover = DiscoverResult {
@@ -359,6 +462,10 @@ impl ServerBuilder {
         let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
         Ok(Server {
             inner: Arc::new(ServerInner {
+                prompts,
+                resources,
+                templates,
+                offers,
                 request_state: RequestStateConfig {
                     keys: self.state_keys.unwrap_or_else(RequestStateKeys::random),
                     ttl_ms: self.state_ttl.as_millis() as u64,

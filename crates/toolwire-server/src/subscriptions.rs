@@ -10,13 +10,15 @@ use serde::Serialize;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    AcknowledgedParams, EmptyResult, ListChangedParams, NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED,
-    NOTIFICATION_TOOLS_LIST_CHANGED, Notification, NotificationMeta, RequestId, ResultMeta,
-    ResultType, SubscriptionFilter,
+    AcknowledgedParams, EmptyResult, ListChangedParams, NOTIFICATION_PROMPTS_LIST_CHANGED,
+    NOTIFICATION_RESOURCES_LIST_CHANGED, NOTIFICATION_RESOURCES_UPDATED,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, Notification,
+    NotificationMeta, RequestId, ResourceUpdatedParams, ResultMeta, ResultType, SubscriptionFilter,
 };
 
 use crate::context::RequestContext;
 use crate::dispatch::Final;
+use crate::offers::covers;
 use crate::server::{Change, Server};
 
 /// One message of a subscription stream; the closing result is `last`.
@@ -26,11 +28,19 @@ pub(crate) struct ListenMessage {
 }
 
 impl Server {
-    /// The part of `filter` this server honours (L-04): unsupported kinds are left out.
+    /// The part of `filter` this server honours (L-04): kinds it does not offer are left out.
     pub(crate) fn honoured(&self, filter: &SubscriptionFilter) -> SubscriptionFilter {
+        let offers = self.inner.offers;
+        let asked =
+            |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
         SubscriptionFilter {
-            tools_list_changed: (filter.tools_list_changed == Some(true)).then_some(true),
-            ..Default::default()
+            tools_list_changed: asked(filter.tools_list_changed, true),
+            prompts_list_changed: asked(filter.prompts_list_changed, offers.prompts),
+            resources_list_changed: asked(filter.resources_list_changed, offers.resources),
+            resource_subscriptions: filter
+                .resource_subscriptions
+                .clone()
+                .filter(|uris| offers.resources && !uris.is_empty()),
         }
     }
 
@@ -59,18 +69,15 @@ impl Server {
                     _ = closing.cancelled() => break,
                     change = changes.recv() => change,
                 };
-                let wanted: &[Change] = match &change {
-                    Ok(change) => std::slice::from_ref(change),
-                    // Missed changes: tell the client about every kind it follows (conservative).
-                    Err(RecvError::Lagged(_)) => &[Change::Tools],
+                let changes_seen: Vec<Change> = match change {
+                    Ok(change) => vec![change],
+                    // Missed changes: tell the client about everything it follows (conservative).
+                    Err(RecvError::Lagged(_)) => missed(&honoured),
                     Err(RecvError::Closed) => break,
                 };
-                for change in wanted {
-                    match change {
-                        Change::Tools if honoured.tools_list_changed == Some(true) => {
-                            yield notification(NOTIFICATION_TOOLS_LIST_CHANGED, ListChangedParams { meta: tag() });
-                        }
-                        Change::Tools => {}
+                for change in changes_seen {
+                    if let Some(message) = message_for(&honoured, &change, tag()) {
+                        yield message;
                     }
                 }
             }
@@ -109,6 +116,55 @@ impl Server {
         }
         None
     }
+}
+
+/// The notification a change means for a stream with this honoured filter, if any.
+fn message_for(
+    honoured: &SubscriptionFilter,
+    change: &Change,
+    meta: Option<NotificationMeta>,
+) -> Option<ListenMessage> {
+    let on = |flag: Option<bool>| flag == Some(true);
+    match change {
+        Change::Tools if on(honoured.tools_list_changed) => Some(notification(
+            NOTIFICATION_TOOLS_LIST_CHANGED,
+            ListChangedParams { meta },
+        )),
+        Change::Prompts if on(honoured.prompts_list_changed) => Some(notification(
+            NOTIFICATION_PROMPTS_LIST_CHANGED,
+            ListChangedParams { meta },
+        )),
+        Change::Resources if on(honoured.resources_list_changed) => Some(notification(
+            NOTIFICATION_RESOURCES_LIST_CHANGED,
+            ListChangedParams { meta },
+        )),
+        Change::ResourceUpdated(uri) => {
+            let subscribed = honoured
+                .resource_subscriptions
+                .as_deref()
+                .unwrap_or_default();
+            subscribed.iter().any(|s| covers(s, uri)).then(|| {
+                notification(
+                    NOTIFICATION_RESOURCES_UPDATED,
+                    ResourceUpdatedParams {
+                        uri: uri.to_string(),
+                        meta,
+                    },
+                )
+            })
+        }
+        _ => None,
+    }
+}
+
+/// What to announce after missing changes: every list the stream follows, and an update of
+/// every resource it subscribed to.
+fn missed(honoured: &SubscriptionFilter) -> Vec<Change> {
+    let mut changes = vec![Change::Tools, Change::Prompts, Change::Resources];
+    for uri in honoured.resource_subscriptions.iter().flatten() {
+        changes.push(Change::ResourceUpdated(uri.as_str().into()));
+    }
+    changes
 }
 
 fn notification<P: Serialize>(method: &str, params: P) -> ListenMessage {

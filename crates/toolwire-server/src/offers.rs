@@ -1,0 +1,439 @@
+//! Prompts, resources and completion (CHECKLIST §12): registration, the list methods,
+//! `prompts/get`, `resources/read` (both may answer `input_required`, R-03) and
+//! `completion/complete`.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use toolwire_protocol::methods::{
+    GetPrompt as GetPromptMethod, Method, ReadResource as ReadResourceMethod,
+};
+use toolwire_protocol::{
+    CompleteResult, Completion, CompletionReference, ErrorObject, ReadResourceResult, RequestId,
+    ResultType,
+};
+
+use crate::call::contained;
+use crate::catalog::Catalog;
+use crate::context::RequestContext;
+use crate::cursor::ListKind;
+use crate::dispatch::Final;
+use crate::error::{Error, Result};
+use crate::prompt::{Prompt, PromptArgs, RegisteredPrompt};
+use crate::resource::{
+    RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, UriTemplate,
+};
+use crate::route::{Complete, GetPrompt, ReadResource};
+use crate::server::{Change, Server};
+use crate::state::Binding;
+use crate::tool::ToolError;
+
+/// Most completion values in one result.
+const MAX_COMPLETIONS: usize = 100;
+
+pub(crate) fn add_prompts(catalog: &Catalog<RegisteredPrompt>, prompts: Vec<Prompt>) -> Result<()> {
+    let mut entries = Vec::with_capacity(prompts.len());
+    for prompt in prompts {
+        entries.push(Arc::new(
+            RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?,
+        ));
+    }
+    catalog.add_all(entries).map_err(|key| Error::Duplicate {
+        kind: "prompt",
+        key,
+    })
+}
+
+pub(crate) fn add_resources(
+    catalog: &Catalog<RegisteredResource>,
+    resources: Vec<Resource>,
+) -> Result<()> {
+    let mut entries = Vec::with_capacity(resources.len());
+    for resource in resources {
+        let listed =
+            serde_json::value::to_raw_value(&resource.definition).map_err(std::io::Error::other)?;
+        entries.push(Arc::new(RegisteredResource { resource, listed }));
+    }
+    catalog.add_all(entries).map_err(|key| Error::Duplicate {
+        kind: "resource",
+        key,
+    })
+}
+
+pub(crate) fn add_templates(
+    catalog: &Catalog<RegisteredTemplate>,
+    templates: Vec<ResourceTemplate>,
+) -> Result<()> {
+    let mut entries = Vec::with_capacity(templates.len());
+    for template in templates {
+        let uri_template = &template.definition.uri_template;
+        let parsed = UriTemplate::parse(uri_template).map_err(|reason| Error::InvalidTemplate {
+            template: uri_template.clone(),
+            reason,
+        })?;
+        let listed =
+            serde_json::value::to_raw_value(&template.definition).map_err(std::io::Error::other)?;
+        entries.push(Arc::new(RegisteredTemplate {
+            template,
+            parsed,
+            listed,
+        }));
+    }
+    catalog.add_all(entries).map_err(|key| Error::Duplicate {
+        kind: "resource template",
+        key,
+    })
+}
+
+impl Server {
+    fn offers(&self, prompts: bool) -> Result<()> {
+        let offers = self.inner.offers;
+        match (prompts, offers.prompts, offers.resources) {
+            (true, false, _) => Err(Error::NotOffered("prompts")),
+            (false, _, false) => Err(Error::NotOffered("resources")),
+            _ => Ok(()),
+        }
+    }
+
+    fn changed(&self, change: Change) {
+        let _ = self.inner.changes.send(change);
+    }
+
+    /// Registers a prompt at runtime; listen streams that asked are told (promptsListChanged).
+    pub fn add_prompt(&self, prompt: Prompt) -> Result<()> {
+        self.offers(true)?;
+        add_prompts(&self.inner.prompts, vec![prompt])?;
+        self.changed(Change::Prompts);
+        Ok(())
+    }
+
+    /// Removes a prompt at runtime.
+    pub fn remove_prompt(&self, name: &str) -> Result<()> {
+        if !self.inner.prompts.remove(name) {
+            return Err(Error::Unknown {
+                kind: "prompt",
+                key: name.to_owned(),
+            });
+        }
+        self.changed(Change::Prompts);
+        Ok(())
+    }
+
+    /// The registered prompt names in listing order.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.inner
+            .prompts
+            .snapshot()
+            .items
+            .iter()
+            .map(|p| p.prompt.definition.name.clone())
+            .collect()
+    }
+
+    /// Registers a resource at runtime; listen streams that asked are told (resourcesListChanged).
+    pub fn add_resource(&self, resource: Resource) -> Result<()> {
+        self.offers(false)?;
+        add_resources(&self.inner.resources, vec![resource])?;
+        self.changed(Change::Resources);
+        Ok(())
+    }
+
+    /// Removes a resource at runtime.
+    pub fn remove_resource(&self, uri: &str) -> Result<()> {
+        if !self.inner.resources.remove(uri) {
+            return Err(Error::Unknown {
+                kind: "resource",
+                key: uri.to_owned(),
+            });
+        }
+        self.changed(Change::Resources);
+        Ok(())
+    }
+
+    /// Registers a resource template at runtime.
+    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<()> {
+        self.offers(false)?;
+        add_templates(&self.inner.templates, vec![template])?;
+        self.changed(Change::Resources);
+        Ok(())
+    }
+
+    /// Removes a resource template at runtime.
+    pub fn remove_resource_template(&self, uri_template: &str) -> Result<()> {
+        if !self.inner.templates.remove(uri_template) {
+            return Err(Error::Unknown {
+                kind: "resource template",
+                key: uri_template.to_owned(),
+            });
+        }
+        self.changed(Change::Resources);
+        Ok(())
+    }
+
+    /// Tells listen streams subscribed to `uri` (or to a resource it is under) that its
+    /// contents changed (`notifications/resources/updated`, R-08).
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.changed(Change::ResourceUpdated(uri.into()));
+    }
+
+    fn not_offered(method: &str) -> ErrorObject {
+        ErrorObject::method_not_found(method)
+            .with_data(json!({"reason": "capability not offered by this server"}))
+    }
+
+    pub(crate) fn list_prompts(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+        if !self.inner.offers.prompts {
+            return Final::error(Some(id), &Self::not_offered("prompts/list"));
+        }
+        self.list_page(
+            id,
+            &self.inner.prompts.snapshot(),
+            cursor,
+            ListKind::Prompts,
+            "prompts",
+        )
+    }
+
+    pub(crate) fn list_resources(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+        if !self.inner.offers.resources {
+            return Final::error(Some(id), &Self::not_offered("resources/list"));
+        }
+        self.list_page(
+            id,
+            &self.inner.resources.snapshot(),
+            cursor,
+            ListKind::Resources,
+            "resources",
+        )
+    }
+
+    pub(crate) fn list_templates(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+        if !self.inner.offers.resources {
+            return Final::error(Some(id), &Self::not_offered("resources/templates/list"));
+        }
+        let templates = self.inner.templates.snapshot();
+        self.list_page(
+            id,
+            &templates,
+            cursor,
+            ListKind::Templates,
+            "resourceTemplates",
+        )
+    }
+
+    /// `prompts/get`: unknown prompt or missing required arguments are -32602.
+    pub(crate) async fn get_prompt(
+        &self,
+        id: &RequestId,
+        get: GetPrompt,
+        ctx: RequestContext,
+    ) -> Final {
+        if !self.inner.offers.prompts {
+            return Final::error(Some(id), &Self::not_offered(GetPromptMethod::METHOD));
+        }
+        let GetPrompt {
+            name,
+            arguments,
+            round,
+        } = get;
+        let Some(entry) = self.inner.prompts.snapshot().get(&name).cloned() else {
+            return Final::error(
+                Some(id),
+                &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+            );
+        };
+        let missing = entry.prompt.missing_arguments(&arguments);
+        if !missing.is_empty() {
+            let message = format!(
+                "Missing required arguments for prompt {name}: {}",
+                missing.join(", ")
+            );
+            return Final::error(Some(id), &ErrorObject::invalid_params(message));
+        }
+        let args_value = serde_json::to_value(&arguments).unwrap_or(Value::Null);
+        let binding = Binding::new(GetPromptMethod::METHOD, &name, &args_value, ctx.principal());
+        if let Err(error) = self.open_round(&binding, round, &ctx) {
+            return Final::error(Some(id), &error);
+        }
+        let declared = ctx.client_capabilities().clone();
+        let handler = entry.prompt.handler.clone();
+        match contained(&name, move || handler(arguments, ctx)).await {
+            Some(Ok(mut result)) => {
+                result.result_type = ResultType::Complete;
+                if result.meta.is_none() {
+                    result.meta = self.result_meta();
+                }
+                Final::result(id, &result)
+            }
+            Some(Err(error)) => self.handler_error(id, &binding, &declared, error, None),
+            None => Final::error(Some(id), &ErrorObject::internal("Internal error")),
+        }
+    }
+
+    /// `resources/read`: a fixed resource by URI, else the first template that matches; an
+    /// unknown URI is -32602 with `data.uri`, and a result is never empty.
+    pub(crate) async fn read_resource(
+        &self,
+        id: &RequestId,
+        read: ReadResource,
+        ctx: RequestContext,
+    ) -> Final {
+        if !self.inner.offers.resources {
+            return Final::error(Some(id), &Self::not_offered(ReadResourceMethod::METHOD));
+        }
+        let ReadResource { uri, round } = read;
+        let reader = match self.inner.resources.snapshot().get(&uri) {
+            Some(entry) => Some((entry.resource.reader.clone(), Default::default())),
+            None => self.inner.templates.snapshot().items.iter().find_map(|t| {
+                t.parsed
+                    .matches(&uri)
+                    .map(|vars| (t.template.reader.clone(), vars))
+            }),
+        };
+        let Some((reader, vars)) = reader else {
+            let error = ErrorObject::invalid_params(format!("Resource not found: {uri}"))
+                .with_data(json!({"uri": uri}));
+            return Final::error(Some(id), &error);
+        };
+        let binding = Binding::new(
+            ReadResourceMethod::METHOD,
+            &uri,
+            &Value::Null,
+            ctx.principal(),
+        );
+        if let Err(error) = self.open_round(&binding, round, &ctx) {
+            return Final::error(Some(id), &error);
+        }
+        let declared = ctx.client_capabilities().clone();
+        let read_uri = uri.clone();
+        match contained(&uri, move || reader(read_uri, vars, ctx)).await {
+            Some(Ok(contents)) if contents.is_empty() => {
+                tracing::error!(%uri, "a resource reader returned no contents (R-04)");
+                Final::error(Some(id), &ErrorObject::internal("Internal error"))
+            }
+            Some(Ok(contents)) => Final::result(
+                id,
+                &ReadResourceResult {
+                    result_type: ResultType::Complete,
+                    contents,
+                    ttl_ms: self.inner.config.read_ttl_ms,
+                    cache_scope: self.inner.config.read_cache_scope,
+                    meta: self.result_meta(),
+                },
+            ),
+            Some(Err(error)) => self.handler_error(id, &binding, &declared, error, Some(&uri)),
+            None => Final::error(Some(id), &ErrorObject::internal("Internal error")),
+        }
+    }
+
+    /// A prompt or resource handler's error: input required becomes an `input_required`
+    /// result; a failure is -32602 (the request cannot be served as asked); internals -32603.
+    fn handler_error(
+        &self,
+        id: &RequestId,
+        binding: &Binding,
+        declared: &toolwire_protocol::ClientCapabilities,
+        error: ToolError,
+        uri: Option<&str>,
+    ) -> Final {
+        match error {
+            ToolError::InputRequired(input) => match self.ask(binding, *input, declared) {
+                Ok(Some(result)) => Final::result(id, &result),
+                Ok(None) => Final::error(Some(id), &ErrorObject::internal("Internal error")),
+                Err(error) => Final::error(Some(id), &error),
+            },
+            ToolError::Protocol(error) => Final::error(Some(id), &error),
+            ToolError::Failed(message) => {
+                let error = ErrorObject::invalid_params(message);
+                let error = match uri {
+                    Some(uri) => error.with_data(json!({"uri": uri})),
+                    None => error,
+                };
+                Final::error(Some(id), &error)
+            }
+            ToolError::Internal(error) => {
+                tracing::error!(name = %binding.name, %error, "handler failed with an internal error");
+                Final::error(Some(id), &ErrorObject::internal("Internal error"))
+            }
+        }
+    }
+
+    /// `completion/complete` for a prompt argument or a template variable.
+    pub(crate) fn complete(&self, id: &RequestId, complete: Complete) -> Final {
+        if !(self.inner.offers.prompts || self.inner.offers.resources) {
+            return Final::error(Some(id), &Self::not_offered("completion/complete"));
+        }
+        let context: PromptArgs = complete
+            .context
+            .and_then(|c| c.arguments)
+            .unwrap_or_default();
+        let argument = &complete.argument;
+        let completer = match &complete.reference {
+            CompletionReference::Prompt { name, .. } => {
+                match self.inner.prompts.snapshot().get(name) {
+                    Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
+                    None => {
+                        return Final::error(
+                            Some(id),
+                            &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+                        );
+                    }
+                }
+            }
+            CompletionReference::Resource { uri } => match self.inner.templates.snapshot().get(uri)
+            {
+                Some(entry) => entry.template.completions.get(&argument.name).cloned(),
+                None => {
+                    let error =
+                        ErrorObject::invalid_params(format!("Unknown resource template: {uri}"));
+                    return Final::error(Some(id), &error);
+                }
+            },
+        };
+        let mut values = completer
+            .map(|c| c(&argument.value, &context))
+            .unwrap_or_default();
+        let total = values.len();
+        values.truncate(MAX_COMPLETIONS);
+        let result = CompleteResult {
+            result_type: ResultType::Complete,
+            completion: Completion {
+                has_more: Some(total > values.len()),
+                total: Some(total as u64),
+                values,
+            },
+            meta: self.result_meta(),
+        };
+        Final::result(id, &result)
+    }
+}
+
+/// Whether a subscription to `subscribed` covers an update of `updated` (the resource itself or
+/// one under it; R-08).
+pub(crate) fn covers(subscribed: &str, updated: &str) -> bool {
+    updated == subscribed
+        || updated
+            .strip_prefix(subscribed)
+            .is_some_and(|rest| subscribed.ends_with('/') || rest.starts_with('/'))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn subscriptions_cover_sub_resources() {
+        let cases = [
+            ("file:///a", "file:///a", true),
+            ("file:///a", "file:///a/b", true),
+            ("file:///a/", "file:///a/b", true),
+            ("file:///a", "file:///ab", false),
+            ("file:///a/b", "file:///a", false),
+        ];
+        for (subscribed, updated, want) in cases {
+            assert_eq!(
+                super::covers(subscribed, updated),
+                want,
+                "{subscribed} {updated}"
+            );
+        }
+    }
+}
