@@ -302,7 +302,7 @@ mod tests {
         assert_eq!(
             t.matches("test://template/1/2/data"),
             None,
-            "{id} does not span '/'"
+            "{{id}} does not span '/'"
         );
         assert_eq!(t.matches("test://template//data"), None);
         assert_eq!(t.matches("test://template/123/data/x"), None);

@@ -48,7 +48,10 @@ pub struct HttpConfig {
 
 /// Derives the caller's principal from request headers (see [`HttpConfig::principal`]).
 #[derive(Clone)]
-struct PrincipalFn(Arc<dyn Fn(&http::HeaderMap) -> Option<String> + Send + Sync>);
+struct PrincipalFn(Arc<Resolver>);
+
+/// A principal resolver.
+type Resolver = dyn Fn(&http::HeaderMap) -> Option<String> + Send + Sync;
 
 impl std::fmt::Debug for PrincipalFn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
