@@ -34,7 +34,7 @@ use crate::{RequestContext, ToolError};
 ///     match ctx.elicited::<Name>("user_name")? {
 ///         Some(Elicited::Accepted(form)) => Ok(format!("Hello, {}!", form.name)),
 ///         Some(_) => Ok("Hello, stranger!".to_owned()),
-///         None => Err(InputRequired::new().elicit::<Name>("user_name", "What is your name?").into()),
+///         None => Err(ToolError::from(InputRequired::new().elicit::<Name>("user_name", "What is your name?"))),
 ///     }
 /// });
 /// # let _ = tool;
