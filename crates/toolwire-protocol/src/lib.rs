@@ -32,6 +32,7 @@ mod prompts;
 mod resources;
 mod results;
 mod subscriptions;
+mod tasks;
 mod tools;
 
 pub use capabilities::*;
@@ -46,6 +47,7 @@ pub use prompts::*;
 pub use resources::*;
 pub use results::*;
 pub use subscriptions::*;
+pub use tasks::*;
 pub use tools::*;
 
 /// The protocol revision this crate implements.

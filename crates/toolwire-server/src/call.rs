@@ -4,19 +4,22 @@
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
+use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
 use toolwire_protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, RequestId, ResultMeta,
-    ResultType,
+    ResultType, TASKS_EXTENSION,
 };
 
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
 use crate::mrtr::{InputRequired, Round};
+use crate::registry::RegisteredTool;
 use crate::route::{CallTool, RoundParams};
 use crate::server::Server;
 use crate::state::{Binding, StateError};
-use crate::tool::ToolError;
+use crate::tasks::{Rerun, tasks_capability};
+use crate::tool::{TaskSupport, ToolError};
 
 /// Runs a handler with panics contained: `None` (logged) if it panicked.
 pub(crate) async fn contained<T>(
@@ -48,6 +51,11 @@ impl Server {
         let Some(tool) = self.inner.registry.snapshot().get(&name).cloned() else {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
+        let declared = ctx.client_capabilities().clone();
+        let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
+        if tool.task_support == Some(TaskSupport::Required) && !as_task {
+            return Err(ErrorObject::missing_capability(&tasks_capability()));
+        }
         if !tool.input.is_valid(&arguments) {
             let violations = tool.input.violations(&arguments);
             let mut text = format!("Invalid arguments for tool {name}:");
@@ -60,52 +68,98 @@ impl Server {
             ));
         }
         let binding = Binding::new(CallToolMethod::METHOD, &name, &arguments, ctx.principal());
+        // A task outlives its request: its handler gets a cancellation of its own.
+        let (ctx, rerun, task_cancel) = if as_task {
+            let cancel = CancellationToken::new();
+            let rerun = Rerun {
+                tool: tool.clone(),
+                arguments: arguments.clone(),
+                meta: ctx.meta().clone(),
+                principal: ctx.principal().map(str::to_owned),
+                id: ctx.request_id().clone(),
+            };
+            let task_ctx = RequestContext::new(
+                rerun.id.clone(),
+                rerun.meta.clone(),
+                cancel.clone(),
+                self.shutdown_token(),
+                None,
+                self.inner.config.logging,
+            )
+            .with_principal(rerun.principal.clone());
+            (task_ctx, Some(rerun), Some(cancel))
+        } else {
+            (ctx, None, None)
+        };
         self.open_round(&binding, round, &ctx)?;
-        let declared = ctx.client_capabilities().clone();
         let handler = tool.handler.clone();
-        let outcome = match std::panic::catch_unwind(AssertUnwindSafe(|| handler(arguments, ctx))) {
-            Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
-            Err(panic) => Err(panic),
+        let task_name = name.clone();
+        let mut step =
+            Box::pin(async move { contained(&task_name, move || handler(arguments, ctx)).await });
+        let outcome = match (rerun, task_cancel) {
+            // The first step runs inline; a call that does not finish at once becomes a task.
+            (Some(rerun), Some(cancel)) => match futures::poll!(step.as_mut()) {
+                std::task::Poll::Ready(outcome) => outcome,
+                std::task::Poll::Pending => {
+                    return Ok(Outcome::Task(self.start_task(rerun, cancel, step)));
+                }
+            },
+            _ => step.await,
         };
         let result = match outcome {
-            Err(panic) => {
-                tracing::error!(tool = %name, panic = panic_message(&panic), "tool handler panicked");
-                return Ok(Outcome::Complete(self.with_meta(internal_failure())));
-            }
-            Ok(Err(ToolError::Protocol(error))) => return Err(error),
-            Ok(Err(ToolError::Failed(message))) => CallToolResult::error(message),
-            Ok(Err(ToolError::Internal(error))) => {
+            None => return Ok(Outcome::Complete(self.with_meta(internal_failure()))),
+            Some(Err(ToolError::Protocol(error))) => return Err(error),
+            Some(Err(ToolError::Failed(message))) => CallToolResult::error(message),
+            Some(Err(ToolError::Internal(error))) => {
                 tracing::error!(tool = %name, error = %error, "tool failed with an internal error");
                 internal_failure()
             }
-            Ok(Err(ToolError::InputRequired(input))) => {
+            Some(Err(ToolError::InputRequired(input))) => {
                 return match self.ask(&binding, *input, &declared) {
                     Ok(Some(result)) => Ok(Outcome::InputRequired(result)),
                     Ok(None) => Ok(Outcome::Complete(self.with_meta(internal_failure()))),
                     Err(error) => Err(error),
                 };
             }
-            Ok(Ok(result)) => result,
+            Some(Ok(result)) => result,
         };
-        if let (Some(schema), false) = (&tool.output, result.is_error()) {
-            let problem = match &result.structured_content {
-                None => Some("the result has no structuredContent".to_owned()),
-                Some(value) if !schema.is_valid(value) => Some(
-                    schema
-                        .violations(value)
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                ),
-                Some(_) => None,
-            };
-            if let Some(problem) = problem {
-                tracing::error!(tool = %name, %problem, "structured output does not match the outputSchema (T-10)");
-                return Ok(Outcome::Complete(self.with_meta(internal_failure())));
-            }
+        Ok(Outcome::Complete(
+            self.with_meta(self.checked_result(&tool, result)),
+        ))
+    }
+
+    /// A successful result whose structured content breaks the tool's `outputSchema` never
+    /// leaves: it becomes an internal failure, logged (T-10).
+    pub(crate) fn checked_result(
+        &self,
+        tool: &RegisteredTool,
+        result: CallToolResult,
+    ) -> CallToolResult {
+        let Some(schema) = &tool.output else {
+            return result;
+        };
+        if result.is_error() {
+            return result;
         }
-        Ok(Outcome::Complete(self.with_meta(result)))
+        let problem = match &result.structured_content {
+            None => Some("the result has no structuredContent".to_owned()),
+            Some(value) if !schema.is_valid(value) => Some(
+                schema
+                    .violations(value)
+                    .iter()
+                    .map(ToString::to_string)
+                    .collect::<Vec<_>>()
+                    .join("; "),
+            ),
+            Some(_) => None,
+        };
+        match problem {
+            Some(problem) => {
+                tracing::error!(tool = %tool.name, %problem, "structured output does not match the outputSchema (T-10)");
+                internal_failure()
+            }
+            None => result,
+        }
     }
 
     /// Opens the previous round's request state, if any, and hands the answers and state to the
@@ -210,7 +264,7 @@ impl Server {
 }
 
 /// What the client sees when a tool fails internally: no details (they are logged).
-fn internal_failure() -> CallToolResult {
+pub(crate) fn internal_failure() -> CallToolResult {
     CallToolResult::error("The tool failed because of an internal error.")
 }
 

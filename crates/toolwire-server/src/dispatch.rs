@@ -54,6 +54,7 @@ impl<T: Entry> Serialize for ListPage<'_, T> {
 pub(crate) enum Outcome {
     Complete(CallToolResult),
     InputRequired(InputRequiredResult),
+    Task(toolwire_protocol::CreateTaskResult),
 }
 
 /// A request's final message, serialized.
@@ -319,6 +320,7 @@ impl Server {
             Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
                 Ok(Outcome::Complete(result)) => self.call_result(id, &result),
                 Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
+                Ok(Outcome::Task(result)) => Final::result(id, &result),
                 Err(error) => Final::error(Some(id), &error),
             }),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
@@ -330,6 +332,12 @@ impl Server {
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
             Route::Complete(complete) => Some(self.complete(id, complete)),
+            Route::TasksGet { task_id } => Some(self.task_get(id, &task_id, &ctx)),
+            Route::TasksUpdate {
+                task_id,
+                input_responses,
+            } => Some(self.task_update(id, &task_id, input_responses, &ctx)),
+            Route::TasksCancel { task_id } => Some(self.task_cancel(id, &task_id, &ctx)),
         }
     }
 

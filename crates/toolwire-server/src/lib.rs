@@ -56,6 +56,7 @@ mod server;
 mod state;
 pub mod stdio;
 mod subscriptions;
+mod tasks;
 mod tool;
 
 pub use clock::{Clock, ManualClock, SystemClock};
@@ -67,7 +68,8 @@ pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use schema::{SchemaLimits, Violation};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
 pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
-pub use tool::{NoArgs, Structured, Tool, ToolError, ToolOutput, structured_result};
+pub use tasks::{MemoryTaskStore, TaskRecord, TaskStore};
+pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolError, ToolOutput, structured_result};
 
 /// The protocol types this crate speaks, re-exported.
 pub use toolwire_protocol as protocol;

@@ -10,7 +10,7 @@ use toolwire_protocol::headers::{self, HeaderParam};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
 use crate::schema::{CompiledSchema, SchemaLimits};
-use crate::tool::{Handler, Tool};
+use crate::tool::{Handler, TaskSupport, Tool};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
 pub(crate) struct RegisteredTool {
@@ -22,6 +22,7 @@ pub(crate) struct RegisteredTool {
     /// `x-mcp-header` parameters with their lowercase header names, `mcp-param-{name}`.
     pub(crate) header_params: Vec<(String, HeaderParam)>,
     pub(crate) handler: Handler,
+    pub(crate) task_support: Option<TaskSupport>,
 }
 
 impl Entry for RegisteredTool {
@@ -152,6 +153,7 @@ fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
         output,
         header_params,
         handler: tool.handler,
+        task_support: tool.task_support,
     })
 }
 

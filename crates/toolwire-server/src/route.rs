@@ -36,15 +36,35 @@ pub(crate) struct RoundParams {
 #[derive(Debug)]
 pub(crate) enum Route {
     Discover,
-    ListTools { cursor: Option<String> },
+    ListTools {
+        cursor: Option<String>,
+    },
     CallTool(CallTool),
-    Listen { filter: SubscriptionFilter },
-    ListPrompts { cursor: Option<String> },
+    Listen {
+        filter: SubscriptionFilter,
+    },
+    ListPrompts {
+        cursor: Option<String>,
+    },
     GetPrompt(GetPrompt),
-    ListResources { cursor: Option<String> },
-    ListResourceTemplates { cursor: Option<String> },
+    ListResources {
+        cursor: Option<String>,
+    },
+    ListResourceTemplates {
+        cursor: Option<String>,
+    },
     ReadResource(ReadResource),
     Complete(Complete),
+    TasksGet {
+        task_id: String,
+    },
+    TasksUpdate {
+        task_id: String,
+        input_responses: InputResponses,
+    },
+    TasksCancel {
+        task_id: String,
+    },
 }
 
 /// `prompts/get` params.
@@ -187,6 +207,40 @@ impl Route {
                 }))
             }
             CompleteMethod::METHOD => Ok(Route::Complete(params_of(method, params)?)),
+            "tasks/get" | "tasks/cancel" => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    #[serde(rename = "taskId")]
+                    task_id: String,
+                }
+                let task_id = params_of::<P>(method, params)?.task_id;
+                Ok(if method == "tasks/get" {
+                    Route::TasksGet { task_id }
+                } else {
+                    Route::TasksCancel { task_id }
+                })
+            }
+            "tasks/update" => {
+                #[derive(serde::Deserialize)]
+                struct P {
+                    #[serde(rename = "taskId")]
+                    task_id: String,
+                    #[serde(rename = "inputResponses", default)]
+                    input_responses: JsonObject,
+                }
+                let p = params_of::<P>(method, params)?;
+                // Unknown keys are tolerated whatever their shape; the task takes the answers
+                // to its own requests.
+                let input_responses = p
+                    .input_responses
+                    .into_iter()
+                    .filter_map(|(k, v)| serde_json::from_value(v).ok().map(|r| (k, r)))
+                    .collect();
+                Ok(Route::TasksUpdate {
+                    task_id: p.task_id,
+                    input_responses,
+                })
+            }
             Listen::METHOD => {
                 #[derive(serde::Deserialize)]
                 struct P {
@@ -207,6 +261,9 @@ impl Route {
             Route::CallTool(call) => Some(&call.name),
             Route::GetPrompt(get) => Some(&get.name),
             Route::ReadResource(read) => Some(&read.uri),
+            Route::TasksGet { task_id }
+            | Route::TasksCancel { task_id }
+            | Route::TasksUpdate { task_id, .. } => Some(task_id),
             _ => None,
         }
     }

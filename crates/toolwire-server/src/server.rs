@@ -8,6 +8,7 @@ use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
     PROTOCOL_VERSION, ResourcesCapability, ResultMeta, ResultType, ServerCapabilities,
+    TASKS_EXTENSION,
 };
 
 use crate::catalog::Catalog;
@@ -20,6 +21,7 @@ use crate::registry::ToolRegistry;
 use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
 use crate::schema::SchemaLimits;
 use crate::state::{ReplayGuard, RequestStateKeys};
+use crate::tasks::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tool::Tool;
 
 /// Protocol versions this server implements (V-01, V-02).
@@ -96,6 +98,8 @@ pub(crate) struct ServerInner {
     pub(crate) templates: Catalog<RegisteredTemplate>,
     /// The capabilities beside tools this server declared.
     pub(crate) offers: Offers,
+    /// The tasks extension's state.
+    pub(crate) tasks: Tasks,
     /// Request state sealing (M-06…M-08).
     pub(crate) request_state: RequestStateConfig,
     /// Wall-clock time for expiries.
@@ -107,6 +111,7 @@ pub(crate) struct ServerInner {
 pub(crate) struct Offers {
     pub(crate) prompts: bool,
     pub(crate) resources: bool,
+    pub(crate) tasks: bool,
 }
 
 /// How request state is sealed and checked.
@@ -143,6 +148,8 @@ impl Server {
             state_ttl: Duration::from_secs(300),
             replay_guard: None,
             clock: Arc::new(SystemClock),
+            task_store: None,
+            task_ttl: Duration::from_secs(300),
         }
     }
 
@@ -233,6 +240,8 @@ pub struct ServerBuilder {
     state_ttl: Duration,
     replay_guard: Option<Arc<dyn ReplayGuard>>,
     clock: Arc<dyn Clock>,
+    task_store: Option<Arc<dyn TaskStore>>,
+    task_ttl: Duration,
 }
 
 impl ServerBuilder {
@@ -404,6 +413,25 @@ impl ServerBuilder {
         self
     }
 
+    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) even with no task-capable
+    /// tool yet; it is declared anyway when a tool has [`crate::TaskSupport`].
+    pub fn offer_tasks(mut self) -> Self {
+        self.offers.tasks = true;
+        self
+    }
+
+    /// Where task records live (default: in memory).
+    pub fn task_store(mut self, store: impl TaskStore) -> Self {
+        self.task_store = Some(Arc::new(store));
+        self
+    }
+
+    /// How long a task is kept after it is created (default 5 minutes).
+    pub fn task_ttl(mut self, ttl: Duration) -> Self {
+        self.task_ttl = ttl;
+        self
+    }
+
     /// The clock for expiries (default: the system clock).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
@@ -413,6 +441,7 @@ impl ServerBuilder {
     /// Checks every tool and builds the server.
     pub fn build(self) -> Result<Server> {
         let registry = ToolRegistry::new(self.config.schema_limits);
+        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(self.tools)?;
         let key = self.cursor_key.unwrap_or_else(rand::random);
         let (changes, _) = broadcast::channel(1024);
@@ -427,7 +456,8 @@ impl ServerBuilder {
             ),
             None => String::new(),
         };
-        let offers = self.offers;
+        let mut offers = self.offers;
+        offers.tasks |= tasks_offered;
         let prompts = Catalog::default();
         add_prompts(&prompts, self.prompts)?;
         let resources = Catalog::default();
@@ -447,6 +477,9 @@ impl ServerBuilder {
                 list_changed: Some(true),
             }),
             completions: (offers.prompts || offers.resources).then(JsonObject::new),
+            extensions: offers.tasks.then(|| {
+                JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])
+            }),
             ..Default::default()
         };
         let discover = DiscoverResult {
@@ -466,6 +499,11 @@ impl ServerBuilder {
                 resources,
                 templates,
                 offers,
+                tasks: Tasks::new(
+                    self.task_store
+                        .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
+                    self.task_ttl.as_millis() as u64,
+                ),
                 request_state: RequestStateConfig {
                     keys: self.state_keys.unwrap_or_else(RequestStateKeys::random),
                     ttl_ms: self.state_ttl.as_millis() as u64,

@@ -173,6 +173,17 @@ pub(crate) type Handler = Arc<
 pub struct Tool {
     pub(crate) definition: ToolDefinition,
     pub(crate) handler: Handler,
+    pub(crate) task_support: Option<TaskSupport>,
+}
+
+/// Whether a tool may run as a task (tasks extension, `io.modelcontextprotocol/tasks`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TaskSupport {
+    /// Runs as a task when the client declares the extension and the call does not finish at
+    /// once; otherwise runs as a plain call.
+    Optional,
+    /// Only runs for clients that declare the extension (-32021 otherwise).
+    Required,
 }
 
 impl std::fmt::Debug for Tool {
@@ -229,6 +240,7 @@ impl Tool {
                 ..Default::default()
             },
             handler,
+            task_support: None,
         }
     }
 
@@ -257,6 +269,7 @@ impl Tool {
                 ..Default::default()
             },
             handler,
+            task_support: None,
         }
     }
 
@@ -268,6 +281,13 @@ impl Tool {
     /// The definition `tools/list` shows.
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// Lets the tool run as a task (tasks extension): a call that does not finish on its first
+    /// step becomes a task the client polls.
+    pub fn task_support(mut self, support: TaskSupport) -> Self {
+        self.task_support = Some(support);
+        self
     }
 
     /// Sets the description the model reads.
