@@ -9,4 +9,6 @@ mod http_errors;
 mod http_listen;
 mod http_tools;
 mod mrtr;
+mod offers;
 mod stdio;
+mod tasks;

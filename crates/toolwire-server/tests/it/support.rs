@@ -214,7 +214,13 @@ pub fn standard_headers(body: &Value) -> Vec<(String, String)> {
         ("mcp-protocol-version".into(), VERSION.into()),
         ("mcp-method".into(), method.into()),
     ];
-    if let Some(name) = body["params"]["name"].as_str() {
+    let params = &body["params"];
+    let name = match method {
+        "resources/read" => params["uri"].as_str(),
+        "tasks/get" | "tasks/update" | "tasks/cancel" => params["taskId"].as_str(),
+        _ => params["name"].as_str(),
+    };
+    if let Some(name) = name {
         h.push(("mcp-name".into(), name.into()));
     }
     h
@@ -420,6 +426,9 @@ pub mod wire {
                     "SubscriptionsAcknowledgedNotification"
                 }
                 "notifications/cancelled" => "CancelledNotification",
+                "notifications/prompts/list_changed" => "PromptListChangedNotification",
+                "notifications/resources/list_changed" => "ResourceListChangedNotification",
+                "notifications/resources/updated" => "ResourceUpdatedNotification",
                 other => panic!("unexpected notification {other}"),
             };
         }
@@ -436,6 +445,12 @@ pub mod wire {
             "tools/list" => "ListToolsResultResponse",
             "tools/call" => "CallToolResultResponse",
             "subscriptions/listen" => "SubscriptionsListenResultResponse",
+            "prompts/list" => "ListPromptsResultResponse",
+            "prompts/get" => "GetPromptResultResponse",
+            "resources/list" => "ListResourcesResultResponse",
+            "resources/templates/list" => "ListResourceTemplatesResultResponse",
+            "resources/read" => "ReadResourceResultResponse",
+            "completion/complete" => "CompleteResultResponse",
             _ => "JSONRPCResultResponse",
         }
     }

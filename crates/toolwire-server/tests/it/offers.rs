@@ -1,0 +1,392 @@
+//! Prompts, resources, templates and completion over real HTTP, and their listen notifications.
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolwire_server::protocol::{ContentBlock, PromptMessage, ResourceContents, Role};
+use toolwire_server::{
+    Elicited, Error, InputRequired, Prompt, RequestContext, Resource, ResourceTemplate, Server,
+    ToolError,
+};
+
+use crate::support::*;
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Topic {
+    topic: String,
+}
+
+fn server() -> Server {
+    Server::builder("offers", "1")
+        .page_size(2)
+        .prompt(
+            Prompt::new("review", |args, _: RequestContext| async move {
+                Ok::<_, ToolError>(vec![PromptMessage {
+                    role: Role::User,
+                    content: ContentBlock::text(format!("Review this {} code", args["language"])),
+                }])
+            })
+            .description("Code review")
+            .argument("language", "The language", true)
+            .argument("style", "Optional style", false)
+            .complete("language", |value, _| {
+                ["rust", "ruby", "python"]
+                    .iter()
+                    .filter(|l| l.starts_with(value))
+                    .map(|l| (*l).to_owned())
+                    .collect()
+            }),
+        )
+        .prompt(
+            Prompt::new("ask", |_, ctx: RequestContext| async move {
+                match ctx.elicited::<Topic>("topic")? {
+                    Some(Elicited::Accepted(t)) => Ok(format!("Talk about {}", t.topic)),
+                    _ => Err(ToolError::from(
+                        InputRequired::new().elicit::<Topic>("topic", "Which topic?"),
+                    )),
+                }
+            })
+            .description("Asks for a topic"),
+        )
+        .prompt(
+            Prompt::new("third", |_, _: RequestContext| async {
+                Ok::<_, ToolError>("3".to_owned())
+            })
+            .description("Third"),
+        )
+        .resource(
+            Resource::new(
+                "mem://notes",
+                "notes",
+                |uri, _: RequestContext| async move {
+                    Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "hello"))
+                },
+            )
+            .description("Notes"),
+        )
+        .resource(
+            Resource::new("mem://empty", "empty", |_, _: RequestContext| async {
+                Ok::<_, ToolError>(Vec::new())
+            })
+            .description("Returns nothing (a server bug)"),
+        )
+        .resource_template(
+            ResourceTemplate::new(
+                "mem://users/{id}",
+                "user",
+                |uri, vars, _: RequestContext| async move {
+                    if vars["id"] == "404" {
+                        return Err(ToolError::failed("no such user"));
+                    }
+                    Ok(ResourceContents::text(
+                        uri,
+                        "application/json",
+                        json!({"id": vars["id"]}).to_string(),
+                    ))
+                },
+            )
+            .description("A user by id")
+            .complete("id", |value, _| {
+                (0..150)
+                    .map(|i| i.to_string())
+                    .filter(|i| i.starts_with(value))
+                    .collect()
+            }),
+        )
+        .build()
+        .unwrap()
+}
+
+fn names(reply: &Reply, field: &str, key: &str) -> Vec<String> {
+    reply.last()["result"][field]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p[key].as_str().unwrap().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn discover_declares_what_is_offered() {
+    let s = TestServer::start(server()).await;
+    let caps = post(&s.url, &request(1, "server/discover", json!({})))
+        .await
+        .last()["result"]["capabilities"]
+        .clone();
+    assert_eq!(caps["prompts"], json!({"listChanged": true}));
+    assert_eq!(
+        caps["resources"],
+        json!({"subscribe": true, "listChanged": true})
+    );
+    assert_eq!(caps["completions"], json!({}));
+    s.stop().await;
+    // A tools-only server declares none of them and answers their methods with 404 + -32601.
+    let tools_only = TestServer::start(builder().build().unwrap()).await;
+    for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+        let reply = post(&tools_only.url, &request(1, method, json!({}))).await;
+        assert_eq!(
+            (reply.status, reply.error_code()),
+            (404, Some(-32601)),
+            "{method}"
+        );
+    }
+    let err = tools_only
+        .server
+        .add_prompt(Prompt::new("p", |_, _: RequestContext| async {
+            Ok::<_, ToolError>(String::new())
+        }));
+    assert!(matches!(err, Err(Error::NotOffered("prompts"))));
+    tools_only.stop().await;
+}
+
+#[tokio::test]
+async fn lists_page_with_cache_hints() {
+    let s = TestServer::start(server()).await;
+    let first = post(&s.url, &request(1, "prompts/list", json!({}))).await;
+    assert_eq!(names(&first, "prompts", "name"), ["review", "ask"]);
+    assert_eq!(
+        first.last()["result"]["prompts"][0]["arguments"][0],
+        json!({"name": "language", "description": "The language", "required": true})
+    );
+    let cursor = first.last()["result"]["nextCursor"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let second = post(
+        &s.url,
+        &request(2, "prompts/list", json!({"cursor": cursor})),
+    )
+    .await;
+    assert_eq!(names(&second, "prompts", "name"), ["third"]);
+    assert!(second.last()["result"].get("nextCursor").is_none());
+    // A prompts cursor is not a resources cursor.
+    assert_eq!(
+        post(
+            &s.url,
+            &request(3, "resources/list", json!({"cursor": cursor}))
+        )
+        .await
+        .error_code(),
+        Some(-32602)
+    );
+    let resources = post(&s.url, &request(4, "resources/list", json!({}))).await;
+    assert_eq!(
+        names(&resources, "resources", "uri"),
+        ["mem://notes", "mem://empty"]
+    );
+    let templates = post(&s.url, &request(5, "resources/templates/list", json!({}))).await;
+    assert_eq!(
+        names(&templates, "resourceTemplates", "uriTemplate"),
+        ["mem://users/{id}"]
+    );
+    for reply in [&first, &resources, &templates] {
+        assert!(
+            reply.last()["result"]["ttlMs"].is_u64()
+                && reply.last()["result"]["cacheScope"].is_string()
+        );
+    }
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn prompts_get() {
+    let s = TestServer::start(server()).await;
+    let get = |id, name: &str, args: Value| {
+        request(id, "prompts/get", json!({"name": name, "arguments": args}))
+    };
+    let reply = post(&s.url, &get(1, "review", json!({"language": "rust"}))).await;
+    assert_eq!(
+        reply.last()["result"]["messages"][0]["content"]["text"],
+        "Review this rust code"
+    );
+    assert_eq!(
+        reply.last()["result"]["_meta"]["io.modelcontextprotocol/serverInfo"]["name"],
+        "offers"
+    );
+    let missing = post(&s.url, &get(2, "review", json!({}))).await;
+    assert_eq!(missing.error_code(), Some(-32602));
+    assert!(missing.body.contains("language"));
+    assert_eq!(
+        post(&s.url, &get(3, "nope", json!({}))).await.error_code(),
+        Some(-32602)
+    );
+    let not_strings = post(&s.url, &get(4, "review", json!({"language": 5}))).await;
+    assert_eq!(not_strings.error_code(), Some(-32602));
+    // prompts/get may answer input_required (R-03).
+    let mut ask = get(5, "ask", json!({}));
+    ask["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    let reply = post(&s.url, &ask).await;
+    assert_eq!(reply.last()["result"]["resultType"], "input_required");
+    ask["params"]["inputResponses"] =
+        json!({"topic": {"action": "accept", "content": {"topic": "tides"}}});
+    let reply = post(&s.url, &ask).await;
+    assert_eq!(
+        reply.last()["result"]["messages"][0]["content"]["text"],
+        "Talk about tides"
+    );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn resources_read() {
+    let s = TestServer::start(server()).await;
+    let read = |id, uri: &str| request(id, "resources/read", json!({"uri": uri}));
+    let reply = post(&s.url, &read(1, "mem://notes")).await;
+    let result = &reply.last()["result"];
+    assert_eq!(
+        result["contents"][0],
+        json!({"uri": "mem://notes", "mimeType": "text/plain", "text": "hello"})
+    );
+    assert_eq!(
+        (result["ttlMs"].as_u64(), result["cacheScope"].as_str()),
+        (Some(300_000), Some("private"))
+    );
+    let reply = post(&s.url, &read(2, "mem://users/7")).await;
+    assert_eq!(
+        reply.last()["result"]["contents"][0]["text"],
+        "{\"id\":\"7\"}"
+    );
+    for (uri, code) in [
+        ("mem://nothing", -32602),
+        ("mem://users/7/x", -32602),
+        ("mem://users/404", -32602),
+        ("mem://empty", -32603),
+    ] {
+        let reply = post(&s.url, &read(3, uri)).await;
+        assert_eq!(reply.error_code(), Some(code), "{uri}: {}", reply.body);
+        if code == -32602 {
+            assert_eq!(reply.last()["error"]["data"]["uri"], uri, "R-04");
+        }
+    }
+    // Mcp-Name carries the URI.
+    let wrong = post_with(&s.url, &read(4, "mem://notes"), |h| {
+        set_header(h, "mcp-name", Some("mem://other"))
+    })
+    .await;
+    assert_eq!((wrong.status, wrong.error_code()), (400, Some(-32020)));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn completion() {
+    let s = TestServer::start(server()).await;
+    let complete = |reference: Value, name: &str, value: &str| {
+        request(
+            1,
+            "completion/complete",
+            json!({"ref": reference, "argument": {"name": name, "value": value}}),
+        )
+    };
+    let reply = post(
+        &s.url,
+        &complete(
+            json!({"type": "ref/prompt", "name": "review"}),
+            "language",
+            "r",
+        ),
+    )
+    .await;
+    assert_eq!(
+        reply.last()["result"]["completion"],
+        json!({"values": ["rust", "ruby"], "total": 2, "hasMore": false})
+    );
+    let reply = post(
+        &s.url,
+        &complete(
+            json!({"type": "ref/resource", "uri": "mem://users/{id}"}),
+            "id",
+            "",
+        ),
+    )
+    .await;
+    let completion = &reply.last()["result"]["completion"];
+    assert_eq!(
+        completion["values"].as_array().unwrap().len(),
+        100,
+        "at most 100 values"
+    );
+    assert_eq!(
+        (
+            completion["total"].as_u64(),
+            completion["hasMore"].as_bool()
+        ),
+        (Some(150), Some(true))
+    );
+    let reply = post(
+        &s.url,
+        &complete(
+            json!({"type": "ref/prompt", "name": "review"}),
+            "style",
+            "x",
+        ),
+    )
+    .await;
+    assert_eq!(reply.last()["result"]["completion"]["values"], json!([]));
+    let reply = post(
+        &s.url,
+        &complete(json!({"type": "ref/prompt", "name": "nope"}), "a", ""),
+    )
+    .await;
+    assert_eq!(reply.error_code(), Some(-32602));
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn listen_follows_prompts_resources_and_updates() {
+    let s = TestServer::start(server()).await;
+    let body = request(
+        9,
+        "subscriptions/listen",
+        json!({"notifications": {
+        "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users"]}}),
+    );
+    let mut req = client().post(&s.url).body(body.to_string());
+    for (k, v) in standard_headers(&body) {
+        req = req.header(k, v);
+    }
+    let mut resp = req.send().await.unwrap();
+    let mut text = String::new();
+    let mut messages = Vec::new();
+    let mut next = async || loop {
+        if let Some(m) = messages.pop() {
+            return m;
+        }
+        let chunk = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
+            .await
+            .expect("an event")
+            .unwrap()
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+        if let Some(end) = text.rfind("\n\n") {
+            let complete: String = text.drain(..end + 2).collect();
+            messages = sse_messages(&complete);
+            messages.reverse();
+        }
+    };
+    let ack: Value = next().await;
+    assert_eq!(
+        ack["params"]["notifications"],
+        json!({"promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users"]})
+    );
+    s.server.notify_resource_updated("mem://notes");
+    s.server.notify_resource_updated("mem://users/7");
+    let updated: Value = next().await;
+    assert_eq!(
+        updated["method"], "notifications/resources/updated",
+        "only the subscribed subtree"
+    );
+    assert_eq!(updated["params"]["uri"], "mem://users/7");
+    s.server.remove_prompt("third").unwrap();
+    assert_eq!(next().await["method"], "notifications/prompts/list_changed");
+    s.server.remove_resource("mem://empty").unwrap();
+    assert_eq!(
+        next().await["method"],
+        "notifications/resources/list_changed"
+    );
+    for m in [ack, updated] {
+        wire::check("subscriptions/listen", &m);
+    }
+    drop(resp);
+    s.stop().await;
+}
