@@ -7,7 +7,7 @@ use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
 use serde_json::{Value, json};
-use toolwire_server::{RequestContext, Server, Tool};
+use toolwire_server::{Elicited, InputRequired, RequestContext, Server, Tool, ToolError};
 
 fn request(method: &str, mut params: Value) -> Vec<u8> {
     params["_meta"] = json!({
@@ -117,6 +117,28 @@ fn dispatch(c: &mut Criterion) {
     let discover = request("server/discover", json!({}));
     c.bench_function("server/discover", |b| {
         b.iter(|| black_box(rt.block_on(small.handle_message(black_box(&discover)))))
+    });
+
+    // MRTR: the first round seals state (AES-256-GCM), the retry opens and checks it.
+    let mut ask = request(
+        "tools/call",
+        json!({"name": "ask", "arguments": {"message": "state"}}),
+    );
+    let mut ask_value: Value = serde_json::from_slice(&ask).unwrap();
+    ask_value["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    ask = ask_value.to_string().into_bytes();
+    c.bench_function("tools/call input_required (seals state)", |b| {
+        b.iter(|| black_box(rt.block_on(small.handle_message(black_box(&ask)))))
+    });
+    let first: Value = serde_json::from_str(&rt.block_on(small.handle_message(&ask))[0]).unwrap();
+    let mut retry = ask_value.clone();
+    retry["params"]["requestState"] = first["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({"who": {"action": "accept", "content": {"message": "Ada"}}});
+    let retry = retry.to_string().into_bytes();
+    c.bench_function("tools/call retry (opens state)", |b| {
+        b.iter(|| black_box(rt.block_on(small.handle_message(black_box(&retry)))))
     });
 
     let big = server(10_000);
