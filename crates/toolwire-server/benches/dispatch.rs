@@ -70,7 +70,20 @@ fn server(extra_tools: usize) -> Server {
         )
         .description("A filler tool for the listing benchmark")
     });
+    let ask = Tool::new("ask", |e: Echo, ctx: RequestContext| async move {
+        let state: Option<String> = ctx.request_state()?;
+        match (ctx.elicited::<Echo>("who")?, state) {
+            (Some(Elicited::Accepted(who)), Some(_)) => Ok(who.message),
+            _ => Err(ToolError::from(
+                InputRequired::new()
+                    .elicit::<Echo>("who", "Who?")
+                    .state(e.message),
+            )),
+        }
+    })
+    .description("Asks, with sealed state");
     Server::builder("bench", "1")
+        .tool(ask)
         .tool(
             Tool::new(
                 "echo",
@@ -132,11 +145,18 @@ fn dispatch(c: &mut Criterion) {
         b.iter(|| black_box(rt.block_on(small.handle_message(black_box(&ask)))))
     });
     let first: Value = serde_json::from_str(&rt.block_on(small.handle_message(&ask))[0]).unwrap();
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
     let mut retry = ask_value.clone();
     retry["params"]["requestState"] = first["result"]["requestState"].clone();
     retry["params"]["inputResponses"] =
         json!({"who": {"action": "accept", "content": {"message": "Ada"}}});
     let retry = retry.to_string().into_bytes();
+    let answered: Value =
+        serde_json::from_str(&rt.block_on(small.handle_message(&retry))[0]).unwrap();
+    assert_eq!(
+        answered["result"]["content"][0]["text"], "Ada",
+        "{answered}"
+    );
     c.bench_function("tools/call retry (opens state)", |b| {
         b.iter(|| black_box(rt.block_on(small.handle_message(black_box(&retry)))))
     });
