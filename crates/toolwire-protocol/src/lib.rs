@@ -31,6 +31,8 @@ mod notifications;
 mod prompts;
 mod resources;
 mod results;
+#[cfg(feature = "schema")]
+pub mod schema;
 mod subscriptions;
 mod tasks;
 mod tools;

@@ -51,7 +51,6 @@ mod prompt;
 mod registry;
 mod resource;
 mod route;
-mod schema;
 mod server;
 mod state;
 pub mod stdio;
@@ -65,11 +64,11 @@ pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use mrtr::{Elicited, InputRequired};
 pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
-pub use schema::{SchemaLimits, Violation};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
 pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use tasks::{MemoryTaskStore, TaskRecord, TaskStore};
 pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolError, ToolOutput, structured_result};
+pub use toolwire_protocol::schema::{SchemaLimits, Violation};
 
 /// The protocol types this crate speaks, re-exported.
 pub use toolwire_protocol as protocol;

@@ -9,8 +9,8 @@ use toolwire_protocol::headers::{self, HeaderParam};
 
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
-use crate::schema::{CompiledSchema, SchemaLimits};
 use crate::tool::{Handler, TaskSupport, Tool};
+use toolwire_protocol::schema::{CompiledSchema, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
 pub(crate) struct RegisteredTool {
@@ -78,6 +78,22 @@ impl ToolRegistry {
     }
 }
 
+/// The rule a refused schema breaks.
+fn schema_rule(role: SchemaRole, error: SchemaError) -> ToolRule {
+    match error {
+        SchemaError::UnsupportedDialect(dialect) => ToolRule::UnsupportedDialect { role, dialect },
+        SchemaError::ExternalReference(reference) => {
+            ToolRule::ExternalReference { role, reference }
+        }
+        SchemaError::TooComplex(message) => ToolRule::SchemaTooComplex { role, message },
+        SchemaError::Invalid(message) => ToolRule::InvalidSchema { role, message },
+        other => ToolRule::InvalidSchema {
+            role,
+            message: other.to_string(),
+        },
+    }
+}
+
 /// Whether a tool name is 1–128 characters of `[A-Za-z0-9_.-]` (T-08).
 pub(crate) fn is_valid_name(name: &str) -> bool {
     (1..=128).contains(&name.len())
@@ -111,12 +127,14 @@ fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
     if definition.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err(reject(ToolRule::InputSchemaNotObject));
     }
-    let input = CompiledSchema::compile(&definition.input_schema, SchemaRole::Input, limits)
+    let input = CompiledSchema::compile(&definition.input_schema, limits)
+        .map_err(|e| schema_rule(SchemaRole::Input, e))
         .map_err(reject)?;
     let output = match &definition.output_schema {
-        Some(schema) => {
-            Some(CompiledSchema::compile(schema, SchemaRole::Output, limits).map_err(reject)?)
-        }
+        Some(schema) => Some(
+            CompiledSchema::compile(schema, limits)
+                .map_err(|e| reject(schema_rule(SchemaRole::Output, e)))?,
+        ),
         None => None,
     };
     let header_params = headers::header_params(&definition.input_schema)

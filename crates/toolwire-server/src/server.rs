@@ -19,10 +19,10 @@ use crate::offers::{add_prompts, add_resources, add_templates};
 use crate::prompt::{Prompt, RegisteredPrompt};
 use crate::registry::ToolRegistry;
 use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
-use crate::schema::SchemaLimits;
 use crate::state::{ReplayGuard, RequestStateKeys};
 use crate::tasks::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tool::Tool;
+use toolwire_protocol::schema::SchemaLimits;
 
 /// Protocol versions this server implements (V-01, V-02).
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];

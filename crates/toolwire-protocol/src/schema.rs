@@ -1,14 +1,42 @@
-//! JSON Schema handling for tool definitions: dialect detection (J-01…J-03), refusal of
-//! references outside the document (J-05, J-07), bounds on schema size and nesting (J-08), and
-//! compilation into a validator once, at registration.
+//! JSON Schema handling shared by servers and clients (feature `schema`): dialect detection
+//! (J-01…J-03), refusal of references outside the document (J-05, J-07), bounds on schema size
+//! and nesting (J-08), and compilation into a validator once. Nothing is ever fetched.
 
 use std::sync::Arc;
 
 use jsonschema::{Draft, Retrieve, Uri, Validator};
 use serde_json::Value;
-use toolwire_protocol::JsonObject;
 
-use crate::error::{SchemaRole, ToolRule};
+use crate::JsonObject;
+
+/// Why a schema was refused.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum SchemaError {
+    /// `$schema` names a dialect that is not supported (J-03).
+    UnsupportedDialect(String),
+    /// A reference leaves the document; it is never fetched (J-05, J-07).
+    ExternalReference(String),
+    /// Not a valid schema in its dialect (J-04).
+    Invalid(String),
+    /// Over the size or nesting bounds (J-08).
+    TooComplex(String),
+}
+
+impl std::fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SchemaError::UnsupportedDialect(d) => write!(f, "unsupported dialect {d:?} (J-03)"),
+            SchemaError::ExternalReference(r) => {
+                write!(f, "external reference {r:?} is never fetched (J-05, J-07)")
+            }
+            SchemaError::Invalid(m) => write!(f, "invalid schema: {m} (J-04)"),
+            SchemaError::TooComplex(m) => write!(f, "too complex: {m} (J-08)"),
+        }
+    }
+}
+
+impl std::error::Error for SchemaError {}
 
 /// Bounds on the schemas a server accepts (J-08).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,9 +56,9 @@ impl Default for SchemaLimits {
     }
 }
 
-/// A schema compiled for validation, shared by every call.
+/// A schema compiled for validation, shared by every call. Cheap to clone.
 #[derive(Clone)]
-pub(crate) struct CompiledSchema {
+pub struct CompiledSchema {
     validator: Arc<Validator>,
 }
 
@@ -55,30 +83,26 @@ impl std::fmt::Display for Violation {
 }
 
 impl CompiledSchema {
-    /// Checks and compiles `schema`, which plays `role` in a tool definition.
-    pub(crate) fn compile(
+    /// Checks and compiles `schema`.
+    pub fn compile(
         schema: &JsonObject,
-        role: SchemaRole,
         limits: SchemaLimits,
-    ) -> Result<CompiledSchema, ToolRule> {
-        let draft = dialect(schema, role)?;
-        check_shape(schema, role, limits)?;
+    ) -> Result<CompiledSchema, SchemaError> {
+        let draft = dialect(schema)?;
+        check_shape(schema, limits)?;
         let value = Value::Object(schema.clone());
         let validator = jsonschema::options()
             .with_draft(draft)
             .with_retriever(NoNetwork)
             .build(&value)
-            .map_err(|e| ToolRule::InvalidSchema {
-                role,
-                message: e.to_string(),
-            })?;
+            .map_err(|e| SchemaError::Invalid(e.to_string()))?;
         Ok(CompiledSchema {
             validator: Arc::new(validator),
         })
     }
 
     /// Every violation of the schema by `instance`.
-    pub(crate) fn violations(&self, instance: &Value) -> Vec<Violation> {
+    pub fn violations(&self, instance: &Value) -> Vec<Violation> {
         self.validator
             .iter_errors(instance)
             .map(|e| Violation {
@@ -89,60 +113,47 @@ impl CompiledSchema {
     }
 
     /// Whether `instance` conforms.
-    pub(crate) fn is_valid(&self, instance: &Value) -> bool {
+    pub fn is_valid(&self, instance: &Value) -> bool {
         self.validator.is_valid(instance)
     }
 }
 
 /// The dialect a schema declares with `$schema`; none means 2020-12 (J-01).
-fn dialect(schema: &JsonObject, role: SchemaRole) -> Result<Draft, ToolRule> {
+fn dialect(schema: &JsonObject) -> Result<Draft, SchemaError> {
     match schema.get("$schema") {
         None => Ok(Draft::Draft202012),
         Some(Value::String(uri)) => match Draft::from_schema_uri(uri) {
-            Draft::Unknown => Err(ToolRule::UnsupportedDialect {
-                role,
-                dialect: uri.clone(),
-            }),
+            Draft::Unknown => Err(SchemaError::UnsupportedDialect(uri.clone())),
             draft => Ok(draft),
         },
-        Some(other) => Err(ToolRule::UnsupportedDialect {
-            role,
-            dialect: other.to_string(),
-        }),
+        Some(other) => Err(SchemaError::UnsupportedDialect(other.to_string())),
     }
 }
 
 /// Enforces the size bounds and refuses references that leave the document.
-fn check_shape(
-    schema: &JsonObject,
-    role: SchemaRole,
-    limits: SchemaLimits,
-) -> Result<(), ToolRule> {
+fn check_shape(schema: &JsonObject, limits: SchemaLimits) -> Result<(), SchemaError> {
     let mut ids = Vec::new();
     collect_ids(schema, &mut ids);
     let mut nodes = 0;
     visit(schema, 1, &mut |node, depth| {
         nodes += 1;
         if depth > limits.max_depth {
-            return Err(ToolRule::SchemaTooComplex {
-                role,
-                message: format!("subschemas nest deeper than {}", limits.max_depth),
-            });
+            return Err(SchemaError::TooComplex(format!(
+                "subschemas nest deeper than {}",
+                limits.max_depth
+            )));
         }
         if nodes > limits.max_nodes {
-            return Err(ToolRule::SchemaTooComplex {
-                role,
-                message: format!("more than {} subschemas", limits.max_nodes),
-            });
+            return Err(SchemaError::TooComplex(format!(
+                "more than {} subschemas",
+                limits.max_nodes
+            )));
         }
         for key in ["$ref", "$dynamicRef", "$recursiveRef"] {
             if let Some(Value::String(reference)) = node.get(key) {
                 let document = reference.split('#').next().unwrap_or_default();
                 if !document.is_empty() && !ids.iter().any(|id| id == document) {
-                    return Err(ToolRule::ExternalReference {
-                        role,
-                        reference: reference.clone(),
-                    });
+                    return Err(SchemaError::ExternalReference(reference.clone()));
                 }
             }
         }
@@ -222,12 +233,8 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn compile(v: Value) -> Result<CompiledSchema, ToolRule> {
-        CompiledSchema::compile(
-            v.as_object().unwrap(),
-            SchemaRole::Input,
-            SchemaLimits::default(),
-        )
+    fn compile(v: Value) -> Result<CompiledSchema, SchemaError> {
+        CompiledSchema::compile(v.as_object().unwrap(), SchemaLimits::default())
     }
 
     #[test]
@@ -246,29 +253,27 @@ mod tests {
 
     #[test]
     fn rejects_bad_schemas_with_the_rule() {
-        type Check = fn(&ToolRule) -> bool;
+        type Check = fn(&SchemaError) -> bool;
         let cases: [(Value, Check); 6] = [
             (
                 json!({"$schema": "http://example.com/my-dialect", "type": "object"}),
-                |r| matches!(r, ToolRule::UnsupportedDialect { .. }),
+                |r| matches!(r, SchemaError::UnsupportedDialect(_)),
             ),
             (json!({"$schema": 7, "type": "object"}), |r| {
-                matches!(r, ToolRule::UnsupportedDialect { .. })
+                matches!(r, SchemaError::UnsupportedDialect(_))
             }),
             (
                 json!({"type": "object", "properties": {"p": {"$ref": "http://localhost:1/x.json"}}}),
-                |r| matches!(r, ToolRule::ExternalReference { .. }),
+                |r| matches!(r, SchemaError::ExternalReference(_)),
             ),
             (
                 json!({"type": "object", "$defs": {"u": {"$ref": "other.json#/a"}}}),
-                |r| matches!(r, ToolRule::ExternalReference { .. }),
+                |r| matches!(r, SchemaError::ExternalReference(_)),
             ),
-            (json!({"type": 5}), |r| {
-                matches!(r, ToolRule::InvalidSchema { .. })
-            }),
+            (json!({"type": 5}), |r| matches!(r, SchemaError::Invalid(_))),
             (
                 json!({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}),
-                |r| matches!(r, ToolRule::InvalidSchema { .. }),
+                |r| matches!(r, SchemaError::Invalid(_)),
             ),
         ];
         for (schema, want) in cases {
@@ -284,18 +289,12 @@ mod tests {
             deep = json!({"anyOf": [deep]});
         }
         let schema = json!({"type": "object", "properties": {"d": deep}});
-        assert!(matches!(
-            compile(schema),
-            Err(ToolRule::SchemaTooComplex { .. })
-        ));
+        assert!(matches!(compile(schema), Err(SchemaError::TooComplex(_))));
         let wide: serde_json::Map<String, Value> = (0..10_001)
             .map(|i| (format!("p{i}"), json!({"type": "string"})))
             .collect();
         let schema = json!({"type": "object", "properties": wide});
-        assert!(matches!(
-            compile(schema),
-            Err(ToolRule::SchemaTooComplex { .. })
-        ));
+        assert!(matches!(compile(schema), Err(SchemaError::TooComplex(_))));
     }
 
     #[test]
