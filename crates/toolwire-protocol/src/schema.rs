@@ -82,6 +82,12 @@ impl std::fmt::Display for Violation {
     }
 }
 
+impl std::fmt::Debug for CompiledSchema {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CompiledSchema").finish_non_exhaustive()
+    }
+}
+
 impl CompiledSchema {
     /// Checks and compiles `schema`.
     pub fn compile(

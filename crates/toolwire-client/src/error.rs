@@ -1,0 +1,55 @@
+//! The client's error type: the server's JSON-RPC errors kept apart from local failures (E-06).
+
+use toolwire_protocol::ErrorObject;
+use toolwire_protocol::schema::Violation;
+
+/// What can go wrong calling a server.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The server answered with a JSON-RPC error.
+    #[error("server error: {0}")]
+    Rpc(ErrorObject),
+    /// No answer within the timeout (P-07); the request was cancelled.
+    #[error("no answer within {0:?}")]
+    Timeout(std::time::Duration),
+    /// The connection or the child process failed.
+    #[error("transport: {0}")]
+    Transport(String),
+    /// The server answered with an HTTP error that carried no JSON-RPC error.
+    #[error("HTTP {status}: {body}")]
+    Http {
+        /// The status.
+        status: u16,
+        /// The start of the body.
+        body: String,
+    },
+    /// The server's answer breaks the protocol (bad JSON-RPC, unknown `resultType`, …).
+    #[error("invalid response: {0}")]
+    InvalidResponse(String),
+    /// `structuredContent` does not match the tool's `outputSchema` (C-04).
+    #[error("tool output does not match its outputSchema: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    InvalidOutput(Vec<Violation>),
+    /// The server kept asking for input past the round limit.
+    #[error("gave up after {0} rounds of input requests")]
+    TooManyRounds(usize),
+    /// The server asked for input this client cannot give.
+    #[error("cannot answer the server's input request: {0}")]
+    Input(String),
+    /// No tool with this name (after a fresh `tools/list`).
+    #[error("no tool named {0:?}")]
+    UnknownTool(String),
+}
+
+impl Error {
+    /// The server's JSON-RPC error, if this is one.
+    pub fn rpc(&self) -> Option<&ErrorObject> {
+        match self {
+            Error::Rpc(e) => Some(e),
+            _ => None,
+        }
+    }
+}
+
+/// `Result` with [`Error`].
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,42 @@
+//! Call any MCP 2026-07-28 server's tools from Rust, over Streamable HTTP or a child process on
+//! stdio, with the client-side rules handled: `_meta` on every request, version negotiation,
+//! timeouts, `input_required` rounds answered by your handlers, `x-mcp-header` mirroring,
+//! cached tool lists and validated structured output.
+//!
+//! ```
+//! # #[tokio::main(flavor = "current_thread")]
+//! # async fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! use toolwire_client::ClientBuilder;
+//! # let server = toolwire_server::Server::builder("demo", "1")
+//! #     .tool(toolwire_server::Tool::new("echo", |a: Echo, _: toolwire_server::RequestContext| async move { a.message }))
+//! #     .build()?;
+//! # #[derive(serde::Deserialize, schemars::JsonSchema)] struct Echo { message: String }
+//! # let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+//! # let url = format!("http://{}/mcp", listener.local_addr()?);
+//! # tokio::spawn(toolwire_server::http::serve(server, listener, Default::default()));
+//! let client = ClientBuilder::new("my-agent", "1.0").http(url)?;
+//! let tools = client.list_tools().await?;
+//! assert_eq!(tools[0].name, "echo");
+//! let result = client.call_tool("echo", serde_json::json!({"message": "hi"})).await?;
+//! assert!(!result.is_error());
+//! # Ok(())
+//! # }
+//! ```
+
+#![warn(missing_docs)]
+
+mod client;
+mod error;
+mod input;
+mod sse;
+mod tools;
+mod transport;
+
+pub use client::{Client, ClientBuilder, ProgressFn};
+pub use error::{Error, Result};
+pub use input::declined;
+pub use tools::CallOptions;
+pub use transport::stdio::StdioCommand;
+
+/// The protocol types, re-exported.
+pub use toolwire_protocol as protocol;

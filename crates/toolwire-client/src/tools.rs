@@ -1,0 +1,385 @@
+//! Tools from the client's side: `tools/list` walked and cached by `ttlMs` (K-05, K-07), tools
+//! with invalid `x-mcp-header` declarations dropped on HTTP (C-08), arguments mirrored into
+//! `Mcp-Param-*` headers (H-24) with one re-list on -32020 (H-25), `input_required` rounds
+//! answered by the handlers (M-11…M-14), and structured output validated (C-04).
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
+use toolwire_protocol::schema::{CompiledSchema, SchemaLimits};
+use toolwire_protocol::{
+    CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
+    Tool,
+};
+
+use crate::client::{Client, ProgressFn, RpcOptions};
+use crate::error::{Error, Result};
+
+/// A listed tool with what calling it needs.
+#[derive(Debug)]
+pub(crate) struct CachedTool {
+    pub(crate) definition: Tool,
+    headers: Vec<HeaderParam>,
+    /// The compiled `outputSchema`, on first use.
+    output: OnceLock<Option<CompiledSchema>>,
+}
+
+/// The tools of the last `tools/list`, with their freshness.
+#[derive(Debug)]
+pub(crate) struct ToolCache {
+    order: Vec<Arc<CachedTool>>,
+    by_name: HashMap<String, Arc<CachedTool>>,
+    /// Tools dropped for invalid header declarations, with the reason.
+    dropped: HashMap<String, String>,
+    fresh_until: Instant,
+}
+
+/// Options of one tool call.
+#[derive(Clone, Default)]
+pub struct CallOptions {
+    /// Called with each progress notification (sets `_meta.progressToken`).
+    pub progress: Option<ProgressFn>,
+}
+
+impl std::fmt::Debug for CallOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CallOptions")
+            .field("progress", &self.progress.is_some())
+            .finish()
+    }
+}
+
+impl Client {
+    /// The server's tools: from the cache while fresh (`ttlMs`, K-05), else listed again; if
+    /// listing fails and an older list exists, the older list is served (K-07).
+    pub async fn list_tools(&self) -> Result<Vec<Tool>> {
+        if let Some(tools) = self.cached_tools(true) {
+            return Ok(tools);
+        }
+        match self.refresh_tools().await {
+            Ok(tools) => Ok(tools),
+            Err(error) => match self.cached_tools(false) {
+                Some(stale) => {
+                    tracing::warn!(%error, "tools/list failed; using the previous list (K-07)");
+                    Ok(stale)
+                }
+                None => Err(error),
+            },
+        }
+    }
+
+    /// Lists the tools again, whatever the cache says.
+    pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
+        let mut tools = Vec::new();
+        let mut ttl_ms = u64::MAX;
+        self.walk("tools/list", |page: ListToolsResult| {
+            ttl_ms = ttl_ms.min(page.ttl_ms);
+            tools.extend(page.tools);
+            page.next_cursor
+        })
+        .await?;
+        let cache = self.build_cache(
+            tools,
+            Duration::from_millis(if ttl_ms == u64::MAX { 0 } else { ttl_ms }),
+        );
+        let listed = cache.order.iter().map(|t| t.definition.clone()).collect();
+        *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(cache);
+        Ok(listed)
+    }
+
+    /// Forgets the tool list (e.g. after `notifications/tools/list_changed`, K-09).
+    pub fn invalidate_tools(&self) {
+        *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    fn cached_tools(&self, only_fresh: bool) -> Option<Vec<Tool>> {
+        let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
+        let cache = cache.as_ref()?;
+        (!only_fresh || Instant::now() < cache.fresh_until)
+            .then(|| cache.order.iter().map(|t| t.definition.clone()).collect())
+    }
+
+    fn build_cache(&self, tools: Vec<Tool>, ttl: Duration) -> ToolCache {
+        let mut order = Vec::new();
+        let mut dropped = HashMap::new();
+        for tool in tools {
+            let headers = match mcp_headers::header_params(&tool.input_schema) {
+                Ok(headers) => headers,
+                Err(problem) if self.is_http() => {
+                    // C-08: a tool whose header declarations are invalid is not exposed.
+                    tracing::warn!(tool = %tool.name, %problem, "dropping a tool with an invalid x-mcp-header declaration");
+                    dropped.insert(tool.name.clone(), problem.to_string());
+                    continue;
+                }
+                // Other transports may ignore the annotation.
+                Err(_) => Vec::new(),
+            };
+            order.push(Arc::new(CachedTool {
+                definition: tool,
+                headers,
+                output: OnceLock::new(),
+            }));
+        }
+        let by_name = order
+            .iter()
+            .map(|t| (t.definition.name.clone(), t.clone()))
+            .collect();
+        ToolCache {
+            order,
+            by_name,
+            dropped,
+            fresh_until: Instant::now() + ttl,
+        }
+    }
+
+    /// The cached entry for `name`, listing the tools first when there is no list yet.
+    async fn tool_entry(&self, name: &str, relist: bool) -> Result<Option<Arc<CachedTool>>> {
+        if relist
+            || self
+                .inner
+                .tools
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .is_none()
+        {
+            self.refresh_tools().await?;
+        }
+        let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
+        let Some(cache) = cache.as_ref() else {
+            return Ok(None);
+        };
+        if let Some(reason) = cache.dropped.get(name) {
+            return Err(Error::UnknownTool(format!(
+                "{name} (not exposed: {reason})"
+            )));
+        }
+        Ok(cache.by_name.get(name).cloned())
+    }
+
+    /// Calls a tool with its arguments (an object, or `null` for none).
+    pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
+        self.call_tool_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// Calls a tool with options (progress).
+    pub async fn call_tool_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallToolResult> {
+        let mut params = json!({"name": name});
+        if !arguments.is_null() {
+            params["arguments"] = arguments.clone();
+        }
+        let mut relisted = false;
+        loop {
+            // On HTTP the tool's header declarations decide which arguments are mirrored.
+            let entry = if self.is_http() {
+                self.tool_entry(name, relisted).await?
+            } else {
+                None
+            };
+            let mirrored = entry
+                .as_ref()
+                .map(|t| mirror(&t.headers, &arguments))
+                .unwrap_or_default();
+            let rpc = RpcOptions {
+                name: Some(name.to_owned()),
+                mirrored,
+                progress: options.progress.clone(),
+            };
+            match self.rpc_rounds("tools/call", params.clone(), &rpc).await {
+                Err(Error::Rpc(e)) if e.code == HEADER_MISMATCH && self.is_http() && !relisted => {
+                    // H-25: the declarations may have changed; list again and retry once.
+                    relisted = true;
+                    continue;
+                }
+                Err(e) => return Err(e),
+                Ok(result) => {
+                    let result: CallToolResult = serde_json::from_value(result)
+                        .map_err(|e| Error::InvalidResponse(format!("tools/call: {e}")))?;
+                    if self.inner.config.validate_output {
+                        let entry = match entry {
+                            Some(entry) => Some(entry),
+                            None => self
+                                .inner
+                                .tools
+                                .lock()
+                                .unwrap_or_else(|p| p.into_inner())
+                                .as_ref()
+                                .and_then(|c| c.by_name.get(name).cloned()),
+                        };
+                        if let Some(entry) = entry {
+                            check_output(&entry, &result)?;
+                        }
+                    }
+                    return Ok(result);
+                }
+            }
+        }
+    }
+
+    /// A request that may answer `input_required`: the requests are answered by the handlers
+    /// and the request retried with a new id, the same params, the answers and the state
+    /// echoed verbatim (M-11…M-14); results of such rounds are never cached (K-04).
+    pub(crate) async fn rpc_rounds(
+        &self,
+        method: &str,
+        params: Value,
+        options: &RpcOptions,
+    ) -> Result<Value> {
+        let max = self.inner.config.max_rounds;
+        let mut next = params.clone();
+        for _ in 0..=max {
+            let result = self.rpc(method, next, options).await?;
+            if result["resultType"] != "input_required" {
+                return Ok(result);
+            }
+            let requests: InputRequests = match result.get("inputRequests") {
+                Some(r) => serde_json::from_value(r.clone())
+                    .map_err(|e| Error::InvalidResponse(format!("inputRequests: {e}")))?,
+                None => InputRequests::new(),
+            };
+            next = params.clone();
+            if !requests.is_empty() {
+                next["inputResponses"] =
+                    serde_json::to_value(self.answer(requests).await?).expect("answers serialize");
+            }
+            // Echo the state exactly, and only when there is one (M-12).
+            if let Some(state) = result.get("requestState").and_then(Value::as_str) {
+                next["requestState"] = Value::String(state.to_owned());
+            }
+        }
+        Err(Error::TooManyRounds(max))
+    }
+
+    /// Answers every input request of a round, concurrently.
+    async fn answer(&self, requests: InputRequests) -> Result<HashMap<String, InputResponse>> {
+        let handlers = self.inner.config.handlers.clone();
+        let answers = requests.into_iter().map(|(key, request)| {
+            let handlers = handlers.clone();
+            async move {
+                let response = match request {
+                    InputRequest::Elicit(params) => match &handlers.elicit {
+                        Some(h) => InputResponse::Elicit(h(params).await?),
+                        None => {
+                            return Err(Error::Input(
+                                "elicitation without an elicitation handler".into(),
+                            ));
+                        }
+                    },
+                    InputRequest::CreateMessage(params) => match &handlers.sample {
+                        Some(h) => InputResponse::CreateMessage(Box::new(h(*params).await?)),
+                        None => {
+                            return Err(Error::Input("sampling without a sampling handler".into()));
+                        }
+                    },
+                    InputRequest::ListRoots(_) => match &handlers.roots {
+                        Some(h) => InputResponse::ListRoots(h().await?),
+                        None => return Err(Error::Input("roots without a roots handler".into())),
+                    },
+                    other => {
+                        return Err(Error::Input(format!(
+                            "unsupported input request {}",
+                            other.method()
+                        )));
+                    }
+                };
+                Ok((key, response))
+            }
+        });
+        futures::future::try_join_all(answers)
+            .await
+            .map(|pairs| pairs.into_iter().collect())
+    }
+}
+
+/// The `Mcp-Param-*` headers for `arguments` (H-24): each declared parameter with a value, as is
+/// for strings, decimal for integers, `true`/`false`, encoded when not plain ASCII (H-23).
+pub(crate) fn mirror(params: &[HeaderParam], arguments: &Value) -> Vec<(String, String)> {
+    params
+        .iter()
+        .filter_map(|p| {
+            let rendered = p.render(p.value_in(arguments)?)?;
+            Some((
+                format!("Mcp-Param-{}", p.name),
+                mcp_headers::encode_value(&rendered),
+            ))
+        })
+        .collect()
+}
+
+/// Checks `structuredContent` against the tool's `outputSchema`, compiled once (C-04, J-05).
+fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
+    let Some(schema) = &tool.definition.output_schema else {
+        return Ok(());
+    };
+    if result.is_error() {
+        return Ok(());
+    }
+    let compiled = tool.output.get_or_init(|| match CompiledSchema::compile(schema, SchemaLimits::default()) {
+        Ok(compiled) => Some(compiled),
+        Err(error) => {
+            tracing::warn!(tool = %tool.definition.name, %error, "cannot use the tool's outputSchema; output is not validated");
+            None
+        }
+    });
+    let Some(compiled) = compiled else {
+        return Ok(());
+    };
+    match &result.structured_content {
+        Some(value) => {
+            let violations = compiled.violations(value);
+            if violations.is_empty() {
+                Ok(())
+            } else {
+                Err(Error::InvalidOutput(violations))
+            }
+        }
+        None => Err(Error::InvalidOutput(vec![
+            toolwire_protocol::schema::Violation {
+                path: String::new(),
+                message: "the tool declares an outputSchema but returned no structuredContent"
+                    .into(),
+            },
+        ])),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolwire_protocol::headers::ParamKind;
+
+    #[test]
+    fn mirrors_declared_values_only() {
+        let p = |name: &str, key: &str, kind| HeaderParam {
+            name: name.into(),
+            path: vec![key.into()],
+            kind,
+        };
+        let params = [
+            p("Region", "region", ParamKind::String),
+            p("Priority", "priority", ParamKind::Integer),
+            p("Verbose", "verbose", ParamKind::Boolean),
+            p("Missing", "missing", ParamKind::String),
+        ];
+        let args = json!({"region": "Hello, 世界", "priority": 42, "verbose": null, "other": 1});
+        assert_eq!(
+            mirror(&params, &args),
+            [
+                (
+                    "Mcp-Param-Region".to_owned(),
+                    "=?base64?SGVsbG8sIOS4lueVjA==?=".to_owned()
+                ),
+                ("Mcp-Param-Priority".to_owned(), "42".to_owned())
+            ]
+        );
+    }
+}
