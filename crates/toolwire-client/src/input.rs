@@ -69,3 +69,29 @@ pub fn declined() -> ElicitResult {
         meta: None,
     }
 }
+
+/// A cancelled elicitation (the user dismissed it).
+pub fn cancelled() -> ElicitResult {
+    ElicitResult {
+        action: ElicitAction::Cancel,
+        content: None,
+        meta: None,
+    }
+}
+
+/// An accepted elicitation whose form content is `content` (a struct or a JSON object of flat
+/// primitive values, as the requested schema allows).
+pub fn accepted(content: &impl serde::Serialize) -> Result<ElicitResult> {
+    let content = serde_json::to_value(content)
+        .and_then(serde_json::from_value)
+        .map_err(|e| {
+            crate::error::Error::Input(format!(
+                "elicitation content must be an object of flat primitive values: {e}"
+            ))
+        })?;
+    Ok(ElicitResult {
+        action: ElicitAction::Accept,
+        content: Some(content),
+        meta: None,
+    })
+}

@@ -34,7 +34,7 @@ mod transport;
 
 pub use client::{Client, ClientBuilder, ProgressFn};
 pub use error::{Error, Result};
-pub use input::declined;
+pub use input::{accepted, cancelled, declined};
 pub use tools::CallOptions;
 pub use transport::stdio::StdioCommand;
 
