@@ -65,14 +65,14 @@ async fn tools_call(client: Client) -> anyhow::Result<()> {
         .call_tool("add_numbers", json!({"a": 2, "b": 3}))
         .await?;
     expect_ok(&result, "add_numbers")?;
-    println!("{}", serde_json::to_string(&result.content)?);
+    eprintln!("{}", serde_json::to_string(&result.content)?);
     Ok(())
 }
 
 /// 4.2: the first request is refused with -32022; the client retries with a supported version.
 async fn request_metadata(client: Client) -> anyhow::Result<()> {
     let discover = client.discover().await?;
-    println!("server speaks {:?}", discover.supported_versions);
+    eprintln!("server speaks {:?}", discover.supported_versions);
     client.list_tools().await?;
     Ok(())
 }
@@ -184,7 +184,7 @@ fn sample_arguments(tool: &Tool) -> Value {
 /// 4.6: listing a tool whose schema `$ref`s the network must not fetch it (J-05).
 async fn ref_no_deref(client: Client) -> anyhow::Result<()> {
     let tools = client.list_tools().await?;
-    println!("listed {} tools", tools.len());
+    eprintln!("listed {} tools", tools.len());
     Ok(())
 }
 
