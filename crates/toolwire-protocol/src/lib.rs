@@ -36,6 +36,7 @@ pub mod schema;
 mod subscriptions;
 mod tasks;
 mod tools;
+mod ttl;
 
 pub use capabilities::*;
 pub use completion::*;

@@ -85,7 +85,7 @@ pub struct ListResourcesResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Cache lifetime in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ttl::lenient")]
     pub ttl_ms: u64,
     /// Cache scope.
     #[serde(default)]
@@ -108,7 +108,7 @@ pub struct ListResourceTemplatesResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Cache lifetime in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ttl::lenient")]
     pub ttl_ms: u64,
     /// Cache scope.
     #[serde(default)]
@@ -145,7 +145,7 @@ pub struct ReadResourceResult {
     /// The contents.
     pub contents: Vec<ResourceContents>,
     /// Cache lifetime in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ttl::lenient")]
     pub ttl_ms: u64,
     /// Cache scope.
     #[serde(default)]

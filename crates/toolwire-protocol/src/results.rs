@@ -93,7 +93,7 @@ pub struct DiscoverResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub instructions: Option<String>,
     /// How long the result may be cached, in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ttl::lenient")]
     pub ttl_ms: u64,
     /// Who may share the cached result.
     #[serde(default)]

@@ -84,7 +84,7 @@ pub struct ListToolsResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_cursor: Option<String>,
     /// Cache lifetime in milliseconds.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "crate::ttl::lenient")]
     pub ttl_ms: u64,
     /// Cache scope, the same on every page (K-10).
     #[serde(default)]
