@@ -1,6 +1,8 @@
 //! The client: configuration, `_meta` on every request (B-15, B-17), unique ids (B-03),
-//! timeouts that may reset on progress under a hard cap (P-07), version negotiation on -32022
-//! (V-03), `resultType` checks (B-05, B-06), and re-issue of a request whose stream broke (H-27).
+//! timeouts that may reset on progress under a hard cap (P-07), cancellation, version
+//! negotiation on -32022 (V-03), `resultType` checks (B-05, B-06), and re-issue of a request
+//! whose stream or process was lost (H-27, S-11). The era (2026-07-28 or a legacy 2025-11-25
+//! session) is settled in `era.rs`; messages the server starts are answered in `incoming.rs`.
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,9 @@ use std::time::Duration;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
+use tokio::sync::broadcast;
 use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     ClientCapabilities, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
     ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject,
@@ -18,15 +22,18 @@ use toolwire_protocol::{
     TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
+use crate::era::{Era, State};
 use crate::error::{Error, Result};
 use crate::input::{InputHandlers, elicit_handler, roots_handler, sample_handler};
 use crate::tools::ToolCache;
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{StdioCommand, StdioTransport};
-use crate::transport::{Outgoing, Transport};
+use crate::transport::{Failure, Outgoing, Reply, Transport};
 
 /// Called with each progress notification of a request.
 pub type ProgressFn = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
+/// Called with each log message the server sends while answering a request.
+pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {
@@ -42,6 +49,8 @@ pub struct ClientBuilder {
     pub(crate) max_rounds: usize,
     pub(crate) extensions: JsonObject,
     pub(crate) validate_output: bool,
+    pub(crate) legacy_fallback: bool,
+    pub(crate) probe_timeout: Duration,
 }
 
 impl ClientBuilder {
@@ -60,6 +69,8 @@ impl ClientBuilder {
             max_rounds: 8,
             extensions: JsonObject::new(),
             validate_output: true,
+            legacy_fallback: true,
+            probe_timeout: Duration::from_secs(5),
         }
     }
 
@@ -161,6 +172,20 @@ impl ClientBuilder {
         self
     }
 
+    /// Whether a server that speaks only 2025-11-25 is spoken to with the `initialize` handshake
+    /// (default true). Off, such a server fails with a clear error (V-11).
+    pub fn legacy_fallback(mut self, fallback: bool) -> Self {
+        self.legacy_fallback = fallback;
+        self
+    }
+
+    /// How long a stdio server may take to answer the `server/discover` probe before it is taken
+    /// for a legacy server (default 5 s; V-09).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = timeout;
+        self
+    }
+
     /// A client for the Streamable HTTP endpoint at `url`.
     pub fn http(self, url: impl Into<String>) -> Result<Client> {
         let mut headers = HeaderMap::new();
@@ -175,19 +200,22 @@ impl ClientBuilder {
         Ok(Client::new(self, Transport::Http(transport)))
     }
 
-    /// A client for a server run as a child process speaking stdio.
+    /// A client for a server run as a child process speaking stdio: `program` with `args`.
     pub async fn spawn(
         self,
         program: impl Into<String>,
         args: impl IntoIterator<Item = impl Into<String>>,
     ) -> Result<Client> {
-        let command = StdioCommand {
-            program: program.into(),
-            args: args.into_iter().map(Into::into).collect(),
-            env: Vec::new(),
-        };
-        let transport = StdioTransport::spawn(command).await?;
-        Ok(Client::new(self, Transport::Stdio(transport)))
+        self.spawn_command(StdioCommand::new(program).args(args))
+            .await
+    }
+
+    /// A client for a server run as a child process, with environment and working directory.
+    pub async fn spawn_command(self, command: StdioCommand) -> Result<Client> {
+        let (transport, incoming) = StdioTransport::spawn(command)?;
+        let client = Client::new(self, Transport::Stdio(Box::new(transport)));
+        crate::incoming::serve_stdio(&client, incoming);
+        Ok(client)
     }
 }
 
@@ -201,8 +229,27 @@ pub(crate) struct Inner {
     pub(crate) transport: Transport,
     pub(crate) config: ClientBuilder,
     next_id: AtomicI64,
-    version: Mutex<String>,
+    pub(crate) state: Mutex<State>,
+    /// Held while the era is being settled (probe, initialize), so it happens once.
+    pub(crate) establish: tokio::sync::Mutex<()>,
     pub(crate) tools: Mutex<Option<ToolCache>>,
+    /// Notifications that belong to no request (legacy servers), for legacy subscriptions.
+    pub(crate) events: broadcast::Sender<Value>,
+    /// The legacy HTTP server's standalone GET stream, while one is open.
+    pub(crate) legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
+}
+
+impl Drop for Inner {
+    fn drop(&mut self) {
+        if let Some(task) = self
+            .legacy_stream
+            .get_mut()
+            .unwrap_or_else(|p| p.into_inner())
+            .take()
+        {
+            task.abort();
+        }
+    }
 }
 
 impl std::fmt::Debug for Client {
@@ -221,6 +268,14 @@ pub(crate) struct RpcOptions {
     /// `Mcp-Param-*` headers.
     pub(crate) mirrored: Vec<(String, String)>,
     pub(crate) progress: Option<ProgressFn>,
+    pub(crate) log: Option<LogFn>,
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) cancel: Option<CancellationToken>,
+}
+
+/// The codes that only a 2026-07-28 server sends: such an error proves the era.
+pub(crate) fn is_modern_error(code: i64) -> bool {
+    matches!(code, -32022..=-32020)
 }
 
 impl Client {
@@ -230,13 +285,17 @@ impl Client {
             .first()
             .cloned()
             .unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
+        let (events, _) = broadcast::channel(256);
         Client {
             inner: Arc::new(Inner {
                 transport,
                 config,
                 next_id: AtomicI64::new(1),
-                version: Mutex::new(version),
+                state: Mutex::new(State::new(version)),
+                establish: tokio::sync::Mutex::new(()),
                 tools: Mutex::new(None),
+                events,
+                legacy_stream: Mutex::new(None),
             }),
         }
     }
@@ -261,13 +320,17 @@ impl Client {
         }
     }
 
-    /// The protocol version requests are sent with (after any negotiation).
+    /// The protocol version requests are sent with (after any negotiation or fallback).
     pub fn protocol_version(&self) -> String {
-        self.inner
-            .version
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        let state = self.state();
+        match &state.era {
+            Era::Legacy(session) => session.version.clone(),
+            _ => state.version.clone(),
+        }
+    }
+
+    pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
+        self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub(crate) fn next_id(&self) -> i64 {
@@ -278,6 +341,46 @@ impl Client {
         self.inner.transport.is_http()
     }
 
+    /// The body of a request in `era`: modern requests carry the full `_meta` (B-15), legacy
+    /// ones only a progress token.
+    pub(crate) fn envelope(
+        &self,
+        era: &Era,
+        id: i64,
+        method: &str,
+        params: &Value,
+        progress: bool,
+    ) -> Result<String> {
+        let mut params = params.clone();
+        let object = params
+            .as_object_mut()
+            .ok_or_else(|| Error::InvalidResponse("params must be an object".into()))?;
+        let mut meta = JsonObject::new();
+        if !matches!(era, Era::Legacy(_)) {
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                json!(self.state().version),
+            );
+            meta.insert(
+                "io.modelcontextprotocol/clientCapabilities".into(),
+                json!(self.capabilities()),
+            );
+            if self.inner.config.send_client_info {
+                meta.insert(
+                    "io.modelcontextprotocol/clientInfo".into(),
+                    json!(self.inner.config.info),
+                );
+            }
+        }
+        if progress {
+            meta.insert("progressToken".into(), json!(id));
+        }
+        if !meta.is_empty() {
+            object.insert("_meta".into(), Value::Object(meta));
+        }
+        Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+    }
+
     /// Sends a request and returns its result object; the core every method goes through.
     pub(crate) async fn rpc(
         &self,
@@ -285,67 +388,81 @@ impl Client {
         params: Value,
         options: &RpcOptions,
     ) -> Result<Value> {
-        let mut negotiated = false;
-        let mut reissued = false;
+        let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
+            (false, false, false, false);
         loop {
+            let era = self.era_for_request().await?;
             let id = self.next_id();
-            let version = self.protocol_version();
-            let mut params = params.clone();
-            let object = params
-                .as_object_mut()
-                .ok_or_else(|| Error::InvalidResponse("params must be an object".into()))?;
-            let mut meta = json!({
-                "io.modelcontextprotocol/protocolVersion": version,
-                "io.modelcontextprotocol/clientCapabilities": self.capabilities(),
-            });
-            if self.inner.config.send_client_info {
-                meta["io.modelcontextprotocol/clientInfo"] = json!(self.inner.config.info);
-            }
-            if options.progress.is_some() {
-                meta["progressToken"] = json!(id);
-            }
-            object.insert("_meta".into(), meta);
-            let body =
-                json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string();
+            let body = self.envelope(&era, id, method, &params, options.progress.is_some())?;
+            let (version, session) = self.wire_identity(&era);
             let out = Outgoing {
-                id,
+                id: Some(id),
                 method,
                 body,
                 name: options.name.as_deref(),
                 mirrored: &options.mirrored,
-                version: &version,
+                version: Some(&version),
+                session: session.as_deref(),
+                legacy: matches!(era, Era::Legacy(_)),
             };
-            let message = match self.exchange(&out, options.progress.clone()).await {
-                Err(Error::Transport(why)) if why.contains("H-27") && !reissued => {
-                    // A broken response stream loses the request: issue it again (H-27).
-                    reissued = true;
-                    tracing::warn!(
-                        method,
-                        "the response stream broke; re-issuing the request with a new id"
-                    );
-                    continue;
-                }
-                other => other?,
-            };
-            if let Some(error) = message.get("error") {
-                let error: ErrorObject = serde_json::from_value(error.clone())
-                    .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
-                if error.code == UNSUPPORTED_PROTOCOL_VERSION && !negotiated {
-                    if let Some(v) = self.mutual_version(&error) {
-                        // V-03: retry with a version both sides speak.
-                        negotiated = true;
-                        *self.inner.version.lock().unwrap_or_else(|p| p.into_inner()) = v;
+            let failure = match self.exchange(&out, options).await {
+                Ok(reply) => {
+                    if !fell_back && self.is_legacy_signal(&era, &reply) {
+                        fell_back = true;
+                        self.fall_back(&era, &reply_summary(&reply)).await?;
                         continue;
                     }
+                    let message = reply.message;
+                    if let Some(error) = message.get("error") {
+                        let error: ErrorObject = serde_json::from_value(error.clone())
+                            .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+                        if is_modern_error(error.code) {
+                            self.confirm_modern(&era);
+                        }
+                        if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                            && !negotiated
+                            && !matches!(era, Era::Legacy(_))
+                        {
+                            if let Some(v) = self.mutual_version(&error) {
+                                // V-03: retry with a version both sides speak.
+                                negotiated = true;
+                                self.state().version = v;
+                                continue;
+                            }
+                        }
+                        return Err(Error::Rpc(error));
+                    }
+                    self.confirm_modern(&era);
+                    return self.checked_result(message);
                 }
-                return Err(Error::Rpc(error));
+                Err(failure) => failure,
+            };
+            match failure {
+                Failure::Lost(why) if !reissued => {
+                    // The request died with its stream or process: issue it again with a new
+                    // id (H-27; on stdio the server is started again first, S-11).
+                    reissued = true;
+                    tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
+                }
+                Failure::SessionExpired if !renewed => {
+                    renewed = true;
+                    tracing::warn!("the legacy session expired; initializing again");
+                    self.forget_legacy_session(&era);
+                }
+                Failure::Error(Error::Http { status, body })
+                    if !fell_back && self.is_legacy_status(&era, status) =>
+                {
+                    fell_back = true;
+                    self.fall_back(&era, &format!("HTTP {status}: {body}"))
+                        .await?;
+                }
+                other => return Err(other.into_error()),
             }
-            return self.checked_result(message);
         }
     }
 
     /// The first of our versions the server lists in `data.supported`.
-    fn mutual_version(&self, error: &ErrorObject) -> Option<String> {
+    pub(crate) fn mutual_version(&self, error: &ErrorObject) -> Option<String> {
         let supported: Vec<String> =
             serde_json::from_value(error.data.as_ref()?.get("supported")?.clone()).ok()?;
         self.inner
@@ -358,7 +475,7 @@ impl Client {
 
     /// The result object, with `resultType` checked: absent reads as complete (B-06), unknown
     /// types are refused (B-05).
-    fn checked_result(&self, message: Value) -> Result<Value> {
+    pub(crate) fn checked_result(&self, message: Value) -> Result<Value> {
         let Some(mut result) = message.get("result").cloned() else {
             return Err(Error::InvalidResponse(
                 "a response with neither result nor error".into(),
@@ -381,16 +498,25 @@ impl Client {
         }
     }
 
-    /// One exchange under the timeout: the deadline moves with progress, never past the cap.
-    async fn exchange(&self, out: &Outgoing<'_>, progress: Option<ProgressFn>) -> Result<Value> {
+    /// One exchange under the timeout: the deadline moves with progress, never past the cap;
+    /// a cancelled token or the deadline drops the request, which cancels it on the wire
+    /// (HTTP closes the stream, H-26; stdio sends `notifications/cancelled`, S-07).
+    pub(crate) async fn exchange(
+        &self,
+        out: &Outgoing<'_>,
+        options: &RpcOptions,
+    ) -> Result<Reply, Failure> {
         let config = &self.inner.config;
+        let timeout = options.timeout.unwrap_or(config.timeout);
         let started = Instant::now();
-        let hard = started + config.max_timeout;
-        let deadline = Arc::new(Mutex::new((started + config.timeout).min(hard)));
-        let (reset, timeout) = (config.reset_on_progress, config.timeout);
+        let hard = started + config.max_timeout.max(timeout);
+        let deadline = Arc::new(Mutex::new((started + timeout).min(hard)));
+        let reset = config.reset_on_progress;
         let moved = deadline.clone();
-        let mut on_notification = move |message: Value| match message["method"].as_str() {
-            Some("notifications/progress") => {
+        let (progress, log) = (options.progress.clone(), options.log.clone());
+        let client = self.clone();
+        let mut on_message = move |message: Value| match message["method"].as_str() {
+            Some("notifications/progress") if message.get("id").is_none() => {
                 if reset {
                     *moved.lock().unwrap_or_else(|p| p.into_inner()) =
                         (Instant::now() + timeout).min(hard);
@@ -402,33 +528,41 @@ impl Client {
                     f(&params);
                 }
             }
-            Some("notifications/message") => {
-                if let Ok(log) =
+            Some("notifications/message") if message.get("id").is_none() => {
+                if let Ok(params) =
                     serde_json::from_value::<LoggingMessageParams>(message["params"].clone())
                 {
-                    tracing::info!(level = ?log.level, logger = log.logger.as_deref(), data = %log.data, "server log");
+                    match &log {
+                        Some(f) => f(&params),
+                        None => crate::incoming::trace_log(&params),
+                    }
                 }
             }
-            _ => {}
+            _ => client.incoming(message),
         };
-        let request = self.inner.transport.request(out, &mut on_notification);
-        tokio::pin!(request);
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let request = self.inner.transport.request(out, &mut on_message);
+        tokio::pin!(request, cancelled);
         loop {
             let until = *deadline.lock().unwrap_or_else(|p| p.into_inner());
             tokio::select! {
                 result = &mut request => return result,
-                _ = tokio::time::sleep_until(until) => {
+                () = &mut cancelled => return Err(Error::Cancelled.into()),
+                () = tokio::time::sleep_until(until) => {
                     if *deadline.lock().unwrap_or_else(|p| p.into_inner()) <= Instant::now() {
-                        // Dropping the request cancels it: HTTP closes the stream, stdio sends
-                        // notifications/cancelled.
-                        return Err(Error::Timeout(started.elapsed()));
+                        return Err(Error::Timeout(started.elapsed()).into());
                     }
                 }
             }
         }
     }
 
-    async fn typed<T: DeserializeOwned>(
+    pub(crate) async fn typed<T: DeserializeOwned>(
         &self,
         method: &str,
         params: Value,
@@ -443,8 +577,12 @@ impl Client {
         self.rpc(method, params, &RpcOptions::default()).await
     }
 
-    /// `server/discover` (V-04: optional; any request works without it).
+    /// `server/discover` (V-04: optional; any request works without it). For a legacy server
+    /// the answer is made from its `initialize` result.
     pub async fn discover(&self) -> Result<DiscoverResult> {
+        if let Era::Legacy(session) = self.era_for_request().await? {
+            return session.discover_result();
+        }
         self.typed("server/discover", json!({}), &RpcOptions::default())
             .await
     }
@@ -531,8 +669,9 @@ impl Client {
         .await
     }
 
-    /// Walks a paginated list: stops at the last page, on a repeated cursor (no progress) or
-    /// after 10,000 pages (K-13, K-14).
+    /// Walks a paginated list: cursors are opaque and only an absent `nextCursor` ends it
+    /// (K-14); it stops with an error on a repeated cursor (no progress) or after 10,000 pages;
+    /// an invalid-cursor error restarts it from the first page once (K-12).
     pub(crate) async fn walk<P: DeserializeOwned>(
         &self,
         method: &str,
@@ -540,12 +679,22 @@ impl Client {
     ) -> Result<()> {
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
+        let mut restarted = false;
         for _ in 0..10_000 {
             let params = match &cursor {
                 Some(c) => json!({"cursor": c}),
                 None => json!({}),
             };
-            let page: P = self.typed(method, params, &RpcOptions::default()).await?;
+            let page: P = match self.typed(method, params, &RpcOptions::default()).await {
+                Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
+                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
+                    restarted = true;
+                    cursor = None;
+                    seen.clear();
+                    continue;
+                }
+                page => page?,
+            };
             match take(page) {
                 None => return Ok(()),
                 Some(next) if !seen.insert(next.clone()) => {
@@ -561,10 +710,28 @@ impl Client {
         )))
     }
 
+    /// The process id of a stdio server, while it runs.
+    pub async fn server_pid(&self) -> Option<u32> {
+        match &self.inner.transport {
+            Transport::Stdio(t) => t.pid().await,
+            Transport::Http(_) => None,
+        }
+    }
+
     /// Closes the connection: for a child process, stdin, then SIGTERM, then SIGKILL (S-09).
     pub async fn close(&self) {
         if let Transport::Stdio(t) = &self.inner.transport {
             t.close(Duration::from_secs(2)).await;
         }
     }
+}
+
+/// A short description of a reply, for messages.
+fn reply_summary(reply: &Reply) -> String {
+    let body = reply.message.to_string();
+    format!(
+        "HTTP {}: {}",
+        reply.status,
+        body.chars().take(200).collect::<String>()
+    )
 }

@@ -13,6 +13,9 @@ pub enum Error {
     /// No answer within the timeout (P-07); the request was cancelled.
     #[error("no answer within {0:?}")]
     Timeout(std::time::Duration),
+    /// The request was cancelled by the caller; the server was told (H-26, S-07).
+    #[error("cancelled")]
+    Cancelled,
     /// The connection or the child process failed.
     #[error("transport: {0}")]
     Transport(String),

@@ -26,15 +26,21 @@
 #![warn(missing_docs)]
 
 mod client;
+mod era;
 mod error;
+mod incoming;
 mod input;
+mod listen;
 mod sse;
 mod tools;
 mod transport;
 
-pub use client::{Client, ClientBuilder, ProgressFn};
+pub use client::{Client, ClientBuilder, LogFn, ProgressFn};
+pub use era::{LEGACY_VERSIONS, ServerEra};
 pub use error::{Error, Result};
 pub use input::{accepted, cancelled, declined};
+pub use listen::{Notification, Subscription};
+pub use tokio_util::sync::CancellationToken;
 pub use tools::CallOptions;
 pub use transport::stdio::StdioCommand;
 

@@ -16,7 +16,10 @@ use toolwire_protocol::{
     Tool,
 };
 
-use crate::client::{Client, ProgressFn, RpcOptions};
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{LoggingMessageParams, ProgressParams};
+
+use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
 
 /// A listed tool with what calling it needs.
@@ -40,15 +43,52 @@ pub(crate) struct ToolCache {
 
 /// Options of one tool call.
 #[derive(Clone, Default)]
+#[non_exhaustive]
 pub struct CallOptions {
     /// Called with each progress notification (sets `_meta.progressToken`).
     pub progress: Option<ProgressFn>,
+    /// Called with each log message the server sends while answering (else they go to
+    /// `tracing`).
+    pub log: Option<LogFn>,
+    /// This call's timeout, instead of the client's.
+    pub timeout: Option<Duration>,
+    /// Cancels the call when cancelled: the request is dropped and the server told.
+    pub cancel: Option<CancellationToken>,
+}
+
+impl CallOptions {
+    /// Receives progress notifications.
+    pub fn on_progress(mut self, f: impl Fn(&ProgressParams) + Send + Sync + 'static) -> Self {
+        self.progress = Some(Arc::new(f));
+        self
+    }
+
+    /// Receives the server's log messages for this call.
+    pub fn on_log(mut self, f: impl Fn(&LoggingMessageParams) + Send + Sync + 'static) -> Self {
+        self.log = Some(Arc::new(f));
+        self
+    }
+
+    /// Waits at most `timeout` (resetting on progress if the client does, P-07).
+    pub fn timeout(mut self, timeout: Duration) -> Self {
+        self.timeout = Some(timeout);
+        self
+    }
+
+    /// Cancels the call when `token` is cancelled.
+    pub fn cancel_on(mut self, token: CancellationToken) -> Self {
+        self.cancel = Some(token);
+        self
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallOptions")
             .field("progress", &self.progress.is_some())
+            .field("log", &self.log.is_some())
+            .field("timeout", &self.timeout)
+            .field("cancel", &self.cancel.is_some())
             .finish()
     }
 }
@@ -91,6 +131,11 @@ impl Client {
         Ok(listed)
     }
 
+    /// Whether tool arguments are mirrored into headers: Streamable HTTP at 2026-07-28 (C-08).
+    fn mirrors_headers(&self) -> bool {
+        self.is_http() && !self.is_legacy()
+    }
+
     /// Forgets the tool list (e.g. after `notifications/tools/list_changed`, K-09).
     pub fn invalidate_tools(&self) {
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
@@ -109,7 +154,7 @@ impl Client {
         for tool in tools {
             let headers = match mcp_headers::header_params(&tool.input_schema) {
                 Ok(headers) => headers,
-                Err(problem) if self.is_http() => {
+                Err(problem) if self.mirrors_headers() => {
                     // C-08: a tool whose header declarations are invalid is not exposed.
                     tracing::warn!(tool = %tool.name, %problem, "dropping a tool with an invalid x-mcp-header declaration");
                     dropped.insert(tool.name.clone(), problem.to_string());
@@ -180,7 +225,7 @@ impl Client {
         let mut relisted = false;
         loop {
             // On HTTP the tool's header declarations decide which arguments are mirrored.
-            let entry = if self.is_http() {
+            let entry = if self.mirrors_headers() {
                 self.tool_entry(name, relisted).await?
             } else {
                 None
@@ -193,9 +238,14 @@ impl Client {
                 name: Some(name.to_owned()),
                 mirrored,
                 progress: options.progress.clone(),
+                log: options.log.clone(),
+                timeout: options.timeout,
+                cancel: options.cancel.clone(),
             };
             match self.rpc_rounds("tools/call", params.clone(), &rpc).await {
-                Err(Error::Rpc(e)) if e.code == HEADER_MISMATCH && self.is_http() && !relisted => {
+                Err(Error::Rpc(e))
+                    if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
+                {
                     // H-25: the declarations may have changed; list again and retry once.
                     relisted = true;
                     continue;

@@ -18,7 +18,9 @@ mod tests {
     use crate::ListToolsResult;
 
     fn ttl(raw: &str) -> u64 {
-        let json = format!(r#"{{"resultType":"complete","tools":[],"cacheScope":"public","ttlMs":{raw}}}"#);
+        let json = format!(
+            r#"{{"resultType":"complete","tools":[],"cacheScope":"public","ttlMs":{raw}}}"#
+        );
         serde_json::from_str::<ListToolsResult>(&json)
             .expect("parses")
             .ttl_ms

@@ -1,15 +1,19 @@
 //! Streamable HTTP, the client side (H-20…H-28): one POST per message with both reply kinds
-//! accepted, the standard headers, mirrored parameters, JSON or SSE replies. Dropping a request
-//! closes its stream, which is how HTTP cancels (H-26).
+//! accepted (H-21), the standard headers (H-22, H-23), mirrored parameters (H-24), JSON or SSE
+//! replies with comments ignored (H-28). Dropping a request closes its stream, which is how HTTP
+//! cancels (H-26); a stream that breaks before the answer loses the request (H-27).
 
 use futures::StreamExt as _;
 use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
 use serde_json::Value;
 use toolwire_protocol::headers as mcp_headers;
 
-use super::Outgoing;
+use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
 use crate::sse::SseParser;
+
+/// The legacy session header.
+const SESSION_ID: &str = "mcp-session-id";
 
 /// How to reach an HTTP server.
 #[derive(Debug, Clone)]
@@ -21,6 +25,8 @@ pub(crate) struct HttpTransport {
 
 impl HttpTransport {
     pub(crate) fn new(url: String, headers: HeaderMap, bearer: Option<&str>) -> Result<Self> {
+        reqwest::Url::parse(&url)
+            .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
         let mut headers = headers;
         if let Some(token) = bearer {
             let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
@@ -38,38 +44,65 @@ impl HttpTransport {
         })
     }
 
-    /// Sends one request and returns its response message; notifications on an SSE reply go to
-    /// `on_notification`.
-    pub(crate) async fn request(
-        &self,
-        out: &Outgoing<'_>,
-        on_notification: &mut (dyn FnMut(Value) + Send),
-    ) -> Result<Value> {
+    /// The scheme, host and port of the endpoint: the key of the era cache (V-14).
+    pub(crate) fn origin(&self) -> String {
+        reqwest::Url::parse(&self.url)
+            .map(|u| u.origin().ascii_serialization())
+            .unwrap_or_else(|_| self.url.clone())
+    }
+
+    fn post(&self, out: &Outgoing<'_>) -> Result<reqwest::RequestBuilder> {
         let mut request = self
             .client
             .post(&self.url)
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream")
-            .header(mcp_headers::PROTOCOL_VERSION, out.version)
-            .header(mcp_headers::METHOD, out.method);
-        if let Some(name) = out.name {
-            request = request.header(
-                mcp_headers::NAME,
-                header_value(&mcp_headers::encode_value(name))?,
-            );
+            .header(ACCEPT, "application/json, text/event-stream");
+        if let Some(version) = out.version {
+            request = request.header(mcp_headers::PROTOCOL_VERSION, version);
         }
-        for (name, value) in out.mirrored {
-            let name = HeaderName::from_bytes(name.as_bytes())
-                .map_err(|_| Error::Transport(format!("bad header name {name}")))?;
-            request = request.header(name, header_value(value)?);
+        if let Some(session) = out.session {
+            request = request.header(SESSION_ID, header_value(session)?);
         }
-        let response = request
-            .body(out.body.clone())
+        if !out.legacy && !out.method.is_empty() {
+            request = request.header(mcp_headers::METHOD, out.method);
+            if let Some(name) = out.name {
+                request = request.header(
+                    mcp_headers::NAME,
+                    header_value(&mcp_headers::encode_value(name))?,
+                );
+            }
+            for (name, value) in out.mirrored {
+                let name = HeaderName::from_bytes(name.as_bytes())
+                    .map_err(|_| Error::Transport(format!("bad header name {name}")))?;
+                request = request.header(name, header_value(value)?);
+            }
+        }
+        Ok(request.body(out.body.clone()))
+    }
+
+    /// Sends one request and returns its response; notifications and server requests on an SSE
+    /// reply go to `on_message`.
+    pub(crate) async fn request(
+        &self,
+        out: &Outgoing<'_>,
+        on_message: &mut (dyn FnMut(Value) + Send),
+    ) -> Result<Reply, Failure> {
+        let response = self
+            .post(out)?
             .send()
             .await
-            .map_err(|e| Error::Transport(e.to_string()))?;
+            .map_err(|e| Error::Transport(describe(&e)))?;
         let status = response.status().as_u16();
+        let session = response
+            .headers()
+            .get(SESSION_ID)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        if status == 404 && out.session.is_some() {
+            // A legacy server forgot the session: the client must initialize again.
+            return Err(Failure::SessionExpired);
+        }
         let sse = response
             .headers()
             .get(CONTENT_TYPE)
@@ -78,42 +111,122 @@ impl HttpTransport {
             let mut stream = response.bytes_stream();
             let mut parser = SseParser::default();
             while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| Error::Transport(e.to_string()))?;
+                let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
                 for data in parser.feed(&chunk) {
                     let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                        tracing::debug!(%data, "an SSE event that is not JSON");
                         continue;
                     };
-                    if is_response_to(&message, out.id) {
-                        return Ok(message);
+                    if out.id.is_some_and(|id| is_response_to(&message, id)) {
+                        return Ok(Reply {
+                            message,
+                            status,
+                            session,
+                        });
                     }
                     if message.get("method").is_some() {
-                        on_notification(message);
+                        on_message(message);
                     }
                 }
             }
-            return Err(Error::Transport(
-                "the response stream ended before the response (H-27)".into(),
+            return Err(Failure::Lost(
+                "the response stream ended before the response".into(),
             ));
         }
         let body = response
             .bytes()
             .await
-            .map_err(|e| Error::Transport(e.to_string()))?;
+            .map_err(|e| Failure::Lost(describe(&e)))?;
         match serde_json::from_slice::<Value>(&body) {
             Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
-                Ok(message)
+                Ok(Reply {
+                    message,
+                    status,
+                    session,
+                })
             }
             _ => Err(Error::Http {
                 status,
                 body: String::from_utf8_lossy(&body).chars().take(300).collect(),
-            }),
+            }
+            .into()),
         }
+    }
+
+    /// POSTs a notification or a response; the server answers 202 (or 200) with no body to read.
+    pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
+        let response = self
+            .post(out)?
+            .send()
+            .await
+            .map_err(|e| Error::Transport(describe(&e)))?;
+        let status = response.status();
+        if status.is_success() {
+            return Ok(());
+        }
+        let body = response.text().await.unwrap_or_default();
+        Err(Error::Http {
+            status: status.as_u16(),
+            body: body.chars().take(300).collect(),
+        })
+    }
+
+    /// The legacy server's standalone GET stream: unsolicited notifications and server requests
+    /// go to `on_message` until the stream ends.
+    pub(crate) async fn get_stream(
+        &self,
+        version: &str,
+        session: Option<&str>,
+        on_message: &mut (dyn FnMut(Value) + Send),
+    ) -> Result<()> {
+        let mut request = self
+            .client
+            .get(&self.url)
+            .headers(self.headers.clone())
+            .header(ACCEPT, "text/event-stream")
+            .header(mcp_headers::PROTOCOL_VERSION, version);
+        if let Some(session) = session {
+            request = request.header(SESSION_ID, header_value(session)?);
+        }
+        let response = request
+            .send()
+            .await
+            .map_err(|e| Error::Transport(describe(&e)))?;
+        if !response.status().is_success() {
+            return Err(Error::Http {
+                status: response.status().as_u16(),
+                body: String::new(),
+            });
+        }
+        let mut stream = response.bytes_stream();
+        let mut parser = SseParser::default();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| Error::Transport(describe(&e)))?;
+            for data in parser.feed(&chunk) {
+                if let Ok(message) = serde_json::from_str::<Value>(&data) {
+                    on_message(message);
+                }
+            }
+        }
+        Ok(())
     }
 }
 
 fn header_value(value: &str) -> Result<HeaderValue> {
     HeaderValue::from_str(value)
         .map_err(|_| Error::Transport(format!("{value:?} is not a valid header value")))
+}
+
+/// A reqwest error with its causes (reqwest's own message is often just "error sending request").
+fn describe(error: &reqwest::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = std::error::Error::source(error);
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
 }
 
 /// Whether `message` answers request `id` (an id-less error answers whatever was asked).

@@ -1,41 +1,98 @@
-//! Transports: how a request reaches a server and its answer comes back.
+//! Transports: how a message reaches a server and its answer comes back.
 
 pub(crate) mod http;
 pub(crate) mod stdio;
 
 use serde_json::Value;
 
-use crate::error::Result;
+use crate::error::Error;
 
-/// One request, serialized, with what the HTTP headers need.
+/// One outgoing message, serialized, with what the HTTP headers need.
 #[derive(Debug)]
 pub(crate) struct Outgoing<'a> {
-    pub(crate) id: i64,
+    /// The request id; `None` for notifications and responses.
+    pub(crate) id: Option<i64>,
+    /// The method (`Mcp-Method`); empty for responses.
     pub(crate) method: &'a str,
     pub(crate) body: String,
     /// The value of `Mcp-Name` (tools/call, prompts/get, resources/read, tasks/*).
     pub(crate) name: Option<&'a str>,
     /// `Mcp-Param-*` headers, already encoded (H-24).
     pub(crate) mirrored: &'a [(String, String)],
-    pub(crate) version: &'a str,
+    /// `MCP-Protocol-Version`; `None` on a legacy `initialize`.
+    pub(crate) version: Option<&'a str>,
+    /// The legacy session (`Mcp-Session-Id`); modern requests have none.
+    pub(crate) session: Option<&'a str>,
+    /// A legacy (2025-11-25) message: no `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` headers.
+    pub(crate) legacy: bool,
+}
+
+/// The answer to a request.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    /// The JSON-RPC response (with `result` or `error`).
+    pub(crate) message: Value,
+    /// The HTTP status (200 on stdio).
+    pub(crate) status: u16,
+    /// The `Mcp-Session-Id` the server set (legacy HTTP).
+    pub(crate) session: Option<String>,
+}
+
+/// Why a request got no answer.
+#[derive(Debug)]
+pub(crate) enum Failure {
+    /// The request was lost with its stream or its process: it is re-issued with a new id
+    /// (H-27, S-11).
+    Lost(String),
+    /// A legacy HTTP session the server no longer knows (404): initialize again.
+    SessionExpired,
+    /// Anything else.
+    Error(Error),
+}
+
+impl From<Error> for Failure {
+    fn from(error: Error) -> Self {
+        Failure::Error(error)
+    }
+}
+
+impl Failure {
+    pub(crate) fn into_error(self) -> Error {
+        match self {
+            Failure::Lost(why) => Error::Transport(why),
+            Failure::SessionExpired => {
+                Error::Transport("the server no longer knows the session".into())
+            }
+            Failure::Error(e) => e,
+        }
+    }
 }
 
 /// A connection to a server.
 #[derive(Debug)]
 pub(crate) enum Transport {
     Http(http::HttpTransport),
-    Stdio(stdio::StdioTransport),
+    Stdio(Box<stdio::StdioTransport>),
 }
 
 impl Transport {
+    /// Sends a request; notifications and server requests that arrive for it go to `on_message`.
     pub(crate) async fn request(
         &self,
         out: &Outgoing<'_>,
-        on_notification: &mut (dyn FnMut(Value) + Send),
-    ) -> Result<Value> {
+        on_message: &mut (dyn FnMut(Value) + Send),
+    ) -> Result<Reply, Failure> {
         match self {
-            Transport::Http(t) => t.request(out, on_notification).await,
-            Transport::Stdio(t) => t.request(out, on_notification).await,
+            Transport::Http(t) => t.request(out, on_message).await,
+            Transport::Stdio(t) => t.request(out, on_message).await,
+        }
+    }
+
+    /// Sends a notification or a response; no answer is awaited.
+    pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<(), Error> {
+        match self {
+            Transport::Http(t) => t.send(out).await,
+            Transport::Stdio(t) => t.send(out).await,
         }
     }
 

@@ -1,11 +1,14 @@
 //! stdio, the client side (CHECKLIST §3): a child process speaking newline-delimited JSON-RPC.
-//! Many requests run at once, answers are matched by id, progress and subscription
-//! notifications are routed to their request (S-06); stderr is read as logs (S-04); a dropped
-//! request sends `notifications/cancelled` (S-07); a crashed server is restarted and the
-//! request retried once (S-11); `close` closes stdin, then SIGTERM, then SIGKILL (S-09).
+//! Many requests run at once and answers are matched by id; progress and subscription
+//! notifications are routed to their request (S-06); server requests and unsolicited
+//! notifications (legacy servers) go to the client's incoming queue; stderr is read as logs, never
+//! as an error signal (S-04); a dropped request sends `notifications/cancelled` (S-07); a crashed
+//! server is started again on the next request (S-11); `close` closes stdin, then SIGTERM, then
+//! SIGKILL (S-09).
 
 use std::collections::HashMap;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -14,10 +17,10 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
 
-use super::Outgoing;
+use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
 
-/// How to start the server.
+/// How to start a server: program, arguments, environment and working directory.
 #[derive(Debug, Clone)]
 pub struct StdioCommand {
     /// The program.
@@ -26,17 +29,58 @@ pub struct StdioCommand {
     pub args: Vec<String>,
     /// Extra environment variables.
     pub env: Vec<(String, String)>,
+    /// The working directory (default: the current one).
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+impl StdioCommand {
+    /// Runs `program` (looked up on `PATH` when it has no slash).
+    pub fn new(program: impl Into<String>) -> Self {
+        StdioCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server (credentials travel this way on stdio, S-13).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Runs the server in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
 }
 
 /// Messages for one in-flight request: notifications, then its response.
 type Route = mpsc::UnboundedSender<Value>;
+type Routes = Arc<Mutex<HashMap<i64, Route>>>;
 
 #[derive(Debug)]
 struct Process {
     child: Child,
     lines: mpsc::UnboundedSender<String>,
     /// Routes by request id (and progress token / subscription id, which are the request id).
-    routes: Arc<Mutex<HashMap<i64, Route>>>,
+    routes: Routes,
+    /// Set when stdout reaches EOF: the process is gone or going.
+    closed: Arc<AtomicBool>,
 }
 
 /// A child-process server.
@@ -44,71 +88,123 @@ struct Process {
 pub(crate) struct StdioTransport {
     command: StdioCommand,
     process: tokio::sync::Mutex<Option<Process>>,
+    /// How many times the server was started; a change means a new process (S-11, L-12).
+    generation: AtomicU64,
+    /// Server requests and notifications that belong to no request.
+    incoming: mpsc::UnboundedSender<Value>,
+    /// Set by `close`: no restart after it.
+    closing: AtomicBool,
 }
 
 impl StdioTransport {
-    pub(crate) async fn spawn(command: StdioCommand) -> Result<Self> {
-        let process = start(&command)?;
-        Ok(StdioTransport {
+    /// Starts the server; the receiver gets the messages that belong to no request.
+    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::UnboundedReceiver<Value>)> {
+        let (incoming, rx) = mpsc::unbounded_channel();
+        let process = start(&command, incoming.clone())?;
+        let transport = StdioTransport {
             command,
             process: tokio::sync::Mutex::new(Some(process)),
-        })
+            generation: AtomicU64::new(1),
+            incoming,
+            closing: AtomicBool::new(false),
+        };
+        Ok((transport, rx))
     }
 
-    /// Registers a route for `id` and writes the request, restarting a dead server first.
-    async fn submit(&self, out: &Outgoing<'_>) -> Result<(mpsc::UnboundedReceiver<Value>, Cancel)> {
+    /// The current process's generation (1 for the first).
+    pub(crate) fn generation(&self) -> u64 {
+        self.generation.load(Ordering::Acquire)
+    }
+
+    /// The server's process id, while it runs.
+    pub(crate) async fn pid(&self) -> Option<u32> {
+        self.process
+            .lock()
+            .await
+            .as_ref()
+            .and_then(|p| p.child.id())
+    }
+
+    /// The running process, started again first if it died (S-11).
+    async fn live(&self) -> Result<tokio::sync::MutexGuard<'_, Option<Process>>> {
         let mut guard = self.process.lock().await;
         let alive = match guard.as_mut() {
-            Some(p) => p.child.try_wait().map(|s| s.is_none()).unwrap_or(false),
+            Some(p) => {
+                !p.closed.load(Ordering::Acquire)
+                    && p.child.try_wait().map(|s| s.is_none()).unwrap_or(false)
+            }
             None => false,
         };
         if !alive {
-            tracing::warn!(program = %self.command.program, "the server is not running; starting it (S-11)");
-            *guard = Some(start(&self.command)?);
+            if self.closing.load(Ordering::Acquire) {
+                return Err(Error::Transport("the client was closed".into()));
+            }
+            tracing::warn!(program = %self.command.program, "the server is not running; starting it again (S-11)");
+            *guard = Some(start(&self.command, self.incoming.clone())?);
+            self.generation.fetch_add(1, Ordering::AcqRel);
         }
-        let process = guard.as_ref().expect("just started");
-        let (tx, rx) = mpsc::unbounded_channel();
-        lock(&process.routes).insert(out.id, tx);
-        process
-            .lines
-            .send(out.body.clone())
-            .map_err(|_| Error::Transport("the server's stdin is closed".into()))?;
-        let cancel = Cancel {
-            id: out.id,
-            lines: process.lines.clone(),
-            routes: process.routes.clone(),
-            done: false,
-        };
-        Ok((rx, cancel))
+        Ok(guard)
+    }
+
+    /// Ensures a live process and returns its generation.
+    pub(crate) async fn ensure_running(&self) -> Result<u64> {
+        drop(self.live().await?);
+        Ok(self.generation())
     }
 
     pub(crate) async fn request(
         &self,
         out: &Outgoing<'_>,
-        on_notification: &mut (dyn FnMut(Value) + Send),
-    ) -> Result<Value> {
-        // A request lost to a crash is re-issued once on a fresh process (S-11).
-        for attempt in 0..2 {
-            let (mut rx, mut cancel) = self.submit(out).await?;
-            while let Some(message) = rx.recv().await {
-                if message.get("result").is_some() || message.get("error").is_some() {
-                    cancel.done = true;
-                    return Ok(message);
-                }
-                on_notification(message);
+        on_message: &mut (dyn FnMut(Value) + Send),
+    ) -> Result<Reply, Failure> {
+        let id = out
+            .id
+            .ok_or_else(|| Error::Transport("a request needs an id".into()))?;
+        let (mut rx, mut cancel) = {
+            let guard = self.live().await?;
+            let process = guard.as_ref().expect("live() leaves a process");
+            let (tx, rx) = mpsc::unbounded_channel();
+            lock(&process.routes).insert(id, tx);
+            process
+                .lines
+                .send(out.body.clone())
+                .map_err(|_| Failure::Lost("the server's stdin is closed".into()))?;
+            let cancel = Cancel {
+                id,
+                lines: process.lines.clone(),
+                routes: process.routes.clone(),
+                done: false,
+            };
+            (rx, cancel)
+        };
+        while let Some(message) = rx.recv().await {
+            if message.get("method").is_none() {
+                cancel.done = true;
+                return Ok(Reply {
+                    message,
+                    status: 200,
+                    session: None,
+                });
             }
-            cancel.done = true;
-            if attempt == 0 {
-                tracing::warn!("the server exited with a request in flight; retrying it");
-            }
+            on_message(message);
         }
-        Err(Error::Transport(
-            "the server exited before answering".into(),
-        ))
+        cancel.done = true;
+        Err(Failure::Lost("the server exited before answering".into()))
     }
 
-    /// Closes stdin, waits, then SIGTERM, then SIGKILL (S-09).
+    /// Writes a notification or a response.
+    pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
+        let guard = self.live().await?;
+        let process = guard.as_ref().expect("live() leaves a process");
+        process
+            .lines
+            .send(out.body.clone())
+            .map_err(|_| Error::Transport("the server's stdin is closed".into()))
+    }
+
+    /// Closes stdin, waits, then SIGTERM, waits, then SIGKILL (S-09).
     pub(crate) async fn close(&self, grace: Duration) {
+        self.closing.store(true, Ordering::Release);
         let Some(mut process) = self.process.lock().await.take() else {
             return;
         };
@@ -121,8 +217,8 @@ impl StdioTransport {
         }
         #[cfg(unix)]
         if let Some(pid) = process.child.id() {
-            let pid = rustix::process::Pid::from_raw(pid as i32);
-            if let Some(pid) = pid {
+            tracing::warn!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
+            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
                 let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
             }
             if tokio::time::timeout(grace, process.child.wait())
@@ -132,15 +228,16 @@ impl StdioTransport {
                 return;
             }
         }
+        tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
         let _ = process.child.kill().await;
     }
 }
 
-/// Sends `notifications/cancelled` if the request is dropped before its answer (S-07).
+/// Sends `notifications/cancelled` if the request is dropped before its answer (S-07, L-09).
 struct Cancel {
     id: i64,
     lines: mpsc::UnboundedSender<String>,
-    routes: Arc<Mutex<HashMap<i64, Route>>>,
+    routes: Routes,
     done: bool,
 }
 
@@ -158,14 +255,19 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn start(command: &StdioCommand) -> Result<Process> {
-    let mut child = Command::new(&command.program)
+fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Result<Process> {
+    let mut builder = Command::new(&command.program);
+    builder
         .args(&command.args)
         .envs(command.env.iter().cloned())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
-        .kill_on_drop(true)
+        .kill_on_drop(true);
+    if let Some(dir) = &command.cwd {
+        builder.current_dir(dir);
+    }
+    let mut child = builder
         .spawn()
         .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
     let mut stdin = child.stdin.take().expect("piped");
@@ -184,8 +286,9 @@ fn start(command: &StdioCommand) -> Result<Process> {
             }
         }
     });
-    let routes: Arc<Mutex<HashMap<i64, Route>>> = Arc::default();
-    let reader_routes = routes.clone();
+    let routes: Routes = Arc::default();
+    let closed = Arc::new(AtomicBool::new(false));
+    let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
     tokio::spawn(async move {
         let mut stdout = BufReader::new(stdout).lines();
         while let Ok(Some(line)) = stdout.next_line().await {
@@ -193,16 +296,19 @@ fn start(command: &StdioCommand) -> Result<Process> {
                 tracing::warn!(%line, "the server wrote a line that is not JSON");
                 continue;
             };
-            let key = route_key(&message);
-            let route = key.and_then(|k| lock(&reader_routes).get(&k).cloned());
+            let route = route_key(&message).and_then(|k| lock(&reader_routes).get(&k).cloned());
             match route {
                 Some(route) => {
                     let _ = route.send(message);
                 }
-                None => tracing::debug!(%line, "a message for no request in flight"),
+                None if message.get("method").is_some() => {
+                    let _ = incoming.send(message);
+                }
+                None => tracing::debug!(%line, "a response for no request in flight"),
             }
         }
-        // EOF: every request still waiting learns the server is gone.
+        // EOF: the process is gone; every request still waiting learns it.
+        reader_closed.store(true, Ordering::Release);
         lock(&reader_routes).clear();
     });
     let program = command.program.clone();
@@ -216,18 +322,57 @@ fn start(command: &StdioCommand) -> Result<Process> {
         child,
         lines,
         routes,
+        closed,
     })
 }
 
-/// The request a message belongs to: its id, or the progress token or subscription id it
-/// carries (the client uses the request id for both).
+/// The request a message belongs to: a response's id, or the progress token or subscription id
+/// a notification carries (the client uses the request id for both). Server requests (a method
+/// and an id) belong to no request.
 fn route_key(message: &Value) -> Option<i64> {
-    if let Some(id) = message.get("id").and_then(Value::as_i64) {
-        return Some(id);
+    if message.get("method").is_none() {
+        return message.get("id").and_then(Value::as_i64);
+    }
+    if message.get("id").is_some() {
+        return None;
     }
     let params = message.get("params")?;
     params
         .get("progressToken")
         .and_then(Value::as_i64)
         .or_else(|| params["_meta"]["io.modelcontextprotocol/subscriptionId"].as_i64())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn routes_responses_notifications_and_server_requests() {
+        assert_eq!(
+            route_key(&json!({"jsonrpc": "2.0", "id": 7, "result": {}})),
+            Some(7)
+        );
+        assert_eq!(
+            route_key(
+                &json!({"method": "notifications/progress", "params": {"progressToken": 3, "progress": 1}})
+            ),
+            Some(3)
+        );
+        assert_eq!(
+            route_key(
+                &json!({"method": "notifications/tools/list_changed", "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 9}}})
+            ),
+            Some(9)
+        );
+        // A legacy server's request to the client must not be taken for the answer to ours.
+        assert_eq!(
+            route_key(&json!({"method": "elicitation/create", "id": 7, "params": {}})),
+            None
+        );
+        assert_eq!(
+            route_key(&json!({"method": "notifications/tools/list_changed"})),
+            None
+        );
+    }
 }

@@ -1,0 +1,428 @@
+//! Which protocol era the server speaks, settled once and cached (V-14):
+//!
+//! - stdio: a `server/discover` probe first (V-09, V-11). A result or a modern error
+//!   (-32020/-32021/-32022, Q-05) means 2026-07-28 (never fall back then); any other error, a
+//!   crash or silence until the probe timeout means a legacy server, whatever the error code
+//!   (V-10), and the `initialize` handshake follows. A restarted process is settled again.
+//! - HTTP: no probe. The first request goes out as 2026-07-28; a 400 (or 404/405) whose body is
+//!   not a modern error means a legacy server (V-12): `initialize`, then the request again. The
+//!   era is remembered per origin for the whole process.
+//!
+//! A legacy session (2025-11-25 and earlier) keeps the version the server chose, its
+//! `Mcp-Session-Id` on HTTP, and its `initialize` result, which stands in for `server/discover`.
+
+use std::collections::HashMap;
+use std::sync::{Arc, LazyLock, Mutex};
+
+use serde_json::{Value, json};
+use toolwire_protocol::DiscoverResult;
+
+use crate::client::{Client, RpcOptions, is_modern_error};
+use crate::error::{Error, Result};
+use crate::transport::{Failure, Outgoing, Reply, Transport};
+
+/// The legacy versions this client can speak after `initialize`, newest first.
+pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+
+/// What the client knows of the server's era.
+#[derive(Debug, Clone)]
+pub(crate) enum Era {
+    /// Not settled yet (HTTP: the first request settles it).
+    Unknown,
+    /// 2026-07-28, stateless.
+    Modern,
+    /// A legacy session.
+    Legacy(Arc<LegacySession>),
+}
+
+/// The client's protocol state.
+#[derive(Debug)]
+pub(crate) struct State {
+    pub(crate) era: Era,
+    /// The modern version requests are sent with (after negotiation).
+    pub(crate) version: String,
+    /// The stdio process generation the era was settled for.
+    pub(crate) generation: u64,
+}
+
+impl State {
+    pub(crate) fn new(version: String) -> Self {
+        State {
+            era: Era::Unknown,
+            version,
+            generation: 0,
+        }
+    }
+}
+
+/// A legacy session established with `initialize`.
+#[derive(Debug)]
+pub(crate) struct LegacySession {
+    /// The version the server chose.
+    pub(crate) version: String,
+    /// `Mcp-Session-Id` (HTTP, when the server set one).
+    pub(crate) session: Option<String>,
+    /// The `initialize` result.
+    pub(crate) initialized: Value,
+}
+
+impl LegacySession {
+    /// The `initialize` result as a `server/discover` result.
+    pub(crate) fn discover_result(&self) -> Result<DiscoverResult> {
+        let init = &self.initialized;
+        let mut result = json!({
+            "resultType": "complete",
+            "supportedVersions": [self.version],
+            "capabilities": init.get("capabilities").cloned().unwrap_or_else(|| json!({})),
+            "ttlMs": 0,
+            "cacheScope": "private",
+        });
+        if let Some(instructions) = init.get("instructions") {
+            result["instructions"] = instructions.clone();
+        }
+        if let Some(info) = init.get("serverInfo") {
+            result["_meta"] = json!({"io.modelcontextprotocol/serverInfo": info});
+        }
+        serde_json::from_value(result).map_err(|e| {
+            Error::InvalidResponse(format!("the legacy initialize result is malformed: {e}"))
+        })
+    }
+}
+
+/// The server's era as the caller sees it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ServerEra {
+    /// Stateless 2026-07-28 (or a later revision) at this version.
+    Modern {
+        /// The protocol version in use.
+        version: String,
+    },
+    /// A legacy session (2025-11-25 or earlier) opened with `initialize`.
+    Legacy {
+        /// The version the server chose.
+        version: String,
+    },
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Known {
+    Modern,
+    Legacy,
+}
+
+/// The era per HTTP origin, for the whole process (V-14).
+static HTTP_ERAS: LazyLock<Mutex<HashMap<String, Known>>> = LazyLock::new(Default::default);
+
+fn http_era(origin: &str) -> Option<Known> {
+    HTTP_ERAS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .get(origin)
+        .copied()
+}
+
+fn remember_http_era(origin: String, era: Known) {
+    HTTP_ERAS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .insert(origin, era);
+}
+
+impl Client {
+    /// The era settled so far (`None` before the first exchange over HTTP).
+    pub fn era(&self) -> Option<ServerEra> {
+        let state = self.state();
+        match &state.era {
+            Era::Unknown => None,
+            Era::Modern => Some(ServerEra::Modern {
+                version: state.version.clone(),
+            }),
+            Era::Legacy(s) => Some(ServerEra::Legacy {
+                version: s.version.clone(),
+            }),
+        }
+    }
+
+    /// The era to send the next request in, settling it first where needed.
+    pub(crate) async fn era_for_request(&self) -> Result<Era> {
+        match &self.inner.transport {
+            Transport::Http(http) => {
+                let era = self.state().era.clone();
+                if !matches!(era, Era::Unknown) {
+                    return Ok(era);
+                }
+                match http_era(&http.origin()) {
+                    Some(Known::Legacy) if self.inner.config.legacy_fallback => {
+                        self.establish_legacy_http(&era).await
+                    }
+                    _ => Ok(era),
+                }
+            }
+            Transport::Stdio(stdio) => {
+                let generation = stdio.ensure_running().await?;
+                {
+                    let state = self.state();
+                    if state.generation == generation && !matches!(state.era, Era::Unknown) {
+                        return Ok(state.era.clone());
+                    }
+                }
+                let _settling = self.inner.establish.lock().await;
+                let generation = stdio.ensure_running().await?;
+                let previous = {
+                    let state = self.state();
+                    if state.generation == generation && !matches!(state.era, Era::Unknown) {
+                        return Ok(state.era.clone());
+                    }
+                    state.era.clone()
+                };
+                let era = match previous {
+                    // The same command spoke legacy before: initialize straight away (V-14).
+                    Era::Legacy(_) => match self.initialize().await {
+                        Ok(session) => Era::Legacy(session),
+                        Err(_) => self.probe_stdio().await?,
+                    },
+                    _ => self.probe_stdio().await?,
+                };
+                let mut state = self.state();
+                state.era = era.clone();
+                state.generation = generation;
+                Ok(era)
+            }
+        }
+    }
+
+    /// The version header and session id of a request in `era`.
+    pub(crate) fn wire_identity(&self, era: &Era) -> (String, Option<String>) {
+        match era {
+            Era::Legacy(s) => (s.version.clone(), s.session.clone()),
+            _ => (self.state().version.clone(), None),
+        }
+    }
+
+    /// Whether a reply to a request sent in an unsettled HTTP era shows a legacy server: a 400,
+    /// 404 or 405 whose body is not a modern error (V-12, Q-05).
+    pub(crate) fn is_legacy_signal(&self, era: &Era, reply: &Reply) -> bool {
+        if !self.is_legacy_status(era, reply.status) {
+            return false;
+        }
+        let code = reply.message["error"]["code"].as_i64().unwrap_or(0);
+        let modern = is_modern_error(code) || (reply.status == 404 && code == -32601);
+        !modern
+    }
+
+    pub(crate) fn is_legacy_status(&self, era: &Era, status: u16) -> bool {
+        self.is_http() && matches!(era, Era::Unknown) && matches!(status, 400 | 404 | 405)
+    }
+
+    /// Switches an unsettled HTTP client to a legacy session, or explains why not.
+    pub(crate) async fn fall_back(&self, era: &Era, evidence: &str) -> Result<()> {
+        if !self.inner.config.legacy_fallback {
+            return Err(Error::InvalidResponse(format!(
+                "the server does not speak 2026-07-28 ({evidence}) and legacy fallback is off"
+            )));
+        }
+        tracing::info!(%evidence, "the server answered like a legacy (2025-11-25) server; initializing a session (V-12)");
+        self.establish_legacy_http(era).await.map(drop)
+    }
+
+    async fn establish_legacy_http(&self, seen: &Era) -> Result<Era> {
+        let _settling = self.inner.establish.lock().await;
+        let current = self.state().era.clone();
+        if !same_era(&current, seen) {
+            // Settled (or renewed) by another request meanwhile.
+            return Ok(current);
+        }
+        let session = self.initialize().await?;
+        let era = Era::Legacy(session);
+        self.state().era = era.clone();
+        if let Transport::Http(http) = &self.inner.transport {
+            remember_http_era(http.origin(), Known::Legacy);
+        }
+        Ok(era)
+    }
+
+    /// Records that a request sent in an unsettled era got a modern answer.
+    pub(crate) fn confirm_modern(&self, era: &Era) {
+        if !matches!(era, Era::Unknown) {
+            return;
+        }
+        let mut state = self.state();
+        if matches!(state.era, Era::Unknown) {
+            state.era = Era::Modern;
+            drop(state);
+            if let Transport::Http(http) = &self.inner.transport {
+                remember_http_era(http.origin(), Known::Modern);
+            }
+        }
+    }
+
+    /// Drops an expired legacy HTTP session so that the next request initializes again.
+    pub(crate) fn forget_legacy_session(&self, era: &Era) {
+        let mut state = self.state();
+        if same_era(&state.era, era) {
+            state.era = Era::Unknown;
+        }
+    }
+
+    /// The stdio probe (V-09): `server/discover`, modern-style.
+    async fn probe_stdio(&self) -> Result<Era> {
+        let id = self.next_id();
+        let body = self.envelope(&Era::Unknown, id, "server/discover", &json!({}), false)?;
+        let version = self.state().version.clone();
+        let out = Outgoing {
+            id: Some(id),
+            method: "server/discover",
+            body,
+            name: None,
+            mirrored: &[],
+            version: Some(&version),
+            session: None,
+            legacy: false,
+        };
+        let options = RpcOptions {
+            timeout: Some(self.inner.config.probe_timeout),
+            ..Default::default()
+        };
+        let evidence = match self.exchange(&out, &options).await {
+            Ok(reply) => {
+                if let Some(result) = reply.message.get("result") {
+                    self.adopt_discovered_version(result)?;
+                    return Ok(Era::Modern);
+                }
+                let error = &reply.message["error"];
+                let code = error["code"].as_i64().unwrap_or(0);
+                if is_modern_error(code) {
+                    if code == toolwire_protocol::UNSUPPORTED_PROTOCOL_VERSION {
+                        let error = serde_json::from_value(error.clone()).map_err(|e| {
+                            Error::InvalidResponse(format!("malformed -32022 error: {e}"))
+                        })?;
+                        let Some(version) = self.mutual_version(&error) else {
+                            return Err(Error::Rpc(error));
+                        };
+                        self.state().version = version;
+                    }
+                    return Ok(Era::Modern);
+                }
+                format!("server/discover answered {error}")
+            }
+            Err(Failure::Error(Error::Timeout(after))) => {
+                format!("no answer to server/discover within {after:?}")
+            }
+            Err(Failure::Lost(why)) => format!("the server died on server/discover: {why}"),
+            Err(other) => return Err(other.into_error()),
+        };
+        if !self.inner.config.legacy_fallback {
+            return Err(Error::InvalidResponse(format!(
+                "the server does not speak 2026-07-28 ({evidence}) and legacy fallback is off"
+            )));
+        }
+        tracing::info!(%evidence, "taking the server for a legacy (2025-11-25) server; initializing a session (V-09)");
+        Ok(Era::Legacy(self.initialize().await?))
+    }
+
+    /// Picks our preferred version among those a discover result lists.
+    fn adopt_discovered_version(&self, result: &Value) -> Result<()> {
+        let Some(supported) = result.get("supportedVersions").and_then(Value::as_array) else {
+            return Ok(());
+        };
+        let supported: Vec<&str> = supported.iter().filter_map(Value::as_str).collect();
+        let mut state = self.state();
+        if supported.contains(&state.version.as_str()) {
+            return Ok(());
+        }
+        match self
+            .inner
+            .config
+            .versions
+            .iter()
+            .find(|v| supported.contains(&v.as_str()))
+        {
+            Some(v) => {
+                state.version = v.clone();
+                Ok(())
+            }
+            None => Err(Error::InvalidResponse(format!(
+                "the server supports {supported:?}, none of which this client speaks ({:?})",
+                self.inner.config.versions
+            ))),
+        }
+    }
+
+    /// The legacy handshake: `initialize`, then `notifications/initialized`.
+    async fn initialize(&self) -> Result<Arc<LegacySession>> {
+        let id = self.next_id();
+        let mut capabilities = serde_json::to_value(self.capabilities()).expect("serializes");
+        if let Some(object) = capabilities.as_object_mut() {
+            // Extensions are declared per request in 2026-07-28 only.
+            object.remove("extensions");
+        }
+        let body = json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "initialize",
+            "params": {
+                "protocolVersion": LEGACY_VERSIONS[0],
+                "capabilities": capabilities,
+                "clientInfo": self.inner.config.info,
+            },
+        })
+        .to_string();
+        let out = Outgoing {
+            id: Some(id),
+            method: "initialize",
+            body,
+            name: None,
+            mirrored: &[],
+            version: None,
+            session: None,
+            legacy: true,
+        };
+        let reply = self
+            .exchange(&out, &RpcOptions::default())
+            .await
+            .map_err(Failure::into_error)?;
+        if let Some(error) = reply.message.get("error") {
+            let error = serde_json::from_value(error.clone())
+                .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+            return Err(Error::Rpc(error));
+        }
+        let result = reply.message.get("result").cloned().unwrap_or_default();
+        let version = result["protocolVersion"].as_str().unwrap_or_default();
+        if !LEGACY_VERSIONS.contains(&version) {
+            return Err(Error::InvalidResponse(format!(
+                "initialize: the server chose protocol version {version:?}, which this client does not speak"
+            )));
+        }
+        let session = Arc::new(LegacySession {
+            version: version.to_owned(),
+            session: reply.session,
+            initialized: result,
+        });
+        let initialized =
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        self.inner
+            .transport
+            .send(&Outgoing {
+                id: None,
+                method: "notifications/initialized",
+                body: initialized,
+                name: None,
+                mirrored: &[],
+                version: Some(&session.version),
+                session: session.session.as_deref(),
+                legacy: true,
+            })
+            .await?;
+        tracing::info!(version = %session.version, "legacy session initialized");
+        Ok(session)
+    }
+}
+
+fn same_era(a: &Era, b: &Era) -> bool {
+    match (a, b) {
+        (Era::Unknown, Era::Unknown) | (Era::Modern, Era::Modern) => true,
+        (Era::Legacy(x), Era::Legacy(y)) => Arc::ptr_eq(x, y),
+        _ => false,
+    }
+}

@@ -1,0 +1,137 @@
+//! Messages the server starts. A 2026-07-28 server sends only notifications tied to a request
+//! (progress, logs) or to a subscription; a legacy server may also send requests (`ping`,
+//! `elicitation/create`, `sampling/createMessage`, `roots/list`) and unsolicited notifications
+//! (list changes). Requests are answered with the same handlers that answer MRTR input requests;
+//! list changes invalidate the caches (K-09) and reach legacy subscriptions.
+
+use std::sync::Weak;
+
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+use toolwire_protocol::{
+    CreateMessageParams, ElicitRequestParams, LoggingLevel, LoggingMessageParams,
+    NOTIFICATION_TOOLS_LIST_CHANGED,
+};
+
+use crate::client::{Client, Inner};
+use crate::era::Era;
+use crate::error::{Error, Result};
+use crate::transport::Outgoing;
+
+/// Consumes the stdio messages that belong to no request, for as long as the client lives.
+pub(crate) fn serve_stdio(client: &Client, mut incoming: mpsc::UnboundedReceiver<Value>) {
+    let weak: Weak<Inner> = std::sync::Arc::downgrade(&client.inner);
+    tokio::spawn(async move {
+        while let Some(message) = incoming.recv().await {
+            let Some(inner) = weak.upgrade() else { break };
+            Client { inner }.incoming(message);
+        }
+    });
+}
+
+/// Sends a server log message to `tracing` at a matching level.
+pub(crate) fn trace_log(log: &LoggingMessageParams) {
+    let logger = log.logger.as_deref().unwrap_or("");
+    match log.level {
+        LoggingLevel::Debug => tracing::debug!(logger, data = %log.data, "server log"),
+        LoggingLevel::Info | LoggingLevel::Notice => {
+            tracing::info!(logger, data = %log.data, "server log");
+        }
+        LoggingLevel::Warning => tracing::warn!(logger, data = %log.data, "server log"),
+        _ => tracing::error!(logger, level = ?log.level, data = %log.data, "server log"),
+    }
+}
+
+impl Client {
+    /// Handles a message the server started that belongs to no request of ours.
+    pub(crate) fn incoming(&self, message: Value) {
+        let Some(method) = message["method"].as_str() else {
+            return;
+        };
+        if message.get("id").is_some() {
+            let client = self.clone();
+            tokio::spawn(async move { client.answer_server_request(message).await });
+            return;
+        }
+        match method {
+            NOTIFICATION_TOOLS_LIST_CHANGED => self.invalidate_tools(),
+            "notifications/message" => {
+                if let Ok(log) = serde_json::from_value(message["params"].clone()) {
+                    trace_log(&log);
+                }
+                return;
+            }
+            "notifications/cancelled" | "notifications/progress" => return,
+            _ => {}
+        }
+        // Legacy subscriptions see unsolicited notifications; nobody listening is fine.
+        let _ = self.inner.events.send(message);
+    }
+
+    /// Answers a legacy server's request with the input handlers.
+    async fn answer_server_request(&self, request: Value) {
+        let id = request["id"].clone();
+        let method = request["method"].as_str().unwrap_or_default().to_owned();
+        let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
+        let outcome = self.server_request_result(&method, params).await;
+        let response = match outcome {
+            Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
+            Err((code, message)) => {
+                tracing::warn!(%method, %message, "refused the server's request");
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
+            }
+        };
+        let era = self.state().era.clone();
+        let (version, session) = self.wire_identity(&era);
+        let out = Outgoing {
+            id: None,
+            method: "",
+            body: response.to_string(),
+            name: None,
+            mirrored: &[],
+            version: Some(&version),
+            session: session.as_deref(),
+            legacy: true,
+        };
+        if let Err(error) = self.inner.transport.send(&out).await {
+            tracing::warn!(%method, %error, "could not answer the server's request");
+        }
+    }
+
+    async fn server_request_result(
+        &self,
+        method: &str,
+        params: Value,
+    ) -> std::result::Result<Value, (i64, String)> {
+        let handlers = &self.inner.config.handlers;
+        let invalid = |e: serde_json::Error| (-32602, format!("invalid params: {e}"));
+        let failed = |e: Error| (-32603, e.to_string());
+        let unsupported = || (-32601, format!("this client does not handle {method}"));
+        let result: Result<Value, (i64, String)> = match method {
+            "ping" => Ok(json!({})),
+            "elicitation/create" => {
+                let handler = handlers.elicit.as_ref().ok_or_else(unsupported)?;
+                let params: ElicitRequestParams =
+                    serde_json::from_value(params).map_err(invalid)?;
+                handler(params).await.map(|r| json!(r)).map_err(failed)
+            }
+            "sampling/createMessage" => {
+                let handler = handlers.sample.as_ref().ok_or_else(unsupported)?;
+                let params: CreateMessageParams =
+                    serde_json::from_value(params).map_err(invalid)?;
+                handler(params).await.map(|r| json!(r)).map_err(failed)
+            }
+            "roots/list" => {
+                let handler = handlers.roots.as_ref().ok_or_else(unsupported)?;
+                handler().await.map(|r| json!(r)).map_err(failed)
+            }
+            _ => Err(unsupported()),
+        };
+        result
+    }
+
+    /// Whether the session is a legacy one.
+    pub(crate) fn is_legacy(&self) -> bool {
+        matches!(self.state().era, Era::Legacy(_))
+    }
+}

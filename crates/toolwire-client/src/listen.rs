@@ -1,0 +1,427 @@
+//! `subscriptions/listen` from the client's side (CHECKLIST §7): one stream of typed
+//! notifications per subscription, the acknowledged filter compared with the request (L-05),
+//! tool-list changes invalidating the tool cache (K-09), a reconnect after an unexpected drop
+//! (L-11) and after a stdio server restart (L-12), and the stream closed when the subscription
+//! is dropped (L-09: HTTP closes the stream, stdio sends `notifications/cancelled`).
+//!
+//! A legacy server has no listen: its unsolicited list-change notifications (on stdio, or on the
+//! standalone GET stream over HTTP) feed the subscription instead, filtered by what its
+//! `initialize` result says it sends; resource subscriptions use `resources/subscribe`.
+
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc, oneshot};
+use toolwire_protocol::{
+    AcknowledgedParams, ErrorObject, NOTIFICATION_PROMPTS_LIST_CHANGED,
+    NOTIFICATION_RESOURCES_LIST_CHANGED, NOTIFICATION_RESOURCES_UPDATED,
+    NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, SubscriptionFilter,
+};
+
+use crate::client::{Client, RpcOptions};
+use crate::era::{Era, LegacySession};
+use crate::error::{Error, Result};
+use crate::transport::{Failure, Outgoing, Transport};
+
+/// The longest wait between two reconnection attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// The first wait before reconnecting.
+const FIRST_BACKOFF: Duration = Duration::from_millis(200);
+
+/// A notification delivered on a subscription.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Notification {
+    /// The tool list changed (the client's tool cache is already invalidated).
+    ToolsListChanged,
+    /// The prompt list changed.
+    PromptsListChanged,
+    /// The resource list changed.
+    ResourcesListChanged,
+    /// A subscribed resource changed.
+    ResourceUpdated {
+        /// The resource.
+        uri: String,
+    },
+    /// The stream dropped and was opened again: changes in between may have been missed, so
+    /// anything cached should be fetched again (L-11, L-12).
+    Reconnected,
+    /// Any other notification on the stream.
+    Other {
+        /// Its method.
+        method: String,
+        /// Its params.
+        params: Value,
+    },
+}
+
+impl Notification {
+    fn from_message(message: &Value) -> Option<Notification> {
+        let method = message["method"].as_str()?;
+        Some(match method {
+            NOTIFICATION_TOOLS_LIST_CHANGED => Notification::ToolsListChanged,
+            NOTIFICATION_PROMPTS_LIST_CHANGED => Notification::PromptsListChanged,
+            NOTIFICATION_RESOURCES_LIST_CHANGED => Notification::ResourcesListChanged,
+            NOTIFICATION_RESOURCES_UPDATED => Notification::ResourceUpdated {
+                uri: message["params"]["uri"].as_str()?.to_owned(),
+            },
+            _ => Notification::Other {
+                method: method.to_owned(),
+                params: message.get("params").cloned().unwrap_or(Value::Null),
+            },
+        })
+    }
+
+    fn wanted(&self, filter: &SubscriptionFilter) -> bool {
+        match self {
+            Notification::ToolsListChanged => filter.tools_list_changed == Some(true),
+            Notification::PromptsListChanged => filter.prompts_list_changed == Some(true),
+            Notification::ResourcesListChanged => filter.resources_list_changed == Some(true),
+            Notification::ResourceUpdated { uri } => filter
+                .resource_subscriptions
+                .as_ref()
+                .is_some_and(|uris| uris.iter().any(|u| u == uri)),
+            Notification::Reconnected | Notification::Other { .. } => true,
+        }
+    }
+}
+
+/// An open subscription. Dropping it ends the subscription on the server.
+#[derive(Debug)]
+pub struct Subscription {
+    rx: mpsc::UnboundedReceiver<Result<Notification>>,
+    acknowledged: SubscriptionFilter,
+    task: tokio::task::AbortHandle,
+}
+
+impl Subscription {
+    /// What the server agreed to send: the subset of the request it honours (L-04).
+    pub fn acknowledged(&self) -> &SubscriptionFilter {
+        &self.acknowledged
+    }
+
+    /// The next notification; `None` once the server ended the subscription (L-10). An error
+    /// is the last item.
+    pub async fn next(&mut self) -> Option<Result<Notification>> {
+        self.rx.recv().await
+    }
+}
+
+impl futures::Stream for Subscription {
+    type Item = Result<Notification>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.rx.poll_recv(cx)
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// The state one listen task shares with its message callback.
+struct Listener {
+    client: Client,
+    tx: mpsc::UnboundedSender<Result<Notification>>,
+    ack: Option<oneshot::Sender<Result<SubscriptionFilter>>>,
+    acked: bool,
+}
+
+impl Listener {
+    fn on_message(&mut self, message: Value) {
+        if message["method"] == NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED {
+            let honoured = serde_json::from_value::<AcknowledgedParams>(message["params"].clone())
+                .map(|p| p.notifications)
+                .unwrap_or_default();
+            match self.ack.take() {
+                Some(ack) => {
+                    let _ = ack.send(Ok(honoured));
+                }
+                // Acknowledged again after a reconnect.
+                None => {
+                    let _ = self.tx.send(Ok(Notification::Reconnected));
+                }
+            }
+            self.acked = true;
+            return;
+        }
+        let Some(notification) = Notification::from_message(&message) else {
+            return;
+        };
+        if notification == Notification::ToolsListChanged {
+            self.client.invalidate_tools();
+        }
+        let _ = self.tx.send(Ok(notification));
+    }
+
+    /// Ends the subscription with an error: to `listen` before the acknowledgement, else to
+    /// the stream.
+    fn fail(mut self, error: Error) {
+        match self.ack.take() {
+            Some(ack) => {
+                let _ = ack.send(Err(error));
+            }
+            None => {
+                let _ = self.tx.send(Err(error));
+            }
+        }
+    }
+}
+
+impl Client {
+    /// Opens a subscription for the notifications `filter` asks for (L-01), and returns once the
+    /// server acknowledged it. Compare [`Subscription::acknowledged`] with the request: a server
+    /// leaves out what it does not support (L-05).
+    pub async fn listen(&self, filter: SubscriptionFilter) -> Result<Subscription> {
+        let mut era = self.era_for_request().await?;
+        if matches!(era, Era::Unknown) {
+            // Settle the era first (HTTP): a legacy server has no listen.
+            self.discover().await?;
+            era = self.era_for_request().await?;
+        }
+        if let Era::Legacy(session) = era {
+            return self.listen_legacy(filter, session).await;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        let (ack_tx, ack_rx) = oneshot::channel();
+        let listener = Listener {
+            client: self.clone(),
+            tx,
+            ack: Some(ack_tx),
+            acked: false,
+        };
+        let task = tokio::spawn(run(listener, filter.clone())).abort_handle();
+        let acknowledged = match tokio::time::timeout(self.inner.config.timeout, ack_rx).await {
+            Ok(Ok(Ok(filter))) => filter,
+            Ok(Ok(Err(error))) => return Err(error),
+            Ok(Err(_)) => {
+                return Err(Error::Transport(
+                    "the listen stream ended before its acknowledgement".into(),
+                ));
+            }
+            Err(_) => {
+                task.abort();
+                return Err(Error::Timeout(self.inner.config.timeout));
+            }
+        };
+        warn_unhonoured(&filter, &acknowledged);
+        Ok(Subscription {
+            rx,
+            acknowledged,
+            task,
+        })
+    }
+
+    async fn listen_legacy(
+        &self,
+        filter: SubscriptionFilter,
+        session: Arc<LegacySession>,
+    ) -> Result<Subscription> {
+        let caps = &session.initialized["capabilities"];
+        let list_changed = |kind: &str, asked: Option<bool>| {
+            (asked == Some(true) && caps[kind]["listChanged"] == true).then_some(true)
+        };
+        let mut acknowledged = SubscriptionFilter {
+            tools_list_changed: list_changed("tools", filter.tools_list_changed),
+            prompts_list_changed: list_changed("prompts", filter.prompts_list_changed),
+            resources_list_changed: list_changed("resources", filter.resources_list_changed),
+            resource_subscriptions: None,
+        };
+        if let Some(uris) = &filter.resource_subscriptions {
+            if caps["resources"]["subscribe"] == true {
+                let mut subscribed = Vec::new();
+                for uri in uris {
+                    match self
+                        .rpc(
+                            "resources/subscribe",
+                            json!({"uri": uri}),
+                            &RpcOptions::default(),
+                        )
+                        .await
+                    {
+                        Ok(_) => subscribed.push(uri.clone()),
+                        Err(error) => tracing::warn!(%uri, %error, "resources/subscribe failed"),
+                    }
+                }
+                acknowledged.resource_subscriptions = Some(subscribed);
+            }
+        }
+        warn_unhonoured(&filter, &acknowledged);
+        if let Transport::Http(_) = &self.inner.transport {
+            self.ensure_legacy_stream(session);
+        }
+        let mut events = self.inner.events.subscribe();
+        let (tx, rx) = mpsc::unbounded_channel();
+        let wanted = acknowledged.clone();
+        let task = tokio::spawn(async move {
+            loop {
+                let notification = match events.recv().await {
+                    Ok(message) => match Notification::from_message(&message) {
+                        Some(n) if n.wanted(&wanted) => n,
+                        _ => continue,
+                    },
+                    Err(broadcast::error::RecvError::Lagged(_)) => Notification::Reconnected,
+                    Err(broadcast::error::RecvError::Closed) => break,
+                };
+                if tx.send(Ok(notification)).is_err() {
+                    break;
+                }
+            }
+        })
+        .abort_handle();
+        Ok(Subscription {
+            rx,
+            acknowledged,
+            task,
+        })
+    }
+
+    /// Keeps the legacy HTTP server's standalone GET stream open, where its unsolicited
+    /// notifications arrive.
+    fn ensure_legacy_stream(&self, session: Arc<LegacySession>) {
+        let Transport::Http(http) = &self.inner.transport else {
+            return;
+        };
+        let mut slot = self
+            .inner
+            .legacy_stream
+            .lock()
+            .unwrap_or_else(|p| p.into_inner());
+        if slot.as_ref().is_some_and(|task| !task.is_finished()) {
+            return;
+        }
+        let http = http.clone();
+        let weak = Arc::downgrade(&self.inner);
+        let task = tokio::spawn(async move {
+            let mut backoff = FIRST_BACKOFF;
+            loop {
+                let weak = weak.clone();
+                let mut deliver = move |message: Value| {
+                    if let Some(inner) = weak.upgrade() {
+                        Client { inner }.incoming(message);
+                    }
+                };
+                let outcome = http
+                    .get_stream(&session.version, session.session.as_deref(), &mut deliver)
+                    .await;
+                match outcome {
+                    Err(Error::Http { status: 405, .. }) => {
+                        tracing::info!(
+                            "the legacy server offers no GET stream; no unsolicited notifications"
+                        );
+                        return;
+                    }
+                    Ok(()) => backoff = FIRST_BACKOFF,
+                    Err(error) => tracing::debug!(%error, "the legacy GET stream failed"),
+                }
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        });
+        *slot = Some(task.abort_handle());
+    }
+}
+
+/// L-05: says which parts of the request the server does not honour.
+fn warn_unhonoured(asked: &SubscriptionFilter, honoured: &SubscriptionFilter) {
+    let dropped = |a: Option<bool>, h: Option<bool>| a == Some(true) && h != Some(true);
+    let mut missing = Vec::new();
+    if dropped(asked.tools_list_changed, honoured.tools_list_changed) {
+        missing.push("toolsListChanged".to_owned());
+    }
+    if dropped(asked.prompts_list_changed, honoured.prompts_list_changed) {
+        missing.push("promptsListChanged".to_owned());
+    }
+    if dropped(
+        asked.resources_list_changed,
+        honoured.resources_list_changed,
+    ) {
+        missing.push("resourcesListChanged".to_owned());
+    }
+    for uri in asked.resource_subscriptions.iter().flatten() {
+        let kept = honoured
+            .resource_subscriptions
+            .as_ref()
+            .is_some_and(|h| h.contains(uri));
+        if !kept {
+            missing.push(format!("resourceSubscriptions {uri}"));
+        }
+    }
+    if !missing.is_empty() {
+        tracing::warn!(
+            ?missing,
+            "the server does not honour part of the subscription"
+        );
+    }
+}
+
+/// One subscription's life: listen, deliver, and reconnect after unexpected drops.
+async fn run(mut listener: Listener, filter: SubscriptionFilter) {
+    let client = listener.client.clone();
+    let mut backoff = FIRST_BACKOFF;
+    loop {
+        let era = match client.era_for_request().await {
+            Ok(era) => era,
+            Err(error) if listener.ack.is_some() => return listener.fail(error),
+            Err(error) => {
+                tracing::debug!(%error, "cannot reach the server to listen again");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+                continue;
+            }
+        };
+        let id = client.next_id();
+        let params = json!({"notifications": filter});
+        let body = match client.envelope(&era, id, "subscriptions/listen", &params, false) {
+            Ok(body) => body,
+            Err(error) => return listener.fail(error),
+        };
+        let (version, session) = client.wire_identity(&era);
+        let out = Outgoing {
+            id: Some(id),
+            method: "subscriptions/listen",
+            body,
+            name: None,
+            mirrored: &[],
+            version: Some(&version),
+            session: session.as_deref(),
+            legacy: false,
+        };
+        listener.acked = false;
+        let outcome = {
+            let mut on_message = |message: Value| listener.on_message(message);
+            client.inner.transport.request(&out, &mut on_message).await
+        };
+        match outcome {
+            Ok(reply) => {
+                if let Some(error) = reply.message.get("error") {
+                    let error = serde_json::from_value::<ErrorObject>(error.clone())
+                        .map(Error::Rpc)
+                        .unwrap_or_else(|e| {
+                            Error::InvalidResponse(format!("malformed error: {e}"))
+                        });
+                    return listener.fail(error);
+                }
+                // The server ended the subscription (L-10).
+                return;
+            }
+            Err(Failure::Error(error)) if listener.ack.is_some() => return listener.fail(error),
+            Err(failure) => {
+                // An unexpected drop (L-11); on stdio the server is started again first and the
+                // listen re-sent (L-12).
+                if listener.acked {
+                    backoff = FIRST_BACKOFF;
+                }
+                let error = failure.into_error();
+                tracing::info!(%error, ?backoff, "the listen stream dropped; reconnecting");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+        }
+    }
+}
