@@ -392,6 +392,12 @@ impl Client {
             (false, false, false, false);
         loop {
             let era = self.era_for_request().await?;
+            if let (Era::Legacy(session), "server/discover") = (&era, method) {
+                // A legacy server has no discover: its initialize result stands in (also after
+                // a fallback on this very request).
+                return Ok(serde_json::to_value(session.discover_result()?)
+                    .expect("a discover result serializes"));
+            }
             let id = self.next_id();
             let body = self.envelope(&era, id, method, &params, options.progress.is_some())?;
             let (version, session) = self.wire_identity(&era);
@@ -580,9 +586,6 @@ impl Client {
     /// `server/discover` (V-04: optional; any request works without it). For a legacy server
     /// the answer is made from its `initialize` result.
     pub async fn discover(&self) -> Result<DiscoverResult> {
-        if let Era::Legacy(session) = self.era_for_request().await? {
-            return session.discover_result();
-        }
         self.typed("server/discover", json!({}), &RpcOptions::default())
             .await
     }
