@@ -17,9 +17,9 @@ use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     ClientCapabilities, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
     ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, LoggingMessageParams,
-    PROTOCOL_VERSION, ProgressParams, ReadResourceResult, RootsCapability, SamplingCapability,
-    TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, LoggingLevel,
+    LoggingMessageParams, PROTOCOL_VERSION, ProgressParams, ReadResourceResult, RootsCapability,
+    SamplingCapability, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 use crate::era::{Era, State};
@@ -51,6 +51,7 @@ pub struct ClientBuilder {
     pub(crate) validate_output: bool,
     pub(crate) legacy_fallback: bool,
     pub(crate) probe_timeout: Duration,
+    pub(crate) log_level: Option<LoggingLevel>,
 }
 
 impl ClientBuilder {
@@ -71,6 +72,7 @@ impl ClientBuilder {
             validate_output: true,
             legacy_fallback: true,
             probe_timeout: Duration::from_secs(5),
+            log_level: None,
         }
     }
 
@@ -183,6 +185,14 @@ impl ClientBuilder {
     /// for a legacy server (default 5 s; V-09).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
+        self
+    }
+
+    /// Asks servers for log messages at `level` and above with every request (P-17); they reach
+    /// [`CallOptions::on_log`](crate::CallOptions::on_log) or `tracing`. Without it, servers send
+    /// none.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 
@@ -370,6 +380,9 @@ impl Client {
                     "io.modelcontextprotocol/clientInfo".into(),
                     json!(self.inner.config.info),
                 );
+            }
+            if let Some(level) = self.inner.config.log_level {
+                meta.insert("io.modelcontextprotocol/logLevel".into(), json!(level));
             }
         }
         if progress {
