@@ -605,40 +605,38 @@ impl Client {
 
     /// Every resource, all pages.
     pub async fn list_resources(&self) -> Result<Vec<toolwire_protocol::Resource>> {
-        let mut all = Vec::new();
-        self.walk("resources/list", |page: ListResourcesResult| {
-            all.extend(page.resources);
-            page.next_cursor
-        })
-        .await?;
-        Ok(all)
+        let pages = self
+            .walk("resources/list", |p: &ListResourcesResult| {
+                p.next_cursor.clone()
+            })
+            .await?;
+        Ok(pages.into_iter().flat_map(|p| p.resources).collect())
     }
 
     /// Every resource template, all pages.
     pub async fn list_resource_templates(
         &self,
     ) -> Result<Vec<toolwire_protocol::ResourceTemplate>> {
-        let mut all = Vec::new();
-        self.walk(
-            "resources/templates/list",
-            |page: ListResourceTemplatesResult| {
-                all.extend(page.resource_templates);
-                page.next_cursor
-            },
-        )
-        .await?;
-        Ok(all)
+        let pages = self
+            .walk(
+                "resources/templates/list",
+                |p: &ListResourceTemplatesResult| p.next_cursor.clone(),
+            )
+            .await?;
+        Ok(pages
+            .into_iter()
+            .flat_map(|p| p.resource_templates)
+            .collect())
     }
 
     /// Every prompt, all pages.
     pub async fn list_prompts(&self) -> Result<Vec<toolwire_protocol::Prompt>> {
-        let mut all = Vec::new();
-        self.walk("prompts/list", |page: ListPromptsResult| {
-            all.extend(page.prompts);
-            page.next_cursor
-        })
-        .await?;
-        Ok(all)
+        let pages = self
+            .walk("prompts/list", |p: &ListPromptsResult| {
+                p.next_cursor.clone()
+            })
+            .await?;
+        Ok(pages.into_iter().flat_map(|p| p.prompts).collect())
     }
 
     /// Reads a resource, answering input requests on the way.
@@ -691,8 +689,9 @@ impl Client {
     pub(crate) async fn walk<P: DeserializeOwned>(
         &self,
         method: &str,
-        mut take: impl FnMut(P) -> Option<String>,
-    ) -> Result<()> {
+        next_cursor: impl Fn(&P) -> Option<String>,
+    ) -> Result<Vec<P>> {
+        let mut pages = Vec::new();
         let mut cursor: Option<String> = None;
         let mut seen = std::collections::HashSet::new();
         let mut restarted = false;
@@ -707,12 +706,15 @@ impl Client {
                     restarted = true;
                     cursor = None;
                     seen.clear();
+                    pages.clear();
                     continue;
                 }
                 page => page?,
             };
-            match take(page) {
-                None => return Ok(()),
+            let next = next_cursor(&page);
+            pages.push(page);
+            match next {
+                None => return Ok(pages),
                 Some(next) if !seen.insert(next.clone()) => {
                     return Err(Error::InvalidResponse(format!(
                         "{method}: the server repeated a cursor"

@@ -114,18 +114,13 @@ impl Client {
 
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
-        let mut tools = Vec::new();
-        let mut ttl_ms = u64::MAX;
-        self.walk("tools/list", |page: ListToolsResult| {
-            ttl_ms = ttl_ms.min(page.ttl_ms);
-            tools.extend(page.tools);
-            page.next_cursor
-        })
-        .await?;
-        let cache = self.build_cache(
-            tools,
-            Duration::from_millis(if ttl_ms == u64::MAX { 0 } else { ttl_ms }),
-        );
+        let pages = self
+            .walk("tools/list", |p: &ListToolsResult| p.next_cursor.clone())
+            .await?;
+        // The list is as fresh as its stalest page.
+        let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
+        let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();
+        let cache = self.build_cache(tools, Duration::from_millis(ttl_ms));
         let listed = cache.order.iter().map(|t| t.definition.clone()).collect();
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(cache);
         Ok(listed)

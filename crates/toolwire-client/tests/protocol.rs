@@ -1,0 +1,372 @@
+//! The client against a scripted HTTP server on 127.0.0.1 that answers what each test needs,
+//! including what a correct server never sends: results without or with unknown `resultType`
+//! (B-05, B-06), output that breaks its schema (C-04), broken SSE streams (H-27), comment lines
+//! (H-28), odd cursors (K-12, K-14), HTTP errors, and endless input requests.
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use toolwire_client::{ClientBuilder, Error};
+
+/// What the scripted server answers.
+enum Reply {
+    /// A JSON-RPC result for the request's id.
+    Result(Value),
+    /// A JSON-RPC error for the request's id.
+    Error(i64, &'static str, Option<Value>),
+    /// An SSE body made of these raw chunks (the stream then ends).
+    Sse(Vec<String>),
+    /// A plain HTTP answer.
+    Status(u16, &'static str),
+}
+
+type Script = dyn Fn(&Value, usize) -> Reply + Send + Sync;
+
+/// The scripted server: every request is checked for the standard headers (H-22) and kept.
+#[derive(Clone)]
+struct Mock {
+    requests: Arc<Mutex<Vec<Value>>>,
+    url: String,
+}
+
+impl Mock {
+    async fn start(script: impl Fn(&Value, usize) -> Reply + Send + Sync + 'static) -> Mock {
+        let requests: Arc<Mutex<Vec<Value>>> = Arc::default();
+        let script: Arc<Script> = Arc::new(script);
+        let kept = requests.clone();
+        let app = axum::Router::new().route(
+            "/mcp",
+            axum::routing::post(move |headers: HeaderMap, body: String| {
+                let (kept, script) = (kept.clone(), script.clone());
+                async move { answer(&headers, &body, &kept, &*script) }
+            }),
+        );
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        Mock { requests, url }
+    }
+
+    fn requests(&self, method: &str) -> Vec<Value> {
+        self.requests
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|r| r["method"] == method)
+            .cloned()
+            .collect()
+    }
+}
+
+fn answer(headers: &HeaderMap, body: &str, kept: &Mutex<Vec<Value>>, script: &Script) -> Response {
+    let request: Value = serde_json::from_str(body).expect("the client sends JSON");
+    let header = |name: &str| {
+        headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned)
+    };
+    // H-22: the standard headers match the body on every request.
+    assert_eq!(header("mcp-method").as_deref(), request["method"].as_str());
+    assert_eq!(
+        header("mcp-protocol-version").as_deref(),
+        request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
+    );
+    if request["method"] == "tools/call" {
+        assert_eq!(
+            header("mcp-name").as_deref(),
+            request["params"]["name"].as_str()
+        );
+    }
+    let accept = header("accept").unwrap_or_default();
+    assert!(accept.contains("application/json") && accept.contains("text/event-stream"));
+    let attempt = {
+        let mut kept = kept.lock().unwrap();
+        kept.push(request.clone());
+        kept.iter()
+            .filter(|r| r["method"] == request["method"])
+            .count()
+    };
+    let id = request["id"].clone();
+    match script(&request, attempt) {
+        Reply::Result(result) => {
+            axum::Json(json!({"jsonrpc": "2.0", "id": id, "result": result})).into_response()
+        }
+        Reply::Error(code, message, data) => axum::Json(json!({
+            "jsonrpc": "2.0", "id": id,
+            "error": {"code": code, "message": message, "data": data}
+        }))
+        .into_response(),
+        Reply::Sse(chunks) => {
+            let chunks = chunks
+                .into_iter()
+                .map(move |c| c.replace("{ID}", &id.to_string()))
+                .map(Ok::<_, std::convert::Infallible>);
+            Response::builder()
+                .header(header::CONTENT_TYPE, "text/event-stream")
+                .body(Body::from_stream(futures::stream::iter(chunks)))
+                .unwrap()
+        }
+        Reply::Status(status, text) => {
+            (StatusCode::from_u16(status).unwrap(), text).into_response()
+        }
+    }
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "description": name, "inputSchema": {"type": "object"}})
+}
+
+fn tools_page(names: &[&str], next: Option<&str>) -> Value {
+    let mut page = json!({
+        "resultType": "complete", "ttlMs": 60_000, "cacheScope": "private",
+        "tools": names.iter().map(|n| tool(n)).collect::<Vec<_>>(),
+    });
+    if let Some(next) = next {
+        page["nextCursor"] = json!(next);
+    }
+    page
+}
+
+fn client(url: &str) -> toolwire_client::Client {
+    ClientBuilder::new("protocol-test", "1.0")
+        .timeout(Duration::from_secs(5))
+        .http(url)
+        .unwrap()
+}
+
+#[tokio::test]
+async fn result_type_absent_is_complete_and_unknown_is_refused() {
+    let mock = Mock::start(|request, _| match request["params"]["name"].as_str() {
+        Some("old") => Reply::Result(json!({"content": [{"type": "text", "text": "legacy"}]})),
+        Some("odd") => Reply::Result(json!({"resultType": "partial", "content": []})),
+        _ => Reply::Result(tools_page(&["old", "odd"], None)),
+    })
+    .await;
+    let client = client(&mock.url);
+    let old = client.call_tool("old", json!({})).await.unwrap();
+    assert!(!old.is_error());
+    let odd = client.call_tool("odd", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&odd, Error::InvalidResponse(m) if m.contains("B-05")),
+        "{odd}"
+    );
+}
+
+#[tokio::test]
+async fn structured_output_is_checked_against_the_output_schema() {
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("tools/list") => {
+            let mut page = tools_page(&[], None);
+            page["tools"] = json!([{
+                "name": "sum", "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}, "required": ["sum"]}
+            }, {
+                "name": "sum_missing", "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object", "properties": {"sum": {"type": "integer"}}}
+            }]);
+            Reply::Result(page)
+        }
+        _ if request["params"]["name"] == "sum" => Reply::Result(json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": "{\"sum\":\"forty-two\"}"}],
+            "structuredContent": {"sum": "forty-two"}
+        })),
+        _ => Reply::Result(json!({"resultType": "complete", "content": []})),
+    })
+    .await;
+    let client = client(&mock.url);
+    let error = client.call_tool("sum", json!({})).await.unwrap_err();
+    let Error::InvalidOutput(violations) = &error else {
+        panic!("expected InvalidOutput, got {error}");
+    };
+    assert_eq!(violations[0].path, "/sum", "{violations:?}");
+    let missing = client
+        .call_tool("sum_missing", json!({}))
+        .await
+        .unwrap_err();
+    assert!(matches!(missing, Error::InvalidOutput(_)), "{missing}");
+    // Switched off, the caller gets the result as sent.
+    let lenient = ClientBuilder::new("protocol-test", "1.0")
+        .validate_output(false)
+        .http(&mock.url)
+        .unwrap();
+    assert!(lenient.call_tool("sum", json!({})).await.is_ok());
+}
+
+#[tokio::test]
+async fn a_broken_stream_is_reissued_with_a_new_id() {
+    let mock = Mock::start(|request, attempt| match request["method"].as_str() {
+        Some("tools/list") => Reply::Result(tools_page(&["flaky"], None)),
+        _ if attempt == 1 => Reply::Sse(vec![
+            ": a comment line is ignored (H-28)\n\n".into(),
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\",".into(),
+            "\"params\":{\"progressToken\":{ID},\"progress\":1}}\n\n".into(),
+        ]),
+        _ => Reply::Sse(vec![
+            ": keep-alive\n\n".into(),
+            "event: message\ndata: {\"jsonrpc\":\"2.0\",\"id\":{ID},\"result\":{\"resultType\":\"complete\",\"content\":[{\"type\":\"text\",\"text\":\"second time lucky\"}]}}\n\n".into(),
+        ]),
+    })
+    .await;
+    let client = client(&mock.url);
+    let result = client.call_tool("flaky", json!({})).await.unwrap();
+    assert_eq!(
+        serde_json::to_value(&result.content).unwrap()[0]["text"],
+        "second time lucky"
+    );
+    let calls = mock.requests("tools/call");
+    assert_eq!(calls.len(), 2);
+    assert_ne!(calls[0]["id"], calls[1]["id"], "H-27: a new id");
+    assert_eq!(calls[0]["params"]["name"], calls[1]["params"]["name"]);
+}
+
+#[tokio::test]
+async fn pages_are_walked_with_opaque_cursors() {
+    // "" is a valid cursor (K-14); the walk ends only when nextCursor is absent.
+    let mock = Mock::start(|request, _| match request["params"]["cursor"].as_str() {
+        None => Reply::Result(tools_page(&["a", "b"], Some(""))),
+        Some("") => Reply::Result(tools_page(&["c"], Some("opaque/+=="))),
+        Some("opaque/+==") => Reply::Result(tools_page(&["d"], None)),
+        Some(other) => panic!("unexpected cursor {other:?}"),
+    })
+    .await;
+    let names: Vec<String> = client(&mock.url)
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["a", "b", "c", "d"]);
+}
+
+#[tokio::test]
+async fn a_repeated_cursor_stops_the_walk() {
+    let mock = Mock::start(|_, _| Reply::Result(tools_page(&["a"], Some("same")))).await;
+    let error = client(&mock.url).list_tools().await.unwrap_err();
+    assert!(
+        matches!(&error, Error::InvalidResponse(m) if m.contains("repeated a cursor")),
+        "{error}"
+    );
+    assert_eq!(mock.requests("tools/list").len(), 2);
+}
+
+#[tokio::test]
+async fn an_invalid_cursor_restarts_from_the_first_page() {
+    let refused = Arc::new(AtomicUsize::new(0));
+    let count = refused.clone();
+    let mock = Mock::start(
+        move |request, _| match request["params"]["cursor"].as_str() {
+            None => Reply::Result(tools_page(&["a"], Some("expired"))),
+            Some("expired") if count.fetch_add(1, Ordering::SeqCst) == 0 => {
+                Reply::Error(-32602, "Invalid cursor", None)
+            }
+            Some(_) => Reply::Result(tools_page(&["b"], None)),
+        },
+    )
+    .await;
+    let names: Vec<String> = client(&mock.url)
+        .list_tools()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_eq!(
+        mock.requests("tools/list").len(),
+        4,
+        "restarted once (K-12)"
+    );
+}
+
+#[tokio::test]
+async fn fresh_lists_come_from_the_cache() {
+    let mock = Mock::start(|_, _| Reply::Result(tools_page(&["a"], None))).await;
+    let client = client(&mock.url);
+    client.list_tools().await.unwrap();
+    client.list_tools().await.unwrap();
+    client.call_tool("a", json!({})).await.unwrap_err();
+    assert_eq!(mock.requests("tools/list").len(), 1, "ttlMs 60000 (K-05)");
+    client.invalidate_tools();
+    client.list_tools().await.unwrap();
+    assert_eq!(mock.requests("tools/list").len(), 2);
+}
+
+#[tokio::test]
+async fn http_errors_and_silence_are_local_errors() {
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("tools/list") => Reply::Status(500, "upstream exploded"),
+        _ => Reply::Sse(vec![": never answers\n\n".into()]),
+    })
+    .await;
+    let client = client(&mock.url);
+    let error = client.list_tools().await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Http { status: 500, body } if body == "upstream exploded"),
+        "{error}"
+    );
+    assert!(error.rpc().is_none(), "not a server JSON-RPC error (E-06)");
+    let refused = ClientBuilder::new("protocol-test", "1.0")
+        .http("http://127.0.0.1:9/mcp")
+        .unwrap()
+        .list_tools()
+        .await
+        .unwrap_err();
+    assert!(matches!(refused, Error::Transport(_)), "{refused}");
+}
+
+#[tokio::test]
+async fn unsupported_version_without_a_mutual_one_is_surfaced() {
+    let mock = Mock::start(|_, _| {
+        Reply::Error(
+            -32022,
+            "Unsupported protocol version",
+            Some(json!({"supported": ["2099-01-01"], "requested": "2026-07-28"})),
+        )
+    })
+    .await;
+    let error = client(&mock.url).discover().await.unwrap_err();
+    assert_eq!(error.rpc().map(|e| e.code), Some(-32022), "{error}");
+    assert_eq!(mock.requests("server/discover").len(), 1);
+}
+
+#[tokio::test]
+async fn input_rounds_are_bounded() {
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("tools/list") => Reply::Result(tools_page(&["needy"], None)),
+        _ => Reply::Result(json!({
+            "resultType": "input_required",
+            "inputRequests": {"again": {"method": "elicitation/create", "params": {
+                "message": "more?", "requestedSchema": {"type": "object", "properties": {}}
+            }}},
+            "requestState": "s"
+        })),
+    })
+    .await;
+    let client = ClientBuilder::new("protocol-test", "1.0")
+        .max_input_rounds(3)
+        .on_elicit(|_| async { Ok(toolwire_client::cancelled()) })
+        .http(&mock.url)
+        .unwrap();
+    let error = client.call_tool("needy", json!({})).await.unwrap_err();
+    assert!(matches!(error, Error::TooManyRounds(3)), "{error}");
+    let calls = mock.requests("tools/call");
+    assert_eq!(calls.len(), 4);
+    // Every retry: a new id, the original arguments, the answers and the state (M-12, M-13).
+    let mut ids: Vec<String> = calls.iter().map(|c| c["id"].to_string()).collect();
+    ids.dedup();
+    assert_eq!(ids.len(), 4);
+    assert!(calls[0]["params"].get("requestState").is_none());
+    assert_eq!(calls[3]["params"]["requestState"], "s");
+    assert_eq!(
+        calls[3]["params"]["inputResponses"]["again"]["action"],
+        "cancel"
+    );
+}
