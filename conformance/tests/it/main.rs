@@ -3,6 +3,8 @@
 
 #![allow(unreachable_pub)]
 
+mod client;
+
 use std::process::Stdio;
 use std::time::Duration;
 

@@ -283,7 +283,7 @@ mod tests {
             ),
         ];
         for (schema, want) in cases {
-            let got = compile(schema.clone()).err().expect("rejected");
+            let got = compile(schema.clone()).expect_err("rejected");
             assert!(want(&got), "{schema}: {got}");
         }
     }
