@@ -1,4 +1,5 @@
-//! `toolwire`: serve the example tools over stdio or Streamable HTTP.
+//! `toolwire`: serve the example tools over stdio or Streamable HTTP, and discover, list, call
+//! and watch the tools of any MCP server.
 
 use std::net::SocketAddr;
 
@@ -6,6 +7,7 @@ use anyhow::Context as _;
 use clap::{Parser, Subcommand};
 use toolwire_server::{http, stdio};
 
+mod client;
 mod examples;
 
 #[derive(Parser)]
@@ -30,20 +32,66 @@ enum Command {
         #[arg(long = "allow-host", value_name = "HOST")]
         allow_hosts: Vec<String>,
     },
+    /// Show a server's era, protocol version, identity and capabilities.
+    Discover(client::Target),
+    /// List a server's tools.
+    Tools(client::Target),
+    /// Call a tool and print its result (exit status 1 when the tool reports an error).
+    Call {
+        #[command(flatten)]
+        target: client::Target,
+        /// The tool.
+        tool: String,
+        /// Its arguments, as a JSON object.
+        arguments: Option<String>,
+    },
+    /// Print the server's list changes as they happen.
+    Watch {
+        #[command(flatten)]
+        target: client::Target,
+        /// Also watch this resource for updates (repeatable).
+        #[arg(long = "resource", value_name = "URI")]
+        resources: Vec<String>,
+    },
 }
 
+/// Exit statuses: 0 done, 1 the tool reported an error (`call`), 2 anything else failed.
 #[tokio::main]
-async fn main() -> anyhow::Result<()> {
+async fn main() {
+    if let Err(error) = run().await {
+        eprintln!("toolwire: {error:#}");
+        std::process::exit(2);
+    }
+}
+
+async fn run() -> anyhow::Result<()> {
     // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| "info".into()),
+            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+                // Client commands print results; only warnings belong on stderr.
+                let serving = std::env::args().nth(1).as_deref() == Some("serve");
+                (if serving { "info" } else { "warn" }).into()
+            }),
         )
         .init();
     match Cli::parse().command {
         Command::Serve { http, allow_hosts } => serve(http, allow_hosts).await,
+        Command::Discover(target) => client::discover(&target).await,
+        Command::Tools(target) => client::tools(&target).await,
+        Command::Call {
+            target,
+            tool,
+            arguments,
+        } => {
+            if !client::call(&target, &tool, arguments.as_deref()).await? {
+                std::process::exit(1);
+            }
+            Ok(())
+        }
+        Command::Watch { target, resources } => client::watch(&target, resources).await,
     }
 }
 

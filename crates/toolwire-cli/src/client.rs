@@ -1,0 +1,263 @@
+//! The client commands: `discover`, `tools`, `call` and `watch` against any MCP server, reached
+//! by URL (Streamable HTTP) or by a command line (a stdio child process).
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::Value;
+use toolwire_client::protocol::{
+    CallToolResult, ContentBlock, ElicitRequestParams, SubscriptionFilter,
+};
+use toolwire_client::{CallOptions, Client, ClientBuilder, Notification, StdioCommand};
+
+/// How to reach the server, shared by every client command.
+#[derive(Args, Debug)]
+pub(crate) struct Target {
+    /// The server: an http(s):// URL, or a command line that starts it on stdio (quoted, e.g.
+    /// "toolwire serve" or "python server.py --stdio").
+    #[arg(value_name = "SERVER")]
+    server: String,
+    /// An HTTP header for every request, as NAME:VALUE (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
+    headers: Vec<String>,
+    /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
+    #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
+    bearer: Option<String>,
+    /// An environment variable for a stdio server, as NAME=VALUE (repeatable).
+    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    env: Vec<String>,
+    /// Seconds to wait for each answer (progress restarts the wait).
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    timeout: f64,
+    /// The answer to every elicitation, as a JSON object (without it, elicitations are
+    /// declined and their question printed).
+    #[arg(long, value_name = "JSON")]
+    answer: Option<String>,
+    /// Print results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl Target {
+    /// Connects: HTTP for a URL, else a child process.
+    pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
+        let timeout = Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--timeout must be a positive number of seconds")?;
+        let mut builder =
+            ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION")).timeout(timeout);
+        for header in &self.headers {
+            let (name, value) = header
+                .split_once(':')
+                .with_context(|| format!("--header {header:?} is not NAME:VALUE"))?;
+            builder = builder.header(name.trim(), value.trim());
+        }
+        if let Some(token) = &self.bearer {
+            builder = builder.bearer_token(token);
+        }
+        let answer: Option<Value> = match &self.answer {
+            Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
+            None => None,
+        };
+        builder = builder.on_elicit(move |request| {
+            let answer = answer.clone();
+            async move {
+                let question = match &request {
+                    ElicitRequestParams::Form(form) => form.message.clone(),
+                    ElicitRequestParams::Url(url) => format!("{} ({})", url.message, url.url),
+                };
+                match answer {
+                    Some(answer) => {
+                        eprintln!("toolwire: the server asks: {question} -> answering {answer}");
+                        toolwire_client::accepted(&answer)
+                    }
+                    None => {
+                        eprintln!(
+                            "toolwire: the server asks: {question} -> declined (pass --answer JSON to answer)"
+                        );
+                        Ok(toolwire_client::declined())
+                    }
+                }
+            }
+        });
+        if self.server.starts_with("http://") || self.server.starts_with("https://") {
+            if !self.env.is_empty() {
+                bail!("--env applies to stdio servers only");
+            }
+            return Ok(builder.http(&self.server)?);
+        }
+        let words = shlex::split(&self.server)
+            .filter(|w| !w.is_empty())
+            .with_context(|| format!("cannot split the command line {:?}", self.server))?;
+        let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
+        for pair in &self.env {
+            let (name, value) = pair
+                .split_once('=')
+                .with_context(|| format!("--env {pair:?} is not NAME=VALUE"))?;
+            command = command.env(name, value);
+        }
+        Ok(builder.spawn_command(command).await?)
+    }
+}
+
+/// `toolwire discover`: the era, version, server and capabilities.
+pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
+    let client = target.connect().await?;
+    let discover = client.discover().await?;
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&discover)?);
+    } else {
+        let info = discover.meta.as_ref().and_then(|m| m.server_info.as_ref());
+        if let Some(info) = info {
+            println!("server: {} {}", info.name, info.version);
+        }
+        println!("era: {:?}", client.era().context("no era settled")?);
+        println!("versions: {}", discover.supported_versions.join(", "));
+        println!(
+            "capabilities: {}",
+            serde_json::to_string(&discover.capabilities)?
+        );
+        if let Some(instructions) = &discover.instructions {
+            println!("instructions: {instructions}");
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+/// `toolwire tools`: every tool, with its arguments.
+pub(crate) async fn tools(target: &Target) -> anyhow::Result<()> {
+    let client = target.connect().await?;
+    let tools = client.list_tools().await?;
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&tools)?);
+    } else {
+        for tool in &tools {
+            let required: Vec<&str> = tool
+                .input_schema
+                .get("required")
+                .and_then(Value::as_array)
+                .map(|r| r.iter().filter_map(Value::as_str).collect())
+                .unwrap_or_default();
+            let arguments: Vec<String> = tool
+                .input_schema
+                .get("properties")
+                .and_then(Value::as_object)
+                .map(|props| {
+                    props
+                        .iter()
+                        .map(|(name, schema)| {
+                            let kind = schema["type"].as_str().unwrap_or("any");
+                            let optional = if required.contains(&name.as_str()) {
+                                ""
+                            } else {
+                                "?"
+                            };
+                            format!("{name}{optional}: {kind}")
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            println!("{}({})", tool.name, arguments.join(", "));
+            if let Some(description) = &tool.description {
+                println!("    {description}");
+            }
+        }
+    }
+    client.close().await;
+    Ok(())
+}
+
+/// `toolwire call`: calls a tool and prints what it returned; a tool error exits with 1.
+pub(crate) async fn call(
+    target: &Target,
+    tool: &str,
+    arguments: Option<&str>,
+) -> anyhow::Result<bool> {
+    let arguments: Value = match arguments {
+        Some(text) => serde_json::from_str(text).context("the arguments are not JSON")?,
+        None => Value::Object(Default::default()),
+    };
+    if !arguments.is_object() {
+        bail!("the arguments must be a JSON object");
+    }
+    let client = target.connect().await?;
+    let options = CallOptions::default().on_progress(|p| {
+        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
+        let message = p.message.as_deref().unwrap_or("");
+        eprintln!("toolwire: progress {}{total} {message}", p.progress);
+    });
+    let result = client.call_tool_with(tool, arguments, options).await;
+    client.close().await;
+    let result = result?;
+    if target.json {
+        println!("{}", serde_json::to_string_pretty(&result)?);
+    } else {
+        print_result(&result)?;
+    }
+    Ok(!result.is_error())
+}
+
+fn print_result(result: &CallToolResult) -> anyhow::Result<()> {
+    if let Some(structured) = &result.structured_content {
+        println!("{}", serde_json::to_string_pretty(structured)?);
+        return Ok(());
+    }
+    for block in &result.content {
+        match block {
+            ContentBlock::Text(text) => println!("{}", text.text),
+            other => println!("{}", serde_json::to_string(other)?),
+        }
+    }
+    Ok(())
+}
+
+/// `toolwire watch`: prints list changes until interrupted or the server ends the stream.
+pub(crate) async fn watch(target: &Target, resources: Vec<String>) -> anyhow::Result<()> {
+    let client = target.connect().await?;
+    // Ask for every kind of change the server says it sends.
+    let caps = client.discover().await?.capabilities;
+    let announced = |flag: Option<bool>| flag.filter(|&on| on);
+    let filter = SubscriptionFilter {
+        tools_list_changed: announced(caps.tools.as_ref().and_then(|c| c.list_changed)),
+        prompts_list_changed: announced(caps.prompts.as_ref().and_then(|c| c.list_changed)),
+        resources_list_changed: announced(caps.resources.as_ref().and_then(|c| c.list_changed)),
+        resource_subscriptions: (!resources.is_empty()).then_some(resources),
+    };
+    let mut subscription = client.listen(filter).await?;
+    eprintln!(
+        "toolwire: watching {} (Ctrl-C to stop)",
+        serde_json::to_string(subscription.acknowledged())?
+    );
+    loop {
+        let next = tokio::select! {
+            next = subscription.next() => next,
+            _ = tokio::signal::ctrl_c() => break,
+        };
+        match next {
+            None => {
+                eprintln!("toolwire: the server ended the subscription");
+                break;
+            }
+            Some(Err(error)) => return Err(error.into()),
+            Some(Ok(notification)) => println!("{}", describe(&notification)),
+        }
+    }
+    drop(subscription);
+    client.close().await;
+    Ok(())
+}
+
+fn describe(notification: &Notification) -> String {
+    match notification {
+        Notification::ToolsListChanged => "tools/list_changed".into(),
+        Notification::PromptsListChanged => "prompts/list_changed".into(),
+        Notification::ResourcesListChanged => "resources/list_changed".into(),
+        Notification::ResourceUpdated { uri } => format!("resources/updated {uri}"),
+        Notification::Reconnected => "reconnected (changes in between may be missed)".into(),
+        Notification::Other { method, .. } => method.clone(),
+        _ => format!("{notification:?}"),
+    }
+}

@@ -1,0 +1,205 @@
+//! The `toolwire` binary end to end: the client commands against `toolwire serve` as a stdio
+//! child and over HTTP on 127.0.0.1, with their output and exit statuses.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+fn toolwire(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LOG")
+        .output()
+        .expect("toolwire runs")
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// `toolwire serve` as a stdio command line for the client commands.
+fn stdio_server() -> String {
+    format!("{BIN} serve")
+}
+
+/// A child process killed when the test ends, whatever happens.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// The lines a child writes to stderr, read on a thread.
+fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().expect("piped stderr"));
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    lines
+}
+
+/// The first line within 10 s that contains `needle`.
+fn line_with(lines: &mpsc::Receiver<String>, needle: &str) -> String {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 10 s"));
+        if line.contains(needle) {
+            return line;
+        }
+    }
+}
+
+/// `toolwire serve --http 127.0.0.1:0`, with its URL.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start() -> HttpServer {
+        let mut child = Command::new(BIN)
+            .args(["serve", "--http", "127.0.0.1:0"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let lines = stderr_lines(&mut child);
+        let line = line_with(&lines, "serving the example tools at ");
+        let url = line
+            .split("serving the example tools at ")
+            .nth(1)
+            .and_then(|rest| rest.split_whitespace().next())
+            .unwrap()
+            .to_owned();
+        // Keep draining the server's stderr so that it never blocks on a full pipe.
+        std::thread::spawn(move || while lines.recv().is_ok() {});
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn tools_and_calls_over_stdio() {
+    let server = stdio_server();
+    let listed = toolwire(&["tools", &server]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(
+        stdout(&listed).contains("add(a: number, b: number)"),
+        "{}",
+        stdout(&listed)
+    );
+
+    let sum = toolwire(&["call", &server, "add", r#"{"a": 2, "b": 3}"#]);
+    assert!(sum.status.success(), "{}", stderr(&sum));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&sum)).unwrap();
+    assert_eq!(value["sum"], 5.0);
+
+    // Progress goes to stderr, the result to stdout.
+    let counted = toolwire(&[
+        "call",
+        &server,
+        "count_slowly",
+        r#"{"to": 2, "delay_ms": 1}"#,
+    ]);
+    assert!(counted.status.success(), "{}", stderr(&counted));
+    assert_eq!(stdout(&counted).trim(), "Counted to 2.");
+    assert!(
+        stderr(&counted).contains("progress 2/2"),
+        "{}",
+        stderr(&counted)
+    );
+
+    // A tool error: the message for the model, exit status 1.
+    let invalid = toolwire(&["call", &server, "add", r#"{"a": "two"}"#]);
+    assert_eq!(invalid.status.code(), Some(1));
+    assert!(stdout(&invalid).contains("/a"), "{}", stdout(&invalid));
+
+    // A protocol error and bad input: a message on stderr, exit status 2.
+    let unknown = toolwire(&["call", &server, "nope"]);
+    assert_eq!(unknown.status.code(), Some(2));
+    assert!(
+        stderr(&unknown).contains("Unknown tool"),
+        "{}",
+        stderr(&unknown)
+    );
+    let not_json = toolwire(&["call", &server, "add", "{a: 2"]);
+    assert_eq!(not_json.status.code(), Some(2));
+    assert!(
+        stderr(&not_json).contains("not JSON"),
+        "{}",
+        stderr(&not_json)
+    );
+    let missing = toolwire(&["tools", "/nonexistent/mcp-server --stdio"]);
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(
+        stderr(&missing).contains("cannot start"),
+        "{}",
+        stderr(&missing)
+    );
+}
+
+#[test]
+fn discover_call_and_watch_over_http() {
+    let server = HttpServer::start();
+    let discovered = toolwire(&["discover", &server.url, "--json"]);
+    assert!(discovered.status.success(), "{}", stderr(&discovered));
+    let value: serde_json::Value = serde_json::from_str(&stdout(&discovered)).unwrap();
+    assert_eq!(value["supportedVersions"][0], "2026-07-28");
+
+    let echoed = toolwire(&["call", &server.url, "echo", r#"{"message": "héllo"}"#]);
+    assert!(echoed.status.success(), "{}", stderr(&echoed));
+    assert_eq!(stdout(&echoed).trim(), "héllo");
+
+    let json = toolwire(&["call", &server.url, "echo", r#"{"message": "x"}"#, "--json"]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
+    assert_eq!(value["resultType"], "complete");
+
+    // watch runs until the server ends the subscription (here: a graceful shutdown, L-10).
+    let mut watch = Killed(
+        Command::new(BIN)
+            .args(["watch", &server.url])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let watched = stderr_lines(&mut watch.0);
+    let first = line_with(&watched, "toolwire: watching");
+    assert!(first.contains("toolsListChanged"), "{first}");
+    let interrupted = Command::new("kill")
+        .args(["-INT", &server.child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    line_with(&watched, "the server ended the subscription");
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = watch.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "watch exits");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success());
+}
