@@ -428,8 +428,10 @@ impl Client {
                 Ok(reply) => {
                     if !fell_back && self.is_legacy_signal(&era, &reply) {
                         fell_back = true;
-                        self.fall_back(&era, &reply_summary(&reply)).await?;
-                        continue;
+                        if self.fall_back(&era, &reply_summary(&reply)).await? {
+                            continue;
+                        }
+                        // Not a legacy server after all: the reply stands.
                     }
                     let message = reply.message;
                     if let Some(error) = message.get("error") {
@@ -472,8 +474,12 @@ impl Client {
                     if !fell_back && self.is_legacy_status(&era, status) =>
                 {
                     fell_back = true;
-                    self.fall_back(&era, &format!("HTTP {status}: {body}"))
-                        .await?;
+                    if !self
+                        .fall_back(&era, &format!("HTTP {status}: {body}"))
+                        .await?
+                    {
+                        return Err(Error::Http { status, body });
+                    }
                 }
                 other => return Err(other.into_error()),
             }

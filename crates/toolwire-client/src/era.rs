@@ -215,15 +215,24 @@ impl Client {
         self.is_http() && matches!(era, Era::Unknown) && matches!(status, 400 | 404 | 405)
     }
 
-    /// Switches an unsettled HTTP client to a legacy session, or explains why not.
-    pub(crate) async fn fall_back(&self, era: &Era, evidence: &str) -> Result<()> {
+    /// Tries to switch an unsettled HTTP client to a legacy session: true when it did. A server
+    /// that refuses `initialize` too is taken for a modern one whose reply stands (re-probe on
+    /// failure, V-14); with the fallback off, the evidence becomes the error.
+    pub(crate) async fn fall_back(&self, era: &Era, evidence: &str) -> Result<bool> {
         if !self.inner.config.legacy_fallback {
             return Err(Error::InvalidResponse(format!(
                 "the server does not speak 2026-07-28 ({evidence}) and legacy fallback is off"
             )));
         }
         tracing::info!(%evidence, "the server answered like a legacy (2025-11-25) server; initializing a session (V-12)");
-        self.establish_legacy_http(era).await.map(drop)
+        match self.establish_legacy_http(era).await {
+            Ok(_) => Ok(true),
+            Err(error) => {
+                tracing::info!(%error, "initialize failed too; staying with 2026-07-28");
+                self.confirm_modern(era);
+                Ok(false)
+            }
+        }
     }
 
     async fn establish_legacy_http(&self, seen: &Era) -> Result<Era> {

@@ -39,8 +39,11 @@ pub enum Error {
     /// The server asked for input this client cannot give.
     #[error("cannot answer the server's input request: {0}")]
     Input(String),
+    /// The caller's arguments cannot be sent (tool arguments must be a JSON object, C-09).
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
     /// No tool with this name (after a fresh `tools/list`).
-    #[error("no tool named {0:?}")]
+    #[error("no tool named {0}")]
     UnknownTool(String),
 }
 

@@ -200,7 +200,8 @@ impl Client {
         Ok(cache.by_name.get(name).cloned())
     }
 
-    /// Calls a tool with its arguments (an object, or `null` for none).
+    /// Calls a tool with its arguments (a JSON object, or `null` for none). A tool that fails
+    /// returns `Ok` with `is_error()` set: its message is for the model (C-05).
     pub async fn call_tool(&self, name: &str, arguments: Value) -> Result<CallToolResult> {
         self.call_tool_with(name, arguments, CallOptions::default())
             .await
@@ -213,6 +214,11 @@ impl Client {
         arguments: Value,
         options: CallOptions,
     ) -> Result<CallToolResult> {
+        if !(arguments.is_object() || arguments.is_null()) {
+            return Err(Error::InvalidArguments(format!(
+                "the arguments of {name} must be a JSON object, not {arguments}"
+            )));
+        }
         let mut params = json!({"name": name});
         if !arguments.is_null() {
             params["arguments"] = arguments.clone();

@@ -19,6 +19,8 @@ enum Reply {
     Result(Value),
     /// A JSON-RPC error for the request's id.
     Error(i64, &'static str, Option<Value>),
+    /// A JSON-RPC error with this HTTP status.
+    ErrorStatus(u16, i64, &'static str),
     /// An SSE body made of these raw chunks (the stream then ends).
     Sse(Vec<String>),
     /// A plain HTTP answer.
@@ -71,8 +73,10 @@ fn answer(headers: &HeaderMap, body: &str, kept: &Mutex<Vec<Value>>, script: &Sc
             .and_then(|v| v.to_str().ok())
             .map(str::to_owned)
     };
-    // H-22: the standard headers match the body on every request.
-    assert_eq!(header("mcp-method").as_deref(), request["method"].as_str());
+    // H-22: the standard headers match the body on every 2026-07-28 request.
+    if request["method"] != "initialize" {
+        assert_eq!(header("mcp-method").as_deref(), request["method"].as_str());
+    }
     assert_eq!(
         header("mcp-protocol-version").as_deref(),
         request["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str()
@@ -102,6 +106,13 @@ fn answer(headers: &HeaderMap, body: &str, kept: &Mutex<Vec<Value>>, script: &Sc
             "error": {"code": code, "message": message, "data": data}
         }))
         .into_response(),
+        Reply::ErrorStatus(status, code, message) => (
+            StatusCode::from_u16(status).unwrap(),
+            axum::Json(
+                json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}),
+            ),
+        )
+            .into_response(),
         Reply::Sse(chunks) => {
             let chunks = chunks
                 .into_iter()
@@ -369,4 +380,38 @@ async fn input_rounds_are_bounded() {
         calls[3]["params"]["inputResponses"]["again"]["action"],
         "cancel"
     );
+}
+
+#[tokio::test]
+async fn a_modern_400_is_not_taken_for_a_legacy_server() {
+    // A 400 whose body is not a modern error looks legacy (V-12); the client tries initialize,
+    // which this 2026-07-28 server refuses (404, -32601), so the original error stands.
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("initialize") => Reply::ErrorStatus(404, -32601, "Method not found"),
+        Some("tools/list") => Reply::ErrorStatus(400, -32602, "Invalid params"),
+        _ => Reply::Result(json!({"resultType": "complete", "content": []})),
+    })
+    .await;
+    let client = client(&mock.url);
+    let error = client.list_tools().await.unwrap_err();
+    assert_eq!(error.rpc().map(|e| e.code), Some(-32602), "{error}");
+    assert_eq!(mock.requests("initialize").len(), 1);
+    assert!(matches!(
+        client.era(),
+        Some(toolwire_client::ServerEra::Modern { .. })
+    ));
+    // Settled: no second initialize.
+    client.list_tools().await.unwrap_err();
+    assert_eq!(mock.requests("initialize").len(), 1);
+}
+
+#[tokio::test]
+async fn tool_arguments_must_be_an_object() {
+    let mock = Mock::start(|_, _| Reply::Result(tools_page(&["a"], None))).await;
+    let error = client(&mock.url)
+        .call_tool("a", json!([1, 2]))
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::InvalidArguments(_)), "{error}");
+    assert!(mock.requests("tools/call").is_empty(), "nothing was sent");
 }
