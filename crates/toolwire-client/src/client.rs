@@ -52,6 +52,7 @@ pub struct ClientBuilder {
     pub(crate) legacy_fallback: bool,
     pub(crate) probe_timeout: Duration,
     pub(crate) log_level: Option<LoggingLevel>,
+    pub(crate) shutdown_grace: Duration,
 }
 
 impl ClientBuilder {
@@ -73,6 +74,7 @@ impl ClientBuilder {
             legacy_fallback: true,
             probe_timeout: Duration::from_secs(5),
             log_level: None,
+            shutdown_grace: Duration::from_secs(2),
         }
     }
 
@@ -193,6 +195,13 @@ impl ClientBuilder {
     /// none.
     pub fn log_level(mut self, level: LoggingLevel) -> Self {
         self.log_level = Some(level);
+        self
+    }
+
+    /// How long `close` waits for a stdio server after closing its stdin, and again after
+    /// SIGTERM, before SIGKILL (default 2 s each; S-09).
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
         self
     }
 
@@ -745,7 +754,7 @@ impl Client {
     /// Closes the connection: for a child process, stdin, then SIGTERM, then SIGKILL (S-09).
     pub async fn close(&self) {
         if let Transport::Stdio(t) = &self.inner.transport {
-            t.close(Duration::from_secs(2)).await;
+            t.close(self.inner.config.shutdown_grace).await;
         }
     }
 }

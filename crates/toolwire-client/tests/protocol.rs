@@ -87,6 +87,18 @@ fn answer(headers: &HeaderMap, body: &str, kept: &Mutex<Vec<Value>>, script: &Sc
             request["params"]["name"].as_str()
         );
     }
+    if let Some(expected) = request["params"]["_meta"]["io.modelcontextprotocol/clientInfo"]["name"]
+        .as_str()
+        .filter(|name| *name == "with-credentials")
+    {
+        // Configured headers and the bearer token travel with every request.
+        assert_eq!(
+            header("authorization").as_deref(),
+            Some("Bearer s3cret"),
+            "{expected}"
+        );
+        assert_eq!(header("x-api-key").as_deref(), Some("k-123"));
+    }
     let accept = header("accept").unwrap_or_default();
     assert!(accept.contains("application/json") && accept.contains("text/event-stream"));
     let attempt = {
@@ -414,4 +426,100 @@ async fn tool_arguments_must_be_an_object() {
         .unwrap_err();
     assert!(matches!(error, Error::InvalidArguments(_)), "{error}");
     assert!(mock.requests("tools/call").is_empty(), "nothing was sent");
+}
+
+#[tokio::test]
+async fn credentials_travel_with_every_request() {
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("tools/list") => Reply::Result(tools_page(&["a"], None)),
+        _ => Reply::Result(json!({"resultType": "complete", "content": []})),
+    })
+    .await;
+    let client = ClientBuilder::new("with-credentials", "1.0")
+        .bearer_token("s3cret")
+        .header("X-Api-Key", "k-123")
+        .http(&mock.url)
+        .unwrap();
+    client.call_tool("a", json!({})).await.unwrap();
+    assert_eq!(mock.requests("tools/call").len(), 1);
+    // A header that cannot be sent is refused up front.
+    let bad = ClientBuilder::new("x", "1")
+        .header("bad header", "v")
+        .http(&mock.url);
+    assert!(matches!(bad, Err(Error::Transport(_))), "{bad:?}");
+}
+
+#[tokio::test]
+async fn a_dropped_listen_stream_reconnects() {
+    // The first listen stream is acknowledged, carries one change, then ends without a result
+    // (an unexpected drop, L-11); the second one stays open.
+    let mock = Mock::start(|request, attempt| {
+        let ack = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/subscriptions/acknowledged\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":{ID}},\"notifications\":{\"toolsListChanged\":true}}}\n\n";
+        let changed = "event: message\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/tools/list_changed\",\"params\":{\"_meta\":{\"io.modelcontextprotocol/subscriptionId\":{ID}}}}\n\n";
+        match (request["method"].as_str(), attempt) {
+            (Some("subscriptions/listen"), 1) => Reply::Sse(vec![ack.into(), changed.into()]),
+            (Some("subscriptions/listen"), _) => Reply::Sse(vec![ack.into(), changed.into(), changed.into()]),
+            _ => Reply::Result(json!({
+                "resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {"listChanged": true}}, "ttlMs": 0, "cacheScope": "public"
+            })),
+        }
+    })
+    .await;
+    let client = client(&mock.url);
+    let mut subscription = client
+        .listen(toolwire_client::protocol::SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    let mut seen = Vec::new();
+    for _ in 0..4 {
+        let next = tokio::time::timeout(Duration::from_secs(5), subscription.next())
+            .await
+            .expect("within 5 s")
+            .expect("open")
+            .unwrap();
+        seen.push(next);
+    }
+    use toolwire_client::Notification::{Reconnected, ToolsListChanged};
+    assert_eq!(
+        seen,
+        [
+            ToolsListChanged,
+            Reconnected,
+            ToolsListChanged,
+            ToolsListChanged
+        ]
+    );
+    let listens = mock.requests("subscriptions/listen");
+    assert!(listens.len() >= 2);
+    assert_ne!(listens[0]["id"], listens[1]["id"]);
+    assert_eq!(
+        listens[1]["params"]["notifications"]["toolsListChanged"],
+        true
+    );
+}
+
+#[tokio::test]
+async fn close_escalates_to_sigterm_and_sigkill() {
+    // A "server" that ignores both the end of its stdin and SIGTERM (S-09).
+    let client = ClientBuilder::new("x", "1")
+        .shutdown_grace(Duration::from_millis(200))
+        .spawn("sh", ["-c", "trap '' TERM; while :; do sleep 0.05; done"])
+        .await
+        .unwrap();
+    let pid = client.server_pid().await.expect("running");
+    let started = std::time::Instant::now();
+    client.close().await;
+    assert!(
+        started.elapsed() >= Duration::from_millis(400),
+        "waited twice"
+    );
+    assert_eq!(client.server_pid().await, None);
+    assert!(
+        !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+        "killed and reaped"
+    );
 }
