@@ -205,6 +205,52 @@ impl ClientBuilder {
         self
     }
 
+    /// The capabilities the handlers can answer, plus the declared extensions.
+    fn declared_capabilities(&self) -> ClientCapabilities {
+        ClientCapabilities {
+            elicitation: self
+                .handlers
+                .elicit
+                .as_ref()
+                .map(|_| ElicitationCapability {
+                    form: Some(JsonObject::new()),
+                    url: Some(JsonObject::new()),
+                    ..Default::default()
+                }),
+            sampling: self
+                .handlers
+                .sample
+                .as_ref()
+                .map(|_| SamplingCapability::default()),
+            roots: self
+                .handlers
+                .roots
+                .as_ref()
+                .map(|_| RootsCapability::default()),
+            extensions: (!self.extensions.is_empty()).then(|| self.extensions.clone()),
+            ..Default::default()
+        }
+    }
+
+    /// The `_meta` of every 2026-07-28 request but the version, built once.
+    fn request_meta(&self) -> JsonObject {
+        let mut meta = JsonObject::new();
+        meta.insert(
+            "io.modelcontextprotocol/clientCapabilities".into(),
+            json!(self.declared_capabilities()),
+        );
+        if self.send_client_info {
+            meta.insert(
+                "io.modelcontextprotocol/clientInfo".into(),
+                json!(self.info),
+            );
+        }
+        if let Some(level) = self.log_level {
+            meta.insert("io.modelcontextprotocol/logLevel".into(), json!(level));
+        }
+        meta
+    }
+
     /// A client for the Streamable HTTP endpoint at `url`.
     pub fn http(self, url: impl Into<String>) -> Result<Client> {
         let mut headers = HeaderMap::new();
@@ -256,6 +302,8 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<Value>,
     /// The legacy HTTP server's standalone GET stream, while one is open.
     pub(crate) legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
+    /// `_meta` for 2026-07-28 requests, less the version (B-15, B-17).
+    request_meta: JsonObject,
 }
 
 impl Drop for Inner {
@@ -305,8 +353,10 @@ impl Client {
             .cloned()
             .unwrap_or_else(|| PROTOCOL_VERSION.to_owned());
         let (events, _) = broadcast::channel(256);
+        let request_meta = config.request_meta();
         Client {
             inner: Arc::new(Inner {
+                request_meta,
                 transport,
                 config,
                 next_id: AtomicI64::new(1),
@@ -321,22 +371,7 @@ impl Client {
 
     /// The capabilities declared on every request: those the handlers can answer (B-20).
     pub fn capabilities(&self) -> ClientCapabilities {
-        let handlers = &self.inner.config.handlers;
-        let extensions = &self.inner.config.extensions;
-        ClientCapabilities {
-            elicitation: handlers.elicit.as_ref().map(|_| ElicitationCapability {
-                form: Some(JsonObject::new()),
-                url: Some(JsonObject::new()),
-                ..Default::default()
-            }),
-            sampling: handlers
-                .sample
-                .as_ref()
-                .map(|_| SamplingCapability::default()),
-            roots: handlers.roots.as_ref().map(|_| RootsCapability::default()),
-            extensions: (!extensions.is_empty()).then(|| extensions.clone()),
-            ..Default::default()
-        }
+        self.inner.config.declared_capabilities()
     }
 
     /// The protocol version requests are sent with (after any negotiation or fallback).
@@ -376,23 +411,11 @@ impl Client {
             .ok_or_else(|| Error::InvalidResponse("params must be an object".into()))?;
         let mut meta = JsonObject::new();
         if !matches!(era, Era::Legacy(_)) {
+            meta = self.inner.request_meta.clone();
             meta.insert(
                 "io.modelcontextprotocol/protocolVersion".into(),
-                json!(self.state().version),
+                Value::String(self.state().version.clone()),
             );
-            meta.insert(
-                "io.modelcontextprotocol/clientCapabilities".into(),
-                json!(self.capabilities()),
-            );
-            if self.inner.config.send_client_info {
-                meta.insert(
-                    "io.modelcontextprotocol/clientInfo".into(),
-                    json!(self.inner.config.info),
-                );
-            }
-            if let Some(level) = self.inner.config.log_level {
-                meta.insert("io.modelcontextprotocol/logLevel".into(), json!(level));
-            }
         }
         if progress {
             meta.insert("progressToken".into(), json!(id));

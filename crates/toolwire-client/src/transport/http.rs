@@ -19,13 +19,14 @@ const SESSION_ID: &str = "mcp-session-id";
 #[derive(Debug, Clone)]
 pub(crate) struct HttpTransport {
     client: reqwest::Client,
-    url: String,
+    /// Parsed once.
+    url: reqwest::Url,
     headers: HeaderMap,
 }
 
 impl HttpTransport {
     pub(crate) fn new(url: String, headers: HeaderMap, bearer: Option<&str>) -> Result<Self> {
-        reqwest::Url::parse(&url)
+        let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
         let mut headers = headers;
         if let Some(token) = bearer {
@@ -46,15 +47,13 @@ impl HttpTransport {
 
     /// The scheme, host and port of the endpoint: the key of the era cache (V-14).
     pub(crate) fn origin(&self) -> String {
-        reqwest::Url::parse(&self.url)
-            .map(|u| u.origin().ascii_serialization())
-            .unwrap_or_else(|_| self.url.clone())
+        self.url.origin().ascii_serialization()
     }
 
     fn post(&self, out: &Outgoing<'_>) -> Result<reqwest::RequestBuilder> {
         let mut request = self
             .client
-            .post(&self.url)
+            .post(self.url.clone())
             .headers(self.headers.clone())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
@@ -181,7 +180,7 @@ impl HttpTransport {
     ) -> Result<()> {
         let mut request = self
             .client
-            .get(&self.url)
+            .get(self.url.clone())
             .headers(self.headers.clone())
             .header(ACCEPT, "text/event-stream")
             .header(mcp_headers::PROTOCOL_VERSION, version);
