@@ -111,7 +111,8 @@ impl HttpTransport {
             let mut parser = SseParser::default();
             while let Some(chunk) = stream.next().await {
                 let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
-                for data in parser.feed(&chunk) {
+                let events = parser.feed(&chunk).map_err(|_| too_large())?;
+                for data in events {
                     let Ok(message) = serde_json::from_str::<Value>(&data) else {
                         tracing::debug!(%data, "an SSE event that is not JSON");
                         continue;
@@ -132,10 +133,19 @@ impl HttpTransport {
                 "the response stream ended before the response".into(),
             ));
         }
-        let body = response
-            .bytes()
-            .await
-            .map_err(|e| Failure::Lost(describe(&e)))?;
+        let mut body = Vec::new();
+        let mut stream = response.bytes_stream();
+        while let Some(chunk) = stream.next().await {
+            let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
+            if body.len() + chunk.len() > crate::sse::MAX_EVENT_BYTES {
+                return Err(Error::InvalidResponse(format!(
+                    "a response body larger than {} MiB",
+                    crate::sse::MAX_EVENT_BYTES >> 20
+                ))
+                .into());
+            }
+            body.extend_from_slice(&chunk);
+        }
         match serde_json::from_slice::<Value>(&body) {
             Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
                 Ok(Reply {
@@ -201,7 +211,7 @@ impl HttpTransport {
         let mut parser = SseParser::default();
         while let Some(chunk) = stream.next().await {
             let chunk = chunk.map_err(|e| Error::Transport(describe(&e)))?;
-            for data in parser.feed(&chunk) {
+            for data in parser.feed(&chunk).map_err(|_| too_large())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&data) {
                     on_message(message);
                 }
@@ -209,6 +219,13 @@ impl HttpTransport {
         }
         Ok(())
     }
+}
+
+fn too_large() -> Error {
+    Error::InvalidResponse(format!(
+        "an SSE event larger than {} MiB",
+        crate::sse::MAX_EVENT_BYTES >> 20
+    ))
 }
 
 fn header_value(value: &str) -> Result<HeaderValue> {
