@@ -12,10 +12,12 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
+use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
 
 use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
@@ -290,8 +292,21 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     let closed = Arc::new(AtomicBool::new(false));
     let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
     tokio::spawn(async move {
-        let mut stdout = BufReader::new(stdout).lines();
-        while let Ok(Some(line)) = stdout.next_line().await {
+        // Lines are bounded: an oversized one is skipped, not buffered without end.
+        let codec = LinesCodec::new_with_max_length(crate::sse::MAX_EVENT_BYTES);
+        let mut stdout = FramedRead::new(stdout, codec);
+        while let Some(line) = stdout.next().await {
+            let line = match line {
+                Ok(line) => line,
+                Err(LinesCodecError::MaxLineLengthExceeded) => {
+                    tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
+                    continue;
+                }
+                Err(LinesCodecError::Io(error)) => {
+                    tracing::warn!(%error, "reading the server's stdout failed");
+                    break;
+                }
+            };
             let Ok(message) = serde_json::from_str::<Value>(&line) else {
                 tracing::warn!(%line, "the server wrote a line that is not JSON");
                 continue;
