@@ -242,3 +242,48 @@ async fn http_child_round_trip() {
     assert!(!headers.is_error(), "{headers:?}");
     child.kill().await.unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rude_output_does_not_break_the_connection() {
+    // Every answer comes after a line of invalid UTF-8 on stdout and 64 KiB of it on stderr:
+    // the bad lines are skipped and stderr is drained (else the server would block on it).
+    let client = ClientBuilder::new("client-it", "1.0")
+        .timeout(Duration::from_secs(10))
+        .spawn(
+            env!("CARGO_BIN_EXE_misbehaving-server"),
+            Vec::<String>::new(),
+        )
+        .await
+        .unwrap();
+    for i in 0..40 {
+        let message = format!("call {i}");
+        let result = client
+            .call_tool("echo", json!({"message": message}))
+            .await
+            .unwrap();
+        assert_eq!(text(&result), message);
+    }
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn close_ends_stdin_even_with_requests_in_flight() {
+    // With a subscription open, close still ends the server through its stdin (S-09), well
+    // before the grace after which it would send SIGTERM.
+    let client = builder()
+        .shutdown_grace(Duration::from_secs(20))
+        .spawn(BIN, ["--stdio"])
+        .await
+        .unwrap();
+    let subscription = client
+        .listen(SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    tokio::time::timeout(Duration::from_secs(10), client.close())
+        .await
+        .expect("the server exits on the end of its stdin, not after SIGTERM");
+    drop(subscription);
+}

@@ -298,6 +298,8 @@ pub(crate) struct Inner {
     /// Held while the era is being settled (probe, initialize), so it happens once.
     pub(crate) establish: tokio::sync::Mutex<()>,
     pub(crate) tools: Mutex<Option<ToolCache>>,
+    /// Bumped by every invalidation, so a list fetched across a change is not kept as fresh.
+    pub(crate) tools_epoch: std::sync::atomic::AtomicU64,
     /// Notifications that belong to no request (legacy servers), for legacy subscriptions.
     pub(crate) events: broadcast::Sender<Value>,
     /// The legacy HTTP server's standalone GET stream, while one is open.
@@ -363,6 +365,7 @@ impl Client {
                 state: Mutex::new(State::new(version)),
                 establish: tokio::sync::Mutex::new(()),
                 tools: Mutex::new(None),
+                tools_epoch: std::sync::atomic::AtomicU64::new(0),
                 events,
                 legacy_stream: Mutex::new(None),
             }),
@@ -436,7 +439,9 @@ impl Client {
         let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
             (false, false, false, false);
         loop {
-            let era = self.era_for_request().await?;
+            // Settling the era (probe, initialize) counts against this call's timeout and
+            // cancellation too.
+            let era = self.bounded(options, self.era_for_request()).await?;
             if let (Era::Legacy(session), "server/discover") = (&era, method) {
                 // A legacy server has no discover: its initialize result stands in (also after
                 // a fallback on this very request).
@@ -619,6 +624,27 @@ impl Client {
         }
     }
 
+    /// Runs `work` under the call's timeout and cancellation token.
+    pub(crate) async fn bounded<T>(
+        &self,
+        options: &RpcOptions,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = tokio::time::timeout(timeout, work) => {
+                result.map_err(|_| Error::Timeout(timeout))?
+            }
+            () = cancelled => Err(Error::Cancelled),
+        }
+    }
+
     pub(crate) async fn typed<T: DeserializeOwned>(
         &self,
         method: &str,
@@ -764,6 +790,14 @@ impl Client {
         Err(Error::InvalidResponse(format!(
             "{method}: more than 10,000 pages"
         )))
+    }
+
+    /// Whether [`close`](Client::close) was called on a stdio client.
+    pub fn is_closed(&self) -> bool {
+        match &self.inner.transport {
+            Transport::Stdio(t) => t.is_closed(),
+            Transport::Http(_) => false,
+        }
     }
 
     /// The process id of a stdio server, while it runs.

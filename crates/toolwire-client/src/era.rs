@@ -122,6 +122,13 @@ fn http_era(origin: &str) -> Option<Known> {
         .copied()
 }
 
+fn forget_http_era(origin: &str) {
+    HTTP_ERAS
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .remove(origin);
+}
+
 fn remember_http_era(origin: String, era: Known) {
     HTTP_ERAS
         .lock()
@@ -154,7 +161,16 @@ impl Client {
                 }
                 match http_era(&http.origin()) {
                     Some(Known::Legacy) if self.inner.config.legacy_fallback => {
-                        self.establish_legacy_http(&era).await
+                        match self.establish_legacy_http(&era).await {
+                            Ok(era) => Ok(era),
+                            Err(error) => {
+                                // The origin spoke legacy before; now it does not: probe again
+                                // by sending this request as 2026-07-28 (V-14).
+                                tracing::info!(%error, "initialize failed where a legacy server was remembered; trying 2026-07-28");
+                                forget_http_era(&http.origin());
+                                Ok(Era::Unknown)
+                            }
+                        }
                     }
                     _ => Ok(era),
                 }
@@ -184,9 +200,11 @@ impl Client {
                     },
                     _ => self.probe_stdio().await?,
                 };
+                // The handshake may have restarted the server (a legacy server that died on the
+                // probe): record the generation it was settled with.
                 let mut state = self.state();
                 state.era = era.clone();
-                state.generation = generation;
+                state.generation = stdio.generation();
                 Ok(era)
             }
         }

@@ -49,6 +49,12 @@ impl Client {
             return;
         };
         if message.get("id").is_some() {
+            if !self.is_legacy() {
+                // 2026-07-28 servers send no requests (V-15); answering would put a response
+                // where none belongs.
+                tracing::warn!(%method, "ignoring a request from a 2026-07-28 server");
+                return;
+            }
             let client = self.clone();
             tokio::spawn(async move { client.answer_server_request(message).await });
             return;

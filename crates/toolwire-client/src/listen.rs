@@ -124,6 +124,17 @@ impl Drop for Subscription {
     }
 }
 
+/// Aborts a task when dropped, unless taken.
+struct AbortOnDrop(Option<tokio::task::AbortHandle>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        if let Some(task) = self.0.take() {
+            task.abort();
+        }
+    }
+}
+
 /// The state one listen task shares with its message callback.
 struct Listener {
     client: Client,
@@ -195,7 +206,10 @@ impl Client {
             ack: Some(ack_tx),
             acked: false,
         };
-        let task = tokio::spawn(run(listener, filter.clone())).abort_handle();
+        // Until the subscription exists, dropping this future (or failing) stops the task.
+        let mut task = AbortOnDrop(Some(
+            tokio::spawn(run(listener, filter.clone())).abort_handle(),
+        ));
         let acknowledged = match tokio::time::timeout(self.inner.config.timeout, ack_rx).await {
             Ok(Ok(Ok(filter))) => filter,
             Ok(Ok(Err(error))) => return Err(error),
@@ -204,16 +218,13 @@ impl Client {
                     "the listen stream ended before its acknowledgement".into(),
                 ));
             }
-            Err(_) => {
-                task.abort();
-                return Err(Error::Timeout(self.inner.config.timeout));
-            }
+            Err(_) => return Err(Error::Timeout(self.inner.config.timeout)),
         };
         warn_unhonoured(&filter, &acknowledged);
         Ok(Subscription {
             rx,
             acknowledged,
-            task,
+            task: task.0.take().expect("set above"),
         })
     }
 
@@ -252,10 +263,10 @@ impl Client {
             }
         }
         warn_unhonoured(&filter, &acknowledged);
-        if let Transport::Http(_) = &self.inner.transport {
-            self.ensure_legacy_stream(session);
-        }
         let mut events = self.inner.events.subscribe();
+        if let Transport::Http(_) = &self.inner.transport {
+            self.ensure_legacy_stream();
+        }
         let (tx, rx) = mpsc::unbounded_channel();
         let wanted = acknowledged.clone();
         let task = tokio::spawn(async move {
@@ -282,8 +293,9 @@ impl Client {
     }
 
     /// Keeps the legacy HTTP server's standalone GET stream open, where its unsolicited
-    /// notifications arrive.
-    fn ensure_legacy_stream(&self, session: Arc<LegacySession>) {
+    /// notifications arrive, for as long as legacy subscriptions exist. Each connection uses
+    /// the current session; a 404 renews the session first.
+    fn ensure_legacy_stream(&self) {
         let Transport::Http(http) = &self.inner.transport else {
             return;
         };
@@ -300,9 +312,21 @@ impl Client {
         let task = tokio::spawn(async move {
             let mut backoff = FIRST_BACKOFF;
             loop {
-                let weak = weak.clone();
+                // Never hold the client across the stream: it must be able to go away.
+                let session = {
+                    let Some(inner) = weak.upgrade() else { return };
+                    let client = Client { inner };
+                    if client.inner.events.receiver_count() == 0 {
+                        return;
+                    }
+                    match client.era_for_request().await {
+                        Ok(Era::Legacy(session)) => session,
+                        _ => return,
+                    }
+                };
+                let deliver_to = weak.clone();
                 let mut deliver = move |message: Value| {
-                    if let Some(inner) = weak.upgrade() {
+                    if let Some(inner) = deliver_to.upgrade() {
                         Client { inner }.incoming(message);
                     }
                 };
@@ -315,6 +339,11 @@ impl Client {
                             "the legacy server offers no GET stream; no unsolicited notifications"
                         );
                         return;
+                    }
+                    Err(Error::Http { status: 404, .. }) => {
+                        if let Some(inner) = weak.upgrade() {
+                            Client { inner }.forget_legacy_session(&Era::Legacy(session));
+                        }
                     }
                     Ok(()) => backoff = FIRST_BACKOFF,
                     Err(error) => tracing::debug!(%error, "the legacy GET stream failed"),
@@ -365,9 +394,15 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
     let client = listener.client.clone();
     let mut backoff = FIRST_BACKOFF;
     loop {
+        if listener.tx.is_closed() {
+            // Nobody is listening any more.
+            return;
+        }
         let era = match client.era_for_request().await {
             Ok(era) => era,
-            Err(error) if listener.ack.is_some() => return listener.fail(error),
+            Err(error) if listener.ack.is_some() || client.is_closed() => {
+                return listener.fail(error);
+            }
             Err(error) => {
                 tracing::debug!(%error, "cannot reach the server to listen again");
                 tokio::time::sleep(backoff).await;
@@ -411,6 +446,7 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                 return;
             }
             Err(Failure::Error(error)) if listener.ack.is_some() => return listener.fail(error),
+            Err(failure) if client.is_closed() => return listener.fail(failure.into_error()),
             Err(failure) => {
                 // An unexpected drop (L-11); on stdio the server is started again first and the
                 // listen re-sent (L-12).

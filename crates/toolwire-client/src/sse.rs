@@ -25,6 +25,9 @@ impl SseParser {
     /// Feeds bytes; returns the data of every event they complete.
     pub(crate) fn feed(&mut self, mut bytes: &[u8]) -> Result<Vec<String>, EventTooLarge> {
         let mut events = Vec::new();
+        if bytes.is_empty() {
+            return Ok(Vec::new());
+        }
         if self.after_cr && bytes.first() == Some(&b'\n') {
             bytes = &bytes[1..];
         }
@@ -60,7 +63,10 @@ impl SseParser {
                 self.data.clear();
                 self.data_bytes = 0;
             }
-        } else if let Some(value) = line.strip_prefix(b"data:") {
+        } else if let Some(value) = line.strip_prefix(b"data:").or_else(|| {
+            // A field name alone has an empty value.
+            (line == b"data").then_some(&b""[..])
+        }) {
             let value = value.strip_prefix(b" ").unwrap_or(value);
             self.data_bytes += value.len() + 1;
             if self.data_bytes > MAX_EVENT_BYTES {
@@ -111,6 +117,12 @@ mod tests {
             let (a, b) = stream.split_at(split);
             assert_eq!(feed_all(&mut p, &[a, b]), expected, "split at {split}");
         }
+        // Empty chunks change nothing, even between a CR and its LF.
+        let mut p = SseParser::default();
+        assert_eq!(
+            feed_all(&mut p, &[b"data: a\r", b"", b"\ndata\n\n"]),
+            ["a\n"]
+        );
         // One byte at a time, through the middle of a UTF-8 character too.
         let mut p = SseParser::default();
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();

@@ -4,6 +4,7 @@
 //! answered by the handlers (M-11…M-14), and structured output validated (C-04).
 
 use std::collections::HashMap;
+use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -114,13 +115,21 @@ impl Client {
 
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
+        let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
         let pages = self
             .walk("tools/list", |p: &ListToolsResult| p.next_cursor.clone())
             .await?;
         // The list is as fresh as its stalest page.
         let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
         let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();
-        let cache = self.build_cache(tools, Duration::from_millis(ttl_ms));
+        // A change announced while the pages were walked makes this list stale at once (K-09).
+        let changed = self.inner.tools_epoch.load(Ordering::Acquire) != epoch;
+        let ttl = if changed {
+            Duration::ZERO
+        } else {
+            Duration::from_millis(ttl_ms)
+        };
+        let cache = self.build_cache(tools, ttl);
         let listed = cache.order.iter().map(|t| t.definition.clone()).collect();
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(cache);
         Ok(listed)
@@ -133,6 +142,7 @@ impl Client {
 
     /// Forgets the tool list (e.g. after `notifications/tools/list_changed`, K-09).
     pub fn invalidate_tools(&self) {
+        self.inner.tools_epoch.fetch_add(1, Ordering::AcqRel);
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 

@@ -14,10 +14,11 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{FramedRead, LinesCodec, LinesCodecError};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::sync::CancellationToken;
 
 use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
@@ -81,8 +82,11 @@ struct Process {
     lines: mpsc::UnboundedSender<String>,
     /// Routes by request id (and progress token / subscription id, which are the request id).
     routes: Routes,
-    /// Set when stdout reaches EOF: the process is gone or going.
+    /// Set when stdout reaches EOF: the process is gone or going. Set and read under the
+    /// `routes` lock, so a route is never added after the last clear.
     closed: Arc<AtomicBool>,
+    /// Closes the server's stdin (the writer task ends), whoever still holds a sender.
+    close_stdin: CancellationToken,
 }
 
 /// A child-process server.
@@ -111,6 +115,11 @@ impl StdioTransport {
             closing: AtomicBool::new(false),
         };
         Ok((transport, rx))
+    }
+
+    /// Whether `close` was called: nothing starts the server again.
+    pub(crate) fn is_closed(&self) -> bool {
+        self.closing.load(Ordering::Acquire)
     }
 
     /// The current process's generation (1 for the first).
@@ -166,7 +175,13 @@ impl StdioTransport {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
             let (tx, rx) = mpsc::unbounded_channel();
-            lock(&process.routes).insert(id, tx);
+            {
+                let mut routes = lock(&process.routes);
+                if process.closed.load(Ordering::Acquire) {
+                    return Err(Failure::Lost("the server exited".into()));
+                }
+                routes.insert(id, tx);
+            }
             process
                 .lines
                 .send(out.body.clone())
@@ -194,10 +209,14 @@ impl StdioTransport {
         Err(Failure::Lost("the server exited before answering".into()))
     }
 
-    /// Writes a notification or a response.
+    /// Writes a notification or a response to the running process; never starts one (a new
+    /// process did not ask for an answer).
     pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
-        let guard = self.live().await?;
-        let process = guard.as_ref().expect("live() leaves a process");
+        let guard = self.process.lock().await;
+        let process = guard
+            .as_ref()
+            .filter(|p| !p.closed.load(Ordering::Acquire))
+            .ok_or_else(|| Error::Transport("the server is not running".into()))?;
         process
             .lines
             .send(out.body.clone())
@@ -210,6 +229,8 @@ impl StdioTransport {
         let Some(mut process) = self.process.lock().await.take() else {
             return;
         };
+        // Requests still in flight hold senders; the token closes stdin regardless.
+        process.close_stdin.cancel();
         drop(process.lines);
         if tokio::time::timeout(grace, process.child.wait())
             .await
@@ -276,8 +297,18 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
     let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+    let close_stdin = CancellationToken::new();
+    let closing = close_stdin.clone();
     tokio::spawn(async move {
-        while let Some(line) = rx.recv().await {
+        loop {
+            let line = tokio::select! {
+                biased;
+                () = closing.cancelled() => break,
+                line = rx.recv() => match line {
+                    Some(line) => line,
+                    None => break,
+                },
+            };
             if stdin.write_all(line.as_bytes()).await.is_err()
                 || stdin.write_all(b"\n").await.is_err()
             {
@@ -290,24 +321,27 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     });
     let routes: Routes = Arc::default();
     let closed = Arc::new(AtomicBool::new(false));
+    let bounded = crate::sse::MAX_EVENT_BYTES;
     let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
     tokio::spawn(async move {
-        // Lines are bounded: an oversized one is skipped, not buffered without end.
-        let codec = LinesCodec::new_with_max_length(crate::sse::MAX_EVENT_BYTES);
+        // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded:
+        // an oversized one is skipped, not buffered without end.
+        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), bounded);
         let mut stdout = FramedRead::new(stdout, codec);
         while let Some(line) = stdout.next().await {
             let line = match line {
                 Ok(line) => line,
-                Err(LinesCodecError::MaxLineLengthExceeded) => {
+                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
                     tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
                     continue;
                 }
-                Err(LinesCodecError::Io(error)) => {
+                Err(AnyDelimiterCodecError::Io(error)) => {
                     tracing::warn!(%error, "reading the server's stdout failed");
                     break;
                 }
             };
-            let Ok(message) = serde_json::from_str::<Value>(&line) else {
+            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+                let line = String::from_utf8_lossy(&line);
                 tracing::warn!(%line, "the server wrote a line that is not JSON");
                 continue;
             };
@@ -319,18 +353,33 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
                 None if message.get("method").is_some() => {
                     let _ = incoming.send(message);
                 }
-                None => tracing::debug!(%line, "a response for no request in flight"),
+                None => {
+                    tracing::debug!(line = %String::from_utf8_lossy(&line), "a response for no request in flight")
+                }
             }
         }
         // EOF: the process is gone; every request still waiting learns it.
+        let mut routes = lock(&reader_routes);
         reader_closed.store(true, Ordering::Release);
-        lock(&reader_routes).clear();
+        routes.clear();
     });
     let program = command.program.clone();
     tokio::spawn(async move {
-        let mut stderr = BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = stderr.next_line().await {
-            tracing::info!(server = %program, "{line}");
+        // Drained to the end whatever it holds, so the server never blocks on a full pipe;
+        // lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
+        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), 8 << 10);
+        let mut stderr = FramedRead::new(stderr, codec);
+        while let Some(line) = stderr.next().await {
+            match line {
+                Ok(line) => {
+                    let line = String::from_utf8_lossy(&line);
+                    tracing::info!(server = %program, "{}", line.trim_end());
+                }
+                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                    tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
+                }
+                Err(AnyDelimiterCodecError::Io(_)) => break,
+            }
         }
     });
     Ok(Process {
@@ -338,6 +387,7 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
         lines,
         routes,
         closed,
+        close_stdin,
     })
 }
 
