@@ -48,8 +48,9 @@ pub(crate) struct ToolCache {
 pub struct CallOptions {
     /// Called with each progress notification (sets `_meta.progressToken`).
     pub progress: Option<ProgressFn>,
-    /// Called with each log message the server sends while answering (else they go to
-    /// `tracing`).
+    /// Called with each log message the server sends on this call's response stream (HTTP;
+    /// on stdio log messages carry no request and go to `tracing`). Ask for them with
+    /// [`ClientBuilder::log_level`](crate::ClientBuilder::log_level).
     pub log: Option<LogFn>,
     /// This call's timeout, instead of the client's.
     pub timeout: Option<Duration>,
