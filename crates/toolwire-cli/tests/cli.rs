@@ -100,6 +100,33 @@ impl Drop for HttpServer {
     }
 }
 
+/// `printf '{"a":"\\\n' | toolwire serve` once exited 101: the depth scan stepped past a trailing
+/// backslash (issue 8, item 1). The server must answer -32700 and keep serving.
+#[test]
+fn serve_survives_a_line_ending_in_a_backslash() {
+    use std::io::Write;
+    let mut child = Command::new(BIN)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let discover = r#"{"jsonrpc":"2.0","id":2,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    write!(stdin, "{{\"a\":\"\\\n{discover}\n").unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
+    assert_eq!(output.status.code(), Some(0), "{output:?}");
+    let replies: Vec<serde_json::Value> = stdout(&output)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(replies.len(), 2, "{replies:?}");
+    assert_eq!(replies[0]["error"]["code"], -32700);
+    assert_eq!(replies[1]["id"], 2, "still serving after the bad line");
+}
+
 #[test]
 fn tools_and_calls_over_stdio() {
     let server = stdio_server();

@@ -130,40 +130,44 @@ impl Final {
 }
 
 /// Whether JSON text nests deeper than `max` arrays/objects. A linear scan that respects
-/// strings, run before parsing so deep input costs nothing more (J-08).
+/// strings, run before parsing so deep input costs nothing more (J-08). Any bytes at all are
+/// safe input: a string that never ends (even on a lone trailing backslash) ends the scan.
 pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
     let mut depth = 0usize;
-    let mut at = 0;
-    while let Some(found) = memchr::memchr3(b'"', b'{', b'[', &bytes[at..]) {
+    let mut rest = bytes;
+    while let Some(found) = memchr::memchr3(b'"', b'{', b'[', rest) {
         // Closers between here and the next opener or string only lower the depth.
-        let before = &bytes[at..at + found];
-        depth = depth.saturating_sub(memchr::memchr2_iter(b'}', b']', before).count());
-        at += found;
-        if bytes[at] == b'"' {
-            // Skip the string: to the next quote that is not escaped.
-            at += 1;
-            loop {
-                match memchr::memchr2(b'"', b'\\', &bytes[at..]) {
-                    Some(i) if bytes[at + i] == b'\\' => at += i + 2,
-                    Some(i) => {
-                        at += i + 1;
-                        break;
-                    }
-                    None => return false,
-                }
+        depth = depth.saturating_sub(memchr::memchr2_iter(b'}', b']', &rest[..found]).count());
+        let after = &rest[found + 1..];
+        rest = if rest[found] == b'"' {
+            match string_tail(after) {
+                Some(end) => &after[end..],
+                None => return false,
             }
         } else {
             depth += 1;
             if depth > max {
                 return true;
             }
-            at += 1;
-        }
-        if at >= bytes.len() {
-            break;
-        }
+            after
+        };
     }
     false
+}
+
+/// Given the bytes after a string's opening quote, how many of them the rest of the string and
+/// its closing quote take; `None` when the string does not end.
+fn string_tail(s: &[u8]) -> Option<usize> {
+    let mut at = 0;
+    loop {
+        let i = memchr::memchr2(b'"', b'\\', s.get(at..)?)?;
+        at += i;
+        if s[at] == b'"' {
+            return Some(at + 1);
+        }
+        // A backslash and the byte it escapes; `get` above stops a trailing one.
+        at += 2;
+    }
 }
 
 /// Why a frame could not be read, with the request id when it could still be read (B-07).
@@ -386,6 +390,11 @@ mod tests {
             ("{\"a\\\\\":[[[\"}", 1, true),
             ("\"unterminated [[[[", 1, false),
             ("{\"k\":\"v\"}}}}[[", 2, false),
+            // A backslash as the very last byte once stepped past the end (issue 8, item 1).
+            ("{\"a\":\"\\", 4, false),
+            ("\"\\", 1, false),
+            ("[\"\\\\\\", 1, false),
+            ("[[\"\\", 1, true),
         ];
         for (text, max, want) in cases {
             assert_eq!(
@@ -475,5 +484,60 @@ mod tests {
             -32700
         );
         assert!(read_frame(br#"{"jsonrpc":"2.0","id":1,"method":"x"}"#, 64).is_ok());
+    }
+}
+
+#[cfg(test)]
+mod depth_props {
+    use proptest::prelude::*;
+
+    use super::json_too_deep;
+
+    /// The obvious byte-at-a-time reading of the same rule, to check the fast scan against.
+    fn reference(bytes: &[u8], max: usize) -> bool {
+        let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+        for &b in bytes {
+            if in_string {
+                match (escaped, b) {
+                    (true, _) => escaped = false,
+                    (false, b'\\') => escaped = true,
+                    (false, b'"') => in_string = false,
+                    _ => {}
+                }
+                continue;
+            }
+            match b {
+                b'"' => in_string = true,
+                b'{' | b'[' => {
+                    depth += 1;
+                    if depth > max {
+                        return true;
+                    }
+                }
+                b'}' | b']' => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+        }
+        false
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(4096))]
+
+        /// Any bytes, built mostly from the characters the scan cares about: no panic, and the
+        /// same answer as the byte-at-a-time reference (issue 8, item 1).
+        #[test]
+        fn depth_scan_matches_reference_on_any_bytes(
+            bytes in proptest::collection::vec(
+                prop_oneof![
+                    8 => proptest::sample::select(b"{}[]\"\\a,:".to_vec()),
+                    1 => any::<u8>(),
+                ],
+                0..64,
+            ),
+            max in 0usize..6,
+        ) {
+            prop_assert_eq!(json_too_deep(&bytes, max), reference(&bytes, max));
+        }
     }
 }

@@ -322,6 +322,7 @@ async fn transport_level_refusals() {
         ("an array shaped like a request", json!(["2.0", 1, "server/discover", {"_meta": meta()}]).to_string(), std.clone(), 400, Some(-32600)),
         ("jsonrpc 1.0", json!({"jsonrpc": "1.0", "id": 1, "method": "server/discover"}).to_string(), std.clone(), 400, Some(-32600)),
         ("a response from the client", json!({"jsonrpc": "2.0", "id": 1, "result": {}}).to_string(), std.clone(), 400, Some(-32600)),
+        ("a string ending in a lone backslash (issue 8, item 1)", "{\"a\":\"\\".into(), std.clone(), 400, Some(-32700)),
         ("nesting too deep", format!("{}{}", "[".repeat(100), "]".repeat(100)), std.clone(), 400, Some(-32700)),
         ("wrong content type", discover.to_string(), with(|h| set_header(h, "content-type", Some("text/plain"))), 415, Some(-32600)),
         ("unacceptable Accept", discover.to_string(), with(|h| set_header(h, "accept", Some("text/html"))), 406, Some(-32600)),

@@ -50,6 +50,8 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
     let mut s = StdioSession::start(builder().max_message_bytes(1024).build().unwrap());
     let cases = [
         ("{not json".to_owned(), None, -32700),
+        // A lone trailing backslash once panicked the depth scan (issue 8, item 1).
+        ("{\"a\":\"\\".to_owned(), None, -32700),
         ("[1,2]".to_owned(), None, -32600),
         (
             json!({"jsonrpc": "2.0", "id": 4, "method": "tools/list"}).to_string(),
