@@ -4,7 +4,6 @@
 use std::panic::AssertUnwindSafe;
 
 use futures::FutureExt as _;
-use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
 use toolwire_protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, RequestId, ResultMeta,
@@ -68,9 +67,10 @@ impl Server {
             ));
         }
         let binding = Binding::new(CallToolMethod::METHOD, &name, &arguments, ctx.principal());
-        // A task outlives its request: its handler gets a cancellation of its own.
+        // A task outlives its request: its handler gets a cancellation of its own, which a
+        // shutdown fires too (issue 8, item 2).
         let (ctx, rerun, task_cancel) = if as_task {
-            let cancel = CancellationToken::new();
+            let cancel = self.inner.shutdown.child_token();
             let rerun = Rerun {
                 tool: tool.clone(),
                 arguments: arguments.clone(),

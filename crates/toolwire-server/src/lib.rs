@@ -44,6 +44,7 @@ mod context;
 mod cursor;
 mod dispatch;
 mod error;
+mod expiry;
 pub mod http;
 mod mrtr;
 mod offers;

@@ -8,7 +8,7 @@
 //! associated data. Keys live in a ring: the newest seals, all open, so rotation never breaks a
 //! round in flight.
 
-use std::collections::HashMap;
+use crate::expiry::ExpiringMap;
 use std::sync::Mutex;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
@@ -257,25 +257,22 @@ pub trait ReplayGuard: Send + Sync + 'static {
     fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool;
 }
 
-/// An in-memory [`ReplayGuard`] for a single process; forgets tokens once they expire.
+/// An in-memory [`ReplayGuard`] for a single process; forgets tokens once they expire, in
+/// O(log n) per token forgotten (an expiry queue, not a sweep).
 #[derive(Debug, Default)]
 pub struct MemoryReplayGuard {
-    used: Mutex<HashMap<[u8; 12], u64>>,
+    used: Mutex<ExpiringMap<[u8; 12], ()>>,
 }
 
 impl ReplayGuard for MemoryReplayGuard {
     fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
-        if used.len() > 1024 {
-            used.retain(|_, expiry| *expiry > now_ms);
+        used.prune(now_ms);
+        if used.get(&token_id, now_ms).is_some() {
+            return false;
         }
-        match used.get(&token_id) {
-            Some(expiry) if *expiry > now_ms => false,
-            _ => {
-                used.insert(token_id, expires_ms);
-                true
-            }
-        }
+        used.insert(token_id, expires_ms, ());
+        true
     }
 }
 
@@ -403,5 +400,18 @@ mod tests {
         assert!(!guard.redeem([1; 12], 100, 50));
         assert!(guard.redeem([2; 12], 100, 50));
         assert!(guard.redeem([1; 12], 300, 150), "forgotten after expiry");
+    }
+
+    #[test]
+    fn the_replay_guard_forgets_expired_tokens_as_time_moves() {
+        let guard = MemoryReplayGuard::default();
+        for i in 0..10_000u64 {
+            let mut id = [0u8; 12];
+            id[..8].copy_from_slice(&i.to_be_bytes());
+            // Each token lives 100 ms; one arrives per millisecond.
+            assert!(guard.redeem(id, i + 100, i));
+        }
+        let held = guard.used.lock().unwrap().len();
+        assert!(held <= 101, "only unexpired tokens are held: {held}");
     }
 }

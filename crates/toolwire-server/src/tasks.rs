@@ -5,11 +5,14 @@
 //! `tasks/cancel` stops it. Records live in a pluggable [`TaskStore`].
 
 use std::collections::HashMap;
+
+use crate::expiry::ExpiringMap;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use tokio::sync::mpsc;
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CallToolResult, ClientCapabilities, CreateTaskResult, ErrorObject, GetTaskResult,
@@ -20,7 +23,7 @@ use toolwire_protocol::{
 use crate::call::contained;
 use crate::context::RequestContext;
 use crate::dispatch::Final;
-use crate::mrtr::Round;
+use crate::mrtr::{InputRequired, Round};
 use crate::registry::RegisteredTool;
 use crate::server::Server;
 use crate::tool::ToolError;
@@ -53,42 +56,43 @@ pub trait TaskStore: Send + Sync + 'static {
     fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool;
 }
 
-/// An in-memory [`TaskStore`]; expired records are dropped as new ones arrive.
+/// An in-memory [`TaskStore`]; expired records are forgotten as new ones arrive, in O(log n)
+/// per record forgotten (an expiry queue, not a sweep).
 #[derive(Debug, Default)]
 pub struct MemoryTaskStore {
-    records: Mutex<HashMap<String, TaskRecord>>,
+    records: Mutex<ExpiringMap<String, TaskRecord>>,
+}
+
+impl MemoryTaskStore {
+    fn records(&self) -> std::sync::MutexGuard<'_, ExpiringMap<String, TaskRecord>> {
+        self.records.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn expiry(record: &TaskRecord) -> u64 {
+    record.expires_ms.unwrap_or(u64::MAX)
 }
 
 impl TaskStore for MemoryTaskStore {
     fn insert(&self, record: TaskRecord) {
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        if records.len() >= 1024 {
-            // The new record's creation time stands in for "now".
-            let now = record
-                .expires_ms
-                .map_or(0, |e| e.saturating_sub(record.info.ttl_ms.unwrap_or(0)));
-            records.retain(|_, r| r.expires_ms.is_none_or(|e| e > now));
-        }
-        records.insert(record.info.task_id.clone(), record);
+        let mut records = self.records();
+        // The new record's creation time stands in for "now".
+        let now = record
+            .expires_ms
+            .map_or(0, |e| e.saturating_sub(record.info.ttl_ms.unwrap_or(0)));
+        records.prune(now);
+        records.insert(record.info.task_id.clone(), expiry(&record), record);
     }
 
     fn get(&self, task_id: &str, now_ms: u64) -> Option<TaskRecord> {
-        let records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        records
-            .get(task_id)
-            .filter(|r| r.expires_ms.is_none_or(|e| e > now_ms))
-            .cloned()
+        self.records().get(&task_id.to_owned(), now_ms).cloned()
     }
 
     fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool {
-        let mut records = self.records.lock().unwrap_or_else(|p| p.into_inner());
-        match records.get_mut(task_id) {
-            Some(record) => {
-                change(record);
-                true
-            }
-            None => false,
-        }
+        self.records().update(&task_id.to_owned(), |record| {
+            change(record);
+            expiry(record)
+        })
     }
 }
 
@@ -102,7 +106,71 @@ pub(crate) struct Tasks {
 
 struct Running {
     cancel: CancellationToken,
-    updates: mpsc::UnboundedSender<InputResponses>,
+    inbox: Arc<Inbox>,
+}
+
+/// Where `tasks/update` leaves answers for a task's driver. It holds answers only while the task
+/// waits for input, and only for the keys it asked for, so what it holds is bounded by the
+/// task's own input requests however many updates arrive (issue 8, item 2).
+#[derive(Default)]
+struct Inbox {
+    waiting: Mutex<Option<Waiting>>,
+    arrived: Notify,
+}
+
+struct Waiting {
+    requests: InputRequests,
+    answers: InputResponses,
+}
+
+impl Inbox {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Waiting>> {
+        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Starts accepting answers to `requests`.
+    fn open(&self, requests: InputRequests) {
+        *self.lock() = Some(Waiting {
+            requests,
+            answers: InputResponses::new(),
+        });
+    }
+
+    /// Keeps the answers to open requests; anything else (unknown keys, or any update while
+    /// the task is working) is dropped.
+    fn deliver(&self, responses: InputResponses) {
+        let mut waiting = self.lock();
+        let Some(waiting) = waiting.as_mut() else {
+            return;
+        };
+        let before = waiting.answers.len();
+        for (key, response) in responses {
+            if waiting.requests.contains_key(&key) {
+                waiting.answers.insert(key, response);
+            }
+        }
+        if waiting.answers.len() > before {
+            self.arrived.notify_one();
+        }
+    }
+
+    /// The requests still unanswered; when none are, the answers (and the inbox closes).
+    fn take(&self) -> Result<InputResponses, InputRequests> {
+        let mut guard = self.lock();
+        let Some(waiting) = guard.as_ref() else {
+            return Err(InputRequests::new());
+        };
+        let remaining: InputRequests = waiting
+            .requests
+            .iter()
+            .filter(|(k, _)| !waiting.answers.contains_key(*k))
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        if !remaining.is_empty() {
+            return Err(remaining);
+        }
+        Ok(guard.take().map(|w| w.answers).unwrap_or_default())
+    }
 }
 
 impl Tasks {
@@ -142,6 +210,12 @@ pub(crate) struct Rerun {
 type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
 
 impl Server {
+    /// How many tasks this process is running (working or waiting for input); each ends when
+    /// it finishes, is cancelled, reaches its TTL, or the server shuts down.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.tasks.running().len()
+    }
+
     fn now(&self) -> u64 {
         self.inner.clock.now_ms()
     }
@@ -176,17 +250,17 @@ impl Server {
             error: None,
             expires_ms: Some(now.saturating_add(tasks.ttl_ms)),
         });
-        let (updates, rx) = mpsc::unbounded_channel();
+        let inbox = Arc::new(Inbox::default());
         tasks.running().insert(
             task_id.clone(),
             Running {
                 cancel: cancel.clone(),
-                updates,
+                inbox: inbox.clone(),
             },
         );
         let server = self.clone();
         tokio::spawn(async move {
-            server.drive(&task_id, rerun, cancel, rx, step).await;
+            server.drive(&task_id, rerun, cancel, &inbox, step).await;
             server.inner.tasks.running().remove(&task_id);
         });
         CreateTaskResult {
@@ -226,77 +300,35 @@ impl Server {
     }
 
     /// Runs a task to its end: each step's outcome completes, fails or pauses it for input.
+    /// Whatever it is doing, the task ends when it is cancelled, when the server shuts down
+    /// (its token is a child of the server's), or when its TTL runs out: nothing outlives the
+    /// record that lets its owner see and cancel it (issue 8, item 2).
     async fn drive(
         &self,
         task_id: &str,
         rerun: Rerun,
         cancel: CancellationToken,
-        mut updates: mpsc::UnboundedReceiver<InputResponses>,
+        inbox: &Inbox,
         mut step: Step,
     ) {
-        let name = rerun.tool.name.clone();
+        let expiry = tokio::time::sleep(Duration::from_millis(self.inner.tasks.ttl_ms));
+        tokio::pin!(expiry);
         loop {
             let outcome = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return self.finish(task_id, TaskStatus::Cancelled, None, None),
+                _ = cancel.cancelled() => return self.stopped(task_id),
+                _ = &mut expiry => return self.expired(task_id),
                 outcome = &mut step => outcome,
             };
-            let input = match outcome {
-                None => return self.complete_task(task_id, crate::call::internal_failure()),
-                Some(Ok(result)) => {
-                    return self.complete_task(task_id, self.checked_result(&rerun.tool, result));
-                }
-                Some(Err(ToolError::Failed(message))) => {
-                    return self.complete_task(task_id, CallToolResult::error(message));
-                }
-                Some(Err(ToolError::Internal(error))) => {
-                    tracing::error!(tool = %name, %error, "task failed with an internal error");
-                    return self.complete_task(task_id, crate::call::internal_failure());
-                }
-                Some(Err(ToolError::Protocol(error))) => {
-                    return self.finish(task_id, TaskStatus::Failed, None, Some(error));
-                }
-                Some(Err(ToolError::InputRequired(input))) => *input,
+            let Some(input) = self.settle(task_id, &rerun, outcome) else {
+                return;
             };
-            if let Some(missing) = input.missing_capabilities(&rerun.meta.client_capabilities) {
-                return self.finish(
-                    task_id,
-                    TaskStatus::Failed,
-                    None,
-                    Some(ErrorObject::missing_capability(&missing)),
-                );
-            }
-            if input.problem.is_some() || input.requests.is_empty() {
-                tracing::error!(tool = %name, problem = ?input.problem, "a task asked for no usable input");
-                return self.complete_task(task_id, crate::call::internal_failure());
-            }
-            let requests = input.requests;
-            let mut answers = InputResponses::new();
-            self.set(task_id, |r| {
-                r.info.status = TaskStatus::InputRequired;
-                r.input_requests = Some(requests.clone());
-            });
-            while requests.keys().any(|k| !answers.contains_key(k)) {
-                let update = tokio::select! {
-                    biased;
-                    _ = cancel.cancelled() => return self.finish(task_id, TaskStatus::Cancelled, None, None),
-                    update = updates.recv() => update,
-                };
-                let Some(update) = update else { return };
-                answers.extend(update.into_iter().filter(|(k, _)| requests.contains_key(k)));
-                let remaining: InputRequests = requests
-                    .iter()
-                    .filter(|(k, _)| !answers.contains_key(*k))
-                    .map(|(k, v)| (k.clone(), v.clone()))
-                    .collect();
-                if !remaining.is_empty() {
-                    self.set(task_id, |r| r.input_requests = Some(remaining));
-                }
-            }
-            self.set(task_id, |r| {
-                r.info.status = TaskStatus::Working;
-                r.input_requests = None;
-            });
+            let answers = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return self.stopped(task_id),
+                _ = &mut expiry => return self.expired(task_id),
+                answers = self.answers(task_id, inbox, input.requests) => answers,
+            };
             let ctx = RequestContext::new(
                 rerun.id.clone(),
                 rerun.meta.clone(),
@@ -311,17 +343,105 @@ impl Server {
                 state: input.state,
             });
             let (handler, arguments) = (rerun.tool.handler.clone(), rerun.arguments.clone());
-            let task_name = name.clone();
-            step = Box::pin(
-                async move { contained(&task_name, move || handler(arguments, ctx)).await },
-            );
+            let name = rerun.tool.name.clone();
+            step = Box::pin(async move { contained(&name, move || handler(arguments, ctx)).await });
         }
     }
 
-    fn complete_task(&self, task_id: &str, result: CallToolResult) {
+    /// Records a step's outcome; the input it asks for when the task must wait for answers.
+    fn settle(
+        &self,
+        task_id: &str,
+        rerun: &Rerun,
+        outcome: Option<Result<CallToolResult, ToolError>>,
+    ) -> Option<InputRequired> {
+        let name = &rerun.tool.name;
+        let input = match outcome {
+            None => return self.complete_task(task_id, crate::call::internal_failure()),
+            Some(Ok(result)) => {
+                return self.complete_task(task_id, self.checked_result(&rerun.tool, result));
+            }
+            Some(Err(ToolError::Failed(message))) => {
+                return self.complete_task(task_id, CallToolResult::error(message));
+            }
+            Some(Err(ToolError::Internal(error))) => {
+                tracing::error!(tool = %name, %error, "task failed with an internal error");
+                return self.complete_task(task_id, crate::call::internal_failure());
+            }
+            Some(Err(ToolError::Protocol(error))) => {
+                self.finish(task_id, TaskStatus::Failed, None, Some(error));
+                return None;
+            }
+            Some(Err(ToolError::InputRequired(input))) => *input,
+        };
+        if let Some(missing) = input.missing_capabilities(&rerun.meta.client_capabilities) {
+            let error = ErrorObject::missing_capability(&missing);
+            self.finish(task_id, TaskStatus::Failed, None, Some(error));
+            return None;
+        }
+        if input.problem.is_some() || input.requests.is_empty() {
+            tracing::error!(tool = %name, problem = ?input.problem, "a task asked for no usable input");
+            return self.complete_task(task_id, crate::call::internal_failure());
+        }
+        Some(input)
+    }
+
+    /// Parks the task in `input_required` until `tasks/update` has answered every request.
+    async fn answers(
+        &self,
+        task_id: &str,
+        inbox: &Inbox,
+        requests: InputRequests,
+    ) -> InputResponses {
+        // The inbox opens before the record says `input_required`, so no answer given after a
+        // client saw that status can be dropped.
+        inbox.open(requests.clone());
+        self.set(task_id, |r| {
+            r.info.status = TaskStatus::InputRequired;
+            r.input_requests = Some(requests);
+        });
+        loop {
+            inbox.arrived.notified().await;
+            match inbox.take() {
+                Ok(answers) => {
+                    self.set(task_id, |r| {
+                        r.info.status = TaskStatus::Working;
+                        r.input_requests = None;
+                    });
+                    return answers;
+                }
+                Err(remaining) => self.set(task_id, |r| r.input_requests = Some(remaining)),
+            }
+        }
+    }
+
+    /// A task whose cancellation fired: cancelled by its owner, or cut by a shutdown.
+    fn stopped(&self, task_id: &str) {
+        if self.inner.shutdown.is_cancelled() {
+            let error = ErrorObject::internal("The server shut down before the task finished");
+            self.finish(task_id, TaskStatus::Failed, None, Some(error));
+        } else {
+            self.finish(task_id, TaskStatus::Cancelled, None, None);
+        }
+    }
+
+    /// A task still running when its TTL ran out: its record is due to be forgotten, so the
+    /// work stops too.
+    fn expired(&self, task_id: &str) {
+        let ttl = self.inner.tasks.ttl_ms;
+        tracing::warn!(task_id, ttl_ms = ttl, "task stopped at the end of its TTL");
+        let error = ErrorObject::internal(format!(
+            "The task did not finish within its TTL of {ttl} ms"
+        ));
+        self.finish(task_id, TaskStatus::Failed, None, Some(error));
+    }
+
+    /// Records a completed task; `None`, so that `settle` can end with it.
+    fn complete_task(&self, task_id: &str, result: CallToolResult) -> Option<InputRequired> {
         let result = self.with_meta(result);
         let value = serde_json::to_value(&result).ok();
         self.finish(task_id, TaskStatus::Completed, value, None);
+        None
     }
 
     /// The record of `task_id` for this caller: -32021 without the extension, -32602 when
@@ -367,8 +487,14 @@ impl Server {
         if let Err(error) = self.task_for(ctx, task_id) {
             return Final::error(Some(id), &error);
         }
-        if let Some(running) = self.inner.tasks.running().get(task_id) {
-            let _ = running.updates.send(responses);
+        let inbox = self
+            .inner
+            .tasks
+            .running()
+            .get(task_id)
+            .map(|running| running.inbox.clone());
+        if let Some(inbox) = inbox {
+            inbox.deliver(responses);
         }
         self.acknowledged(id)
     }

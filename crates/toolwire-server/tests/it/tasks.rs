@@ -45,6 +45,19 @@ fn server(clock: Option<ManualClock>) -> Server {
             })
             .description("Asks inside a task")
             .task_support(TaskSupport::Required),
+        )
+        .tool(
+            Tool::new("slow_confirm", |_: NoArgs, ctx: RequestContext| async move {
+                match ctx.elicited::<Ok_>("ok")? {
+                    Some(Elicited::Accepted(o)) => Ok::<_, ToolError>(format!("confirmed {}", o.ok)),
+                    _ => {
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                        Err(InputRequired::new().elicit::<Ok_>("ok", "OK?").into())
+                    }
+                }
+            })
+            .description("Works a while, then asks")
+            .task_support(TaskSupport::Required),
         );
     if let Some(clock) = clock {
         b = b.clock(clock).task_ttl(Duration::from_secs(60));
@@ -270,4 +283,117 @@ async fn tasks_belong_to_their_principal_and_expire() {
     .await;
     assert_eq!(expired.error_code(), Some(-32602), "gone after its TTL");
     s.stop().await;
+}
+
+/// One message through the server in memory (no transport), its last reply.
+async fn send(server: &Server, body: &Value) -> Value {
+    let replies = server.handle_message(body.to_string().as_bytes()).await;
+    serde_json::from_str(replies.last().expect("a reply")).unwrap()
+}
+
+async fn start_in_memory(server: &Server, name: &str, args: Value) -> String {
+    let reply = send(
+        server,
+        &with_tasks(request(
+            1,
+            "tools/call",
+            json!({"name": name, "arguments": args}),
+        )),
+    )
+    .await;
+    assert_eq!(reply["result"]["resultType"], "task", "{reply}");
+    reply["result"]["taskId"].as_str().unwrap().to_owned()
+}
+
+/// Polls `tasks/get` in (virtual) time until the task reaches `status`.
+async fn until_in_memory(server: &Server, task_id: &str, status: &str) -> Value {
+    for _ in 0..1000 {
+        let reply = send(server, &task_request(2, "tasks/get", task_id, json!({}))).await;
+        if reply["result"]["status"] == status {
+            return reply["result"].clone();
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("task {task_id} never became {status}");
+}
+
+/// A task parked in `input_required` that nobody answers once waited forever, holding a Tokio
+/// task, its arguments and metadata (issue 8, item 2): its TTL now ends it.
+#[tokio::test(start_paused = true)]
+async fn an_unanswered_task_ends_at_its_ttl() {
+    let clock = ManualClock::new(1_000_000);
+    let server = server(Some(clock.clone()));
+    let task_id = start_in_memory(&server, "confirm", json!({})).await;
+    until_in_memory(&server, &task_id, "input_required").await;
+    assert_eq!(server.running_tasks(), 1);
+    clock.advance(60_000);
+    tokio::time::sleep(Duration::from_secs(60)).await;
+    assert_eq!(server.running_tasks(), 0, "the parked task is gone");
+    let gone = send(&server, &task_request(3, "tasks/get", &task_id, json!({}))).await;
+    assert_eq!(gone["error"]["code"], -32602, "{gone}");
+}
+
+/// A working handler is stopped at the task's TTL too: its cancellation fires.
+#[tokio::test(start_paused = true)]
+async fn a_working_task_is_stopped_at_its_ttl() {
+    let clock = ManualClock::new(1_000_000);
+    let server = server(Some(clock.clone()));
+    start_in_memory(&server, "wait", json!({"ms": 3_600_000})).await;
+    tokio::time::sleep(Duration::from_secs(59)).await;
+    assert_eq!(server.running_tasks(), 1, "still within its TTL");
+    clock.advance(60_000);
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(server.running_tasks(), 0);
+}
+
+/// Shutting the server down stops its tasks; a record that outlives the process (a shared
+/// store) says why the task failed instead of `working` forever.
+#[tokio::test(start_paused = true)]
+async fn shutdown_stops_running_tasks() {
+    let server = server(None);
+    let task_id = start_in_memory(&server, "wait", json!({"ms": 3_600_000})).await;
+    let parked = start_in_memory(&server, "confirm", json!({})).await;
+    until_in_memory(&server, &parked, "input_required").await;
+    assert_eq!(server.running_tasks(), 2);
+    server.shutdown();
+    tokio::time::sleep(Duration::from_millis(10)).await;
+    assert_eq!(server.running_tasks(), 0);
+    for id in [&task_id, &parked] {
+        let record = send(&server, &task_request(3, "tasks/get", id, json!({}))).await;
+        assert_eq!(record["result"]["status"], "failed", "{record}");
+        let message = record["result"]["error"]["message"].as_str().unwrap();
+        assert!(message.contains("shut down"), "{message}");
+    }
+}
+
+/// `tasks/update` while the task is working was queued without bound and later answered
+/// questions the client had not seen yet (issue 8, item 2): it is acknowledged and dropped.
+#[tokio::test(start_paused = true)]
+async fn updates_to_a_working_task_are_not_queued() {
+    let server = server(None);
+    let task_id = start_in_memory(&server, "slow_confirm", json!({})).await;
+    let early = json!({"inputResponses": {"ok": {"action": "accept", "content": {"ok": true}}}});
+    for i in 0..1000 {
+        let ack = send(
+            &server,
+            &task_request(10 + i, "tasks/update", &task_id, early.clone()),
+        )
+        .await;
+        assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    }
+    let waiting = until_in_memory(&server, &task_id, "input_required").await;
+    assert_eq!(
+        waiting["inputRequests"]["ok"]["method"],
+        "elicitation/create"
+    );
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let still = send(&server, &task_request(3, "tasks/get", &task_id, json!({}))).await;
+    assert_eq!(
+        still["result"]["status"], "input_required",
+        "no stale answer applied"
+    );
+    let answer = json!({"inputResponses": {"ok": {"action": "accept", "content": {"ok": false}}}});
+    send(&server, &task_request(4, "tasks/update", &task_id, answer)).await;
+    let done = until_in_memory(&server, &task_id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "confirmed false");
 }
