@@ -397,11 +397,12 @@ fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
     };
     match &result.structured_content {
         Some(value) => {
-            let violations = compiled.violations(value);
+            let violations =
+                compiled.violations(value, toolwire_protocol::schema::REPORTED_VIOLATIONS);
             if violations.is_empty() {
                 Ok(())
             } else {
-                Err(Error::InvalidOutput(violations))
+                Err(Error::InvalidOutput(violations.first))
             }
         }
         None => Err(Error::InvalidOutput(vec![

@@ -82,6 +82,77 @@ impl std::fmt::Display for Violation {
     }
 }
 
+/// How many violations servers and clients report by default (the rest are counted).
+pub const REPORTED_VIOLATIONS: usize = 10;
+
+/// The largest value (in JSON nodes) whose violations are all counted.
+pub const FULLY_CHECKED_NODES: usize = 10_000;
+
+/// The violations of one value: the first few in full, and how many more there are.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Violations {
+    /// The first violations, in the validator's order.
+    pub first: Vec<Violation>,
+    /// How many more there are; `None` when the value was too large to look for them all.
+    pub more: Option<usize>,
+}
+
+impl Violations {
+    /// No violation: the value conforms.
+    pub fn is_empty(&self) -> bool {
+        self.first.is_empty()
+    }
+}
+
+/// One violation a line (`- /path: message`), then how many more.
+impl std::fmt::Display for Violations {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, v) in self.first.iter().enumerate() {
+            if i > 0 {
+                f.write_str("\n")?;
+            }
+            write!(f, "- {v}")?;
+        }
+        match self.more {
+            Some(0) => Ok(()),
+            Some(n) => write!(f, "\n- and {n} more"),
+            None => write!(f, "\n- (the value is too large to list every violation)"),
+        }
+    }
+}
+
+fn violation(e: &jsonschema::ValidationError<'_>) -> Violation {
+    Violation {
+        path: e.instance_path().as_str().to_owned(),
+        message: e.to_string(),
+    }
+}
+
+/// Whether `value` has more than `limit` nodes; stops counting at the limit.
+fn node_count_exceeds(value: &Value, limit: usize) -> bool {
+    // Children are counted when their parent is opened, so a huge array stops the walk before
+    // anything is pushed for it.
+    let mut seen = 1usize;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        let children = match v {
+            Value::Array(items) => items.len(),
+            Value::Object(map) => map.len(),
+            _ => continue,
+        };
+        seen += children;
+        if seen > limit {
+            return true;
+        }
+        match v {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    seen > limit
+}
+
 impl std::fmt::Debug for CompiledSchema {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompiledSchema").finish_non_exhaustive()
@@ -107,15 +178,29 @@ impl CompiledSchema {
         })
     }
 
-    /// Every violation of the schema by `instance`.
-    pub fn violations(&self, instance: &Value) -> Vec<Violation> {
-        self.validator
-            .iter_errors(instance)
-            .map(|e| Violation {
-                path: e.instance_path().as_str().to_owned(),
-                message: e.to_string(),
-            })
-            .collect()
+    /// The first `max` violations of the schema by `instance`, and how many more there are.
+    ///
+    /// The validator collects every error of a value before it yields the first, so a large
+    /// value that is wrong everywhere (a 4 MiB array of the wrong type) would cost hundreds of
+    /// MB of errors. A value of more than [`FULLY_CHECKED_NODES`] nodes is therefore reported
+    /// by its first violation only, and the rest are not counted (issue 8, item 3).
+    pub fn violations(&self, instance: &Value, max: usize) -> Violations {
+        if node_count_exceeds(instance, FULLY_CHECKED_NODES) {
+            let first = match self.validator.validate(instance) {
+                Ok(()) => return Violations::default(),
+                Err(e) => violation(&e),
+            };
+            return Violations {
+                first: vec![first].into_iter().take(max).collect(),
+                more: None,
+            };
+        }
+        let mut errors = self.validator.iter_errors(instance);
+        let first = errors.by_ref().take(max).map(|e| violation(&e)).collect();
+        Violations {
+            first,
+            more: Some(errors.count()),
+        }
     }
 
     /// Whether `instance` conforms.
@@ -311,12 +396,32 @@ mod tests {
             "required": ["name"]
         }))
         .unwrap();
-        let mut got = schema.violations(&json!({"address": {"city": 5}}));
+        let mut got = schema
+            .violations(&json!({"address": {"city": 5}}), 10)
+            .first;
         got.sort_by(|a, b| a.path.cmp(&b.path));
         assert_eq!(got.len(), 2);
         assert_eq!(got[0].path, "");
         assert!(got[0].message.contains("name"));
         assert_eq!(got[1].path, "/address/city");
         assert!(schema.is_valid(&json!({"name": "x"})));
+    }
+
+    /// A 4 MiB array against `items: {type: string}` once produced millions of violations,
+    /// hundreds of MB of text (issue 8, item 3): the report keeps the first few and says how
+    /// many more there are, or that the rest were not counted.
+    #[test]
+    fn reports_a_bounded_number_of_violations() {
+        let schema = compile(json!({"type": "array", "items": {"type": "string"}})).unwrap();
+        let small = schema.violations(&json!([1, 2, 3, "ok", 5]), 2);
+        assert_eq!(small.first.len(), 2);
+        assert_eq!(small.more, Some(2), "small values are counted exactly");
+        assert!(small.to_string().contains("and 2 more"), "{small}");
+        let huge = Value::Array(vec![json!(1); 2_000_000]);
+        let report = schema.violations(&huge, 10);
+        assert!(!report.first.is_empty() && report.first.len() <= 10);
+        assert_eq!(report.more, None, "too large to walk: not counted");
+        assert!(report.to_string().len() < 2_000, "{report}");
+        assert!(schema.violations(&json!(["a"]), 10).is_empty());
     }
 }

@@ -10,6 +10,8 @@ use toolwire_protocol::{
     ResultType, TASKS_EXTENSION,
 };
 
+use toolwire_protocol::schema::REPORTED_VIOLATIONS;
+
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
 use crate::mrtr::{InputRequired, Round};
@@ -56,12 +58,9 @@ impl Server {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
         if !tool.input.is_valid(&arguments) {
-            let violations = tool.input.violations(&arguments);
-            let mut text = format!("Invalid arguments for tool {name}:");
-            for v in &violations {
-                text.push_str("\n- ");
-                text.push_str(&v.to_string());
-            }
+            // The first few violations and a count of the rest (issue 8, item 3).
+            let violations = tool.input.violations(&arguments, REPORTED_VIOLATIONS);
+            let text = format!("Invalid arguments for tool {name}:\n{violations}");
             return Ok(Outcome::Complete(
                 self.with_meta(CallToolResult::error(text)),
             ));
@@ -143,14 +142,9 @@ impl Server {
         }
         let problem = match &result.structured_content {
             None => Some("the result has no structuredContent".to_owned()),
-            Some(value) if !schema.is_valid(value) => Some(
-                schema
-                    .violations(value)
-                    .iter()
-                    .map(ToString::to_string)
-                    .collect::<Vec<_>>()
-                    .join("; "),
-            ),
+            Some(value) if !schema.is_valid(value) => {
+                Some(schema.violations(value, REPORTED_VIOLATIONS).to_string())
+            }
             Some(_) => None,
         };
         match problem {

@@ -377,3 +377,42 @@ async fn runtime_registration_is_checked() {
         .build();
     assert!(built.unwrap_err().to_string().contains("T-06"));
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Tags {
+    #[allow(dead_code)]
+    tags: Vec<String>,
+}
+
+/// Every violation was once collected and joined: a 4 MiB array of numbers against
+/// `items: {type: string}` became millions of lines (issue 8, item 3). Now the model gets the
+/// first few, over real HTTP, in a reply of a few hundred bytes.
+#[tokio::test]
+async fn a_huge_invalid_argument_gets_a_short_report() {
+    let server = builder()
+        .tool(
+            Tool::new("tag", |_: Tags, _: toolwire_server::RequestContext| async {
+                Ok::<_, toolwire_server::ToolError>("tagged")
+            })
+            .description("Tags"),
+        )
+        .build()
+        .unwrap();
+    let s = TestServer::start(server).await;
+    // 1.9 million numbers: just under the 4 MiB message limit.
+    let numbers = vec![json!(1); 1_900_000];
+    let reply = call(&s, "tag", json!({"tags": numbers})).await;
+    assert_eq!(reply.last()["result"]["isError"], true);
+    let text = text_of(&reply);
+    assert!(text.len() < 2_000, "{} bytes: {:.300}", text.len(), text);
+    assert!(
+        text.starts_with("Invalid arguments for tool tag:\n- /tags/0:"),
+        "{text}"
+    );
+    // A small one is counted exactly.
+    let reply = call(&s, "tag", json!({"tags": vec![json!(1); 25]})).await;
+    let text = text_of(&reply);
+    assert_eq!(text.lines().count(), 12, "{text}");
+    assert!(text.ends_with("- and 15 more"), "{text}");
+    s.stop().await;
+}
