@@ -184,7 +184,8 @@ impl Server {
             }
         };
         ctx.set_round(Round {
-            responses: round.input_responses.unwrap_or_default(),
+            responses: round.answers.parsed,
+            malformed: round.answers.malformed,
             state,
         });
         Ok(())

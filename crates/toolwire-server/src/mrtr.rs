@@ -199,6 +199,8 @@ pub enum Elicited<T> {
 #[derive(Debug, Default)]
 pub(crate) struct Round {
     pub(crate) responses: InputResponses,
+    /// Answers that did not parse, with why: an error only if the handler asks for one.
+    pub(crate) malformed: BTreeMap<String, String>,
     pub(crate) state: Option<Value>,
 }
 
@@ -207,6 +209,14 @@ impl RequestContext {
     pub fn input_responses(&self) -> &InputResponses {
         static EMPTY: InputResponses = BTreeMap::new();
         self.round().map_or(&EMPTY, |r| &r.responses)
+    }
+
+    /// The answer under `key`: -32602 if it was sent but is not an answer of any kind.
+    fn answer(&self, key: &str) -> Result<Option<&InputResponse>, ToolError> {
+        if let Some(why) = self.round().and_then(|r| r.malformed.get(key)) {
+            return Err(malformed(key, &format!("is malformed: {why}")));
+        }
+        Ok(self.input_responses().get(key))
     }
 
     /// The state the handler attached to the previous round, verified and decrypted.
@@ -225,7 +235,7 @@ impl RequestContext {
         &self,
         key: &str,
     ) -> Result<Option<Elicited<T>>, ToolError> {
-        let Some(response) = self.input_responses().get(key) else {
+        let Some(response) = self.answer(key)? else {
             return Ok(None);
         };
         let InputResponse::Elicit(result) = response else {
@@ -246,7 +256,7 @@ impl RequestContext {
 
     /// The client model's answer to the sampling request under `key`.
     pub fn sampled(&self, key: &str) -> Result<Option<&CreateMessageResult>, ToolError> {
-        match self.input_responses().get(key) {
+        match self.answer(key)? {
             None => Ok(None),
             Some(InputResponse::CreateMessage(result)) => Ok(Some(result)),
             Some(_) => Err(malformed(key, "is not an answer to sampling/createMessage")),
@@ -255,7 +265,7 @@ impl RequestContext {
 
     /// The client's roots, answering the request under `key`.
     pub fn listed_roots(&self, key: &str) -> Result<Option<&[Root]>, ToolError> {
-        match self.input_responses().get(key) {
+        match self.answer(key)? {
             None => Ok(None),
             Some(InputResponse::ListRoots(result)) => Ok(Some(&result.roots)),
             Some(_) => Err(malformed(key, "is not an answer to roots/list")),

@@ -28,8 +28,34 @@ pub(crate) struct CallTool {
 /// The MRTR members of a retried request.
 #[derive(Debug, Default)]
 pub(crate) struct RoundParams {
-    pub(crate) input_responses: Option<InputResponses>,
+    pub(crate) answers: Answers,
     pub(crate) request_state: Option<String>,
+}
+
+/// `inputResponses` as sent: the answers that parse, and why each other one did not. A handler
+/// that reads a malformed key gets -32602; a key nobody asked about is ignored whatever its
+/// shape (M-10; issue 8, item 4).
+#[derive(Debug, Default)]
+pub(crate) struct Answers {
+    pub(crate) parsed: InputResponses,
+    pub(crate) malformed: BTreeMap<String, String>,
+}
+
+impl Answers {
+    pub(crate) fn read(raw: Option<JsonObject>) -> Answers {
+        let mut answers = Answers::default();
+        for (key, value) in raw.unwrap_or_default() {
+            match serde_json::from_value(value) {
+                Ok(response) => {
+                    answers.parsed.insert(key, response);
+                }
+                Err(e) => {
+                    answers.malformed.insert(key, e.to_string());
+                }
+            }
+        }
+        answers
+    }
 }
 
 /// A parsed request of a method this server implements.
@@ -135,7 +161,7 @@ impl Route {
                     #[serde(default, deserialize_with = "present")]
                     arguments: Option<Value>,
                     #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<InputResponses>,
+                    input_responses: Option<JsonObject>,
                     #[serde(default, rename = "requestState")]
                     request_state: Option<String>,
                 }
@@ -153,7 +179,7 @@ impl Route {
                     name: p.name,
                     arguments,
                     round: RoundParams {
-                        input_responses: p.input_responses,
+                        answers: Answers::read(p.input_responses),
                         request_state: p.request_state,
                     },
                 }))
@@ -174,7 +200,7 @@ impl Route {
                     #[serde(default)]
                     arguments: Option<BTreeMap<String, String>>,
                     #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<InputResponses>,
+                    input_responses: Option<JsonObject>,
                     #[serde(default, rename = "requestState")]
                     request_state: Option<String>,
                 }
@@ -183,7 +209,7 @@ impl Route {
                     name: p.name,
                     arguments: p.arguments.unwrap_or_default(),
                     round: RoundParams {
-                        input_responses: p.input_responses,
+                        answers: Answers::read(p.input_responses),
                         request_state: p.request_state,
                     },
                 }))
@@ -193,7 +219,7 @@ impl Route {
                 struct P {
                     uri: String,
                     #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<InputResponses>,
+                    input_responses: Option<JsonObject>,
                     #[serde(default, rename = "requestState")]
                     request_state: Option<String>,
                 }
@@ -201,7 +227,7 @@ impl Route {
                 Ok(Route::ReadResource(ReadResource {
                     uri: p.uri,
                     round: RoundParams {
-                        input_responses: p.input_responses,
+                        answers: Answers::read(p.input_responses),
                         request_state: p.request_state,
                     },
                 }))
@@ -226,19 +252,14 @@ impl Route {
                     #[serde(rename = "taskId")]
                     task_id: String,
                     #[serde(rename = "inputResponses", default)]
-                    input_responses: JsonObject,
+                    input_responses: Option<JsonObject>,
                 }
                 let p = params_of::<P>(method, params)?;
                 // Unknown keys are tolerated whatever their shape; the task takes the answers
                 // to its own requests.
-                let input_responses = p
-                    .input_responses
-                    .into_iter()
-                    .filter_map(|(k, v)| serde_json::from_value(v).ok().map(|r| (k, r)))
-                    .collect();
                 Ok(Route::TasksUpdate {
                     task_id: p.task_id,
-                    input_responses,
+                    input_responses: Answers::read(p.input_responses).parsed,
                 })
             }
             Listen::METHOD => {

@@ -341,6 +341,7 @@ impl Server {
             ctx.set_round(Round {
                 responses: answers,
                 state: input.state,
+                ..Round::default()
             });
             let (handler, arguments) = (rerun.tool.handler.clone(), rerun.arguments.clone());
             let name = rerun.tool.name.clone();

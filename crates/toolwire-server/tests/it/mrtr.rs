@@ -113,6 +113,25 @@ async fn rounds_complete_and_missing_answers_are_asked_again() {
             .error_code(),
         Some(-32602)
     );
+    // An unrecognised key of any shape is ignored, next to a good answer (M-10; issue 8,
+    // item 4: it once failed the whole request with -32602).
+    for junk in [
+        json!(5),
+        json!("x"),
+        json!([1]),
+        json!({"weird": true}),
+        json!(null),
+    ] {
+        let mut with_junk = answer().unwrap();
+        with_junk["junk"] = junk.clone();
+        let reply = post(&s.url, &call(6, "book", Some(with_junk), Some(&state))).await;
+        assert_eq!(
+            reply.last()["result"]["content"][0]["text"],
+            "Ada for book (asked:book)",
+            "junk {junk}: {}",
+            reply.body
+        );
+    }
     // An answer of the wrong kind is -32602 too.
     let wrong = Some(json!({"who": {"roots": []}}));
     assert_eq!(
