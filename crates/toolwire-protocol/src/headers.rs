@@ -132,19 +132,66 @@ impl HeaderParam {
         match (self.kind, value) {
             (ParamKind::String, Value::String(s)) => header == s,
             (ParamKind::Boolean, Value::Bool(b)) => header == if *b { "true" } else { "false" },
-            (ParamKind::Integer, Value::Number(n)) => match header.parse::<i128>() {
-                Ok(h) => {
-                    n.as_i64()
-                        .map(i128::from)
-                        .or_else(|| n.as_u64().map(i128::from))
-                        .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128))
-                        == Some(h)
-                }
-                Err(_) => false,
-            },
+            (ParamKind::Integer, Value::Number(n)) => {
+                let body = n
+                    .as_i64()
+                    .map(i128::from)
+                    .or_else(|| n.as_u64().map(i128::from))
+                    .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128));
+                body.is_some() && exact_integer(header) == body
+            }
             _ => false,
         }
     }
+}
+
+/// The integer a decimal number denotes exactly (`42`, `042`, `+42`, `42.0`, `4.2e1`), or
+/// `None` if it is not an integer, not a number, or out of range. Exact digit arithmetic, not
+/// floating point, so large values compare correctly in both directions (H-15).
+fn exact_integer(text: &str) -> Option<i128> {
+    let (negative, unsigned) = match text.as_bytes().first()? {
+        b'-' => (true, &text[1..]),
+        b'+' => (false, &text[1..]),
+        _ => (false, text),
+    };
+    let (mantissa, exponent) = match unsigned.find(['e', 'E']) {
+        Some(at) => (&unsigned[..at], unsigned[at + 1..].parse::<i32>().ok()?),
+        None => (unsigned, 0),
+    };
+    let (whole, fraction) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let digits_only = |s: &str| s.bytes().all(|b| b.is_ascii_digit());
+    if whole.is_empty()
+        || !digits_only(whole)
+        || !digits_only(fraction)
+        || (mantissa.contains('.') && fraction.is_empty())
+    {
+        return None;
+    }
+    // The value is digits × 10^scale; a negative scale must only drop zeros.
+    let digits = format!("{whole}{fraction}");
+    let scale = i64::from(exponent) - fraction.len() as i64;
+    let kept = if scale < 0 {
+        let cut = digits.len().checked_sub(usize::try_from(-scale).ok()?)?;
+        if !digits[cut..].bytes().all(|b| b == b'0') {
+            return None;
+        }
+        &digits[..cut]
+    } else {
+        &digits
+    };
+    let kept = kept.trim_start_matches('0');
+    let mut value: i128 = if kept.is_empty() {
+        0
+    } else {
+        kept.parse().ok()?
+    };
+    for _ in 0..scale.max(0) {
+        if value == 0 {
+            break;
+        }
+        value = value.checked_mul(10)?;
+    }
+    Some(if negative { -value } else { value })
 }
 
 /// Why an `x-mcp-header` declaration is invalid (T-20, C-08).
@@ -471,6 +518,36 @@ mod tests {
                 json!(-9007199254740991i64),
                 true,
             ),
+            // Both directions compare numerically (H-15; issue 8, item 6).
+            (ParamKind::Integer, "42.0", json!(42), true),
+            (ParamKind::Integer, "42.000", json!(42), true),
+            (ParamKind::Integer, "4.2e1", json!(42), true),
+            (ParamKind::Integer, "+42", json!(42), true),
+            (ParamKind::Integer, "42", json!(42.0), true),
+            (ParamKind::Integer, "42.0", json!(42.0), true),
+            (ParamKind::Integer, "42.5", json!(42), false),
+            (ParamKind::Integer, "42.", json!(42), false),
+            (ParamKind::Integer, "1e400", json!(42), false),
+            (ParamKind::Integer, "NaN", json!(42), false),
+            (ParamKind::Integer, "inf", json!(42), false),
+            (
+                ParamKind::Integer,
+                "9007199254740993.0",
+                json!(9007199254740993u64),
+                true,
+            ),
+            (
+                ParamKind::Integer,
+                "9007199254740992",
+                json!(9007199254740993u64),
+                false,
+            ),
+            (
+                ParamKind::Integer,
+                "18446744073709551615",
+                json!(u64::MAX),
+                true,
+            ),
             (ParamKind::Boolean, "true", json!(true), true),
             (ParamKind::Boolean, "false", json!(true), false),
             (ParamKind::Boolean, "TRUE", json!(true), false),
@@ -499,5 +576,31 @@ mod tests {
         assert_eq!(param.value_in(&json!({"o": {"p": 3}})), Some(&json!(3)));
         assert_eq!(param.value_in(&json!({"o": {"p": null}})), None);
         assert_eq!(param.value_in(&json!({"o": {}})), None);
+    }
+}
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::exact_integer;
+
+    proptest! {
+        /// Every way of writing an integer reads back as that integer (H-15).
+        #[test]
+        fn integers_read_back_in_every_notation(n in any::<i64>(), zeros in 0usize..4, shift in 0u32..4) {
+            let n = i128::from(n);
+            prop_assert_eq!(exact_integer(&n.to_string()), Some(n));
+            prop_assert_eq!(exact_integer(&format!("{n}.{}", "0".repeat(zeros + 1))), Some(n));
+            let scaled = n * 10i128.pow(shift);
+            prop_assert_eq!(exact_integer(&format!("{scaled}e-{shift}")), Some(n));
+            prop_assert_eq!(exact_integer(&format!("{n}e{shift}")), Some(scaled));
+        }
+
+        /// Arbitrary text never panics.
+        #[test]
+        fn any_text_is_safe(text in ".{0,24}") {
+            let _ = exact_integer(&text);
+        }
     }
 }

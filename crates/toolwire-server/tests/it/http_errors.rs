@@ -283,6 +283,13 @@ async fn tolerated_header_forms() {
         ("Mcp-Name in base64", |h| {
             set_header(h, "mcp-name", Some("=?base64?aGVhZGVycw==?="))
         }),
+        (
+            "an integer header written as a decimal (issue 8, item 6)",
+            |h| set_header(h, "mcp-param-priority", Some("42.0")),
+        ),
+        ("an integer header in exponent form", |h| {
+            set_header(h, "mcp-param-priority", Some("4.2e1"))
+        }),
         ("header names in any case", |h| {
             let method = h.iter().find(|(k, _)| k == "mcp-method").unwrap().1.clone();
             set_header(h, "mcp-method", None);
