@@ -412,9 +412,24 @@ impl Server {
 /// one under it; R-08).
 pub(crate) fn covers(subscribed: &str, updated: &str) -> bool {
     updated == subscribed
-        || updated
-            .strip_prefix(subscribed)
-            .is_some_and(|rest| subscribed.ends_with('/') || rest.starts_with('/'))
+        || (names_a_container(subscribed)
+            && updated
+                .strip_prefix(subscribed)
+                .is_some_and(|rest| subscribed.ends_with('/') || rest.starts_with('/')))
+}
+
+/// Whether a URI names something that others can sit under: it has an authority, or a path
+/// with more than slashes. A bare scheme (`users:`), `file://` and `file:///` do not, so a
+/// subscription to them is not a subscription to everything (issue 8, item 7).
+fn names_a_container(uri: &str) -> bool {
+    let Some((_scheme, rest)) = uri.split_once(':') else {
+        return false;
+    };
+    let (authority, path) = match rest.strip_prefix("//") {
+        Some(hier) => hier.split_at(hier.find(['/', '?', '#']).unwrap_or(hier.len())),
+        None => ("", rest),
+    };
+    !authority.is_empty() || path.bytes().any(|b| b != b'/')
 }
 
 #[cfg(test)]
@@ -427,6 +442,18 @@ mod tests {
             ("file:///a/", "file:///a/b", true),
             ("file:///a", "file:///ab", false),
             ("file:///a/b", "file:///a", false),
+            // A bare scheme, or a URI with no authority and no path, names no resource that
+            // others sit under (issue 8, item 7).
+            ("users:", "users:/alice", false),
+            ("users:", "users:alice", false),
+            ("users:", "users:", true),
+            ("file://", "file:///etc/passwd", false),
+            ("file:///", "file:///etc/passwd", false),
+            ("users:alice", "users:alice/notes", true),
+            ("users:alice", "users:alicex", false),
+            ("https://example.com", "https://example.com/a", true),
+            ("https://example.com", "https://example.com.evil/a", false),
+            ("https://example.com/", "https://example.com/a", true),
         ];
         for (subscribed, updated, want) in cases {
             assert_eq!(

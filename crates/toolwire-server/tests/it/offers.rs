@@ -339,7 +339,7 @@ async fn listen_follows_prompts_resources_and_updates() {
         9,
         "subscriptions/listen",
         json!({"notifications": {
-        "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users"]}}),
+        "promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users", "mem:"]}}),
     );
     let mut req = client().post(&s.url).body(body.to_string());
     for (k, v) in standard_headers(&body) {
@@ -367,8 +367,9 @@ async fn listen_follows_prompts_resources_and_updates() {
     let ack: Value = next().await;
     assert_eq!(
         ack["params"]["notifications"],
-        json!({"promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users"]})
+        json!({"promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users", "mem:"]})
     );
+    // A bare scheme covers no other resource (issue 8, item 7): mem://notes is not sent.
     s.server.notify_resource_updated("mem://notes");
     s.server.notify_resource_updated("mem://users/7");
     let updated: Value = next().await;
