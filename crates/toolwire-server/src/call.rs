@@ -2,15 +2,18 @@
 //! output validation, and the shaping of the result.
 
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 
 use futures::FutureExt as _;
+use futures::future::BoxFuture;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
+use toolwire_protocol::schema::REPORTED_VIOLATIONS;
 use toolwire_protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, RequestId, ResultMeta,
     ResultType, TASKS_EXTENSION,
 };
-
-use toolwire_protocol::schema::REPORTED_VIOLATIONS;
 
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
@@ -22,18 +25,32 @@ use crate::state::{Binding, StateError};
 use crate::tasks::{Rerun, tasks_capability};
 use crate::tool::{TaskSupport, ToolError};
 
-/// Runs a handler with panics contained: `None` (logged) if it panicked.
-pub(crate) async fn contained<T>(
+/// Starts a handler with panics contained, in the call that builds its future and while it
+/// runs: the future yields `None` (logged) if it panicked. `make` runs now, so it may borrow.
+pub(crate) fn contained<T: Send + 'static>(
     name: &str,
-    make: impl FnOnce() -> futures::future::BoxFuture<'static, Result<T, ToolError>>,
-) -> Option<Result<T, ToolError>> {
-    let outcome = match std::panic::catch_unwind(AssertUnwindSafe(make)) {
-        Ok(fut) => AssertUnwindSafe(fut).catch_unwind().await,
-        Err(panic) => Err(panic),
-    };
-    outcome
-        .map_err(|panic| tracing::error!(%name, panic = panic_message(&panic), "handler panicked"))
-        .ok()
+    make: impl FnOnce() -> BoxFuture<'static, Result<T, ToolError>>,
+) -> BoxFuture<'static, Option<Result<T, ToolError>>> {
+    match std::panic::catch_unwind(AssertUnwindSafe(make)) {
+        Ok(fut) => {
+            let name = name.to_owned();
+            Box::pin(async move {
+                AssertUnwindSafe(fut)
+                    .catch_unwind()
+                    .await
+                    .map_err(|panic| panicked(&name, &panic))
+                    .ok()
+            })
+        }
+        Err(panic) => {
+            panicked(name, &panic);
+            Box::pin(std::future::ready(None))
+        }
+    }
+}
+
+fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) {
+    tracing::error!(%name, panic = panic_message(panic), "handler panicked");
 }
 
 impl Server {
@@ -65,45 +82,38 @@ impl Server {
                 self.with_meta(CallToolResult::error(text)),
             ));
         }
-        let binding = Binding::new(CallToolMethod::METHOD, &name, &arguments, ctx.principal());
+        // Request state is bound to the arguments by a digest computed only when state is
+        // opened or sealed, never on a plain call (issue 8, item 25).
+        let principal = ctx.principal().map(str::to_owned);
+        let bind = || {
+            Binding::new(
+                CallToolMethod::METHOD,
+                &name,
+                &arguments,
+                principal.as_deref(),
+            )
+        };
         // A task outlives its request: its handler gets a cancellation of its own, which a
         // shutdown fires too (issue 8, item 2).
-        let (ctx, rerun, task_cancel) = if as_task {
-            let cancel = self.inner.shutdown.child_token();
-            let rerun = Rerun {
-                tool: tool.clone(),
-                arguments: arguments.clone(),
-                meta: ctx.meta().clone(),
-                principal: ctx.principal().map(str::to_owned),
-                id: ctx.request_id().clone(),
-            };
-            let task_ctx = RequestContext::new(
-                rerun.id.clone(),
-                rerun.meta.clone(),
-                cancel.clone(),
-                self.shutdown_token(),
-                None,
-                self.inner.config.logging,
-            )
-            .with_principal(rerun.principal.clone());
-            (task_ctx, Some(rerun), Some(cancel))
+        let (ctx, task) = if as_task {
+            let (task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
+            (task_ctx, Some((rerun, cancel)))
         } else {
-            (ctx, None, None)
+            (ctx, None)
         };
-        self.open_round(&binding, round, &ctx)?;
+        self.open_round(bind, round, &ctx)?;
         let handler = tool.handler.clone();
-        let task_name = name.clone();
-        let mut step =
-            Box::pin(async move { contained(&task_name, move || handler(arguments, ctx)).await });
-        let outcome = match (rerun, task_cancel) {
+        let mut step = contained(&name, || handler(&arguments, ctx));
+        let outcome = match task {
             // The first step runs inline; a call that does not finish at once becomes a task.
-            (Some(rerun), Some(cancel)) => match futures::poll!(step.as_mut()) {
+            Some((mut rerun, cancel)) => match futures::poll!(step.as_mut()) {
                 std::task::Poll::Ready(outcome) => outcome,
                 std::task::Poll::Pending => {
+                    rerun.arguments = arguments;
                     return Ok(Outcome::Task(self.start_task(rerun, cancel, step)));
                 }
             },
-            _ => step.await,
+            None => step.await,
         };
         let result = match outcome {
             None => return Ok(Outcome::Complete(self.with_meta(internal_failure()))),
@@ -114,7 +124,7 @@ impl Server {
                 internal_failure()
             }
             Some(Err(ToolError::InputRequired(input))) => {
-                return match self.ask(&binding, *input, &declared) {
+                return match self.ask(&name, bind, *input, &declared) {
                     Ok(Some(result)) => Ok(Outcome::InputRequired(result)),
                     Ok(None) => Ok(Outcome::Complete(self.with_meta(internal_failure()))),
                     Err(error) => Err(error),
@@ -125,6 +135,34 @@ impl Server {
         Ok(Outcome::Complete(
             self.with_meta(self.checked_result(&tool, result)),
         ))
+    }
+
+    /// The context a task's handler runs in, and what it takes to run it again: it outlives the
+    /// request, so it has a cancellation of its own. The arguments are filled in if the call
+    /// becomes a task.
+    fn task_context(
+        &self,
+        tool: &Arc<RegisteredTool>,
+        ctx: &RequestContext,
+    ) -> (RequestContext, Rerun, CancellationToken) {
+        let cancel = self.inner.shutdown.child_token();
+        let rerun = Rerun {
+            tool: tool.clone(),
+            arguments: Value::Null,
+            meta: ctx.meta().clone(),
+            principal: ctx.principal().map(str::to_owned),
+            id: ctx.request_id().clone(),
+        };
+        let task_ctx = RequestContext::new(
+            rerun.id.clone(),
+            rerun.meta.clone(),
+            cancel.clone(),
+            self.shutdown_token(),
+            None,
+            self.inner.config.logging,
+        )
+        .with_principal(rerun.principal.clone());
+        (task_ctx, rerun, cancel)
     }
 
     /// A successful result whose structured content breaks the tool's `outputSchema` never
@@ -160,7 +198,7 @@ impl Server {
     /// handler's context. Tampered, expired, foreign or replayed state is -32602 (M-06…M-08).
     pub(crate) fn open_round(
         &self,
-        binding: &Binding,
+        bind: impl FnOnce() -> Binding,
         round: RoundParams,
         ctx: &RequestContext,
     ) -> Result<(), ErrorObject> {
@@ -171,7 +209,7 @@ impl Server {
                 let now = self.inner.clock.now_ms();
                 let opened = config
                     .keys
-                    .open(&token, binding, now)
+                    .open(&token, &bind(), now)
                     .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
                 if let Some(guard) = &config.replay_guard {
                     if !guard.redeem(opened.token_id, opened.expires_ms, now) {
@@ -196,16 +234,17 @@ impl Server {
     /// handler built no usable request.
     pub(crate) fn ask(
         &self,
-        binding: &Binding,
+        name: &str,
+        bind: impl FnOnce() -> Binding,
         input: InputRequired,
         declared: &ClientCapabilities,
     ) -> Result<Option<InputRequiredResult>, ErrorObject> {
         if let Some(problem) = &input.problem {
-            tracing::error!(name = %binding.name, %problem, "unusable input request");
+            tracing::error!(%name, %problem, "unusable input request");
             return Ok(None);
         }
         if input.requests.is_empty() && input.state.is_none() {
-            tracing::error!(name = %binding.name, "an input_required result needs input requests or state (M-03)");
+            tracing::error!(%name, "an input_required result needs input requests or state (M-03)");
             return Ok(None);
         }
         if let Some(missing) = input.missing_capabilities(declared) {
@@ -214,7 +253,7 @@ impl Server {
         let config = &self.inner.request_state;
         let request_state = input.state.map(|state| {
             let expires = self.inner.clock.now_ms().saturating_add(config.ttl_ms);
-            config.keys.seal(binding, Some(state), expires)
+            config.keys.seal(&bind(), Some(state), expires)
         });
         Ok(Some(InputRequiredResult {
             result_type: ResultType::InputRequired,
@@ -269,4 +308,65 @@ fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
         .copied()
         .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
         .unwrap_or("(no message)")
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use crate::state::DIGESTS;
+    use crate::{InputRequired, RequestContext, Server, Tool, ToolError};
+
+    fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {
+        let mut params = json!({"name": "t", "arguments": arguments, "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"roots": {}},
+        }});
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+            .to_string()
+            .into_bytes()
+    }
+
+    /// The arguments are serialized and hashed only when request state is sealed or opened,
+    /// not on every call (issue 8, item 25).
+    #[tokio::test]
+    async fn plain_calls_compute_no_argument_digest() {
+        let server = Server::builder("t", "1")
+            .tool(Tool::raw(
+                "t",
+                json!({"type": "object"}),
+                |args, ctx: RequestContext| async move {
+                    if args["ask"] == true && ctx.request_state::<u8>()?.is_none() {
+                        return Err(InputRequired::new().list_roots("r").state(1u8).into());
+                    }
+                    Ok::<_, ToolError>("done")
+                },
+            ))
+            .build()
+            .unwrap();
+        let digests = || DIGESTS.with(|d| d.get());
+        let before = digests();
+        let reply = server
+            .handle_message(&call(json!({"a": 1}), json!({})))
+            .await;
+        assert!(reply[0].contains("done"), "{reply:?}");
+        assert_eq!(digests(), before, "a plain call hashes nothing");
+        let reply = server
+            .handle_message(&call(json!({"ask": true}), json!({})))
+            .await;
+        let state: serde_json::Value = serde_json::from_str(&reply[0]).unwrap();
+        let token = state["result"]["requestState"].as_str().unwrap().to_owned();
+        assert_eq!(digests(), before + 1, "sealing hashes once");
+        let retry = call(
+            json!({"ask": true}),
+            json!({"requestState": token, "inputResponses": {}}),
+        );
+        let reply = server.handle_message(&retry).await;
+        assert!(reply[0].contains("done"), "{reply:?}");
+        assert_eq!(digests(), before + 2, "opening hashes once");
+    }
 }

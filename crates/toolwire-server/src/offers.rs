@@ -250,9 +250,14 @@ impl Server {
             );
             return Final::error(Some(id), &ErrorObject::invalid_params(message));
         }
-        let args_value = serde_json::to_value(&arguments).unwrap_or(Value::Null);
-        let binding = Binding::new(GetPromptMethod::METHOD, &name, &args_value, ctx.principal());
-        if let Err(error) = self.open_round(&binding, round, &ctx) {
+        // The digest binding request state is computed only if state is opened or sealed.
+        let principal = ctx.principal().map(str::to_owned);
+        let kept = arguments.clone();
+        let bind = || {
+            let args = serde_json::to_value(&kept).unwrap_or(Value::Null);
+            Binding::new(GetPromptMethod::METHOD, &name, &args, principal.as_deref())
+        };
+        if let Err(error) = self.open_round(bind, round, &ctx) {
             return Final::error(Some(id), &error);
         }
         let declared = ctx.client_capabilities().clone();
@@ -265,7 +270,7 @@ impl Server {
                 }
                 Final::result(id, &result)
             }
-            Some(Err(error)) => self.handler_error(id, &binding, &declared, error, None),
+            Some(Err(error)) => self.handler_error(id, &name, &bind, &declared, error, None),
             None => Final::error(Some(id), &ErrorObject::internal("Internal error")),
         }
     }
@@ -295,13 +300,16 @@ impl Server {
                 .with_data(json!({"uri": uri}));
             return Final::error(Some(id), &error);
         };
-        let binding = Binding::new(
-            ReadResourceMethod::METHOD,
-            &uri,
-            &Value::Null,
-            ctx.principal(),
-        );
-        if let Err(error) = self.open_round(&binding, round, &ctx) {
+        let principal = ctx.principal().map(str::to_owned);
+        let bind = || {
+            Binding::new(
+                ReadResourceMethod::METHOD,
+                &uri,
+                &Value::Null,
+                principal.as_deref(),
+            )
+        };
+        if let Err(error) = self.open_round(bind, round, &ctx) {
             return Final::error(Some(id), &error);
         }
         let declared = ctx.client_capabilities().clone();
@@ -321,7 +329,7 @@ impl Server {
                     meta: self.result_meta(),
                 },
             ),
-            Some(Err(error)) => self.handler_error(id, &binding, &declared, error, Some(&uri)),
+            Some(Err(error)) => self.handler_error(id, &uri, &bind, &declared, error, Some(&uri)),
             None => Final::error(Some(id), &ErrorObject::internal("Internal error")),
         }
     }
@@ -331,13 +339,14 @@ impl Server {
     fn handler_error(
         &self,
         id: &RequestId,
-        binding: &Binding,
+        name: &str,
+        bind: &dyn Fn() -> Binding,
         declared: &toolwire_protocol::ClientCapabilities,
         error: ToolError,
         uri: Option<&str>,
     ) -> Final {
         match error {
-            ToolError::InputRequired(input) => match self.ask(binding, *input, declared) {
+            ToolError::InputRequired(input) => match self.ask(name, bind, *input, declared) {
                 Ok(Some(result)) => Final::result(id, &result),
                 Ok(None) => Final::error(Some(id), &ErrorObject::internal("Internal error")),
                 Err(error) => Final::error(Some(id), &error),
@@ -352,7 +361,7 @@ impl Server {
                 Final::error(Some(id), &error)
             }
             ToolError::Internal(error) => {
-                tracing::error!(name = %binding.name, %error, "handler failed with an internal error");
+                tracing::error!(%name, %error, "handler failed with an internal error");
                 Final::error(Some(id), &ErrorObject::internal("Internal error"))
             }
         }

@@ -67,6 +67,13 @@ fn cipher(key: &[u8; 32]) -> Aes256Gcm {
     Aes256Gcm::new(&Key::<Aes256Gcm>::from(*key))
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many argument digests this thread has computed; tests check that plain calls
+    /// compute none (issue 8, item 25).
+    pub(crate) static DIGESTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
 /// What a request state is bound to (M-07).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Binding {
@@ -83,15 +90,71 @@ impl Binding {
         arguments: &Value,
         principal: Option<&str>,
     ) -> Self {
-        // serde_json writes object keys in sorted order, so equal arguments give equal bytes.
-        let bytes = serde_json::to_vec(arguments).unwrap_or_default();
+        #[cfg(test)]
+        DIGESTS.with(|d| d.set(d.get() + 1));
+        let mut hasher = Sha256::new();
+        write_canonical(arguments, &mut hasher);
         Binding {
             method: method.to_owned(),
             name: name.to_owned(),
-            args_digest: Sha256::digest(&bytes).into(),
+            args_digest: hasher.finalize().into(),
             principal: principal.map(str::to_owned),
         }
     }
+}
+
+/// Feeds the canonical JSON text of `value` to `hasher`: object keys in byte order whatever the
+/// map's own order, so that a dependent crate turning on serde_json's `preserve_order` cannot
+/// change the digest of equal arguments (issue 8, item 8). Streams; nothing is buffered.
+fn write_canonical(value: &Value, hasher: &mut Sha256) {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_unstable_by(|a, b| a.0.cmp(b.0));
+            write_object(entries, hasher);
+        }
+        Value::Array(items) => {
+            hasher.update(b"[");
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    hasher.update(b",");
+                }
+                write_canonical(item, hasher);
+            }
+            hasher.update(b"]");
+        }
+        scalar => write_scalar(scalar, hasher),
+    }
+}
+
+/// An object from its entries, in the order given (the caller sorts them).
+fn write_object(entries: Vec<(&String, &Value)>, hasher: &mut Sha256) {
+    hasher.update(b"{");
+    for (i, (key, value)) in entries.into_iter().enumerate() {
+        if i > 0 {
+            hasher.update(b",");
+        }
+        write_scalar(key, hasher);
+        hasher.update(b":");
+        write_canonical(value, hasher);
+    }
+    hasher.update(b"}");
+}
+
+/// A string, number, boolean or null as serde_json writes it.
+fn write_scalar(scalar: &impl Serialize, hasher: &mut Sha256) {
+    struct Feed<'a>(&'a mut Sha256);
+    impl std::io::Write for Feed<'_> {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0.update(bytes);
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    // Writing a scalar into a sink that cannot fail cannot fail.
+    let _ = serde_json::to_writer(Feed(hasher), scalar);
 }
 
 #[derive(Serialize, Deserialize)]
@@ -283,6 +346,32 @@ mod tests {
 
     fn binding() -> Binding {
         Binding::new("tools/call", "t", &json!({"a": 1, "b": [2]}), Some("alice"))
+    }
+
+    /// The digest is of the canonical text, keys sorted, whatever order a map iterates in: a
+    /// `preserve_order` build elsewhere in the dependency graph cannot break binding (issue 8,
+    /// item 8). This build's maps are sorted already, so the writer is fed unsorted entries.
+    #[test]
+    fn the_argument_digest_is_canonical() {
+        let digest = |value: &Value| {
+            let mut hasher = Sha256::new();
+            write_canonical(value, &mut hasher);
+            <[u8; 32]>::from(hasher.finalize())
+        };
+        let value = json!({"b": [1, {"y": "é\n", "x": null}], "a": 2.5});
+        let text = r#"{"a":2.5,"b":[1,{"x":null,"y":"é\n"}]}"#;
+        assert_eq!(digest(&value), <[u8; 32]>::from(Sha256::digest(text)));
+        let (b, a) = (json!([1]), json!(2));
+        let (kb, ka) = ("b".to_owned(), "a".to_owned());
+        let mut forward = Sha256::new();
+        write_object(vec![(&ka, &a), (&kb, &b)], &mut forward);
+        let mut sorted_by_us = Sha256::new();
+        write_canonical(&json!({"b": [1], "a": 2}), &mut sorted_by_us);
+        assert_eq!(forward.finalize(), sorted_by_us.finalize());
+        assert_eq!(
+            Binding::new("m", "n", &json!({"b": 1, "a": 2}), None),
+            Binding::new("m", "n", &json!({"a": 2, "b": 1}), None)
+        );
     }
 
     #[test]

@@ -343,9 +343,8 @@ impl Server {
                 state: input.state,
                 ..Round::default()
             });
-            let (handler, arguments) = (rerun.tool.handler.clone(), rerun.arguments.clone());
-            let name = rerun.tool.name.clone();
-            step = Box::pin(async move { contained(&name, move || handler(arguments, ctx)).await });
+            let handler = &rerun.tool.handler;
+            step = contained(&rerun.tool.name, || handler(&rerun.arguments, ctx));
         }
     }
 

@@ -160,9 +160,11 @@ impl JsonSchema for NoArgs {
     }
 }
 
-/// The type-erased handler: validated JSON arguments in, a result out.
+/// The type-erased handler: validated JSON arguments in, a result out. The arguments are lent,
+/// not given, so that the call can still bind request state to them afterwards without a copy
+/// or a digest up front (issue 8, item 25).
 pub(crate) type Handler = Arc<
-    dyn Fn(Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
+    dyn Fn(&Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
         + Send
         + Sync,
 >;
@@ -221,7 +223,7 @@ impl Tool {
     {
         let handler: Handler =
             Arc::new(
-                move |arguments: Value, ctx| match parse_arguments::<A>(arguments) {
+                move |arguments: &Value, ctx| match parse_arguments::<A>(arguments) {
                     Ok(args) => {
                         let fut = handler(args, ctx);
                         Box::pin(async move { fut.await.into_result() })
@@ -252,8 +254,9 @@ impl Tool {
         F: Fn(Value, RequestContext) -> Fut + Send + Sync + 'static,
         Fut: Future<Output = O> + Send + 'static,
     {
-        let handler: Handler = Arc::new(move |arguments, ctx| {
-            let fut = handler(arguments, ctx);
+        // A raw handler owns its arguments: the one copy a call makes.
+        let handler: Handler = Arc::new(move |arguments: &Value, ctx| {
+            let fut = handler(arguments.clone(), ctx);
             Box::pin(async move { fut.await.into_result() })
         });
         let input_schema = match input_schema {
@@ -332,11 +335,11 @@ impl Tool {
 }
 
 /// Deserializes validated arguments; `{}` also reads as `null`, so `()` works as "no arguments".
-fn parse_arguments<A: DeserializeOwned>(arguments: Value) -> Result<A, serde_json::Error> {
+fn parse_arguments<A: DeserializeOwned>(arguments: &Value) -> Result<A, serde_json::Error> {
     let empty = arguments.as_object().is_some_and(JsonObject::is_empty);
-    serde_json::from_value::<A>(arguments).or_else(|e| {
+    A::deserialize(arguments).or_else(|e| {
         if empty {
-            serde_json::from_value(Value::Null).map_err(|_| e)
+            A::deserialize(&Value::Null).map_err(|_| e)
         } else {
             Err(e)
         }
