@@ -15,6 +15,13 @@ use crate::sse::SseParser;
 /// The legacy session header.
 const SESSION_ID: &str = "mcp-session-id";
 
+/// How much of an error body is read: only its start is shown (in [`Error::Http`]), and a
+/// server must not make the client read without end.
+const ERROR_BODY_BYTES: usize = 8 << 10;
+
+/// Redirects followed within the endpoint's origin before giving up.
+const MAX_REDIRECTS: usize = 5;
+
 /// How to reach an HTTP server.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpTransport {
@@ -36,6 +43,7 @@ impl HttpTransport {
             headers.insert(AUTHORIZATION, value);
         }
         let client = reqwest::Client::builder()
+            .redirect(redirect_policy())
             .build()
             .map_err(|e| Error::Transport(format!("cannot build the HTTP client: {e}")))?;
         Ok(HttpTransport {
@@ -173,10 +181,9 @@ impl HttpTransport {
         if status.is_success() {
             return Ok(());
         }
-        let body = response.text().await.unwrap_or_default();
         Err(Error::Http {
             status: status.as_u16(),
-            body: body.chars().take(300).collect(),
+            body: body_start(response).await,
         })
     }
 
@@ -219,6 +226,47 @@ impl HttpTransport {
         }
         Ok(())
     }
+}
+
+/// Redirects stay within the endpoint's origin (scheme, host and port). A request carries the
+/// configured headers (API keys), `Mcp-Param-*` values and, after a 307/308, its body: none of it
+/// may reach another origin because that origin answered with a `Location`. The user can point
+/// the client at the new URL instead.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first() else {
+            return attempt.follow();
+        };
+        let (from, to) = (first.origin(), attempt.url().origin());
+        if from != to {
+            let message = format!(
+                "the server at {} redirected to another origin, {}, where the request's headers \
+                 and body must not go; configure that URL instead if it is trusted",
+                from.ascii_serialization(),
+                to.ascii_serialization()
+            );
+            return attempt.error(message);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        attempt.follow()
+    })
+}
+
+/// The start of a body that only goes into an error message: at most [`ERROR_BODY_BYTES`] are
+/// read, and dropping the response closes the connection on the rest.
+async fn body_start(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < ERROR_BODY_BYTES {
+        let Some(Ok(chunk)) = stream.next().await else {
+            break;
+        };
+        let room = ERROR_BODY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    String::from_utf8_lossy(&body).chars().take(300).collect()
 }
 
 fn too_large() -> Error {
