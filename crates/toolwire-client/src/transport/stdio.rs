@@ -17,7 +17,7 @@ use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
 use tokio_util::sync::CancellationToken;
 
 use super::{Failure, Outgoing, Reply};
@@ -325,17 +325,16 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
     tokio::spawn(async move {
         // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded:
-        // an oversized one is skipped, not buffered without end.
-        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), bounded);
-        let mut stdout = FramedRead::new(stdout, codec);
+        // an oversized one is skipped, not buffered without end, and reading goes on.
+        let mut stdout = FramedRead::new(stdout, Lines::new(bounded));
         while let Some(line) = stdout.next().await {
             let line = match line {
-                Ok(line) => line,
-                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                Ok(Line::Complete(line)) => line,
+                Ok(Line::TooLong) => {
                     tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
                     continue;
                 }
-                Err(AnyDelimiterCodecError::Io(error)) => {
+                Err(error) => {
                     tracing::warn!(%error, "reading the server's stdout failed");
                     break;
                 }
@@ -367,18 +366,17 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     tokio::spawn(async move {
         // Drained to the end whatever it holds, so the server never blocks on a full pipe;
         // lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
-        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), 8 << 10);
-        let mut stderr = FramedRead::new(stderr, codec);
+        let mut stderr = FramedRead::new(stderr, Lines::new(8 << 10));
         while let Some(line) = stderr.next().await {
             match line {
-                Ok(line) => {
+                Ok(Line::Complete(line)) => {
                     let line = String::from_utf8_lossy(&line);
                     tracing::info!(server = %program, "{}", line.trim_end());
                 }
-                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
+                Ok(Line::TooLong) => {
                     tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
                 }
-                Err(AnyDelimiterCodecError::Io(_)) => break,
+                Err(_) => break,
             }
         }
     });
@@ -389,6 +387,53 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
         closed,
         close_stdin,
     })
+}
+
+/// One line of a child's output, or the news that one was too long and was skipped.
+#[derive(Debug)]
+enum Line {
+    Complete(bytes::Bytes),
+    TooLong,
+}
+
+/// Newline-delimited lines of at most `max` bytes. An oversized line is an item, not an error:
+/// `FramedRead` ends the stream after any decoder error, which would drop the stderr pipe (the
+/// server's next write gets EPIPE) or make stdout look closed (taken for an exit). The inner
+/// codec discards the rest of the long line by itself.
+#[derive(Debug)]
+struct Lines(AnyDelimiterCodec);
+
+impl Lines {
+    fn new(max: usize) -> Self {
+        Lines(AnyDelimiterCodec::new_with_max_length(
+            b"\n".to_vec(),
+            b"\n".to_vec(),
+            max,
+        ))
+    }
+
+    fn item(
+        decoded: Result<Option<bytes::Bytes>, AnyDelimiterCodecError>,
+    ) -> std::io::Result<Option<Line>> {
+        match decoded {
+            Ok(line) => Ok(line.map(Line::Complete)),
+            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
+            Err(AnyDelimiterCodecError::Io(error)) => Err(error),
+        }
+    }
+}
+
+impl Decoder for Lines {
+    type Item = Line;
+    type Error = std::io::Error;
+
+    fn decode(&mut self, buf: &mut bytes::BytesMut) -> std::io::Result<Option<Line>> {
+        Self::item(self.0.decode(buf))
+    }
+
+    fn decode_eof(&mut self, buf: &mut bytes::BytesMut) -> std::io::Result<Option<Line>> {
+        Self::item(self.0.decode_eof(buf))
+    }
 }
 
 /// The request a message belongs to: a response's id, or the progress token or subscription id
