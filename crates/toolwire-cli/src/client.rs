@@ -28,8 +28,10 @@ pub(crate) struct Target {
     /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
     #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
     bearer: Option<String>,
-    /// An environment variable for a stdio server, as NAME=VALUE (repeatable).
-    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
+    /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,
+    /// TERM and USER from this environment.
+    #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
     env: Vec<String>,
     /// Seconds to wait for each answer (progress restarts the wait).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
@@ -97,10 +99,10 @@ impl Target {
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
         for pair in &self.env {
-            let (name, value) = pair
-                .split_once('=')
-                .with_context(|| format!("--env {pair:?} is not NAME=VALUE"))?;
-            command = command.env(name, value);
+            command = match pair.split_once('=') {
+                Some((name, value)) => command.env(name, value),
+                None => command.inherit_env(pair),
+            };
         }
         Ok(builder.spawn_command(command).await?)
     }

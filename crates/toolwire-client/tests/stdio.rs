@@ -73,3 +73,33 @@ async fn a_long_stdout_line_is_skipped_not_taken_for_an_exit() {
     assert_eq!(text(&client, "pid", json!({})).await, pid, "restarted");
     client.close().await;
 }
+
+/// What the official SDKs pass a stdio server from the client's environment on Unix.
+const DEFAULT_ENV: [&str; 6] = ["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+async fn child_env(command: StdioCommand) -> serde_json::Map<String, Value> {
+    let client = connect(command).await;
+    let env = text(&client, "env", json!({})).await;
+    client.close().await;
+    serde_json::from_str(&env).unwrap()
+}
+
+#[tokio::test]
+async fn a_child_gets_only_the_default_environment_and_what_is_named() {
+    // Cargo runs this test with CARGO_* variables the server has no business seeing, as it has
+    // none seeing TOOLWIRE_BEARER_TOKEN or a cloud key.
+    let private = std::env::var("CARGO_MANIFEST_DIR").expect("set by cargo");
+    let env = child_env(server().env("GIVEN", "by the configuration")).await;
+    for name in env.keys() {
+        // Python sets LC_CTYPE itself when it coerces a C locale (PEP 538).
+        assert!(
+            DEFAULT_ENV.contains(&name.as_str()) || name == "GIVEN" || name == "LC_CTYPE",
+            "the server inherited {name}"
+        );
+    }
+    assert_eq!(env["GIVEN"], "by the configuration");
+    assert_eq!(env["PATH"], std::env::var("PATH").unwrap());
+    // A variable named in the configuration is passed on with this process's value.
+    let env = child_env(server().inherit_env("CARGO_MANIFEST_DIR")).await;
+    assert_eq!(env["CARGO_MANIFEST_DIR"], private.as_str());
+}
