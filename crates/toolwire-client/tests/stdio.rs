@@ -103,3 +103,51 @@ async fn a_child_gets_only_the_default_environment_and_what_is_named() {
     let env = child_env(server().inherit_env("CARGO_MANIFEST_DIR")).await;
     assert_eq!(env["CARGO_MANIFEST_DIR"], private.as_str());
 }
+
+/// Whether process `pid` is gone (or dead and waiting to be reaped by whoever adopted it).
+fn gone(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| rest.starts_with('Z')),
+    }
+}
+
+/// Kills a process the test started indirectly, if the test fails before the client did.
+struct Reap(i32);
+
+impl Drop for Reap {
+    fn drop(&mut self) {
+        if let Some(pid) = rustix::process::Pid::from_raw(self.0) {
+            let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
+        }
+    }
+}
+
+#[tokio::test]
+async fn closing_a_wrapper_stops_the_server_it_started() {
+    // The shape of `npx server` or `sh -c server`: the client's child is a wrapper, the real
+    // server its child. This server ignores the end of its stdin (as servers with open handles
+    // do), so close escalates to signals, which must reach the server too, not only the wrapper.
+    let line = format!("'{}' '{}' --ignore-eof; exit $?", python(), script());
+    let client = connect(StdioCommand::new("sh").args(["-c", &line])).await;
+    let server: i32 = text(&client, "pid", json!({})).await.parse().unwrap();
+    let _reap = Reap(server);
+    let wrapper = client.server_pid().await.expect("running") as i32;
+    assert_ne!(server, wrapper, "sh ran the server as its child");
+    client.close().await;
+    assert!(gone(wrapper));
+    assert!(gone(server), "the real server {server} outlived close");
+}
+
+#[tokio::test]
+async fn closing_a_server_stops_the_processes_it_started() {
+    // The server exits when its stdin closes, but leaves a helper process behind.
+    let client = connect(server()).await;
+    let helper: i32 = text(&client, "helper", json!({})).await.parse().unwrap();
+    let _reap = Reap(helper);
+    assert!(!gone(helper));
+    client.close().await;
+    assert!(gone(helper), "the server's helper {helper} outlived close");
+}

@@ -4,7 +4,7 @@
 //! notifications (legacy servers) go to the client's incoming queue; stderr is read as logs, never
 //! as an error signal (S-04); a dropped request sends `notifications/cancelled` (S-07); a crashed
 //! server is started again on the next request (S-11); `close` closes stdin, then SIGTERM, then
-//! SIGKILL (S-09).
+//! SIGKILL (S-09), to the server's own process group, so what it started goes with it.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -141,6 +141,8 @@ struct Process {
     closed: Arc<AtomicBool>,
     /// Closes the server's stdin (the writer task ends), whoever still holds a sender.
     close_stdin: CancellationToken,
+    /// The server and what it started; killed when dropped (a restart, a dropped client).
+    group: ProcessGroup,
 }
 
 /// A child-process server.
@@ -277,7 +279,9 @@ impl StdioTransport {
             .map_err(|_| Error::Transport("the server's stdin is closed".into()))
     }
 
-    /// Closes stdin, waits, then SIGTERM, waits, then SIGKILL (S-09).
+    /// Closes stdin and waits; then stops the server's process group: SIGTERM, a wait, SIGKILL
+    /// (S-09). The group holds what the server started (the real server behind an `npx` or
+    /// `sh -c` wrapper, helpers), which must not outlive it.
     pub(crate) async fn close(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         let Some(mut process) = self.process.lock().await.take() else {
@@ -286,27 +290,68 @@ impl StdioTransport {
         // Requests still in flight hold senders; the token closes stdin regardless.
         process.close_stdin.cancel();
         drop(process.lines);
-        if tokio::time::timeout(grace, process.child.wait())
+        let exited = tokio::time::timeout(grace, process.child.wait())
             .await
-            .is_ok()
-        {
-            return;
-        }
-        #[cfg(unix)]
-        if let Some(pid) = process.child.id() {
+            .is_ok();
+        if !exited {
             tracing::warn!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-            }
-            if tokio::time::timeout(grace, process.child.wait())
-                .await
-                .is_ok()
-            {
-                return;
-            }
         }
-        tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
+        if !process.group.terminate(&mut process.child, grace).await {
+            tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
+        }
         let _ = process.child.kill().await;
+    }
+}
+
+/// The child's process group: the child leads it (spawned with `process_group(0)`), and what
+/// it starts joins it unless it moves itself elsewhere (daemons do, by design). Dropping it
+/// kills the group, as `kill_on_drop` does the child.
+#[derive(Debug)]
+struct ProcessGroup(Option<rustix::process::Pid>);
+
+impl ProcessGroup {
+    /// How often `terminate` checks whether the group is gone.
+    const POLL: Duration = Duration::from_millis(10);
+
+    fn of(child: &Child) -> Self {
+        let pid = child.id().and_then(|id| i32::try_from(id).ok());
+        ProcessGroup(pid.and_then(rustix::process::Pid::from_raw))
+    }
+
+    /// SIGTERM to the group, up to `grace` for every member to go, then SIGKILL. False if
+    /// SIGKILL was needed. The same escalation as the official Python SDK's stdio client
+    /// (`terminate_posix_process_tree` in `mcp/os/posix/utilities.py`).
+    async fn terminate(&mut self, child: &mut Child, grace: Duration) -> bool {
+        let Some(group) = self.0.take() else {
+            return true;
+        };
+        if rustix::process::kill_process_group(group, rustix::process::Signal::TERM).is_err() {
+            // ESRCH: nobody is left. (EPERM cannot happen: the members are our descendants.)
+            return true;
+        }
+        let deadline = tokio::time::Instant::now() + grace;
+        loop {
+            // Reaps the leader: its zombie would keep the group alive. Orphaned members are
+            // reaped by whoever adopts them.
+            let _ = child.try_wait();
+            if rustix::process::test_kill_process_group(group).is_err() {
+                return true;
+            }
+            if tokio::time::Instant::now() >= deadline {
+                break;
+            }
+            tokio::time::sleep(Self::POLL).await;
+        }
+        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        false
+    }
+}
+
+impl Drop for ProcessGroup {
+    fn drop(&mut self) {
+        if let Some(group) = self.0.take() {
+            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
+        }
     }
 }
 
@@ -342,12 +387,18 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // Its own process group, so that closing reaches what it starts (see `ProcessGroup`). It
+    // also keeps a terminal's Ctrl-C from reaching the server behind the client's back: the
+    // client decides when the server stops.
+    #[cfg(unix)]
+    builder.process_group(0);
     if let Some(dir) = &command.cwd {
         builder.current_dir(dir);
     }
     let mut child = builder
         .spawn()
         .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
+    let group = ProcessGroup::of(&child);
     let mut stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
@@ -441,6 +492,7 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
         routes,
         closed,
         close_stdin,
+        group,
     })
 }
 
