@@ -151,3 +151,81 @@ async fn closing_a_server_stops_the_processes_it_started() {
     client.close().await;
     assert!(gone(helper), "the server's helper {helper} outlived close");
 }
+
+#[tokio::test]
+async fn a_flood_of_notifications_waits_in_bounded_memory_for_a_slow_subscriber() {
+    use toolwire_client::Notification;
+    let client = connect(server()).await;
+    let mut subscription = client
+        .listen(toolwire_client::protocol::SubscriptionFilter {
+            tools_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .unwrap();
+    // Nobody takes notifications while the server sends 50,000 list changes and 5,000 others.
+    // Each flood's answer comes after its notifications on the same pipe, so when it is back
+    // they have all been read.
+    let (changes, others) = (50_000, 5_000);
+    let flood = |method: &str, count: usize| json!({"method": method, "count": count, "subscription": true, "params": {"n": 1}});
+    text(
+        &client,
+        "flood",
+        flood("notifications/tools/list_changed", changes),
+    )
+    .await;
+    text(&client, "flood", flood("notifications/custom", others)).await;
+    let (mut seen_changes, mut seen_others, mut missed) = (0, 0, 0);
+    while seen_others + missed < others as u64 {
+        match subscription.next().await.expect("open").unwrap() {
+            Notification::ToolsListChanged => seen_changes += 1,
+            Notification::Other { method, .. } if method == "notifications/custom" => {
+                seen_others += 1;
+            }
+            Notification::Missed { count } => missed += count,
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    // What waited is bounded by the subscription's capacity and the transport's route (256).
+    assert!(
+        (1..=3).contains(&seen_changes),
+        "{seen_changes} list changes"
+    );
+    assert!(seen_others <= 512, "{seen_others} others waited");
+    assert!(missed > 0);
+    drop(subscription);
+    client.close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn progress_for_a_stalled_caller_is_bounded_and_the_answer_still_arrives() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::sync::{Arc, Mutex, mpsc};
+    let client = connect(server()).await;
+    text(&client, "pid", json!({})).await;
+    // The first progress callback blocks until released: the call's consumer stalls while the
+    // server writes 100,000 progress notifications and the answer.
+    let (release, wait) = mpsc::channel::<()>();
+    let wait = Mutex::new(wait);
+    let calls = Arc::new(AtomicUsize::new(0));
+    let counted = calls.clone();
+    let options = toolwire_client::CallOptions::default().on_progress(move |_| {
+        if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+            tokio::task::block_in_place(|| wait.lock().unwrap().recv().unwrap());
+        }
+    });
+    let caller = client.clone();
+    let call = tokio::spawn(async move {
+        caller
+            .call_tool_with("progress", json!({"count": 100_000}), options)
+            .await
+    });
+    // The server answers requests in order, so this answer comes after all of that progress.
+    text(&client, "pid", json!({})).await;
+    release.send(()).unwrap();
+    let result = call.await.unwrap().unwrap();
+    assert!(!result.is_error());
+    let calls = calls.load(Ordering::SeqCst);
+    assert!(calls <= 256, "{calls} progress notifications were kept");
+    client.close().await;
+}

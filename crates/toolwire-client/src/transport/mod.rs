@@ -1,6 +1,8 @@
 //! Transports: how a message reaches a server and its answer comes back.
 
+mod group;
 pub(crate) mod http;
+mod lines;
 pub(crate) mod stdio;
 
 use serde_json::Value;

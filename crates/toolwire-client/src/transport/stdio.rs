@@ -15,11 +15,13 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, Decoder, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use super::group::ProcessGroup;
+use super::lines::{Line, Lines};
 use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
 
@@ -126,8 +128,46 @@ impl StdioCommand {
     }
 }
 
+/// How many messages wait for one request's consumer (its `request` loop, or a listen task).
+/// Beyond it, progress is dropped: it is cumulative, so only intermediate values are lost, and
+/// one slot stays free for the response. Anything else (the response, subscription
+/// notifications) waits for room: the consumers in this crate never stall, and the wait slows
+/// the server (its stdout pipe fills) instead of growing memory.
+const ROUTE_CAPACITY: usize = 256;
+
+/// How many messages that belong to no request wait for the client (which never stalls on
+/// them; the same backpressure applies).
+const INCOMING_CAPACITY: usize = 256;
+
 /// Messages for one in-flight request: notifications, then its response.
-type Route = mpsc::UnboundedSender<Value>;
+#[derive(Debug, Clone)]
+struct Route {
+    tx: mpsc::Sender<Value>,
+    /// Set once progress was dropped, so that is logged once per request.
+    dropped: Arc<AtomicBool>,
+}
+
+impl Route {
+    fn new() -> (Self, mpsc::Receiver<Value>) {
+        let (tx, rx) = mpsc::channel(ROUTE_CAPACITY);
+        let dropped = Arc::default();
+        (Route { tx, dropped }, rx)
+    }
+
+    /// Queues a progress notification if that leaves room for the response. The reader is the
+    /// only sender, so the room cannot be taken between the check and the send.
+    fn offer_progress(&self, message: Value, id: i64) {
+        if self.tx.capacity() > 1 {
+            let _ = self.tx.try_send(message);
+        } else if !self.dropped.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                request = id,
+                "progress arrives faster than it is consumed; dropping intermediate values"
+            );
+        }
+    }
+}
+
 type Routes = Arc<Mutex<HashMap<i64, Route>>>;
 
 #[derive(Debug)]
@@ -153,15 +193,15 @@ pub(crate) struct StdioTransport {
     /// How many times the server was started; a change means a new process (S-11, L-12).
     generation: AtomicU64,
     /// Server requests and notifications that belong to no request.
-    incoming: mpsc::UnboundedSender<Value>,
+    incoming: mpsc::Sender<Value>,
     /// Set by `close`: no restart after it.
     closing: AtomicBool,
 }
 
 impl StdioTransport {
     /// Starts the server; the receiver gets the messages that belong to no request.
-    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::UnboundedReceiver<Value>)> {
-        let (incoming, rx) = mpsc::unbounded_channel();
+    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Value>)> {
+        let (incoming, rx) = mpsc::channel(INCOMING_CAPACITY);
         let process = start(&command, incoming.clone())?;
         let transport = StdioTransport {
             command,
@@ -230,13 +270,13 @@ impl StdioTransport {
         let (mut rx, mut cancel) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (route, rx) = Route::new();
             {
                 let mut routes = lock(&process.routes);
                 if process.closed.load(Ordering::Acquire) {
                     return Err(Failure::Lost("the server exited".into()));
                 }
-                routes.insert(id, tx);
+                routes.insert(id, route);
             }
             process
                 .lines
@@ -303,58 +343,6 @@ impl StdioTransport {
     }
 }
 
-/// The child's process group: the child leads it (spawned with `process_group(0)`), and what
-/// it starts joins it unless it moves itself elsewhere (daemons do, by design). Dropping it
-/// kills the group, as `kill_on_drop` does the child.
-#[derive(Debug)]
-struct ProcessGroup(Option<rustix::process::Pid>);
-
-impl ProcessGroup {
-    /// How often `terminate` checks whether the group is gone.
-    const POLL: Duration = Duration::from_millis(10);
-
-    fn of(child: &Child) -> Self {
-        let pid = child.id().and_then(|id| i32::try_from(id).ok());
-        ProcessGroup(pid.and_then(rustix::process::Pid::from_raw))
-    }
-
-    /// SIGTERM to the group, up to `grace` for every member to go, then SIGKILL. False if
-    /// SIGKILL was needed. The same escalation as the official Python SDK's stdio client
-    /// (`terminate_posix_process_tree` in `mcp/os/posix/utilities.py`).
-    async fn terminate(&mut self, child: &mut Child, grace: Duration) -> bool {
-        let Some(group) = self.0.take() else {
-            return true;
-        };
-        if rustix::process::kill_process_group(group, rustix::process::Signal::TERM).is_err() {
-            // ESRCH: nobody is left. (EPERM cannot happen: the members are our descendants.)
-            return true;
-        }
-        let deadline = tokio::time::Instant::now() + grace;
-        loop {
-            // Reaps the leader: its zombie would keep the group alive. Orphaned members are
-            // reaped by whoever adopts them.
-            let _ = child.try_wait();
-            if rustix::process::test_kill_process_group(group).is_err() {
-                return true;
-            }
-            if tokio::time::Instant::now() >= deadline {
-                break;
-            }
-            tokio::time::sleep(Self::POLL).await;
-        }
-        let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        false
-    }
-}
-
-impl Drop for ProcessGroup {
-    fn drop(&mut self) {
-        if let Some(group) = self.0.take() {
-            let _ = rustix::process::kill_process_group(group, rustix::process::Signal::KILL);
-        }
-    }
-}
-
 /// Sends `notifications/cancelled` if the request is dropped before its answer (S-07, L-09).
 struct Cancel {
     id: i64,
@@ -377,7 +365,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Result<Process> {
+fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Process> {
     let mut builder = Command::new(&command.program);
     builder
         .args(&command.args)
@@ -399,93 +387,21 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
         .spawn()
         .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
     let group = ProcessGroup::of(&child);
-    let mut stdin = child.stdin.take().expect("piped");
+    let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+    let (lines, rx) = mpsc::unbounded_channel::<String>();
     let close_stdin = CancellationToken::new();
-    let closing = close_stdin.clone();
-    tokio::spawn(async move {
-        loop {
-            let line = tokio::select! {
-                biased;
-                () = closing.cancelled() => break,
-                line = rx.recv() => match line {
-                    Some(line) => line,
-                    None => break,
-                },
-            };
-            if stdin.write_all(line.as_bytes()).await.is_err()
-                || stdin.write_all(b"\n").await.is_err()
-            {
-                break;
-            }
-            if rx.is_empty() && stdin.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    tokio::spawn(write_stdin(stdin, rx, close_stdin.clone()));
     let routes: Routes = Arc::default();
     let closed = Arc::new(AtomicBool::new(false));
-    let bounded = crate::sse::MAX_EVENT_BYTES;
-    let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
-    tokio::spawn(async move {
-        // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded:
-        // an oversized one is skipped, not buffered without end, and reading goes on.
-        let mut stdout = FramedRead::new(stdout, Lines::new(bounded));
-        while let Some(line) = stdout.next().await {
-            let line = match line {
-                Ok(Line::Complete(line)) => line,
-                Ok(Line::TooLong) => {
-                    tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
-                    continue;
-                }
-                Err(error) => {
-                    tracing::warn!(%error, "reading the server's stdout failed");
-                    break;
-                }
-            };
-            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-                let line = String::from_utf8_lossy(&line);
-                tracing::warn!(%line, "the server wrote a line that is not JSON");
-                continue;
-            };
-            let route = route_key(&message).and_then(|k| lock(&reader_routes).get(&k).cloned());
-            match route {
-                Some(route) => {
-                    let _ = route.send(message);
-                }
-                None if message.get("method").is_some() => {
-                    let _ = incoming.send(message);
-                }
-                None => {
-                    tracing::debug!(line = %String::from_utf8_lossy(&line), "a response for no request in flight")
-                }
-            }
-        }
-        // EOF: the process is gone; every request still waiting learns it.
-        let mut routes = lock(&reader_routes);
-        reader_closed.store(true, Ordering::Release);
-        routes.clear();
-    });
-    let program = command.program.clone();
-    tokio::spawn(async move {
-        // Drained to the end whatever it holds, so the server never blocks on a full pipe;
-        // lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
-        let mut stderr = FramedRead::new(stderr, Lines::new(8 << 10));
-        while let Some(line) = stderr.next().await {
-            match line {
-                Ok(Line::Complete(line)) => {
-                    let line = String::from_utf8_lossy(&line);
-                    tracing::info!(server = %program, "{}", line.trim_end());
-                }
-                Ok(Line::TooLong) => {
-                    tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
-                }
-                Err(_) => break,
-            }
-        }
-    });
+    tokio::spawn(read_stdout(
+        stdout,
+        routes.clone(),
+        closed.clone(),
+        incoming,
+    ));
+    tokio::spawn(drain_stderr(stderr, command.program.clone()));
     Ok(Process {
         child,
         lines,
@@ -496,50 +412,100 @@ fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Resu
     })
 }
 
-/// One line of a child's output, or the news that one was too long and was skipped.
-#[derive(Debug)]
-enum Line {
-    Complete(bytes::Bytes),
-    TooLong,
-}
-
-/// Newline-delimited lines of at most `max` bytes. An oversized line is an item, not an error:
-/// `FramedRead` ends the stream after any decoder error, which would drop the stderr pipe (the
-/// server's next write gets EPIPE) or make stdout look closed (taken for an exit). The inner
-/// codec discards the rest of the long line by itself.
-#[derive(Debug)]
-struct Lines(AnyDelimiterCodec);
-
-impl Lines {
-    fn new(max: usize) -> Self {
-        Lines(AnyDelimiterCodec::new_with_max_length(
-            b"\n".to_vec(),
-            b"\n".to_vec(),
-            max,
-        ))
-    }
-
-    fn item(
-        decoded: Result<Option<bytes::Bytes>, AnyDelimiterCodecError>,
-    ) -> std::io::Result<Option<Line>> {
-        match decoded {
-            Ok(line) => Ok(line.map(Line::Complete)),
-            Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => Ok(Some(Line::TooLong)),
-            Err(AnyDelimiterCodecError::Io(error)) => Err(error),
+/// Writes the client's lines to the server's stdin until the token closes it.
+async fn write_stdin(
+    mut stdin: ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    closing: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = closing.cancelled() => break,
+            line = rx.recv() => match line {
+                Some(line) => line,
+                None => break,
+            },
+        };
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.write_all(b"\n").await.is_err()
+        {
+            break;
+        }
+        if rx.is_empty() && stdin.flush().await.is_err() {
+            break;
         }
     }
 }
 
-impl Decoder for Lines {
-    type Item = Line;
-    type Error = std::io::Error;
-
-    fn decode(&mut self, buf: &mut bytes::BytesMut) -> std::io::Result<Option<Line>> {
-        Self::item(self.0.decode(buf))
+/// Reads the server's messages and hands each to its request or to the client, until EOF.
+async fn read_stdout(
+    stdout: ChildStdout,
+    routes: Routes,
+    closed: Arc<AtomicBool>,
+    incoming: mpsc::Sender<Value>,
+) {
+    // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded: an
+    // oversized one is skipped, not buffered without end, and reading goes on.
+    let mut stdout = FramedRead::new(stdout, Lines::new(crate::sse::MAX_EVENT_BYTES));
+    while let Some(line) = stdout.next().await {
+        let line = match line {
+            Ok(Line::Complete(line)) => line,
+            Ok(Line::TooLong) => {
+                tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
+                continue;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "reading the server's stdout failed");
+                break;
+            }
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            let line = String::from_utf8_lossy(&line);
+            tracing::warn!(%line, "the server wrote a line that is not JSON");
+            continue;
+        };
+        dispatch(message, &routes, &incoming).await;
     }
+    // EOF: the process is gone; every request still waiting learns it.
+    let mut routes = lock(&routes);
+    closed.store(true, Ordering::Release);
+    routes.clear();
+}
 
-    fn decode_eof(&mut self, buf: &mut bytes::BytesMut) -> std::io::Result<Option<Line>> {
-        Self::item(self.0.decode_eof(buf))
+/// Hands a message to the request it belongs to, or to the client. Progress for a request
+/// whose consumer has fallen [`ROUTE_CAPACITY`] behind is dropped; anything else waits for
+/// room, which slows the server down (its stdout fills) rather than growing memory.
+async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
+    let key = route_key(&message);
+    match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
+        Some((id, route)) if message["method"] == "notifications/progress" => {
+            route.offer_progress(message, id);
+        }
+        Some((_, route)) => {
+            let _ = route.tx.send(message).await;
+        }
+        None if message.get("method").is_some() => {
+            let _ = incoming.send(message).await;
+        }
+        None => tracing::debug!(%message, "a response for no request in flight"),
+    }
+}
+
+/// Drains the server's stderr to the end whatever it holds, so the server never blocks on a
+/// full pipe; lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
+async fn drain_stderr(stderr: ChildStderr, program: String) {
+    let mut stderr = FramedRead::new(stderr, Lines::new(8 << 10));
+    while let Some(line) = stderr.next().await {
+        match line {
+            Ok(Line::Complete(line)) => {
+                let line = String::from_utf8_lossy(&line);
+                tracing::info!(server = %program, "{}", line.trim_end());
+            }
+            Ok(Line::TooLong) => {
+                tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
+            }
+            Err(_) => break,
+        }
     }
 }
 

@@ -7,7 +7,8 @@ do), and its tools make it misbehave on request:
   long_stderr   -> a stderr line of `bytes` bytes (default 100 KiB), then the answer
   long_stdout   -> a stdout line of `bytes` bytes that is not JSON, then the answer
   progress      -> `count` progress notifications, then the answer
-  flood         -> `count` unsolicited notifications of `method`, then the answer
+  flood         -> `count` notifications of `method` (on the latest subscription when
+                   `subscription` is true, else unsolicited), then the answer
   helper        -> starts `sleep 1000` as a child and answers its pid
 Flags: --ignore-eof keeps the process alive after stdin closes (as servers with open handles do).
 """
@@ -18,6 +19,9 @@ import sys
 import time
 
 TOOLS = ["pid", "env", "long_stderr", "long_stdout", "progress", "flood", "helper"]
+
+# The id of the latest subscriptions/listen request, which tags its notifications.
+subscription = None
 
 
 def send(message):
@@ -54,7 +58,9 @@ def call(name, args, request_id):
         return "progressed"
     if name == "flood":
         method = args.get("method", "notifications/tools/list_changed")
-        params = args.get("params", {})
+        params = dict(args.get("params", {}))
+        if args.get("subscription"):
+            params["_meta"] = {"io.modelcontextprotocol/subscriptionId": subscription}
         line = json.dumps({"jsonrpc": "2.0", "method": method, "params": params})
         sys.stdout.write((line + "\n") * args.get("count", 1))
         sys.stdout.flush()
@@ -82,6 +88,8 @@ def answer(request):
         text = call(params["name"], params.get("arguments") or {}, request["id"])
         return {"resultType": "complete", "content": [{"type": "text", "text": text}]}
     if method == "subscriptions/listen":
+        global subscription
+        subscription = request["id"]
         send({"jsonrpc": "2.0", "method": "notifications/subscriptions/acknowledged",
               "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": request["id"]},
                          "notifications": request["params"].get("notifications", {})}})
