@@ -25,6 +25,10 @@ pub(crate) struct Target {
     /// An HTTP header for every request, as NAME:VALUE (repeatable).
     #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
     headers: Vec<String>,
+    /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
+    /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
+    #[arg(long = "ca-file", value_name = "PEM")]
+    ca_files: Vec<std::path::PathBuf>,
     /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
     #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
     bearer: Option<String>,
@@ -62,6 +66,9 @@ impl Target {
         }
         if let Some(token) = &self.bearer {
             builder = builder.bearer_token(token);
+        }
+        for path in &self.ca_files {
+            builder = builder.ca_file(path);
         }
         let answer: Option<Value> = match &self.answer {
             Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),

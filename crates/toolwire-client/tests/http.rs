@@ -184,3 +184,31 @@ async fn an_error_body_is_read_only_up_to_a_bound() {
         "the client read {produced} bytes of an error body"
     );
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_notification_the_server_never_answers_times_out() {
+    // A legacy server that takes the handshake's last notification and never answers it.
+    let app = axum::Router::new().fallback(|body: String| async move {
+        let request: Value = serde_json::from_str(&body).unwrap_or_default();
+        match request["method"].as_str() {
+            Some("initialize") => axum::Json(json!({
+                "jsonrpc": "2.0", "id": request["id"],
+                "result": {"protocolVersion": "2025-11-25", "capabilities": {},
+                           "serverInfo": {"name": "legacy", "version": "1"}}
+            }))
+            .into_response(),
+            Some("notifications/initialized") => std::future::pending().await,
+            _ => (StatusCode::BAD_REQUEST, "unknown").into_response(),
+        }
+    });
+    let base = serve(app).await;
+    let client = ClientBuilder::new("silent-test", "1.0")
+        .timeout(Duration::from_secs(5))
+        .http(format!("{base}/mcp"))
+        .unwrap();
+    // Virtual time: the runtime is idle while it waits, so the clock jumps to the next timer.
+    let outcome = tokio::time::timeout(Duration::from_secs(600), client.discover()).await;
+    let error = outcome.expect("the handshake hung").unwrap_err();
+    // The handshake failed on its last step, so the first answer (400) stands.
+    assert!(matches!(&error, Error::Http { status: 400, .. }), "{error}");
+}

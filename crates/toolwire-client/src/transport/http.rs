@@ -29,10 +29,20 @@ pub(crate) struct HttpTransport {
     /// Parsed once.
     url: reqwest::Url,
     headers: HeaderMap,
+    /// How long `send` waits (a request's own wait is the client's business).
+    timeout: std::time::Duration,
 }
 
 impl HttpTransport {
-    pub(crate) fn new(url: String, headers: HeaderMap, bearer: Option<&str>) -> Result<Self> {
+    /// A transport for `url`; HTTPS trusts the platform's roots and the certificates in
+    /// `ca_files`. Notifications and responses (`send`) wait at most `timeout`.
+    pub(crate) fn new(
+        url: String,
+        headers: HeaderMap,
+        bearer: Option<&str>,
+        ca_files: &[std::path::PathBuf],
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
         let mut headers = headers;
@@ -44,12 +54,14 @@ impl HttpTransport {
         }
         let client = reqwest::Client::builder()
             .redirect(redirect_policy())
+            .tls_backend_preconfigured(super::tls::client_config(&url, ca_files)?)
             .build()
             .map_err(|e| Error::Transport(format!("cannot build the HTTP client: {e}")))?;
         Ok(HttpTransport {
             client,
             url,
             headers,
+            timeout,
         })
     }
 
@@ -171,20 +183,26 @@ impl HttpTransport {
     }
 
     /// POSTs a notification or a response; the server answers 202 (or 200) with no body to read.
+    /// Nothing waits for it otherwise, so it has its own time bound.
     pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
-        let response = self
-            .post(out)?
-            .send()
+        let exchange = async {
+            let response = self
+                .post(out)?
+                .send()
+                .await
+                .map_err(|e| Error::Transport(describe(&e)))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            Err(Error::Http {
+                status: status.as_u16(),
+                body: body_start(response).await,
+            })
+        };
+        tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|e| Error::Transport(describe(&e)))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        Err(Error::Http {
-            status: status.as_u16(),
-            body: body_start(response).await,
-        })
+            .map_err(|_| Error::Timeout(self.timeout))?
     }
 
     /// The legacy server's standalone GET stream: unsolicited notifications and server requests
@@ -281,16 +299,36 @@ fn header_value(value: &str) -> Result<HeaderValue> {
         .map_err(|_| Error::Transport(format!("{value:?} is not a valid header value")))
 }
 
-/// A reqwest error with its causes (reqwest's own message is often just "error sending request").
+/// A reqwest error with its causes (reqwest's own message is often just "error sending
+/// request"), and what to do when the server's certificate is not trusted.
 fn describe(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
+    let mut untrusted = false;
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());
+        untrusted |= matches!(tls_error(cause), Some(rustls::Error::InvalidCertificate(_)));
         source = cause.source();
     }
+    if untrusted {
+        text.push_str(
+            " (the server's certificate is not trusted here: add its CA with \
+             `ClientBuilder::ca_file`, `--ca-file` or SSL_CERT_FILE)",
+        );
+    }
     text
+}
+
+/// The TLS error inside `error`: the connector wraps it in io::Errors, whose `source` skips
+/// what they wrap.
+fn tls_error<'a>(mut error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    loop {
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        error = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
 }
 
 /// Whether `message` answers request `id` (an id-less error answers whatever was asked).

@@ -4,6 +4,7 @@ mod group;
 pub(crate) mod http;
 mod lines;
 pub(crate) mod stdio;
+mod tls;
 
 use serde_json::Value;
 
