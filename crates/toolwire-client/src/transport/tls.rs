@@ -1,7 +1,8 @@
-//! HTTPS for the HTTP transport: rustls with the ring provider (no global default is installed,
-//! so the embedding program's own choice stands), the platform's trust roots through
-//! `rustls-platform-verifier` (on Linux the system store, or `SSL_CERT_FILE` / `SSL_CERT_DIR`
-//! when set, as OpenSSL reads them), and CA files the user adds for private deployments.
+//! HTTPS for the HTTP transport: rustls with the program's default crypto provider if it
+//! installed one, else aws-lc-rs (as reqwest does; this crate installs none), the platform's
+//! trust roots through `rustls-platform-verifier` (on Linux the system store, or
+//! `SSL_CERT_FILE` / `SSL_CERT_DIR` when set, as OpenSSL reads them), and CA files the user adds
+//! for private deployments.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -19,7 +20,9 @@ pub(crate) fn client_config(
     url: &reqwest::Url,
     ca_files: &[PathBuf],
 ) -> Result<rustls::ClientConfig> {
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let provider = rustls::crypto::CryptoProvider::get_default()
+        .cloned()
+        .unwrap_or_else(|| Arc::new(rustls::crypto::aws_lc_rs::default_provider()));
     let builder = rustls::ClientConfig::builder_with_provider(provider.clone())
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Transport(format!("cannot set up TLS: {e}")))?;
