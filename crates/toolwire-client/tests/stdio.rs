@@ -203,14 +203,17 @@ async fn progress_for_a_stalled_caller_is_bounded_and_the_answer_still_arrives()
     use std::sync::{Arc, Mutex, mpsc};
     let client = connect(server()).await;
     text(&client, "pid", json!({})).await;
-    // The first progress callback blocks until released: the call's consumer stalls while the
-    // server writes 100,000 progress notifications and the answer.
+    // The first progress callback says so, then blocks until released: the call's consumer
+    // stalls while the server writes 100,000 progress notifications and the answer.
+    let (entered, first) = tokio::sync::oneshot::channel::<()>();
+    let entered = Mutex::new(Some(entered));
     let (release, wait) = mpsc::channel::<()>();
     let wait = Mutex::new(wait);
     let calls = Arc::new(AtomicUsize::new(0));
     let counted = calls.clone();
     let options = toolwire_client::CallOptions::default().on_progress(move |_| {
         if counted.fetch_add(1, Ordering::SeqCst) == 0 {
+            let _ = entered.lock().unwrap().take().unwrap().send(());
             tokio::task::block_in_place(|| wait.lock().unwrap().recv().unwrap());
         }
     });
@@ -220,7 +223,9 @@ async fn progress_for_a_stalled_caller_is_bounded_and_the_answer_still_arrives()
             .call_tool_with("progress", json!({"count": 100_000}), options)
             .await
     });
-    // The server answers requests in order, so this answer comes after all of that progress.
+    first.await.unwrap();
+    // The server answers requests in order and is already flooding, so this answer comes after
+    // all of that progress.
     text(&client, "pid", json!({})).await;
     release.send(()).unwrap();
     let result = call.await.unwrap().unwrap();
