@@ -25,11 +25,17 @@ pub(crate) struct Target {
     /// An HTTP header for every request, as NAME:VALUE (repeatable).
     #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
     headers: Vec<String>,
+    /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
+    /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
+    #[arg(long = "ca-file", value_name = "PEM")]
+    ca_files: Vec<std::path::PathBuf>,
     /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
     #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
     bearer: Option<String>,
-    /// An environment variable for a stdio server, as NAME=VALUE (repeatable).
-    #[arg(long = "env", short = 'e', value_name = "NAME=VALUE")]
+    /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
+    /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,
+    /// TERM and USER from this environment.
+    #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
     env: Vec<String>,
     /// Seconds to wait for each answer (progress restarts the wait).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
@@ -60,6 +66,9 @@ impl Target {
         }
         if let Some(token) = &self.bearer {
             builder = builder.bearer_token(token);
+        }
+        for path in &self.ca_files {
+            builder = builder.ca_file(path);
         }
         let answer: Option<Value> = match &self.answer {
             Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
@@ -97,10 +106,10 @@ impl Target {
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
         for pair in &self.env {
-            let (name, value) = pair
-                .split_once('=')
-                .with_context(|| format!("--env {pair:?} is not NAME=VALUE"))?;
-            command = command.env(name, value);
+            command = match pair.split_once('=') {
+                Some((name, value)) => command.env(name, value),
+                None => command.inherit_env(pair),
+            };
         }
         Ok(builder.spawn_command(command).await?)
     }

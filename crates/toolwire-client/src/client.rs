@@ -45,6 +45,7 @@ pub struct ClientBuilder {
     pub(crate) reset_on_progress: bool,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) bearer: Option<String>,
+    pub(crate) ca_files: Vec<std::path::PathBuf>,
     pub(crate) handlers: InputHandlers,
     pub(crate) max_rounds: usize,
     pub(crate) extensions: JsonObject,
@@ -67,6 +68,7 @@ impl ClientBuilder {
             reset_on_progress: true,
             headers: Vec::new(),
             bearer: None,
+            ca_files: Vec::new(),
             handlers: InputHandlers::default(),
             max_rounds: 8,
             extensions: JsonObject::new(),
@@ -121,6 +123,15 @@ impl ClientBuilder {
     /// Sends `Authorization: Bearer <token>` with every HTTP request.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer = Some(token.into());
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM file for HTTPS, besides the platform's roots (a
+    /// private deployment's CA; repeatable). `SSL_CERT_FILE` and `SSL_CERT_DIR`, when set, take
+    /// the place of the platform's store, as with OpenSSL. A file that cannot be read or holds no
+    /// usable certificate fails [`http`](Self::http) with an error naming it.
+    pub fn ca_file(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.ca_files.push(path.into());
         self
     }
 
@@ -261,7 +272,13 @@ impl ClientBuilder {
                 .map_err(|_| Error::Transport(format!("bad value for header {name}")))?;
             headers.append(name, value);
         }
-        let transport = HttpTransport::new(url.into(), headers, self.bearer.as_deref())?;
+        let transport = HttpTransport::new(
+            url.into(),
+            headers,
+            self.bearer.as_deref(),
+            &self.ca_files,
+            self.timeout,
+        )?;
         Ok(Client::new(self, Transport::Http(transport)))
     }
 

@@ -19,7 +19,7 @@ use crate::error::{Error, Result};
 use crate::transport::Outgoing;
 
 /// Consumes the stdio messages that belong to no request, for as long as the client lives.
-pub(crate) fn serve_stdio(client: &Client, mut incoming: mpsc::UnboundedReceiver<Value>) {
+pub(crate) fn serve_stdio(client: &Client, mut incoming: mpsc::Receiver<Value>) {
     let weak: Weak<Inner> = std::sync::Arc::downgrade(&client.inner);
     tokio::spawn(async move {
         while let Some(message) = incoming.recv().await {

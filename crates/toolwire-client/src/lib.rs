@@ -42,7 +42,7 @@ pub use input::{accepted, cancelled, declined};
 pub use listen::{Notification, Subscription};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::CallOptions;
-pub use transport::stdio::StdioCommand;
+pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};
 
 /// The protocol types, re-exported.
 pub use toolwire_protocol as protocol;

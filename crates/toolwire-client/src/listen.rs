@@ -8,13 +8,14 @@
 //! standalone GET stream over HTTP) feed the subscription instead, filtered by what its
 //! `initialize` result says it sends; resource subscriptions use `resources/subscribe`.
 
+use std::collections::VecDeque;
 use std::pin::Pin;
-use std::sync::Arc;
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::sync::{broadcast, oneshot};
 use toolwire_protocol::{
     AcknowledgedParams, ErrorObject, NOTIFICATION_PROMPTS_LIST_CHANGED,
     NOTIFICATION_RESOURCES_LIST_CHANGED, NOTIFICATION_RESOURCES_UPDATED,
@@ -49,6 +50,12 @@ pub enum Notification {
     /// The stream dropped and was opened again: changes in between may have been missed, so
     /// anything cached should be fetched again (L-11, L-12).
     Reconnected,
+    /// The subscriber fell behind: this many notifications that cannot be merged (see
+    /// [`Subscription`]) were dropped here, so anything cached should be fetched again.
+    Missed {
+        /// How many were dropped.
+        count: u64,
+    },
     /// Any other notification on the stream.
     Other {
         /// Its method.
@@ -84,20 +91,34 @@ impl Notification {
                 .resource_subscriptions
                 .as_ref()
                 .is_some_and(|uris| uris.iter().any(|u| u == uri)),
-            Notification::Reconnected | Notification::Other { .. } => true,
+            Notification::Reconnected
+            | Notification::Missed { .. }
+            | Notification::Other { .. } => true,
         }
     }
 }
 
 /// An open subscription. Dropping it ends the subscription on the server.
+///
+/// Notifications wait here until taken, and the wait is bounded, so a server that floods and a
+/// consumer that is slow cannot grow memory without limit. A list change, a resource update
+/// (per URI) or a reconnection that is already waiting absorbs a repeat: the consumer acts on
+/// it when it takes it, after both happened, so nothing is lost. Other notifications wait up to
+/// [`Subscription::CAPACITY`]; past that they are dropped and counted, and the consumer gets
+/// one [`Notification::Missed`] in their place. An error ending the subscription always comes
+/// last.
 #[derive(Debug)]
 pub struct Subscription {
-    rx: mpsc::UnboundedReceiver<Result<Notification>>,
+    mailbox: Arc<Mutex<Mailbox>>,
     acknowledged: SubscriptionFilter,
     task: tokio::task::AbortHandle,
 }
 
 impl Subscription {
+    /// How many notifications may wait for the consumer before the ones that cannot be merged
+    /// are dropped.
+    pub const CAPACITY: usize = 128;
+
     /// What the server agreed to send: the subset of the request it honours (L-04).
     pub fn acknowledged(&self) -> &SubscriptionFilter {
         &self.acknowledged
@@ -106,15 +127,15 @@ impl Subscription {
     /// The next notification; `None` once the server ended the subscription (L-10). An error
     /// is the last item.
     pub async fn next(&mut self) -> Option<Result<Notification>> {
-        self.rx.recv().await
+        std::future::poll_fn(|cx| lock(&self.mailbox).poll_take(cx)).await
     }
 }
 
 impl futures::Stream for Subscription {
     type Item = Result<Notification>;
 
-    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.rx.poll_recv(cx)
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        lock(&self.mailbox).poll_take(cx)
     }
 }
 
@@ -122,6 +143,101 @@ impl Drop for Subscription {
     fn drop(&mut self) {
         self.task.abort();
     }
+}
+
+fn lock(mailbox: &Mutex<Mailbox>) -> std::sync::MutexGuard<'_, Mailbox> {
+    mailbox.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The notifications waiting for a subscription's consumer (see [`Subscription`]).
+#[derive(Debug, Default)]
+struct Mailbox {
+    items: VecDeque<Notification>,
+    /// The error that ended the subscription, delivered after the items.
+    error: Option<Error>,
+    /// Nothing more will be added.
+    ended: bool,
+    waker: Option<Waker>,
+}
+
+impl Mailbox {
+    fn push(&mut self, notification: Notification) {
+        let mergeable = !matches!(
+            notification,
+            Notification::Other { .. } | Notification::Missed { .. }
+        );
+        if mergeable && self.items.contains(&notification) {
+            return;
+        }
+        if self.items.len() >= Subscription::CAPACITY {
+            // Dropped: counted in a `Missed` at the end of the queue (at most one slot over).
+            match self.items.back_mut() {
+                Some(Notification::Missed { count }) => *count += 1,
+                _ => self.items.push_back(Notification::Missed { count: 1 }),
+            }
+        } else {
+            self.items.push_back(notification);
+        }
+        self.wake();
+    }
+
+    fn end(&mut self, error: Option<Error>) {
+        self.error = self.error.take().or(error);
+        self.ended = true;
+        self.wake();
+    }
+
+    fn wake(&mut self) {
+        if let Some(waker) = self.waker.take() {
+            waker.wake();
+        }
+    }
+
+    fn poll_take(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Notification>>> {
+        if let Some(item) = self.items.pop_front() {
+            return Poll::Ready(Some(Ok(item)));
+        }
+        if let Some(error) = self.error.take() {
+            return Poll::Ready(Some(Err(error)));
+        }
+        if self.ended {
+            return Poll::Ready(None);
+        }
+        self.waker = Some(cx.waker().clone());
+        Poll::Pending
+    }
+}
+
+/// The listen task's side of a mailbox: ends the subscription when dropped (the task ended or
+/// was aborted), so the consumer gets `None` after what is waiting.
+#[derive(Debug)]
+struct Outbox(Arc<Mutex<Mailbox>>);
+
+impl Outbox {
+    fn push(&self, notification: Notification) {
+        lock(&self.0).push(notification);
+    }
+
+    fn fail(&self, error: Error) {
+        lock(&self.0).end(Some(error));
+    }
+
+    /// Whether the consumer is gone.
+    fn is_closed(&self) -> bool {
+        Arc::strong_count(&self.0) == 1
+    }
+}
+
+impl Drop for Outbox {
+    fn drop(&mut self) {
+        lock(&self.0).end(None);
+    }
+}
+
+/// A mailbox and its sending side.
+fn mailbox() -> (Arc<Mutex<Mailbox>>, Outbox) {
+    let mailbox = Arc::new(Mutex::new(Mailbox::default()));
+    (mailbox.clone(), Outbox(mailbox))
 }
 
 /// Aborts a task when dropped, unless taken.
@@ -138,7 +254,7 @@ impl Drop for AbortOnDrop {
 /// The state one listen task shares with its message callback.
 struct Listener {
     client: Client,
-    tx: mpsc::UnboundedSender<Result<Notification>>,
+    tx: Outbox,
     ack: Option<oneshot::Sender<Result<SubscriptionFilter>>>,
     acked: bool,
 }
@@ -154,9 +270,7 @@ impl Listener {
                     let _ = ack.send(Ok(honoured));
                 }
                 // Acknowledged again after a reconnect.
-                None => {
-                    let _ = self.tx.send(Ok(Notification::Reconnected));
-                }
+                None => self.tx.push(Notification::Reconnected),
             }
             self.acked = true;
             return;
@@ -167,7 +281,7 @@ impl Listener {
         if notification == Notification::ToolsListChanged {
             self.client.invalidate_tools();
         }
-        let _ = self.tx.send(Ok(notification));
+        self.tx.push(notification);
     }
 
     /// Ends the subscription with an error: to `listen` before the acknowledgement, else to
@@ -177,9 +291,7 @@ impl Listener {
             Some(ack) => {
                 let _ = ack.send(Err(error));
             }
-            None => {
-                let _ = self.tx.send(Err(error));
-            }
+            None => self.tx.fail(error),
         }
     }
 }
@@ -198,7 +310,7 @@ impl Client {
         if let Era::Legacy(session) = era {
             return self.listen_legacy(filter, session).await;
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (inbox, tx) = mailbox();
         let (ack_tx, ack_rx) = oneshot::channel();
         let listener = Listener {
             client: self.clone(),
@@ -222,7 +334,7 @@ impl Client {
         };
         warn_unhonoured(&filter, &acknowledged);
         Ok(Subscription {
-            rx,
+            mailbox: inbox,
             acknowledged,
             task: task.0.take().expect("set above"),
         })
@@ -267,7 +379,7 @@ impl Client {
         if let Transport::Http(_) = &self.inner.transport {
             self.ensure_legacy_stream();
         }
-        let (tx, rx) = mpsc::unbounded_channel();
+        let (inbox, tx) = mailbox();
         let wanted = acknowledged.clone();
         let task = tokio::spawn(async move {
             loop {
@@ -279,14 +391,15 @@ impl Client {
                     Err(broadcast::error::RecvError::Lagged(_)) => Notification::Reconnected,
                     Err(broadcast::error::RecvError::Closed) => break,
                 };
-                if tx.send(Ok(notification)).is_err() {
+                if tx.is_closed() {
                     break;
                 }
+                tx.push(notification);
             }
         })
         .abort_handle();
         Ok(Subscription {
-            rx,
+            mailbox: inbox,
             acknowledged,
             task,
         })
@@ -459,5 +572,94 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn take(mailbox: &Mutex<Mailbox>) -> Option<Result<Notification>> {
+        let waker = futures::task::noop_waker();
+        match lock(mailbox).poll_take(&mut Context::from_waker(&waker)) {
+            Poll::Ready(item) => item,
+            Poll::Pending => panic!("nothing waiting"),
+        }
+    }
+
+    fn other(n: u64) -> Notification {
+        Notification::Other {
+            method: "notifications/custom".into(),
+            params: json!({"n": n}),
+        }
+    }
+
+    #[test]
+    fn repeats_merge_and_the_rest_is_bounded_and_counted() {
+        let (inbox, outbox) = mailbox();
+        let updated = |uri: &str| Notification::ResourceUpdated { uri: uri.into() };
+        for n in 0..1_000 {
+            outbox.push(Notification::ToolsListChanged);
+            outbox.push(updated("file:///a"));
+            outbox.push(updated(if n % 2 == 0 { "file:///b" } else { "file:///a" }));
+            outbox.push(Notification::Reconnected);
+            outbox.push(other(n));
+        }
+        outbox.fail(Error::Transport("gone".into()));
+        drop(outbox);
+        let mut seen = Vec::new();
+        while let Some(item) = take(&inbox) {
+            seen.push(item);
+        }
+        // Four merged kinds, then the others that fit, then one count of the rest, the error.
+        let fitted = Subscription::CAPACITY - 4;
+        assert_eq!(seen.len(), 4 + fitted + 2);
+        let kinds: Vec<_> = seen[..4]
+            .iter()
+            .map(|i| i.as_ref().unwrap().clone())
+            .collect();
+        assert_eq!(
+            kinds,
+            [
+                Notification::ToolsListChanged,
+                updated("file:///a"),
+                updated("file:///b"),
+                Notification::Reconnected
+            ]
+        );
+        for (n, item) in seen[4..4 + fitted].iter().enumerate() {
+            assert_eq!(item.as_ref().unwrap(), &other(n as u64));
+        }
+        let missed = (1_000 - fitted) as u64;
+        assert_eq!(
+            seen[4 + fitted].as_ref().unwrap(),
+            &Notification::Missed { count: missed }
+        );
+        assert!(matches!(&seen[5 + fitted], Err(Error::Transport(m)) if m == "gone"));
+    }
+
+    #[test]
+    fn a_drop_is_counted_in_order_with_what_came_before_and_after() {
+        let (inbox, outbox) = mailbox();
+        let cap = Subscription::CAPACITY as u64;
+        for n in 0..cap + 2 {
+            outbox.push(other(n));
+        }
+        // Full: the last two were dropped and counted after what fitted. Taking two makes room
+        // for one more after the count; the next is dropped again, counted after it.
+        assert_eq!(take(&inbox).unwrap().unwrap(), other(0));
+        assert_eq!(take(&inbox).unwrap().unwrap(), other(1));
+        outbox.push(other(1_000));
+        outbox.push(other(1_001));
+        drop(outbox);
+        let rest: Vec<_> = std::iter::from_fn(|| take(&inbox))
+            .map(Result::unwrap)
+            .collect();
+        let n = rest.len();
+        assert_eq!(n, (cap - 2) as usize + 3);
+        assert_eq!(rest[n - 4], other(cap - 1));
+        assert_eq!(rest[n - 3], Notification::Missed { count: 2 });
+        assert_eq!(rest[n - 2], other(1_000));
+        assert_eq!(rest[n - 1], Notification::Missed { count: 1 });
     }
 }

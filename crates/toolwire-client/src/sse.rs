@@ -1,6 +1,8 @@
 //! An incremental Server-Sent Events parser: bytes in, `data` payloads out; comments and other
 //! fields are ignored (H-28). Lines end with LF, CRLF or a lone CR. Each byte is scanned once,
-//! however the stream is chunked, and an event may not grow past a bound.
+//! however the stream is chunked, and an event may not grow past a bound. The bound counts
+//! memory: an event's `data` lines are kept in one buffer (each followed by LF, as the SSE spec
+//! builds it), so an empty line costs one byte, not an allocation.
 
 /// The largest event accepted (its `data` lines together): 64 MiB.
 pub(crate) const MAX_EVENT_BYTES: usize = 64 << 20;
@@ -10,9 +12,10 @@ pub(crate) const MAX_EVENT_BYTES: usize = 64 << 20;
 pub(crate) struct SseParser {
     /// Bytes of the line in progress.
     line: Vec<u8>,
-    /// The `data` lines of the event in progress.
-    data: Vec<String>,
-    data_bytes: usize,
+    /// The `data` lines of the event in progress, each followed by LF.
+    data: Vec<u8>,
+    /// Whether the event in progress has a `data` line (it may be empty).
+    has_data: bool,
     /// The previous chunk ended with CR: a LF starting this one belongs to it.
     after_cr: bool,
 }
@@ -49,30 +52,40 @@ impl SseParser {
             self.end_line(&mut events)?;
         }
         self.line.extend_from_slice(bytes);
-        if self.line.len() + self.data_bytes > MAX_EVENT_BYTES {
+        if self.line.len() + self.data.len() > MAX_EVENT_BYTES {
             return Err(EventTooLarge);
         }
         Ok(events)
     }
 
+    /// The heap memory the parser holds between events.
+    #[cfg(test)]
+    fn held_bytes(&self) -> usize {
+        self.line.capacity() + self.data.capacity()
+    }
+
     fn end_line(&mut self, events: &mut Vec<String>) -> Result<(), EventTooLarge> {
         let line = std::mem::take(&mut self.line);
         if line.is_empty() {
-            if !self.data.is_empty() {
-                events.push(self.data.join("\n"));
-                self.data.clear();
-                self.data_bytes = 0;
+            if std::mem::take(&mut self.has_data) {
+                let mut data = std::mem::take(&mut self.data);
+                data.pop();
+                // Valid UTF-8 (the usual case) becomes the String without a copy.
+                let data = String::from_utf8(data)
+                    .unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned());
+                events.push(data);
             }
         } else if let Some(value) = line.strip_prefix(b"data:").or_else(|| {
             // A field name alone has an empty value.
             (line == b"data").then_some(&b""[..])
         }) {
             let value = value.strip_prefix(b" ").unwrap_or(value);
-            self.data_bytes += value.len() + 1;
-            if self.data_bytes > MAX_EVENT_BYTES {
+            if self.data.len() + value.len() + 1 > MAX_EVENT_BYTES {
                 return Err(EventTooLarge);
             }
-            self.data.push(String::from_utf8_lossy(value).into_owned());
+            self.data.extend_from_slice(value);
+            self.data.push(b'\n');
+            self.has_data = true;
         }
         // `:` comments (keep-alives), `event:`, `id:` and `retry:` carry nothing we need.
         Ok(())
@@ -127,6 +140,25 @@ mod tests {
         let mut p = SseParser::default();
         let bytes: Vec<&[u8]> = stream.chunks(1).collect();
         assert_eq!(feed_all(&mut p, &bytes), expected);
+    }
+
+    #[test]
+    fn empty_data_lines_cost_what_they_count() {
+        // Each `data` line counts its bytes plus one for its line feed; what the parser holds
+        // must stay within a small factor of that, or a stream of empty lines grows memory far
+        // past the event cap.
+        let mut p = SseParser::default();
+        let lines = b"data\n".repeat(1 << 20);
+        for chunk in lines.chunks(16 << 10) {
+            assert!(p.feed(chunk).unwrap().is_empty());
+        }
+        let counted = 1 << 20;
+        let held = p.held_bytes();
+        assert!(
+            held <= 2 * counted,
+            "{held} bytes held for {counted} counted"
+        );
+        assert_eq!(p.feed(b"\n").unwrap(), ["\n".repeat((1 << 20) - 1)]);
     }
 
     #[test]

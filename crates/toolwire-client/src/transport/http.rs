@@ -15,6 +15,13 @@ use crate::sse::SseParser;
 /// The legacy session header.
 const SESSION_ID: &str = "mcp-session-id";
 
+/// How much of an error body is read: only its start is shown (in [`Error::Http`]), and a
+/// server must not make the client read without end.
+const ERROR_BODY_BYTES: usize = 8 << 10;
+
+/// Redirects followed within the endpoint's origin before giving up.
+const MAX_REDIRECTS: usize = 5;
+
 /// How to reach an HTTP server.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpTransport {
@@ -22,10 +29,20 @@ pub(crate) struct HttpTransport {
     /// Parsed once.
     url: reqwest::Url,
     headers: HeaderMap,
+    /// How long `send` waits (a request's own wait is the client's business).
+    timeout: std::time::Duration,
 }
 
 impl HttpTransport {
-    pub(crate) fn new(url: String, headers: HeaderMap, bearer: Option<&str>) -> Result<Self> {
+    /// A transport for `url`; HTTPS trusts the platform's roots and the certificates in
+    /// `ca_files`. Notifications and responses (`send`) wait at most `timeout`.
+    pub(crate) fn new(
+        url: String,
+        headers: HeaderMap,
+        bearer: Option<&str>,
+        ca_files: &[std::path::PathBuf],
+        timeout: std::time::Duration,
+    ) -> Result<Self> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
         let mut headers = headers;
@@ -36,12 +53,15 @@ impl HttpTransport {
             headers.insert(AUTHORIZATION, value);
         }
         let client = reqwest::Client::builder()
+            .redirect(redirect_policy())
+            .tls_backend_preconfigured(super::tls::client_config(&url, ca_files)?)
             .build()
             .map_err(|e| Error::Transport(format!("cannot build the HTTP client: {e}")))?;
         Ok(HttpTransport {
             client,
             url,
             headers,
+            timeout,
         })
     }
 
@@ -163,21 +183,26 @@ impl HttpTransport {
     }
 
     /// POSTs a notification or a response; the server answers 202 (or 200) with no body to read.
+    /// Nothing waits for it otherwise, so it has its own time bound.
     pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
-        let response = self
-            .post(out)?
-            .send()
+        let exchange = async {
+            let response = self
+                .post(out)?
+                .send()
+                .await
+                .map_err(|e| Error::Transport(describe(&e)))?;
+            let status = response.status();
+            if status.is_success() {
+                return Ok(());
+            }
+            Err(Error::Http {
+                status: status.as_u16(),
+                body: body_start(response).await,
+            })
+        };
+        tokio::time::timeout(self.timeout, exchange)
             .await
-            .map_err(|e| Error::Transport(describe(&e)))?;
-        let status = response.status();
-        if status.is_success() {
-            return Ok(());
-        }
-        let body = response.text().await.unwrap_or_default();
-        Err(Error::Http {
-            status: status.as_u16(),
-            body: body.chars().take(300).collect(),
-        })
+            .map_err(|_| Error::Timeout(self.timeout))?
     }
 
     /// The legacy server's standalone GET stream: unsolicited notifications and server requests
@@ -221,6 +246,47 @@ impl HttpTransport {
     }
 }
 
+/// Redirects stay within the endpoint's origin (scheme, host and port). A request carries the
+/// configured headers (API keys), `Mcp-Param-*` values and, after a 307/308, its body: none of it
+/// may reach another origin because that origin answered with a `Location`. The user can point
+/// the client at the new URL instead.
+fn redirect_policy() -> reqwest::redirect::Policy {
+    reqwest::redirect::Policy::custom(|attempt| {
+        let Some(first) = attempt.previous().first() else {
+            return attempt.follow();
+        };
+        let (from, to) = (first.origin(), attempt.url().origin());
+        if from != to {
+            let message = format!(
+                "the server at {} redirected to another origin, {}, where the request's headers \
+                 and body must not go; configure that URL instead if it is trusted",
+                from.ascii_serialization(),
+                to.ascii_serialization()
+            );
+            return attempt.error(message);
+        }
+        if attempt.previous().len() > MAX_REDIRECTS {
+            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
+        }
+        attempt.follow()
+    })
+}
+
+/// The start of a body that only goes into an error message: at most [`ERROR_BODY_BYTES`] are
+/// read, and dropping the response closes the connection on the rest.
+async fn body_start(response: reqwest::Response) -> String {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while body.len() < ERROR_BODY_BYTES {
+        let Some(Ok(chunk)) = stream.next().await else {
+            break;
+        };
+        let room = ERROR_BODY_BYTES - body.len();
+        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
+    }
+    String::from_utf8_lossy(&body).chars().take(300).collect()
+}
+
 fn too_large() -> Error {
     Error::InvalidResponse(format!(
         "an SSE event larger than {} MiB",
@@ -233,16 +299,36 @@ fn header_value(value: &str) -> Result<HeaderValue> {
         .map_err(|_| Error::Transport(format!("{value:?} is not a valid header value")))
 }
 
-/// A reqwest error with its causes (reqwest's own message is often just "error sending request").
+/// A reqwest error with its causes (reqwest's own message is often just "error sending
+/// request"), and what to do when the server's certificate is not trusted.
 fn describe(error: &reqwest::Error) -> String {
     let mut text = error.to_string();
+    let mut untrusted = false;
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         text.push_str(": ");
         text.push_str(&cause.to_string());
+        untrusted |= matches!(tls_error(cause), Some(rustls::Error::InvalidCertificate(_)));
         source = cause.source();
     }
+    if untrusted {
+        text.push_str(
+            " (the server's certificate is not trusted here: add its CA with \
+             `ClientBuilder::ca_file`, `--ca-file` or SSL_CERT_FILE)",
+        );
+    }
     text
+}
+
+/// The TLS error inside `error`: the connector wraps it in io::Errors, whose `source` skips
+/// what they wrap.
+fn tls_error<'a>(mut error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
+    loop {
+        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
+            return Some(tls);
+        }
+        error = error.downcast_ref::<std::io::Error>()?.get_ref()?;
+    }
 }
 
 /// Whether `message` answers request `id` (an id-less error answers whatever was asked).

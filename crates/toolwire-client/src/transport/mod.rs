@@ -1,7 +1,10 @@
 //! Transports: how a message reaches a server and its answer comes back.
 
+mod group;
 pub(crate) mod http;
+mod lines;
 pub(crate) mod stdio;
+mod tls;
 
 use serde_json::Value;
 

@@ -4,7 +4,7 @@
 //! notifications (legacy servers) go to the client's incoming queue; stderr is read as logs, never
 //! as an error signal (S-04); a dropped request sends `notifications/cancelled` (S-07); a crashed
 //! server is started again on the next request (S-11); `close` closes stdin, then SIGTERM, then
-//! SIGKILL (S-09).
+//! SIGKILL (S-09), to the server's own process group, so what it started goes with it.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -15,23 +15,57 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
-use tokio_util::codec::{AnyDelimiterCodec, AnyDelimiterCodecError, FramedRead};
+use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
 
+use super::group::ProcessGroup;
+use super::lines::{Line, Lines};
 use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
 
+/// The variables a server gets from this process's environment unless more are named: the
+/// list the official MCP SDKs use (`DEFAULT_INHERITED_ENV_VARS` in the TypeScript SDK's
+/// `src/client/stdio.ts` and the Python SDK's `mcp/client/stdio/__init__.py`, "inspired by the
+/// default env inheritance of sudo"). Credentials such as `TOOLWIRE_BEARER_TOKEN` or a cloud
+/// key stay with the client.
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The variables a server gets from this process's environment unless more are named (the
+/// official MCP SDKs' Windows list).
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
 /// How to start a server: program, arguments, environment and working directory.
+///
+/// The server does not inherit this process's whole environment: it gets
+/// [`DEFAULT_INHERITED_ENV`], the variables named with [`inherit_env`](Self::inherit_env), and
+/// those set with [`env`](Self::env), in that order of precedence (last wins).
 #[derive(Debug, Clone)]
 pub struct StdioCommand {
     /// The program.
     pub program: String,
     /// Its arguments.
     pub args: Vec<String>,
-    /// Extra environment variables.
+    /// Environment variables set for the server.
     pub env: Vec<(String, String)>,
+    /// Variables passed on from this process's environment besides the default ones.
+    pub inherit: Vec<String>,
     /// The working directory (default: the current one).
     pub cwd: Option<std::path::PathBuf>,
 }
@@ -43,6 +77,7 @@ impl StdioCommand {
             program: program.into(),
             args: Vec::new(),
             env: Vec::new(),
+            inherit: Vec::new(),
             cwd: None,
         }
     }
@@ -65,6 +100,27 @@ impl StdioCommand {
         self
     }
 
+    /// Passes this process's value of `name` on to the server, if it is set.
+    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+        self.inherit.push(name.into());
+        self
+    }
+
+    /// The server's environment: the default inherited variables (skipping exported shell
+    /// functions, whose values start with `()`), the named ones, then the set ones.
+    fn environment(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let defaults = DEFAULT_INHERITED_ENV.iter().filter_map(|name| {
+            let value = std::env::var_os(name)?;
+            (!value.as_encoded_bytes().starts_with(b"()")).then(|| (name.into(), value))
+        });
+        let named = self
+            .inherit
+            .iter()
+            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)));
+        let set = self.env.iter().map(|(k, v)| (k.into(), v.into()));
+        defaults.chain(named).chain(set).collect()
+    }
+
     /// Runs the server in `dir`.
     pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
         self.cwd = Some(dir.into());
@@ -72,8 +128,46 @@ impl StdioCommand {
     }
 }
 
+/// How many messages wait for one request's consumer (its `request` loop, or a listen task).
+/// Beyond it, progress is dropped: it is cumulative, so only intermediate values are lost, and
+/// one slot stays free for the response. Anything else (the response, subscription
+/// notifications) waits for room: the consumers in this crate never stall, and the wait slows
+/// the server (its stdout pipe fills) instead of growing memory.
+const ROUTE_CAPACITY: usize = 256;
+
+/// How many messages that belong to no request wait for the client (which never stalls on
+/// them; the same backpressure applies).
+const INCOMING_CAPACITY: usize = 256;
+
 /// Messages for one in-flight request: notifications, then its response.
-type Route = mpsc::UnboundedSender<Value>;
+#[derive(Debug, Clone)]
+struct Route {
+    tx: mpsc::Sender<Value>,
+    /// Set once progress was dropped, so that is logged once per request.
+    dropped: Arc<AtomicBool>,
+}
+
+impl Route {
+    fn new() -> (Self, mpsc::Receiver<Value>) {
+        let (tx, rx) = mpsc::channel(ROUTE_CAPACITY);
+        let dropped = Arc::default();
+        (Route { tx, dropped }, rx)
+    }
+
+    /// Queues a progress notification if that leaves room for the response. The reader is the
+    /// only sender, so the room cannot be taken between the check and the send.
+    fn offer_progress(&self, message: Value, id: i64) {
+        if self.tx.capacity() > 1 {
+            let _ = self.tx.try_send(message);
+        } else if !self.dropped.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                request = id,
+                "progress arrives faster than it is consumed; dropping intermediate values"
+            );
+        }
+    }
+}
+
 type Routes = Arc<Mutex<HashMap<i64, Route>>>;
 
 #[derive(Debug)]
@@ -87,6 +181,8 @@ struct Process {
     closed: Arc<AtomicBool>,
     /// Closes the server's stdin (the writer task ends), whoever still holds a sender.
     close_stdin: CancellationToken,
+    /// The server and what it started; killed when dropped (a restart, a dropped client).
+    group: ProcessGroup,
 }
 
 /// A child-process server.
@@ -97,15 +193,15 @@ pub(crate) struct StdioTransport {
     /// How many times the server was started; a change means a new process (S-11, L-12).
     generation: AtomicU64,
     /// Server requests and notifications that belong to no request.
-    incoming: mpsc::UnboundedSender<Value>,
+    incoming: mpsc::Sender<Value>,
     /// Set by `close`: no restart after it.
     closing: AtomicBool,
 }
 
 impl StdioTransport {
     /// Starts the server; the receiver gets the messages that belong to no request.
-    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::UnboundedReceiver<Value>)> {
-        let (incoming, rx) = mpsc::unbounded_channel();
+    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Value>)> {
+        let (incoming, rx) = mpsc::channel(INCOMING_CAPACITY);
         let process = start(&command, incoming.clone())?;
         let transport = StdioTransport {
             command,
@@ -174,13 +270,13 @@ impl StdioTransport {
         let (mut rx, mut cancel) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
-            let (tx, rx) = mpsc::unbounded_channel();
+            let (route, rx) = Route::new();
             {
                 let mut routes = lock(&process.routes);
                 if process.closed.load(Ordering::Acquire) {
                     return Err(Failure::Lost("the server exited".into()));
                 }
-                routes.insert(id, tx);
+                routes.insert(id, route);
             }
             process
                 .lines
@@ -223,7 +319,9 @@ impl StdioTransport {
             .map_err(|_| Error::Transport("the server's stdin is closed".into()))
     }
 
-    /// Closes stdin, waits, then SIGTERM, waits, then SIGKILL (S-09).
+    /// Closes stdin and waits; then stops the server's process group: SIGTERM, a wait, SIGKILL
+    /// (S-09). The group holds what the server started (the real server behind an `npx` or
+    /// `sh -c` wrapper, helpers), which must not outlive it.
     pub(crate) async fn close(&self, grace: Duration) {
         self.closing.store(true, Ordering::Release);
         let Some(mut process) = self.process.lock().await.take() else {
@@ -232,26 +330,15 @@ impl StdioTransport {
         // Requests still in flight hold senders; the token closes stdin regardless.
         process.close_stdin.cancel();
         drop(process.lines);
-        if tokio::time::timeout(grace, process.child.wait())
+        let exited = tokio::time::timeout(grace, process.child.wait())
             .await
-            .is_ok()
-        {
-            return;
-        }
-        #[cfg(unix)]
-        if let Some(pid) = process.child.id() {
+            .is_ok();
+        if !exited {
             tracing::warn!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
-            if let Some(pid) = rustix::process::Pid::from_raw(pid as i32) {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
-            }
-            if tokio::time::timeout(grace, process.child.wait())
-                .await
-                .is_ok()
-            {
-                return;
-            }
         }
-        tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
+        if !process.group.terminate(&mut process.child, grace).await {
+            tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
+        }
         let _ = process.child.kill().await;
     }
 }
@@ -278,117 +365,148 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn start(command: &StdioCommand, incoming: mpsc::UnboundedSender<Value>) -> Result<Process> {
+fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Process> {
     let mut builder = Command::new(&command.program);
     builder
         .args(&command.args)
-        .envs(command.env.iter().cloned())
+        .env_clear()
+        .envs(command.environment())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true);
+    // Its own process group, so that closing reaches what it starts (see `ProcessGroup`). It
+    // also keeps a terminal's Ctrl-C from reaching the server behind the client's back: the
+    // client decides when the server stops.
+    #[cfg(unix)]
+    builder.process_group(0);
     if let Some(dir) = &command.cwd {
         builder.current_dir(dir);
     }
     let mut child = builder
         .spawn()
         .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
-    let mut stdin = child.stdin.take().expect("piped");
+    let group = ProcessGroup::of(&child);
+    let stdin = child.stdin.take().expect("piped");
     let stdout = child.stdout.take().expect("piped");
     let stderr = child.stderr.take().expect("piped");
-    let (lines, mut rx) = mpsc::unbounded_channel::<String>();
+    let (lines, rx) = mpsc::unbounded_channel::<String>();
     let close_stdin = CancellationToken::new();
-    let closing = close_stdin.clone();
-    tokio::spawn(async move {
-        loop {
-            let line = tokio::select! {
-                biased;
-                () = closing.cancelled() => break,
-                line = rx.recv() => match line {
-                    Some(line) => line,
-                    None => break,
-                },
-            };
-            if stdin.write_all(line.as_bytes()).await.is_err()
-                || stdin.write_all(b"\n").await.is_err()
-            {
-                break;
-            }
-            if rx.is_empty() && stdin.flush().await.is_err() {
-                break;
-            }
-        }
-    });
+    tokio::spawn(write_stdin(stdin, rx, close_stdin.clone()));
     let routes: Routes = Arc::default();
     let closed = Arc::new(AtomicBool::new(false));
-    let bounded = crate::sse::MAX_EVENT_BYTES;
-    let (reader_routes, reader_closed) = (routes.clone(), closed.clone());
-    tokio::spawn(async move {
-        // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded:
-        // an oversized one is skipped, not buffered without end.
-        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), bounded);
-        let mut stdout = FramedRead::new(stdout, codec);
-        while let Some(line) = stdout.next().await {
-            let line = match line {
-                Ok(line) => line,
-                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
-                    tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
-                    continue;
-                }
-                Err(AnyDelimiterCodecError::Io(error)) => {
-                    tracing::warn!(%error, "reading the server's stdout failed");
-                    break;
-                }
-            };
-            let Ok(message) = serde_json::from_slice::<Value>(&line) else {
-                let line = String::from_utf8_lossy(&line);
-                tracing::warn!(%line, "the server wrote a line that is not JSON");
-                continue;
-            };
-            let route = route_key(&message).and_then(|k| lock(&reader_routes).get(&k).cloned());
-            match route {
-                Some(route) => {
-                    let _ = route.send(message);
-                }
-                None if message.get("method").is_some() => {
-                    let _ = incoming.send(message);
-                }
-                None => {
-                    tracing::debug!(line = %String::from_utf8_lossy(&line), "a response for no request in flight")
-                }
-            }
-        }
-        // EOF: the process is gone; every request still waiting learns it.
-        let mut routes = lock(&reader_routes);
-        reader_closed.store(true, Ordering::Release);
-        routes.clear();
-    });
-    let program = command.program.clone();
-    tokio::spawn(async move {
-        // Drained to the end whatever it holds, so the server never blocks on a full pipe;
-        // lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
-        let codec = AnyDelimiterCodec::new_with_max_length(b"\n".to_vec(), b"\n".to_vec(), 8 << 10);
-        let mut stderr = FramedRead::new(stderr, codec);
-        while let Some(line) = stderr.next().await {
-            match line {
-                Ok(line) => {
-                    let line = String::from_utf8_lossy(&line);
-                    tracing::info!(server = %program, "{}", line.trim_end());
-                }
-                Err(AnyDelimiterCodecError::MaxChunkLengthExceeded) => {
-                    tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
-                }
-                Err(AnyDelimiterCodecError::Io(_)) => break,
-            }
-        }
-    });
+    tokio::spawn(read_stdout(
+        stdout,
+        routes.clone(),
+        closed.clone(),
+        incoming,
+    ));
+    tokio::spawn(drain_stderr(stderr, command.program.clone()));
     Ok(Process {
         child,
         lines,
         routes,
         closed,
         close_stdin,
+        group,
     })
+}
+
+/// Writes the client's lines to the server's stdin until the token closes it.
+async fn write_stdin(
+    mut stdin: ChildStdin,
+    mut rx: mpsc::UnboundedReceiver<String>,
+    closing: CancellationToken,
+) {
+    loop {
+        let line = tokio::select! {
+            biased;
+            () = closing.cancelled() => break,
+            line = rx.recv() => match line {
+                Some(line) => line,
+                None => break,
+            },
+        };
+        if stdin.write_all(line.as_bytes()).await.is_err() || stdin.write_all(b"\n").await.is_err()
+        {
+            break;
+        }
+        if rx.is_empty() && stdin.flush().await.is_err() {
+            break;
+        }
+    }
+}
+
+/// Reads the server's messages and hands each to its request or to the client, until EOF.
+async fn read_stdout(
+    stdout: ChildStdout,
+    routes: Routes,
+    closed: Arc<AtomicBool>,
+    incoming: mpsc::Sender<Value>,
+) {
+    // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded: an
+    // oversized one is skipped, not buffered without end, and reading goes on.
+    let mut stdout = FramedRead::new(stdout, Lines::new(crate::sse::MAX_EVENT_BYTES));
+    while let Some(line) = stdout.next().await {
+        let line = match line {
+            Ok(Line::Complete(line)) => line,
+            Ok(Line::TooLong) => {
+                tracing::warn!("the server wrote a line longer than 64 MiB; skipped");
+                continue;
+            }
+            Err(error) => {
+                tracing::warn!(%error, "reading the server's stdout failed");
+                break;
+            }
+        };
+        let Ok(message) = serde_json::from_slice::<Value>(&line) else {
+            let line = String::from_utf8_lossy(&line);
+            tracing::warn!(%line, "the server wrote a line that is not JSON");
+            continue;
+        };
+        dispatch(message, &routes, &incoming).await;
+    }
+    // EOF: the process is gone; every request still waiting learns it.
+    let mut routes = lock(&routes);
+    closed.store(true, Ordering::Release);
+    routes.clear();
+}
+
+/// Hands a message to the request it belongs to, or to the client. Progress for a request
+/// whose consumer has fallen [`ROUTE_CAPACITY`] behind is dropped; anything else waits for
+/// room, which slows the server down (its stdout fills) rather than growing memory.
+async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
+    let key = route_key(&message);
+    match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
+        Some((id, route)) if message["method"] == "notifications/progress" => {
+            route.offer_progress(message, id);
+        }
+        Some((_, route)) => {
+            let _ = route.tx.send(message).await;
+        }
+        None if message.get("method").is_some() => {
+            let _ = incoming.send(message).await;
+        }
+        None => tracing::debug!(%message, "a response for no request in flight"),
+    }
+}
+
+/// Drains the server's stderr to the end whatever it holds, so the server never blocks on a
+/// full pipe; lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
+async fn drain_stderr(stderr: ChildStderr, program: String) {
+    let mut stderr = FramedRead::new(stderr, Lines::new(8 << 10));
+    while let Some(line) = stderr.next().await {
+        match line {
+            Ok(Line::Complete(line)) => {
+                let line = String::from_utf8_lossy(&line);
+                tracing::info!(server = %program, "{}", line.trim_end());
+            }
+            Ok(Line::TooLong) => {
+                tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
+            }
+            Err(_) => break,
+        }
+    }
 }
 
 /// The request a message belongs to: a response's id, or the progress token or subscription id
