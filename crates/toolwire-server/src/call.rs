@@ -49,7 +49,7 @@ pub(crate) fn contained<T: Send + 'static>(
     }
 }
 
-fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) {
+pub(crate) fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) {
     tracing::error!(%name, panic = panic_message(panic), "handler panicked");
 }
 

@@ -399,9 +399,21 @@ impl Server {
                 }
             },
         };
-        let mut values = completer
-            .map(|c| c(&argument.value, &context))
-            .unwrap_or_default();
+        // Completers are user code too: a panic is contained and logged, never an aborted
+        // connection or a lost stdio answer (ARCHITECTURE invariant 6; issue 8, item 24).
+        let completed = completer.map(|c| {
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                c(&argument.value, &context)
+            }))
+        });
+        let mut values = match completed {
+            None => Vec::new(),
+            Some(Ok(values)) => values,
+            Some(Err(panic)) => {
+                crate::call::panicked(&argument.name, &panic);
+                return Final::error(Some(id), &ErrorObject::internal("Internal error"));
+            }
+        };
         let total = values.len();
         values.truncate(MAX_COMPLETIONS);
         let result = CompleteResult {

@@ -301,8 +301,28 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         Ok(MessageKind::Request(id)) => id,
     };
     let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
-    let principal = state.config.principal.as_ref().and_then(|p| (p.0)(headers));
+    let principal = resolve_principal(&state.config, headers, &id)?;
     Ok(reply::run(state, id, meta, route, accept, principal).await)
+}
+
+/// The caller's principal from the configured resolver. The resolver is the server author's
+/// code: a panic in it is contained and refuses the request (500, -32603) rather than ending
+/// the connection or letting the request through as anonymous (issue 8, item 24).
+fn resolve_principal(
+    config: &HttpConfig,
+    headers: &http::HeaderMap,
+    id: &RequestId,
+) -> Result<Option<String>, Refusal> {
+    let Some(resolver) = &config.principal else {
+        return Ok(None);
+    };
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (resolver.0)(headers))).map_err(
+        |panic| {
+            crate::call::panicked("principal resolver", &panic);
+            let error = ErrorObject::internal("Internal error");
+            Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, Some(id), error)
+        },
+    )
 }
 
 /// The request checks, in order; see the module docs.

@@ -2,6 +2,7 @@
 //! run (http module docs).
 
 use serde_json::{Value, json};
+use toolwire_server::http::HttpConfig;
 
 use crate::support::*;
 
@@ -404,5 +405,27 @@ async fn allowlisted_origin_and_host_pass() {
     })
     .await;
     assert_eq!(local.status, 200);
+    s.stop().await;
+}
+
+/// The principal resolver is the server author's code: a panic in it refuses the request with
+/// 500 / -32603 and the server goes on (issue 8, item 24).
+#[tokio::test]
+async fn a_panicking_principal_resolver_refuses_the_request() {
+    let config = HttpConfig::default().principal(|h| {
+        assert!(h.get("x-boom").is_none(), "a resolver with a bug");
+        None
+    });
+    let s = TestServer::start_with(builder().build().unwrap(), config).await;
+    let discover = request(1, "server/discover", json!({}));
+    let reply = post_with(&s.url, &discover, |h| h.push(("x-boom".into(), "1".into()))).await;
+    assert_eq!(
+        (reply.status, reply.error_code()),
+        (500, Some(-32603)),
+        "{}",
+        reply.body
+    );
+    assert!(!reply.body.contains("a resolver with a bug"));
+    assert_eq!(post(&s.url, &discover).await.status, 200, "still serving");
     s.stop().await;
 }

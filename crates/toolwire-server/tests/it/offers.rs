@@ -35,6 +35,10 @@ fn server() -> Server {
                     .filter(|l| l.starts_with(value))
                     .map(|l| (*l).to_owned())
                     .collect()
+            })
+            .complete("style", |value, _| {
+                assert_ne!(value, "boom", "a completer with a bug");
+                Vec::new()
             }),
         )
         .prompt(
@@ -329,6 +333,35 @@ async fn completion() {
     )
     .await;
     assert_eq!(reply.error_code(), Some(-32602));
+    // A completer that panics is contained like every other handler: a generic -32603, on
+    // HTTP and in memory (stdio), and the server goes on (issue 8, item 24).
+    let boom = complete(
+        json!({"type": "ref/prompt", "name": "review"}),
+        "style",
+        "boom",
+    );
+    let reply = post(&s.url, &boom).await;
+    assert_eq!(reply.error_code(), Some(-32603), "{}", reply.body);
+    assert!(
+        !reply.body.contains("a completer with a bug"),
+        "{}",
+        reply.body
+    );
+    let replies = s.server.handle_message(boom.to_string().as_bytes()).await;
+    assert!(replies[0].contains("-32603"), "{replies:?}");
+    let reply = post(
+        &s.url,
+        &complete(
+            json!({"type": "ref/prompt", "name": "review"}),
+            "language",
+            "p",
+        ),
+    )
+    .await;
+    assert_eq!(
+        reply.last()["result"]["completion"]["values"],
+        json!(["python"])
+    );
     s.stop().await;
 }
 
