@@ -35,6 +35,9 @@ pub type ProgressFn = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 /// Called with each log message the server sends while answering a request.
 pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 
+/// The default of [`ClientBuilder::probe_timeout`].
+const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// Builds a [`Client`].
 pub struct ClientBuilder {
     pub(crate) info: Implementation,
@@ -72,7 +75,7 @@ impl ClientBuilder {
             extensions: JsonObject::new(),
             validate_output: true,
             legacy_fallback: true,
-            probe_timeout: Duration::from_secs(5),
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
             log_level: None,
             shutdown_grace: Duration::from_secs(2),
         }
@@ -184,7 +187,10 @@ impl ClientBuilder {
     }
 
     /// How long a stdio server may take to answer the `server/discover` probe before it is taken
-    /// for a legacy server (default 5 s; V-09).
+    /// for a legacy server (default 30 s, long enough for a first `npx -y`, a container or a JVM
+    /// to start; V-09). A server the probe gave up on is still recognised as a 2026-07-28 one
+    /// when it refuses `initialize` with -32020, -32021 or -32022. Settling the era counts
+    /// against the first request's timeout.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self

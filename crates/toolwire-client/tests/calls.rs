@@ -1,0 +1,126 @@
+//! The client's own rules against scripted servers: the era of a slow stdio server (V-08, V-09),
+//! output schemas it cannot use (J-03, J-07) and definitions fetched when the cache is empty
+//! (C-04), URL-mode elicitation declared only with a handler that shows it (M-15, M-16), the
+//! call's timeout and cancellation while a handler answers an input round, and the budget of a
+//! paginated list.
+//!
+//! stdio servers are `tests/support/scripted_stdio.py` run with a script of replies; HTTP ones
+//! are a small axum app answering from a closure, or a real Toolwire server.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolwire_client::{ClientBuilder, ServerEra, StdioCommand};
+
+/// A scripted stdio server and the file where it logs what it received.
+struct Scripted {
+    command: StdioCommand,
+    log: PathBuf,
+}
+
+impl Scripted {
+    fn new(script: &Value) -> Scripted {
+        static NEXT: AtomicUsize = AtomicUsize::new(0);
+        let log = std::env::temp_dir().join(format!(
+            "toolwire-calls-{}-{}.jsonl",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::SeqCst)
+        ));
+        let _ = std::fs::remove_file(&log);
+        let command = StdioCommand::new("python3")
+            .arg(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/tests/support/scripted_stdio.py"
+            ))
+            .arg(script.to_string())
+            .arg(log.display().to_string());
+        Scripted { command, log }
+    }
+
+    /// The requests the server received with this method, in order.
+    fn received(&self, method: &str) -> Vec<Value> {
+        std::fs::read_to_string(&self.log)
+            .unwrap_or_default()
+            .lines()
+            .map(|line| serde_json::from_str::<Value>(line).unwrap())
+            .filter(|m| m["method"] == method)
+            .collect()
+    }
+}
+
+impl Drop for Scripted {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.log);
+    }
+}
+
+fn tools_page(tools: Value) -> Value {
+    json!({"resultType": "complete", "ttlMs": 60_000, "cacheScope": "private", "tools": tools})
+}
+
+#[tokio::test]
+async fn a_slow_modern_stdio_server_refusing_initialize_is_not_taken_for_legacy() {
+    // The server is still starting when the probe gives up (it never answers server/discover
+    // here); the legacy `initialize` that follows is refused the 2026-07-28 way (V-08), which
+    // proves a modern server as a discover result would.
+    let refusals = [
+        json!({"code": -32022, "message": "Unsupported protocol version",
+               "data": {"supported": ["2026-07-28"], "requested": "2025-11-25"}}),
+        json!({"code": -32021, "message": "Missing required client capability",
+               "data": {"requiredCapabilities": {}}}),
+        json!({"code": -32020, "message": "Header mismatch"}),
+    ];
+    for refusal in refusals {
+        let server = Scripted::new(&json!({
+            "server/discover": [],
+            "initialize": [{"error": refusal}],
+            "tools/list": [{"result": tools_page(json!([
+                {"name": "a", "inputSchema": {"type": "object"}}
+            ]))}],
+        }));
+        let client = ClientBuilder::new("calls-test", "1.0")
+            .probe_timeout(Duration::from_millis(100))
+            .spawn_command(server.command.clone())
+            .await
+            .unwrap();
+        let tools = client.list_tools().await.unwrap_or_else(|e| {
+            panic!("after {refusal}: {e}");
+        });
+        assert_eq!(tools[0].name, "a");
+        assert_eq!(
+            client.era(),
+            Some(ServerEra::Modern {
+                version: "2026-07-28".into()
+            }),
+            "after {refusal}"
+        );
+        client.close().await;
+        // The list was asked for the 2026-07-28 way, with `_meta` (B-15).
+        let listed = server.received("tools/list");
+        assert_eq!(listed.len(), 1, "after {refusal}");
+        assert_eq!(
+            listed[0]["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"],
+            "2026-07-28"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_refusal_of_initialize_without_a_common_version_is_surfaced() {
+    let server = Scripted::new(&json!({
+        "server/discover": [],
+        "initialize": [{"error": {"code": -32022, "message": "Unsupported protocol version",
+                                  "data": {"supported": ["2099-01-01"], "requested": "2025-11-25"}}}],
+    }));
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .probe_timeout(Duration::from_millis(100))
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let error = client.list_tools().await.unwrap_err();
+    assert_eq!(error.rpc().map(|e| e.code), Some(-32022), "{error}");
+    client.close().await;
+    assert!(server.received("tools/list").is_empty());
+}
