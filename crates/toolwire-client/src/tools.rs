@@ -310,8 +310,10 @@ impl Client {
             };
             next = params.clone();
             if !requests.is_empty() {
-                next["inputResponses"] =
-                    serde_json::to_value(self.answer(requests).await?).expect("answers serialize");
+                // The handlers run under the call's timeout and cancellation like the exchanges
+                // do: a handler that never finishes must not hold the call forever.
+                let answers = self.bounded(options, self.answer(requests)).await?;
+                next["inputResponses"] = serde_json::to_value(answers).expect("answers serialize");
             }
             // Echo the state exactly, and only when there is one (M-12).
             if let Some(state) = result.get("requestState").and_then(Value::as_str) {

@@ -12,7 +12,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolwire_client::{ClientBuilder, ServerEra, StdioCommand};
+use toolwire_client::{
+    CallOptions, CancellationToken, ClientBuilder, Error, ServerEra, StdioCommand,
+};
 
 /// A scripted stdio server and the file where it logs what it received.
 struct Scripted {
@@ -123,4 +125,99 @@ async fn a_refusal_of_initialize_without_a_common_version_is_surfaced() {
     assert_eq!(error.rpc().map(|e| e.code), Some(-32022), "{error}");
     client.close().await;
     assert!(server.received("tools/list").is_empty());
+}
+
+/// A server whose tool `ask` asks for a form elicitation, then answers "thanks".
+fn asking_server() -> Scripted {
+    Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": tools_page(json!([
+            {"name": "ask", "inputSchema": {"type": "object"}}
+        ]))}],
+        "tools/call:ask": [{"result": {
+            "resultType": "input_required",
+            "inputRequests": {"name": {"method": "elicitation/create", "params": {
+                "message": "Your name?",
+                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+            }}},
+            "requestState": "round-1"
+        }}],
+        "tools/call:ask#retry": [{"result": {
+            "resultType": "complete", "content": [{"type": "text", "text": "{INPUT_RESPONSES}"}]
+        }}],
+    }))
+}
+
+fn discover_result() -> Value {
+    json!({
+        "resultType": "complete", "supportedVersions": ["2026-07-28"],
+        "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"
+    })
+}
+
+/// A client whose elicitation handler reports that it runs, then never finishes.
+async fn stuck_client(
+    server: &Scripted,
+) -> (
+    toolwire_client::Client,
+    tokio::sync::mpsc::UnboundedReceiver<()>,
+) {
+    let (started, running) = tokio::sync::mpsc::unbounded_channel();
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .on_elicit(move |_| {
+            let _ = started.send(());
+            std::future::pending()
+        })
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    (client, running)
+}
+
+#[tokio::test]
+async fn the_call_timeout_applies_while_a_handler_answers_an_input_round() {
+    let server = asking_server();
+    let (client, mut running) = stuck_client(&server).await;
+    // Settled and listed first, so that the call's time goes to its exchange and the handler.
+    client.list_tools().await.unwrap();
+    let call = client.call_tool_with(
+        "ask",
+        json!({}),
+        CallOptions::default().timeout(Duration::from_secs(2)),
+    );
+    let error = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call ends though its handler never does")
+        .unwrap_err();
+    assert!(matches!(error, Error::Timeout(_)), "{error}");
+    assert!(running.try_recv().is_ok(), "the handler ran");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn cancelling_a_call_stops_a_handler_answering_an_input_round() {
+    let server = asking_server();
+    let (client, mut running) = stuck_client(&server).await;
+    let token = CancellationToken::new();
+    let call = tokio::spawn({
+        let (client, token) = (client.clone(), token.clone());
+        async move {
+            client
+                .call_tool_with("ask", json!({}), CallOptions::default().cancel_on(token))
+                .await
+        }
+    });
+    running.recv().await.expect("the handler runs");
+    token.cancel();
+    let error = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the call ends though its handler never does")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(error, Error::Cancelled), "{error}");
+    assert!(
+        server.received("tools/call").len() == 1,
+        "no retry was sent"
+    );
+    client.close().await;
 }
