@@ -24,7 +24,9 @@ use toolwire_protocol::{
 
 use crate::era::{Era, State};
 use crate::error::{Error, Result};
-use crate::input::{InputHandlers, elicit_handler, roots_handler, sample_handler};
+use crate::input::{
+    InputHandlers, elicit_handler, elicit_url_handler, roots_handler, sample_handler,
+};
 use crate::tools::ToolCache;
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{StdioCommand, StdioTransport};
@@ -127,13 +129,29 @@ impl ClientBuilder {
         self
     }
 
-    /// Answers elicitation requests (and declares `elicitation` with form and URL modes).
+    /// Answers form-mode elicitation requests (and declares `elicitation.form`). The handler
+    /// should name the server, show the message and let the user edit, decline or cancel
+    /// (M-16). URL-mode requests never reach it: they need [`on_elicit_url`](Self::on_elicit_url).
     pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(toolwire_protocol::ElicitRequestParams) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<toolwire_protocol::ElicitResult>> + Send + 'static,
     {
         self.handlers.elicit = Some(elicit_handler(handler));
+        self
+    }
+
+    /// Answers URL-mode elicitation requests (and declares `elicitation.url`). Give one only if
+    /// it shows the user the full URL and why it is asked, opens it outside the client and the
+    /// model, never before the user explicitly consents, and never fetches it itself (M-16);
+    /// `accept` means the user agreed to open it. Without one, URL mode is not declared and a
+    /// server asking for it anyway is refused.
+    pub fn on_elicit_url<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(toolwire_protocol::ElicitUrlParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<toolwire_protocol::ElicitResult>> + Send + 'static,
+    {
+        self.handlers.elicit_url = Some(elicit_url_handler(handler));
         self
     }
 
@@ -214,13 +232,11 @@ impl ClientBuilder {
     /// The capabilities the handlers can answer, plus the declared extensions.
     fn declared_capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
-            elicitation: self
-                .handlers
-                .elicit
-                .as_ref()
-                .map(|_| ElicitationCapability {
-                    form: Some(JsonObject::new()),
-                    url: Some(JsonObject::new()),
+            // A mode is declared only with a handler for it (M-15, M-16).
+            elicitation: (self.handlers.elicit.is_some() || self.handlers.elicit_url.is_some())
+                .then(|| ElicitationCapability {
+                    form: self.handlers.elicit.as_ref().map(|_| JsonObject::new()),
+                    url: self.handlers.elicit_url.as_ref().map(|_| JsonObject::new()),
                     ..Default::default()
                 }),
             sampling: self

@@ -126,10 +126,17 @@ impl Client {
         let result: Result<Value, (i64, String)> = match method {
             "ping" => Ok(json!({})),
             "elicitation/create" => {
-                let handler = handlers.elicit.as_ref().ok_or_else(unsupported)?;
                 let params: ElicitRequestParams =
                     serde_json::from_value(params).map_err(invalid)?;
-                handler(params).await.map(|r| json!(r)).map_err(failed)
+                if let Some(refusal) = handlers.undeclared(&params) {
+                    // An undeclared mode is invalid params in the legacy era (M-15, Q-04).
+                    return Err((-32602, refusal.to_string()));
+                }
+                handlers
+                    .elicit(params)
+                    .await
+                    .map(|r| json!(r))
+                    .map_err(failed)
             }
             "sampling/createMessage" => {
                 let handler = handlers.sample.as_ref().ok_or_else(unsupported)?;

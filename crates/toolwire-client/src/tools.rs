@@ -330,14 +330,9 @@ impl Client {
             let handlers = handlers.clone();
             async move {
                 let response = match request {
-                    InputRequest::Elicit(params) => match &handlers.elicit {
-                        Some(h) => InputResponse::Elicit(h(params).await?),
-                        None => {
-                            return Err(Error::Input(
-                                "elicitation without an elicitation handler".into(),
-                            ));
-                        }
-                    },
+                    InputRequest::Elicit(params) => {
+                        InputResponse::Elicit(handlers.elicit(params).await?)
+                    }
                     InputRequest::CreateMessage(params) => match &handlers.sample {
                         Some(h) => InputResponse::CreateMessage(Box::new(h(*params).await?)),
                         None => {

@@ -9,6 +9,7 @@
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -219,5 +220,83 @@ async fn cancelling_a_call_stops_a_handler_answering_an_input_round() {
         server.received("tools/call").len() == 1,
         "no retry was sent"
     );
+    client.close().await;
+}
+
+/// A server whose tool `login` asks the user to open a URL (URL-mode elicitation), then answers
+/// with what it got back.
+fn url_server() -> Scripted {
+    Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": tools_page(json!([
+            {"name": "login", "inputSchema": {"type": "object"}}
+        ]))}],
+        "tools/call:login": [{"result": {
+            "resultType": "input_required",
+            "inputRequests": {"consent": {"method": "elicitation/create", "params": {
+                "mode": "url", "message": "Sign in", "url": "https://auth.example/start"
+            }}},
+            "requestState": "r"
+        }}],
+        "tools/call:login#retry": [{"result": {
+            "resultType": "complete", "content": [{"type": "text", "text": "{INPUT_RESPONSES}"}]
+        }}],
+    }))
+}
+
+#[tokio::test]
+async fn an_elicit_handler_declares_form_mode_only() {
+    let server = url_server();
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .on_elicit(move |_| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async { toolwire_client::accepted(&json!({})) }
+        })
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let declared = client.capabilities().elicitation.expect("elicitation");
+    assert!(declared.form.is_some());
+    assert!(
+        declared.url.is_none(),
+        "URL mode needs a handler that shows it (M-16)"
+    );
+    // A server that asks for URL mode anyway (M-15) never reaches the form handler, and nothing
+    // is accepted on the user's behalf.
+    let error = client.call_tool("login", json!({})).await.unwrap_err();
+    assert!(
+        matches!(&error, Error::Input(m) if m.contains("URL")),
+        "{error}"
+    );
+    assert_eq!(asked.load(Ordering::SeqCst), 0);
+    client.close().await;
+    let calls = server.received("tools/call");
+    assert_eq!(calls.len(), 1, "no retry carries an answer");
+    let sent = &calls[0]["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"];
+    assert_eq!(sent["elicitation"], json!({"form": {}}));
+}
+
+#[tokio::test]
+async fn a_url_handler_declares_url_mode_and_sees_the_url() {
+    let server = url_server();
+    let shown = Arc::new(Mutex::new(Vec::new()));
+    let seen = shown.clone();
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .on_elicit_url(move |request| {
+            seen.lock().unwrap().push(request.url.clone());
+            async { Ok(toolwire_client::declined()) }
+        })
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let declared = client.capabilities().elicitation.expect("elicitation");
+    assert!(declared.url.is_some());
+    assert!(declared.form.is_none(), "no form handler, no form mode");
+    let result = client.call_tool("login", json!({})).await.unwrap();
+    let text = serde_json::to_value(&result.content).unwrap()[0]["text"].clone();
+    assert_eq!(text, r#"{"consent": {"action": "decline"}}"#);
+    assert_eq!(*shown.lock().unwrap(), ["https://auth.example/start"]);
     client.close().await;
 }
