@@ -1,7 +1,7 @@
 //! The client's error type: the server's JSON-RPC errors kept apart from local failures (E-06).
 
 use toolwire_protocol::ErrorObject;
-use toolwire_protocol::schema::Violation;
+use toolwire_protocol::schema::{SchemaError, Violation};
 
 /// What can go wrong calling a server.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,17 @@ pub enum Error {
     /// `structuredContent` does not match the tool's `outputSchema` (C-04).
     #[error("tool output does not match its outputSchema: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     InvalidOutput(Vec<Violation>),
+    /// The tool's `outputSchema` cannot be used to check its output: an unsupported dialect, a
+    /// reference outside the document, or over the nesting and size bounds (J-03, J-07, J-08).
+    /// Such a schema is never validated permissively: the tool is not called (or, when the
+    /// definition changed during the call, its result is refused).
+    #[error("tool {tool}: its outputSchema cannot be used to check its output: {reason}")]
+    UnusableOutputSchema {
+        /// The tool.
+        tool: String,
+        /// Why the schema cannot be used.
+        reason: SchemaError,
+    },
     /// The server kept asking for input past the round limit.
     #[error("gave up after {0} rounds of input requests")]
     TooManyRounds(usize),

@@ -300,3 +300,116 @@ async fn a_url_handler_declares_url_mode_and_sees_the_url() {
     assert_eq!(*shown.lock().unwrap(), ["https://auth.example/start"]);
     client.close().await;
 }
+
+/// A tool `shape` with this output schema, whose calls answer `{"n": "not a number"}`.
+fn shape_server(output_schema: Value, before_result: Vec<Value>) -> Scripted {
+    let mut replies = before_result;
+    replies.push(json!({"result": {
+        "resultType": "complete",
+        "content": [{"type": "text", "text": "{\"n\": \"not a number\"}"}],
+        "structuredContent": {"n": "not a number"}
+    }}));
+    Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": tools_page(json!([
+            {"name": "shape", "inputSchema": {"type": "object"}, "outputSchema": output_schema}
+        ]))}],
+        "tools/call:shape": replies,
+    }))
+}
+
+/// An object schema nested `depth` levels deep.
+fn nested(depth: usize) -> Value {
+    (0..depth).fold(
+        json!({"type": "integer"}),
+        |inner, _| json!({"type": "object", "properties": {"n": inner}}),
+    )
+}
+
+#[tokio::test]
+async fn a_tool_whose_output_schema_cannot_be_used_is_not_called() {
+    let unusable = [
+        (
+            json!({"$schema": "https://example.com/my-own-dialect", "type": "object"}),
+            "unsupported dialect",
+        ),
+        (
+            json!({"type": "object", "properties": {"n": {"$ref": "https://example.com/n.json"}}}),
+            "external reference",
+        ),
+        (nested(40), "too complex"),
+    ];
+    for (schema, reason) in unusable {
+        let server = shape_server(schema, vec![]);
+        let client = ClientBuilder::new("calls-test", "1.0")
+            .spawn_command(server.command.clone())
+            .await
+            .unwrap();
+        // Never validated permissively (J-03, J-07): the call is refused before it is sent,
+        // with the tool and the reason.
+        let error = client.call_tool("shape", json!({})).await.unwrap_err();
+        let message = error.to_string();
+        assert!(
+            matches!(&error, Error::UnusableOutputSchema { tool, .. } if tool == "shape"),
+            "{message}"
+        );
+        assert!(message.contains(reason), "{message}");
+        client.close().await;
+        assert!(
+            server.received("tools/call").is_empty(),
+            "{reason}: not called"
+        );
+    }
+}
+
+#[tokio::test]
+async fn output_is_checked_on_stdio_and_legacy_servers_without_a_cached_list() {
+    let schema =
+        json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let modern = shape_server(schema.clone(), vec![]);
+    let legacy = Scripted::new(&json!({
+        "server/discover": [{"error": {"code": -32601, "message": "Method not found"}}],
+        "initialize": [{"result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "old", "version": "1"}
+        }}],
+        "tools/list": [{"result": {"tools": [
+            {"name": "shape", "inputSchema": {"type": "object"}, "outputSchema": schema}
+        ]}}],
+        "tools/call:shape": [{"result": {
+            "content": [{"type": "text", "text": "{}"}], "structuredContent": {"n": "not a number"}
+        }}],
+    }));
+    for server in [modern, legacy] {
+        let client = ClientBuilder::new("calls-test", "1.0")
+            .spawn_command(server.command.clone())
+            .await
+            .unwrap();
+        // Nothing was listed before: the definition is fetched to check the output (C-04).
+        let error = client.call_tool("shape", json!({})).await.unwrap_err();
+        let Error::InvalidOutput(violations) = &error else {
+            panic!("expected InvalidOutput, got {error}");
+        };
+        assert_eq!(violations[0].path, "/n", "{violations:?}");
+        client.close().await;
+    }
+}
+
+#[tokio::test]
+async fn a_list_change_announced_before_the_result_does_not_skip_the_check() {
+    // The server announces a change of its tools (unsolicited, as legacy servers do) just before
+    // the result; the emptied cache must not let the output through unchecked.
+    let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+    let changed = json!({"method": "notifications/tools/list_changed"});
+    let server = shape_server(schema, vec![changed]);
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    client.list_tools().await.unwrap();
+    let error = client.call_tool("shape", json!({})).await.unwrap_err();
+    assert!(matches!(error, Error::InvalidOutput(_)), "{error}");
+    client.close().await;
+    // The definition was fetched again after the change (K-09).
+    assert_eq!(server.received("tools/list").len(), 2);
+}
