@@ -16,8 +16,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     ClientCapabilities, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
-    ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, LoggingLevel,
+    ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject, LoggingLevel,
     LoggingMessageParams, PROTOCOL_VERSION, ProgressParams, ReadResourceResult, RootsCapability,
     SamplingCapability, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
@@ -58,6 +57,9 @@ pub struct ClientBuilder {
     pub(crate) probe_timeout: Duration,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) max_list_items: usize,
+    pub(crate) max_list_bytes: usize,
+    pub(crate) list_timeout: Duration,
 }
 
 impl ClientBuilder {
@@ -80,6 +82,9 @@ impl ClientBuilder {
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             log_level: None,
             shutdown_grace: Duration::from_secs(2),
+            max_list_items: 100_000,
+            max_list_bytes: 64 << 20,
+            list_timeout: Duration::from_secs(120),
         }
     }
 
@@ -226,6 +231,29 @@ impl ClientBuilder {
     /// SIGTERM, before SIGKILL (default 2 s each; S-09).
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
+        self
+    }
+
+    /// The most items one paginated list (tools, prompts, resources, templates) may hold, all
+    /// pages together (default 100,000); past it the listing fails with
+    /// [`Error::ListTooLarge`].
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.max_list_items = items;
+        self
+    }
+
+    /// The most bytes of JSON one paginated list may take, all pages together (default 64 MiB);
+    /// past it the listing fails with [`Error::ListTooLarge`].
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.max_list_bytes = bytes;
+        self
+    }
+
+    /// The longest one paginated list may take, all pages together (default 2 minutes; each
+    /// page also has the request timeout); past it the listing fails with
+    /// [`Error::ListTooLarge`].
+    pub fn list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
         self
     }
 
@@ -689,42 +717,6 @@ impl Client {
             .await
     }
 
-    /// Every resource, all pages.
-    pub async fn list_resources(&self) -> Result<Vec<toolwire_protocol::Resource>> {
-        let pages = self
-            .walk("resources/list", |p: &ListResourcesResult| {
-                p.next_cursor.clone()
-            })
-            .await?;
-        Ok(pages.into_iter().flat_map(|p| p.resources).collect())
-    }
-
-    /// Every resource template, all pages.
-    pub async fn list_resource_templates(
-        &self,
-    ) -> Result<Vec<toolwire_protocol::ResourceTemplate>> {
-        let pages = self
-            .walk(
-                "resources/templates/list",
-                |p: &ListResourceTemplatesResult| p.next_cursor.clone(),
-            )
-            .await?;
-        Ok(pages
-            .into_iter()
-            .flat_map(|p| p.resource_templates)
-            .collect())
-    }
-
-    /// Every prompt, all pages.
-    pub async fn list_prompts(&self) -> Result<Vec<toolwire_protocol::Prompt>> {
-        let pages = self
-            .walk("prompts/list", |p: &ListPromptsResult| {
-                p.next_cursor.clone()
-            })
-            .await?;
-        Ok(pages.into_iter().flat_map(|p| p.prompts).collect())
-    }
-
     /// Reads a resource, answering input requests on the way.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let options = RpcOptions {
@@ -767,51 +759,6 @@ impl Client {
             &RpcOptions::default(),
         )
         .await
-    }
-
-    /// Walks a paginated list: cursors are opaque and only an absent `nextCursor` ends it
-    /// (K-14); it stops with an error on a repeated cursor (no progress) or after 10,000 pages;
-    /// an invalid-cursor error restarts it from the first page once (K-12).
-    pub(crate) async fn walk<P: DeserializeOwned>(
-        &self,
-        method: &str,
-        next_cursor: impl Fn(&P) -> Option<String>,
-    ) -> Result<Vec<P>> {
-        let mut pages = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = std::collections::HashSet::new();
-        let mut restarted = false;
-        for _ in 0..10_000 {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page: P = match self.typed(method, params, &RpcOptions::default()).await {
-                Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
-                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
-                    restarted = true;
-                    cursor = None;
-                    seen.clear();
-                    pages.clear();
-                    continue;
-                }
-                page => page?,
-            };
-            let next = next_cursor(&page);
-            pages.push(page);
-            match next {
-                None => return Ok(pages),
-                Some(next) if !seen.insert(next.clone()) => {
-                    return Err(Error::InvalidResponse(format!(
-                        "{method}: the server repeated a cursor"
-                    )));
-                }
-                Some(next) => cursor = Some(next),
-            }
-        }
-        Err(Error::InvalidResponse(format!(
-            "{method}: more than 10,000 pages"
-        )))
     }
 
     /// Whether [`close`](Client::close) was called on a stdio client.

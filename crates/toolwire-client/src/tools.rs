@@ -138,9 +138,7 @@ impl Client {
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
         let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
-        let pages = self
-            .walk("tools/list", |p: &ListToolsResult| p.next_cursor.clone())
-            .await?;
+        let pages: Vec<ListToolsResult> = self.walk("tools/list").await?;
         // The list is as fresh as its stalest page.
         let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
         let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();

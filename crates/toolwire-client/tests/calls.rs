@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 use toolwire_client::{
-    CallOptions, CancellationToken, ClientBuilder, Error, ServerEra, StdioCommand,
+    CallOptions, CancellationToken, ClientBuilder, Error, ListLimit, ServerEra, StdioCommand,
 };
 
 /// A scripted stdio server and the file where it logs what it received.
@@ -412,4 +412,94 @@ async fn a_list_change_announced_before_the_result_does_not_skip_the_check() {
     client.close().await;
     // The definition was fetched again after the change (K-09).
     assert_eq!(server.received("tools/list").len(), 2);
+}
+
+/// A server whose tools/list never ends: every page has `tools` and a cursor never seen before.
+fn endless_list(tools: Value) -> Scripted {
+    let mut page = tools_page(tools);
+    page["nextCursor"] = json!("page-{ID}");
+    Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": page}],
+    }))
+}
+
+/// Runs `list` with a guard, so that a walk without a bound fails the test instead of running on.
+async fn bounded_walk(client: &toolwire_client::Client) -> Error {
+    tokio::time::timeout(Duration::from_secs(60), client.list_tools())
+        .await
+        .expect("the walk stops by itself")
+        .unwrap_err()
+}
+
+#[tokio::test]
+async fn an_endless_list_stops_at_the_default_item_bound() {
+    let tools: Vec<Value> = (0..1_000)
+        .map(|i| json!({"name": format!("t{i}"), "inputSchema": {"type": "object"}}))
+        .collect();
+    let server = endless_list(json!(tools));
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let error = bounded_walk(&client).await;
+    assert!(
+        matches!(&error, Error::ListTooLarge { method, limit: ListLimit::Items(100_000) } if method == "tools/list"),
+        "{error}"
+    );
+    assert!(error.to_string().contains("max_list_items"), "{error}");
+    client.close().await;
+}
+
+#[tokio::test]
+async fn an_endless_list_stops_at_the_byte_bound() {
+    let description = "x".repeat(10_000);
+    let server = endless_list(json!([
+        {"name": "big", "description": description, "inputSchema": {"type": "object"}}
+    ]));
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .max_list_bytes(200_000)
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let error = bounded_walk(&client).await;
+    assert!(
+        matches!(
+            &error,
+            Error::ListTooLarge {
+                limit: ListLimit::Bytes(200_000),
+                ..
+            }
+        ),
+        "{error}"
+    );
+    client.close().await;
+    let pages = server.received("tools/list").len();
+    assert!(
+        (20..=21).contains(&pages),
+        "{pages} pages of 10 kB for 200 kB"
+    );
+}
+
+#[tokio::test]
+async fn a_list_that_takes_too_long_stops_at_the_time_bound() {
+    // The second page never comes; each page alone is within the request timeout.
+    let mut first = tools_page(json!([{"name": "a", "inputSchema": {"type": "object"}}]));
+    first["nextCursor"] = json!("stuck");
+    let server = Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": first}],
+        "tools/list@stuck": [],
+    }));
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .list_timeout(Duration::from_millis(300))
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let error = bounded_walk(&client).await;
+    assert!(
+        matches!(&error, Error::ListTooLarge { limit: ListLimit::Time(t), .. } if *t == Duration::from_millis(300)),
+        "{error}"
+    );
+    client.close().await;
 }

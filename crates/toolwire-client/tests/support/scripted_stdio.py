@@ -2,11 +2,13 @@
 
 Usage: scripted_stdio.py SCRIPT_JSON [LOG_FILE]
 
-SCRIPT_JSON maps a key to the list of messages sent back, in order. The key is the method, or
-"tools/call:NAME" for one tool; a retry carrying `inputResponses` or `requestState` looks up
+SCRIPT_JSON maps a key to the list of messages sent back, in order. The key is the method,
+"tools/call:NAME" for one tool, or "METHOD@CURSOR" for a page asked for with that cursor (each
+looked up before the method alone); a retry carrying `inputResponses` or `requestState` looks up
 "KEY#retry" first. A missing key answers -32601; an empty list answers nothing at all (a server
-that stays silent). In a message, the string "{ID}" anywhere becomes the request's id and
-"{INPUT_RESPONSES}" the request's `inputResponses` serialized as JSON; a message with `result`
+that stays silent). In a message, a string "{ID}" becomes the request's id, "{ID}" inside a
+longer string the id as text, and "{INPUT_RESPONSES}" the request's `inputResponses` serialized
+as JSON; a message with `result`
 or `error` gets `jsonrpc` and `id`, any other is written as given (a notification) after
 `jsonrpc` is added. Every message received is appended to LOG_FILE, one JSON line each, before
 anything is answered, so a test can count requests once the client is done.
@@ -18,6 +20,8 @@ import sys
 def substitute(value, request):
     if value == "{ID}":
         return request.get("id")
+    if isinstance(value, str) and "{ID}" in value:
+        return value.replace("{ID}", str(request.get("id")))
     if value == "{INPUT_RESPONSES}":
         return json.dumps(request.get("params", {}).get("inputResponses"), sort_keys=True)
     if isinstance(value, dict):
@@ -33,6 +37,8 @@ def keys(request):
     base = [method]
     if method == "tools/call":
         base.insert(0, "tools/call:" + str(params.get("name")))
+    if "cursor" in params:
+        base.insert(0, method + "@" + str(params["cursor"]))
     if "inputResponses" in params or "requestState" in params:
         base = [k + "#retry" for k in base] + base
     return base
