@@ -10,7 +10,8 @@ that stays silent). In a message, a string "{ID}" becomes the request's id, "{ID
 longer string the id as text, and "{INPUT_RESPONSES}" the request's `inputResponses` serialized
 as JSON; a message with `result`
 or `error` gets `jsonrpc` and `id`, any other is written as given (a notification) after
-`jsonrpc` is added. Every message received is appended to LOG_FILE, one JSON line each, before
+`jsonrpc` is added; {"stderr": TEXT} writes TEXT as a line to stderr and {"raw": TEXT} as a
+line to stdout, as it is. Every message received is appended to LOG_FILE, one JSON line each, before
 anything is answered, so a test can count requests once the client is done.
 """
 import json
@@ -61,6 +62,14 @@ def main():
         if replies is None:
             replies = [{"error": {"code": -32601, "message": "Method not found"}}]
         for reply in replies:
+            if "stderr" in reply:
+                sys.stderr.write(reply["stderr"] + "\n")
+                sys.stderr.flush()
+                continue
+            if "raw" in reply:
+                sys.stdout.write(reply["raw"] + "\n")
+                sys.stdout.flush()
+                continue
             message = {"jsonrpc": "2.0"}
             if "result" in reply or "error" in reply:
                 message["id"] = request["id"]
