@@ -81,6 +81,7 @@ async fn request_metadata(client: Client) -> anyhow::Result<()> {
 fn declaring_everything(builder: ClientBuilder) -> ClientBuilder {
     builder
         .on_elicit(|_| async { Ok(toolwire_client::declined()) })
+        .on_elicit_url(|_| async { Ok(toolwire_client::declined()) })
         .on_sample(|_| async {
             Err(toolwire_client::Error::Input(
                 "this client has no model to sample".into(),

@@ -1,9 +1,7 @@
 //! The client commands: `discover`, `tools`, `call` and `watch` against any MCP server, reached
 //! by URL (Streamable HTTP) or by a command line (a stdio child process). Results go to stdout,
-//! everything else to stderr.
-
-// Printing results is what these commands are for (the lint guards the stdio server's stdout).
-#![allow(clippy::print_stdout)]
+//! everything else to stderr, and every piece of the server's text through `terminal`, which
+//! makes its control characters visible.
 
 use std::time::Duration;
 
@@ -14,6 +12,8 @@ use toolwire_client::protocol::{
     CallToolResult, ContentBlock, ElicitRequestParams, SubscriptionFilter,
 };
 use toolwire_client::{CallOptions, Client, ClientBuilder, Notification, StdioCommand};
+
+use crate::terminal::{Layout, json, note, out, visible};
 
 /// How to reach the server, shared by every client command.
 #[derive(Args, Debug)]
@@ -40,8 +40,9 @@ pub(crate) struct Target {
     /// Seconds to wait for each answer (progress restarts the wait).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     timeout: f64,
-    /// The answer to every elicitation, as a JSON object (without it, elicitations are
-    /// declined and their question printed).
+    /// The answer to every form elicitation, as a JSON object (without it, elicitations are
+    /// declined and their question printed). URL-mode elicitation is not offered: this command
+    /// cannot get the user's consent to open a URL (M-16).
     #[arg(long, value_name = "JSON")]
     answer: Option<String>,
     /// Print results as JSON.
@@ -74,22 +75,29 @@ impl Target {
             Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
             None => None,
         };
+        // Form mode only: only forms reach this handler, and URL mode is not declared (M-16).
         builder = builder.on_elicit(move |request| {
             let answer = answer.clone();
             async move {
                 let question = match &request {
-                    ElicitRequestParams::Form(form) => form.message.clone(),
-                    ElicitRequestParams::Url(url) => format!("{} ({})", url.message, url.url),
+                    ElicitRequestParams::Form(form) => visible(&form.message, Layout::Line),
+                    ElicitRequestParams::Url(_) => {
+                        return Err(toolwire_client::Error::Input(
+                            "URL-mode elicitation is not offered".into(),
+                        ));
+                    }
                 };
                 match answer {
                     Some(answer) => {
-                        eprintln!("toolwire: the server asks: {question} -> answering {answer}");
+                        note(&format!(
+                            "toolwire: the server asks: {question} -> answering {answer}"
+                        ));
                         toolwire_client::accepted(&answer)
                     }
                     None => {
-                        eprintln!(
+                        note(&format!(
                             "toolwire: the server asks: {question} -> declined (pass --answer JSON to answer)"
-                        );
+                        ));
                         Ok(toolwire_client::declined())
                     }
                 }
@@ -118,69 +126,92 @@ impl Target {
 /// `toolwire discover`: the era, version, server and capabilities.
 pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
     let client = target.connect().await?;
-    let discover = client.discover().await?;
-    if target.json {
-        println!("{}", serde_json::to_string_pretty(&discover)?);
-    } else {
-        let info = discover.meta.as_ref().and_then(|m| m.server_info.as_ref());
-        if let Some(info) = info {
-            println!("server: {} {}", info.name, info.version);
-        }
-        println!("era: {:?}", client.era().context("no era settled")?);
-        println!("versions: {}", discover.supported_versions.join(", "));
-        println!(
-            "capabilities: {}",
-            serde_json::to_string(&discover.capabilities)?
-        );
-        if let Some(instructions) = &discover.instructions {
-            println!("instructions: {instructions}");
-        }
-    }
+    let discovered = client.discover().await;
+    let era = client.era();
     client.close().await;
-    Ok(())
+    let discover = discovered?;
+    if target.json {
+        return Ok(out(&json(&discover, true)?)?);
+    }
+    let mut lines = Vec::new();
+    let info = discover.meta.as_ref().and_then(|m| m.server_info.as_ref());
+    if let Some(info) = info {
+        let name = visible(&info.name, Layout::Line);
+        lines.push(format!(
+            "server: {name} {}",
+            visible(&info.version, Layout::Line)
+        ));
+    }
+    let era = format!("{:?}", era.context("no era settled")?);
+    lines.push(format!("era: {}", visible(&era, Layout::Line)));
+    let versions = discover.supported_versions.join(", ");
+    lines.push(format!("versions: {}", visible(&versions, Layout::Line)));
+    lines.push(format!(
+        "capabilities: {}",
+        json(&discover.capabilities, false)?
+    ));
+    if let Some(instructions) = &discover.instructions {
+        lines.push(format!(
+            "instructions: {}",
+            visible(instructions, Layout::Text)
+        ));
+    }
+    Ok(out(&lines.join("\n"))?)
 }
 
 /// `toolwire tools`: every tool, with its arguments.
 pub(crate) async fn tools(target: &Target) -> anyhow::Result<()> {
     let client = target.connect().await?;
-    let tools = client.list_tools().await?;
+    let listed = client.list_tools().await;
+    client.close().await;
+    let tools = listed?;
     if target.json {
-        println!("{}", serde_json::to_string_pretty(&tools)?);
-    } else {
-        for tool in &tools {
-            let required: Vec<&str> = tool
-                .input_schema
-                .get("required")
-                .and_then(Value::as_array)
-                .map(|r| r.iter().filter_map(Value::as_str).collect())
-                .unwrap_or_default();
-            let arguments: Vec<String> = tool
-                .input_schema
-                .get("properties")
-                .and_then(Value::as_object)
-                .map(|props| {
-                    props
-                        .iter()
-                        .map(|(name, schema)| {
-                            let kind = schema["type"].as_str().unwrap_or("any");
-                            let optional = if required.contains(&name.as_str()) {
-                                ""
-                            } else {
-                                "?"
-                            };
-                            format!("{name}{optional}: {kind}")
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            println!("{}({})", tool.name, arguments.join(", "));
-            if let Some(description) = &tool.description {
-                println!("    {description}");
+        return Ok(out(&json(&tools, true)?)?);
+    }
+    let mut lines = Vec::new();
+    for tool in &tools {
+        lines.push(signature(tool));
+        if let Some(description) = &tool.description {
+            for line in visible(description, Layout::Text).lines() {
+                lines.push(format!("    {line}"));
             }
         }
     }
-    client.close().await;
-    Ok(())
+    if lines.is_empty() {
+        return Ok(());
+    }
+    Ok(out(&lines.join("\n"))?)
+}
+
+/// `name(argument: type, optional?: type)`, every part of it made visible.
+fn signature(tool: &toolwire_client::protocol::Tool) -> String {
+    let required: Vec<&str> = tool
+        .input_schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|r| r.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let arguments: Vec<String> = tool
+        .input_schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|props| {
+            props
+                .iter()
+                .map(|(name, schema)| {
+                    let kind = schema["type"].as_str().unwrap_or("any");
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {kind}")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let signature = format!("{}({})", tool.name, arguments.join(", "));
+    visible(&signature, Layout::Line).into_owned()
 }
 
 /// `toolwire call`: calls a tool and prints what it returned; a tool error exits with 1.
@@ -199,14 +230,17 @@ pub(crate) async fn call(
     let client = target.connect().await?;
     let options = CallOptions::default().on_progress(|p| {
         let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        let message = p.message.as_deref().unwrap_or("");
-        eprintln!("toolwire: progress {}{total} {message}", p.progress);
+        let message = visible(p.message.as_deref().unwrap_or(""), Layout::Line);
+        note(&format!(
+            "toolwire: progress {}{total} {message}",
+            p.progress
+        ));
     });
     let result = client.call_tool_with(tool, arguments, options).await;
     client.close().await;
     let result = result?;
     if target.json {
-        println!("{}", serde_json::to_string_pretty(&result)?);
+        out(&json(&result, true)?)?;
     } else {
         print_result(&result)?;
     }
@@ -215,13 +249,12 @@ pub(crate) async fn call(
 
 fn print_result(result: &CallToolResult) -> anyhow::Result<()> {
     if let Some(structured) = &result.structured_content {
-        println!("{}", serde_json::to_string_pretty(structured)?);
-        return Ok(());
+        return Ok(out(&json(structured, true)?)?);
     }
     for block in &result.content {
         match block {
-            ContentBlock::Text(text) => println!("{}", text.text),
-            other => println!("{}", serde_json::to_string(other)?),
+            ContentBlock::Text(text) => out(&visible(&text.text, Layout::Text))?,
+            other => out(&json(other, false)?)?,
         }
     }
     Ok(())
@@ -230,6 +263,12 @@ fn print_result(result: &CallToolResult) -> anyhow::Result<()> {
 /// `toolwire watch`: prints list changes until interrupted or the server ends the stream.
 pub(crate) async fn watch(target: &Target, resources: Vec<String>) -> anyhow::Result<()> {
     let client = target.connect().await?;
+    let watched = watch_with(&client, resources).await;
+    client.close().await;
+    watched
+}
+
+async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<()> {
     // Ask for every kind of change the server says it sends.
     let caps = client.discover().await?.capabilities;
     let announced = |flag: Option<bool>| flag.filter(|&on| on);
@@ -240,31 +279,29 @@ pub(crate) async fn watch(target: &Target, resources: Vec<String>) -> anyhow::Re
         resource_subscriptions: (!resources.is_empty()).then_some(resources),
     };
     let mut subscription = client.listen(filter).await?;
-    eprintln!(
+    note(&format!(
         "toolwire: watching {} (Ctrl-C to stop)",
-        serde_json::to_string(subscription.acknowledged())?
-    );
+        json(subscription.acknowledged(), false)?
+    ));
     loop {
         let next = tokio::select! {
             next = subscription.next() => next,
-            _ = tokio::signal::ctrl_c() => break,
+            _ = tokio::signal::ctrl_c() => return Ok(()),
         };
         match next {
             None => {
-                eprintln!("toolwire: the server ended the subscription");
-                break;
+                note("toolwire: the server ended the subscription");
+                return Ok(());
             }
             Some(Err(error)) => return Err(error.into()),
-            Some(Ok(notification)) => println!("{}", describe(&notification)),
+            // A closed stdout ends the watch (and, in `main`, the command, quietly).
+            Some(Ok(notification)) => out(&describe(&notification))?,
         }
     }
-    drop(subscription);
-    client.close().await;
-    Ok(())
 }
 
 fn describe(notification: &Notification) -> String {
-    match notification {
+    let described = match notification {
         Notification::ToolsListChanged => "tools/list_changed".into(),
         Notification::PromptsListChanged => "prompts/list_changed".into(),
         Notification::ResourcesListChanged => "resources/list_changed".into(),
@@ -272,5 +309,6 @@ fn describe(notification: &Notification) -> String {
         Notification::Reconnected => "reconnected (changes in between may be missed)".into(),
         Notification::Other { method, .. } => method.clone(),
         _ => format!("{notification:?}"),
-    }
+    };
+    visible(&described, Layout::Line).into_owned()
 }

@@ -9,6 +9,7 @@ use toolwire_server::{http, stdio};
 
 mod client;
 mod examples;
+mod terminal;
 
 #[derive(Parser)]
 #[command(
@@ -55,28 +56,43 @@ enum Command {
     },
 }
 
-/// Exit statuses: 0 done, 1 the tool reported an error (`call`), 2 anything else failed.
+/// Exit statuses: 0 done (also when stdout was closed early, as by `| head -1`), 1 the tool
+/// reported an error (`call`), 2 anything else failed.
 #[tokio::main]
 async fn main() {
     if let Err(error) = run().await {
-        eprintln!("toolwire: {error:#}");
+        if terminal::is_broken_pipe(&error) {
+            // Whoever read stdout has seen enough, as `head` has: end quietly.
+            std::process::exit(0);
+        }
+        // Error messages carry the server's text.
+        let message = format!("{error:#}");
+        terminal::note(&format!(
+            "toolwire: {}",
+            terminal::visible(&message, terminal::Layout::Line)
+        ));
         std::process::exit(2);
     }
 }
 
 async fn run() -> anyhow::Result<()> {
+    let serving = std::env::args().nth(1).as_deref() == Some("serve");
+    // Client commands print results; only warnings belong on stderr.
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| (if serving { "info" } else { "warn" }).into());
     // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
-    tracing_subscriber::fmt()
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-                // Client commands print results; only warnings belong on stderr.
-                let serving = std::env::args().nth(1).as_deref() == Some("serve");
-                (if serving { "info" } else { "warn" }).into()
-            }),
-        )
-        .init();
+    let logs = tracing_subscriber::fmt().with_env_filter(filter);
+    if serving {
+        logs.with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .init();
+    } else {
+        // A client's logs carry the server's text (its log messages, its stderr): shown safe,
+        // without colours of our own.
+        logs.with_writer(terminal::SafeStderr)
+            .with_ansi(false)
+            .init();
+    }
     match Cli::parse().command {
         Command::Serve { http, allow_hosts } => serve(http, allow_hosts).await,
         Command::Discover(target) => client::discover(&target).await,
@@ -111,8 +127,10 @@ async fn serve(addr: Option<SocketAddr>, allow_hosts: Vec<String>) -> anyhow::Re
     let config = allow_hosts
         .into_iter()
         .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
-    eprintln!("toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)");
-    eprintln!("{}", try_it(addr));
+    terminal::note(&format!(
+        "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
+    ));
+    terminal::note(&try_it(addr));
     http::serve(server, listener, config)
         .await
         .context("HTTP transport")

@@ -16,15 +16,16 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     ClientCapabilities, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
-    ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject,
-    ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult, LoggingLevel,
+    ElicitationCapability, ErrorObject, GetPromptResult, Implementation, JsonObject, LoggingLevel,
     LoggingMessageParams, PROTOCOL_VERSION, ProgressParams, ReadResourceResult, RootsCapability,
     SamplingCapability, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 use crate::era::{Era, State};
 use crate::error::{Error, Result};
-use crate::input::{InputHandlers, elicit_handler, roots_handler, sample_handler};
+use crate::input::{
+    InputHandlers, elicit_handler, elicit_url_handler, roots_handler, sample_handler,
+};
 use crate::tools::ToolCache;
 use crate::transport::http::HttpTransport;
 use crate::transport::stdio::{StdioCommand, StdioTransport};
@@ -34,6 +35,9 @@ use crate::transport::{Failure, Outgoing, Reply, Transport};
 pub type ProgressFn = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 /// Called with each log message the server sends while answering a request.
 pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
+
+/// The default of [`ClientBuilder::probe_timeout`].
+const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Builds a [`Client`].
 pub struct ClientBuilder {
@@ -54,6 +58,9 @@ pub struct ClientBuilder {
     pub(crate) probe_timeout: Duration,
     pub(crate) log_level: Option<LoggingLevel>,
     pub(crate) shutdown_grace: Duration,
+    pub(crate) max_list_items: usize,
+    pub(crate) max_list_bytes: usize,
+    pub(crate) list_timeout: Duration,
 }
 
 impl ClientBuilder {
@@ -74,9 +81,12 @@ impl ClientBuilder {
             extensions: JsonObject::new(),
             validate_output: true,
             legacy_fallback: true,
-            probe_timeout: Duration::from_secs(5),
+            probe_timeout: DEFAULT_PROBE_TIMEOUT,
             log_level: None,
             shutdown_grace: Duration::from_secs(2),
+            max_list_items: 100_000,
+            max_list_bytes: 64 << 20,
+            list_timeout: Duration::from_secs(120),
         }
     }
 
@@ -135,13 +145,29 @@ impl ClientBuilder {
         self
     }
 
-    /// Answers elicitation requests (and declares `elicitation` with form and URL modes).
+    /// Answers form-mode elicitation requests (and declares `elicitation.form`). The handler
+    /// should name the server, show the message and let the user edit, decline or cancel
+    /// (M-16). URL-mode requests never reach it: they need [`on_elicit_url`](Self::on_elicit_url).
     pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(toolwire_protocol::ElicitRequestParams) -> Fut + Send + Sync + 'static,
         Fut: std::future::Future<Output = Result<toolwire_protocol::ElicitResult>> + Send + 'static,
     {
         self.handlers.elicit = Some(elicit_handler(handler));
+        self
+    }
+
+    /// Answers URL-mode elicitation requests (and declares `elicitation.url`). Give one only if
+    /// it shows the user the full URL and why it is asked, opens it outside the client and the
+    /// model, never before the user explicitly consents, and never fetches it itself (M-16);
+    /// `accept` means the user agreed to open it. Without one, URL mode is not declared and a
+    /// server asking for it anyway is refused.
+    pub fn on_elicit_url<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(toolwire_protocol::ElicitUrlParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = Result<toolwire_protocol::ElicitResult>> + Send + 'static,
+    {
+        self.handlers.elicit_url = Some(elicit_url_handler(handler));
         self
     }
 
@@ -195,7 +221,10 @@ impl ClientBuilder {
     }
 
     /// How long a stdio server may take to answer the `server/discover` probe before it is taken
-    /// for a legacy server (default 5 s; V-09).
+    /// for a legacy server (default 30 s, long enough for a first `npx -y`, a container or a JVM
+    /// to start; V-09). A server the probe gave up on is still recognised as a 2026-07-28 one
+    /// when it refuses `initialize` with -32020, -32021 or -32022. Settling the era counts
+    /// against the first request's timeout.
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = timeout;
         self
@@ -216,16 +245,37 @@ impl ClientBuilder {
         self
     }
 
+    /// The most items one paginated list (tools, prompts, resources, templates) may hold, all
+    /// pages together (default 100,000); past it the listing fails with
+    /// [`Error::ListTooLarge`].
+    pub fn max_list_items(mut self, items: usize) -> Self {
+        self.max_list_items = items;
+        self
+    }
+
+    /// The most bytes of JSON one paginated list may take, all pages together (default 64 MiB);
+    /// past it the listing fails with [`Error::ListTooLarge`].
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.max_list_bytes = bytes;
+        self
+    }
+
+    /// The longest one paginated list may take, all pages together (default 2 minutes; each
+    /// page also has the request timeout); past it the listing fails with
+    /// [`Error::ListTooLarge`].
+    pub fn list_timeout(mut self, timeout: Duration) -> Self {
+        self.list_timeout = timeout;
+        self
+    }
+
     /// The capabilities the handlers can answer, plus the declared extensions.
     fn declared_capabilities(&self) -> ClientCapabilities {
         ClientCapabilities {
-            elicitation: self
-                .handlers
-                .elicit
-                .as_ref()
-                .map(|_| ElicitationCapability {
-                    form: Some(JsonObject::new()),
-                    url: Some(JsonObject::new()),
+            // A mode is declared only with a handler for it (M-15, M-16).
+            elicitation: (self.handlers.elicit.is_some() || self.handlers.elicit_url.is_some())
+                .then(|| ElicitationCapability {
+                    form: self.handlers.elicit.as_ref().map(|_| JsonObject::new()),
+                    url: self.handlers.elicit_url.as_ref().map(|_| JsonObject::new()),
                     ..Default::default()
                 }),
             sampling: self
@@ -684,42 +734,6 @@ impl Client {
             .await
     }
 
-    /// Every resource, all pages.
-    pub async fn list_resources(&self) -> Result<Vec<toolwire_protocol::Resource>> {
-        let pages = self
-            .walk("resources/list", |p: &ListResourcesResult| {
-                p.next_cursor.clone()
-            })
-            .await?;
-        Ok(pages.into_iter().flat_map(|p| p.resources).collect())
-    }
-
-    /// Every resource template, all pages.
-    pub async fn list_resource_templates(
-        &self,
-    ) -> Result<Vec<toolwire_protocol::ResourceTemplate>> {
-        let pages = self
-            .walk(
-                "resources/templates/list",
-                |p: &ListResourceTemplatesResult| p.next_cursor.clone(),
-            )
-            .await?;
-        Ok(pages
-            .into_iter()
-            .flat_map(|p| p.resource_templates)
-            .collect())
-    }
-
-    /// Every prompt, all pages.
-    pub async fn list_prompts(&self) -> Result<Vec<toolwire_protocol::Prompt>> {
-        let pages = self
-            .walk("prompts/list", |p: &ListPromptsResult| {
-                p.next_cursor.clone()
-            })
-            .await?;
-        Ok(pages.into_iter().flat_map(|p| p.prompts).collect())
-    }
-
     /// Reads a resource, answering input requests on the way.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
         let options = RpcOptions {
@@ -762,51 +776,6 @@ impl Client {
             &RpcOptions::default(),
         )
         .await
-    }
-
-    /// Walks a paginated list: cursors are opaque and only an absent `nextCursor` ends it
-    /// (K-14); it stops with an error on a repeated cursor (no progress) or after 10,000 pages;
-    /// an invalid-cursor error restarts it from the first page once (K-12).
-    pub(crate) async fn walk<P: DeserializeOwned>(
-        &self,
-        method: &str,
-        next_cursor: impl Fn(&P) -> Option<String>,
-    ) -> Result<Vec<P>> {
-        let mut pages = Vec::new();
-        let mut cursor: Option<String> = None;
-        let mut seen = std::collections::HashSet::new();
-        let mut restarted = false;
-        for _ in 0..10_000 {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
-            let page: P = match self.typed(method, params, &RpcOptions::default()).await {
-                Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
-                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
-                    restarted = true;
-                    cursor = None;
-                    seen.clear();
-                    pages.clear();
-                    continue;
-                }
-                page => page?,
-            };
-            let next = next_cursor(&page);
-            pages.push(page);
-            match next {
-                None => return Ok(pages),
-                Some(next) if !seen.insert(next.clone()) => {
-                    return Err(Error::InvalidResponse(format!(
-                        "{method}: the server repeated a cursor"
-                    )));
-                }
-                Some(next) => cursor = Some(next),
-            }
-        }
-        Err(Error::InvalidResponse(format!(
-            "{method}: more than 10,000 pages"
-        )))
     }
 
     /// Whether [`close`](Client::close) was called on a stdio client.

@@ -3,7 +3,9 @@
 //! - stdio: a `server/discover` probe first (V-09, V-11). A result or a modern error
 //!   (-32020/-32021/-32022, Q-05) means 2026-07-28 (never fall back then); any other error, a
 //!   crash or silence until the probe timeout means a legacy server, whatever the error code
-//!   (V-10), and the `initialize` handshake follows. A restarted process is settled again.
+//!   (V-10), and the `initialize` handshake follows — unless the server refuses `initialize`
+//!   with a modern error too (V-08: a modern server that was only slow to start). A restarted
+//!   process is settled again.
 //! - HTTP: no probe. The first request goes out as 2026-07-28; a 400 (or 404/405) whose body is
 //!   not a modern error means a legacy server (V-12): `initialize`, then the request again. The
 //!   era is remembered per origin for the whole process.
@@ -318,18 +320,10 @@ impl Client {
                     return Ok(Era::Modern);
                 }
                 let error = &reply.message["error"];
-                let code = error["code"].as_i64().unwrap_or(0);
-                if is_modern_error(code) {
-                    if code == toolwire_protocol::UNSUPPORTED_PROTOCOL_VERSION {
-                        let error = serde_json::from_value(error.clone()).map_err(|e| {
-                            Error::InvalidResponse(format!("malformed -32022 error: {e}"))
-                        })?;
-                        let Some(version) = self.mutual_version(&error) else {
-                            return Err(Error::Rpc(error));
-                        };
-                        self.state().version = version;
-                    }
-                    return Ok(Era::Modern);
+                if is_modern_error(error["code"].as_i64().unwrap_or(0)) {
+                    let error = serde_json::from_value(error.clone())
+                        .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+                    return self.modern_refusal(error);
                 }
                 format!("server/discover answered {error}")
             }
@@ -345,7 +339,32 @@ impl Client {
             )));
         }
         tracing::info!(%evidence, "taking the server for a legacy (2025-11-25) server; initializing a session (V-09)");
-        Ok(Era::Legacy(self.initialize().await?))
+        match self.initialize().await {
+            Ok(session) => Ok(Era::Legacy(session)),
+            // A modern server that was slow to answer the probe (a first `npx -y`, a container,
+            // a JVM) refuses `initialize` with a modern error naming its versions (V-08, Q-05):
+            // that proves the era as well as a discover result would.
+            Err(Error::Rpc(error)) if is_modern_error(error.code) => {
+                tracing::info!(
+                    code = error.code,
+                    "the server refused initialize the 2026-07-28 way; it is a modern server"
+                );
+                self.modern_refusal(error)
+            }
+            Err(error) => Err(error),
+        }
+    }
+
+    /// The era a modern error proves (-32020/-32021/-32022, Q-05): 2026-07-28, at a version both
+    /// sides speak when the error is -32022 (none in common is the error itself).
+    fn modern_refusal(&self, error: toolwire_protocol::ErrorObject) -> Result<Era> {
+        if error.code == toolwire_protocol::UNSUPPORTED_PROTOCOL_VERSION {
+            let Some(version) = self.mutual_version(&error) else {
+                return Err(Error::Rpc(error));
+            };
+            self.state().version = version;
+        }
+        Ok(Era::Modern)
     }
 
     /// Picks our preferred version among those a discover result lists.
@@ -451,5 +470,28 @@ fn same_era(a: &Era, b: &Era) -> bool {
         (Era::Unknown, Era::Unknown) | (Era::Modern, Era::Modern) => true,
         (Era::Legacy(x), Era::Legacy(y)) => Arc::ptr_eq(x, y),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use crate::ClientBuilder;
+
+    #[test]
+    fn the_default_probe_waits_for_slow_starters() {
+        // A first `npx -y`, a container pull or a JVM takes well over 5 s before it reads its
+        // first line; the probe's default must outlast such a start (V-09).
+        let builder = ClientBuilder::new("x", "1");
+        assert!(
+            builder.probe_timeout >= Duration::from_secs(30),
+            "{:?}",
+            builder.probe_timeout
+        );
+        assert!(
+            builder.probe_timeout < builder.timeout,
+            "settling fits in a call"
+        );
     }
 }

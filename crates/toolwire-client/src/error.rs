@@ -1,7 +1,7 @@
 //! The client's error type: the server's JSON-RPC errors kept apart from local failures (E-06).
 
 use toolwire_protocol::ErrorObject;
-use toolwire_protocol::schema::Violation;
+use toolwire_protocol::schema::{SchemaError, Violation};
 
 /// What can go wrong calling a server.
 #[derive(Debug, thiserror::Error)]
@@ -33,6 +33,26 @@ pub enum Error {
     /// `structuredContent` does not match the tool's `outputSchema` (C-04).
     #[error("tool output does not match its outputSchema: {}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     InvalidOutput(Vec<Violation>),
+    /// The tool's `outputSchema` cannot be used to check its output: an unsupported dialect, a
+    /// reference outside the document, or over the nesting and size bounds (J-03, J-07, J-08).
+    /// Such a schema is never validated permissively: the tool is not called (or, when the
+    /// definition changed during the call, its result is refused).
+    #[error("tool {tool}: its outputSchema cannot be used to check its output: {reason}")]
+    UnusableOutputSchema {
+        /// The tool.
+        tool: String,
+        /// Why the schema cannot be used.
+        reason: SchemaError,
+    },
+    /// A paginated list went past one of the client's bounds (see [`ListLimit`]); nothing of it
+    /// is kept.
+    #[error("{method}: the list goes past the client's bound of {limit}")]
+    ListTooLarge {
+        /// The list method.
+        method: String,
+        /// The bound it went past.
+        limit: ListLimit,
+    },
     /// The server kept asking for input past the round limit.
     #[error("gave up after {0} rounds of input requests")]
     TooManyRounds(usize),
@@ -45,6 +65,32 @@ pub enum Error {
     /// No tool with this name (after a fresh `tools/list`).
     #[error("no tool named {0}")]
     UnknownTool(String),
+}
+
+/// The bounds on one paginated list (all its pages together), set on the
+/// [`ClientBuilder`](crate::ClientBuilder).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum ListLimit {
+    /// Items ([`ClientBuilder::max_list_items`](crate::ClientBuilder::max_list_items)).
+    Items(usize),
+    /// Bytes of JSON ([`ClientBuilder::max_list_bytes`](crate::ClientBuilder::max_list_bytes)).
+    Bytes(usize),
+    /// Time ([`ClientBuilder::list_timeout`](crate::ClientBuilder::list_timeout)).
+    Time(std::time::Duration),
+    /// Pages (10,000).
+    Pages(usize),
+}
+
+impl std::fmt::Display for ListLimit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListLimit::Items(n) => write!(f, "{n} items (ClientBuilder::max_list_items)"),
+            ListLimit::Bytes(n) => write!(f, "{n} bytes (ClientBuilder::max_list_bytes)"),
+            ListLimit::Time(t) => write!(f, "{t:?} (ClientBuilder::list_timeout)"),
+            ListLimit::Pages(n) => write!(f, "{n} pages"),
+        }
+    }
 }
 
 impl Error {

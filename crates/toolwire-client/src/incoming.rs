@@ -79,7 +79,17 @@ impl Client {
         let id = request["id"].clone();
         let method = request["method"].as_str().unwrap_or_default().to_owned();
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
-        let outcome = self.server_request_result(&method, params).await;
+        // A handler that never finishes must not keep the server's request open forever: the
+        // client's timeout bounds it, as it bounds the handlers of MRTR rounds.
+        let timeout = self.inner.config.timeout;
+        let outcome = tokio::time::timeout(timeout, self.server_request_result(&method, params))
+            .await
+            .unwrap_or_else(|_| {
+                Err((
+                    -32603,
+                    format!("the client's handler did not answer within {timeout:?}"),
+                ))
+            });
         let response = match outcome {
             Ok(result) => json!({"jsonrpc": "2.0", "id": id, "result": result}),
             Err((code, message)) => {
@@ -116,10 +126,17 @@ impl Client {
         let result: Result<Value, (i64, String)> = match method {
             "ping" => Ok(json!({})),
             "elicitation/create" => {
-                let handler = handlers.elicit.as_ref().ok_or_else(unsupported)?;
                 let params: ElicitRequestParams =
                     serde_json::from_value(params).map_err(invalid)?;
-                handler(params).await.map(|r| json!(r)).map_err(failed)
+                if let Some(refusal) = handlers.undeclared(&params) {
+                    // An undeclared mode is invalid params in the legacy era (M-15, Q-04).
+                    return Err((-32602, refusal.to_string()));
+                }
+                handlers
+                    .elicit(params)
+                    .await
+                    .map(|r| json!(r))
+                    .map_err(failed)
             }
             "sampling/createMessage" => {
                 let handler = handlers.sample.as_ref().ok_or_else(unsupported)?;

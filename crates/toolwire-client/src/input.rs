@@ -6,13 +6,15 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use toolwire_protocol::{
     CreateMessageParams, CreateMessageResult, ElicitAction, ElicitRequestParams, ElicitResult,
-    ListRootsResult,
+    ElicitUrlParams, ListRootsResult,
 };
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 pub(crate) type ElicitHandler =
     Arc<dyn Fn(ElicitRequestParams) -> BoxFuture<'static, Result<ElicitResult>> + Send + Sync>;
+pub(crate) type ElicitUrlHandler =
+    Arc<dyn Fn(ElicitUrlParams) -> BoxFuture<'static, Result<ElicitResult>> + Send + Sync>;
 pub(crate) type SampleHandler = Arc<
     dyn Fn(CreateMessageParams) -> BoxFuture<'static, Result<CreateMessageResult>> + Send + Sync,
 >;
@@ -20,17 +22,53 @@ pub(crate) type RootsHandler =
     Arc<dyn Fn() -> BoxFuture<'static, Result<ListRootsResult>> + Send + Sync>;
 
 /// The handlers for input requests; a kind without a handler is neither declared nor answered.
+/// Each elicitation mode has its own: form mode `elicit`, URL mode `elicit_url` (M-15, M-16).
 #[derive(Clone, Default)]
 pub(crate) struct InputHandlers {
     pub(crate) elicit: Option<ElicitHandler>,
+    pub(crate) elicit_url: Option<ElicitUrlHandler>,
     pub(crate) sample: Option<SampleHandler>,
     pub(crate) roots: Option<RootsHandler>,
+}
+
+impl InputHandlers {
+    /// Why an elicitation cannot be answered: its mode has no handler, so it was not declared
+    /// (M-15). A URL in particular is never accepted by a handler that did not show it (M-16).
+    pub(crate) fn undeclared(&self, params: &ElicitRequestParams) -> Option<Error> {
+        match params {
+            ElicitRequestParams::Url(url) if self.elicit_url.is_none() => {
+                Some(Error::Input(format!(
+                    "the server asked the user to open {:?}, but this client declared no URL-mode \
+                     elicitation (M-15; see ClientBuilder::on_elicit_url)",
+                    url.url
+                )))
+            }
+            ElicitRequestParams::Form(_) if self.elicit.is_none() => Some(Error::Input(
+                "the server asked for a form, but this client declared no form-mode elicitation \
+                 (M-15; see ClientBuilder::on_elicit)"
+                    .into(),
+            )),
+            _ => None,
+        }
+    }
+
+    /// Answers an elicitation with the handler of its mode.
+    pub(crate) async fn elicit(&self, params: ElicitRequestParams) -> Result<ElicitResult> {
+        match (params, &self.elicit, &self.elicit_url) {
+            (ElicitRequestParams::Url(url), _, Some(handler)) => handler(url).await,
+            (form @ ElicitRequestParams::Form(_), Some(handler), _) => handler(form).await,
+            (params, _, _) => Err(self
+                .undeclared(&params)
+                .unwrap_or_else(|| Error::Input("no handler for this elicitation".into()))),
+        }
+    }
 }
 
 impl std::fmt::Debug for InputHandlers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("InputHandlers")
             .field("elicit", &self.elicit.is_some())
+            .field("elicit_url", &self.elicit_url.is_some())
             .field("sample", &self.sample.is_some())
             .field("roots", &self.roots.is_some())
             .finish()
@@ -40,6 +78,14 @@ impl std::fmt::Debug for InputHandlers {
 pub(crate) fn elicit_handler<F, Fut>(f: F) -> ElicitHandler
 where
     F: Fn(ElicitRequestParams) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<ElicitResult>> + Send + 'static,
+{
+    Arc::new(move |p| Box::pin(f(p)))
+}
+
+pub(crate) fn elicit_url_handler<F, Fut>(f: F) -> ElicitUrlHandler
+where
+    F: Fn(ElicitUrlParams) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<ElicitResult>> + Send + 'static,
 {
     Arc::new(move |p| Box::pin(f(p)))
@@ -85,7 +131,7 @@ pub fn accepted(content: &impl serde::Serialize) -> Result<ElicitResult> {
     let content = serde_json::to_value(content)
         .and_then(serde_json::from_value)
         .map_err(|e| {
-            crate::error::Error::Input(format!(
+            Error::Input(format!(
                 "elicitation content must be an object of flat primitive values: {e}"
             ))
         })?;

@@ -31,13 +31,14 @@ mod error;
 mod incoming;
 mod input;
 mod listen;
+mod pages;
 mod sse;
 mod tools;
 mod transport;
 
 pub use client::{Client, ClientBuilder, LogFn, ProgressFn};
 pub use era::{LEGACY_VERSIONS, ServerEra};
-pub use error::{Error, Result};
+pub use error::{Error, ListLimit, Result};
 pub use input::{accepted, cancelled, declined};
 pub use listen::{Notification, Subscription};
 pub use tokio_util::sync::CancellationToken;

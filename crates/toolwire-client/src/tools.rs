@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
-use toolwire_protocol::schema::{CompiledSchema, SchemaLimits};
+use toolwire_protocol::schema::{CompiledSchema, SchemaError, SchemaLimits, Violation};
 use toolwire_protocol::{
     CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
     Tool,
@@ -28,8 +28,29 @@ use crate::error::{Error, Result};
 pub(crate) struct CachedTool {
     pub(crate) definition: Tool,
     headers: Vec<HeaderParam>,
-    /// The compiled `outputSchema`, on first use.
-    output: OnceLock<Option<CompiledSchema>>,
+    /// The compiled `outputSchema` (`None`: the tool has none), on first use.
+    output: OnceLock<Result<Option<CompiledSchema>, SchemaError>>,
+}
+
+impl CachedTool {
+    /// The compiled `outputSchema`, if the tool has one; one that cannot be used is an error,
+    /// never a reason to accept output unchecked (J-03, J-07).
+    fn output_schema(&self) -> Result<Option<&CompiledSchema>> {
+        let compiled = self.output.get_or_init(|| {
+            self.definition
+                .output_schema
+                .as_ref()
+                .map(|schema| CompiledSchema::compile(schema, SchemaLimits::default()))
+                .transpose()
+        });
+        compiled
+            .as_ref()
+            .map(Option::as_ref)
+            .map_err(|reason| Error::UnusableOutputSchema {
+                tool: self.definition.name.clone(),
+                reason: reason.clone(),
+            })
+    }
 }
 
 /// The tools of the last `tools/list`, with their freshness.
@@ -117,9 +138,7 @@ impl Client {
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
         let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
-        let pages = self
-            .walk("tools/list", |p: &ListToolsResult| p.next_cursor.clone())
-            .await?;
+        let pages: Vec<ListToolsResult> = self.walk("tools/list").await?;
         // The list is as fresh as its stalest page.
         let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
         let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();
@@ -218,7 +237,11 @@ impl Client {
             .await
     }
 
-    /// Calls a tool with options (progress).
+    /// Calls a tool with options (progress, log, timeout, cancellation). With output
+    /// validation on (the default), the tool's definition is known before the call (listed if
+    /// need be): a tool whose `outputSchema` cannot be used is not called, and its
+    /// `structuredContent` is checked against the definition, fetched again if the list changed
+    /// during the call (C-04, K-09).
     pub async fn call_tool_with(
         &self,
         name: &str,
@@ -234,26 +257,34 @@ impl Client {
         if !arguments.is_null() {
             params["arguments"] = arguments.clone();
         }
+        let validate = self.inner.config.validate_output;
+        let mut rpc = RpcOptions {
+            name: Some(name.to_owned()),
+            progress: options.progress,
+            log: options.log,
+            timeout: options.timeout,
+            cancel: options.cancel,
+            ..Default::default()
+        };
         let mut relisted = false;
         loop {
-            // On HTTP the tool's header declarations decide which arguments are mirrored.
-            let entry = if self.mirrors_headers() {
-                self.tool_entry(name, relisted).await?
+            let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
+            // On HTTP the tool's header declarations decide which arguments are mirrored; the
+            // output check needs the definition on every transport. Listing is part of the call.
+            let entry = if self.mirrors_headers() || validate {
+                self.bounded(&rpc, self.tool_entry(name, relisted)).await?
             } else {
                 None
             };
-            let mirrored = entry
-                .as_ref()
-                .map(|t| mirror(&t.headers, &arguments))
-                .unwrap_or_default();
-            let rpc = RpcOptions {
-                name: Some(name.to_owned()),
-                mirrored,
-                progress: options.progress.clone(),
-                log: options.log.clone(),
-                timeout: options.timeout,
-                cancel: options.cancel.clone(),
-            };
+            if let (true, Some(entry)) = (validate, &entry) {
+                entry.output_schema()?;
+            }
+            if self.mirrors_headers() {
+                rpc.mirrored = entry
+                    .as_ref()
+                    .map(|t| mirror(&t.headers, &arguments))
+                    .unwrap_or_default();
+            }
             match self.rpc_rounds("tools/call", params.clone(), &rpc).await {
                 Err(Error::Rpc(e))
                     if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
@@ -266,25 +297,33 @@ impl Client {
                 Ok(result) => {
                     let result: CallToolResult = serde_json::from_value(result)
                         .map_err(|e| Error::InvalidResponse(format!("tools/call: {e}")))?;
-                    if self.inner.config.validate_output {
-                        let entry = match entry {
-                            Some(entry) => Some(entry),
-                            None => self
-                                .inner
-                                .tools
-                                .lock()
-                                .unwrap_or_else(|p| p.into_inner())
-                                .as_ref()
-                                .and_then(|c| c.by_name.get(name).cloned()),
-                        };
-                        if let Some(entry) = entry {
-                            check_output(&entry, &result)?;
+                    if validate && !result.is_error() {
+                        let tool = self.definition_after(name, entry, epoch, &rpc).await?;
+                        if let Some(tool) = tool {
+                            check_output(&tool, &result)?;
                         }
                     }
                     return Ok(result);
                 }
             }
         }
+    }
+
+    /// The definition to check a result against: the one the call started with, unless the
+    /// list changed meanwhile (K-09) or there was none; then the current list, fetched if it
+    /// was emptied. A tool the server does not list at all has no schema to check against.
+    async fn definition_after(
+        &self,
+        name: &str,
+        before: Option<Arc<CachedTool>>,
+        epoch: u64,
+        options: &RpcOptions,
+    ) -> Result<Option<Arc<CachedTool>>> {
+        if before.is_some() && self.inner.tools_epoch.load(Ordering::Acquire) == epoch {
+            return Ok(before);
+        }
+        let now = self.bounded(options, self.tool_entry(name, false)).await?;
+        Ok(now.or(before))
     }
 
     /// A request that may answer `input_required`: the requests are answered by the handlers
@@ -310,8 +349,10 @@ impl Client {
             };
             next = params.clone();
             if !requests.is_empty() {
-                next["inputResponses"] =
-                    serde_json::to_value(self.answer(requests).await?).expect("answers serialize");
+                // The handlers run under the call's timeout and cancellation like the exchanges
+                // do: a handler that never finishes must not hold the call forever.
+                let answers = self.bounded(options, self.answer(requests)).await?;
+                next["inputResponses"] = serde_json::to_value(answers).expect("answers serialize");
             }
             // Echo the state exactly, and only when there is one (M-12).
             if let Some(state) = result.get("requestState").and_then(Value::as_str) {
@@ -328,14 +369,9 @@ impl Client {
             let handlers = handlers.clone();
             async move {
                 let response = match request {
-                    InputRequest::Elicit(params) => match &handlers.elicit {
-                        Some(h) => InputResponse::Elicit(h(params).await?),
-                        None => {
-                            return Err(Error::Input(
-                                "elicitation without an elicitation handler".into(),
-                            ));
-                        }
-                    },
+                    InputRequest::Elicit(params) => {
+                        InputResponse::Elicit(handlers.elicit(params).await?)
+                    }
                     InputRequest::CreateMessage(params) => match &handlers.sample {
                         Some(h) => InputResponse::CreateMessage(Box::new(h(*params).await?)),
                         None => {
@@ -379,20 +415,7 @@ pub(crate) fn mirror(params: &[HeaderParam], arguments: &Value) -> Vec<(String, 
 
 /// Checks `structuredContent` against the tool's `outputSchema`, compiled once (C-04, J-05).
 fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
-    let Some(schema) = &tool.definition.output_schema else {
-        return Ok(());
-    };
-    if result.is_error() {
-        return Ok(());
-    }
-    let compiled = tool.output.get_or_init(|| match CompiledSchema::compile(schema, SchemaLimits::default()) {
-        Ok(compiled) => Some(compiled),
-        Err(error) => {
-            tracing::warn!(tool = %tool.definition.name, %error, "cannot use the tool's outputSchema; output is not validated");
-            None
-        }
-    });
-    let Some(compiled) = compiled else {
+    let Some(compiled) = tool.output_schema()? else {
         return Ok(());
     };
     match &result.structured_content {
@@ -405,13 +428,10 @@ fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
                 Err(Error::InvalidOutput(violations.first))
             }
         }
-        None => Err(Error::InvalidOutput(vec![
-            toolwire_protocol::schema::Violation {
-                path: String::new(),
-                message: "the tool declares an outputSchema but returned no structuredContent"
-                    .into(),
-            },
-        ])),
+        None => Err(Error::InvalidOutput(vec![Violation {
+            path: String::new(),
+            message: "the tool declares an outputSchema but returned no structuredContent".into(),
+        }])),
     }
 }
 

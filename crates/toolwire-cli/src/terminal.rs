@@ -1,0 +1,230 @@
+//! What reaches the terminal: a server's text (results, names, descriptions, instructions,
+//! progress, URLs, errors, logs) is shown with its control characters made visible, so it
+//! cannot clear the screen, move the cursor, forge output, set the title or write the clipboard;
+//! and writing never panics — a closed stdout (`| head -1`) ends the command quietly.
+
+use std::borrow::Cow;
+use std::fmt::Write as _;
+use std::io::{self, Write as _};
+
+/// How much layout a piece of text keeps.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Layout {
+    /// One line: a name, a URL, a version, an error. Line breaks are shown, not obeyed, so the
+    /// text cannot start a line of its own.
+    Line,
+    /// Running text: a tool's output, a description, instructions. Newlines (and CRLF) are
+    /// kept; a lone carriage return, which would overwrite the line, is shown.
+    Text,
+}
+
+/// `text` with every control character visible: C0 controls and DEL in caret notation as
+/// `cat -v` shows them (ESC is `^[`), C1 controls and the invisible characters that reorder or
+/// break lines (bidi embeddings, overrides, isolates and marks; line and paragraph separators)
+/// as `<U+XXXX>`. Tabs are kept; newlines as `layout` says.
+pub(crate) fn visible(text: &str, layout: Layout) -> Cow<'_, str> {
+    let keeps = |c: char, next: Option<char>| match c {
+        '\t' => true,
+        '\n' => layout == Layout::Text,
+        '\r' => layout == Layout::Text && next == Some('\n'),
+        c => !is_control(c) && !is_hidden_format(c),
+    };
+    let mut chars = text.chars().peekable();
+    let mut clean = true;
+    while let Some(c) = chars.next() {
+        if !keeps(c, chars.peek().copied()) {
+            clean = false;
+            break;
+        }
+    }
+    if clean {
+        return Cow::Borrowed(text);
+    }
+    let mut shown = String::with_capacity(text.len() + 16);
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        if keeps(c, chars.peek().copied()) {
+            shown.push(c);
+        } else if c.is_ascii_control() {
+            // ESC (0x1b) is `^[`, NUL `^@`, DEL (0x7f) `^?`.
+            shown.push('^');
+            shown.push(char::from(c as u8 ^ 0x40));
+        } else {
+            let _ = write!(shown, "<U+{:04X}>", u32::from(c));
+        }
+    }
+    Cow::Owned(shown)
+}
+
+/// C0, DEL and C1.
+fn is_control(c: char) -> bool {
+    c.is_control()
+}
+
+/// Invisible characters that reorder what follows (Trojan Source) or break lines.
+fn is_hidden_format(c: char) -> bool {
+    matches!(
+        c,
+        '\u{061C}' | '\u{200E}' | '\u{200F}' | '\u{202A}'..='\u{202E}' | '\u{2066}'..='\u{2069}'
+            | '\u{2028}' | '\u{2029}'
+    )
+}
+
+/// `value` as JSON (pretty or compact) that is safe to show: serde_json already escapes C0
+/// controls, and DEL, C1 and the hidden format characters become `\uXXXX` escapes too. They can
+/// only occur inside strings, so the JSON means the same.
+pub(crate) fn json(value: &impl serde::Serialize, pretty: bool) -> serde_json::Result<String> {
+    let text = if pretty {
+        serde_json::to_string_pretty(value)?
+    } else {
+        serde_json::to_string(value)?
+    };
+    if !text.chars().any(|c| is_control(c) || is_hidden_format(c)) {
+        return Ok(text);
+    }
+    let mut safe = String::with_capacity(text.len() + 16);
+    for c in text.chars() {
+        if (is_control(c) && c != '\n') || is_hidden_format(c) {
+            let _ = write!(safe, "\\u{:04x}", u32::from(c));
+        } else {
+            safe.push(c);
+        }
+    }
+    Ok(safe)
+}
+
+/// Writes a line of results to stdout. The error of a closed pipe reaches `main`, which ends
+/// quietly (see [`is_broken_pipe`]).
+pub(crate) fn out(line: &str) -> io::Result<()> {
+    let mut stdout = io::stdout().lock();
+    stdout.write_all(line.as_bytes())?;
+    stdout.write_all(b"\n")?;
+    stdout.flush()
+}
+
+/// Writes a line to stderr (messages, progress, questions); a stderr that cannot be written is
+/// ignored, never a panic.
+pub(crate) fn note(line: &str) {
+    let mut stderr = io::stderr().lock();
+    let _ = stderr
+        .write_all(line.as_bytes())
+        .and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// Whether `error` comes from writing to a closed pipe.
+pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
+    error.chain().any(|cause| {
+        cause
+            .downcast_ref::<io::Error>()
+            .is_some_and(|e| e.kind() == io::ErrorKind::BrokenPipe)
+    })
+}
+
+/// stderr for `tracing`, whose events may carry a server's text (its log messages, its stderr
+/// lines): each event is shown as one line with every control character visible.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct SafeStderr;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for SafeStderr {
+    type Writer = SafeStderr;
+
+    fn make_writer(&'a self) -> Self::Writer {
+        SafeStderr
+    }
+}
+
+impl io::Write for SafeStderr {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        // The formatter writes one event at a time, ending with its newline.
+        let text = String::from_utf8_lossy(buf);
+        let (event, newline) = match text.strip_suffix('\n') {
+            Some(event) => (event, "\n"),
+            None => (&*text, ""),
+        };
+        let shown = visible(event, Layout::Line);
+        let mut stderr = io::stderr().lock();
+        // A stderr that cannot be written loses the log line, nothing more.
+        let _ = stderr
+            .write_all(shown.as_bytes())
+            .and_then(|()| stderr.write_all(newline.as_bytes()));
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        let _ = io::stderr().flush();
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn control_characters_are_made_visible() {
+        use Layout::{Line, Text};
+        let cases = [
+            (
+                "plain text, tabs\tand ünïcode ✓",
+                Line,
+                "plain text, tabs\tand ünïcode ✓",
+            ),
+            ("\u{1b}[2J\u{1b}[H", Line, "^[[2J^[[H"),
+            // OSC 52 writes the clipboard; OSC 0 sets the title; both end with BEL.
+            ("\u{1b}]52;c;ZXZpbA==\u{7}", Line, "^[]52;c;ZXZpbA==^G"),
+            ("\u{1b}]0;pwned\u{7}", Text, "^[]0;pwned^G"),
+            ("nul\0 bs\u{8} del\u{7f}", Line, "nul^@ bs^H del^?"),
+            ("a\nb", Line, "a^Jb"),
+            ("a\nb", Text, "a\nb"),
+            ("a\r\nb", Text, "a\r\nb"),
+            ("a\r\nb", Line, "a^M^Jb"),
+            ("safe\rforged", Text, "safe^Mforged"),
+            ("csi\u{9b}31m", Text, "csi<U+009B>31m"),
+            ("nel\u{85}", Line, "nel<U+0085>"),
+            ("abc\u{202e}fed\u{202c}", Text, "abc<U+202E>fed<U+202C>"),
+            (
+                "\u{2066}iso\u{2069}\u{200f}\u{61c}",
+                Line,
+                "<U+2066>iso<U+2069><U+200F><U+061C>",
+            ),
+            ("line\u{2028}sep", Text, "line<U+2028>sep"),
+            // Joiners in emoji are not controls.
+            ("👩\u{200d}💻", Line, "👩\u{200d}💻"),
+        ];
+        for (text, layout, expected) in cases {
+            assert_eq!(visible(text, layout), expected, "{text:?} as {layout:?}");
+        }
+    }
+
+    #[test]
+    fn clean_text_is_not_copied() {
+        assert!(matches!(visible("fine\n", Layout::Text), Cow::Borrowed(_)));
+        assert!(matches!(visible("fine\n", Layout::Line), Cow::Owned(_)));
+    }
+
+    #[test]
+    fn json_escapes_what_serde_json_leaves_raw() {
+        let value = serde_json::json!({"k\u{9b}": "\u{1b}[2J \u{7f} \u{202e} \u{2028} é"});
+        let compact = json(&value, false).unwrap();
+        assert_eq!(compact, r#"{"k\u009b":"\u001b[2J \u007f \u202e \u2028 é"}"#);
+        let pretty = json(&value, true).unwrap();
+        assert!(pretty.contains('\n'), "pretty keeps its layout");
+        for text in [&compact, &pretty] {
+            assert!(
+                !text
+                    .chars()
+                    .any(|c| is_control(c) && c != '\n' || is_hidden_format(c))
+            );
+            let back: serde_json::Value = serde_json::from_str(text).unwrap();
+            assert_eq!(back, value, "the same JSON");
+        }
+    }
+
+    #[test]
+    fn a_broken_pipe_is_recognised_through_context() {
+        let error = anyhow::Error::new(io::Error::from(io::ErrorKind::BrokenPipe))
+            .context("printing the result");
+        assert!(is_broken_pipe(&error));
+        assert!(!is_broken_pipe(&anyhow::anyhow!("broken pipe")));
+    }
+}

@@ -1,0 +1,257 @@
+//! The `toolwire` binary against a hostile stdio server that puts terminal escape sequences in
+//! every piece of text it sends: nothing of them may reach the terminal raw. Also: a closed
+//! stdout or stderr ends a command quietly, never with a panic (status 101), and `--answer`
+//! never accepts a URL-mode elicitation.
+//!
+//! The server is the client crate's scripted stdio server (`scripted_stdio.py`).
+
+use std::io::Read as _;
+use std::process::{Command, Output, Stdio};
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// Clears the screen, writes the clipboard (OSC 52), rings, starts a C1 CSI, reverses the text
+/// that follows, returns the carriage and deletes.
+const HOSTILE: &str = "\u{1b}]52;c;ZXZpbA==\u{7}\u{1b}[2J\u{9b}31m\u{202e}evil\rDEL\u{7f}";
+
+fn meta(id: &str) -> Value {
+    json!({"io.modelcontextprotocol/subscriptionId": id})
+}
+
+/// The hostile server's script: every name, description, message and URL is `HOSTILE`.
+fn script() -> Value {
+    let h = HOSTILE;
+    let tool = |name: &str| {
+        json!({"name": name, "description": format!("{h}\nsecond line"), "inputSchema": {
+            "type": "object", "properties": {h: {"type": h}}, "required": [h]
+        }})
+    };
+    let text = |text: &str| json!({"type": "text", "text": text});
+    json!({
+        "server/discover": [{"result": {
+            "resultType": "complete", "supportedVersions": ["2026-07-28", h],
+            "capabilities": {"tools": {"listChanged": true}, "experimental": {h: {}}},
+            "instructions": format!("{h}\ninstructions"), "ttlMs": 0, "cacheScope": "public",
+            "_meta": {"io.modelcontextprotocol/serverInfo": {"name": h, "version": h}}
+        }}],
+        "tools/list": [{"result": {
+            "resultType": "complete", "ttlMs": 60000, "cacheScope": "private",
+            "tools": [tool(&format!("named{h}")), tool("text"), tool("structured"),
+                      tool("fail"), tool("url")]
+        }}],
+        "tools/call:text": [
+            {"method": "notifications/progress", "params": {
+                "progressToken": "{ID}", "progress": 1, "total": 2, "message": h}},
+            {"method": "notifications/message", "params": {"level": "error", "logger": h, "data": h}},
+            {"stderr": h},
+            {"raw": h},
+            {"result": {"resultType": "complete", "content": [
+                text(&format!("{h}\nline two\r\n")),
+                {"type": "image", "data": "aGk=", "mimeType": h}
+            ]}}
+        ],
+        "tools/call:structured": [{"result": {
+            "resultType": "complete", "content": [text(h)], "structuredContent": {h: h}
+        }}],
+        "tools/call:fail": [{"error": {"code": -32602, "message": h, "data": h}}],
+        "tools/call:url": [{"result": {
+            "resultType": "input_required", "requestState": "s",
+            "inputRequests": {"open": {"method": "elicitation/create", "params": {
+                "mode": "url", "message": h, "url": format!("https://auth.example/{h}")
+            }}}
+        }}],
+        "tools/call:url#retry": [{"result": {
+            "resultType": "complete", "content": [text("{INPUT_RESPONSES}")]
+        }}],
+        "subscriptions/listen": [
+            {"method": "notifications/subscriptions/acknowledged", "params": {
+                "_meta": meta("{ID}"), "notifications": {"toolsListChanged": true}}},
+            {"method": format!("notifications/{h}"), "params": {"_meta": meta("{ID}")}},
+            {"method": "notifications/tools/list_changed", "params": {"_meta": meta("{ID}")}},
+            {"result": {"resultType": "complete", "_meta": meta("{ID}")}}
+        ],
+    })
+}
+
+/// The command line that starts the hostile server.
+fn server() -> String {
+    let script_path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../toolwire-client/tests/support/scripted_stdio.py"
+    );
+    shlex::try_join(["python3", script_path, &script().to_string()]).unwrap()
+}
+
+fn toolwire(args: &[&str]) -> Output {
+    Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        // Info-level logs include the server's stderr lines.
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("toolwire runs")
+}
+
+/// The characters a terminal obeys that must never arrive raw (a CR is fine before a LF).
+fn raw_controls(bytes: &[u8]) -> Vec<char> {
+    let text = String::from_utf8_lossy(bytes).replace("\r\n", "\n");
+    text.chars()
+        .filter(|&c| {
+            (c.is_control() && c != '\n' && c != '\t')
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        })
+        .collect()
+}
+
+fn assert_safe(what: &str, output: &Output) {
+    let (stdout, stderr) = (
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr),
+    );
+    assert_eq!(
+        raw_controls(&output.stdout),
+        [],
+        "{what}: stdout {stdout:?}"
+    );
+    assert_eq!(
+        raw_controls(&output.stderr),
+        [],
+        "{what}: stderr {stderr:?}"
+    );
+}
+
+/// Everything the command wrote, stdout then stderr.
+fn shown(output: &Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    )
+}
+
+#[test]
+fn a_servers_text_never_reaches_the_terminal_raw() {
+    let server = server();
+    let run = |args: &[&str]| {
+        let mut full = vec![args[0], server.as_str()];
+        full.extend_from_slice(&args[1..]);
+        let output = toolwire(&full);
+        assert_safe(&args.join(" "), &output);
+        output
+    };
+    // The sequences are shown, not dropped: a user sees what the server sent.
+    let rendered = "^[]52;c;ZXZpbA==^G^[[2J<U+009B>31m<U+202E>evil^MDEL^?";
+    for args in [
+        &["discover"][..],
+        &["tools"],
+        &["call", "text"],
+        &["call", "fail"],
+        &["watch"],
+    ] {
+        let output = run(args);
+        assert!(
+            shown(&output).contains(rendered),
+            "{args:?}: {}",
+            shown(&output)
+        );
+    }
+    let text = run(&["call", "text"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = shown(&text);
+    assert!(
+        text.contains("line two\r\n"),
+        "the tool's own CRLF is kept: {text:?}"
+    );
+    assert!(text.contains(&format!("progress 1/2 {rendered}")), "{text}");
+    let fail = run(&["call", "fail"]);
+    assert_eq!(fail.status.code(), Some(2), "a server error");
+    let structured = run(&["call", "structured"]);
+    assert!(
+        shown(&structured).contains("\\u001b]52"),
+        "{}",
+        shown(&structured)
+    );
+    // JSON output stays JSON, with the same content.
+    let discovered = run(&["discover", "--json"]);
+    let discovered: Value = serde_json::from_slice(&discovered.stdout).unwrap();
+    assert_eq!(
+        discovered["instructions"],
+        format!("{HOSTILE}\ninstructions")
+    );
+    let called = run(&["call", "text", "--json"]);
+    let called: Value = serde_json::from_slice(&called.stdout).unwrap();
+    assert_eq!(called["content"][1]["mimeType"], HOSTILE);
+    let listed = run(&["tools", "--json"]);
+    let listed: Value = serde_json::from_slice(&listed.stdout).unwrap();
+    assert_eq!(listed[0]["name"], format!("named{HOSTILE}"));
+}
+
+#[test]
+fn answer_never_accepts_a_url_elicitation() {
+    let output = toolwire(&["call", &server(), "url", "--answer", "{}"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stdout.contains("accept"), "{stdout}");
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("URL"), "{stderr}");
+    assert_safe("call url", &output);
+}
+
+/// Runs `toolwire` with stdout (or stderr) a pipe whose reading end is already closed.
+fn with_closed(args: &[&str], close_stdout: bool) -> std::process::ExitStatus {
+    let mut child = Command::new(BIN)
+        .args(args)
+        .env_remove("RUST_BACKTRACE")
+        .env_remove("RUST_LOG")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let (closed, mut kept): (Box<dyn std::any::Any>, Box<dyn std::io::Read>) = if close_stdout {
+        (
+            Box::new(child.stdout.take()),
+            Box::new(child.stderr.take().unwrap()),
+        )
+    } else {
+        (
+            Box::new(child.stderr.take()),
+            Box::new(child.stdout.take().unwrap()),
+        )
+    };
+    drop(closed);
+    let mut rest = Vec::new();
+    kept.read_to_end(&mut rest).unwrap();
+    let status = child.wait().unwrap();
+    assert!(
+        !String::from_utf8_lossy(&rest).contains("panicked"),
+        "{}",
+        String::from_utf8_lossy(&rest)
+    );
+    status
+}
+
+#[test]
+fn a_closed_stdout_ends_a_command_quietly() {
+    let server = server();
+    for args in [
+        vec!["tools", server.as_str()],
+        vec!["discover", server.as_str()],
+        vec!["call", server.as_str(), "text"],
+        vec!["watch", server.as_str()],
+    ] {
+        let status = with_closed(&args, true);
+        assert_eq!(status.code(), Some(0), "{:?}", &args[..1]);
+    }
+}
+
+#[test]
+fn a_closed_stderr_is_no_panic() {
+    // Progress, log lines and the error message all go to stderr.
+    let server = server();
+    let status = with_closed(&["call", &server, "text"], false);
+    assert_eq!(status.code(), Some(0));
+    let status = with_closed(&["call", &server, "fail"], false);
+    assert_eq!(status.code(), Some(2));
+}

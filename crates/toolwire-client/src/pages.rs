@@ -1,0 +1,165 @@
+//! Paginated lists (tools, prompts, resources, templates) walked with opaque cursors (K-12,
+//! K-14) under a budget for the whole list: items, bytes and time (`ListLimit`), so a server
+//! that paginates forever cannot hold a client or its memory.
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use toolwire_protocol::{ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
+
+use crate::client::{Client, RpcOptions};
+use crate::error::{Error, ListLimit, Result};
+
+impl Client {
+    /// Every resource, all pages.
+    pub async fn list_resources(&self) -> Result<Vec<toolwire_protocol::Resource>> {
+        let pages: Vec<ListResourcesResult> = self.walk("resources/list").await?;
+        Ok(pages.into_iter().flat_map(|p| p.resources).collect())
+    }
+
+    /// Every resource template, all pages.
+    pub async fn list_resource_templates(
+        &self,
+    ) -> Result<Vec<toolwire_protocol::ResourceTemplate>> {
+        let pages: Vec<ListResourceTemplatesResult> = self.walk("resources/templates/list").await?;
+        Ok(pages
+            .into_iter()
+            .flat_map(|p| p.resource_templates)
+            .collect())
+    }
+
+    /// Every prompt, all pages.
+    pub async fn list_prompts(&self) -> Result<Vec<toolwire_protocol::Prompt>> {
+        let pages: Vec<ListPromptsResult> = self.walk("prompts/list").await?;
+        Ok(pages.into_iter().flat_map(|p| p.prompts).collect())
+    }
+
+    /// Walks a paginated list: cursors are opaque and only an absent `nextCursor` ends it
+    /// (K-14); it stops with an error on a repeated cursor (no progress) and past the list
+    /// bounds (items, bytes, time, 10,000 pages; `ListLimit`); an invalid-cursor error restarts
+    /// it from the first page once (K-12).
+    pub(crate) async fn walk<P: Page>(&self, method: &str) -> Result<Vec<P>> {
+        let limit = self.inner.config.list_timeout;
+        tokio::time::timeout(limit, self.walk_pages(method))
+            .await
+            .unwrap_or_else(|_| {
+                Err(Error::ListTooLarge {
+                    method: method.to_owned(),
+                    limit: ListLimit::Time(limit),
+                })
+            })
+    }
+
+    async fn walk_pages<P: Page>(&self, method: &str) -> Result<Vec<P>> {
+        const MAX_PAGES: usize = 10_000;
+        let config = &self.inner.config;
+        let too_large = |limit| Error::ListTooLarge {
+            method: method.to_owned(),
+            limit,
+        };
+        let mut pages = Vec::new();
+        let mut cursor: Option<String> = None;
+        let mut seen = std::collections::HashSet::new();
+        let mut restarted = false;
+        let (mut items, mut bytes) = (0usize, 0usize);
+        for _ in 0..MAX_PAGES {
+            let params = match &cursor {
+                Some(c) => json!({"cursor": c}),
+                None => json!({}),
+            };
+            let page = match self.rpc(method, params, &RpcOptions::default()).await {
+                Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
+                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
+                    restarted = true;
+                    cursor = None;
+                    seen.clear();
+                    pages.clear();
+                    (items, bytes) = (0, 0);
+                    continue;
+                }
+                page => page?,
+            };
+            bytes = bytes.saturating_add(json_len(&page));
+            if bytes > config.max_list_bytes {
+                return Err(too_large(ListLimit::Bytes(config.max_list_bytes)));
+            }
+            let page: P = serde_json::from_value(page)
+                .map_err(|e| Error::InvalidResponse(format!("{method}: {e}")))?;
+            items = items.saturating_add(page.len());
+            if items > config.max_list_items {
+                return Err(too_large(ListLimit::Items(config.max_list_items)));
+            }
+            let next = page.next_cursor().map(str::to_owned);
+            pages.push(page);
+            match next {
+                None => return Ok(pages),
+                Some(next) if !seen.insert(next.clone()) => {
+                    return Err(Error::InvalidResponse(format!(
+                        "{method}: the server repeated a cursor"
+                    )));
+                }
+                Some(next) => cursor = Some(next),
+            }
+        }
+        Err(too_large(ListLimit::Pages(MAX_PAGES)))
+    }
+}
+
+/// One page of a paginated list.
+pub(crate) trait Page: DeserializeOwned {
+    /// Where the next page starts; `None` ends the list (K-14).
+    fn next_cursor(&self) -> Option<&str>;
+    /// The items on this page.
+    fn len(&self) -> usize;
+}
+
+macro_rules! page {
+    ($type:ty, $items:ident) => {
+        impl Page for $type {
+            fn next_cursor(&self) -> Option<&str> {
+                self.next_cursor.as_deref()
+            }
+            fn len(&self) -> usize {
+                self.$items.len()
+            }
+        }
+    };
+}
+
+page!(toolwire_protocol::ListToolsResult, tools);
+page!(ListPromptsResult, prompts);
+page!(ListResourcesResult, resources);
+page!(ListResourceTemplatesResult, resource_templates);
+
+/// The length of `value` as compact JSON, counted without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+            self.0 += buf.len();
+            Ok(buf.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing a `Value` into a writer that never fails cannot fail.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_len_is_the_length_of_the_compact_text() {
+        for value in [
+            json!(null),
+            json!({"tools": [{"name": "é", "description": "a \"quoted\"\nline"}]}),
+            json!([1, 2.5, -3, true, "\u{1b}[2J"]),
+        ] {
+            assert_eq!(json_len(&value), value.to_string().len(), "{value}");
+        }
+    }
+}
