@@ -100,24 +100,63 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
     assert_eq!(s.recv().await["id"], 8, "still serving");
 }
 
+/// Cancelling stops the handler (its token fires before it is dropped), and a handler that
+/// ignores its token and would answer after 300 ms gets no answer out within a second (S-08).
+/// Once, the handler slept 10 s and the test waited 0.5 s for silence, which it would have had
+/// without any cancellation (issue 8, item 26).
 #[tokio::test]
 async fn cancelled_requests_get_no_answer() {
-    let mut s = StdioSession::start(builder().build().unwrap());
-    s.send(&request(
-        1,
-        "tools/call",
-        json!({"name": "sleep", "arguments": {"ms": 10_000}}),
-    ))
-    .await;
-    tokio::time::sleep(Duration::from_millis(100)).await;
-    s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 1, "reason": "user"}})).await;
+    let (saw, mut saw_cancel) = tokio::sync::mpsc::unbounded_channel();
+    let (started_tx, mut started) = tokio::sync::mpsc::unbounded_channel();
+    let server = builder()
+        .tool(
+            Tool::new("stubborn", |_: NoArgs, _: RequestContext| async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                "finished anyway"
+            })
+            .description("Ignores cancellation and finishes after 300 ms"),
+        )
+        .tool(
+            Tool::new("watchful", move |_: NoArgs, ctx: RequestContext| {
+                let (saw, started) = (saw.clone(), started_tx.clone());
+                async move {
+                    let _ = started.send(());
+                    // The server drops a cancelled handler; the guard reports whether its token
+                    // had fired by then.
+                    let token = ctx.cancellation().clone();
+                    let _guard = scopeguard(move || {
+                        let _ = saw.send(token.is_cancelled());
+                    });
+                    std::future::pending::<()>().await;
+                    "unreachable"
+                }
+            })
+            .description("Waits forever, reporting how it ended"),
+        )
+        .build()
+        .unwrap();
+    let mut s = StdioSession::start(server);
+    s.send(&request(1, "tools/call", json!({"name": "stubborn"})))
+        .await;
+    s.send(&request(2, "tools/call", json!({"name": "watchful"})))
+        .await;
+    started.recv().await.expect("the handler started");
+    for id in [1, 2] {
+        s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": id, "reason": "user"}})).await;
+    }
     // Malformed or unknown cancellations are ignored (P-04).
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 77}})).await;
     s.send(&json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {}}))
         .await;
+    let ended = tokio::time::timeout(Duration::from_secs(5), saw_cancel.recv()).await;
+    assert_eq!(
+        ended,
+        Ok(Some(true)),
+        "the handler was stopped by its cancellation"
+    );
     assert!(
-        s.silent_for(500).await,
-        "nothing more for a cancelled request (S-08)"
+        s.silent_for(1_000).await,
+        "no answer for either cancelled request, though both handlers finished (S-08)"
     );
     // The id may be reused once the request is gone.
     s.send(&request(1, "server/discover", json!({}))).await;
@@ -211,6 +250,7 @@ async fn eof_closes_listen_streams_and_returns_promptly() {
         mut writer,
         mut reader,
         task,
+        ..
     } = s;
     tokio::io::AsyncWriteExt::shutdown(&mut writer)
         .await

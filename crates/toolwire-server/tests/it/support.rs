@@ -337,10 +337,15 @@ pub fn sse_messages(body: &str) -> Vec<Value> {
 }
 
 /// A stdio session over an in-memory pipe with `serve_io` on the other end.
+/// A stdio connection in memory. Every message received is checked against the official
+/// schema, for the method of the request it answers or accompanies (issue 8, item 26).
 pub struct StdioSession {
     pub writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     pub reader: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
     pub task: tokio::task::JoinHandle<toolwire_server::Result<()>>,
+    /// The methods of the requests sent and not yet answered, by id (as JSON text), oldest
+    /// first: a duplicate id in flight is refused with an error, so a result answers the oldest.
+    methods: std::collections::HashMap<String, std::collections::VecDeque<String>>,
 }
 
 impl StdioSession {
@@ -353,6 +358,7 @@ impl StdioSession {
             writer: cw,
             reader: BufReader::new(cr).lines(),
             task,
+            methods: Default::default(),
         }
     }
 
@@ -362,17 +368,33 @@ impl StdioSession {
     }
 
     pub async fn send(&mut self, message: &Value) {
+        if let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str()) {
+            let pending = self.methods.entry(id.to_string()).or_default();
+            pending.push_back(method.to_owned());
+        }
         self.send_line(&message.to_string()).await;
     }
 
-    /// The next message, within 5 s.
+    /// The next message, within 5 s, checked against the official schema.
     pub async fn recv(&mut self) -> Value {
         let line = tokio::time::timeout(Duration::from_secs(5), self.reader.next_line())
             .await
             .expect("a message within 5 s")
             .unwrap()
             .expect("the stream is open");
-        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"))
+        let message: Value =
+            serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        // Notifications are checked by their own method; responses by their request's.
+        let pending = message
+            .get("id")
+            .and_then(|id| self.methods.get_mut(&id.to_string()));
+        let method = match pending {
+            Some(pending) if message.get("error").is_some() => pending.pop_back(),
+            Some(pending) => pending.pop_front(),
+            None => None,
+        };
+        wire::check(method.as_deref().unwrap_or(""), &message);
+        message
     }
 
     /// Whether nothing arrives within `ms`.
