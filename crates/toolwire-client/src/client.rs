@@ -54,6 +54,7 @@ pub struct ClientBuilder {
     pub(crate) max_rounds: usize,
     pub(crate) extensions: JsonObject,
     pub(crate) validate_output: bool,
+    pub(crate) output_formats: toolwire_protocol::schema::FormatMode,
     pub(crate) legacy_fallback: bool,
     pub(crate) probe_timeout: Duration,
     pub(crate) log_level: Option<LoggingLevel>,
@@ -80,6 +81,7 @@ impl ClientBuilder {
             max_rounds: 8,
             extensions: JsonObject::new(),
             validate_output: true,
+            output_formats: toolwire_protocol::schema::FormatMode::Annotate,
             legacy_fallback: true,
             probe_timeout: DEFAULT_PROBE_TIMEOUT,
             log_level: None,
@@ -210,6 +212,17 @@ impl ClientBuilder {
     /// Whether `structuredContent` is checked against `outputSchema` (default true; C-04).
     pub fn validate_output(mut self, validate: bool) -> Self {
         self.validate_output = validate;
+        self
+    }
+
+    /// Whether output validation asserts `format` (`email`, `date-time`, `uri`, `uuid`, …).
+    /// Off by default: in JSON Schema 2020-12 `format` is an annotation.
+    pub fn assert_output_formats(mut self, assert: bool) -> Self {
+        self.output_formats = if assert {
+            toolwire_protocol::schema::FormatMode::Assert
+        } else {
+            toolwire_protocol::schema::FormatMode::Annotate
+        };
         self
     }
 

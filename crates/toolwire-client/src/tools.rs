@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
-use toolwire_protocol::schema::{CompiledSchema, SchemaError, SchemaLimits, Violation};
+use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits, Violation};
 use toolwire_protocol::{
     CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
     Tool,
@@ -28,6 +28,8 @@ use crate::error::{Error, Result};
 pub(crate) struct CachedTool {
     pub(crate) definition: Tool,
     headers: Vec<HeaderParam>,
+    /// How the `outputSchema`'s `format` keywords are treated.
+    formats: FormatMode,
     /// The compiled `outputSchema` (`None`: the tool has none), on first use.
     output: OnceLock<Result<Option<CompiledSchema>, SchemaError>>,
 }
@@ -40,7 +42,13 @@ impl CachedTool {
             self.definition
                 .output_schema
                 .as_ref()
-                .map(|schema| CompiledSchema::compile(schema, SchemaLimits::default()))
+                .map(|schema| {
+                    CompiledSchema::compile_with_formats(
+                        schema,
+                        SchemaLimits::default(),
+                        self.formats,
+                    )
+                })
                 .transpose()
         });
         compiled
@@ -191,6 +199,7 @@ impl Client {
             order.push(Arc::new(CachedTool {
                 definition: tool,
                 headers,
+                formats: self.inner.config.output_formats,
                 output: OnceLock::new(),
             }));
         }

@@ -250,6 +250,38 @@ async fn structured_output_is_checked_against_the_output_schema() {
     assert!(lenient.call_tool("sum", json!({})).await.is_ok());
 }
 
+/// `format` in an `outputSchema` is an annotation unless the client asserts it (issue 8,
+/// item 29).
+#[tokio::test]
+async fn output_formats_are_asserted_when_asked() {
+    let mock = Mock::start(|request, _| match request["method"].as_str() {
+        Some("tools/list") => {
+            let mut page = tools_page(&[], None);
+            page["tools"] = json!([{
+                "name": "who", "inputSchema": {"type": "object"},
+                "outputSchema": {"type": "object", "properties": {"email": {"type": "string", "format": "email"}}}
+            }]);
+            Reply::Result(page)
+        }
+        _ => Reply::Result(json!({
+            "resultType": "complete",
+            "content": [{"type": "text", "text": "{\"email\":\"nobody\"}"}],
+            "structuredContent": {"email": "nobody"}
+        })),
+    })
+    .await;
+    assert!(client(&mock.url).call_tool("who", json!({})).await.is_ok());
+    let strict = ClientBuilder::new("protocol-test", "1.0")
+        .assert_output_formats(true)
+        .http(&mock.url)
+        .unwrap();
+    let error = strict.call_tool("who", json!({})).await.unwrap_err();
+    let Error::InvalidOutput(violations) = &error else {
+        panic!("expected InvalidOutput, got {error}");
+    };
+    assert_eq!(violations[0].path, "/email", "{violations:?}");
+}
+
 #[tokio::test]
 async fn a_broken_stream_is_reissued_with_a_new_id() {
     let mock = Mock::start(|request, attempt| match request["method"].as_str() {

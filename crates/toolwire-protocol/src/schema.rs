@@ -56,6 +56,19 @@ impl Default for SchemaLimits {
     }
 }
 
+/// How a schema's `format` keywords are treated.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum FormatMode {
+    /// Annotations only, as JSON Schema 2020-12 says by default: `format: email` accepts any
+    /// string.
+    #[default]
+    Annotate,
+    /// Asserted: a value must match each format the validator knows (`email`, `date-time`,
+    /// `date`, `time`, `duration`, `uri`, `uri-reference`, `iri`, `uuid`, `ipv4`, `ipv6`,
+    /// `hostname`, `regex`, `json-pointer`, …). Unknown formats stay annotations.
+    Assert,
+}
+
 /// A schema compiled for validation, shared by every call. Cheap to clone.
 #[derive(Clone)]
 pub struct CompiledSchema {
@@ -160,16 +173,26 @@ impl std::fmt::Debug for CompiledSchema {
 }
 
 impl CompiledSchema {
-    /// Checks and compiles `schema`.
+    /// Checks and compiles `schema`, with `format` as an annotation ([`FormatMode::Annotate`]).
     pub fn compile(
         schema: &JsonObject,
         limits: SchemaLimits,
+    ) -> Result<CompiledSchema, SchemaError> {
+        Self::compile_with_formats(schema, limits, FormatMode::Annotate)
+    }
+
+    /// Checks and compiles `schema`, treating `format` as `formats` says.
+    pub fn compile_with_formats(
+        schema: &JsonObject,
+        limits: SchemaLimits,
+        formats: FormatMode,
     ) -> Result<CompiledSchema, SchemaError> {
         let draft = dialect(schema)?;
         check_shape(schema, limits)?;
         let value = Value::Object(schema.clone());
         let validator = jsonschema::options()
             .with_draft(draft)
+            .should_validate_formats(formats == FormatMode::Assert)
             .with_retriever(NoNetwork)
             .build(&value)
             .map_err(|e| SchemaError::Invalid(e.to_string()))?;
@@ -423,5 +446,35 @@ mod tests {
         assert_eq!(report.more, None, "too large to walk: not counted");
         assert!(report.to_string().len() < 2_000, "{report}");
         assert!(schema.violations(&json!(["a"]), 10).is_empty());
+    }
+
+    /// `format` is an annotation unless assertion is asked for (issue 8, item 29).
+    #[test]
+    fn formats_are_asserted_only_when_asked() {
+        let schema = json!({"type": "object", "properties": {
+            "to": {"type": "string", "format": "email"},
+            "at": {"type": "string", "format": "date-time"},
+            "id": {"type": "string", "format": "uuid"},
+            "site": {"type": "string", "format": "uri"},
+            "odd": {"type": "string", "format": "x-unknown"},
+        }});
+        let schema = schema.as_object().unwrap();
+        let annotate = CompiledSchema::compile(schema, SchemaLimits::default()).unwrap();
+        let assert = CompiledSchema::compile_with_formats(
+            schema,
+            SchemaLimits::default(),
+            FormatMode::Assert,
+        )
+        .unwrap();
+        let bad =
+            json!({"to": "nobody", "at": "yesterday", "id": "42", "site": "not a uri", "odd": "x"});
+        let good = json!({"to": "ada@example.com", "at": "2026-12-02T17:00:00Z",
+            "id": "6f1c2b1e-3d4a-4b5c-8d9e-0a1b2c3d4e5f", "site": "https://example.com/a", "odd": "x"});
+        assert!(annotate.is_valid(&bad), "2020-12 default: annotations only");
+        let found = assert.violations(&bad, 10);
+        let mut paths: Vec<&str> = found.first.iter().map(|v| v.path.as_str()).collect();
+        paths.sort();
+        assert_eq!(paths, ["/at", "/id", "/site", "/to"], "{found}");
+        assert!(assert.is_valid(&good), "{}", assert.violations(&good, 10));
     }
 }

@@ -69,7 +69,7 @@ pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
 pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use tasks::{MemoryTaskStore, TaskRecord, TaskStore};
 pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolError, ToolOutput, structured_result};
-pub use toolwire_protocol::schema::{SchemaLimits, Violation, Violations};
+pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};
 
 /// The protocol types this crate speaks, re-exported.
 pub use toolwire_protocol as protocol;

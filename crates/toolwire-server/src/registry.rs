@@ -10,7 +10,7 @@ use toolwire_protocol::headers::{self, HeaderParam};
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
 use crate::tool::{Handler, TaskSupport, Tool};
-use toolwire_protocol::schema::{CompiledSchema, SchemaError, SchemaLimits};
+use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
 pub(crate) struct RegisteredTool {
@@ -39,13 +39,15 @@ impl Entry for RegisteredTool {
 pub(crate) struct ToolRegistry {
     catalog: Catalog<RegisteredTool>,
     limits: SchemaLimits,
+    formats: FormatMode,
 }
 
 impl ToolRegistry {
-    pub(crate) fn new(limits: SchemaLimits) -> Self {
+    pub(crate) fn new(limits: SchemaLimits, formats: FormatMode) -> Self {
         ToolRegistry {
             catalog: Catalog::default(),
             limits,
+            formats,
         }
     }
 
@@ -58,7 +60,7 @@ impl ToolRegistry {
     pub(crate) fn add_all(&self, tools: Vec<Tool>) -> Result<(), Error> {
         let mut prepared = Vec::with_capacity(tools.len());
         for tool in tools {
-            prepared.push(Arc::new(prepare(tool, self.limits)?));
+            prepared.push(Arc::new(prepare(tool, self.limits, self.formats)?));
         }
         self.catalog
             .add_all(prepared)
@@ -114,7 +116,7 @@ const SECRET_HINTS: &[&str] = &[
 ];
 
 /// Checks a definition and compiles its schemas.
-fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
+fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<RegisteredTool, Error> {
     let definition = tool.definition;
     let name = definition.name.clone();
     let reject = |rule| Error::InvalidTool {
@@ -127,12 +129,12 @@ fn prepare(tool: Tool, limits: SchemaLimits) -> Result<RegisteredTool, Error> {
     if definition.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
         return Err(reject(ToolRule::InputSchemaNotObject));
     }
-    let input = CompiledSchema::compile(&definition.input_schema, limits)
+    let input = CompiledSchema::compile_with_formats(&definition.input_schema, limits, formats)
         .map_err(|e| schema_rule(SchemaRole::Input, e))
         .map_err(reject)?;
     let output = match &definition.output_schema {
         Some(schema) => Some(
-            CompiledSchema::compile(schema, limits)
+            CompiledSchema::compile_with_formats(schema, limits, formats)
                 .map_err(|e| reject(schema_rule(SchemaRole::Output, e)))?,
         ),
         None => None,
@@ -203,7 +205,7 @@ mod tests {
 
     #[test]
     fn refuses_with_the_rule() {
-        let registry = ToolRegistry::new(SchemaLimits::default());
+        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate);
         let object = json!({"type": "object"});
         assert_eq!(
             rule_of(registry.add_all(vec![raw("bad name", object.clone())])),
@@ -247,7 +249,7 @@ mod tests {
 
     #[test]
     fn keeps_registration_order_through_changes() {
-        let registry = ToolRegistry::new(SchemaLimits::default());
+        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate);
         let object = json!({"type": "object"});
         registry
             .add_all(

@@ -22,7 +22,7 @@ use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, Resource
 use crate::state::{ReplayGuard, RequestStateKeys};
 use crate::tasks::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tool::Tool;
-use toolwire_protocol::schema::SchemaLimits;
+use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 /// Protocol versions this server implements (V-01, V-02).
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
@@ -49,6 +49,7 @@ pub(crate) struct Config {
     pub(crate) cache_scope: CacheScope,
     pub(crate) logging: bool,
     pub(crate) schema_limits: SchemaLimits,
+    pub(crate) formats: FormatMode,
     pub(crate) max_message_bytes: usize,
     pub(crate) max_json_depth: usize,
     pub(crate) read_ttl_ms: u64,
@@ -64,6 +65,7 @@ impl Default for Config {
             cache_scope: CacheScope::Public,
             logging: false,
             schema_limits: SchemaLimits::default(),
+            formats: FormatMode::Annotate,
             max_message_bytes: 4 * 1024 * 1024,
             max_json_depth: 64,
             read_ttl_ms: 300_000,
@@ -367,6 +369,19 @@ impl ServerBuilder {
         self
     }
 
+    /// Asserts `format` in tool schemas (`email`, `date-time`, `uri`, `uuid`, `ipv4`, …):
+    /// arguments and structured output must match the formats they declare. Off by default,
+    /// because JSON Schema 2020-12 makes `format` an annotation, so `format: email` accepts any
+    /// string unless this is on. Unknown formats stay annotations.
+    pub fn assert_formats(mut self, assert: bool) -> Self {
+        self.config.formats = if assert {
+            FormatMode::Assert
+        } else {
+            FormatMode::Annotate
+        };
+        self
+    }
+
     /// Largest accepted message, in bytes (default 4 MiB): HTTP answers 413 beyond it, stdio
     /// answers -32600 and skips the line.
     pub fn max_message_bytes(mut self, bytes: usize) -> Self {
@@ -440,7 +455,7 @@ impl ServerBuilder {
 
     /// Checks every tool and builds the server.
     pub fn build(self) -> Result<Server> {
-        let registry = ToolRegistry::new(self.config.schema_limits);
+        let registry = ToolRegistry::new(self.config.schema_limits, self.config.formats);
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(self.tools)?;
         let key = self.cursor_key.unwrap_or_else(rand::random);

@@ -416,3 +416,48 @@ async fn a_huge_invalid_argument_gets_a_short_report() {
     assert!(text.ends_with("- and 15 more"), "{text}");
     s.stop().await;
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Mail {
+    #[schemars(email)]
+    to: String,
+    #[schemars(extend("format" = "date-time"))]
+    at: String,
+}
+
+/// `format` is an annotation in 2020-12, so by default `format: email` takes any string; with
+/// `assert_formats(true)` the model is told which values break their formats (issue 8, item 29).
+#[tokio::test]
+async fn formats_are_enforced_when_the_server_asks_for_it() {
+    let mail = || {
+        Tool::new(
+            "mail",
+            |m: Mail, _: toolwire_server::RequestContext| async move {
+                format!("to {} at {}", m.to, m.at)
+            },
+        )
+        .description("Sends mail")
+    };
+    let bad = json!({"to": "nobody", "at": "tomorrow-ish"});
+    let lenient = TestServer::start(builder().tool(mail()).build().unwrap()).await;
+    let reply = call(&lenient, "mail", bad.clone()).await;
+    assert_eq!(
+        text_of(&reply),
+        "to nobody at tomorrow-ish",
+        "annotations only by default"
+    );
+    lenient.stop().await;
+    let strict =
+        TestServer::start(builder().tool(mail()).assert_formats(true).build().unwrap()).await;
+    let reply = call(&strict, "mail", bad).await;
+    assert_eq!(reply.last()["result"]["isError"], true, "{}", reply.body);
+    let text = text_of(&reply);
+    assert!(text.contains("- /to:") && text.contains("- /at:"), "{text}");
+    let good = json!({"to": "ada@example.com", "at": "2026-12-02T17:00:00Z"});
+    let reply = call(&strict, "mail", good).await;
+    assert_eq!(
+        text_of(&reply),
+        "to ada@example.com at 2026-12-02T17:00:00Z"
+    );
+    strict.stop().await;
+}
