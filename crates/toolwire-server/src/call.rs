@@ -153,15 +153,7 @@ impl Server {
             principal: ctx.principal().map(str::to_owned),
             id: ctx.request_id().clone(),
         };
-        let task_ctx = RequestContext::new(
-            rerun.id.clone(),
-            rerun.meta.clone(),
-            cancel.clone(),
-            self.shutdown_token(),
-            None,
-            self.inner.config.logging,
-        )
-        .with_principal(rerun.principal.clone());
+        let task_ctx = self.task_handler_context(&rerun, &cancel);
         (task_ctx, rerun, cancel)
     }
 

@@ -329,15 +329,7 @@ impl Server {
                 _ = &mut expiry => return self.expired(task_id),
                 answers = self.answers(task_id, inbox, input.requests) => answers,
             };
-            let ctx = RequestContext::new(
-                rerun.id.clone(),
-                rerun.meta.clone(),
-                cancel.clone(),
-                self.shutdown_token(),
-                None,
-                self.inner.config.logging,
-            )
-            .with_principal(rerun.principal.clone());
+            let ctx = self.task_handler_context(&rerun, &cancel);
             ctx.set_round(Round {
                 responses: answers,
                 state: input.state,
@@ -346,6 +338,24 @@ impl Server {
             let handler = &rerun.tool.handler;
             step = contained(&rerun.tool.name, || handler(&rerun.arguments, ctx));
         }
+    }
+
+    /// The context a task's handler runs in: the request's own `_meta` and principal, the
+    /// task's cancellation, and no channel back (a task's client polls instead).
+    pub(crate) fn task_handler_context(
+        &self,
+        rerun: &Rerun,
+        cancel: &CancellationToken,
+    ) -> RequestContext {
+        RequestContext::new(
+            rerun.id.clone(),
+            rerun.meta.clone(),
+            cancel.clone(),
+            self.shutdown_token(),
+            None,
+            self.inner.config.logging,
+        )
+        .with_principal(rerun.principal.clone())
     }
 
     /// Records a step's outcome; the input it asks for when the task must wait for answers.
