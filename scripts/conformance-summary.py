@@ -298,7 +298,7 @@ def summary_line(side, expected, outcomes, problems):
     return f"{side}: {', '.join(parts)} — {verdict}"
 
 
-def check_expected(mode, root, runs, status, wanted, expected_path, suite_list_path):
+def check_expected(mode, runs, status, wanted, expected_path, suite_list_path):
     """Judges every scenario against the expectations file; returns the exit status."""
     try:
         expected = read_expected(expected_path)
@@ -385,7 +385,7 @@ def main(argv):
     runs = find_runs(root, mode)
     status = read_status(root)
     if "--expected" in options:
-        return check_expected(mode, root, runs, status, wanted,
+        return check_expected(mode, runs, status, wanted,
                               options["--expected"], options.get("--suite-list"))
     return check_strict(mode, root, runs, status, wanted)
 
