@@ -13,6 +13,7 @@ use toolwire_client::protocol::{
 };
 use toolwire_client::{CallOptions, Client, ClientBuilder, Notification, StdioCommand};
 
+use crate::session::session;
 use crate::terminal::{Layout, json, note, out, visible};
 
 /// How to reach the server, shared by every client command.
@@ -40,6 +41,11 @@ pub(crate) struct Target {
     /// Seconds to wait for each answer (progress restarts the wait).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
     timeout: f64,
+    /// Seconds a stdio server may take to answer its first `server/discover` before it is
+    /// spoken to as a 2025-11-25 server (slow starters: a first `npx -y`, a container, a JVM).
+    /// The first request's --timeout bounds it too.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    probe_timeout: f64,
     /// The answer to every form elicitation, as a JSON object (without it, elicitations are
     /// declined and their question printed). URL-mode elicitation is not offered: this command
     /// cannot get the user's consent to open a URL (M-16).
@@ -57,8 +63,13 @@ impl Target {
             .ok()
             .filter(|t| !t.is_zero())
             .context("--timeout must be a positive number of seconds")?;
-        let mut builder =
-            ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION")).timeout(timeout);
+        let probe_timeout = Duration::try_from_secs_f64(self.probe_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--probe-timeout must be a positive number of seconds")?;
+        let mut builder = ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION"))
+            .timeout(timeout)
+            .probe_timeout(probe_timeout);
         for header in &self.headers {
             let (name, value) = header
                 .split_once(':')
@@ -125,11 +136,12 @@ impl Target {
 
 /// `toolwire discover`: the era, version, server and capabilities.
 pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
-    let client = target.connect().await?;
-    let discovered = client.discover().await;
+    session(target, async |client| discover_with(target, client).await).await
+}
+
+async fn discover_with(target: &Target, client: &Client) -> anyhow::Result<()> {
+    let discover = client.discover().await?;
     let era = client.era();
-    client.close().await;
-    let discover = discovered?;
     if target.json {
         return Ok(out(&json(&discover, true)?)?);
     }
@@ -161,10 +173,11 @@ pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
 
 /// `toolwire tools`: every tool, with its arguments.
 pub(crate) async fn tools(target: &Target) -> anyhow::Result<()> {
-    let client = target.connect().await?;
-    let listed = client.list_tools().await;
-    client.close().await;
-    let tools = listed?;
+    session(target, async |client| tools_with(target, client).await).await
+}
+
+async fn tools_with(target: &Target, client: &Client) -> anyhow::Result<()> {
+    let tools = client.list_tools().await?;
     if target.json {
         return Ok(out(&json(&tools, true)?)?);
     }
@@ -227,7 +240,18 @@ pub(crate) async fn call(
     if !arguments.is_object() {
         bail!("the arguments must be a JSON object");
     }
-    let client = target.connect().await?;
+    session(target, async |client| {
+        call_with(target, client, tool, arguments).await
+    })
+    .await
+}
+
+async fn call_with(
+    target: &Target,
+    client: &Client,
+    tool: &str,
+    arguments: Value,
+) -> anyhow::Result<bool> {
     let options = CallOptions::default().on_progress(|p| {
         let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
         let message = visible(p.message.as_deref().unwrap_or(""), Layout::Line);
@@ -236,9 +260,7 @@ pub(crate) async fn call(
             p.progress
         ));
     });
-    let result = client.call_tool_with(tool, arguments, options).await;
-    client.close().await;
-    let result = result?;
+    let result = client.call_tool_with(tool, arguments, options).await?;
     if target.json {
         out(&json(&result, true)?)?;
     } else {
@@ -262,10 +284,7 @@ fn print_result(result: &CallToolResult) -> anyhow::Result<()> {
 
 /// `toolwire watch`: prints list changes until interrupted or the server ends the stream.
 pub(crate) async fn watch(target: &Target, resources: Vec<String>) -> anyhow::Result<()> {
-    let client = target.connect().await?;
-    let watched = watch_with(&client, resources).await;
-    client.close().await;
-    watched
+    session(target, async |client| watch_with(client, resources).await).await
 }
 
 async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<()> {
@@ -284,11 +303,7 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
         json(subscription.acknowledged(), false)?
     ));
     loop {
-        let next = tokio::select! {
-            next = subscription.next() => next,
-            _ = tokio::signal::ctrl_c() => return Ok(()),
-        };
-        match next {
+        match subscription.next().await {
             None => {
                 note("toolwire: the server ended the subscription");
                 return Ok(());

@@ -9,6 +9,7 @@ use toolwire_server::{http, stdio};
 
 mod client;
 mod examples;
+mod session;
 mod terminal;
 
 #[derive(Parser)]
@@ -57,10 +58,14 @@ enum Command {
 }
 
 /// Exit statuses: 0 done (also when stdout was closed early, as by `| head -1`), 1 the tool
-/// reported an error (`call`), 2 anything else failed.
+/// reported an error (`call`), 2 anything else failed, 128 + the signal's number when a client
+/// command was interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after stopping its server.
 #[tokio::main]
 async fn main() {
     if let Err(error) = run().await {
+        if let Some(interrupted) = error.downcast_ref::<session::Interrupted>() {
+            std::process::exit(interrupted.status);
+        }
         if terminal::is_broken_pipe(&error) {
             // Whoever read stdout has seen enough, as `head` has: end quietly.
             std::process::exit(0);
