@@ -1,11 +1,14 @@
 //! The example tools `toolwire serve` offers: small, but each shows one kind of tool.
 
+use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
-use toolwire_server::{NoArgs, RequestContext, Server, Structured, Tool, ToolError};
+use toolwire_server::{
+    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+};
 
 #[derive(Deserialize, JsonSchema)]
 struct Echo {
@@ -54,6 +57,63 @@ struct CountSlowly {
     delay_ms: u64,
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct NameForm {
+    /// Your name.
+    name: String,
+}
+
+/// The tool `toggle_shout` adds and removes.
+fn shout() -> Tool {
+    Tool::new("shout", |args: Text, _: RequestContext| async move {
+        args.text.to_uppercase()
+    })
+    .description("Returns the text in capitals")
+    .annotations(read_only())
+}
+
+/// Asks the user for their name (elicitation), then greets them. One handler for both eras:
+/// a 2026-07-28 client answers the input request and retries; for a legacy client the server
+/// asks it with `elicitation/create` and runs the handler again.
+fn greet() -> Tool {
+    Tool::new("greet", |_: NoArgs, ctx: RequestContext| async move {
+        match ctx.elicited::<NameForm>("name")? {
+            Some(Elicited::Accepted(form)) => Ok::<_, ToolError>(format!("Hello, {}!", form.name)),
+            Some(_) => Ok("Hello, whoever you are!".to_owned()),
+            None => Err(InputRequired::new()
+                .elicit::<NameForm>("name", "What is your name?")
+                .into()),
+        }
+    })
+    .description("Asks for your name (elicitation), then greets you")
+    .annotations(read_only())
+}
+
+/// Adds the `shout` tool, or removes it: the tool list changes and clients are told.
+fn toggle_shout(server: Arc<OnceLock<Server>>) -> Tool {
+    Tool::new("toggle_shout", move |_: NoArgs, _: RequestContext| {
+        let server = server.get().cloned();
+        async move {
+            let server = server.ok_or_else(|| ToolError::failed("the server is starting"))?;
+            if server.tool_names().iter().any(|n| n == "shout") {
+                server.remove_tool("shout").map_err(ToolError::internal)?;
+                Ok::<_, ToolError>("Removed the shout tool.".to_owned())
+            } else {
+                server.add_tool(shout()).map_err(ToolError::internal)?;
+                Ok("Added the shout tool.".to_owned())
+            }
+        }
+    })
+    .description("Adds the shout tool, or removes it if present; the tool list changes")
+    .annotations(ToolAnnotations {
+        read_only_hint: Some(false),
+        destructive_hint: Some(false),
+        idempotent_hint: Some(false),
+        open_world_hint: Some(false),
+        ..Default::default()
+    })
+}
+
 fn default_delay() -> u64 {
     100
 }
@@ -68,9 +128,10 @@ fn read_only() -> ToolAnnotations {
 
 /// The example server.
 pub(crate) fn server() -> toolwire_server::Result<Server> {
-    Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"))
+    let handle = Arc::new(OnceLock::new());
+    let server = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"))
         .title("Toolwire examples")
-        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time.")
+        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, and a tool that changes the tool list.")
         .tool(
             Tool::new("echo", |args: Echo, _: RequestContext| async move { args.message })
                 .description("Returns the message unchanged")
@@ -121,7 +182,11 @@ pub(crate) fn server() -> toolwire_server::Result<Server> {
             .description("The server's current time, in seconds since the Unix epoch")
             .annotations(ToolAnnotations { read_only_hint: Some(true), ..Default::default() }),
         )
-        .build()
+        .tool(greet())
+        .tool(toggle_shout(handle.clone()))
+        .build()?;
+    let _ = handle.set(server.clone());
+    Ok(server)
 }
 
 #[cfg(test)]
@@ -131,7 +196,15 @@ mod tests {
         let server = super::server().unwrap();
         assert_eq!(
             server.tool_names(),
-            ["echo", "add", "word_count", "count_slowly", "current_time"]
+            [
+                "echo",
+                "add",
+                "word_count",
+                "count_slowly",
+                "current_time",
+                "greet",
+                "toggle_shout"
+            ]
         );
     }
 }

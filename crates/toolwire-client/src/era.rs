@@ -24,7 +24,7 @@ use crate::error::{Error, Result};
 use crate::transport::{Failure, Outgoing, Reply, Transport};
 
 /// The legacy versions this client can speak after `initialize`, newest first.
-pub const LEGACY_VERSIONS: [&str; 4] = ["2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"];
+pub use toolwire_protocol::legacy::LEGACY_VERSIONS;
 
 /// What the client knows of the server's era.
 #[derive(Debug, Clone)]

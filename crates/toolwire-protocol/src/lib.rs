@@ -24,6 +24,7 @@ mod error;
 mod extra;
 pub mod headers;
 mod jsonrpc;
+pub mod legacy;
 mod meta;
 pub mod methods;
 mod mrtr;

@@ -76,9 +76,15 @@ impl<K: Hash + Eq + Ord + Clone, V> ExpiringMap<K, V> {
     }
 
     /// How many entries are held (expired ones included until pruned).
-    #[cfg(test)]
     pub(crate) fn len(&self) -> usize {
         self.entries.len()
+    }
+
+    /// Forgets an entry; false if there was none. Its queue item turns stale.
+    pub(crate) fn remove(&mut self, key: &K) -> bool {
+        let removed = self.entries.remove(key).is_some();
+        self.compact();
+        removed
     }
 
     /// Rebuilds the queue when stale items outnumber live entries, so that replacing entries

@@ -54,6 +54,8 @@ pub(crate) struct Config {
     pub(crate) max_json_depth: usize,
     pub(crate) read_ttl_ms: u64,
     pub(crate) read_cache_scope: CacheScope,
+    /// Whether clients of the initialization-based revisions are served too.
+    pub(crate) legacy: bool,
 }
 
 impl Default for Config {
@@ -70,6 +72,7 @@ impl Default for Config {
             max_json_depth: 64,
             read_ttl_ms: 300_000,
             read_cache_scope: CacheScope::Private,
+            legacy: true,
         }
     }
 }
@@ -106,6 +109,8 @@ pub(crate) struct ServerInner {
     pub(crate) request_state: RequestStateConfig,
     /// Wall-clock time for expiries.
     pub(crate) clock: Arc<dyn Clock>,
+    /// The instructions of `server/discover` and of a legacy `initialize`.
+    pub(crate) instructions: Option<String>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -192,13 +197,12 @@ impl Server {
 
     /// What `server/discover` reports.
     pub fn capabilities(&self) -> ServerCapabilities {
-        ServerCapabilities {
-            tools: Some(ListChangedCapability {
-                list_changed: Some(true),
-            }),
-            logging: self.inner.config.logging.then(JsonObject::new),
-            ..Default::default()
-        }
+        self.offered_capabilities()
+    }
+
+    /// The capabilities this server declares.
+    pub(crate) fn offered_capabilities(&self) -> ServerCapabilities {
+        capabilities_of(self.inner.offers, self.inner.config.logging)
     }
 
     /// Begins a graceful shutdown: listen streams end with their closing result (L-10) and the
@@ -363,6 +367,14 @@ impl ServerBuilder {
         self
     }
 
+    /// Refuses clients of the initialization-based revisions (2025-11-25 and earlier): a
+    /// legacy `initialize` gets -32022 naming 2026-07-28, and HTTP keeps no sessions. By default
+    /// a server answers both eras from the same tools.
+    pub fn modern_only(mut self) -> Self {
+        self.config.legacy = false;
+        self
+    }
+
     /// Bounds on tool schemas (J-08).
     pub fn schema_limits(mut self, limits: SchemaLimits) -> Self {
         self.config.schema_limits = limits;
@@ -479,24 +491,7 @@ impl ServerBuilder {
         add_resources(&resources, self.resources)?;
         let templates = Catalog::default();
         add_templates(&templates, self.templates)?;
-        let capabilities = ServerCapabilities {
-            tools: Some(ListChangedCapability {
-                list_changed: Some(true),
-            }),
-            logging: self.config.logging.then(JsonObject::new),
-            prompts: offers.prompts.then_some(ListChangedCapability {
-                list_changed: Some(true),
-            }),
-            resources: offers.resources.then_some(ResourcesCapability {
-                subscribe: Some(true),
-                list_changed: Some(true),
-            }),
-            completions: (offers.prompts || offers.resources).then(JsonObject::new),
-            extensions: offers.tasks.then(|| {
-                JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])
-            }),
-            ..Default::default()
-        };
+        let capabilities = capabilities_of(offers, self.config.logging);
         let discover = DiscoverResult {
             result_type: ResultType::Complete,
             supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
@@ -525,6 +520,7 @@ impl ServerBuilder {
                     replay_guard: self.replay_guard,
                 },
                 clock: self.clock,
+                instructions: self.instructions,
                 result_meta_json,
                 discover,
                 info: self.info,
@@ -536,6 +532,28 @@ impl ServerBuilder {
                 result_meta,
             }),
         })
+    }
+}
+
+/// The capabilities a server with these offers declares.
+fn capabilities_of(offers: Offers, logging: bool) -> ServerCapabilities {
+    ServerCapabilities {
+        tools: Some(ListChangedCapability {
+            list_changed: Some(true),
+        }),
+        logging: logging.then(JsonObject::new),
+        prompts: offers.prompts.then_some(ListChangedCapability {
+            list_changed: Some(true),
+        }),
+        resources: offers.resources.then_some(ResourcesCapability {
+            subscribe: Some(true),
+            list_changed: Some(true),
+        }),
+        completions: (offers.prompts || offers.resources).then(JsonObject::new),
+        extensions: offers.tasks.then(|| {
+            JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])
+        }),
+        ..Default::default()
     }
 }
 

@@ -2,22 +2,36 @@
 //! concurrently and are answered as they finish; `notifications/cancelled` stops one and nothing
 //! more is written for it (S-08); EOF ends listen streams with their closing result and returns
 //! promptly (S-10). Only MCP messages are written; logs go through `tracing`, never to stdout.
+//!
+//! A connection that begins with a legacy `initialize` (2025-11-25 and earlier) becomes a legacy
+//! session: its requests without a 2026-07-28 `_meta` run with what it declared at
+//! `initialize`, list changes and updates of subscribed resources are sent on it, and the
+//! server's own requests to the client (input for a handler) are answered on it.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+use serde_json::value::RawValue;
+
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
+use toolwire_protocol::legacy::InitializeParams;
 use toolwire_protocol::{
-    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
+    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage,
+    RequestId,
 };
 
 use crate::context::{Frame, Outbound, RequestContext};
 use crate::dispatch::{Final, read_frame};
 use crate::error::Result;
+use crate::legacy::{
+    LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
+    read_initialize,
+};
 use crate::server::Server;
 
 /// How long requests still running at EOF may take to finish before they are cancelled.
@@ -43,6 +57,7 @@ where
         inflight: Arc::new(Mutex::new(HashMap::new())),
         generation: 0,
         tasks: JoinSet::new(),
+        legacy: None,
     };
     let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
     loop {
@@ -83,6 +98,20 @@ struct Connection {
     /// Fires at EOF or server shutdown: listen streams close (L-10).
     closing: CancellationToken,
     tasks: JoinSet<()>,
+    /// Set once a legacy client initialized this connection.
+    legacy: Option<LegacyConnection>,
+}
+
+/// A legacy client's session on this connection.
+struct LegacyConnection {
+    session: Arc<Mutex<SessionRecord>>,
+    peer: Arc<Peer>,
+}
+
+impl LegacyConnection {
+    fn session(&self) -> std::sync::MutexGuard<'_, SessionRecord> {
+        self.session.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 impl Connection {
@@ -103,11 +132,7 @@ impl Connection {
                 .await
             }
             Ok(MessageKind::Notification) => self.notification(&raw),
-            Ok(MessageKind::Response) => {
-                tracing::warn!(
-                    "ignoring a JSON-RPC response: this server sends no requests (B-09)"
-                );
-            }
+            Ok(MessageKind::Response) => self.response(&raw),
             Ok(MessageKind::Request(id)) => {
                 if let Err(error) = self.request(id.clone(), &raw) {
                     self.send_error(Some(&id), &error).await;
@@ -120,19 +145,15 @@ impl Connection {
     fn request(&mut self, id: RequestId, raw: &RawMessage<'_>) -> Result<(), ErrorObject> {
         let method = raw.method.as_deref().unwrap_or_default();
         tracing::debug!(%id, method, "stdio request");
-        let (meta, call) = self.server.admit(method, raw)?;
-        let cancel = CancellationToken::new();
-        self.generation += 1;
-        let generation = self.generation;
-        {
-            let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
-            if inflight.contains_key(&id) {
-                return Err(ErrorObject::invalid_request(format!(
-                    "request id {id} is already in use (B-03)"
-                )));
-            }
-            inflight.insert(id.clone(), (generation, cancel.clone()));
+        if self.server.serves_legacy() && is_legacy_initialize(method, raw.params) {
+            return self.legacy_initialize(&id, raw.params);
         }
+        let (meta, call) = match self.server.admit(method, raw) {
+            Ok(admitted) => admitted,
+            // Without a 2026-07-28 `_meta`, an initialized legacy client's request.
+            Err(error) => return self.legacy_request(id, method, raw.params, error),
+        };
+        let (generation, cancel) = self.track(&id)?;
         let ctx = RequestContext::new(
             id.clone(),
             meta,
@@ -141,15 +162,48 @@ impl Connection {
             Some(Outbound(self.tx.clone())),
             self.server.inner.config.logging,
         );
-        let (server, tx, inflight) = (self.server.clone(), self.tx.clone(), self.inflight.clone());
-        self.tasks.spawn(async move {
+        let server = self.server.clone();
+        let request_id = id.clone();
+        let work = Box::pin(async move {
             let finisher = ctx.clone();
+            let done = server.run(&request_id, call, ctx).await;
+            finisher.finish().await;
+            done
+        });
+        self.spawn(id, generation, cancel, work);
+        Ok(())
+    }
+
+    /// Notes a request as in flight, for `notifications/cancelled`; -32600 if its id is in use.
+    fn track(&mut self, id: &RequestId) -> Result<(u64, CancellationToken), ErrorObject> {
+        let cancel = CancellationToken::new();
+        self.generation += 1;
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+        if inflight.contains_key(id) {
+            return Err(ErrorObject::invalid_request(format!(
+                "request id {id} is already in use (B-03)"
+            )));
+        }
+        inflight.insert(id.clone(), (self.generation, cancel.clone()));
+        Ok((self.generation, cancel))
+    }
+
+    /// Runs a tracked request's work in its own task and writes its final message, unless it
+    /// is cancelled first.
+    fn spawn(
+        &mut self,
+        id: RequestId,
+        generation: u64,
+        cancel: CancellationToken,
+        work: BoxFuture<'static, Option<Final>>,
+    ) {
+        let (tx, inflight) = (self.tx.clone(), self.inflight.clone());
+        self.tasks.spawn(async move {
             let done = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => None,
-                done = server.run(&id, call, ctx) => done,
+                done = work => done,
             };
-            finisher.finish().await;
             {
                 // Only this request's entry: after a cancel the client may reuse the id at once.
                 let mut inflight = inflight.lock().unwrap_or_else(|p| p.into_inner());
@@ -168,7 +222,128 @@ impl Connection {
                     .await;
             }
         });
+    }
+
+    /// A legacy `initialize`: the connection becomes a legacy session, told about list changes
+    /// and subscribed resources from now on.
+    fn legacy_initialize(
+        &mut self,
+        id: &RequestId,
+        params: Option<&RawValue>,
+    ) -> Result<(), ErrorObject> {
+        if self.legacy.is_some() {
+            return Err(ErrorObject::invalid_request(
+                "this connection is already initialized",
+            ));
+        }
+        let params: InitializeParams = read_initialize(params)?;
+        let result = self.server.initialize_result(&params);
+        tracing::debug!(version = %result.protocol_version, client = ?params.client_info, "legacy client initialized over stdio");
+        let session = SessionRecord::new(
+            "stdio".into(),
+            result.protocol_version.clone(),
+            params.capabilities,
+            params.client_info,
+            None,
+        );
+        let legacy = LegacyConnection {
+            session: Arc::new(Mutex::new(session)),
+            peer: Arc::new(Peer::default()),
+        };
+        self.tasks.spawn(notify_changes(
+            self.server.clone(),
+            legacy.session.clone(),
+            self.tx.clone(),
+            self.closing.clone(),
+        ));
+        self.legacy = Some(legacy);
+        self.send_now(Final::result(id, &result));
         Ok(())
+    }
+
+    /// A request without a 2026-07-28 `_meta`: a legacy session's, or refused with `modern`
+    /// (the reason a 2026-07-28 request would be refused) if the connection is not one.
+    fn legacy_request(
+        &mut self,
+        id: RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        modern: ErrorObject,
+    ) -> Result<(), ErrorObject> {
+        let Some(legacy) = &self.legacy else {
+            return Err(modern);
+        };
+        let done = empty_result;
+        match self.server.legacy_step(method, params)? {
+            LegacyStep::Initialize => Err(ErrorObject::invalid_request(
+                "this connection is already initialized",
+            )),
+            LegacyStep::Ping => Ok(self.send_now(done(&id))),
+            LegacyStep::SetLevel(level) => {
+                legacy.session().log_level = Some(level);
+                Ok(self.send_now(done(&id)))
+            }
+            LegacyStep::Subscribe(uri) => {
+                legacy.session().subscriptions.insert(uri);
+                Ok(self.send_now(done(&id)))
+            }
+            LegacyStep::Unsubscribe(uri) => {
+                legacy.session().subscriptions.remove(&uri);
+                Ok(self.send_now(done(&id)))
+            }
+            LegacyStep::Served => {
+                let session = legacy.session().clone();
+                let peer = legacy.peer.clone();
+                let (generation, cancel) = self.track(&id)?;
+                let call = LegacyCall {
+                    session,
+                    peer,
+                    outbound: Some(Outbound(self.tx.clone())),
+                    cancel: cancel.clone(),
+                    closing: self.closing.clone(),
+                };
+                let (server, method) = (self.server.clone(), method.to_owned());
+                let params = params.map(|p| p.to_owned());
+                let request_id = id.clone();
+                let work = Box::pin(async move {
+                    server
+                        .run_legacy(&request_id, &method, params.as_deref(), call)
+                        .await
+                });
+                self.spawn(id, generation, cancel, work);
+                Ok(())
+            }
+        }
+    }
+
+    /// A response from the client: the answer to one of the server's requests in a legacy
+    /// session (B-09: a 2026-07-28 server sends no requests, so otherwise it is ignored).
+    fn response(&self, raw: &RawMessage<'_>) {
+        let (Some(legacy), Some(id)) = (&self.legacy, raw.request_id()) else {
+            tracing::warn!("ignoring a JSON-RPC response to no request of this server (B-09)");
+            return;
+        };
+        let answer = match (&raw.error, raw.result) {
+            (Some(error), _) => Err(error.clone()),
+            (None, Some(result)) => Ok(result.to_owned()),
+            (None, None) => Err(ErrorObject::invalid_request("a response without a result")),
+        };
+        if !legacy.peer.answer(&id, answer) {
+            tracing::debug!(%id, "a response to no waiting request");
+        }
+    }
+
+    /// Queues a message that needs no task (its request is answered at once).
+    fn send_now(&self, done: Final) {
+        let frame = Frame {
+            json: done.json,
+            last: true,
+            error_code: done.error_code,
+            cancel: CancellationToken::new(),
+        };
+        if self.tx.try_send(frame).is_err() {
+            tracing::warn!("the stdout queue is full or closed; a reply was dropped");
+        }
     }
 
     /// `notifications/cancelled` stops the named request (S-07); other notifications are ignored.
@@ -208,6 +383,9 @@ impl Connection {
     /// EOF or shutdown: close listen streams, give running requests a moment, then stop.
     async fn close(mut self) {
         self.closing.cancel();
+        if let Some(legacy) = &self.legacy {
+            legacy.peer.close();
+        }
         let drained = tokio::time::timeout(EOF_GRACE, async {
             while self.tasks.join_next().await.is_some() {}
         })
@@ -222,6 +400,42 @@ impl Connection {
                 token.1.cancel();
             }
             self.tasks.shutdown().await;
+        }
+    }
+}
+
+/// Sends a legacy session the list changes and updates of the resources it subscribed to,
+/// until the connection closes.
+async fn notify_changes(
+    server: Server,
+    session: Arc<Mutex<SessionRecord>>,
+    tx: mpsc::Sender<Frame>,
+    closing: CancellationToken,
+) {
+    let mut changes = server.inner.changes.subscribe();
+    loop {
+        let change = tokio::select! {
+            _ = closing.cancelled() => return,
+            change = changes.recv() => change,
+        };
+        if matches!(change, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+            return;
+        }
+        let subscriptions = session
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .subscriptions
+            .clone();
+        for json in crate::legacy::notifications_for(&server, &change, &subscriptions) {
+            let frame = Frame {
+                json,
+                last: false,
+                error_code: None,
+                cancel: closing.clone(),
+            };
+            if tx.send(frame).await.is_err() {
+                return;
+            }
         }
     }
 }

@@ -119,7 +119,7 @@ impl Server {
 }
 
 /// The notification a change means for a stream with this honoured filter, if any.
-fn message_for(
+pub(crate) fn message_for(
     honoured: &SubscriptionFilter,
     change: &Change,
     meta: Option<NotificationMeta>,
@@ -159,7 +159,7 @@ fn message_for(
 
 /// What to announce after missing changes: every list the stream follows, and an update of
 /// every resource it subscribed to.
-fn missed(honoured: &SubscriptionFilter) -> Vec<Change> {
+pub(crate) fn missed(honoured: &SubscriptionFilter) -> Vec<Change> {
     let mut changes = vec![Change::Tools, Change::Prompts, Change::Resources];
     for uri in honoured.resource_subscriptions.iter().flatten() {
         changes.push(Change::ResourceUpdated(uri.as_str().into()));

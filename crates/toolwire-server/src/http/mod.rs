@@ -8,6 +8,7 @@
 //! params (-32602), then `Mcp-Name` and `Mcp-Param-*` against the body (-32020, 400).
 
 mod checks;
+mod legacy;
 mod reply;
 
 use std::net::SocketAddr;
@@ -30,6 +31,7 @@ use toolwire_protocol::{
 };
 
 use crate::dispatch::{Final, read_frame, read_meta};
+use crate::legacy::{MemorySessionStore, SessionStore};
 use crate::route::{Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
 
@@ -44,6 +46,19 @@ pub struct HttpConfig {
     keep_alive: Duration,
     shutdown_grace: Duration,
     principal: Option<PrincipalFn>,
+    session_store: Option<SessionStoreHandle>,
+    max_sessions: usize,
+    session_idle: Duration,
+}
+
+/// A session store, shared by the routers made from one config.
+#[derive(Clone)]
+struct SessionStoreHandle(Arc<dyn SessionStore>);
+
+impl std::fmt::Debug for SessionStoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionStore")
+    }
 }
 
 /// Derives the caller's principal from request headers (see [`HttpConfig::principal`]).
@@ -72,6 +87,9 @@ impl Default for HttpConfig {
             keep_alive: Duration::from_secs(15),
             shutdown_grace: Duration::from_secs(10),
             principal: None,
+            session_store: None,
+            max_sessions: MemorySessionStore::DEFAULT_MAX_SESSIONS,
+            session_idle: MemorySessionStore::DEFAULT_IDLE,
         }
     }
 }
@@ -129,6 +147,29 @@ impl HttpConfig {
         self
     }
 
+    /// Where the sessions of legacy (2025-11-25) clients live; by default in memory, bounded
+    /// by [`HttpConfig::max_sessions`] and [`HttpConfig::session_idle_timeout`]. A store shared
+    /// by several replicas lets any of them serve a session's requests (the GET stream and the
+    /// answers to the server's requests stay with the replica that holds the connection).
+    pub fn session_store(mut self, store: impl SessionStore) -> Self {
+        self.session_store = Some(SessionStoreHandle(Arc::new(store)));
+        self
+    }
+
+    /// The most legacy sessions the default store holds at once (default 10,000); beyond it
+    /// `initialize` gets 503 with `Retry-After`.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// How long a legacy session of the default store lives without a request (default 30
+    /// minutes); an open GET stream keeps it in use. Later requests naming it get 404.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
     /// How long requests may keep running after [`Server::shutdown`] before they are cancelled.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -141,10 +182,13 @@ struct HttpState {
     config: HttpConfig,
     /// Parent of every request's cancellation: fires when the shutdown grace runs out.
     hard_stop: CancellationToken,
+    /// Legacy clients' sessions; `None` for a modern-only server.
+    sessions: Option<legacy::Sessions>,
 }
 
-/// An axum router serving `server` at the configured path. GET, DELETE and other methods get
-/// 405 (H-16). Requests are cancelled `shutdown_grace` after [`Server::shutdown`].
+/// An axum router serving `server` at the configured path. GET and DELETE serve legacy
+/// sessions (`Mcp-Session-Id`); without one they get 405 (H-16), as do other methods. Requests
+/// are cancelled `shutdown_grace` after [`Server::shutdown`].
 pub fn router(server: Server, config: HttpConfig) -> Router {
     let hard_stop = CancellationToken::new();
     let (shutdown, grace, stop) = (
@@ -160,13 +204,29 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
         });
     }
     let path = config.path.clone();
+    let sessions = server.serves_legacy().then(|| {
+        let store = match &config.session_store {
+            Some(store) => store.0.clone(),
+            None => Arc::new(MemorySessionStore::new(
+                config.max_sessions,
+                config.session_idle,
+            )),
+        };
+        // Well within the idle time, so an open stream keeps its session.
+        let touch = (config.session_idle / 3).max(Duration::from_millis(10));
+        legacy::Sessions::new(store, touch)
+    });
     let state = Arc::new(HttpState {
         server,
         config,
         hard_stop,
+        sessions,
     });
     Router::new()
-        .route(&path, post(handle_post))
+        .route(
+            &path,
+            post(handle_post).get(handle_get).delete(handle_delete),
+        )
         .with_state(state)
 }
 
@@ -251,6 +311,31 @@ fn status_for(code: Option<i64>) -> StatusCode {
     }
 }
 
+async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    let Some(sessions) = &state.sessions else {
+        return legacy::method_not_allowed();
+    };
+    let (parts, _) = request.into_parts();
+    if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
+        return refusal.into_response();
+    }
+    match checks::Accept::parse(&parts.headers) {
+        Ok(accept) => legacy::get(&state, sessions, &parts.headers, accept).await,
+        Err(refusal) => refusal.into_response(),
+    }
+}
+
+async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    let Some(sessions) = &state.sessions else {
+        return legacy::method_not_allowed();
+    };
+    let (parts, _) = request.into_parts();
+    if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
+        return refusal.into_response();
+    }
+    legacy::delete(&state, sessions, &parts.headers).await
+}
+
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
     match admit_and_run(&state, request).await {
         Ok(response) => response,
@@ -276,6 +361,11 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         })?;
     let raw = read_frame(&body, config.max_json_depth)
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
+    if let Some(sessions) = &state.sessions {
+        if legacy::claims(headers, &raw) {
+            return Ok(legacy::post(state, sessions, headers, raw, accept).await);
+        }
+    }
     let id = match raw.kind() {
         Err(why) => {
             let error = ErrorObject::invalid_request(why);

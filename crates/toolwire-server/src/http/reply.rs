@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use futures::future::BoxFuture;
 use futures::{Stream, StreamExt as _};
 use http::{HeaderValue, StatusCode};
 use tokio::sync::mpsc;
@@ -107,7 +108,7 @@ async fn run_streaming(
 ) -> Response {
     let server = state.server.clone();
     let cancel = CancellationToken::new();
-    let (tx, mut rx) = mpsc::channel::<Frame>(64);
+    let (tx, rx) = mpsc::channel::<Frame>(64);
     let logging = server.inner.config.logging;
     let outbound = Some(Outbound(tx.clone()));
     let ctx = RequestContext::new(
@@ -119,21 +120,40 @@ async fn run_streaming(
         logging,
     )
     .with_principal(principal);
-    let guard = cancel.clone().drop_guard();
     let finisher = ctx.clone();
     let request_id = id.clone();
-    let mut work = Box::pin(async move {
+    let work = Box::pin(async move {
         let done = server.run(&request_id, route, ctx).await;
         finisher.finish().await;
         done
     });
+    let channel = (tx, rx);
+    streaming_reply(state, &id, cancel, channel, work, accept, status_for).await
+}
+
+/// The reply to `work`, a request whose notifications (and, for a legacy session, requests to
+/// the client) arrive on `channel`: JSON if it finishes before sending any and the client
+/// accepts JSON; otherwise SSE from the first message on, the rest of the work continuing in a
+/// task whose cancellation is tied to the stream (H-08). `status` maps an error code to the
+/// HTTP status of a JSON reply.
+pub(super) async fn streaming_reply(
+    state: &HttpState,
+    id: &RequestId,
+    cancel: CancellationToken,
+    channel: (mpsc::Sender<Frame>, mpsc::Receiver<Frame>),
+    mut work: BoxFuture<'static, Option<Final>>,
+    accept: Accept,
+    status: fn(Option<i64>) -> StatusCode,
+) -> Response {
+    let (tx, mut rx) = channel;
+    let guard = cancel.clone().drop_guard();
     tokio::select! {
         biased;
         done = &mut work => {
             let done = done.map(|f| frame(f, &cancel));
             match rx.try_recv() {
                 Err(_) if accept.json => match done {
-                    Some(f) => json_response(status_for(f.error_code), f.json),
+                    Some(f) => json_response(status(f.error_code), f.json),
                     None => StatusCode::NO_CONTENT.into_response(),
                 },
                 queued => {
@@ -163,7 +183,7 @@ async fn run_streaming(
             });
             sse_response(vec![first], Some(rx), guard, state.config.keep_alive)
         }
-        _ = state.hard_stop.cancelled() => shutting_down(&id),
+        _ = state.hard_stop.cancelled() => shutting_down(id),
     }
 }
 
@@ -180,7 +200,7 @@ fn shutting_down(id: &RequestId) -> Response {
     response
 }
 
-fn frame(done: Final, cancel: &CancellationToken) -> Frame {
+pub(super) fn frame(done: Final, cancel: &CancellationToken) -> Frame {
     Frame {
         json: done.json,
         last: true,
@@ -191,7 +211,7 @@ fn frame(done: Final, cancel: &CancellationToken) -> Frame {
 
 /// An SSE reply: the frames given, then those from `rx` until the final one. Dropping the
 /// stream (the client closed it) cancels the request through `guard` (H-08).
-fn sse_response(
+pub(super) fn sse_response(
     frames: Vec<Frame>,
     rx: Option<mpsc::Receiver<Frame>>,
     guard: DropGuard,
@@ -201,7 +221,7 @@ fn sse_response(
 }
 
 /// An SSE response of `events`, with keep-alive comments (H-07) and no proxy buffering.
-fn sse_events(
+pub(super) fn sse_events(
     events: impl Stream<Item = Result<Event, Infallible>> + Send + 'static,
     keep_alive: Duration,
 ) -> Response {

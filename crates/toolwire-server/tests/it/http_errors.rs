@@ -222,17 +222,6 @@ fn cases() -> Vec<(&'static str, Value, Edit, u16, i64)> {
             400,
             -32020,
         ),
-        (
-            "legacy initialize",
-            json!({"jsonrpc": "2.0", "id": 7, "method": "initialize", "params": {
-                "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}}),
-            |h| {
-                set_header(h, "mcp-protocol-version", None);
-                set_header(h, "mcp-method", None);
-            },
-            400,
-            -32022,
-        ),
     ]
 }
 

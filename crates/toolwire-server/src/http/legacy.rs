@@ -1,0 +1,520 @@
+//! Streamable HTTP as 2025-11-25 describes it, for legacy clients: `initialize` mints an
+//! unguessable `Mcp-Session-Id` bound to the caller's principal; later requests must carry it
+//! (400 without, 404 for an unknown, expired, ended or someone else's session); GET opens the
+//! session's stream of list changes and resource updates; DELETE ends the session. Requests that
+//! may need the client's input reply with SSE, on which the server's requests to the client
+//! travel; the client POSTs its answers, which reach the waiting request here.
+//!
+//! Sessions live in a [`SessionStore`]; what only this process can hold (the open GET stream,
+//! requests waiting for answers, cancellation of running requests) lives beside it in `Live`.
+
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::response::sse::Event;
+use axum::response::{IntoResponse, Response};
+use http::{HeaderMap, HeaderValue, StatusCode};
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::legacy::{LEGACY_VERSIONS, METHOD_INITIALIZE, SESSION_ID_HEADER};
+use toolwire_protocol::{
+    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, PROTOCOL_VERSION,
+    RawMessage, RequestId,
+};
+
+use super::checks::Accept;
+use super::reply::{frame, sse_events, sse_response, streaming_reply};
+use super::{HttpState, Refusal, json_response, resolve_principal};
+use crate::context::{Frame, Outbound};
+use crate::dispatch::{Final, read_meta};
+use crate::legacy::{
+    LegacyCall, LegacyStep, Peer, SessionRecord, SessionStore, SessionStoreError, empty_result,
+    new_session_id, notifications_for, read_initialize,
+};
+use crate::server::Server;
+
+/// The JSON-RPC code of "Session not found" (the TypeScript SDK's, which clients know).
+const SESSION_NOT_FOUND: i64 = -32001;
+
+/// The legacy sessions of one HTTP endpoint.
+pub(super) struct Sessions {
+    store: Arc<dyn SessionStore>,
+    live: Mutex<HashMap<String, Arc<Live>>>,
+    /// How many live entries trigger the next sweep of abandoned ones (amortized O(1)).
+    next_sweep: AtomicUsize,
+    /// How often an open GET stream tells the store its session is still in use.
+    stream_touch: Duration,
+}
+
+/// What this process holds for a session beside its record.
+#[derive(Default)]
+struct Live {
+    peer: Arc<Peer>,
+    /// Cancellation of the session's running requests by id, for `notifications/cancelled`.
+    inflight: Mutex<HashMap<RequestId, CancellationToken>>,
+    /// Set while a GET stream is open (one per session).
+    stream_open: Mutex<bool>,
+    /// Fires when the session ends (DELETE, or found expired).
+    ended: CancellationToken,
+}
+
+impl Live {
+    fn inflight(&self) -> std::sync::MutexGuard<'_, HashMap<RequestId, CancellationToken>> {
+        self.inflight.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn end(&self) {
+        self.ended.cancel();
+        self.peer.close();
+        for token in self.inflight().drain().map(|(_, token)| token) {
+            token.cancel();
+        }
+    }
+
+    /// Abandoned: nothing of it runs here, so the store alone decides whether it lives on.
+    fn idle(&self) -> bool {
+        !*self.stream_open.lock().unwrap_or_else(|p| p.into_inner()) && self.inflight().is_empty()
+    }
+}
+
+impl Sessions {
+    pub(super) fn new(store: Arc<dyn SessionStore>, stream_touch: Duration) -> Self {
+        Sessions {
+            store,
+            live: Mutex::new(HashMap::new()),
+            next_sweep: AtomicUsize::new(1024),
+            stream_touch,
+        }
+    }
+
+    fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.live.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This process's part of a session the store knows, made on first use. Entries nobody
+    /// uses are swept once the map doubles, so sessions that expired without a DELETE cannot
+    /// grow it without bound.
+    fn live(&self, id: &str) -> Arc<Live> {
+        let mut live = self.live_map();
+        if let Some(entry) = live.get(id) {
+            return entry.clone();
+        }
+        if live.len() >= self.next_sweep.load(Ordering::Relaxed) {
+            live.retain(|_, entry| !entry.idle());
+            self.next_sweep
+                .store((live.len() * 2).max(1024), Ordering::Relaxed);
+        }
+        live.entry(id.to_owned()).or_default().clone()
+    }
+
+    fn forget(&self, id: &str) {
+        if let Some(live) = self.live_map().remove(id) {
+            live.end();
+        }
+    }
+}
+
+fn refusal(status: StatusCode, id: Option<&RequestId>, error: ErrorObject) -> Response {
+    Refusal::new(status, id, error).into_response()
+}
+
+fn not_found(id: Option<&RequestId>) -> Response {
+    let error = ErrorObject::new(
+        SESSION_NOT_FOUND,
+        "Session not found: it expired or ended; initialize a new one",
+    );
+    refusal(StatusCode::NOT_FOUND, id, error)
+}
+
+/// Every JSON-RPC error of a legacy request travels with 200: 2025-11-25 keeps HTTP statuses
+/// for the transport (no session, unknown session, bad header).
+fn legacy_status(_code: Option<i64>) -> StatusCode {
+    StatusCode::OK
+}
+
+/// Whether a POST belongs to the legacy era: an `initialize` without a 2026-07-28 `_meta`, or
+/// a message naming a session that is not a 2026-07-28 request (which is stateless whatever
+/// headers it carries: V-07, H-16). A 2026-07-28 request costs two header lookups here.
+pub(super) fn claims(headers: &HeaderMap, raw: &RawMessage<'_>) -> bool {
+    if raw.method.as_deref() == Some(METHOD_INITIALIZE) {
+        return crate::legacy::is_legacy_initialize(METHOD_INITIALIZE, raw.params);
+    }
+    headers.contains_key(SESSION_ID_HEADER)
+        && headers
+            .get(toolwire_protocol::headers::PROTOCOL_VERSION)
+            .is_none_or(|v| v.as_bytes() != PROTOCOL_VERSION.as_bytes())
+        && (raw.method.is_none() || read_meta(raw.params).is_err())
+}
+
+/// A legacy POST, its body read and parsed.
+pub(super) async fn post(
+    state: &HttpState,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+    raw: RawMessage<'_>,
+    accept: Accept,
+) -> Response {
+    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+        return initialize(state, sessions, headers, &raw, accept).await;
+    };
+    let request_id = raw.request_id();
+    let Some(record) = session_of(state, sessions, headers, session_id, request_id.as_ref()).await
+    else {
+        return not_found(request_id.as_ref());
+    };
+    if let Err(response) = version_header(headers, request_id.as_ref()) {
+        return response;
+    }
+    let live = sessions.live(&record.id);
+    match raw.kind() {
+        Err(why) => refusal(
+            StatusCode::BAD_REQUEST,
+            request_id.as_ref(),
+            ErrorObject::invalid_request(why),
+        ),
+        Ok(MessageKind::Response) => {
+            let answer = match (&raw.error, raw.result) {
+                (Some(error), _) => Err(error.clone()),
+                (None, Some(result)) => Ok(result.to_owned()),
+                (None, None) => Err(ErrorObject::invalid_request("a response without a result")),
+            };
+            if let Some(id) = &request_id {
+                if !live.peer.answer(id, answer) {
+                    tracing::debug!(%id, "a response to no waiting request");
+                }
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(MessageKind::Notification) => {
+            if raw.method.as_deref() == Some(NOTIFICATION_CANCELLED) {
+                let cancelled = raw
+                    .params
+                    .and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok());
+                if let Some(cancelled) = cancelled {
+                    if let Some(token) = live.inflight().remove(&cancelled.request_id) {
+                        token.cancel();
+                    }
+                }
+            }
+            StatusCode::ACCEPTED.into_response()
+        }
+        Ok(MessageKind::Request(id)) => {
+            request(state, sessions, record, live, id, &raw, accept).await
+        }
+    }
+}
+
+/// The session a request names, if it is live and belongs to the caller.
+async fn session_of(
+    state: &HttpState,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+    session_id: &HeaderValue,
+    request_id: Option<&RequestId>,
+) -> Option<SessionRecord> {
+    let session_id = session_id.to_str().ok()?;
+    let now = state.server.inner.clock.now_ms();
+    let Some(record) = sessions.store.touch(session_id, now).await else {
+        sessions.forget(session_id);
+        return None;
+    };
+    // Another principal's session is reported as unknown: its existence is not revealed.
+    let principal = resolve_principal(&state.config, headers, request_id.unwrap_or(&0.into()))
+        .ok()
+        .flatten();
+    (record.principal == principal).then_some(record)
+}
+
+/// 400 unless `MCP-Protocol-Version`, when present, names a version legacy sessions speak.
+fn version_header(headers: &HeaderMap, id: Option<&RequestId>) -> Result<(), Response> {
+    let Some(value) = headers.get(toolwire_protocol::headers::PROTOCOL_VERSION) else {
+        return Ok(());
+    };
+    match value.to_str() {
+        Ok(v) if LEGACY_VERSIONS.contains(&v) => Ok(()),
+        _ => {
+            let error = ErrorObject::invalid_request(format!(
+                "MCP-Protocol-Version {value:?} is not a version of this session; sessions speak {}",
+                LEGACY_VERSIONS.join(", ")
+            ));
+            Err(refusal(StatusCode::BAD_REQUEST, id, error))
+        }
+    }
+}
+
+/// `initialize` without a session: a new session, its id in the reply's `Mcp-Session-Id`.
+async fn initialize(
+    state: &HttpState,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+    raw: &RawMessage<'_>,
+    accept: Accept,
+) -> Response {
+    let id = match raw.kind() {
+        Ok(MessageKind::Request(id)) => id,
+        _ => {
+            let error = ErrorObject::invalid_request("initialize must be a request");
+            return refusal(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error);
+        }
+    };
+    let principal = match resolve_principal(&state.config, headers, &id) {
+        Ok(principal) => principal,
+        Err(refused) => return refused.into_response(),
+    };
+    let params = match read_initialize(raw.params) {
+        Ok(params) => params,
+        Err(error) => return refusal(StatusCode::BAD_REQUEST, Some(&id), error),
+    };
+    let result = state.server.initialize_result(&params);
+    let record = SessionRecord::new(
+        new_session_id(),
+        result.protocol_version.clone(),
+        params.capabilities,
+        params.client_info,
+        principal,
+    );
+    let session_id = record.id.clone();
+    let now = state.server.inner.clock.now_ms();
+    match sessions.store.create(record, now).await {
+        Ok(()) => {}
+        Err(e @ SessionStoreError::Full(_)) => {
+            let error = ErrorObject::internal(e.to_string());
+            let mut response = refusal(StatusCode::SERVICE_UNAVAILABLE, Some(&id), error);
+            response
+                .headers_mut()
+                .insert(http::header::RETRY_AFTER, HeaderValue::from_static("60"));
+            return response;
+        }
+        Err(e) => {
+            tracing::error!(error = %e, "cannot create a session");
+            let error = ErrorObject::internal("Internal error");
+            return refusal(StatusCode::INTERNAL_SERVER_ERROR, Some(&id), error);
+        }
+    }
+    tracing::debug!(version = %result.protocol_version, client = ?result.server_info.name, "legacy HTTP session created");
+    let mut response = single_reply(Final::result(&id, &result), accept, state);
+    if let Ok(value) = HeaderValue::from_str(&session_id) {
+        response.headers_mut().insert(SESSION_ID_HEADER, value);
+    }
+    response
+}
+
+/// A final message alone, as JSON or (for a client that accepts only SSE) one event.
+fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
+    if accept.json {
+        return json_response(legacy_status(done.error_code), done.json);
+    }
+    let cancel = CancellationToken::new();
+    let guard = cancel.clone().drop_guard();
+    sse_response(vec![frame(done, &cancel)], None, guard, state.config.keep_alive)
+}
+
+/// A request in a session.
+async fn request(
+    state: &HttpState,
+    sessions: &Sessions,
+    record: SessionRecord,
+    live: Arc<Live>,
+    id: RequestId,
+    raw: &RawMessage<'_>,
+    accept: Accept,
+) -> Response {
+    let method = raw.method.as_deref().unwrap_or_default();
+    let server = &state.server;
+    let now = server.inner.clock.now_ms();
+    let step = match server.legacy_step(method, raw.params) {
+        Ok(step) => step,
+        Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
+    };
+    let update = |change: crate::legacy::SessionChange| async {
+        if sessions.store.update(&record.id, now, change).await {
+            single_reply(empty_result(&id), accept, state)
+        } else {
+            not_found(Some(&id))
+        }
+    };
+    match step {
+        LegacyStep::Initialize => {
+            let error = ErrorObject::invalid_request("this session is already initialized");
+            refusal(StatusCode::BAD_REQUEST, Some(&id), error)
+        }
+        LegacyStep::Ping => single_reply(empty_result(&id), accept, state),
+        LegacyStep::SetLevel(level) => update(Box::new(move |r| r.log_level = Some(level))).await,
+        LegacyStep::Subscribe(uri) => {
+            update(Box::new(move |r| {
+                r.subscriptions.insert(uri);
+            }))
+            .await
+        }
+        LegacyStep::Unsubscribe(uri) => {
+            update(Box::new(move |r| {
+                r.subscriptions.remove(&uri);
+            }))
+            .await
+        }
+        LegacyStep::Served => served(state, record, live, id, method, raw, accept).await,
+    }
+}
+
+/// A method run through the 2026-07-28 machinery. Its notifications and the server's requests
+/// to the client go on the reply's event stream, when the client accepts one.
+async fn served(
+    state: &HttpState,
+    record: SessionRecord,
+    live: Arc<Live>,
+    id: RequestId,
+    method: &str,
+    raw: &RawMessage<'_>,
+    accept: Accept,
+) -> Response {
+    let cancel = CancellationToken::new();
+    {
+        let mut inflight = live.inflight();
+        if inflight.contains_key(&id) {
+            let error = ErrorObject::invalid_request(format!(
+                "request id {id} is already in use in this session"
+            ));
+            return single_reply(Final::error(Some(&id), &error), accept, state);
+        }
+        inflight.insert(id.clone(), cancel.clone());
+    }
+    let (tx, rx) = mpsc::channel::<Frame>(64);
+    let call = LegacyCall {
+        session: record,
+        peer: live.peer.clone(),
+        outbound: accept.sse.then(|| Outbound(tx.clone())),
+        cancel: cancel.clone(),
+        closing: state.server.shutdown_token(),
+    };
+    let server = state.server.clone();
+    let (method, params) = (method.to_owned(), raw.params.map(|p| p.to_owned()));
+    let request_id = id.clone();
+    let work = Box::pin(async move {
+        let _done = Untrack {
+            live: &live,
+            id: &request_id,
+        };
+        server
+            .run_legacy(&request_id, &method, params.as_deref(), call)
+            .await
+    });
+    streaming_reply(state, &id, cancel, (tx, rx), work, accept, legacy_status).await
+}
+
+/// Takes a request off its session's in-flight list however it ends.
+struct Untrack<'a> {
+    live: &'a Live,
+    id: &'a RequestId,
+}
+
+impl Drop for Untrack<'_> {
+    fn drop(&mut self) {
+        self.live.inflight().remove(self.id);
+    }
+}
+
+/// GET with a session: the session's stream of list changes and resource updates. 405 without
+/// a session (2026-07-28 has no GET, H-16), 409 if the session's stream is already open.
+pub(super) async fn get(
+    state: &HttpState,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+    accept: Accept,
+) -> Response {
+    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+        return method_not_allowed();
+    };
+    if !accept.sse {
+        let error = ErrorObject::invalid_request("the session stream is text/event-stream; accept it");
+        return refusal(StatusCode::NOT_ACCEPTABLE, None, error);
+    }
+    let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
+        return not_found(None);
+    };
+    let live = sessions.live(&record.id);
+    {
+        let mut open = live.stream_open.lock().unwrap_or_else(|p| p.into_inner());
+        if *open {
+            let error = ErrorObject::invalid_request("this session's stream is already open");
+            return refusal(StatusCode::CONFLICT, None, error);
+        }
+        *open = true;
+    }
+    let events = session_stream(
+        state.server.clone(),
+        sessions.store.clone(),
+        record.id,
+        live,
+        sessions.stream_touch,
+    );
+    sse_events(events, state.config.keep_alive)
+}
+
+/// The messages of a session's GET stream, until the session or the server ends or the client
+/// goes away. While it is open, the session counts as in use.
+fn session_stream(
+    server: Server,
+    store: Arc<dyn SessionStore>,
+    session_id: String,
+    live: Arc<Live>,
+    touch_every: Duration,
+) -> impl futures::Stream<Item = Result<Event, Infallible>> + Send + 'static {
+    struct Close(Arc<Live>);
+    impl Drop for Close {
+        fn drop(&mut self) {
+            *self.0.stream_open.lock().unwrap_or_else(|p| p.into_inner()) = false;
+        }
+    }
+    async_stream::stream! {
+        let close = Close(live);
+        let mut changes = server.inner.changes.subscribe();
+        let mut touch = tokio::time::interval(touch_every);
+        touch.tick().await;
+        let shutdown = server.shutdown_token();
+        loop {
+            let change = tokio::select! {
+                _ = close.0.ended.cancelled() => break,
+                _ = shutdown.cancelled() => break,
+                _ = touch.tick() => {
+                    if store.touch(&session_id, server.inner.clock.now_ms()).await.is_none() {
+                        break;
+                    }
+                    continue;
+                }
+                change = changes.recv() => change,
+            };
+            let Some(record) = store.touch(&session_id, server.inner.clock.now_ms()).await else {
+                break;
+            };
+            for json in notifications_for(&server, &change, &record.subscriptions) {
+                yield Ok(Event::default().event("message").data(json));
+            }
+        }
+    }
+}
+
+/// DELETE with a session ends it: its stream closes, its running requests are cancelled and
+/// later requests naming it get 404. Without a session, 405 (H-16).
+pub(super) async fn delete(state: &HttpState, sessions: &Sessions, headers: &HeaderMap) -> Response {
+    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+        return method_not_allowed();
+    };
+    let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
+        return not_found(None);
+    };
+    sessions.store.remove(&record.id).await;
+    sessions.forget(&record.id);
+    tracing::debug!("legacy HTTP session ended by the client");
+    StatusCode::OK.into_response()
+}
+
+pub(super) fn method_not_allowed() -> Response {
+    let mut response = StatusCode::METHOD_NOT_ALLOWED.into_response();
+    response
+        .headers_mut()
+        .insert(http::header::ALLOW, HeaderValue::from_static("POST"));
+    response
+}

@@ -1,0 +1,440 @@
+//! Serving clients of the initialization-based revisions (2025-11-25 and earlier) from the same
+//! tools, prompts and resources (2026-07-28 versioning, "Backward Compatibility with
+//! Initialization-Based Versions").
+//!
+//! A legacy client starts with `initialize`; the transport keeps what it declared (a
+//! [`SessionRecord`]) and runs each later request through the 2026-07-28 machinery with a `_meta`
+//! made from the session. When a handler needs input, the server asks the client itself
+//! (`elicitation/create`, `sampling/createMessage`, `roots/list` as server-to-client requests on
+//! the request's stream), collects the answers and runs the handler again with them, so one
+//! handler serves both eras and the request state never leaves the server. Results lose the
+//! 2026-07-28 members an older client has no use for (`resultType`, `ttlMs`, `cacheScope`).
+//!
+//! Nothing here runs for a 2026-07-28 request: the transports only come here for `initialize`
+//! without a 2026-07-28 `_meta`, for a stdio connection that initialized, and for HTTP requests
+//! that carry `Mcp-Session-Id`.
+
+mod notify;
+mod peer;
+mod store;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use serde_json::value::RawValue;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::legacy::{
+    InitializeParams, InitializeResult, METHOD_INITIALIZE, METHOD_PING, METHOD_SET_LEVEL,
+    METHOD_SUBSCRIBE, METHOD_UNSUBSCRIBE, ResourceSubscriptionParams, SetLevelParams,
+    negotiate_legacy_version,
+};
+use toolwire_protocol::methods::{
+    CallTool, Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools,
+    Method, ReadResource,
+};
+use toolwire_protocol::{ErrorObject, JsonObject, LoggingLevel, META_SERVER_INFO, RequestId, RequestMeta};
+
+pub(crate) use notify::notifications_for;
+pub(crate) use peer::Peer;
+use peer::Unanswered;
+pub use store::{
+    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
+};
+
+use crate::context::{Outbound, RequestContext};
+use crate::dispatch::{Final, read_meta};
+use crate::route::Route;
+use crate::server::Server;
+
+/// How many times one legacy request may ask the client for input before it is stopped.
+const MAX_INPUT_ROUNDS: usize = 16;
+
+/// The methods a legacy session runs through the 2026-07-28 machinery.
+const SERVED: [&str; 8] = [
+    ListTools::METHOD,
+    CallTool::METHOD,
+    ListPrompts::METHOD,
+    GetPrompt::METHOD,
+    ListResources::METHOD,
+    ListResourceTemplates::METHOD,
+    ReadResource::METHOD,
+    Complete::METHOD,
+];
+
+/// What a legacy request asks for.
+#[derive(Debug)]
+pub(crate) enum LegacyStep {
+    Initialize,
+    Ping,
+    SetLevel(LoggingLevel),
+    Subscribe(String),
+    Unsubscribe(String),
+    /// One of [`SERVED`]: run with [`Server::run_legacy`].
+    Served,
+}
+
+/// Whether an `initialize` request comes from a legacy client: a 2026-07-28 request carries
+/// `_meta` with its version and gets -32601 instead (V-15).
+pub(crate) fn is_legacy_initialize(method: &str, params: Option<&RawValue>) -> bool {
+    method == METHOD_INITIALIZE && read_meta(params).is_err()
+}
+
+/// A fresh, unguessable session id: 256 random bits, URL-safe (visible ASCII, as 2025-11-25
+/// requires of `Mcp-Session-Id`).
+pub(crate) fn new_session_id() -> String {
+    use base64::Engine as _;
+    base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(rand::random::<[u8; 32]>())
+}
+
+/// What a legacy request runs with.
+pub(crate) struct LegacyCall {
+    /// The session as it was when the request arrived.
+    pub(crate) session: SessionRecord,
+    /// Where requests to the client are matched with their answers.
+    pub(crate) peer: Arc<Peer>,
+    /// The request's stream (stdio, or an SSE reply): its notifications and the server's
+    /// requests to the client go here. `None` when the client cannot receive them.
+    pub(crate) outbound: Option<Outbound>,
+    pub(crate) cancel: CancellationToken,
+    pub(crate) closing: CancellationToken,
+}
+
+/// Reads `initialize` params (-32602 when they are not what 2025-11-25 describes).
+pub(crate) fn read_initialize(params: Option<&RawValue>) -> Result<InitializeParams, ErrorObject> {
+    parse(METHOD_INITIALIZE, params)
+}
+
+/// The `{}` result of `ping`, `logging/setLevel` and the subscription methods.
+pub(crate) fn empty_result(id: &RequestId) -> Final {
+    Final::result(id, &JsonObject::new())
+}
+
+fn parse<T: serde::de::DeserializeOwned>(
+    method: &str,
+    params: Option<&RawValue>,
+) -> Result<T, ErrorObject> {
+    serde_json::from_str(params.map_or("{}", RawValue::get))
+        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params for {method}: {e}")))
+}
+
+impl Server {
+    /// Whether this server answers legacy clients (the default; see
+    /// [`crate::ServerBuilder::modern_only`]).
+    pub(crate) fn serves_legacy(&self) -> bool {
+        self.inner.config.legacy
+    }
+
+    /// Reads a legacy request: -32601 for a method this session cannot use (including
+    /// `logging/setLevel` without the logging capability and subscriptions without resources),
+    /// -32602 for params of the wrong shape.
+    pub(crate) fn legacy_step(
+        &self,
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Result<LegacyStep, ErrorObject> {
+        let offers = self.inner.offers;
+        match method {
+            METHOD_INITIALIZE => Ok(LegacyStep::Initialize),
+            METHOD_PING => Ok(LegacyStep::Ping),
+            METHOD_SET_LEVEL if self.inner.config.logging => Ok(LegacyStep::SetLevel(
+                parse::<SetLevelParams>(method, params)?.level,
+            )),
+            METHOD_SUBSCRIBE if offers.resources => Ok(LegacyStep::Subscribe(
+                parse::<ResourceSubscriptionParams>(method, params)?.uri,
+            )),
+            METHOD_UNSUBSCRIBE if offers.resources => Ok(LegacyStep::Unsubscribe(
+                parse::<ResourceSubscriptionParams>(method, params)?.uri,
+            )),
+            m if SERVED.contains(&m) => Ok(LegacyStep::Served),
+            _ => Err(ErrorObject::method_not_found(method)),
+        }
+    }
+
+    /// The answer to a legacy `initialize`: the negotiated version, what the server offers
+    /// (without the 2026-07-28 extensions), who it is and its instructions.
+    pub(crate) fn initialize_result(&self, params: &InitializeParams) -> InitializeResult {
+        let mut capabilities = self.offered_capabilities();
+        capabilities.extensions = None;
+        InitializeResult {
+            protocol_version: negotiate_legacy_version(&params.protocol_version).to_owned(),
+            capabilities,
+            server_info: self.inner.info.clone(),
+            instructions: self.inner.instructions.clone(),
+            extra: JsonObject::new(),
+        }
+    }
+
+    /// Runs one of the [`SERVED`] methods for a legacy session to its final message (`None` if
+    /// it was cancelled). Input requests are put to the client and the method runs again with
+    /// the answers, at most [`MAX_INPUT_ROUNDS`] times.
+    pub(crate) async fn run_legacy(
+        &self,
+        id: &RequestId,
+        method: &str,
+        params: Option<&RawValue>,
+        call: LegacyCall,
+    ) -> Option<Final> {
+        let mut params: JsonObject = match parse(method, params) {
+            Ok(params) => params,
+            Err(error) => return Some(Final::error(Some(id), &error)),
+        };
+        // Legacy clients do not speak MRTR: the rounds are the server's own.
+        params.remove("inputResponses");
+        params.remove("requestState");
+        let meta = legacy_meta(&call.session, params.get("_meta"));
+        for _ in 0..=MAX_INPUT_ROUNDS {
+            let route = serde_json::value::to_raw_value(&params)
+                .map_err(|e| ErrorObject::invalid_params(e.to_string()))
+                .and_then(|raw| Route::parse(method, Some(&raw)));
+            let route = match route {
+                Ok(route) => route,
+                Err(error) => return Some(Final::error(Some(id), &error)),
+            };
+            let ctx = RequestContext::new(
+                id.clone(),
+                meta.clone(),
+                call.cancel.clone(),
+                call.closing.clone(),
+                call.outbound.clone(),
+                self.inner.config.logging,
+            )
+            .with_principal(call.session.principal.clone());
+            let finisher = ctx.clone();
+            let done = self.run(id, route, ctx).await;
+            finisher.finish().await;
+            let done = done?;
+            if done.error_code.is_some() {
+                return Some(done);
+            }
+            match read_reply(&done.json) {
+                None => return Some(done),
+                Some(Reply::Complete(result)) => return Some(Final::result(id, &result)),
+                Some(Reply::InputRequired { requests, state }) => {
+                    let answers = match self.ask_client(&call, requests).await {
+                        Ok(answers) => answers,
+                        Err(error) => return Some(Final::error(Some(id), &error)),
+                    };
+                    params.insert("inputResponses".into(), Value::Object(answers));
+                    match state {
+                        Some(state) => params.insert("requestState".into(), state),
+                        None => params.remove("requestState"),
+                    };
+                }
+            }
+        }
+        let error = ErrorObject::internal(format!(
+            "{method} asked the client for input more than {MAX_INPUT_ROUNDS} times"
+        ));
+        Some(Final::error(Some(id), &error))
+    }
+
+    /// Puts each input request to the client, in key order, and collects the answers by key.
+    async fn ask_client(
+        &self,
+        call: &LegacyCall,
+        requests: JsonObject,
+    ) -> Result<JsonObject, ErrorObject> {
+        let Some(out) = &call.outbound else {
+            return Err(ErrorObject::internal(
+                "this request needs input from the client, which can only be asked on an event \
+                 stream: accept text/event-stream",
+            ));
+        };
+        // An answer that comes later than the sealed state lives would be refused anyway.
+        let timeout = Duration::from_millis(self.inner.request_state.ttl_ms);
+        let mut answers = JsonObject::new();
+        for (key, request) in requests {
+            let method = request
+                .get("method")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let params = request.get("params").cloned().unwrap_or(Value::Object(JsonObject::new()));
+            let answer = call.peer.ask(out, &method, &params, &call.cancel, timeout).await;
+            match answer {
+                Ok(answer) => {
+                    answers.insert(key, answer);
+                }
+                Err(Unanswered::Refused(error)) => {
+                    let message = format!(
+                        "the client could not answer {method} ({}): {}",
+                        error.code, error.message
+                    );
+                    return Err(ErrorObject::internal(message)
+                        .with_data(serde_json::json!({"inputRequest": key, "method": method})));
+                }
+                Err(Unanswered::TimedOut) => {
+                    return Err(ErrorObject::internal(format!(
+                        "the client did not answer {method} within {} s",
+                        timeout.as_secs()
+                    )));
+                }
+                Err(Unanswered::Gone) => {
+                    return Err(ErrorObject::internal(format!(
+                        "the request ended while waiting for the client's answer to {method}"
+                    )));
+                }
+            }
+        }
+        Ok(answers)
+    }
+}
+
+/// The `_meta` a legacy request runs with: the session's version, capabilities, client and log
+/// level, plus the request's own progress token and `_meta` keys.
+fn legacy_meta(session: &SessionRecord, given: Option<&Value>) -> RequestMeta {
+    let mut meta = RequestMeta::new(
+        session.protocol_version.clone(),
+        session.client_capabilities.clone(),
+        session.client_info.clone(),
+    );
+    meta.log_level = session.log_level;
+    if let Some(Value::Object(given)) = given {
+        for (key, value) in given {
+            if key == "progressToken" {
+                meta.progress_token = serde_json::from_value(value.clone()).ok();
+            } else if !key.starts_with("io.modelcontextprotocol/") {
+                meta.extra.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    meta
+}
+
+/// A 2026-07-28 result, read for a legacy client.
+#[derive(Debug, PartialEq)]
+enum Reply {
+    /// The result, without the members only 2026-07-28 clients use.
+    Complete(JsonObject),
+    /// The handler needs input first.
+    InputRequired {
+        requests: JsonObject,
+        state: Option<Value>,
+    },
+}
+
+/// Reads a serialized success response; `None` if it is not one.
+fn read_reply(json: &str) -> Option<Reply> {
+    #[derive(serde::Deserialize)]
+    struct Response {
+        result: JsonObject,
+    }
+    let mut result = serde_json::from_str::<Response>(json).ok()?.result;
+    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
+        let requests = match result.remove("inputRequests") {
+            Some(Value::Object(requests)) => requests,
+            _ => JsonObject::new(),
+        };
+        return Some(Reply::InputRequired {
+            requests,
+            state: result.remove("requestState"),
+        });
+    }
+    for key in ["resultType", "ttlMs", "cacheScope"] {
+        result.remove(key);
+    }
+    // Legacy clients learned who the server is at `initialize`.
+    if let Some(Value::Object(meta)) = result.get_mut("_meta") {
+        meta.remove(META_SERVER_INFO);
+        if meta.is_empty() {
+            result.remove("_meta");
+        }
+    }
+    Some(Reply::Complete(result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn results_lose_the_members_only_modern_clients_use() {
+        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "complete", "tools": [], "ttlMs": 5, "cacheScope": "public",
+            "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}}
+        }})
+        .to_string();
+        assert_eq!(
+            read_reply(&json),
+            Some(Reply::Complete(json!({"tools": []}).as_object().unwrap().clone()))
+        );
+        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "content": [], "_meta": {META_SERVER_INFO: {}, "x": 1}
+        }})
+        .to_string();
+        assert_eq!(
+            read_reply(&json),
+            Some(Reply::Complete(
+                json!({"content": [], "_meta": {"x": 1}}).as_object().unwrap().clone()
+            ))
+        );
+    }
+
+    #[test]
+    fn input_required_results_are_read_as_requests() {
+        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
+            "resultType": "input_required",
+            "inputRequests": {"a": {"method": "roots/list", "params": {}}},
+            "requestState": "sealed"
+        }})
+        .to_string();
+        assert_eq!(
+            read_reply(&json),
+            Some(Reply::InputRequired {
+                requests: json!({"a": {"method": "roots/list", "params": {}}})
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+                state: Some(json!("sealed")),
+            })
+        );
+        assert_eq!(read_reply(r#"{"jsonrpc":"2.0","id":1,"error":{}}"#), None);
+    }
+
+    #[test]
+    fn the_meta_comes_from_the_session_and_the_request() {
+        let mut session = SessionRecord::new(
+            "s".into(),
+            "2025-06-18",
+            serde_json::from_value(json!({"sampling": {}})).unwrap(),
+            None,
+            None,
+        );
+        session.log_level = Some(LoggingLevel::Warning);
+        let meta = legacy_meta(
+            &session,
+            Some(&json!({"progressToken": "p", "custom": 1, "io.modelcontextprotocol/logLevel": "debug"})),
+        );
+        assert_eq!(meta.protocol_version, "2025-06-18");
+        assert!(meta.client_capabilities.sampling.is_some());
+        assert_eq!(meta.log_level, Some(LoggingLevel::Warning));
+        assert_eq!(meta.progress_token, Some("p".into()));
+        assert_eq!(meta.extra.get("custom"), Some(&json!(1)));
+        assert!(!meta.extra.contains_key("io.modelcontextprotocol/logLevel"));
+    }
+
+    #[test]
+    fn only_initialize_without_a_modern_meta_is_legacy() {
+        let raw = |s: &str| RawValue::from_string(s.into()).unwrap();
+        assert!(is_legacy_initialize(
+            "initialize",
+            Some(&raw(r#"{"protocolVersion":"2025-11-25","capabilities":{}}"#))
+        ));
+        assert!(is_legacy_initialize("initialize", None));
+        let modern = raw(
+            r#"{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}"#,
+        );
+        assert!(!is_legacy_initialize("initialize", Some(&modern)));
+        assert!(!is_legacy_initialize("tools/list", None));
+    }
+
+    #[test]
+    fn session_ids_are_long_random_and_header_safe() {
+        let (a, b) = (new_session_id(), new_session_id());
+        assert_ne!(a, b);
+        assert_eq!(a.len(), 43);
+        assert!(a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+    }
+}
