@@ -58,7 +58,11 @@ pub struct InitializeParams {
     #[serde(default)]
     pub capabilities: ClientCapabilities,
     /// The client's self-description.
-    #[serde(rename = "clientInfo", default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        rename = "clientInfo",
+        default,
+        skip_serializing_if = "Option::is_none"
+    )]
     pub client_info: Option<Implementation>,
     /// Fields this crate does not know (`_meta` among them).
     #[serde(flatten, skip_serializing_if = "is_empty_object")]

@@ -63,7 +63,9 @@ mod tool;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
-pub use legacy::{MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError};
+pub use legacy::{
+    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
+};
 pub use mrtr::{Elicited, InputRequired};
 pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};

@@ -550,9 +550,9 @@ fn capabilities_of(offers: Offers, logging: bool) -> ServerCapabilities {
             list_changed: Some(true),
         }),
         completions: (offers.prompts || offers.resources).then(JsonObject::new),
-        extensions: offers.tasks.then(|| {
-            JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])
-        }),
+        extensions: offers
+            .tasks
+            .then(|| JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])),
         ..Default::default()
     }
 }

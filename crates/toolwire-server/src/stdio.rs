@@ -21,8 +21,7 @@ use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::legacy::InitializeParams;
 use toolwire_protocol::{
-    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage,
-    RequestId,
+    CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
 };
 
 use crate::context::{Frame, Outbound, RequestContext};
@@ -418,7 +417,10 @@ async fn notify_changes(
             _ = closing.cancelled() => return,
             change = changes.recv() => change,
         };
-        if matches!(change, Err(tokio::sync::broadcast::error::RecvError::Closed)) {
+        if matches!(
+            change,
+            Err(tokio::sync::broadcast::error::RecvError::Closed)
+        ) {
             return;
         }
         let subscriptions = session

@@ -228,6 +228,14 @@ async fn session_of(
     (record.principal == principal).then_some(record)
 }
 
+/// Whether `MCP-Protocol-Version` names an initialization-based version.
+pub(super) fn names_a_legacy_version(headers: &HeaderMap) -> bool {
+    headers
+        .get(toolwire_protocol::headers::PROTOCOL_VERSION)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| LEGACY_VERSIONS.contains(&v))
+}
+
 /// 400 unless `MCP-Protocol-Version`, when present, names a version legacy sessions speak.
 fn version_header(headers: &HeaderMap, id: Option<&RequestId>) -> Result<(), Response> {
     let Some(value) = headers.get(toolwire_protocol::headers::PROTOCOL_VERSION) else {
@@ -309,7 +317,12 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
     }
     let cancel = CancellationToken::new();
     let guard = cancel.clone().drop_guard();
-    sse_response(vec![frame(done, &cancel)], None, guard, state.config.keep_alive)
+    sse_response(
+        vec![frame(done, &cancel)],
+        None,
+        guard,
+        state.config.keep_alive,
+    )
 }
 
 /// A request in a session.
@@ -428,7 +441,8 @@ pub(super) async fn get(
         return method_not_allowed();
     };
     if !accept.sse {
-        let error = ErrorObject::invalid_request("the session stream is text/event-stream; accept it");
+        let error =
+            ErrorObject::invalid_request("the session stream is text/event-stream; accept it");
         return refusal(StatusCode::NOT_ACCEPTABLE, None, error);
     }
     let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
@@ -498,7 +512,11 @@ fn session_stream(
 
 /// DELETE with a session ends it: its stream closes, its running requests are cancelled and
 /// later requests naming it get 404. Without a session, 405 (H-16).
-pub(super) async fn delete(state: &HttpState, sessions: &Sessions, headers: &HeaderMap) -> Response {
+pub(super) async fn delete(
+    state: &HttpState,
+    sessions: &Sessions,
+    headers: &HeaderMap,
+) -> Response {
     let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
         return method_not_allowed();
     };

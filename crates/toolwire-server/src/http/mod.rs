@@ -428,6 +428,12 @@ fn admit_request(
     let meta =
         read_meta(raw.params).map_err(|error| match legacy_initialize(method, raw.params) {
             Some(unsupported) => refuse(unsupported),
+            None if server.serves_legacy() && legacy::names_a_legacy_version(headers) => {
+                bad(ErrorObject::invalid_request(
+                    "a 2025-11-25 request needs the Mcp-Session-Id of an initialized session: \
+                     send initialize first",
+                ))
+            }
             None => bad(error),
         })?;
     checks::exact_header(

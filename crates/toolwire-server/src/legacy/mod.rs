@@ -33,7 +33,9 @@ use toolwire_protocol::methods::{
     CallTool, Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools,
     Method, ReadResource,
 };
-use toolwire_protocol::{ErrorObject, JsonObject, LoggingLevel, META_SERVER_INFO, RequestId, RequestMeta};
+use toolwire_protocol::{
+    ErrorObject, JsonObject, LoggingLevel, META_SERVER_INFO, RequestId, RequestMeta,
+};
 
 pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
@@ -250,8 +252,14 @@ impl Server {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let params = request.get("params").cloned().unwrap_or(Value::Object(JsonObject::new()));
-            let answer = call.peer.ask(out, &method, &params, &call.cancel, timeout).await;
+            let params = request
+                .get("params")
+                .cloned()
+                .unwrap_or(Value::Object(JsonObject::new()));
+            let answer = call
+                .peer
+                .ask(out, &method, &params, &call.cancel, timeout)
+                .await;
             match answer {
                 Ok(answer) => {
                     answers.insert(key, answer);
@@ -358,7 +366,9 @@ mod tests {
         .to_string();
         assert_eq!(
             read_reply(&json),
-            Some(Reply::Complete(json!({"tools": []}).as_object().unwrap().clone()))
+            Some(Reply::Complete(
+                json!({"tools": []}).as_object().unwrap().clone()
+            ))
         );
         let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
             "content": [], "_meta": {META_SERVER_INFO: {}, "x": 1}
@@ -367,7 +377,10 @@ mod tests {
         assert_eq!(
             read_reply(&json),
             Some(Reply::Complete(
-                json!({"content": [], "_meta": {"x": 1}}).as_object().unwrap().clone()
+                json!({"content": [], "_meta": {"x": 1}})
+                    .as_object()
+                    .unwrap()
+                    .clone()
             ))
         );
     }
@@ -405,7 +418,9 @@ mod tests {
         session.log_level = Some(LoggingLevel::Warning);
         let meta = legacy_meta(
             &session,
-            Some(&json!({"progressToken": "p", "custom": 1, "io.modelcontextprotocol/logLevel": "debug"})),
+            Some(
+                &json!({"progressToken": "p", "custom": 1, "io.modelcontextprotocol/logLevel": "debug"}),
+            ),
         );
         assert_eq!(meta.protocol_version, "2025-06-18");
         assert!(meta.client_capabilities.sampling.is_some());
@@ -420,7 +435,9 @@ mod tests {
         let raw = |s: &str| RawValue::from_string(s.into()).unwrap();
         assert!(is_legacy_initialize(
             "initialize",
-            Some(&raw(r#"{"protocolVersion":"2025-11-25","capabilities":{}}"#))
+            Some(&raw(
+                r#"{"protocolVersion":"2025-11-25","capabilities":{}}"#
+            ))
         ));
         assert!(is_legacy_initialize("initialize", None));
         let modern = raw(
@@ -435,6 +452,9 @@ mod tests {
         let (a, b) = (new_session_id(), new_session_id());
         assert_ne!(a, b);
         assert_eq!(a.len(), 43);
-        assert!(a.bytes().all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_'));
+        assert!(
+            a.bytes()
+                .all(|c| c.is_ascii_alphanumeric() || c == b'-' || c == b'_')
+        );
     }
 }

@@ -46,7 +46,10 @@ mod tests {
     }
 
     fn read(messages: Vec<String>) -> Vec<Value> {
-        messages.iter().map(|m| serde_json::from_str(m).unwrap()).collect()
+        messages
+            .iter()
+            .map(|m| serde_json::from_str(m).unwrap())
+            .collect()
     }
 
     #[test]
@@ -67,7 +70,9 @@ mod tests {
                 &Ok(Change::ResourceUpdated("file:///a".into())),
                 &subscribed
             )),
-            [json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a"}})]
+            [
+                json!({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "file:///a"}})
+            ]
         );
         assert!(
             notifications_for(
@@ -77,8 +82,15 @@ mod tests {
             )
             .is_empty()
         );
-        let after_a_gap = read(notifications_for(&server, &Err(RecvError::Lagged(3)), &subscribed));
-        let methods: Vec<&str> = after_a_gap.iter().map(|m| m["method"].as_str().unwrap()).collect();
+        let after_a_gap = read(notifications_for(
+            &server,
+            &Err(RecvError::Lagged(3)),
+            &subscribed,
+        ));
+        let methods: Vec<&str> = after_a_gap
+            .iter()
+            .map(|m| m["method"].as_str().unwrap())
+            .collect();
         assert_eq!(
             methods,
             [

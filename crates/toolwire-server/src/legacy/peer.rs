@@ -57,7 +57,10 @@ impl Peer {
         .to_string();
         let (tx, rx) = oneshot::channel();
         self.pending().insert(id.clone(), tx);
-        let _forget = Forget { peer: self, id: &id };
+        let _forget = Forget {
+            peer: self,
+            id: &id,
+        };
         let frame = Frame {
             json,
             last: false,
@@ -124,22 +127,22 @@ mod tests {
         let out = Outbound(tx);
         let cancel = CancellationToken::new();
         let params = serde_json::json!({});
-        let asking = peer.ask(
-            &out,
-            "roots/list",
-            &params,
-            &cancel,
-            Duration::from_secs(5),
-        );
+        let asking = peer.ask(&out, "roots/list", &params, &cancel, Duration::from_secs(5));
         let answering = async {
             let frame = rx.recv().await.unwrap();
             let sent: Value = serde_json::from_str(&frame.json).unwrap();
             assert_eq!(sent["method"], "roots/list");
             let id: RequestId = serde_json::from_value(sent["id"].clone()).unwrap();
-            assert!(!peer.answer(&RequestId::from(99), Ok(RawValue::from_string("{}".into()).unwrap())));
+            assert!(!peer.answer(
+                &RequestId::from(99),
+                Ok(RawValue::from_string("{}".into()).unwrap())
+            ));
             let result = RawValue::from_string(r#"{"roots":[]}"#.into()).unwrap();
             assert!(peer.answer(&id, Ok(result)));
-            assert!(!peer.answer(&id, Ok(RawValue::from_string("{}".into()).unwrap())), "once");
+            assert!(
+                !peer.answer(&id, Ok(RawValue::from_string("{}".into()).unwrap())),
+                "once"
+            );
         };
         let (answer, ()) = tokio::join!(asking, answering);
         assert_eq!(answer.unwrap(), serde_json::json!({"roots": []}));

@@ -86,12 +86,8 @@ pub trait SessionStore: Send + Sync + 'static {
     fn touch<'a>(&'a self, id: &'a str, now_ms: u64) -> BoxFuture<'a, Option<SessionRecord>>;
 
     /// Changes a live session in place and counts as activity; false if it is unknown.
-    fn update<'a>(
-        &'a self,
-        id: &'a str,
-        now_ms: u64,
-        change: SessionChange,
-    ) -> BoxFuture<'a, bool>;
+    fn update<'a>(&'a self, id: &'a str, now_ms: u64, change: SessionChange)
+    -> BoxFuture<'a, bool>;
 
     /// Ends a session; false if it was unknown.
     fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
@@ -214,10 +210,17 @@ mod tests {
         store.create(record("b"), 0).await.unwrap();
         assert!(store.touch("a", 90).await.is_some(), "a is live at 90");
         assert!(store.touch("b", 100).await.is_none(), "b idled out at 100");
-        assert!(store.touch("a", 180).await.is_some(), "touching a at 90 kept it to 190");
+        assert!(
+            store.touch("a", 180).await.is_some(),
+            "touching a at 90 kept it to 190"
+        );
         assert!(
             store
-                .update("a", 250, Box::new(|r| r.log_level = Some(LoggingLevel::Info)))
+                .update(
+                    "a",
+                    250,
+                    Box::new(|r| r.log_level = Some(LoggingLevel::Info))
+                )
                 .await,
             "touched at 180, live until 280"
         );

@@ -8,6 +8,7 @@ mod support;
 mod http_errors;
 mod http_listen;
 mod http_tools;
+mod legacy;
 mod mrtr;
 mod offers;
 mod stdio;
