@@ -73,6 +73,7 @@ fn build() -> anyhow::Result<Server> {
         .tools(diagnostic_tools())
         .tools(schema_tools())
         .tools(fixtures::mrtr::tools())
+        .tools(fixtures::legacy::tools())
         .tools(fixtures::tasks::tools())
         .prompts(fixtures::prompts::prompts())
         .resources(fixtures::prompts::resources())

@@ -268,14 +268,15 @@ form_field!(
     }
 );
 form_field!(
-    /// `{type: "number" | "integer"}`.
+    /// `{type: "number" | "integer"}`. Bounds and default keep their JSON form, so an
+    /// integer field's `30` stays `30`.
     NumberSchema {
         /// Minimum.
-        minimum: f64,
+        minimum: serde_json::Number,
         /// Maximum.
-        maximum: f64,
+        maximum: serde_json::Number,
         /// Default value.
-        default: f64,
+        default: serde_json::Number,
     }
 );
 form_field!(
