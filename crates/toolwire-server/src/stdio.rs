@@ -132,20 +132,25 @@ impl Connection {
             }
             Ok(MessageKind::Notification) => self.notification(&raw),
             Ok(MessageKind::Response) => self.response(&raw),
-            Ok(MessageKind::Request(id)) => {
-                if let Err(error) = self.request(id.clone(), &raw) {
-                    self.send_error(Some(&id), &error).await;
-                }
-            }
+            Ok(MessageKind::Request(id)) => match self.request(id.clone(), &raw) {
+                Ok(Some(reply)) => self.send_final(reply).await,
+                Ok(None) => {}
+                Err(error) => self.send_error(Some(&id), &error).await,
+            },
         }
     }
 
-    /// Admits a request and runs it in its own task.
-    fn request(&mut self, id: RequestId, raw: &RawMessage<'_>) -> Result<(), ErrorObject> {
+    /// Admits a request and runs it in its own task, or answers it at once (the reply to
+    /// write).
+    fn request(
+        &mut self,
+        id: RequestId,
+        raw: &RawMessage<'_>,
+    ) -> Result<Option<Final>, ErrorObject> {
         let method = raw.method.as_deref().unwrap_or_default();
         tracing::debug!(%id, method, "stdio request");
         if self.server.serves_legacy() && is_legacy_initialize(method, raw.params) {
-            return self.legacy_initialize(&id, raw.params);
+            return self.legacy_initialize(&id, raw.params).map(Some);
         }
         let (meta, call) = match self.server.admit(method, raw) {
             Ok(admitted) => admitted,
@@ -170,7 +175,7 @@ impl Connection {
             done
         });
         self.spawn(id, generation, cancel, work);
-        Ok(())
+        Ok(None)
     }
 
     /// Notes a request as in flight, for `notifications/cancelled`; -32600 if its id is in use.
@@ -229,7 +234,7 @@ impl Connection {
         &mut self,
         id: &RequestId,
         params: Option<&RawValue>,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<Final, ErrorObject> {
         if self.legacy.is_some() {
             return Err(ErrorObject::invalid_request(
                 "this connection is already initialized",
@@ -256,8 +261,7 @@ impl Connection {
             self.closing.clone(),
         ));
         self.legacy = Some(legacy);
-        self.send_now(Final::result(id, &result));
-        Ok(())
+        Ok(Final::result(id, &result))
     }
 
     /// A request without a 2026-07-28 `_meta`: a legacy session's, or refused with `modern`
@@ -268,27 +272,23 @@ impl Connection {
         method: &str,
         params: Option<&RawValue>,
         modern: ErrorObject,
-    ) -> Result<(), ErrorObject> {
+    ) -> Result<Option<Final>, ErrorObject> {
         let Some(legacy) = &self.legacy else {
             return Err(modern);
         };
-        let done = empty_result;
         match self.server.legacy_step(method, params)? {
-            LegacyStep::Initialize => Err(ErrorObject::invalid_request(
-                "this connection is already initialized",
-            )),
-            LegacyStep::Ping => Ok(self.send_now(done(&id))),
-            LegacyStep::SetLevel(level) => {
-                legacy.session().log_level = Some(level);
-                Ok(self.send_now(done(&id)))
+            LegacyStep::Initialize => {
+                return Err(ErrorObject::invalid_request(
+                    "this connection is already initialized",
+                ));
             }
+            LegacyStep::Ping => {}
+            LegacyStep::SetLevel(level) => legacy.session().log_level = Some(level),
             LegacyStep::Subscribe(uri) => {
                 legacy.session().subscriptions.insert(uri);
-                Ok(self.send_now(done(&id)))
             }
             LegacyStep::Unsubscribe(uri) => {
                 legacy.session().subscriptions.remove(&uri);
-                Ok(self.send_now(done(&id)))
             }
             LegacyStep::Served => {
                 let session = legacy.session().clone();
@@ -310,9 +310,10 @@ impl Connection {
                         .await
                 });
                 self.spawn(id, generation, cancel, work);
-                Ok(())
+                return Ok(None);
             }
         }
+        Ok(Some(empty_result(&id)))
     }
 
     /// A response from the client: the answer to one of the server's requests in a legacy
@@ -332,17 +333,15 @@ impl Connection {
         }
     }
 
-    /// Queues a message that needs no task (its request is answered at once).
-    fn send_now(&self, done: Final) {
+    /// Writes the reply to a request answered at once.
+    async fn send_final(&self, done: Final) {
         let frame = Frame {
             json: done.json,
             last: true,
             error_code: done.error_code,
             cancel: CancellationToken::new(),
         };
-        if self.tx.try_send(frame).is_err() {
-            tracing::warn!("the stdout queue is full or closed; a reply was dropped");
-        }
+        let _ = self.tx.send(frame).await;
     }
 
     /// `notifications/cancelled` stops the named request (S-07); other notifications are ignored.
@@ -369,14 +368,7 @@ impl Connection {
     }
 
     async fn send_error(&self, id: Option<&RequestId>, error: &ErrorObject) {
-        let Final { json, error_code } = Final::error(id, error);
-        let frame = Frame {
-            json,
-            last: true,
-            error_code,
-            cancel: CancellationToken::new(),
-        };
-        let _ = self.tx.send(frame).await;
+        self.send_final(Final::error(id, error)).await;
     }
 
     /// EOF or shutdown: close listen streams, give running requests a moment, then stop.

@@ -36,6 +36,9 @@ use crate::legacy::{
 };
 use crate::server::Server;
 
+/// `Mcp-Session-Id`, parsed once.
+const SESSION_ID: http::HeaderName = http::HeaderName::from_static(SESSION_ID_HEADER);
+
 /// The JSON-RPC code of "Session not found" (the TypeScript SDK's, which clients know).
 const SESSION_NOT_FOUND: i64 = -32001;
 
@@ -142,7 +145,7 @@ pub(super) fn claims(headers: &HeaderMap, raw: &RawMessage<'_>) -> bool {
     if raw.method.as_deref() == Some(METHOD_INITIALIZE) {
         return crate::legacy::is_legacy_initialize(METHOD_INITIALIZE, raw.params);
     }
-    headers.contains_key(SESSION_ID_HEADER)
+    headers.contains_key(&SESSION_ID)
         && headers
             .get(toolwire_protocol::headers::PROTOCOL_VERSION)
             .is_none_or(|v| v.as_bytes() != PROTOCOL_VERSION.as_bytes())
@@ -157,7 +160,7 @@ pub(super) async fn post(
     raw: RawMessage<'_>,
     accept: Accept,
 ) -> Response {
-    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+    let Some(session_id) = headers.get(&SESSION_ID) else {
         return initialize(state, sessions, headers, &raw, accept).await;
     };
     let request_id = raw.request_id();
@@ -165,8 +168,8 @@ pub(super) async fn post(
     else {
         return not_found(request_id.as_ref());
     };
-    if let Err(response) = version_header(headers, request_id.as_ref()) {
-        return response;
+    if let Some(refused) = version_header(headers, request_id.as_ref()) {
+        return refused;
     }
     let live = sessions.live(&record.id);
     match raw.kind() {
@@ -236,19 +239,18 @@ pub(super) fn names_a_legacy_version(headers: &HeaderMap) -> bool {
         .is_some_and(|v| LEGACY_VERSIONS.contains(&v))
 }
 
-/// 400 unless `MCP-Protocol-Version`, when present, names a version legacy sessions speak.
-fn version_header(headers: &HeaderMap, id: Option<&RequestId>) -> Result<(), Response> {
-    let Some(value) = headers.get(toolwire_protocol::headers::PROTOCOL_VERSION) else {
-        return Ok(());
-    };
+/// The 400 to send unless `MCP-Protocol-Version`, when present, names a version legacy
+/// sessions speak.
+fn version_header(headers: &HeaderMap, id: Option<&RequestId>) -> Option<Response> {
+    let value = headers.get(toolwire_protocol::headers::PROTOCOL_VERSION)?;
     match value.to_str() {
-        Ok(v) if LEGACY_VERSIONS.contains(&v) => Ok(()),
+        Ok(v) if LEGACY_VERSIONS.contains(&v) => None,
         _ => {
             let error = ErrorObject::invalid_request(format!(
                 "MCP-Protocol-Version {value:?} is not a version of this session; sessions speak {}",
                 LEGACY_VERSIONS.join(", ")
             ));
-            Err(refusal(StatusCode::BAD_REQUEST, id, error))
+            Some(refusal(StatusCode::BAD_REQUEST, id, error))
         }
     }
 }
@@ -305,7 +307,7 @@ async fn initialize(
     tracing::debug!(version = %result.protocol_version, client = ?result.server_info.name, "legacy HTTP session created");
     let mut response = single_reply(Final::result(&id, &result), accept, state);
     if let Ok(value) = HeaderValue::from_str(&session_id) {
-        response.headers_mut().insert(SESSION_ID_HEADER, value);
+        response.headers_mut().insert(SESSION_ID, value);
     }
     response
 }
@@ -437,7 +439,7 @@ pub(super) async fn get(
     headers: &HeaderMap,
     accept: Accept,
 ) -> Response {
-    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+    let Some(session_id) = headers.get(&SESSION_ID) else {
         return method_not_allowed();
     };
     if !accept.sse {
@@ -517,7 +519,7 @@ pub(super) async fn delete(
     sessions: &Sessions,
     headers: &HeaderMap,
 ) -> Response {
-    let Some(session_id) = headers.get(SESSION_ID_HEADER) else {
+    let Some(session_id) = headers.get(&SESSION_ID) else {
         return method_not_allowed();
     };
     let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
