@@ -257,7 +257,7 @@ async def main_async(args: argparse.Namespace) -> int:
                         message_handler=observer.message_handler,
                         client_info=types.Implementation(name="toolwire-legacy-client", version="1.0.0"),
                     ) as session:
-                        total = args.timeout * 8 + args.notify_timeout * 2
+                        total = args.timeout * 4 + args.notify_timeout * 2
                         with steps, anyio.move_on_after(total) as deadline:
                             await run_steps(session, observer, runner, args.notify_timeout)
                         if deadline.cancelled_caught:
