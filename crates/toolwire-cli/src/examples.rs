@@ -126,10 +126,14 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
-/// The example server.
-pub(crate) fn server() -> toolwire_server::Result<Server> {
+/// The example server; `modern_only` refuses legacy (2025-11-25) clients.
+pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
     let handle = Arc::new(OnceLock::new());
-    let server = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"))
+    let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
+    if modern_only {
+        builder = builder.modern_only();
+    }
+    let server = builder
         .title("Toolwire examples")
         .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, and a tool that changes the tool list.")
         .tool(
@@ -193,7 +197,7 @@ pub(crate) fn server() -> toolwire_server::Result<Server> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server().unwrap();
+        let server = super::server(false).unwrap();
         assert_eq!(
             server.tool_names(),
             [

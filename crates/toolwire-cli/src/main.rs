@@ -25,7 +25,8 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time).
+    /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time,
+    /// greet, toggle_shout) to 2026-07-28 clients and to legacy (2025-11-25) ones.
     Serve {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080).
         #[arg(long, value_name = "ADDR")]
@@ -33,6 +34,9 @@ enum Command {
         /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
         #[arg(long = "allow-host", value_name = "HOST")]
         allow_hosts: Vec<String>,
+        /// Refuse clients that start with the 2025-11-25 `initialize` handshake.
+        #[arg(long)]
+        modern_only: bool,
     },
     /// Show a server's era, protocol version, identity and capabilities.
     Discover(client::Target),
@@ -99,7 +103,11 @@ async fn run() -> anyhow::Result<()> {
             .init();
     }
     match Cli::parse().command {
-        Command::Serve { http, allow_hosts } => serve(http, allow_hosts).await,
+        Command::Serve {
+            http,
+            allow_hosts,
+            modern_only,
+        } => serve(http, allow_hosts, modern_only).await,
         Command::Discover(target) => client::discover(&target).await,
         Command::Tools(target) => client::tools(&target).await,
         Command::Call {
@@ -116,8 +124,12 @@ async fn run() -> anyhow::Result<()> {
     }
 }
 
-async fn serve(addr: Option<SocketAddr>, allow_hosts: Vec<String>) -> anyhow::Result<()> {
-    let server = examples::server()?;
+async fn serve(
+    addr: Option<SocketAddr>,
+    allow_hosts: Vec<String>,
+    modern_only: bool,
+) -> anyhow::Result<()> {
+    let server = examples::server(modern_only)?;
     server.shutdown_on_signal();
     let Some(addr) = addr else {
         tracing::info!("serving the example tools on stdio");

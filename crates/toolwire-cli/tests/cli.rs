@@ -127,6 +127,56 @@ fn serve_survives_a_line_ending_in_a_backslash() {
     assert_eq!(replies[1]["id"], 2, "still serving after the bad line");
 }
 
+/// `toolwire serve` answers a legacy (2025-11-25) client from the same tools; with
+/// `--modern-only` it refuses it with -32022 naming 2026-07-28.
+#[test]
+fn serve_answers_legacy_clients_unless_modern_only() {
+    use std::io::Write;
+    let session = |extra: &[&str]| {
+        let mut child = Command::new(BIN)
+            .arg("serve")
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"old-host","version":"1"}}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"echo","arguments":{"message":"from 2025"}}}"#,
+        ];
+        for line in lines {
+            writeln!(stdin, "{line}").unwrap();
+        }
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        assert_eq!(output.status.code(), Some(0), "{output:?}");
+        stdout(&output)
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .collect::<Vec<_>>()
+    };
+    let replies = session(&[]);
+    assert_eq!(
+        replies[0]["result"]["protocolVersion"], "2025-11-25",
+        "{replies:?}"
+    );
+    assert_eq!(
+        replies[0]["result"]["serverInfo"]["name"],
+        "toolwire-examples"
+    );
+    assert_eq!(replies[1]["result"]["content"][0]["text"], "from 2025");
+    assert!(replies[1]["result"].get("resultType").is_none());
+    let refused = session(&["--modern-only"]);
+    assert_eq!(refused[0]["error"]["code"], -32022, "{refused:?}");
+    assert_eq!(
+        refused[0]["error"]["data"]["supported"],
+        serde_json::json!(["2026-07-28"])
+    );
+}
+
 #[test]
 fn tools_and_calls_over_stdio() {
     let server = stdio_server();
