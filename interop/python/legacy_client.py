@@ -19,7 +19,8 @@ Steps, each printed as "PASS <step>: ..." or "FAIL <step>: ...":
     toggle_shout again
                   toggles back, with its own notification, so the server ends as it started
 The last line is "legacy_client: N passed, M failed"; the exit status is 1 on any failure, 2 on a
-usage error, 128 + the signal after SIGINT or SIGTERM (the server is stopped first either way). The server's own stderr (stdio) passes through to ours.
+usage error, 128 + the signal after SIGINT or SIGTERM (the stdio server is stopped first either
+way). The stdio server's own stderr passes through to ours, and gets our whole environment.
 """
 
 from __future__ import annotations
