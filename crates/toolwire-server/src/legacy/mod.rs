@@ -252,10 +252,7 @@ impl Server {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_owned();
-            let params = request
-                .get("params")
-                .cloned()
-                .unwrap_or(Value::Object(JsonObject::new()));
+            let params = for_legacy_client(&method, request.get("params"));
             let answer = call
                 .peer
                 .ask(out, &method, &params, &call.cancel, timeout)
@@ -289,12 +286,33 @@ impl Server {
     }
 }
 
+/// An input request's params as an initialize-era client expects them: a URL-mode elicitation
+/// carries the `elicitationId` 2025-11-25 requires (2026-07-28 dropped it).
+fn for_legacy_client(method: &str, params: Option<&Value>) -> Value {
+    let mut params = params
+        .cloned()
+        .unwrap_or_else(|| Value::Object(JsonObject::new()));
+    if method == "elicitation/create" && params.get("mode").and_then(Value::as_str) == Some("url") {
+        if let Value::Object(fields) = &mut params {
+            fields
+                .entry("elicitationId")
+                .or_insert_with(|| Value::String(new_session_id()));
+        }
+    }
+    params
+}
+
 /// The `_meta` a legacy request runs with: the session's version, capabilities, client and log
-/// level, plus the request's own progress token and `_meta` keys.
+/// level, plus the request's own progress token and `_meta` keys. 2026-07-28 extensions a
+/// client declared are left out: their methods (`tasks/*`) are not served in a legacy session,
+/// so a task-capable tool runs to its result (the MCP Inspector declares the tasks extension
+/// in `initialize`).
 fn legacy_meta(session: &SessionRecord, given: Option<&Value>) -> RequestMeta {
+    let mut capabilities = session.client_capabilities.clone();
+    capabilities.extensions = None;
     let mut meta = RequestMeta::new(
         session.protocol_version.clone(),
-        session.client_capabilities.clone(),
+        capabilities,
         session.client_info.clone(),
     );
     meta.log_level = session.log_level;
@@ -411,7 +429,10 @@ mod tests {
         let mut session = SessionRecord::new(
             "s".into(),
             "2025-06-18",
-            serde_json::from_value(json!({"sampling": {}})).unwrap(),
+            serde_json::from_value(
+                json!({"sampling": {}, "extensions": {"io.modelcontextprotocol/tasks": {}}}),
+            )
+            .unwrap(),
             None,
             None,
         );
@@ -424,10 +445,25 @@ mod tests {
         );
         assert_eq!(meta.protocol_version, "2025-06-18");
         assert!(meta.client_capabilities.sampling.is_some());
+        assert!(
+            meta.client_capabilities.extensions.is_none(),
+            "no tasks in a legacy session"
+        );
         assert_eq!(meta.log_level, Some(LoggingLevel::Warning));
         assert_eq!(meta.progress_token, Some("p".into()));
         assert_eq!(meta.extra.get("custom"), Some(&json!(1)));
         assert!(!meta.extra.contains_key("io.modelcontextprotocol/logLevel"));
+    }
+
+    #[test]
+    fn url_elicitations_get_the_id_legacy_clients_require() {
+        let url = json!({"mode": "url", "message": "Sign in", "url": "https://example.com/x"});
+        let sent = for_legacy_client("elicitation/create", Some(&url));
+        assert_eq!(sent["elicitationId"].as_str().map(str::len), Some(43));
+        let form =
+            json!({"message": "Name?", "requestedSchema": {"type": "object", "properties": {}}});
+        assert_eq!(for_legacy_client("elicitation/create", Some(&form)), form);
+        assert_eq!(for_legacy_client("roots/list", None), json!({}));
     }
 
     #[test]

@@ -11,8 +11,8 @@ use serde_json::{Value, json};
 use toolwire_server::http::HttpConfig;
 use toolwire_server::protocol::ResourceContents;
 use toolwire_server::{
-    Elicited, InputRequired, ManualClock, NoArgs, RequestContext, Resource, ServerBuilder, Tool,
-    ToolError,
+    Elicited, InputRequired, ManualClock, NoArgs, RequestContext, Resource, ServerBuilder,
+    TaskSupport, Tool, ToolError,
 };
 
 use crate::support::{self, StdioSession, TestServer, client, post_raw, request};
@@ -66,6 +66,14 @@ fn builder() -> ServerBuilder {
     support::builder()
         .tool(greet())
         .tool(two_rounds())
+        .tool(
+            Tool::new("slow_task", |_: NoArgs, _: RequestContext| async {
+                tokio::time::sleep(Duration::from_millis(20)).await;
+                "finished"
+            })
+            .description("May run as a task")
+            .task_support(TaskSupport::Optional),
+        )
         .resource(
             Resource::new("mem://notes/today", "today", |uri, _| async move {
                 Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "nothing yet"))
@@ -610,6 +618,35 @@ async fn sessions_are_bounded_expire_when_idle_and_belong_to_their_principal() {
     );
     let room = as_user("carol", None, initialize(1, LEGACY, json!({}))).await;
     assert_eq!(room.status, 200, "expired sessions made room");
+    s.stop().await;
+}
+
+/// The MCP Inspector declares the 2026-07-28 tasks extension in `initialize`; a legacy session
+/// cannot poll `tasks/get`, so a task-capable tool must answer with its result.
+#[tokio::test]
+async fn a_task_capable_tool_answers_a_legacy_client_with_its_result() {
+    let s = TestServer::start(builder().build().unwrap()).await;
+    let caps = json!({"roots": {"listChanged": true}, "extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let session = open_session(&s.url, caps).await;
+    let call = legacy_request(
+        1,
+        "tools/call",
+        json!({"name": "slow_task", "arguments": {}}),
+    );
+    let reply = legacy_post(&s.url, Some(&session), &call).await;
+    assert_eq!(
+        reply.last()["result"]["content"][0]["text"],
+        "finished",
+        "{}",
+        reply.body
+    );
+    let tasks = legacy_post(
+        &s.url,
+        Some(&session),
+        &legacy_request(2, "tasks/get", json!({"taskId": "x"})),
+    )
+    .await;
+    assert_eq!(tasks.error_code(), Some(-32601));
     s.stop().await;
 }
 
