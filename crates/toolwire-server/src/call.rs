@@ -69,6 +69,14 @@ impl Server {
         let Some(tool) = self.inner.registry.snapshot().get(&name).cloned() else {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
+        // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
+        if let Some(granted) = ctx.scopes() {
+            if let Some(missing) = tool.scopes.iter().find(|s| !granted.contains(s)) {
+                return Err(ErrorObject::invalid_request(format!(
+                    "insufficient scope: tool {name} needs the scope {missing}"
+                )));
+            }
+        }
         let declared = ctx.client_capabilities().clone();
         let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
         if tool.task_support == Some(TaskSupport::Required) && !as_task {

@@ -36,6 +36,11 @@ impl<T: Entry> Snapshot<T> {
         self.index.get(key).map(|&i| &self.items[i])
     }
 
+    /// The items `keep` keeps, in the same order: one caller's view of the catalog.
+    pub(crate) fn filtered(&self, keep: impl Fn(&T) -> bool) -> Snapshot<T> {
+        Snapshot::new(self.items.iter().filter(|t| keep(t)).cloned().collect())
+    }
+
     pub(crate) fn position(&self, key: &str) -> Option<usize> {
         self.index.get(key).copied()
     }

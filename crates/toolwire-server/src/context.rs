@@ -58,6 +58,8 @@ struct Inner {
     round: std::sync::OnceLock<crate::mrtr::Round>,
     /// Who is calling, as established by the transport (authentication); binds request state.
     principal: Option<String>,
+    /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
+    scopes: Option<Arc<[String]>>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -86,6 +88,7 @@ impl RequestContext {
                 finished: tokio::sync::Mutex::new(false),
                 round: std::sync::OnceLock::new(),
                 principal: None,
+                scopes: None,
             }),
         }
     }
@@ -98,10 +101,25 @@ impl RequestContext {
         self
     }
 
+    /// Sets the granted scopes; only on a context nobody else holds yet.
+    pub(crate) fn with_scopes(mut self, scopes: Option<Arc<[String]>>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.scopes = scopes;
+        }
+        self
+    }
+
     /// Who is calling, as the transport established it (for example from an authenticated
-    /// identity); `None` without authentication.
+    /// identity); `None` without authentication. With OAuth it is the token's issuer and
+    /// subject, separated by a space.
     pub fn principal(&self) -> Option<&str> {
         self.inner.principal.as_deref()
+    }
+
+    /// The OAuth scopes the caller's access token grants; `None` when the transport checks no
+    /// tokens (stdio, or HTTP without OAuth).
+    pub fn scopes(&self) -> Option<&[String]> {
+        self.inner.scopes.as_deref()
     }
 
     pub(crate) fn round(&self) -> Option<&crate::mrtr::Round> {

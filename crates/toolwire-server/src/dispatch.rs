@@ -319,7 +319,30 @@ impl Server {
             Route::Discover => Some(Final::result(id, &*self.inner.discover)),
             Route::ListTools { cursor } => {
                 let tools = self.inner.registry.snapshot();
-                Some(self.list_page(id, &tools, cursor.as_deref(), ListKind::Tools, "tools"))
+                match ctx.scopes() {
+                    // With OAuth, a caller sees the tools its scopes allow (T-03), and a list
+                    // that depends on the caller is private (K-10).
+                    Some(granted) if tools.items.iter().any(|t| !t.scopes.is_empty()) => {
+                        let visible =
+                            tools.filtered(|t| t.scopes.iter().all(|s| granted.contains(s)));
+                        let scope = toolwire_protocol::CacheScope::Private;
+                        Some(self.list_page_in(
+                            id,
+                            &visible,
+                            cursor.as_deref(),
+                            ListKind::Tools,
+                            "tools",
+                            scope,
+                        ))
+                    }
+                    _ => Some(self.list_page(
+                        id,
+                        &tools,
+                        cursor.as_deref(),
+                        ListKind::Tools,
+                        "tools",
+                    )),
+                }
             }
             Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
                 Ok(Outcome::Complete(result)) => self.call_result(id, &result),
@@ -355,6 +378,20 @@ impl Server {
         kind: ListKind,
         field: &'static str,
     ) -> Final {
+        let scope = self.inner.config.cache_scope;
+        self.list_page_in(id, snapshot, cursor, kind, field, scope)
+    }
+
+    /// [`Server::list_page`] with the given `cacheScope`.
+    pub(crate) fn list_page_in<T: Entry>(
+        &self,
+        id: &RequestId,
+        snapshot: &Snapshot<T>,
+        cursor: Option<&str>,
+        kind: ListKind,
+        field: &'static str,
+        cache_scope: toolwire_protocol::CacheScope,
+    ) -> Final {
         let inner = &self.inner;
         match snapshot.page(cursor, kind, inner.config.page_size, &inner.cursors) {
             Err(error) => Final::error(Some(id), &error),
@@ -365,7 +402,7 @@ impl Server {
                     items,
                     next_cursor,
                     ttl_ms: inner.config.list_ttl_ms,
-                    cache_scope: inner.config.cache_scope,
+                    cache_scope,
                     meta: inner.result_meta.as_ref(),
                 },
             ),

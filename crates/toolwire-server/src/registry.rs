@@ -23,6 +23,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) header_params: Vec<(String, HeaderParam)>,
     pub(crate) handler: Handler,
     pub(crate) task_support: Option<TaskSupport>,
+    /// OAuth scopes needed to see and call it.
+    pub(crate) scopes: Vec<String>,
 }
 
 impl Entry for RegisteredTool {
@@ -174,6 +176,7 @@ fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<Regi
         header_params,
         handler: tool.handler,
         task_support: tool.task_support,
+        scopes: tool.scopes,
     })
 }
 

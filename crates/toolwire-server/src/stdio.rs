@@ -296,6 +296,7 @@ impl Connection {
                 let (generation, cancel) = self.track(&id)?;
                 let call = LegacyCall {
                     session,
+                    scopes: None,
                     peer,
                     outbound: Some(Outbound(self.tx.clone())),
                     cancel: cancel.clone(),

@@ -176,6 +176,8 @@ pub struct Tool {
     pub(crate) definition: ToolDefinition,
     pub(crate) handler: Handler,
     pub(crate) task_support: Option<TaskSupport>,
+    /// OAuth scopes a caller needs to see and call the tool (HTTP with OAuth only).
+    pub(crate) scopes: Vec<String>,
 }
 
 /// Whether a tool may run as a task (tasks extension, `io.modelcontextprotocol/tasks`).
@@ -243,6 +245,7 @@ impl Tool {
             },
             handler,
             task_support: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -273,6 +276,7 @@ impl Tool {
             },
             handler,
             task_support: None,
+            scopes: Vec::new(),
         }
     }
 
@@ -284,6 +288,14 @@ impl Tool {
     /// The definition `tools/list` shows.
     pub fn definition(&self) -> &ToolDefinition {
         &self.definition
+    }
+
+    /// OAuth scopes a caller must have been granted to see this tool in `tools/list` and to
+    /// call it, when the HTTP transport checks access tokens (`HttpConfig::oauth`); a call
+    /// without them gets 403 `insufficient_scope` naming them. Ignored without OAuth.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Lets the tool run as a task (tasks extension): a call that does not finish on its first

@@ -27,7 +27,7 @@ use toolwire_protocol::{
 
 use super::checks::Accept;
 use super::reply::{frame, sse_events, sse_response, streaming_reply};
-use super::{HttpState, Refusal, json_response, resolve_principal};
+use super::{Caller, HttpState, Refusal, json_response};
 use crate::context::{Frame, Outbound};
 use crate::dispatch::{Final, read_meta};
 use crate::legacy::{
@@ -159,13 +159,13 @@ pub(super) async fn post(
     headers: &HeaderMap,
     raw: RawMessage<'_>,
     accept: Accept,
+    caller: Caller,
 ) -> Response {
     let Some(session_id) = headers.get(&SESSION_ID) else {
-        return initialize(state, sessions, headers, &raw, accept).await;
+        return initialize(state, sessions, &raw, accept, caller).await;
     };
     let request_id = raw.request_id();
-    let Some(record) = session_of(state, sessions, headers, session_id, request_id.as_ref()).await
-    else {
+    let Some(record) = session_of(state, sessions, session_id, &caller).await else {
         return not_found(request_id.as_ref());
     };
     if let Some(refused) = version_header(headers, request_id.as_ref()) {
@@ -205,7 +205,11 @@ pub(super) async fn post(
             StatusCode::ACCEPTED.into_response()
         }
         Ok(MessageKind::Request(id)) => {
-            request(state, sessions, record, live, id, &raw, accept).await
+            let known = Known {
+                record,
+                scopes: caller.scopes,
+            };
+            request(state, sessions, known, live, id, &raw, accept).await
         }
     }
 }
@@ -214,9 +218,8 @@ pub(super) async fn post(
 async fn session_of(
     state: &HttpState,
     sessions: &Sessions,
-    headers: &HeaderMap,
     session_id: &HeaderValue,
-    request_id: Option<&RequestId>,
+    caller: &Caller,
 ) -> Option<SessionRecord> {
     let session_id = session_id.to_str().ok()?;
     let now = state.server.inner.clock.now_ms();
@@ -225,10 +228,7 @@ async fn session_of(
         return None;
     };
     // Another principal's session is reported as unknown: its existence is not revealed.
-    let principal = resolve_principal(&state.config, headers, request_id.unwrap_or(&0.into()))
-        .ok()
-        .flatten();
-    (record.principal == principal).then_some(record)
+    (record.principal == caller.principal).then_some(record)
 }
 
 /// Whether `MCP-Protocol-Version` names an initialization-based version.
@@ -259,9 +259,9 @@ fn version_header(headers: &HeaderMap, id: Option<&RequestId>) -> Option<Respons
 async fn initialize(
     state: &HttpState,
     sessions: &Sessions,
-    headers: &HeaderMap,
     raw: &RawMessage<'_>,
     accept: Accept,
+    caller: Caller,
 ) -> Response {
     let id = match raw.kind() {
         Ok(MessageKind::Request(id)) => id,
@@ -270,10 +270,7 @@ async fn initialize(
             return refusal(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error);
         }
     };
-    let principal = match resolve_principal(&state.config, headers, &id) {
-        Ok(principal) => principal,
-        Err(refused) => return refused.into_response(),
-    };
+    let principal = caller.principal;
     let params = match read_initialize(raw.params) {
         Ok(params) => params,
         Err(error) => return refusal(StatusCode::BAD_REQUEST, Some(&id), error),
@@ -327,11 +324,17 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
     )
 }
 
+/// A live session and what the caller's token grants.
+struct Known {
+    record: SessionRecord,
+    scopes: Option<Arc<[String]>>,
+}
+
 /// A request in a session.
 async fn request(
     state: &HttpState,
     sessions: &Sessions,
-    record: SessionRecord,
+    known: Known,
     live: Arc<Live>,
     id: RequestId,
     raw: &RawMessage<'_>,
@@ -345,7 +348,7 @@ async fn request(
         Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
     };
     let update = |change: crate::legacy::SessionChange| async {
-        if sessions.store.update(&record.id, now, change).await {
+        if sessions.store.update(&known.record.id, now, change).await {
             single_reply(empty_result(&id), accept, state)
         } else {
             not_found(Some(&id))
@@ -370,7 +373,7 @@ async fn request(
             }))
             .await
         }
-        LegacyStep::Served => served(state, record, live, id, method, raw, accept).await,
+        LegacyStep::Served => served(state, known, live, id, method, raw, accept).await,
     }
 }
 
@@ -378,7 +381,7 @@ async fn request(
 /// to the client go on the reply's event stream, when the client accepts one.
 async fn served(
     state: &HttpState,
-    record: SessionRecord,
+    known: Known,
     live: Arc<Live>,
     id: RequestId,
     method: &str,
@@ -398,7 +401,8 @@ async fn served(
     }
     let (tx, rx) = mpsc::channel::<Frame>(64);
     let call = LegacyCall {
-        session: record,
+        session: known.record,
+        scopes: known.scopes,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound(tx.clone())),
         cancel: cancel.clone(),
@@ -438,6 +442,7 @@ pub(super) async fn get(
     sessions: &Sessions,
     headers: &HeaderMap,
     accept: Accept,
+    caller: &Caller,
 ) -> Response {
     let Some(session_id) = headers.get(&SESSION_ID) else {
         return method_not_allowed();
@@ -447,7 +452,7 @@ pub(super) async fn get(
             ErrorObject::invalid_request("the session stream is text/event-stream; accept it");
         return refusal(StatusCode::NOT_ACCEPTABLE, None, error);
     }
-    let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
+    let Some(record) = session_of(state, sessions, session_id, caller).await else {
         return not_found(None);
     };
     let live = sessions.live(&record.id);
@@ -518,11 +523,12 @@ pub(super) async fn delete(
     state: &HttpState,
     sessions: &Sessions,
     headers: &HeaderMap,
+    caller: &Caller,
 ) -> Response {
     let Some(session_id) = headers.get(&SESSION_ID) else {
         return method_not_allowed();
     };
-    let Some(record) = session_of(state, sessions, headers, session_id, None).await else {
+    let Some(record) = session_of(state, sessions, session_id, caller).await else {
         return not_found(None);
     };
     sessions.store.remove(&record.id).await;

@@ -7,9 +7,13 @@
 //! (-32020, 400), the version (-32022, 400), `Mcp-Method` (-32020), the method (-32601, 404),
 //! params (-32602), then `Mcp-Name` and `Mcp-Param-*` against the body (-32020, 400).
 
+mod auth;
 mod checks;
 mod legacy;
 mod reply;
+
+pub use auth::OAuth;
+use auth::{Caller, Guard};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -49,6 +53,7 @@ pub struct HttpConfig {
     session_store: Option<SessionStoreHandle>,
     max_sessions: usize,
     session_idle: Duration,
+    oauth: Option<OAuth>,
 }
 
 /// A session store, shared by the routers made from one config.
@@ -90,6 +95,7 @@ impl Default for HttpConfig {
             session_store: None,
             max_sessions: MemorySessionStore::DEFAULT_MAX_SESSIONS,
             session_idle: MemorySessionStore::DEFAULT_IDLE,
+            oauth: None,
         }
     }
 }
@@ -170,6 +176,15 @@ impl HttpConfig {
         self
     }
 
+    /// Makes the endpoint an OAuth 2.1 resource server: every request needs a valid access
+    /// token of the issuer for this resource, metadata is served at the well-known URIs, the
+    /// token's issuer and subject become the principal (replacing [`HttpConfig::principal`])
+    /// and its scopes decide which tools a caller sees and may call ([`crate::Tool::scopes`]).
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
     /// How long requests may keep running after [`Server::shutdown`] before they are cancelled.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -184,6 +199,8 @@ struct HttpState {
     hard_stop: CancellationToken,
     /// Legacy clients' sessions; `None` for a modern-only server.
     sessions: Option<legacy::Sessions>,
+    /// The resource server; `None` without OAuth.
+    guard: Option<Arc<Guard>>,
 }
 
 /// An axum router serving `server` at the configured path. GET and DELETE serve legacy
@@ -216,18 +233,51 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
         let touch = (config.session_idle / 3).max(Duration::from_millis(10));
         legacy::Sessions::new(store, touch)
     });
+    let guard = config
+        .oauth
+        .clone()
+        .map(|oauth| Arc::new(Guard::new(oauth)));
+    let metadata_paths = guard.as_ref().map(|g| g.paths.clone()).unwrap_or_default();
     let state = Arc::new(HttpState {
         server,
         config,
         hard_stop,
         sessions,
+        guard,
     });
-    Router::new()
-        .route(
-            &path,
-            post(handle_post).get(handle_get).delete(handle_delete),
-        )
-        .with_state(state)
+    let mut router = Router::new().route(
+        &path,
+        post(handle_post).get(handle_get).delete(handle_delete),
+    );
+    for metadata in metadata_paths {
+        router = router.route(&metadata, axum::routing::get(handle_metadata));
+    }
+    router.with_state(state)
+}
+
+/// RFC 9728 Protected Resource Metadata; needs no token.
+async fn handle_metadata(State(state): State<Arc<HttpState>>) -> Response {
+    match &state.guard {
+        Some(guard) => guard.metadata_response(),
+        None => StatusCode::NOT_FOUND.into_response(),
+    }
+}
+
+/// The caller of a request that needs no body to be known: from its access token with OAuth,
+/// else from the principal resolver.
+async fn caller_of(
+    state: &HttpState,
+    uri: &http::Uri,
+    headers: &http::HeaderMap,
+    id: Option<&RequestId>,
+) -> Result<Caller, Refusal> {
+    match &state.guard {
+        Some(guard) => guard.admit(uri, headers).await,
+        None => Ok(Caller {
+            principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?,
+            scopes: None,
+        }),
+    }
 }
 
 /// Serves `server` on `listener` until [`Server::shutdown`]: listen streams end with their
@@ -258,11 +308,14 @@ pub async fn bind_and_serve(
     serve(server, TcpListener::bind(addr).await?, config).await
 }
 
-/// An early refusal: status and JSON-RPC error.
+/// An early refusal: status and JSON-RPC error, and a `WWW-Authenticate` challenge for an
+/// OAuth refusal.
 struct Refusal {
     status: StatusCode,
     id: Option<RequestId>,
     error: ErrorObject,
+    /// Boxed: refusals travel in `Result`s on the hot path and should stay small.
+    challenge: Option<Box<HeaderValue>>,
 }
 
 impl Refusal {
@@ -271,16 +324,28 @@ impl Refusal {
             status,
             id: id.cloned(),
             error,
+            challenge: None,
         }
+    }
+
+    fn with_challenge(mut self, challenge: HeaderValue) -> Self {
+        self.challenge = Some(Box::new(challenge));
+        self
     }
 }
 
 impl IntoResponse for Refusal {
     fn into_response(self) -> Response {
-        json_response(
+        let mut response = json_response(
             self.status,
             Final::error(self.id.as_ref(), &self.error).json,
-        )
+        );
+        if let Some(challenge) = self.challenge {
+            response
+                .headers_mut()
+                .insert(header::WWW_AUTHENTICATE, *challenge);
+        }
+        response
     }
 }
 
@@ -319,8 +384,12 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
     }
+    let caller = match caller_of(&state, &parts.uri, &parts.headers, None).await {
+        Ok(caller) => caller,
+        Err(refusal) => return refusal.into_response(),
+    };
     match checks::Accept::parse(&parts.headers) {
-        Ok(accept) => legacy::get(&state, sessions, &parts.headers, accept).await,
+        Ok(accept) => legacy::get(&state, sessions, &parts.headers, accept, &caller).await,
         Err(refusal) => refusal.into_response(),
     }
 }
@@ -333,7 +402,10 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
     }
-    legacy::delete(&state, sessions, &parts.headers).await
+    match caller_of(&state, &parts.uri, &parts.headers, None).await {
+        Ok(caller) => legacy::delete(&state, sessions, &parts.headers, &caller).await,
+        Err(refusal) => refusal.into_response(),
+    }
 }
 
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
@@ -347,6 +419,11 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
     let (parts, body) = request.into_parts();
     let headers = &parts.headers;
     checks::host_and_origin(&state.config, &parts.uri, headers)?;
+    // Without a usable token nothing else is read.
+    let oauth_caller = match &state.guard {
+        Some(guard) => Some(guard.admit(&parts.uri, headers).await?),
+        None => None,
+    };
     checks::content_type(headers)?;
     let accept = checks::Accept::parse(headers)?;
     let config = &state.server.inner.config;
@@ -363,7 +440,11 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
     if let Some(sessions) = &state.sessions {
         if legacy::claims(headers, &raw) {
-            return Ok(legacy::post(state, sessions, headers, raw, accept).await);
+            let caller = match oauth_caller {
+                Some(caller) => caller,
+                None => caller_of(state, &parts.uri, headers, raw.request_id().as_ref()).await?,
+            };
+            return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
         }
     }
     let id = match raw.kind() {
@@ -391,8 +472,23 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         Ok(MessageKind::Request(id)) => id,
     };
     let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
-    let principal = resolve_principal(&state.config, headers, &id)?;
-    Ok(reply::run(state, id, meta, route, accept, principal).await)
+    let caller = match oauth_caller {
+        Some(caller) => caller,
+        None => Caller {
+            principal: resolve_principal(&state.config, headers, &id)?,
+            scopes: None,
+        },
+    };
+    if let (Some(guard), Some(granted), Route::CallTool(call)) =
+        (&state.guard, &caller.scopes, &route)
+    {
+        if let Some(tool) = state.server.inner.registry.snapshot().get(&call.name) {
+            if tool.scopes.iter().any(|s| !granted.contains(s)) {
+                return Err(guard.insufficient_scope(granted, &tool.scopes, Some(&id)));
+            }
+        }
+    }
+    Ok(reply::run(state, id, meta, route, accept, caller).await)
 }
 
 /// The caller's principal from the configured resolver. The resolver is the server author's

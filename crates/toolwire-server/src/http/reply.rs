@@ -16,7 +16,7 @@ use toolwire_protocol::methods::{Listen, Method};
 use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 
 use super::checks::Accept;
-use super::{HttpState, Refusal, json_response, status_for};
+use super::{Caller, HttpState, Refusal, json_response, status_for};
 use crate::context::{Frame, Outbound, RequestContext};
 use crate::dispatch::Final;
 use crate::route::Route;
@@ -27,7 +27,7 @@ pub(super) async fn run(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
-    principal: Option<String>,
+    caller: Caller,
 ) -> Response {
     let listen = matches!(route, Route::Listen { .. });
     if listen && !accept.sse {
@@ -57,9 +57,9 @@ pub(super) async fn run(
     let may_stream =
         accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
     if may_stream {
-        run_streaming(state, id, meta, route, accept, principal).await
+        run_streaming(state, id, meta, route, accept, caller).await
     } else {
-        run_plain(state, id, meta, route, accept, principal).await
+        run_plain(state, id, meta, route, accept, caller).await
     }
 }
 
@@ -70,7 +70,7 @@ async fn run_plain(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
-    principal: Option<String>,
+    caller: Caller,
 ) -> Response {
     let server = &state.server;
     let cancel = CancellationToken::new();
@@ -83,7 +83,8 @@ async fn run_plain(
         None,
         server.inner.config.logging,
     )
-    .with_principal(principal);
+    .with_principal(caller.principal)
+    .with_scopes(caller.scopes);
     tokio::select! {
         biased;
         done = server.run(&id, route, ctx) => match done {
@@ -104,7 +105,7 @@ async fn run_streaming(
     meta: RequestMeta,
     route: Route,
     accept: Accept,
-    principal: Option<String>,
+    caller: Caller,
 ) -> Response {
     let server = state.server.clone();
     let cancel = CancellationToken::new();
@@ -119,7 +120,8 @@ async fn run_streaming(
         outbound,
         logging,
     )
-    .with_principal(principal);
+    .with_principal(caller.principal)
+    .with_scopes(caller.scopes);
     let finisher = ctx.clone();
     let request_id = id.clone();
     let work = Box::pin(async move {

@@ -93,6 +93,8 @@ pub(crate) fn new_session_id() -> String {
 pub(crate) struct LegacyCall {
     /// The session as it was when the request arrived.
     pub(crate) session: SessionRecord,
+    /// The OAuth scopes of the caller's token; `None` without OAuth.
+    pub(crate) scopes: Option<Arc<[String]>>,
     /// Where requests to the client are matched with their answers.
     pub(crate) peer: Arc<Peer>,
     /// The request's stream (stdio, or an SSE reply): its notifications and the server's
@@ -201,7 +203,8 @@ impl Server {
                 call.outbound.clone(),
                 self.inner.config.logging,
             )
-            .with_principal(call.session.principal.clone());
+            .with_principal(call.session.principal.clone())
+            .with_scopes(call.scopes.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;
             finisher.finish().await;

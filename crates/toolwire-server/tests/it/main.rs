@@ -5,6 +5,7 @@
 
 mod support;
 
+mod auth;
 mod http_errors;
 mod http_listen;
 mod http_tools;

@@ -171,6 +171,20 @@ impl TestServer {
         }
     }
 
+    /// A server already started on `addr` by `task`.
+    pub fn from_parts(
+        server: Server,
+        addr: std::net::SocketAddr,
+        task: tokio::task::JoinHandle<std::io::Result<()>>,
+    ) -> TestServer {
+        TestServer {
+            server,
+            url: format!("http://{addr}/mcp"),
+            addr,
+            task,
+        }
+    }
+
     /// Shuts the server down and waits for it to stop.
     pub async fn stop(self) {
         self.server.shutdown();

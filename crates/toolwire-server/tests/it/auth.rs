@@ -1,0 +1,381 @@
+//! The HTTP transport as an OAuth resource server, against an issuer served on 127.0.0.1 with
+//! keys made at test time: metadata, challenges, the caller's principal and scopes, the list a
+//! caller sees, 403 step-up challenges, and principals kept apart (request state, sessions).
+//! The same against the npm `oidc-provider` lives in `auth_oidc.rs`.
+
+use std::sync::{Arc, Mutex};
+
+use axum::Router;
+use axum::extract::State;
+use axum::routing::get;
+use base64::Engine as _;
+use jsonwebtoken::{Algorithm, EncodingKey, Header};
+use serde_json::{Value, json};
+use toolwire_server::http::{HttpConfig, OAuth};
+use toolwire_server::{
+    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+};
+
+use crate::support::*;
+
+/// An ES256 key and its JWK.
+pub struct SigningKey {
+    kid: String,
+    encoding: EncodingKey,
+    pub jwk: Value,
+}
+
+impl SigningKey {
+    pub fn new(kid: &str) -> SigningKey {
+        let b64 = |b: &[u8]| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(b);
+        let pair = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let raw = pair.public_key_raw().to_vec();
+        let (x, y) = raw[1..].split_at(32);
+        SigningKey {
+            kid: kid.to_owned(),
+            encoding: EncodingKey::from_ec_der(&pair.serialize_der()),
+            jwk: json!({"kty": "EC", "crv": "P-256", "x": b64(x), "y": b64(y), "kid": kid, "alg": "ES256", "use": "sig"}),
+        }
+    }
+
+    pub fn sign(&self, claims: &Value) -> String {
+        let mut header = Header::new(Algorithm::ES256);
+        header.typ = Some("at+jwt".into());
+        header.kid = Some(self.kid.clone());
+        jsonwebtoken::encode(&header, claims, &self.encoding).unwrap()
+    }
+}
+
+/// An issuer on 127.0.0.1: RFC 8414 metadata and a JWKS.
+#[derive(Clone)]
+pub struct Issuer {
+    pub url: String,
+    jwks: Arc<Mutex<Value>>,
+}
+
+pub async fn start_issuer(key: &SigningKey) -> Issuer {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}", listener.local_addr().unwrap());
+    let issuer = Issuer {
+        url,
+        jwks: Arc::new(Mutex::new(json!({"keys": [key.jwk.clone()]}))),
+    };
+    let reply = |v: Value| {
+        (
+            [(http::header::CONTENT_TYPE, "application/json")],
+            v.to_string(),
+        )
+    };
+    let app = Router::new()
+        .route(
+            "/.well-known/oauth-authorization-server",
+            get(move |State(i): State<Issuer>| async move {
+                reply(json!({"issuer": i.url, "jwks_uri": format!("{}/jwks", i.url)}))
+            }),
+        )
+        .route(
+            "/jwks",
+            get(
+                move |State(i): State<Issuer>| async move { reply(i.jwks.lock().unwrap().clone()) },
+            ),
+        )
+        .with_state(issuer.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    issuer
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+fn server() -> Server {
+    Server::builder("guarded", "1")
+        .tool(
+            Tool::new("echo", |p: Pair, _: RequestContext| async move {
+                format!("{}", p.a)
+            })
+            .description("Echoes a"),
+        )
+        .tool(
+            Tool::new("add", |p: Pair, _: RequestContext| async move {
+                Structured(Sum { total: p.a + p.b })
+            })
+            .description("Adds, needs math")
+            .scopes(["math"]),
+        )
+        .tool(
+            Tool::new("whoami", |_: NoArgs, ctx: RequestContext| async move {
+                format!(
+                    "{} with {:?}",
+                    ctx.principal().unwrap_or("nobody"),
+                    ctx.scopes().unwrap_or_default()
+                )
+            })
+            .description("Says who calls"),
+        )
+        .tool(
+            Tool::new("ask", |_: NoArgs, ctx: RequestContext| async move {
+                match ctx.elicited::<Name>("name")? {
+                    Some(Elicited::Accepted(n)) => Ok::<_, ToolError>(format!("hello {}", n.name)),
+                    _ => Err(InputRequired::new()
+                        .elicit::<Name>("name", "Name?")
+                        .state("s")
+                        .into()),
+                }
+            })
+            .description("Asks, with sealed state"),
+        )
+        .build()
+        .unwrap()
+}
+
+struct Fixture {
+    server: TestServer,
+    issuer: Issuer,
+    key: SigningKey,
+    resource: String,
+}
+
+impl Fixture {
+    async fn start() -> Fixture {
+        let key = SigningKey::new("k1");
+        let issuer = start_issuer(&key).await;
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let resource = format!("http://{addr}/mcp");
+        let config = HttpConfig::default().oauth(
+            OAuth::new(issuer.url.clone(), resource.clone())
+                .scopes_supported(["tools:read", "math"]),
+        );
+        let server = server();
+        let task = tokio::spawn(toolwire_server::http::serve(
+            server.clone(),
+            listener,
+            config,
+        ));
+        Fixture {
+            server: TestServer::from_parts(server, addr, task),
+            issuer,
+            key,
+            resource,
+        }
+    }
+
+    fn token(&self, sub: &str, scope: &str) -> String {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_secs();
+        self.key.sign(&json!({
+            "iss": self.issuer.url, "sub": sub, "aud": self.resource, "scope": scope,
+            "exp": now + 300, "iat": now, "client_id": "test"
+        }))
+    }
+
+    async fn post_as(&self, token: Option<&str>, body: &Value) -> Reply {
+        let token = token.map(str::to_owned);
+        post_with(&self.server.url, body, move |h| {
+            if let Some(token) = token {
+                h.push(("authorization".into(), format!("Bearer {token}")));
+            }
+        })
+        .await
+    }
+}
+
+#[tokio::test]
+async fn metadata_and_challenges_tell_a_client_where_to_get_a_token() {
+    let f = Fixture::start().await;
+    let base = f.server.url.trim_end_matches("/mcp").to_owned();
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let metadata: Value = client()
+            .get(format!("{base}{path}"))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["resource"], f.resource);
+        assert_eq!(metadata["authorization_servers"], json!([f.issuer.url]));
+        assert_eq!(metadata["scopes_supported"], json!(["tools:read", "math"]));
+        assert_eq!(metadata["bearer_methods_supported"], json!(["header"]));
+    }
+    let body = request(1, "tools/list", json!({}));
+    let anonymous = f.post_as(None, &body).await;
+    assert_eq!(anonymous.status, 401);
+    let challenge = anonymous.headers["www-authenticate"].to_str().unwrap();
+    assert_eq!(
+        challenge,
+        format!(
+            "Bearer resource_metadata=\"{base}/.well-known/oauth-protected-resource/mcp\", scope=\"tools:read math\""
+        )
+    );
+    let garbage = f.post_as(Some("not-a-jwt"), &body).await;
+    assert_eq!(garbage.status, 401);
+    assert!(
+        garbage.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("error=\"invalid_token\"")
+    );
+    let other = SigningKey::new("k1").sign(
+        &json!({"iss": f.issuer.url, "sub": "x", "aud": f.resource, "exp": 4_000_000_000u64}),
+    );
+    assert_eq!(
+        f.post_as(Some(&other), &body).await.status,
+        401,
+        "a forged signature"
+    );
+    let in_url = client()
+        .post(format!(
+            "{}?access_token={}",
+            f.server.url,
+            f.token("alice", "math")
+        ))
+        .headers(
+            standard_headers(&body)
+                .into_iter()
+                .map(|(k, v)| (k.parse().unwrap(), v.parse().unwrap()))
+                .collect(),
+        )
+        .body(body.to_string())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(in_url.status(), 400, "a token in the query string");
+    f.server.stop().await;
+}
+
+#[tokio::test]
+async fn scopes_decide_what_a_caller_sees_and_may_call() {
+    let f = Fixture::start().await;
+    let reader = f.token("alice", "tools:read");
+    let list = f
+        .post_as(Some(&reader), &request(1, "tools/list", json!({})))
+        .await;
+    let result = &list.last()["result"];
+    let names: Vec<&str> = result["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["echo", "whoami", "ask"], "add needs math");
+    assert_eq!(
+        result["cacheScope"], "private",
+        "a list that depends on the caller"
+    );
+
+    let add = request(
+        2,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+    );
+    let refused = f.post_as(Some(&reader), &add).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\""),
+        "{challenge}"
+    );
+    assert!(
+        challenge.contains("scope=\"tools:read math\""),
+        "everything needed: {challenge}"
+    );
+    assert!(challenge.contains("resource_metadata=\""), "{challenge}");
+    assert_eq!(refused.last()["id"], 2);
+
+    let both = f.token("alice", "tools:read math");
+    let added = f.post_as(Some(&both), &add).await;
+    assert_eq!(added.last()["result"]["structuredContent"]["total"], 5);
+    let list = f
+        .post_as(Some(&both), &request(3, "tools/list", json!({})))
+        .await;
+    assert_eq!(list.last()["result"]["tools"].as_array().unwrap().len(), 4);
+
+    let who = f
+        .post_as(
+            Some(&both),
+            &request(4, "tools/call", json!({"name": "whoami", "arguments": {}})),
+        )
+        .await;
+    let text = who.last()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        text,
+        format!("{} alice with [\"tools:read\", \"math\"]", f.issuer.url)
+    );
+    f.server.stop().await;
+}
+
+#[tokio::test]
+async fn one_principal_cannot_use_another_ones_request_state_or_session() {
+    let f = Fixture::start().await;
+    let (alice, bob) = (f.token("alice", "tools:read"), f.token("bob", "tools:read"));
+    let mut ask = request(1, "tools/call", json!({"name": "ask", "arguments": {}}));
+    ask["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    let asked = f.post_as(Some(&alice), &ask).await;
+    let state = asked.last()["result"]["requestState"].clone();
+    assert!(state.is_string(), "{}", asked.body);
+    let mut retry = ask.clone();
+    retry["id"] = json!(2);
+    retry["params"]["requestState"] = state;
+    retry["params"]["inputResponses"] =
+        json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    let stolen = f.post_as(Some(&bob), &retry).await;
+    assert_eq!(
+        stolen.error_code(),
+        Some(-32602),
+        "bob cannot redeem alice's state: {}",
+        stolen.body
+    );
+    let redeemed = f.post_as(Some(&alice), &retry).await;
+    assert_eq!(redeemed.last()["result"]["content"][0]["text"], "hello Ada");
+
+    // A legacy session belongs to the token's principal.
+    let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "x", "version": "1"}}});
+    let legacy = |token: &str, session: Option<&str>, body: &Value| {
+        let mut h = vec![
+            ("content-type".to_owned(), "application/json".to_owned()),
+            (
+                "accept".to_owned(),
+                "application/json, text/event-stream".to_owned(),
+            ),
+            ("authorization".to_owned(), format!("Bearer {token}")),
+        ];
+        if let Some(s) = session {
+            h.push(("mcp-session-id".into(), s.into()));
+        }
+        let (url, body) = (f.server.url.clone(), body.to_string());
+        async move { post_raw(&url, body, &h).await }
+    };
+    let opened = legacy(&alice, None, &init).await;
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    assert_eq!(legacy(&bob, Some(&session), &list).await.status, 404);
+    assert_eq!(legacy(&alice, Some(&session), &list).await.status, 200);
+    let add = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 1}}});
+    let refused = legacy(&alice, Some(&session), &add).await;
+    let message = refused.last()["error"]["message"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        message.contains("insufficient scope"),
+        "checked on every call: {}",
+        refused.body
+    );
+    f.server.stop().await;
+}
