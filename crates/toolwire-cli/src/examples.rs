@@ -1,8 +1,10 @@
 //! The example tools `toolwire serve` offers: small, but each shows one kind of tool.
 
+use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use crate::config::ToolConfig;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
@@ -126,9 +128,25 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
-/// The example server; `modern_only` refuses legacy (2025-11-25) clients.
-pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
+/// The example server; `modern_only` refuses legacy (2025-11-25) clients, `settings` gives
+/// tools the scopes a caller needs (`[tools.NAME]` of `--config`).
+pub(crate) fn server(
+    modern_only: bool,
+    settings: &BTreeMap<String, ToolConfig>,
+) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
+    let mut tools = tools(handle.clone());
+    let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
+    for (name, config) in settings {
+        let Some(at) = names.iter().position(|n| n == name) else {
+            anyhow::bail!(
+                "[tools.{name}] names no example tool; they are {}",
+                names.join(", ")
+            );
+        };
+        let tool = tools.remove(at);
+        tools.insert(at, tool.scopes(config.scopes.clone()));
+    }
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
     if modern_only {
         builder = builder.modern_only();
@@ -136,13 +154,19 @@ pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
     let server = builder
         .title("Toolwire examples")
         .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, and a tool that changes the tool list.")
-        .tool(
-            Tool::new("echo", |args: Echo, _: RequestContext| async move { args.message })
+        .tools(tools)
+        .build()?;
+    let _ = handle.set(server.clone());
+    Ok(server)
+}
+
+/// The example tools, in listing order.
+fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
+    vec![
+        Tool::new("echo", |args: Echo, _: RequestContext| async move { args.message })
                 .description("Returns the message unchanged")
                 .annotations(read_only()),
-        )
-        .tool(
-            Tool::new("add", |args: Add, _: RequestContext| async move {
+        Tool::new("add", |args: Add, _: RequestContext| async move {
                 let sum = args.a + args.b;
                 if !sum.is_finite() {
                     return Err(ToolError::failed("the sum is too large to represent"));
@@ -151,9 +175,7 @@ pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
             })
                 .description("Adds two numbers; the sum comes back as structured content")
                 .annotations(read_only()),
-        )
-        .tool(
-            Tool::new("word_count", |args: Text, _: RequestContext| async move {
+        Tool::new("word_count", |args: Text, _: RequestContext| async move {
                 Structured(Counts {
                     words: args.text.split_whitespace().count(),
                     lines: args.text.lines().count(),
@@ -162,9 +184,7 @@ pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
             })
             .description("Counts the words, lines and characters of a text")
             .annotations(read_only()),
-        )
-        .tool(
-            Tool::new("count_slowly", |args: CountSlowly, ctx: RequestContext| async move {
+        Tool::new("count_slowly", |args: CountSlowly, ctx: RequestContext| async move {
                 let to = args.to.min(100);
                 for i in 1..=to {
                     tokio::select! {
@@ -177,27 +197,22 @@ pub(crate) fn server(modern_only: bool) -> toolwire_server::Result<Server> {
             })
             .description("Counts to a number with a pause between steps, reporting progress (pass _meta.progressToken)")
             .annotations(read_only()),
-        )
-        .tool(
-            Tool::new("current_time", |_: NoArgs, _: RequestContext| async {
+        Tool::new("current_time", |_: NoArgs, _: RequestContext| async {
                 let now = SystemTime::now().duration_since(UNIX_EPOCH).map_err(ToolError::internal)?;
                 Ok::<_, ToolError>(format!("{} seconds since the Unix epoch", now.as_secs()))
             })
             .description("The server's current time, in seconds since the Unix epoch")
             .annotations(ToolAnnotations { read_only_hint: Some(true), ..Default::default() }),
-        )
-        .tool(greet())
-        .tool(toggle_shout(handle.clone()))
-        .build()?;
-    let _ = handle.set(server.clone());
-    Ok(server)
+        greet(),
+        toggle_shout(handle),
+    ]
 }
 
 #[cfg(test)]
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server(false).unwrap();
+        let server = super::server(false, &Default::default()).unwrap();
         assert_eq!(
             server.tool_names(),
             [

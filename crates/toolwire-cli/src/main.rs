@@ -8,6 +8,7 @@ use clap::{Parser, Subcommand};
 use toolwire_server::{http, stdio};
 
 mod client;
+mod config;
 mod examples;
 mod session;
 mod terminal;
@@ -37,6 +38,10 @@ enum Command {
         /// Refuse clients that start with the 2025-11-25 `initialize` handshake.
         #[arg(long)]
         modern_only: bool,
+        /// A TOML file: `[auth]` (OAuth on HTTP) and per-tool settings (`[tools.add] scopes =
+        /// ["math"]`); see the README.
+        #[arg(long, value_name = "FILE")]
+        config: Option<std::path::PathBuf>,
     },
     /// Show a server's era, protocol version, identity and capabilities.
     Discover(client::Target),
@@ -107,7 +112,14 @@ async fn run() -> anyhow::Result<()> {
             http,
             allow_hosts,
             modern_only,
-        } => serve(http, allow_hosts, modern_only).await,
+            config,
+        } => {
+            let config = match &config {
+                Some(path) => config::load(path)?,
+                None => config::ServeConfig::default(),
+            };
+            serve(http, allow_hosts, modern_only, config).await
+        }
         Command::Discover(target) => client::discover(&target).await,
         Command::Tools(target) => client::tools(&target).await,
         Command::Call {
@@ -128,8 +140,14 @@ async fn serve(
     addr: Option<SocketAddr>,
     allow_hosts: Vec<String>,
     modern_only: bool,
+    settings: config::ServeConfig,
 ) -> anyhow::Result<()> {
-    let server = examples::server(modern_only)?;
+    let server = examples::server(modern_only, &settings.tools)?;
+    if addr.is_none() && settings.auth.is_some() {
+        anyhow::bail!(
+            "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"
+        );
+    }
     server.shutdown_on_signal();
     let Some(addr) = addr else {
         tracing::info!("serving the example tools on stdio");
@@ -141,9 +159,12 @@ async fn serve(
         .await
         .with_context(|| format!("binding {addr}"))?;
     let addr = listener.local_addr()?;
-    let config = allow_hosts
+    let mut config = allow_hosts
         .into_iter()
         .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
+    if let Some(oauth) = settings.oauth() {
+        config = config.oauth(oauth);
+    }
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));

@@ -74,8 +74,13 @@ struct HttpServer {
 
 impl HttpServer {
     fn start() -> HttpServer {
+        HttpServer::start_with(&["--http", "127.0.0.1:0"])
+    }
+
+    fn start_with(args: &[&str]) -> HttpServer {
         let mut child = Command::new(BIN)
-            .args(["serve", "--http", "127.0.0.1:0"])
+            .arg("serve")
+            .args(args)
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -175,6 +180,91 @@ fn serve_answers_legacy_clients_unless_modern_only() {
         refused[0]["error"]["data"]["supported"],
         serde_json::json!(["2026-07-28"])
     );
+}
+
+/// One raw HTTP/1.1 exchange: the status line, headers and body as text.
+fn raw_http(addr: &str, request: &str) -> String {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).unwrap();
+    stream
+        .set_read_timeout(Some(std::time::Duration::from_secs(10)))
+        .unwrap();
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut reply = String::new();
+    stream.read_to_string(&mut reply).unwrap();
+    reply
+}
+
+/// `serve --config`: a bad file stops the command naming the file and the key; `[auth]` makes
+/// the HTTP endpoint a resource server (metadata, 401 challenge) and is refused on stdio.
+#[test]
+fn serve_reads_its_config_file() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-config-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let write = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).unwrap();
+        path.to_str().unwrap().to_owned()
+    };
+    let bad = write("bad.toml", "[tools.add]\nscope = [\"math\"]\n");
+    let refused = toolwire(&["serve", "--config", &bad]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    let error = stderr(&refused);
+    assert!(
+        error.contains("bad.toml") && error.contains("scope"),
+        "{error}"
+    );
+    let unknown = write("unknown.toml", "[tools.nope]\nscopes = [\"x\"]\n");
+    let error = stderr(&toolwire(&["serve", "--config", &unknown]));
+    assert!(
+        error.contains("[tools.nope] names no example tool"),
+        "{error}"
+    );
+
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let auth = write(
+        "auth.toml",
+        &format!(
+            "[auth]\nissuer = \"http://127.0.0.1:9\"\nresource = \"http://127.0.0.1:{port}/mcp\"\n\n[tools.add]\nscopes = [\"math\"]\n"
+        ),
+    );
+    let stdio = toolwire(&["serve", "--config", &auth]);
+    assert!(stderr(&stdio).contains("Streamable HTTP only"), "{stdio:?}");
+    let addr = format!("127.0.0.1:{port}");
+    let _server = HttpServer::start_with(&["--http", &addr, "--config", &auth]);
+    let metadata = raw_http(
+        &addr,
+        "GET /.well-known/oauth-protected-resource/mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+    );
+    assert!(metadata.starts_with("HTTP/1.1 200"), "{metadata}");
+    assert!(
+        metadata.contains(&format!("\"resource\":\"http://127.0.0.1:{port}/mcp\"")),
+        "{metadata}"
+    );
+    assert!(
+        metadata.contains("\"scopes_supported\":[\"math\"]"),
+        "{metadata}"
+    );
+    let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}"#;
+    let unauthorized = raw_http(
+        &addr,
+        &format!(
+            "POST /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        ),
+    );
+    assert!(unauthorized.starts_with("HTTP/1.1 401"), "{unauthorized}");
+    assert!(
+        unauthorized.to_ascii_lowercase().contains(&format!(
+            "www-authenticate: bearer resource_metadata=\"http://127.0.0.1:{port}/.well-known/oauth-protected-resource/mcp\", scope=\"math\""
+        )),
+        "{unauthorized}"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
