@@ -50,13 +50,17 @@ pub(crate) struct Target {
     pub(crate) url: String,
     pub(crate) pid: Option<u32>,
     pub(crate) require_result_type: bool,
+    /// A Bearer access token sent with every request (`bearer=FILE`: the file holds it).
+    pub(crate) bearer: Option<String>,
 }
 
 impl FromStr for Target {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let (name, rest) = s.split_once('=').ok_or("expected NAME=URL[,pid=PID]")?;
+        let (name, rest) = s
+            .split_once('=')
+            .ok_or("expected NAME=URL[,pid=PID][,bearer=FILE]")?;
         let mut parts = rest.split(',');
         let url = parts.next().ok_or("missing URL")?.to_owned();
         let mut target = Target {
@@ -64,11 +68,17 @@ impl FromStr for Target {
             url,
             pid: None,
             require_result_type: true,
+            bearer: None,
         };
         for part in parts {
             match part.split_once('=') {
                 Some(("pid", pid)) => {
                     target.pid = Some(pid.parse().map_err(|e| format!("pid: {e}"))?)
+                }
+                Some(("bearer", file)) => {
+                    let token =
+                        std::fs::read_to_string(file).map_err(|e| format!("bearer={file}: {e}"))?;
+                    target.bearer = Some(token.trim().to_owned());
                 }
                 None if part == "no-result-type" => target.require_result_type = false,
                 _ => return Err(format!("unknown option {part:?}")),
@@ -83,6 +93,8 @@ pub(crate) struct Endpoint {
     pub(crate) addr: String,
     pub(crate) host: String,
     pub(crate) path: String,
+    /// `Authorization: Bearer …` for every request, when set.
+    pub(crate) authorization: Option<String>,
 }
 
 pub(crate) fn endpoint(url: &str) -> anyhow::Result<Endpoint> {
@@ -97,6 +109,7 @@ pub(crate) fn endpoint(url: &str) -> anyhow::Result<Endpoint> {
         addr: authority.to_owned(),
         host: authority.to_owned(),
         path,
+        authorization: None,
     })
 }
 
@@ -128,6 +141,9 @@ pub(crate) fn post(
         .header("mcp-method", method);
     if let Some(name) = name {
         req = req.header("mcp-name", name);
+    }
+    if let Some(authorization) = &ep.authorization {
+        req = req.header("authorization", authorization);
     }
     req.body(Full::new(Bytes::from(body)))
         .expect("valid request")
@@ -175,7 +191,8 @@ async fn worker(
     budget: Option<u64>,
     first_id: u64,
 ) -> anyhow::Result<Worker> {
-    let ep = endpoint(&target.url)?;
+    let mut ep = endpoint(&target.url)?;
+    ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
     let mut sender = connect(&ep.addr).await?;
     let mut w = Worker {
         hist: stats::histogram(),

@@ -3,12 +3,17 @@
 //! Tools: `echo` (a `message` string; with `--schema realistic` a ten-field notice with a nested
 //! object, enums, formats and ranges, validated like any Toolwire tool), `touch_tools` (adds or
 //! removes a tool, so listen streams get `tools/list_changed`), and `--tools N` filler tools
-//! for the `tools/list` scenario.
+//! for the `tools/list` scenario. `--auth-token-file FILE` turns OAuth on: the server starts a
+//! small issuer of its own on 127.0.0.1 (metadata and a JWKS with a key made at start), accepts
+//! its JWT access tokens for its `/mcp`, and writes one valid token (an hour) to FILE for the
+//! load generator.
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use clap::{Parser, ValueEnum};
+
+mod auth;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolwire_server::{NoArgs, RequestContext, Server, Tool, ToolError, http, stdio};
@@ -33,6 +38,9 @@ struct Args {
     /// Extra tools to register.
     #[arg(long, default_value_t = 0)]
     tools: usize,
+    /// Turn OAuth on (HTTP only) and write a valid access token to this file.
+    #[arg(long, value_name = "FILE")]
+    auth_token_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -161,11 +169,16 @@ async fn main() -> anyhow::Result<()> {
     match (args.http, args.stdio) {
         (Some(addr), _) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
-            eprintln!(
-                "toolwire-bench-server: listening on http://{}/mcp",
-                listener.local_addr()?
-            );
-            http::serve(server, listener, http::HttpConfig::default()).await?;
+            let local = listener.local_addr()?;
+            let mut config = http::HttpConfig::default();
+            if let Some(file) = &args.auth_token_file {
+                let resource = format!("http://{local}/mcp");
+                let (issuer, token) = auth::start_issuer(&resource).await?;
+                std::fs::write(file, token)?;
+                config = config.oauth(http::OAuth::new(issuer, resource));
+            }
+            eprintln!("toolwire-bench-server: listening on http://{local}/mcp");
+            http::serve(server, listener, config).await?;
         }
         (None, true) => {
             stdio::serve(server).await?;
