@@ -75,7 +75,7 @@ def render(data):
     ratios = {}
     titles = {"http-echo-1": "HTTP echo, 1 conn", "http-echo-64": "HTTP echo, 64 conns",
               "http-realistic-64": "HTTP realistic schema, 64 conns", "stdio": "stdio, 16 in flight",
-              "http-echo-64-auth": "HTTP echo, 64 conns, auth on"}
+              "http-echo-64-auth": "HTTP echo, 64 conns, OAuth"}
     for key, result in list(http.items()) + [("stdio", stdio)]:
         targets = result["targets"]
         for name, t in targets.items():
@@ -84,7 +84,10 @@ def render(data):
             if t["errors"]:
                 problems.append(f"{key}/{name}: {t['errors']} wrong or failed replies")
             rss = t.get("peak_rss_kb")
-            rows.append((titles[key], name, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
+            shown = {"toolwire+auth": "toolwire, auth on"}.get(name, name)
+            if key == "http-echo-64-auth" and name == "toolwire":
+                shown = "toolwire, auth off"
+            rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
                          rss / 1024 if rss else None, t["errors"]))
         tw = targets.get("toolwire", {}).get("rps")
         for peer in ("rmcp", "python", "ceiling"):
@@ -122,7 +125,7 @@ def render(data):
         checks.append(("HTTP echo 64: toolwire p99 ≤ 1 ms", e64["toolwire"]["p99_us"] <= 1000))
         checks.append(("stdio: toolwire ≥ 3× rmcp", ratios.get("stdio: toolwire/rmcp", 0) >= 3))
         if "http-echo-64-auth" in http:
-            checks.append(("HTTP echo 64, auth on: ≥ 90% of auth off",
+            checks.append(("HTTP echo 64: auth on ≥ 90% of auth off",
                            ratios.get("http-echo-64-auth: toolwire+auth/toolwire", 0) >= 0.9))
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
         checks.append(("listen: every stream notified within 1 s", listen["fan_out_ms"] <= 1000))
