@@ -89,7 +89,7 @@ struct Name {
     name: String,
 }
 
-fn server() -> Server {
+pub fn server() -> Server {
     Server::builder("guarded", "1")
         .tool(
             Tool::new("echo", |p: Pair, _: RequestContext| async move {

@@ -6,6 +6,7 @@
 mod support;
 
 mod auth;
+mod auth_oidc;
 mod http_errors;
 mod http_listen;
 mod http_tools;

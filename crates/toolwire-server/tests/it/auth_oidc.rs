@@ -1,0 +1,340 @@
+//! The resource server against a real authorization server: the npm package `oidc-provider`
+//! (pinned by `interop/oidc/package-lock.json`, installed by `scripts/oidc`), started on
+//! 127.0.0.1 for each test. Tokens come from its token endpoint (client credentials with a
+//! resource indicator) or, for the claims no honest provider issues, from its test-only mint,
+//! signed with its own current key.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use toolwire_server::http::{HttpConfig, OAuth};
+
+use crate::support::*;
+
+/// A running oidc-provider; killed on drop (it also exits when its stdin closes).
+struct Provider {
+    child: Child,
+    ready: Value,
+}
+
+impl Provider {
+    fn start() -> Provider {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
+        let path = Command::new("bash")
+            .args([script, "path"])
+            .output()
+            .expect("scripts/oidc runs");
+        assert!(
+            path.status.success(),
+            "scripts/oidc path: {}",
+            String::from_utf8_lossy(&path.stderr)
+        );
+        let text = String::from_utf8(path.stdout).unwrap();
+        let mut lines = text.lines();
+        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
+        let mut child = Command::new(node)
+            .args([provider, "0", "--watch-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        Provider { child, ready }
+    }
+
+    fn issuer(&self) -> String {
+        self.ready["issuer"].as_str().unwrap().to_owned()
+    }
+
+    /// A client-credentials token for `resource` with `scope`.
+    async fn token(&self, client: &str, secret: &str, resource: &str, scope: &str) -> String {
+        let form = format!(
+            "grant_type=client_credentials&resource={}&scope={}",
+            encode(resource),
+            encode(scope)
+        );
+        let reply: Value = client_http()
+            .post(self.ready["token_endpoint"].as_str().unwrap())
+            .basic_auth(client, Some(secret))
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        reply["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}"))
+            .to_owned()
+    }
+
+    async fn test_endpoint(&self, path: &str, body: Value) -> Value {
+        client_http()
+            .post(format!("{}/__test/{path}", self.issuer()))
+            .header("content-type", "application/json")
+            .body(body.to_string())
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// A JWT signed with the provider's current key, with these claims over its defaults.
+    async fn mint(&self, body: Value) -> String {
+        let reply = self.test_endpoint("mint", body).await;
+        reply["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}"))
+            .to_owned()
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn client_http() -> &'static reqwest::Client {
+    client()
+}
+
+/// Percent-encodes a form value.
+fn encode(value: &str) -> String {
+    value
+        .bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                (b as char).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+struct Guarded {
+    server: TestServer,
+    resource: String,
+}
+
+async fn guarded(provider: &Provider) -> Guarded {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let resource = format!("http://{addr}/mcp");
+    let oauth = OAuth::new(provider.issuer(), resource.clone())
+        .scopes_supported(["tools:read", "math"])
+        .min_refresh_interval(Duration::from_secs(1));
+    let server = crate::auth::server();
+    let task = tokio::spawn(toolwire_server::http::serve(
+        server.clone(),
+        listener,
+        HttpConfig::default().oauth(oauth),
+    ));
+    Guarded {
+        server: TestServer::from_parts(server, addr, task),
+        resource,
+    }
+}
+
+async fn call(url: &str, token: Option<&str>, body: &Value) -> Reply {
+    let token = token.map(str::to_owned);
+    post_with(url, body, move |h| {
+        if let Some(token) = token {
+            h.push(("authorization".into(), format!("Bearer {token}")));
+        }
+    })
+    .await
+}
+
+fn whoami(id: i64) -> Value {
+    request(id, "tools/call", json!({"name": "whoami", "arguments": {}}))
+}
+
+#[tokio::test]
+async fn tokens_from_a_real_authorization_server() {
+    let provider = Provider::start();
+    let g = guarded(&provider).await;
+    let url = g.server.url.clone();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs();
+
+    // A valid token: the principal is the issuer and the client's subject.
+    let token = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read")
+        .await;
+    let who = call(&url, Some(&token), &whoami(1)).await;
+    assert_eq!(who.status, 200, "{}", who.body);
+    let text = who.last()["result"]["content"][0]["text"].as_str().unwrap();
+    assert_eq!(
+        text,
+        format!("{} rs-test with [\"tools:read\"]", provider.issuer())
+    );
+
+    // Refused, each with 401 and invalid_token (or none without a token).
+    let elsewhere = provider
+        .token(
+            "rs-test",
+            "rs-secret",
+            "http://127.0.0.1:9/other",
+            "tools:read",
+        )
+        .await;
+    let mint = |claims: Value| provider.mint(json!({"claims": claims}));
+    let cases = vec![
+        ("no token", None),
+        ("a token for another resource", Some(elsewhere)),
+        (
+            "expired",
+            Some(mint(json!({"aud": g.resource, "exp": now - 600, "iat": now - 900})).await),
+        ),
+        (
+            "not yet valid",
+            Some(mint(json!({"aud": g.resource, "nbf": now + 600})).await),
+        ),
+        (
+            "a wrong issuer",
+            Some(mint(json!({"aud": g.resource, "iss": "http://127.0.0.1:1"})).await),
+        ),
+        (
+            "a forged signature",
+            Some(
+                provider
+                    .mint(json!({"claims": {"aud": g.resource}, "foreign_key": true}))
+                    .await,
+            ),
+        ),
+        (
+            "alg none",
+            Some(
+                provider
+                    .mint(json!({"claims": {"aud": g.resource}, "header": {"alg": "none"}}))
+                    .await,
+            ),
+        ),
+        (
+            "HMAC keyed with the public key",
+            Some(
+                provider
+                    .mint(json!({"claims": {"aud": g.resource}, "header": {"alg": "HS256"}}))
+                    .await,
+            ),
+        ),
+        (
+            "no exp",
+            Some(mint(json!({"aud": g.resource, "exp": null})).await),
+        ),
+    ];
+    for (what, token) in cases {
+        let reply = call(&url, token.as_deref(), &whoami(2)).await;
+        assert_eq!(reply.status, 401, "{what}: {}", reply.body);
+        let challenge = reply.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            challenge.contains("resource_metadata="),
+            "{what}: {challenge}"
+        );
+        assert_eq!(
+            challenge.contains("invalid_token"),
+            token.is_some(),
+            "{what}: {challenge}"
+        );
+    }
+
+    // The provider rotates its keys (dropping the old ones): a new token names a kid the server
+    // has not seen and is accepted after one JWKS refresh.
+    tokio::time::sleep(Duration::from_millis(1100)).await;
+    let rotated = provider
+        .test_endpoint("rotate", json!({"keep_old": false}))
+        .await;
+    assert_ne!(rotated["kid"], provider.ready["kid"]);
+    let fresh = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read")
+        .await;
+    assert_eq!(
+        call(&url, Some(&fresh), &whoami(3)).await.status,
+        200,
+        "after the rotation"
+    );
+    g.server.stop().await;
+}
+
+#[tokio::test]
+async fn scopes_and_principals_with_a_real_authorization_server() {
+    let provider = Provider::start();
+    let g = guarded(&provider).await;
+    let url = g.server.url.clone();
+    let reader = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read")
+        .await;
+
+    let list = call(&url, Some(&reader), &request(1, "tools/list", json!({}))).await;
+    let names: Vec<&str> = list.last()["result"]["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(!names.contains(&"add"), "{names:?}");
+    assert_eq!(list.last()["result"]["cacheScope"], "private");
+
+    let add = request(
+        2,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+    );
+    let refused = call(&url, Some(&reader), &add).await;
+    assert_eq!(refused.status, 403);
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"")
+            && challenge.contains("scope=\"tools:read math\""),
+        "{challenge}"
+    );
+    // Stepping up: a token with the scope the challenge named.
+    let stepped = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read math")
+        .await;
+    assert_eq!(
+        call(&url, Some(&stepped), &add).await.last()["result"]["structuredContent"]["total"],
+        5
+    );
+
+    // Two principals (two clients): one cannot redeem the other's request state.
+    let other = provider
+        .token("rs-test-2", "rs-secret-2", &g.resource, "tools:read")
+        .await;
+    let mut ask = request(3, "tools/call", json!({"name": "ask", "arguments": {}}));
+    ask["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"elicitation": {}});
+    let asked = call(&url, Some(&reader), &ask).await;
+    let mut retry = ask.clone();
+    retry["id"] = json!(4);
+    retry["params"]["requestState"] = asked.last()["result"]["requestState"].clone();
+    retry["params"]["inputResponses"] =
+        json!({"name": {"action": "accept", "content": {"name": "Ada"}}});
+    assert_eq!(
+        call(&url, Some(&other), &retry).await.error_code(),
+        Some(-32602)
+    );
+    assert_eq!(
+        call(&url, Some(&reader), &retry).await.last()["result"]["content"][0]["text"],
+        "hello Ada"
+    );
+    g.server.stop().await;
+}
