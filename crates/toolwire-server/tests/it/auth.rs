@@ -13,7 +13,8 @@ use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use toolwire_server::http::{HttpConfig, OAuth};
 use toolwire_server::{
-    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, TaskSupport, Tool,
+    ToolError,
 };
 
 use crate::support::*;
@@ -125,6 +126,14 @@ pub fn server() -> Server {
                 }
             })
             .description("Asks, with sealed state"),
+        )
+        .tool(
+            Tool::new("slow", |_: NoArgs, _: RequestContext| async {
+                tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+                "slept"
+            })
+            .description("Becomes a task for a client that declares the extension")
+            .task_support(TaskSupport::Optional),
         )
         .build()
         .unwrap()
@@ -265,7 +274,7 @@ async fn scopes_decide_what_a_caller_sees_and_may_call() {
         .iter()
         .map(|t| t["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["echo", "whoami", "ask"], "add needs math");
+    assert_eq!(names, ["echo", "whoami", "ask", "slow"], "add needs math");
     assert_eq!(
         result["cacheScope"], "private",
         "a list that depends on the caller"
@@ -296,7 +305,7 @@ async fn scopes_decide_what_a_caller_sees_and_may_call() {
     let list = f
         .post_as(Some(&both), &request(3, "tools/list", json!({})))
         .await;
-    assert_eq!(list.last()["result"]["tools"].as_array().unwrap().len(), 4);
+    assert_eq!(list.last()["result"]["tools"].as_array().unwrap().len(), 5);
 
     let who = f
         .post_as(
@@ -339,6 +348,29 @@ async fn one_principal_cannot_use_another_ones_request_state_or_session() {
     );
     let redeemed = f.post_as(Some(&alice), &retry).await;
     assert_eq!(redeemed.last()["result"]["content"][0]["text"], "hello Ada");
+
+    // A task belongs to the token's principal: another one cannot read it.
+    let tasks = json!({"io.modelcontextprotocol/tasks": {}});
+    let mut slow = request(3, "tools/call", json!({"name": "slow", "arguments": {}}));
+    slow["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": tasks});
+    let created = f.post_as(Some(&alice), &slow).await;
+    let task_id = created.last()["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", created.body))
+        .to_owned();
+    let mut get = request(4, "tasks/get", json!({"taskId": task_id}));
+    get["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+        json!({"extensions": tasks});
+    let foreign = f.post_as(Some(&bob), &get).await;
+    assert_eq!(
+        foreign.error_code(),
+        Some(-32602),
+        "bob cannot see alice's task: {}",
+        foreign.body
+    );
+    let own = f.post_as(Some(&alice), &get).await;
+    assert!(own.last()["result"]["status"].is_string(), "{}", own.body);
 
     // A legacy session belongs to the token's principal.
     let init = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
