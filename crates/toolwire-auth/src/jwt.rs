@@ -6,16 +6,18 @@
 //! key it does not hold, so key rotation works without a restart. Verified tokens are cached by
 //! a SHA-256 of the token, bounded and until they expire.
 
-use std::collections::{HashMap, VecDeque};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, RwLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
+use futures::future::BoxFuture;
 use jsonwebtoken::jwk::{Jwk, JwkSet, KeyAlgorithm, PublicKeyUse};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation};
 use serde::Deserialize;
-use sha2::{Digest, Sha256};
 
-use crate::{TokenError, VerifiedToken};
+use crate::cache::{TokenCache, digest};
+use crate::discovery::{get_json, http_client, issuer_metadata, same_resource};
+use crate::{TokenError, TokenVerifier, VerifiedToken};
 
 /// The algorithms accepted by default: every asymmetric one the library knows. HMAC is never
 /// accepted, whatever the configuration says.
@@ -34,7 +36,7 @@ pub const DEFAULT_ALGORITHMS: [Algorithm; 9] = [
 /// A source of Unix time in seconds (injectable for tests).
 pub type Clock = Arc<dyn Fn() -> u64 + Send + Sync>;
 
-fn system_clock() -> Clock {
+pub(crate) fn system_clock() -> Clock {
     Arc::new(|| {
         SystemTime::now()
             .duration_since(UNIX_EPOCH)
@@ -161,7 +163,7 @@ pub struct JwtVerifier {
     /// When the JWKS was last fetched (seconds), under an async lock so that concurrent
     /// requests naming a new key cause one fetch.
     refreshed: tokio::sync::Mutex<Option<u64>>,
-    cache: Mutex<TokenCache>,
+    cache: TokenCache,
 }
 
 impl std::fmt::Debug for JwtVerifier {
@@ -191,7 +193,7 @@ struct Claims {
 
 #[derive(Deserialize)]
 #[serde(untagged)]
-enum Audience {
+pub(crate) enum Audience {
     One(String),
     Many(Vec<String>),
 }
@@ -199,18 +201,13 @@ enum Audience {
 impl JwtVerifier {
     /// A verifier; the JWKS is fetched on first use.
     pub fn new(config: JwtConfig) -> Self {
-        let http = reqwest::Client::builder()
-            .timeout(Duration::from_secs(10))
-            .redirect(reqwest::redirect::Policy::none())
-            .build()
-            .unwrap_or_default();
         let cache = TokenCache::new(config.cache_capacity);
         JwtVerifier {
             config,
-            http,
+            http: http_client(),
             keys: RwLock::new(Arc::new(Keys::default())),
             refreshed: tokio::sync::Mutex::new(None),
-            cache: Mutex::new(cache),
+            cache,
         }
     }
 
@@ -219,20 +216,21 @@ impl JwtVerifier {
         &self.config
     }
 
-    /// Verifies `token`: its identity and scopes, or why it is refused.
-    pub async fn verify(&self, token: &str) -> Result<VerifiedToken, TokenError> {
+    /// Verifies `token`: its identity and scopes, or why it is refused. A token verified
+    /// before is answered from the cache until it expires (plus the leeway).
+    pub async fn verify(&self, token: &str) -> Result<Arc<VerifiedToken>, TokenError> {
         let now = (self.config.clock)();
-        let digest: [u8; 32] = Sha256::digest(token.as_bytes()).into();
-        if let Some(verified) = self.cache().get(&digest, now, self.config.leeway.as_secs()) {
+        let digest = digest(token);
+        if let Some(verified) = self.cache.get(&digest, now) {
             return Ok(verified);
         }
-        let verified = self.verify_uncached(token, now).await?;
-        self.cache().insert(digest, verified.clone());
+        let verified = Arc::new(self.verify_uncached(token, now).await?);
+        let until = verified
+            .expires_at
+            .unwrap_or(now)
+            .saturating_add(self.config.leeway.as_secs());
+        self.cache.insert(digest, verified.clone(), until);
         Ok(verified)
-    }
-
-    fn cache(&self) -> std::sync::MutexGuard<'_, TokenCache> {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     async fn verify_uncached(&self, token: &str, now: u64) -> Result<VerifiedToken, TokenError> {
@@ -280,7 +278,10 @@ impl JwtVerifier {
             Some(Audience::Many(a)) => a,
             None => Vec::new(),
         };
-        if !audiences.iter().any(|a| a == &self.config.resource) {
+        if !audiences
+            .iter()
+            .any(|a| same_resource(a, &self.config.resource))
+        {
             return invalid(format!("the token is not for {}", self.config.resource));
         }
         let Some(exp) = claims.exp else {
@@ -295,20 +296,18 @@ impl JwtVerifier {
         let Some(subject) = claims.sub.filter(|s| !s.is_empty()) else {
             return invalid("the token has no sub".into());
         };
-        Ok(VerifiedToken {
-            issuer: self.config.issuer.clone(),
-            subject,
-            client_id: claims.client_id,
-            scopes: claims
-                .scope
-                .unwrap_or_default()
-                .split_ascii_whitespace()
-                .map(str::to_owned)
-                .collect(),
-            audiences,
-            expires_at: exp.max(0.0) as u64,
-            token_id: claims.jti,
-        })
+        let scopes: Vec<String> = claims
+            .scope
+            .unwrap_or_default()
+            .split_ascii_whitespace()
+            .map(str::to_owned)
+            .collect();
+        let mut verified = VerifiedToken::new(self.config.issuer.clone(), subject, scopes);
+        verified.client_id = claims.client_id;
+        verified.audiences = audiences;
+        verified.expires_at = Some(exp.max(0.0) as u64);
+        verified.token_id = claims.jti;
+        Ok(verified)
     }
 
     /// The key a token names, fetching the JWKS on first use and once more (rate-limited) when
@@ -353,9 +352,14 @@ impl JwtVerifier {
     async fn fetch_keys(&self) -> Result<Keys, TokenError> {
         let jwks_uri = match &self.config.jwks_uri {
             Some(uri) => uri.clone(),
-            None => self.discover_jwks_uri().await?,
+            None => issuer_metadata(&self.http, &self.config.issuer, "jwks_uri", |m| {
+                m.jwks_uri.is_some()
+            })
+            .await?
+            .jwks_uri
+            .unwrap_or_default(),
         };
-        let set: JwkSet = self.get_json(&jwks_uri).await?;
+        let set: JwkSet = get_json(&self.http, &jwks_uri).await?;
         let mut keys = Keys::default();
         for jwk in &set.keys {
             let Some(key) = signing_key(jwk) else {
@@ -371,64 +375,14 @@ impl JwtVerifier {
         tracing::debug!(keys = keys.by_id.len() + keys.unnamed.len(), %jwks_uri, "JWKS fetched");
         Ok(keys)
     }
-
-    /// The `jwks_uri` of the issuer's RFC 8414 metadata, else of its OpenID configuration; the
-    /// metadata must name the same issuer.
-    async fn discover_jwks_uri(&self) -> Result<String, TokenError> {
-        #[derive(Deserialize)]
-        struct Metadata {
-            issuer: String,
-            jwks_uri: Option<String>,
-        }
-        let issuer = self.config.issuer.trim_end_matches('/');
-        let (origin, path) = split_origin(issuer);
-        let candidates = [
-            format!("{origin}/.well-known/oauth-authorization-server{path}"),
-            format!("{issuer}/.well-known/openid-configuration"),
-        ];
-        let mut last = String::new();
-        for url in candidates {
-            match self.get_json::<Metadata>(&url).await {
-                Ok(meta) if meta.issuer == self.config.issuer => {
-                    if let Some(jwks) = meta.jwks_uri {
-                        return Ok(jwks);
-                    }
-                    last = format!("{url} names no jwks_uri");
-                }
-                Ok(meta) => last = format!("{url} names another issuer ({})", meta.issuer),
-                Err(e) => last = e.to_string(),
-            }
-        }
-        Err(TokenError::Unavailable(format!(
-            "cannot find the issuer's keys: {last}"
-        )))
-    }
-
-    async fn get_json<T: serde::de::DeserializeOwned>(&self, url: &str) -> Result<T, TokenError> {
-        let unavailable = |e: String| TokenError::Unavailable(format!("{url}: {e}"));
-        let response = self
-            .http
-            .get(url)
-            .header("accept", "application/json")
-            .send()
-            .await
-            .map_err(|e| unavailable(e.to_string()))?;
-        if !response.status().is_success() {
-            return Err(unavailable(format!("HTTP {}", response.status())));
-        }
-        response
-            .json()
-            .await
-            .map_err(|e| unavailable(e.to_string()))
-    }
 }
 
-/// `scheme://host[:port]` and the path of a URL.
-fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find('/') {
-        Some(i) => url.split_at(after_scheme + i),
-        None => (url, ""),
+impl TokenVerifier for JwtVerifier {
+    fn verify<'a>(
+        &'a self,
+        token: &'a str,
+    ) -> BoxFuture<'a, Result<Arc<VerifiedToken>, TokenError>> {
+        Box::pin(JwtVerifier::verify(self, token))
     }
 }
 
@@ -463,95 +417,14 @@ fn signing_key(jwk: &Jwk) -> Option<Key> {
     })
 }
 
-/// Verified tokens by the SHA-256 of their text, oldest evicted first beyond the capacity.
-struct TokenCache {
-    entries: HashMap<[u8; 32], VerifiedToken>,
-    order: VecDeque<[u8; 32]>,
-    capacity: usize,
-}
-
-impl TokenCache {
-    fn new(capacity: usize) -> Self {
-        TokenCache {
-            entries: HashMap::new(),
-            order: VecDeque::new(),
-            capacity,
-        }
-    }
-
-    fn get(&mut self, digest: &[u8; 32], now: u64, leeway: u64) -> Option<VerifiedToken> {
-        let verified = self.entries.get(digest)?;
-        if now > verified.expires_at.saturating_add(leeway) {
-            self.entries.remove(digest);
-            return None;
-        }
-        Some(verified.clone())
-    }
-
-    fn insert(&mut self, digest: [u8; 32], verified: VerifiedToken) {
-        if self.capacity == 0 {
-            return;
-        }
-        if self.entries.insert(digest, verified).is_none() {
-            self.order.push_back(digest);
-        }
-        while self.entries.len() > self.capacity || self.order.len() > 2 * self.capacity {
-            match self.order.pop_front() {
-                Some(oldest) => {
-                    self.entries.remove(&oldest);
-                }
-                None => break,
-            }
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn origins_split_for_rfc_8414_path_insertion() {
-        assert_eq!(
-            split_origin("https://as.example.com"),
-            ("https://as.example.com", "")
-        );
-        assert_eq!(
-            split_origin("https://as.example.com/tenant1"),
-            ("https://as.example.com", "/tenant1")
-        );
-        assert_eq!(
-            split_origin("http://127.0.0.1:4000/a/b"),
-            ("http://127.0.0.1:4000", "/a/b")
-        );
-    }
 
     #[test]
     fn hmac_is_never_configurable() {
         let config = JwtConfig::new("i", "r").algorithms([Algorithm::HS256, Algorithm::ES256]);
         assert_eq!(config.algorithms, [Algorithm::ES256]);
         assert!(DEFAULT_ALGORITHMS.iter().all(|a| !is_hmac(*a)));
-    }
-
-    #[test]
-    fn the_cache_is_bounded_and_forgets_expired_tokens() {
-        let token = |exp| VerifiedToken {
-            issuer: "i".into(),
-            subject: "s".into(),
-            client_id: None,
-            scopes: Vec::new(),
-            audiences: Vec::new(),
-            expires_at: exp,
-            token_id: None,
-        };
-        let mut cache = TokenCache::new(2);
-        cache.insert([1; 32], token(100));
-        cache.insert([2; 32], token(100));
-        cache.insert([3; 32], token(100));
-        assert!(cache.get(&[1; 32], 0, 0).is_none(), "the oldest went");
-        assert!(cache.get(&[3; 32], 100, 0).is_some());
-        assert!(cache.get(&[3; 32], 101, 0).is_none(), "expired");
-        assert!(cache.get(&[2; 32], 130, 60).is_some(), "within the leeway");
-        assert!(cache.entries.len() <= 2 && cache.order.len() <= 4);
     }
 }

@@ -110,7 +110,7 @@ fn verifier(issuer: &Issuer, clock: &Arc<AtomicU64>) -> JwtVerifier {
     )
 }
 
-fn invalid(result: Result<toolwire_auth::VerifiedToken, TokenError>) -> String {
+fn invalid(result: Result<Arc<toolwire_auth::VerifiedToken>, TokenError>) -> String {
     match result {
         Err(TokenError::Invalid(why)) => why,
         other => panic!("expected an invalid token, got {other:?}"),
@@ -125,7 +125,7 @@ async fn a_valid_token_names_its_principal_and_scopes() {
     let verifier = verifier(&issuer, &clock);
     let verified = verifier.verify(&key.sign(&claims(&issuer))).await.unwrap();
     assert_eq!(verified.principal(), format!("{} alice", issuer.url));
-    assert_eq!(verified.scopes, ["math", "tools:read"]);
+    assert_eq!(&*verified.scopes, ["math", "tools:read"]);
     assert!(verified.has_scopes(["math"]) && !verified.has_scopes(["admin"]));
     assert_eq!(verified.client_id.as_deref(), Some("app"));
     let mut many = claims(&issuer);

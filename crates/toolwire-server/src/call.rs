@@ -15,9 +15,11 @@ use toolwire_protocol::{
     ResultType, TASKS_EXTENSION,
 };
 
+use crate::catalog::permits;
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
 use crate::mrtr::{InputRequired, Round};
+use crate::offers::insufficient_scope;
 use crate::registry::RegisteredTool;
 use crate::route::{CallTool, RoundParams};
 use crate::server::Server;
@@ -70,12 +72,8 @@ impl Server {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
         // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
-        if let Some(granted) = ctx.scopes() {
-            if let Some(missing) = tool.scopes.iter().find(|s| !granted.contains(s)) {
-                return Err(ErrorObject::invalid_request(format!(
-                    "insufficient scope: tool {name} needs the scope {missing}"
-                )));
-            }
+        if !permits(ctx.scopes(), &tool.scopes) {
+            return Err(insufficient_scope("tool", &name, &tool.scopes));
         }
         let declared = ctx.client_capabilities().clone();
         let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
@@ -92,7 +90,7 @@ impl Server {
         }
         // Request state is bound to the arguments by a digest computed only when state is
         // opened or sealed, never on a plain call (issue 8, item 25).
-        let principal = ctx.principal().map(str::to_owned);
+        let principal = ctx.shared_principal();
         let bind = || {
             Binding::new(
                 CallToolMethod::METHOD,
@@ -158,7 +156,8 @@ impl Server {
             tool: tool.clone(),
             arguments: Value::Null,
             meta: ctx.meta().clone(),
-            principal: ctx.principal().map(str::to_owned),
+            principal: ctx.shared_principal(),
+            scopes: ctx.shared_scopes(),
             id: ctx.request_id().clone(),
         };
         let task_ctx = self.task_handler_context(&rerun, &cancel);

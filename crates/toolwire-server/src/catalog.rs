@@ -14,6 +14,16 @@ use crate::cursor::{CursorCodec, ListKind, Position, resume_index};
 pub(crate) trait Entry: Send + Sync + 'static {
     fn key(&self) -> &str;
     fn listed(&self) -> &RawValue;
+    /// The OAuth scopes a caller needs to see and use it.
+    fn scopes(&self) -> &[String] {
+        &[]
+    }
+}
+
+/// Whether a caller with `granted` scopes (`None`: no OAuth on this transport) may see and use
+/// something that needs `needed` (T-03, T-21).
+pub(crate) fn permits(granted: Option<&[String]>, needed: &[String]) -> bool {
+    granted.is_none_or(|granted| needed.iter().all(|s| granted.contains(s)))
 }
 
 /// One consistent view: registration order plus a key index.

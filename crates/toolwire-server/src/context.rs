@@ -57,7 +57,7 @@ struct Inner {
     /// The answers and state of the previous round (MRTR), set once before the handler runs.
     round: std::sync::OnceLock<crate::mrtr::Round>,
     /// Who is calling, as established by the transport (authentication); binds request state.
-    principal: Option<String>,
+    principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
@@ -94,7 +94,7 @@ impl RequestContext {
     }
 
     /// Sets the principal; only on a context nobody else holds yet.
-    pub(crate) fn with_principal(mut self, principal: Option<String>) -> Self {
+    pub(crate) fn with_principal(mut self, principal: Option<Arc<str>>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.principal = principal;
         }
@@ -114,6 +114,16 @@ impl RequestContext {
     /// subject, separated by a space.
     pub fn principal(&self) -> Option<&str> {
         self.inner.principal.as_deref()
+    }
+
+    /// The principal, shared (a task keeps it).
+    pub(crate) fn shared_principal(&self) -> Option<Arc<str>> {
+        self.inner.principal.clone()
+    }
+
+    /// The scopes, shared (a task keeps them).
+    pub(crate) fn shared_scopes(&self) -> Option<Arc<[String]>> {
+        self.inner.scopes.clone()
     }
 
     /// The OAuth scopes the caller's access token grants; `None` when the transport checks no

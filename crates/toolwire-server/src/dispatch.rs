@@ -14,7 +14,7 @@ use toolwire_protocol::{
     RequestMeta, ResultMeta, ResultType, Version2,
 };
 
-use crate::catalog::{Entry, Snapshot};
+use crate::catalog::{Entry, Snapshot, permits};
 use crate::context::{Outbound, RequestContext};
 use crate::cursor::ListKind;
 use crate::route::{Route, legacy_initialize, removed_method_error};
@@ -317,33 +317,14 @@ impl Server {
     ) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, &*self.inner.discover)),
-            Route::ListTools { cursor } => {
-                let tools = self.inner.registry.snapshot();
-                match ctx.scopes() {
-                    // With OAuth, a caller sees the tools its scopes allow (T-03), and a list
-                    // that depends on the caller is private (K-10).
-                    Some(granted) if tools.items.iter().any(|t| !t.scopes.is_empty()) => {
-                        let visible =
-                            tools.filtered(|t| t.scopes.iter().all(|s| granted.contains(s)));
-                        let scope = toolwire_protocol::CacheScope::Private;
-                        Some(self.list_page_in(
-                            id,
-                            &visible,
-                            cursor.as_deref(),
-                            ListKind::Tools,
-                            "tools",
-                            scope,
-                        ))
-                    }
-                    _ => Some(self.list_page(
-                        id,
-                        &tools,
-                        cursor.as_deref(),
-                        ListKind::Tools,
-                        "tools",
-                    )),
-                }
-            }
+            Route::ListTools { cursor } => Some(self.list_page(
+                id,
+                &self.inner.registry.snapshot(),
+                cursor.as_deref(),
+                ListKind::Tools,
+                "tools",
+                ctx.scopes(),
+            )),
             Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
                 Ok(Outcome::Complete(result)) => self.call_result(id, &result),
                 Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
@@ -351,14 +332,18 @@ impl Server {
                 Err(error) => Final::error(Some(id), &error),
             }),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
-            Route::ListPrompts { cursor } => Some(self.list_prompts(id, cursor.as_deref())),
-            Route::ListResources { cursor } => Some(self.list_resources(id, cursor.as_deref())),
+            Route::ListPrompts { cursor } => {
+                Some(self.list_prompts(id, cursor.as_deref(), ctx.scopes()))
+            }
+            Route::ListResources { cursor } => {
+                Some(self.list_resources(id, cursor.as_deref(), ctx.scopes()))
+            }
             Route::ListResourceTemplates { cursor } => {
-                Some(self.list_templates(id, cursor.as_deref()))
+                Some(self.list_templates(id, cursor.as_deref(), ctx.scopes()))
             }
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
-            Route::Complete(complete) => Some(self.complete(id, complete)),
+            Route::Complete(complete) => Some(self.complete(id, complete, ctx.scopes())),
             Route::TasksGet { task_id } => Some(self.task_get(id, &task_id, &ctx)),
             Route::TasksUpdate {
                 task_id,
@@ -369,7 +354,9 @@ impl Server {
     }
 
     /// One page of a list (`tools/list`, `prompts/list`, …) in registration order, with cache
-    /// hints, the same scope on every page (T-04, T-05, K-01, K-10, K-16).
+    /// hints, the same scope on every page (T-04, T-05, K-01, K-10, K-16). With OAuth
+    /// (`granted` is the caller's scopes) a caller sees only what its scopes allow (T-03), and
+    /// a list that depends on the caller is private (K-10).
     pub(crate) fn list_page<T: Entry>(
         &self,
         id: &RequestId,
@@ -377,9 +364,19 @@ impl Server {
         cursor: Option<&str>,
         kind: ListKind,
         field: &'static str,
+        granted: Option<&[String]>,
     ) -> Final {
-        let scope = self.inner.config.cache_scope;
-        self.list_page_in(id, snapshot, cursor, kind, field, scope)
+        match granted {
+            Some(granted) if snapshot.items.iter().any(|t| !t.scopes().is_empty()) => {
+                let visible = snapshot.filtered(|t| permits(Some(granted), t.scopes()));
+                let scope = toolwire_protocol::CacheScope::Private;
+                self.list_page_in(id, &visible, cursor, kind, field, scope)
+            }
+            _ => {
+                let scope = self.inner.config.cache_scope;
+                self.list_page_in(id, snapshot, cursor, kind, field, scope)
+            }
+        }
     }
 
     /// [`Server::list_page`] with the given `cacheScope`.

@@ -14,16 +14,17 @@ use toolwire_protocol::{
 };
 
 use crate::call::contained;
-use crate::catalog::Catalog;
+use crate::catalog::{Catalog, permits};
 use crate::context::RequestContext;
 use crate::cursor::ListKind;
 use crate::dispatch::Final;
 use crate::error::{Error, Result};
 use crate::prompt::{Prompt, PromptArgs, RegisteredPrompt};
 use crate::resource::{
-    RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, UriTemplate,
+    Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
+    UriTemplate,
 };
-use crate::route::{Complete, GetPrompt, ReadResource};
+use crate::route::{Complete, GetPrompt, ReadResource, Route};
 use crate::server::{Change, Server};
 use crate::state::Binding;
 use crate::tool::ToolError;
@@ -181,7 +182,12 @@ impl Server {
             .with_data(json!({"reason": "capability not offered by this server"}))
     }
 
-    pub(crate) fn list_prompts(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+    pub(crate) fn list_prompts(
+        &self,
+        id: &RequestId,
+        cursor: Option<&str>,
+        granted: Option<&[String]>,
+    ) -> Final {
         if !self.inner.offers.prompts {
             return Final::error(Some(id), &Self::not_offered("prompts/list"));
         }
@@ -191,10 +197,16 @@ impl Server {
             cursor,
             ListKind::Prompts,
             "prompts",
+            granted,
         )
     }
 
-    pub(crate) fn list_resources(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+    pub(crate) fn list_resources(
+        &self,
+        id: &RequestId,
+        cursor: Option<&str>,
+        granted: Option<&[String]>,
+    ) -> Final {
         if !self.inner.offers.resources {
             return Final::error(Some(id), &Self::not_offered("resources/list"));
         }
@@ -204,10 +216,16 @@ impl Server {
             cursor,
             ListKind::Resources,
             "resources",
+            granted,
         )
     }
 
-    pub(crate) fn list_templates(&self, id: &RequestId, cursor: Option<&str>) -> Final {
+    pub(crate) fn list_templates(
+        &self,
+        id: &RequestId,
+        cursor: Option<&str>,
+        granted: Option<&[String]>,
+    ) -> Final {
         if !self.inner.offers.resources {
             return Final::error(Some(id), &Self::not_offered("resources/templates/list"));
         }
@@ -218,6 +236,7 @@ impl Server {
             cursor,
             ListKind::Templates,
             "resourceTemplates",
+            granted,
         )
     }
 
@@ -242,6 +261,12 @@ impl Server {
                 &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
             );
         };
+        if !permits(ctx.scopes(), &entry.prompt.scopes) {
+            return Final::error(
+                Some(id),
+                &insufficient_scope("prompt", &name, &entry.prompt.scopes),
+            );
+        }
         let missing = entry.prompt.missing_arguments(&arguments);
         if !missing.is_empty() {
             let message = format!(
@@ -287,19 +312,14 @@ impl Server {
             return Final::error(Some(id), &Self::not_offered(ReadResourceMethod::METHOD));
         }
         let ReadResource { uri, round } = read;
-        let reader = match self.inner.resources.snapshot().get(&uri) {
-            Some(entry) => Some((entry.resource.reader.clone(), Default::default())),
-            None => self.inner.templates.snapshot().items.iter().find_map(|t| {
-                t.parsed
-                    .matches(&uri)
-                    .map(|vars| (t.template.reader.clone(), vars))
-            }),
-        };
-        let Some((reader, vars)) = reader else {
+        let Some((reader, vars, scopes)) = self.resource_reader(&uri) else {
             let error = ErrorObject::invalid_params(format!("Resource not found: {uri}"))
                 .with_data(json!({"uri": uri}));
             return Final::error(Some(id), &error);
         };
+        if !permits(ctx.scopes(), &scopes) {
+            return Final::error(Some(id), &insufficient_scope("resource", &uri, &scopes));
+        }
         let principal = ctx.principal().map(str::to_owned);
         let bind = || {
             Binding::new(
@@ -332,6 +352,62 @@ impl Server {
             Some(Err(error)) => self.handler_error(id, &uri, &bind, &declared, error, Some(&uri)),
             None => Final::error(Some(id), &ErrorObject::internal("Internal error")),
         }
+    }
+
+    /// The reader of `uri`: a fixed resource, else the first template that matches, with the
+    /// variables matched and the scopes it needs.
+    fn resource_reader(&self, uri: &str) -> Option<(Reader, TemplateVars, Vec<String>)> {
+        match self.inner.resources.snapshot().get(uri) {
+            Some(entry) => Some((
+                entry.resource.reader.clone(),
+                TemplateVars::default(),
+                entry.resource.scopes.clone(),
+            )),
+            None => self.inner.templates.snapshot().items.iter().find_map(|t| {
+                t.parsed
+                    .matches(uri)
+                    .map(|vars| (t.template.reader.clone(), vars, t.template.scopes.clone()))
+            }),
+        }
+    }
+
+    /// The OAuth scopes the request addresses needs: the tool called, the prompt got, the
+    /// resource read or the prompt or template completed; empty for anything else, or for
+    /// something unknown (whose request then fails as unknown). A transport with OAuth answers
+    /// 403 `insufficient_scope` before the request runs when the caller lacks one.
+    pub(crate) fn needed_scopes(&self, route: &Route) -> Vec<String> {
+        match route {
+            Route::CallTool(call) => self
+                .inner
+                .registry
+                .snapshot()
+                .get(&call.name)
+                .map(|t| t.scopes.clone()),
+            Route::GetPrompt(get) => self
+                .inner
+                .prompts
+                .snapshot()
+                .get(&get.name)
+                .map(|p| p.prompt.scopes.clone()),
+            Route::ReadResource(read) => self.resource_reader(&read.uri).map(|(_, _, s)| s),
+            Route::Complete(complete) => match &complete.reference {
+                CompletionReference::Prompt { name, .. } => self
+                    .inner
+                    .prompts
+                    .snapshot()
+                    .get(name)
+                    .map(|p| p.prompt.scopes.clone()),
+                CompletionReference::Resource { uri } => self
+                    .inner
+                    .templates
+                    .snapshot()
+                    .get(uri)
+                    .map(|t| t.template.scopes.clone()),
+            },
+            Route::TasksUpdate { task_id, .. } => self.task_scopes(task_id),
+            _ => None,
+        }
+        .unwrap_or_default()
     }
 
     /// A prompt or resource handler's error: input required becomes an `input_required`
@@ -368,7 +444,12 @@ impl Server {
     }
 
     /// `completion/complete` for a prompt argument or a template variable.
-    pub(crate) fn complete(&self, id: &RequestId, complete: Complete) -> Final {
+    pub(crate) fn complete(
+        &self,
+        id: &RequestId,
+        complete: Complete,
+        granted: Option<&[String]>,
+    ) -> Final {
         if !(self.inner.offers.prompts || self.inner.offers.resources) {
             return Final::error(Some(id), &Self::not_offered("completion/complete"));
         }
@@ -380,6 +461,10 @@ impl Server {
         let completer = match &complete.reference {
             CompletionReference::Prompt { name, .. } => {
                 match self.inner.prompts.snapshot().get(name) {
+                    Some(entry) if !permits(granted, &entry.prompt.scopes) => {
+                        let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
+                        return Final::error(Some(id), &error);
+                    }
                     Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
                     None => {
                         return Final::error(
@@ -391,6 +476,11 @@ impl Server {
             }
             CompletionReference::Resource { uri } => match self.inner.templates.snapshot().get(uri)
             {
+                Some(entry) if !permits(granted, &entry.template.scopes) => {
+                    let error =
+                        insufficient_scope("resource template", uri, &entry.template.scopes);
+                    return Final::error(Some(id), &error);
+                }
                 Some(entry) => entry.template.completions.get(&argument.name).cloned(),
                 None => {
                     let error =
@@ -427,6 +517,15 @@ impl Server {
         };
         Final::result(id, &result)
     }
+}
+
+/// The error of a request for something the caller's scopes do not cover, when no transport
+/// answered 403 first (T-21: rights are checked on every use, whatever the transport did).
+pub(crate) fn insufficient_scope(kind: &str, name: &str, needed: &[String]) -> ErrorObject {
+    ErrorObject::invalid_request(format!(
+        "insufficient scope: {kind} {name} needs the scopes {}",
+        needed.join(" ")
+    ))
 }
 
 /// Whether a subscription to `subscribed` covers an update of `updated` (the resource itself or

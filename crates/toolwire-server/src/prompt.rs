@@ -65,6 +65,7 @@ pub struct Prompt {
     pub(crate) definition: PromptDefinition,
     pub(crate) handler: PromptHandler,
     pub(crate) completions: HashMap<String, Completer>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Prompt {
@@ -95,7 +96,15 @@ impl Prompt {
             },
             handler,
             completions: HashMap::new(),
+            scopes: Vec::new(),
         }
+    }
+
+    /// Requires these OAuth scopes: a caller whose token lacks one does not see it in the list
+    /// and is refused (403 `insufficient_scope` over HTTP). Ignored without OAuth.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
     }
 
     /// The prompt's name.
@@ -176,6 +185,10 @@ impl Entry for RegisteredPrompt {
 
     fn listed(&self) -> &RawValue {
         &self.listed
+    }
+
+    fn scopes(&self) -> &[String] {
+        &self.prompt.scopes
     }
 }
 

@@ -35,6 +35,10 @@ impl Entry for RegisteredTool {
     fn listed(&self) -> &RawValue {
         &self.listed
     }
+
+    fn scopes(&self) -> &[String] {
+        &self.scopes
+    }
 }
 
 /// The tools: a [`Catalog`] of checked, compiled definitions.

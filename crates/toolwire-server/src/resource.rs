@@ -64,6 +64,7 @@ where
 pub struct Resource {
     pub(crate) definition: ResourceDefinition,
     pub(crate) reader: Reader,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for Resource {
@@ -89,7 +90,15 @@ impl Resource {
                 ..Default::default()
             },
             reader: reader(move |uri, _, ctx| read(uri, ctx)),
+            scopes: Vec::new(),
         }
+    }
+
+    /// Requires these OAuth scopes: a caller whose token lacks one does not see it in the list
+    /// and is refused (403 `insufficient_scope` over HTTP). Ignored without OAuth.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Sets the description.
@@ -117,6 +126,7 @@ pub struct ResourceTemplate {
     pub(crate) definition: TemplateDefinition,
     pub(crate) reader: Reader,
     pub(crate) completions: HashMap<String, Completer>,
+    pub(crate) scopes: Vec<String>,
 }
 
 impl std::fmt::Debug for ResourceTemplate {
@@ -148,7 +158,15 @@ impl ResourceTemplate {
             },
             reader: reader(read),
             completions: HashMap::new(),
+            scopes: Vec::new(),
         }
+    }
+
+    /// Requires these OAuth scopes: a caller whose token lacks one does not see it (nor any resource it matches) in the lists
+    /// and is refused (403 `insufficient_scope` over HTTP). Ignored without OAuth.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = scopes.into_iter().map(Into::into).collect();
+        self
     }
 
     /// Sets the description.
@@ -272,6 +290,10 @@ impl Entry for RegisteredResource {
     fn listed(&self) -> &RawValue {
         &self.listed
     }
+
+    fn scopes(&self) -> &[String] {
+        &self.resource.scopes
+    }
 }
 
 /// A registered template with its parsed form.
@@ -288,6 +310,10 @@ impl Entry for RegisteredTemplate {
 
     fn listed(&self) -> &RawValue {
         &self.listed
+    }
+
+    fn scopes(&self) -> &[String] {
+        &self.template.scopes
     }
 }
 

@@ -6,7 +6,9 @@
 
 use std::collections::HashMap;
 
+use crate::catalog::permits;
 use crate::expiry::ExpiringMap;
+use crate::offers::insufficient_scope;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -107,6 +109,8 @@ pub(crate) struct Tasks {
 struct Running {
     cancel: CancellationToken,
     inbox: Arc<Inbox>,
+    /// The OAuth scopes of its tool, which whoever answers its input requests must hold.
+    scopes: Vec<String>,
 }
 
 /// Where `tasks/update` leaves answers for a task's driver. It holds answers only while the task
@@ -203,7 +207,9 @@ pub(crate) struct Rerun {
     pub(crate) tool: Arc<RegisteredTool>,
     pub(crate) arguments: Value,
     pub(crate) meta: RequestMeta,
-    pub(crate) principal: Option<String>,
+    pub(crate) principal: Option<Arc<str>>,
+    /// The scopes of the call that started it, which its later steps keep.
+    pub(crate) scopes: Option<Arc<[String]>>,
     pub(crate) id: RequestId,
 }
 
@@ -244,7 +250,7 @@ impl Server {
         };
         tasks.store.insert(TaskRecord {
             info: info.clone(),
-            principal: rerun.principal.clone(),
+            principal: rerun.principal.as_deref().map(str::to_owned),
             input_requests: None,
             result: None,
             error: None,
@@ -256,6 +262,7 @@ impl Server {
             Running {
                 cancel: cancel.clone(),
                 inbox: inbox.clone(),
+                scopes: rerun.tool.scopes.clone(),
             },
         );
         let server = self.clone();
@@ -356,6 +363,7 @@ impl Server {
             self.inner.config.logging,
         )
         .with_principal(rerun.principal.clone())
+        .with_scopes(rerun.scopes.clone())
     }
 
     /// Records a step's outcome; the input it asks for when the task must wait for answers.
@@ -497,13 +505,19 @@ impl Server {
         if let Err(error) = self.task_for(ctx, task_id) {
             return Final::error(Some(id), &error);
         }
-        let inbox = self
+        let running = self
             .inner
             .tasks
             .running()
             .get(task_id)
-            .map(|running| running.inbox.clone());
-        if let Some(inbox) = inbox {
+            .map(|running| (running.inbox.clone(), running.scopes.clone()));
+        if let Some((inbox, scopes)) = running {
+            // Answering makes the handler run again: the caller's rights are checked again
+            // (T-21), as for the call that started it.
+            if !permits(ctx.scopes(), &scopes) {
+                let error = insufficient_scope("task", task_id, &scopes);
+                return Final::error(Some(id), &error);
+            }
             inbox.deliver(responses);
         }
         self.acknowledged(id)
@@ -521,6 +535,15 @@ impl Server {
             self.finish(task_id, TaskStatus::Cancelled, None, None);
         }
         self.acknowledged(id)
+    }
+
+    /// The scopes a running task's tool needs (for the transport's 403, A-07).
+    pub(crate) fn task_scopes(&self, task_id: &str) -> Option<Vec<String>> {
+        self.inner
+            .tasks
+            .running()
+            .get(task_id)
+            .map(|running| running.scopes.clone())
     }
 
     fn acknowledged(&self, id: &RequestId) -> Final {

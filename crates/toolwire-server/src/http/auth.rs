@@ -1,9 +1,11 @@
 //! The HTTP transport as an OAuth 2.1 resource server (A-01…A-07), off unless
 //! [`super::HttpConfig::oauth`] turns it on: Protected Resource Metadata at its well-known URIs
 //! a 401 challenge for every MCP request without a usable token, JWT access
-//! tokens verified by [`toolwire_auth::JwtVerifier`], and the token's principal and scopes
+//! tokens verified by [`toolwire_auth::JwtVerifier`] and opaque ones, optionally, by RFC 7662
+//! introspection ([`toolwire_auth::Introspector`]), and the token's principal and scopes
 //! handed to the request. Tokens are read, never forwarded.
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,8 +13,9 @@ use axum::body::Body;
 use axum::response::Response;
 use http::{HeaderMap, HeaderValue, StatusCode, Uri, header};
 use toolwire_auth::{
-    Algorithm, Challenge, JwtConfig, JwtVerifier, ProtectedResourceMetadata, TokenError,
-    bearer_token, metadata_paths,
+    Algorithm, Challenge, IntrospectionConfig, Introspector, JwtConfig, JwtVerifier,
+    ProtectedResourceMetadata, TokenError, TokenVerifier, Verifiers, bearer_token, metadata_paths,
+    split_origin,
 };
 use toolwire_protocol::{ErrorObject, RequestId};
 
@@ -20,12 +23,45 @@ use super::Refusal;
 
 /// Settings of the resource server: the issuer whose tokens are accepted and the canonical URI
 /// of this MCP endpoint (the `resource` clients ask tokens for, RFC 8707).
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct OAuth {
     jwt: JwtConfig,
+    introspection: Option<Introspection>,
+    custom: Option<Arc<dyn TokenVerifier>>,
+    leeway: Duration,
     scopes_supported: Vec<String>,
     required_scopes: Vec<String>,
+    implied: HashMap<String, Vec<String>>,
     resource_name: Option<String>,
+}
+
+/// How opaque tokens are introspected (RFC 7662).
+#[derive(Clone)]
+struct Introspection {
+    client_id: String,
+    client_secret: String,
+    endpoint: Option<String>,
+    cache_for: Option<Duration>,
+    everything: bool,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // No secret is printed.
+        f.debug_struct("OAuth")
+            .field("jwt", &self.jwt)
+            .field(
+                "introspection",
+                &self
+                    .introspection
+                    .as_ref()
+                    .map(|i| (&i.client_id, &i.endpoint, i.everything)),
+            )
+            .field("custom_verifier", &self.custom.is_some())
+            .field("scopes_supported", &self.scopes_supported)
+            .field("required_scopes", &self.required_scopes)
+            .finish_non_exhaustive()
+    }
 }
 
 impl OAuth {
@@ -35,8 +71,12 @@ impl OAuth {
     pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> Self {
         OAuth {
             jwt: JwtConfig::new(issuer, resource),
+            introspection: None,
+            custom: None,
+            leeway: Duration::from_secs(60),
             scopes_supported: Vec::new(),
             required_scopes: Vec::new(),
+            implied: HashMap::new(),
             resource_name: None,
         }
     }
@@ -44,6 +84,58 @@ impl OAuth {
     /// The issuer's JWKS URL.
     pub fn jwks_uri(mut self, uri: impl Into<String>) -> Self {
         self.jwt = self.jwt.jwks_uri(uri);
+        self
+    }
+
+    /// Accepts opaque access tokens too, verified by asking the issuer (RFC 7662 introspection)
+    /// with this resource server's own client credentials; JWTs are still verified locally.
+    /// The endpoint is the issuer's `introspection_endpoint` unless
+    /// [`OAuth::introspection_endpoint`] names it.
+    pub fn introspection(
+        mut self,
+        client_id: impl Into<String>,
+        client_secret: impl Into<String>,
+    ) -> Self {
+        self.introspection = Some(Introspection {
+            client_id: client_id.into(),
+            client_secret: client_secret.into(),
+            endpoint: None,
+            cache_for: None,
+            everything: false,
+        });
+        self
+    }
+
+    /// The introspection endpoint (with [`OAuth::introspection`]).
+    pub fn introspection_endpoint(mut self, url: impl Into<String>) -> Self {
+        if let Some(introspection) = &mut self.introspection {
+            introspection.endpoint = Some(url.into());
+        }
+        self
+    }
+
+    /// The longest an introspection answer is trusted (default 60 s), which is the longest a
+    /// revoked token keeps working (with [`OAuth::introspection`]).
+    pub fn introspection_cache(mut self, duration: Duration) -> Self {
+        if let Some(introspection) = &mut self.introspection {
+            introspection.cache_for = Some(duration);
+        }
+        self
+    }
+
+    /// Introspects JWTs as well (with [`OAuth::introspection`]), so that a revoked JWT is
+    /// refused once the issuer says so; costs a call to the issuer per token and cache period.
+    pub fn introspect_all_tokens(mut self) -> Self {
+        if let Some(introspection) = &mut self.introspection {
+            introspection.everything = true;
+        }
+        self
+    }
+
+    /// Verifies tokens with `verifier` instead (the issuer and resource still make the
+    /// metadata and challenges): for a token format or a shared cache of your own.
+    pub fn verifier(mut self, verifier: Arc<dyn TokenVerifier>) -> Self {
+        self.custom = Some(verifier);
         self
     }
 
@@ -62,6 +154,21 @@ impl OAuth {
         self
     }
 
+    /// A scope hierarchy: a token granted `broader` also holds each of `narrower` (and what
+    /// they imply in turn), e.g. `scope_implies("files", ["files:read", "files:write"])`.
+    /// Checked wherever scopes are (A-07: servers account for scope hierarchies).
+    pub fn scope_implies<S: Into<String>>(
+        mut self,
+        broader: impl Into<String>,
+        narrower: impl IntoIterator<Item = S>,
+    ) -> Self {
+        self.implied
+            .entry(broader.into())
+            .or_default()
+            .extend(narrower.into_iter().map(Into::into));
+        self
+    }
+
     /// The accepted signature algorithms (default: every asymmetric one; HMAC never).
     pub fn algorithms(mut self, algorithms: impl IntoIterator<Item = Algorithm>) -> Self {
         self.jwt = self.jwt.algorithms(algorithms);
@@ -71,6 +178,7 @@ impl OAuth {
     /// How far `exp` and `nbf` may be off (default 60 s).
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.jwt = self.jwt.leeway(leeway);
+        self.leeway = leeway;
         self
     }
 
@@ -90,13 +198,13 @@ impl OAuth {
 /// Who is calling: the principal and, with OAuth, the granted scopes.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Caller {
-    pub(super) principal: Option<String>,
+    pub(super) principal: Option<Arc<str>>,
     pub(super) scopes: Option<Arc<[String]>>,
 }
 
 /// The resource server of one router.
 pub(super) struct Guard {
-    verifier: JwtVerifier,
+    verifier: Arc<dyn TokenVerifier>,
     /// The metadata document, serialized once.
     metadata: String,
     /// Where clients read it (absolute, for `resource_metadata`).
@@ -104,12 +212,25 @@ pub(super) struct Guard {
     /// The well-known paths it is served at.
     pub(super) paths: Vec<String>,
     required: Vec<String>,
+    /// The scope hierarchy: what each scope implies.
+    implied: HashMap<String, Vec<String>>,
     /// The `scope` of a 401: the required scopes, else every scope supported.
     challenge_scope: Option<String>,
 }
 
 impl Guard {
     pub(super) fn new(oauth: OAuth) -> Guard {
+        // Refresh tokens are not a resource requirement: `offline_access` is neither advertised
+        // nor challenged for.
+        let mut oauth = oauth;
+        for scopes in [&mut oauth.scopes_supported, &mut oauth.required_scopes] {
+            if scopes.iter().any(|s| s == OFFLINE_ACCESS) {
+                tracing::warn!(
+                    "offline_access is not a resource scope: left out of the metadata and challenges"
+                );
+                scopes.retain(|s| s != OFFLINE_ACCESS);
+            }
+        }
         let resource = oauth.jwt.resource().to_owned();
         let (origin, path) = split_origin(&resource);
         let paths = metadata_paths(if path.is_empty() { "/" } else { path });
@@ -119,17 +240,19 @@ impl Guard {
             oauth.jwt.issuer(),
             oauth.scopes_supported.clone(),
         );
-        metadata.resource_name = oauth.resource_name;
+        metadata.resource_name = oauth.resource_name.clone();
         let metadata = serde_json::to_string(&metadata).unwrap_or_default();
         let scopes = if oauth.required_scopes.is_empty() {
             &oauth.scopes_supported
         } else {
             &oauth.required_scopes
         };
+        let challenge_scope = (!scopes.is_empty()).then(|| scopes.join(" "));
         Guard {
-            challenge_scope: (!scopes.is_empty()).then(|| scopes.join(" ")),
+            challenge_scope,
+            verifier: verifier(&oauth),
             required: oauth.required_scopes,
-            verifier: JwtVerifier::new(oauth.jwt),
+            implied: oauth.implied,
             metadata,
             metadata_url,
             paths,
@@ -187,13 +310,37 @@ impl Guard {
                 return Err(self.unauthorized(Some("invalid_token"), &e.to_string()));
             }
         };
-        if !verified.has_scopes(self.required.iter().map(String::as_str)) {
-            return Err(self.insufficient_scope(&verified.scopes, &self.required, None));
+        // Shared with the cached token: nothing is allocated per request, unless a scope
+        // hierarchy adds the scopes the granted ones imply.
+        let scopes = if self.implied.is_empty() {
+            verified.scopes.clone()
+        } else {
+            expand(&verified.scopes, &self.implied)
+        };
+        if !self.required.iter().all(|s| scopes.contains(s)) {
+            return Err(self.insufficient_scope(&[], None));
         }
         Ok(Caller {
-            principal: Some(verified.principal()),
-            scopes: Some(verified.scopes.into()),
+            principal: Some(verified.principal.clone()),
+            scopes: Some(scopes),
         })
+    }
+
+    /// 403 when the caller's scopes do not cover what the request addresses: a tool, prompt,
+    /// resource or task (A-07, T-21).
+    pub(super) fn check_scopes(
+        &self,
+        server: &crate::Server,
+        route: &crate::route::Route,
+        granted: &[String],
+        id: &RequestId,
+    ) -> Result<(), Refusal> {
+        let needed = server.needed_scopes(route);
+        if needed.iter().all(|s| granted.contains(s)) {
+            Ok(())
+        } else {
+            Err(self.insufficient_scope(&needed, Some(id)))
+        }
     }
 
     fn unauthorized(&self, error: Option<&'static str>, why: &str) -> Refusal {
@@ -206,36 +353,28 @@ impl Guard {
         refusal.with_challenge(self.challenge(error, self.challenge_scope.clone(), description))
     }
 
-    /// 403 `insufficient_scope` naming every scope needed: those granted plus those missing,
-    /// so that a client stepping up keeps what it had.
+    /// 403 `insufficient_scope` naming every scope the operation needs: the scopes every
+    /// request needs and those of what it addresses, all in one challenge. Granted
+    /// scopes it does not need are not named: accumulating them is the client's part.
     pub(super) fn insufficient_scope(
         &self,
-        granted: &[String],
-        needed: &[String],
+        operation: &[String],
         id: Option<&RequestId>,
     ) -> Refusal {
-        let mut all: Vec<String> = granted.to_vec();
-        for scope in needed {
-            if !all.contains(scope) {
-                all.push(scope.clone());
+        let mut needed: Vec<&str> = self.required.iter().map(String::as_str).collect();
+        for scope in operation {
+            if !needed.contains(&scope.as_str()) {
+                needed.push(scope);
             }
         }
-        let missing: Vec<&str> = needed
-            .iter()
-            .filter(|s| !granted.contains(s))
-            .map(String::as_str)
-            .collect();
-        let why = format!("insufficient scope: needs {}", missing.join(" "));
+        let needed = needed.join(" ");
+        let why = format!("insufficient scope: this needs {needed}");
         let refusal = Refusal::new(
             StatusCode::FORBIDDEN,
             id,
             ErrorObject::invalid_request(&why),
         );
-        refusal.with_challenge(self.challenge(
-            Some("insufficient_scope"),
-            Some(all.join(" ")),
-            Some(why),
-        ))
+        refusal.with_challenge(self.challenge(Some("insufficient_scope"), Some(needed), Some(why)))
     }
 
     fn challenge(
@@ -255,12 +394,53 @@ impl Guard {
     }
 }
 
-/// `scheme://host[:port]` and the path of a URL.
-fn split_origin(url: &str) -> (&str, &str) {
-    let after_scheme = url.find("://").map_or(0, |i| i + 3);
-    match url[after_scheme..].find('/') {
-        Some(i) => url.split_at(after_scheme + i),
-        None => (url, ""),
+const OFFLINE_ACCESS: &str = "offline_access";
+
+/// `granted` with every scope it implies, transitively.
+fn expand(granted: &[String], implied: &HashMap<String, Vec<String>>) -> Arc<[String]> {
+    let mut all: Vec<String> = granted.to_vec();
+    let mut next = 0;
+    while next < all.len() {
+        if let Some(narrower) = implied.get(&all[next]) {
+            for scope in narrower {
+                if !all.contains(scope) {
+                    all.push(scope.clone());
+                }
+            }
+        }
+        next += 1;
+    }
+    all.into()
+}
+
+/// The verifier `oauth` asks for: a custom one, JWTs only, JWTs and introspection, or
+/// introspection only.
+fn verifier(oauth: &OAuth) -> Arc<dyn TokenVerifier> {
+    if let Some(custom) = &oauth.custom {
+        return custom.clone();
+    }
+    let jwt = JwtVerifier::new(oauth.jwt.clone());
+    let Some(introspection) = &oauth.introspection else {
+        return Arc::new(jwt);
+    };
+    let mut config = IntrospectionConfig::new(
+        oauth.jwt.issuer(),
+        oauth.jwt.resource(),
+        introspection.client_id.clone(),
+        introspection.client_secret.clone(),
+    )
+    .leeway(oauth.leeway);
+    if let Some(endpoint) = &introspection.endpoint {
+        config = config.endpoint(endpoint.clone());
+    }
+    if let Some(cache_for) = introspection.cache_for {
+        config = config.cache_for(cache_for);
+    }
+    let introspector = Introspector::new(config);
+    if introspection.everything {
+        Arc::new(Verifiers::introspect_everything(introspector))
+    } else {
+        Arc::new(Verifiers::new(jwt, introspector))
     }
 }
 
@@ -270,10 +450,11 @@ mod tests {
 
     #[test]
     fn the_metadata_url_follows_the_resource() {
-        let guard = Guard::new(
-            OAuth::new("https://id.example.com", "https://mcp.example.com/mcp")
-                .scopes_supported(["math", "tools:read"]),
-        );
+        let guard =
+            Guard::new(
+                OAuth::new("https://id.example.com", "https://mcp.example.com/mcp")
+                    .scopes_supported(["math", "tools:read", "offline_access"]),
+            );
         assert_eq!(
             guard.metadata_url,
             "https://mcp.example.com/.well-known/oauth-protected-resource/mcp"
@@ -286,6 +467,7 @@ mod tests {
             ]
         );
         assert_eq!(guard.challenge_scope.as_deref(), Some("math tools:read"));
+        assert!(!guard.metadata.contains("offline_access"), "A-04");
         let metadata: serde_json::Value = serde_json::from_str(&guard.metadata).unwrap();
         assert_eq!(metadata["resource"], "https://mcp.example.com/mcp");
         assert_eq!(
@@ -299,23 +481,44 @@ mod tests {
     }
 
     #[test]
-    fn insufficient_scope_names_everything_needed() {
-        let guard = Guard::new(OAuth::new("https://id", "https://mcp/mcp"));
-        let refusal = guard.insufficient_scope(
-            &["tools:read".to_owned()],
-            &["math".to_owned(), "tools:read".to_owned()],
-            None,
+    fn insufficient_scope_names_everything_the_operation_needs() {
+        let guard = Guard::new(
+            OAuth::new("https://id", "https://mcp/mcp").required_scopes(["mcp", "offline_access"]),
         );
+        let refusal = guard.insufficient_scope(&["math".to_owned(), "mcp".to_owned()], None);
         assert_eq!(refusal.status, StatusCode::FORBIDDEN);
         let challenge = refusal.challenge.unwrap();
         let challenge = challenge.to_str().unwrap();
-        assert!(
-            challenge.contains("scope=\"tools:read math\""),
-            "{challenge}"
-        );
+        assert!(challenge.contains("scope=\"mcp math\""), "{challenge}");
         assert!(
             challenge.contains("error=\"insufficient_scope\""),
             "{challenge}"
         );
+    }
+}
+
+#[cfg(test)]
+mod hierarchy_tests {
+    use super::*;
+
+    #[test]
+    fn broader_scopes_imply_narrower_ones_transitively() {
+        let implied = HashMap::from([
+            (
+                "admin".to_owned(),
+                vec!["files".to_owned(), "math".to_owned()],
+            ),
+            (
+                "files".to_owned(),
+                vec!["files:read".to_owned(), "files:write".to_owned()],
+            ),
+        ]);
+        let all = expand(&["admin".to_owned()], &implied);
+        assert_eq!(
+            &*all,
+            ["admin", "files", "math", "files:read", "files:write"]
+        );
+        let narrow = expand(&["files:read".to_owned()], &implied);
+        assert_eq!(&*narrow, ["files:read"], "narrower never implies broader");
     }
 }

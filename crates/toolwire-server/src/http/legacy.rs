@@ -228,7 +228,7 @@ async fn session_of(
         return None;
     };
     // Another principal's session is reported as unknown: its existence is not revealed.
-    (record.principal == caller.principal).then_some(record)
+    (record.principal.as_deref() == caller.principal.as_deref()).then_some(record)
 }
 
 /// Whether `MCP-Protocol-Version` names an initialization-based version.
@@ -270,7 +270,7 @@ async fn initialize(
             return refusal(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error);
         }
     };
-    let principal = caller.principal;
+    let principal = caller.principal.as_deref().map(str::to_owned);
     let params = match read_initialize(raw.params) {
         Ok(params) => params,
         Err(error) => return refusal(StatusCode::BAD_REQUEST, Some(&id), error),
@@ -388,6 +388,15 @@ async fn served(
     raw: &RawMessage<'_>,
     accept: Accept,
 ) -> Response {
+    // As for a 2026-07-28 request: without the scopes of what it addresses, 403 with a
+    // challenge the client can step up with, before anything runs.
+    if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
+        if let Ok(route) = crate::route::Route::parse(method, raw.params) {
+            if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
+                return refusal.into_response();
+            }
+        }
+    }
     let cancel = CancellationToken::new();
     {
         let mut inflight = live.inflight();

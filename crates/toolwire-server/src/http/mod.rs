@@ -274,7 +274,8 @@ async fn caller_of(
     match &state.guard {
         Some(guard) => guard.admit(uri, headers).await,
         None => Ok(Caller {
-            principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?,
+            principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?
+                .map(Into::into),
             scopes: None,
         }),
     }
@@ -475,18 +476,12 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
     let caller = match oauth_caller {
         Some(caller) => caller,
         None => Caller {
-            principal: resolve_principal(&state.config, headers, &id)?,
+            principal: resolve_principal(&state.config, headers, &id)?.map(Into::into),
             scopes: None,
         },
     };
-    if let (Some(guard), Some(granted), Route::CallTool(call)) =
-        (&state.guard, &caller.scopes, &route)
-    {
-        if let Some(tool) = state.server.inner.registry.snapshot().get(&call.name) {
-            if tool.scopes.iter().any(|s| !granted.contains(s)) {
-                return Err(guard.insufficient_scope(granted, &tool.scopes, Some(&id)));
-            }
-        }
+    if let (Some(guard), Some(granted)) = (&state.guard, &caller.scopes) {
+        guard.check_scopes(&state.server, &route, granted, &id)?;
     }
     Ok(reply::run(state, id, meta, route, accept, caller).await)
 }

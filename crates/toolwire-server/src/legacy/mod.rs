@@ -203,7 +203,7 @@ impl Server {
                 call.outbound.clone(),
                 self.inner.config.logging,
             )
-            .with_principal(call.session.principal.clone())
+            .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;

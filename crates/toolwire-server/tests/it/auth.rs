@@ -293,8 +293,8 @@ async fn scopes_decide_what_a_caller_sees_and_may_call() {
         "{challenge}"
     );
     assert!(
-        challenge.contains("scope=\"tools:read math\""),
-        "everything needed: {challenge}"
+        challenge.contains("scope=\"math\""),
+        "what the operation needs, not what was granted (A-07): {challenge}"
     );
     assert!(challenge.contains("resource_metadata=\""), "{challenge}");
     assert_eq!(refused.last()["id"], 2);
