@@ -216,9 +216,13 @@ impl Introspector {
             .map_err(|e| unavailable(e.to_string()))?;
         let status = response.status();
         if !status.is_success() {
-            // 401 here means the resource server's own credentials are wrong: the operator's
-            // problem, not the caller's, so the request is 503, not 401.
-            return Err(unavailable(format!("HTTP {status}")));
+            // 401 here means the resource server's own credentials are wrong, and 400
+            // `unsupported_token_type` that the issuer cannot introspect this kind of token
+            // (oidc-provider refuses JWTs): the operator's problem, not the caller's, so the
+            // request is 503, not 401. The issuer's own words go to the log.
+            let body = response.text().await.unwrap_or_default();
+            let said: String = body.chars().take(200).collect();
+            return Err(unavailable(format!("HTTP {status}: {said}")));
         }
         response
             .json()

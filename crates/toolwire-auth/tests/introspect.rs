@@ -16,7 +16,9 @@ use axum::response::IntoResponse;
 use axum::routing::{get, post};
 use base64::Engine as _;
 use serde_json::{Value, json};
-use toolwire_auth::{IntrospectionConfig, Introspector, TokenError};
+use toolwire_auth::{
+    IntrospectionConfig, Introspector, JwtConfig, JwtVerifier, TokenError, TokenVerifier, Verifiers,
+};
 
 const RESOURCE: &str = "http://127.0.0.1:9/mcp";
 const NOW: u64 = 1_900_000_000;
@@ -231,4 +233,44 @@ async fn at_most_the_configured_calls_are_in_flight() {
     }
     assert_eq!(issuer.calls.load(Ordering::SeqCst), 12);
     assert_eq!(issuer.most_in_flight.load(Ordering::SeqCst), 3);
+}
+
+#[tokio::test]
+async fn jwts_go_to_the_introspector_only_when_everything_is_introspected() {
+    let issuer = start_issuer(Duration::ZERO).await;
+    let b64 = |v: &str| base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(v);
+    let jwt = format!(
+        "{}.{}.c2ln",
+        b64(r#"{"alg":"ES256","typ":"at+jwt","kid":"k"}"#),
+        b64(r#"{"sub":"x"}"#)
+    );
+    assert!(toolwire_auth::looks_like_jwt(&jwt));
+    issuer.issue(&jwt, issuer.active(json!({"sub": "revocable"})));
+    issuer.issue("opaque", issuer.active(json!({"sub": "plain"})));
+    let clock = Arc::new(AtomicU64::new(NOW));
+    let jwt_verifier = || {
+        JwtVerifier::new(
+            JwtConfig::new(issuer.url.clone(), RESOURCE).jwks_uri("http://127.0.0.1:9/jwks"),
+        )
+    };
+
+    let split = Verifiers::new(jwt_verifier(), Introspector::new(config(&issuer, &clock)));
+    let opaque = TokenVerifier::verify(&split, "opaque").await.unwrap();
+    assert_eq!(opaque.subject, "plain");
+    let local = TokenVerifier::verify(&split, &jwt).await.unwrap_err();
+    assert!(
+        matches!(local, TokenError::Unavailable(_)),
+        "verified locally: {local:?}"
+    );
+    assert_eq!(issuer.calls.load(Ordering::SeqCst), 1);
+
+    let everything = Verifiers::introspect_everything(Introspector::new(config(&issuer, &clock)));
+    let asked = TokenVerifier::verify(&everything, &jwt).await.unwrap();
+    assert_eq!(asked.subject, "revocable");
+    issuer.revoke(&jwt);
+    let everything = Verifiers::introspect_everything(Introspector::new(config(&issuer, &clock)));
+    assert!(matches!(
+        TokenVerifier::verify(&everything, &jwt).await,
+        Err(TokenError::Invalid(_))
+    ));
 }

@@ -1,6 +1,8 @@
 //! `toolwire serve --config FILE`: a TOML file that configures the served example tools. A bad
 //! file stops the command at start with the file, the key and the problem.
 //!
+//! The example `examples/serve.toml` shows every key; in short:
+//!
 //! ```toml
 //! [auth]                                   # HTTP only: an OAuth 2.1 resource server
 //! issuer = "https://id.example.com"        # whose access tokens are accepted (exact string)
@@ -9,6 +11,16 @@
 //! # scopes_supported = ["math"]                # else every scope the tools name
 //! # required_scopes = []                       # scopes every request needs
 //! # leeway_seconds = 60
+//!
+//! # [auth.introspection]                   # opaque tokens too (RFC 7662)
+//! # client_id = "mcp-server"
+//! # client_secret_env = "TOOLWIRE_INTROSPECTION_SECRET"  # the secret, from the environment
+//! # endpoint = "https://id.example.com/introspect"      # else from the issuer's metadata
+//! # cache_seconds = 60                     # the longest a revoked token keeps working
+//! # all_tokens = false                     # true: introspect JWTs as well
+//!
+//! # [auth.scope_implies]                   # scope hierarchy: a broader scope implies narrower
+//! # admin = ["math"]
 //!
 //! [tools.add]
 //! scopes = ["math"]                        # needed to see and call the tool
@@ -30,6 +42,9 @@ pub(crate) struct ServeConfig {
     pub(crate) auth: Option<AuthConfig>,
     #[serde(default)]
     pub(crate) tools: BTreeMap<String, ToolConfig>,
+    /// The introspection client secret, read from the environment at load.
+    #[serde(skip)]
+    secret: Option<String>,
 }
 
 /// `[auth]`.
@@ -46,6 +61,26 @@ pub(crate) struct AuthConfig {
     required_scopes: Vec<String>,
     #[serde(default)]
     leeway_seconds: Option<u64>,
+    #[serde(default)]
+    introspection: Option<IntrospectionConfig>,
+    #[serde(default)]
+    scope_implies: BTreeMap<String, Vec<String>>,
+}
+
+/// `[auth.introspection]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct IntrospectionConfig {
+    client_id: String,
+    /// The name of the environment variable holding the client secret: secrets stay out of
+    /// configuration files.
+    client_secret_env: String,
+    #[serde(default)]
+    endpoint: Option<String>,
+    #[serde(default)]
+    cache_seconds: Option<u64>,
+    #[serde(default)]
+    all_tokens: bool,
 }
 
 /// `[tools.NAME]`.
@@ -58,11 +93,19 @@ pub(crate) struct ToolConfig {
 
 /// Reads and checks `path`.
 pub(crate) fn load(path: &Path) -> anyhow::Result<ServeConfig> {
+    load_with_env(path, |name| std::env::var(name).ok())
+}
+
+/// [`load`] reading secrets through `env`.
+fn load_with_env(path: &Path, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<ServeConfig> {
     let shown = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("{shown}: cannot read"))?;
-    let config: ServeConfig =
+    let mut config: ServeConfig =
         toml::from_str(&text).map_err(|e| anyhow!("{shown}: {}", e.to_string().trim_end()))?;
     config.check().map_err(|e| anyhow!("{shown}: {e}"))?;
+    config.secret = config
+        .read_secret(env)
+        .map_err(|e| anyhow!("{shown}: {e}"))?;
     Ok(config)
 }
 
@@ -85,6 +128,21 @@ impl ServeConfig {
             {
                 scope_name("auth", scope)?;
             }
+            if let Some(introspection) = &auth.introspection {
+                if let Some(endpoint) = &introspection.endpoint {
+                    url("auth.introspection.endpoint", endpoint)?;
+                }
+                if introspection.client_id.is_empty() {
+                    bail!("auth.introspection.client_id: empty");
+                }
+            }
+            for (broader, narrower) in &auth.scope_implies {
+                let key = format!("auth.scope_implies.{broader}");
+                scope_name(&key, broader)?;
+                for scope in narrower {
+                    scope_name(&key, scope)?;
+                }
+            }
         }
         for (name, tool) in &self.tools {
             for scope in &tool.scopes {
@@ -92,6 +150,21 @@ impl ServeConfig {
             }
         }
         Ok(())
+    }
+
+    /// The introspection secret named by `client_secret_env`; an unset or empty variable is an
+    /// error naming it.
+    fn read_secret(&self, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<Option<String>> {
+        let Some(introspection) = self.auth.as_ref().and_then(|a| a.introspection.as_ref()) else {
+            return Ok(None);
+        };
+        let name = &introspection.client_secret_env;
+        match env(name) {
+            Some(secret) if !secret.is_empty() => Ok(Some(secret)),
+            _ => bail!(
+                "auth.introspection.client_secret_env: the environment variable {name} is unset or empty"
+            ),
+        }
     }
 
     /// The resource server `[auth]` asks for, with the scopes the tools name as the supported
@@ -111,6 +184,21 @@ impl ServeConfig {
         }
         if let Some(seconds) = auth.leeway_seconds {
             oauth = oauth.leeway(Duration::from_secs(seconds));
+        }
+        if let (Some(introspection), Some(secret)) = (&auth.introspection, &self.secret) {
+            oauth = oauth.introspection(introspection.client_id.clone(), secret.clone());
+            if let Some(endpoint) = &introspection.endpoint {
+                oauth = oauth.introspection_endpoint(endpoint.clone());
+            }
+            if let Some(seconds) = introspection.cache_seconds {
+                oauth = oauth.introspection_cache(Duration::from_secs(seconds));
+            }
+            if introspection.all_tokens {
+                oauth = oauth.introspect_all_tokens();
+            }
+        }
+        for (broader, narrower) in &auth.scope_implies {
+            oauth = oauth.scope_implies(broader.clone(), narrower.clone());
         }
         Some(oauth)
     }
@@ -146,13 +234,20 @@ mod tests {
     use super::*;
 
     fn parse(text: &str) -> anyhow::Result<ServeConfig> {
+        parse_with_env(text, |_| None)
+    }
+
+    fn parse_with_env(
+        text: &str,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> anyhow::Result<ServeConfig> {
         let dir = std::env::temp_dir().join(format!("toolwire-config-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
         let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let path = dir.join(format!("serve-{n}.toml"));
         std::fs::write(&path, text).unwrap();
-        let result = load(&path);
+        let result = load_with_env(&path, env);
         let _ = std::fs::remove_file(&path);
         result
     }
@@ -166,6 +261,40 @@ mod tests {
         assert_eq!(config.tools["add"].scopes, ["math"]);
         assert!(config.oauth().is_some());
         assert!(parse("[tools.echo]\n").unwrap().oauth().is_none());
+    }
+
+    #[test]
+    fn the_example_file_reads() {
+        let path = Path::new(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../examples/serve.toml"
+        ));
+        let text = std::fs::read_to_string(path).unwrap();
+        let config = parse_with_env(&text, |name| {
+            (name == "TOOLWIRE_INTROSPECTION_SECRET").then(|| "s3cret".to_owned())
+        })
+        .unwrap();
+        assert!(config.oauth().is_some());
+        assert_eq!(config.secret.as_deref(), Some("s3cret"));
+        assert!(!config.tools.is_empty());
+    }
+
+    #[test]
+    fn the_introspection_secret_comes_from_the_environment() {
+        let text = "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.introspection]\nclient_id = \"rs\"\nclient_secret_env = \"RS_SECRET\"\n";
+        let error = parse(text).unwrap_err().to_string();
+        assert!(
+            error.contains("RS_SECRET") && error.contains("client_secret_env"),
+            "{error}"
+        );
+        let config = parse_with_env(text, |n| (n == "RS_SECRET").then(|| "x".to_owned())).unwrap();
+        assert!(format!("{:?}", config.oauth().unwrap()).contains("introspection"));
+        let literal = "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.introspection]\nclient_id = \"rs\"\nclient_secret = \"x\"\n";
+        let error = parse(literal).unwrap_err().to_string();
+        assert!(
+            error.contains("client_secret"),
+            "secrets never in the file: {error}"
+        );
     }
 
     #[test]
@@ -191,6 +320,14 @@ mod tests {
             ("[tools.add]\nscope = [\"math\"]\n", "scope"),
             ("[tools.add]\nscopes = \"math\"\n", "scopes"),
             ("[server]\nport = 1\n", "server"),
+            (
+                "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.scope_implies]\nadmin = [\"a b\"]\n",
+                "auth.scope_implies.admin",
+            ),
+            (
+                "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.introspection]\nclient_id = \"rs\"\nclient_secret_env = \"X\"\nendpoint = \"ftp://x\"\n",
+                "auth.introspection.endpoint",
+            ),
             ("not toml at all", "toolwire-config"),
         ];
         for (text, needle) in cases {

@@ -28,6 +28,10 @@ struct Cli {
 enum Command {
     /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time,
     /// greet, toggle_shout) to 2026-07-28 clients and to legacy (2025-11-25) ones.
+    ///
+    /// On stdio the caller is who the environment says: TOOLWIRE_PRINCIPAL (binds its request
+    /// state and tasks) and TOOLWIRE_SCOPES (space-separated; tools needing other scopes are
+    /// hidden and refused).
     Serve {
         /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080).
         #[arg(long, value_name = "ADDR")]
@@ -38,8 +42,8 @@ enum Command {
         /// Refuse clients that start with the 2025-11-25 `initialize` handshake.
         #[arg(long)]
         modern_only: bool,
-        /// A TOML file: `[auth]` (OAuth on HTTP) and per-tool settings (`[tools.add] scopes =
-        /// ["math"]`); see the README.
+        /// A TOML file: `[auth]` (OAuth on HTTP: JWTs, introspection, scope hierarchy) and
+        /// per-tool settings (`[tools.add] scopes = ["math"]`); see examples/serve.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
     },
@@ -150,8 +154,12 @@ async fn serve(
     }
     server.shutdown_on_signal();
     let Some(addr) = addr else {
-        tracing::info!("serving the example tools on stdio");
-        stdio::serve(server).await.context("stdio transport")?;
+        // stdio has no access tokens: the caller is who the environment says.
+        let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;
+        tracing::info!(?caller, "serving the example tools on stdio");
+        stdio::serve_with(server, caller)
+            .await
+            .context("stdio transport")?;
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };

@@ -370,3 +370,73 @@ fn discover_call_and_watch_over_http() {
     };
     assert!(status.success());
 }
+
+/// stdio has no OAuth (A-01): the caller's scopes come from the environment the host starts the
+/// server with, and the per-tool scopes of `--config` hold as over HTTP.
+#[test]
+fn stdio_scopes_come_from_the_environment() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-stdio-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("scopes.toml");
+    std::fs::write(&config, "[tools.add]\nscopes = [\"math\"]\n").unwrap();
+    let server = format!("{BIN} serve --config {}", config.display());
+
+    let everything = toolwire(&["tools", &server]);
+    assert!(
+        stdout(&everything).contains("add("),
+        "no scopes set: no checks\n{}",
+        stderr(&everything)
+    );
+
+    let reader = [
+        "-e",
+        "TOOLWIRE_SCOPES=tools:read",
+        "-e",
+        "TOOLWIRE_PRINCIPAL=ada",
+    ];
+    let listed = toolwire(&[&["tools", &server][..], &reader[..]].concat());
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(stdout(&listed).contains("echo("), "{}", stdout(&listed));
+    assert!(
+        !stdout(&listed).contains("add("),
+        "add needs math: {}",
+        stdout(&listed)
+    );
+    let refused = toolwire(
+        &[
+            &["call", &server, "add", r#"{"a": 1, "b": 2}"#][..],
+            &reader[..],
+        ]
+        .concat(),
+    );
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        stderr(&refused).contains("insufficient scope"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let math = ["-e", "TOOLWIRE_SCOPES=math"];
+    let sum = toolwire(
+        &[
+            &["call", &server, "add", r#"{"a": 1, "b": 2}"#][..],
+            &math[..],
+        ]
+        .concat(),
+    );
+    assert!(sum.status.success(), "{}", stderr(&sum));
+
+    let empty = Command::new(BIN)
+        .arg("serve")
+        .env("TOOLWIRE_PRINCIPAL", "")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(empty.status.code(), Some(2), "{empty:?}");
+    assert!(
+        stderr(&empty).contains("TOOLWIRE_PRINCIPAL is set but empty"),
+        "{}",
+        stderr(&empty)
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -7,6 +7,11 @@
 //! session: its requests without a 2026-07-28 `_meta` run with what it declared at
 //! `initialize`, list changes and updates of subscribed resources are sent on it, and the
 //! server's own requests to the client (input for a handler) are answered on it.
+//!
+//! stdio has no OAuth: whoever started the process is the caller. [`StdioConfig`] names
+//! that caller's principal and, optionally, the scopes it holds, usually from the environment
+//! ([`StdioConfig::from_env`]: `TOOLWIRE_PRINCIPAL`, `TOOLWIRE_SCOPES`), so that request state,
+//! tasks and per-tool scopes work as over HTTP.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -36,13 +41,92 @@ use crate::server::Server;
 /// How long requests still running at EOF may take to finish before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
+/// The environment variable naming the stdio caller's principal.
+pub const PRINCIPAL_ENV: &str = "TOOLWIRE_PRINCIPAL";
+/// The environment variable listing the stdio caller's scopes, space-separated.
+pub const SCOPES_ENV: &str = "TOOLWIRE_SCOPES";
+
+/// Who the process on the other end of stdio is. By default nobody in particular: no principal,
+/// and no scope checks (every tool is visible and callable).
+#[derive(Debug, Clone, Default)]
+pub struct StdioConfig {
+    principal: Option<Arc<str>>,
+    scopes: Option<Arc<[String]>>,
+}
+
+impl StdioConfig {
+    /// The caller's principal: binds its request state and owns its tasks.
+    pub fn principal(mut self, principal: impl Into<String>) -> Self {
+        self.principal = Some(principal.into().into());
+        self
+    }
+
+    /// The scopes the caller holds: tools, prompts and resources that need others are hidden
+    /// and refused, as for an OAuth token with these scopes.
+    pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
+        self.scopes = Some(scopes.into_iter().map(Into::into).collect());
+        self
+    }
+
+    /// From the environment (A-01: stdio takes its credentials from the environment):
+    /// `TOOLWIRE_PRINCIPAL` and `TOOLWIRE_SCOPES` (space-separated). Unset means none; set but
+    /// empty or not Unicode is an error naming the variable.
+    pub fn from_env() -> std::result::Result<Self, String> {
+        Self::from_vars(|name| std::env::var_os(name))
+    }
+
+    fn from_vars(
+        var: impl Fn(&str) -> Option<std::ffi::OsString>,
+    ) -> std::result::Result<Self, String> {
+        let read = |name: &str| -> std::result::Result<Option<String>, String> {
+            match var(name) {
+                None => Ok(None),
+                Some(value) => value
+                    .into_string()
+                    .map(Some)
+                    .map_err(|_| format!("{name} is not valid Unicode")),
+            }
+        };
+        let mut config = StdioConfig::default();
+        if let Some(principal) = read(PRINCIPAL_ENV)? {
+            if principal.trim().is_empty() {
+                return Err(format!("{PRINCIPAL_ENV} is set but empty"));
+            }
+            config = config.principal(principal.trim());
+        }
+        if let Some(scopes) = read(SCOPES_ENV)? {
+            config = config.scopes(scopes.split_ascii_whitespace());
+        }
+        Ok(config)
+    }
+}
+
 /// Serves `server` on the process's stdin and stdout until stdin closes or the server shuts down.
 pub async fn serve(server: Server) -> Result<()> {
-    serve_io(server, tokio::io::stdin(), tokio::io::stdout()).await
+    serve_with(server, StdioConfig::default()).await
+}
+
+/// [`serve`] for the caller `config` describes.
+pub async fn serve_with(server: Server, config: StdioConfig) -> Result<()> {
+    serve_io_with(server, tokio::io::stdin(), tokio::io::stdout(), config).await
 }
 
 /// Serves `server` on any byte stream pair (a child's pipes, an in-memory duplex in tests).
 pub async fn serve_io<R, W>(server: Server, reader: R, writer: W) -> Result<()>
+where
+    R: AsyncRead + Unpin + Send,
+    W: AsyncWrite + Unpin + Send + 'static,
+{
+    serve_io_with(server, reader, writer, StdioConfig::default()).await
+}
+
+/// [`serve_io`] for the caller `config` describes.
+pub async fn serve_io_with<R, W>(
+    server: Server,
+    reader: R,
+    writer: W,
+    config: StdioConfig,
+) -> Result<()>
 where
     R: AsyncRead + Unpin + Send,
     W: AsyncWrite + Unpin + Send + 'static,
@@ -57,6 +141,7 @@ where
         generation: 0,
         tasks: JoinSet::new(),
         legacy: None,
+        caller: config,
     };
     let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
     loop {
@@ -99,6 +184,8 @@ struct Connection {
     tasks: JoinSet<()>,
     /// Set once a legacy client initialized this connection.
     legacy: Option<LegacyConnection>,
+    /// Who is on the other end.
+    caller: StdioConfig,
 }
 
 /// A legacy client's session on this connection.
@@ -165,7 +252,9 @@ impl Connection {
             self.closing.clone(),
             Some(Outbound(self.tx.clone())),
             self.server.inner.config.logging,
-        );
+        )
+        .with_principal(self.caller.principal.clone())
+        .with_scopes(self.caller.scopes.clone());
         let server = self.server.clone();
         let request_id = id.clone();
         let work = Box::pin(async move {
@@ -248,7 +337,7 @@ impl Connection {
             result.protocol_version.clone(),
             params.capabilities,
             params.client_info,
-            None,
+            self.caller.principal.as_deref().map(str::to_owned),
         );
         let legacy = LegacyConnection {
             session: Arc::new(Mutex::new(session)),
@@ -296,7 +385,7 @@ impl Connection {
                 let (generation, cancel) = self.track(&id)?;
                 let call = LegacyCall {
                     session,
-                    scopes: None,
+                    scopes: self.caller.scopes.clone(),
                     peer,
                     outbound: Some(Outbound(self.tx.clone())),
                     cancel: cancel.clone(),
@@ -529,6 +618,35 @@ impl<R: AsyncRead + Unpin> LineReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_caller_comes_from_the_environment() {
+        let env = |pairs: &'static [(&'static str, &'static str)]| {
+            move |name: &str| {
+                pairs
+                    .iter()
+                    .find(|(k, _)| *k == name)
+                    .map(|(_, v)| std::ffi::OsString::from(v))
+            }
+        };
+        let none = StdioConfig::from_vars(env(&[])).unwrap();
+        assert!(none.principal.is_none() && none.scopes.is_none());
+        let set = StdioConfig::from_vars(env(&[
+            (PRINCIPAL_ENV, " ada "),
+            (SCOPES_ENV, "math  tools:read"),
+        ]))
+        .unwrap();
+        assert_eq!(set.principal.as_deref(), Some("ada"));
+        assert_eq!(set.scopes.as_deref().unwrap(), ["math", "tools:read"]);
+        let no_scopes = StdioConfig::from_vars(env(&[(SCOPES_ENV, "")])).unwrap();
+        assert_eq!(
+            no_scopes.scopes.as_deref().unwrap().len(),
+            0,
+            "set but empty: no scopes"
+        );
+        let err = StdioConfig::from_vars(env(&[(PRINCIPAL_ENV, "  ")])).unwrap_err();
+        assert!(err.contains(PRINCIPAL_ENV), "{err}");
+    }
 
     async fn lines(input: &[u8], max: usize) -> Vec<Line> {
         let mut reader = LineReader::new(input, max);

@@ -12,9 +12,10 @@ use base64::Engine as _;
 use jsonwebtoken::{Algorithm, EncodingKey, Header};
 use serde_json::{Value, json};
 use toolwire_server::http::{HttpConfig, OAuth};
+use toolwire_server::protocol::ResourceContents;
 use toolwire_server::{
-    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, TaskSupport, Tool,
-    ToolError,
+    Elicited, InputRequired, NoArgs, Prompt, RequestContext, Resource, ResourceTemplate, Server,
+    Structured, TaskSupport, Tool, ToolError,
 };
 
 use crate::support::*;
@@ -127,6 +128,43 @@ pub fn server() -> Server {
             })
             .description("Asks, with sealed state"),
         )
+        .prompt(Prompt::new("hello", |_, _: RequestContext| async {
+            Ok::<_, ToolError>("Say hello.".to_owned())
+        }))
+        .prompt(
+            Prompt::new("plan", |_, _: RequestContext| async {
+                Ok::<_, ToolError>("Make a plan.".to_owned())
+            })
+            .scopes(["plans"]),
+        )
+        .resource(Resource::new(
+            "notes://public",
+            "public",
+            |uri, _: RequestContext| async move {
+                Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "open"))
+            },
+        ))
+        .resource(
+            Resource::new(
+                "notes://secret",
+                "secret",
+                |uri, _: RequestContext| async move {
+                    Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "closed"))
+                },
+            )
+            .scopes(["secrets"]),
+        )
+        .resource_template(
+            ResourceTemplate::new(
+                "vault://{key}",
+                "vault",
+                |uri, _, _: RequestContext| async move {
+                    Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "locked"))
+                },
+            )
+            .complete("key", |typed, _| vec![format!("{typed}1")])
+            .scopes(["secrets"]),
+        )
         .tool(
             Tool::new("slow", |_: NoArgs, _: RequestContext| async {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
@@ -155,7 +193,8 @@ impl Fixture {
         let resource = format!("http://{addr}/mcp");
         let config = HttpConfig::default().oauth(
             OAuth::new(issuer.url.clone(), resource.clone())
-                .scopes_supported(["tools:read", "math"]),
+                .scopes_supported(["tools:read", "math"])
+                .scope_implies("admin", ["math", "secrets", "plans"]),
         );
         let server = server();
         let task = tokio::spawn(toolwire_server::http::serve(
@@ -400,14 +439,111 @@ async fn one_principal_cannot_use_another_ones_request_state_or_session() {
     assert_eq!(legacy(&alice, Some(&session), &list).await.status, 200);
     let add = json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "add", "arguments": {"a": 1, "b": 1}}});
     let refused = legacy(&alice, Some(&session), &add).await;
-    let message = refused.last()["error"]["message"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned();
-    assert!(
-        message.contains("insufficient scope"),
-        "checked on every call: {}",
+    assert_eq!(
+        refused.status, 403,
+        "a legacy client can step up too: {}",
         refused.body
     );
+    let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+    assert!(
+        challenge.contains("error=\"insufficient_scope\"") && challenge.contains("scope=\"math\""),
+        "{challenge}"
+    );
+    assert_eq!(refused.last()["id"], 3);
+    let admin = f.token("alice", "admin");
+    let added = legacy(&admin, Some(&session), &add).await;
+    assert_eq!(
+        added.last()["result"]["structuredContent"]["total"],
+        2,
+        "the same principal with a broader scope (admin implies math): {}",
+        added.body
+    );
+    f.server.stop().await;
+}
+
+#[tokio::test]
+async fn prompts_resources_and_completions_follow_scopes() {
+    let f = Fixture::start().await;
+    let reader = f.token("carol", "tools:read");
+    let admin = f.token("carol", "admin");
+    let names = |reply: &Reply, field: &str, key: &str| -> Vec<String> {
+        reply.last()["result"][field]
+            .as_array()
+            .unwrap_or_else(|| panic!("{}", reply.body))
+            .iter()
+            .map(|p| p[key].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let prompts = f
+        .post_as(Some(&reader), &request(1, "prompts/list", json!({})))
+        .await;
+    assert_eq!(names(&prompts, "prompts", "name"), ["hello"]);
+    assert_eq!(prompts.last()["result"]["cacheScope"], "private");
+    let resources = f
+        .post_as(Some(&reader), &request(2, "resources/list", json!({})))
+        .await;
+    assert_eq!(names(&resources, "resources", "uri"), ["notes://public"]);
+    assert_eq!(resources.last()["result"]["cacheScope"], "private");
+    let templates = f
+        .post_as(
+            Some(&reader),
+            &request(3, "resources/templates/list", json!({})),
+        )
+        .await;
+    assert!(names(&templates, "resourceTemplates", "uriTemplate").is_empty());
+
+    let forbidden = [
+        (request(4, "prompts/get", json!({"name": "plan"})), "plans"),
+        (
+            request(5, "resources/read", json!({"uri": "notes://secret"})),
+            "secrets",
+        ),
+        (
+            request(6, "resources/read", json!({"uri": "vault://key1"})),
+            "secrets",
+        ),
+        (
+            request(
+                7,
+                "completion/complete",
+                json!({
+                "ref": {"type": "ref/resource", "uri": "vault://{key}"},
+                "argument": {"name": "key", "value": "k"}}),
+            ),
+            "secrets",
+        ),
+    ];
+    for (body, scope) in &forbidden {
+        let refused = f.post_as(Some(&reader), body).await;
+        assert_eq!(refused.status, 403, "{body}: {}", refused.body);
+        let challenge = refused.headers["www-authenticate"].to_str().unwrap();
+        assert!(
+            challenge.contains(&format!("scope=\"{scope}\""))
+                && challenge.contains("insufficient_scope"),
+            "{body}: {challenge}"
+        );
+    }
+    let public = f
+        .post_as(
+            Some(&reader),
+            &request(8, "resources/read", json!({"uri": "notes://public"})),
+        )
+        .await;
+    assert_eq!(public.last()["result"]["contents"][0]["text"], "open");
+
+    // A broader scope implies the narrower ones (A-07: scope hierarchies).
+    let prompts = f
+        .post_as(Some(&admin), &request(9, "prompts/list", json!({})))
+        .await;
+    assert_eq!(names(&prompts, "prompts", "name"), ["hello", "plan"]);
+    for (body, _) in &forbidden {
+        let served = f.post_as(Some(&admin), body).await;
+        assert_eq!(served.status, 200, "{body}: {}", served.body);
+        assert!(
+            served.last()["result"].is_object(),
+            "{body}: {}",
+            served.body
+        );
+    }
     f.server.stop().await;
 }

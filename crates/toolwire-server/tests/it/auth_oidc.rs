@@ -130,12 +130,19 @@ struct Guarded {
 }
 
 async fn guarded(provider: &Provider) -> Guarded {
+    guarded_with(provider, |oauth| oauth).await
+}
+
+/// A guarded server whose OAuth settings `configure` adds to.
+async fn guarded_with(provider: &Provider, configure: impl FnOnce(OAuth) -> OAuth) -> Guarded {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let addr = listener.local_addr().unwrap();
     let resource = format!("http://{addr}/mcp");
-    let oauth = OAuth::new(provider.issuer(), resource.clone())
-        .scopes_supported(["tools:read", "math"])
-        .min_refresh_interval(Duration::from_secs(1));
+    let oauth = configure(
+        OAuth::new(provider.issuer(), resource.clone())
+            .scopes_supported(["tools:read", "math"])
+            .min_refresh_interval(Duration::from_secs(1)),
+    );
     let server = crate::auth::server();
     let task = tokio::spawn(toolwire_server::http::serve(
         server.clone(),
@@ -336,5 +343,148 @@ async fn scopes_and_principals_with_a_real_authorization_server() {
         call(&url, Some(&reader), &retry).await.last()["result"]["content"][0]["text"],
         "hello Ada"
     );
+    g.server.stop().await;
+}
+
+/// Opaque tokens, verified by the provider's RFC 7662 introspection endpoint (found in its
+/// metadata) with the resource server's own client credentials; JWTs still verified locally.
+#[tokio::test]
+async fn opaque_tokens_through_introspection_with_a_real_authorization_server() {
+    let provider = Provider::start();
+    let g = guarded_with(&provider, |oauth| {
+        oauth
+            .introspection("rs-introspect", "rs-introspect-secret")
+            .introspection_cache(Duration::ZERO)
+    })
+    .await;
+    let url = g.server.url.clone();
+    provider
+        .test_endpoint(
+            "resource",
+            json!({"resource": g.resource, "format": "opaque"}),
+        )
+        .await;
+    let opaque = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read")
+        .await;
+    assert_eq!(opaque.split('.').count(), 1, "an opaque token: {opaque}");
+
+    let who = call(&url, Some(&opaque), &whoami(1)).await;
+    let text = who.last()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", who.body))
+        .to_owned();
+    assert_eq!(
+        text,
+        format!("{} rs-test with [\"tools:read\"]", provider.issuer()),
+        "a client-credentials token's subject is its client"
+    );
+    let add = request(
+        2,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+    );
+    let refused = call(&url, Some(&opaque), &add).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+
+    // Revoked at the provider: refused on the next request (no introspection cache here).
+    let revoked = client_http()
+        .post(format!("{}/token/revocation", provider.issuer()))
+        .basic_auth("rs-test", Some("rs-secret"))
+        .header("content-type", "application/x-www-form-urlencoded")
+        .body(format!(
+            "token={}&token_type_hint=access_token",
+            encode(&opaque)
+        ))
+        .send()
+        .await
+        .unwrap();
+    assert!(revoked.status().is_success(), "{:?}", revoked.status());
+    let after = call(&url, Some(&opaque), &whoami(3)).await;
+    assert_eq!(after.status, 401, "{}", after.body);
+    assert!(
+        after.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("invalid_token")
+    );
+
+    // An opaque token for another resource is refused.
+    let elsewhere = "http://127.0.0.1:9/other";
+    provider
+        .test_endpoint(
+            "resource",
+            json!({"resource": elsewhere, "format": "opaque"}),
+        )
+        .await;
+    let foreign = provider
+        .token("rs-test", "rs-secret", elsewhere, "tools:read")
+        .await;
+    assert_eq!(call(&url, Some(&foreign), &whoami(4)).await.status, 401);
+    assert_eq!(
+        call(&url, Some(&"x".repeat(43)), &whoami(5)).await.status,
+        401,
+        "junk"
+    );
+
+    // JWTs still work beside introspection, verified locally.
+    provider
+        .test_endpoint("resource", json!({"resource": g.resource, "format": "jwt"}))
+        .await;
+    let jwt = provider
+        .token("rs-test-2", "rs-secret-2", &g.resource, "tools:read math")
+        .await;
+    assert_eq!(jwt.split('.').count(), 3);
+    let sum = call(&url, Some(&jwt), &add).await;
+    assert_eq!(
+        sum.last()["result"]["structuredContent"]["total"],
+        3,
+        "{}",
+        sum.body
+    );
+    g.server.stop().await;
+
+    // Wrong introspection credentials are the operator's problem: 503, not the caller's 401.
+    let misconfigured = guarded_with(&provider, |oauth| {
+        oauth.introspection("rs-introspect", "not-the-secret")
+    })
+    .await;
+    provider
+        .test_endpoint(
+            "resource",
+            json!({"resource": misconfigured.resource, "format": "opaque"}),
+        )
+        .await;
+    let opaque = provider
+        .token(
+            "rs-test",
+            "rs-secret",
+            &misconfigured.resource,
+            "tools:read",
+        )
+        .await;
+    let unavailable = call(&misconfigured.server.url, Some(&opaque), &whoami(6)).await;
+    assert_eq!(unavailable.status, 503, "{}", unavailable.body);
+    misconfigured.server.stop().await;
+}
+
+/// oidc-provider cannot introspect its JWTs (400 `unsupported_token_type`): with every token
+/// introspected, a JWT gets 503 (the operator's setting is wrong), never a 200 nor a 401 that
+/// would send the client for a new token. (That a revoked JWT is refused when the issuer can
+/// introspect it is tested in toolwire-auth's `introspect` tests.)
+#[tokio::test]
+async fn introspecting_jwts_the_provider_cannot_introspect_is_unavailable() {
+    let provider = Provider::start();
+    let g = guarded_with(&provider, |oauth| {
+        oauth
+            .introspection("rs-introspect", "rs-introspect-secret")
+            .introspect_all_tokens()
+    })
+    .await;
+    let jwt = provider
+        .token("rs-test", "rs-secret", &g.resource, "tools:read")
+        .await;
+    let reply = call(&g.server.url, Some(&jwt), &whoami(1)).await;
+    assert_eq!(reply.status, 503, "{}", reply.body);
     g.server.stop().await;
 }
