@@ -371,6 +371,13 @@ impl Server {
         }
     }
 
+    /// The OAuth scopes reading `uri` needs (none for an unknown URI).
+    pub(crate) fn resource_scopes(&self, uri: &str) -> Vec<String> {
+        self.resource_reader(uri)
+            .map(|(_, _, scopes)| scopes)
+            .unwrap_or_default()
+    }
+
     /// The OAuth scopes the request addresses needs: the tool called, the prompt got, the
     /// resource read or the prompt or template completed; empty for anything else, or for
     /// something unknown (whose request then fails as unknown). A transport with OAuth answers

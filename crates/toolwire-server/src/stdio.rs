@@ -29,6 +29,7 @@ use toolwire_protocol::{
     CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
 };
 
+use crate::catalog::permits;
 use crate::context::{Frame, Outbound, RequestContext};
 use crate::dispatch::{Final, read_frame};
 use crate::error::Result;
@@ -36,6 +37,7 @@ use crate::legacy::{
     LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
     read_initialize,
 };
+use crate::offers::insufficient_scope;
 use crate::server::Server;
 
 /// How long requests still running at EOF may take to finish before they are cancelled.
@@ -374,6 +376,10 @@ impl Connection {
             LegacyStep::Ping => {}
             LegacyStep::SetLevel(level) => legacy.session().log_level = Some(level),
             LegacyStep::Subscribe(uri) => {
+                let needed = self.server.resource_scopes(&uri);
+                if !permits(self.caller.scopes.as_deref(), &needed) {
+                    return Err(insufficient_scope("resource", &uri, &needed));
+                }
                 legacy.session().subscriptions.insert(uri);
             }
             LegacyStep::Unsubscribe(uri) => {

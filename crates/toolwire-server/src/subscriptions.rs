@@ -16,6 +16,7 @@ use toolwire_protocol::{
     NotificationMeta, RequestId, ResourceUpdatedParams, ResultMeta, ResultType, SubscriptionFilter,
 };
 
+use crate::catalog::permits;
 use crate::context::RequestContext;
 use crate::dispatch::Final;
 use crate::offers::covers;
@@ -28,9 +29,16 @@ pub(crate) struct ListenMessage {
 }
 
 impl Server {
-    /// The part of `filter` this server honours (L-04): kinds it does not offer are left out.
-    pub(crate) fn honoured(&self, filter: &SubscriptionFilter) -> SubscriptionFilter {
+    /// The part of `filter` this server honours (L-04): kinds it does not offer are left out,
+    /// and so are resources the caller's scopes (`granted`, with OAuth) do not let it read: a
+    /// subscription must not tell a caller when something it may not read changes.
+    pub(crate) fn honoured(
+        &self,
+        filter: &SubscriptionFilter,
+        granted: Option<&[String]>,
+    ) -> SubscriptionFilter {
         let offers = self.inner.offers;
+        let readable = |uri: &String| permits(granted, &self.resource_scopes(uri));
         let asked =
             |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
         SubscriptionFilter {
@@ -39,7 +47,13 @@ impl Server {
             resources_list_changed: asked(filter.resources_list_changed, offers.resources),
             resource_subscriptions: filter
                 .resource_subscriptions
-                .clone()
+                .as_ref()
+                .map(|uris| {
+                    uris.iter()
+                        .filter(|u| readable(u))
+                        .cloned()
+                        .collect::<Vec<_>>()
+                })
                 .filter(|uris| offers.resources && !uris.is_empty()),
         }
     }
@@ -51,10 +65,11 @@ impl Server {
         &self,
         id: RequestId,
         filter: &SubscriptionFilter,
+        granted: Option<&[String]>,
         cancel: CancellationToken,
         closing: CancellationToken,
     ) -> impl Stream<Item = ListenMessage> + Send + 'static {
-        let honoured = self.honoured(filter);
+        let honoured = self.honoured(filter, granted);
         // Subscribe before acknowledging so no change between the two is missed.
         let mut changes = self.inner.changes.subscribe();
         let result_meta = self.result_meta();
@@ -99,6 +114,7 @@ impl Server {
         let stream = self.listen_stream(
             id.clone(),
             &filter,
+            ctx.scopes(),
             ctx.cancellation().clone(),
             ctx.closing().clone(),
         );

@@ -362,6 +362,13 @@ async fn request(
         LegacyStep::Ping => single_reply(empty_result(&id), accept, state),
         LegacyStep::SetLevel(level) => update(Box::new(move |r| r.log_level = Some(level))).await,
         LegacyStep::Subscribe(uri) => {
+            // Updates of a resource the caller may not read are not its business.
+            if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
+                let needed = server.resource_scopes(&uri);
+                if !needed.iter().all(|s| granted.contains(s)) {
+                    return guard.insufficient_scope(&needed, Some(&id)).into_response();
+                }
+            }
             update(Box::new(move |r| {
                 r.subscriptions.insert(uri);
             }))

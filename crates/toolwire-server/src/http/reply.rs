@@ -44,6 +44,7 @@ pub(super) async fn run(
         let stream = server.listen_stream(
             id,
             filter,
+            caller.scopes.as_deref(),
             CancellationToken::new(),
             server.shutdown_token(),
         );

@@ -166,6 +166,28 @@ pub fn server() -> Server {
             .scopes(["secrets"]),
         )
         .tool(
+            Tool::new(
+                "confirm_math",
+                |_: NoArgs, ctx: RequestContext| async move {
+                    match ctx.elicited::<Name>("name")? {
+                        Some(Elicited::Accepted(n)) => Ok::<_, ToolError>(format!(
+                            "{} confirmed with {:?}",
+                            n.name,
+                            ctx.scopes().unwrap_or_default()
+                        )),
+                        _ => {
+                            // A call that waits becomes a task.
+                            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+                            Err(InputRequired::new().elicit::<Name>("name", "Name?").into())
+                        }
+                    }
+                },
+            )
+            .description("A task that asks, needs math")
+            .task_support(TaskSupport::Required)
+            .scopes(["math"]),
+        )
+        .tool(
             Tool::new("slow", |_: NoArgs, _: RequestContext| async {
                 tokio::time::sleep(std::time::Duration::from_millis(200)).await;
                 "slept"
@@ -344,7 +366,7 @@ async fn scopes_decide_what_a_caller_sees_and_may_call() {
     let list = f
         .post_as(Some(&both), &request(3, "tools/list", json!({})))
         .await;
-    assert_eq!(list.last()["result"]["tools"].as_array().unwrap().len(), 5);
+    assert_eq!(list.last()["result"]["tools"].as_array().unwrap().len(), 6);
 
     let who = f
         .post_as(
@@ -531,6 +553,18 @@ async fn prompts_resources_and_completions_follow_scopes() {
         .await;
     assert_eq!(public.last()["result"]["contents"][0]["text"], "open");
 
+    // A subscription to a resource the caller may not read is not honoured (L-04): the
+    // acknowledgement lists only what it will hear about.
+    let filter = json!({"resourceSubscriptions": ["notes://secret", "notes://public"]});
+    assert_eq!(
+        listen_ack(&f, &reader, &filter).await["resourceSubscriptions"],
+        json!(["notes://public"])
+    );
+    assert_eq!(
+        listen_ack(&f, &admin, &filter).await["resourceSubscriptions"],
+        json!(["notes://secret", "notes://public"])
+    );
+
     // A broader scope implies the narrower ones (A-07: scope hierarchies).
     let prompts = f
         .post_as(Some(&admin), &request(9, "prompts/list", json!({})))
@@ -545,5 +579,102 @@ async fn prompts_resources_and_completions_follow_scopes() {
             served.body
         );
     }
+    f.server.stop().await;
+}
+
+/// The `notifications` a listen stream's acknowledgement says it honours.
+async fn listen_ack(f: &Fixture, token: &str, filter: &Value) -> Value {
+    use futures::StreamExt as _;
+    let body = request(90, "subscriptions/listen", json!({"notifications": filter}));
+    let mut req = client()
+        .post(&f.server.url)
+        .header("authorization", format!("Bearer {token}"))
+        .body(body.to_string());
+    for (k, v) in standard_headers(&body) {
+        req = req.header(k, v);
+    }
+    let resp = req.send().await.unwrap();
+    assert_eq!(resp.status(), 200);
+    let mut bytes = resp.bytes_stream();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = tokio::time::timeout(std::time::Duration::from_secs(5), bytes.next())
+            .await
+            .expect("the acknowledgement within 5 s")
+            .expect("a chunk")
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let ack = sse_messages(&text).remove(0);
+    assert_eq!(
+        ack["method"], "notifications/subscriptions/acknowledged",
+        "{ack}"
+    );
+    ack["params"]["notifications"].clone()
+}
+
+/// Answering a task's input makes its handler run again: the scopes are checked again on the
+/// update (T-21), and the later steps run with the scopes of the call that started the task.
+#[tokio::test]
+async fn a_task_update_needs_the_tools_scopes_too() {
+    let f = Fixture::start().await;
+    let with_tasks = |mut body: Value| {
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] =
+            json!({"extensions": {"io.modelcontextprotocol/tasks": {}}, "elicitation": {}});
+        body
+    };
+    let full = f.token("dan", "tools:read math");
+    let created = f
+        .post_as(
+            Some(&full),
+            &with_tasks(request(
+                1,
+                "tools/call",
+                json!({"name": "confirm_math", "arguments": {}}),
+            )),
+        )
+        .await;
+    let task_id = created.last()["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", created.body))
+        .to_owned();
+    let get = with_tasks(request(2, "tasks/get", json!({"taskId": task_id})));
+    let mut status = Value::Null;
+    for _ in 0..100 {
+        status = f.post_as(Some(&full), &get).await.last()["result"].clone();
+        if status["status"] == "input_required" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(status["status"], "input_required", "{status}");
+    let update = with_tasks(request(
+        3,
+        "tasks/update",
+        json!({"taskId": task_id, "inputResponses": {
+            "name": {"action": "accept", "content": {"name": "Dan"}}}}),
+    ));
+    let narrowed = f.token("dan", "tools:read");
+    let refused = f.post_as(Some(&narrowed), &update).await;
+    assert_eq!(refused.status, 403, "{}", refused.body);
+    assert!(
+        refused.headers["www-authenticate"]
+            .to_str()
+            .unwrap()
+            .contains("scope=\"math\"")
+    );
+    let accepted = f.post_as(Some(&full), &update).await;
+    assert_eq!(accepted.status, 200, "{}", accepted.body);
+    for _ in 0..100 {
+        status = f.post_as(Some(&full), &get).await.last()["result"].clone();
+        if status["status"] == "completed" {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        status["result"]["content"][0]["text"], "Dan confirmed with [\"tools:read\", \"math\"]",
+        "{status}"
+    );
     f.server.stop().await;
 }
