@@ -78,9 +78,14 @@ impl HttpServer {
     }
 
     fn start_with(args: &[&str]) -> HttpServer {
+        HttpServer::start_with_env(args, &[])
+    }
+
+    fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(BIN)
             .arg("serve")
             .args(args)
+            .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
@@ -438,5 +443,164 @@ fn stdio_scopes_come_from_the_environment() {
         "{}",
         stderr(&empty)
     );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The npm oidc-provider on 127.0.0.1 (installed by `scripts/oidc`), killed on drop.
+struct Provider {
+    child: Child,
+    ready: serde_json::Value,
+}
+
+impl Provider {
+    fn start() -> Provider {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
+        let path = Command::new("bash")
+            .args([script, "path"])
+            .output()
+            .unwrap();
+        assert!(path.status.success(), "{}", stderr(&path));
+        let text = stdout(&path);
+        let mut lines = text.lines();
+        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
+        let mut child = Command::new(node)
+            .args([provider, "0", "--watch-stdin"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        Provider {
+            child,
+            ready: serde_json::from_str(&line).unwrap(),
+        }
+    }
+
+    fn issuer(&self) -> &str {
+        self.ready["issuer"].as_str().unwrap()
+    }
+
+    /// POSTs to the provider: one HTTP/1.1 exchange on loopback, the reply as text.
+    fn post(&self, path: &str, content_type: &str, auth: Option<&str>, body: &str) -> String {
+        let addr = self.issuer().trim_start_matches("http://").to_owned();
+        let auth = auth.map_or(String::new(), |a| format!("Authorization: Basic {a}\r\n"));
+        raw_http(
+            &addr,
+            &format!(
+                "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: {content_type}\r\n{auth}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    }
+}
+
+impl Drop for Provider {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// `toolwire serve --http --config` with `[auth.introspection]`, its secret in the environment,
+/// accepting opaque tokens of a real authorization server, and the client commands presenting
+/// them with `--bearer`: what an operator and a user of the CLI meet.
+#[test]
+fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
+    let provider = Provider::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-introspect-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[auth]\nissuer = \"{}\"\nresource = \"{resource}\"\n\n[auth.introspection]\nclient_id = \"rs-introspect\"\nclient_secret_env = \"RS_SECRET\"\n\n[tools.add]\nscopes = [\"math\"]\n",
+            provider.issuer()
+        ),
+    )
+    .unwrap();
+    let config = config.to_str().unwrap().to_owned();
+
+    let missing = toolwire(&["serve", "--http", "127.0.0.1:0", "--config", &config]);
+    assert!(
+        stderr(&missing).contains("RS_SECRET is unset or empty"),
+        "{}",
+        stderr(&missing)
+    );
+
+    let addr = format!("127.0.0.1:{port}");
+    let server = HttpServer::start_with_env(
+        &["--http", &addr, "--config", &config],
+        &[("RS_SECRET", "rs-introspect-secret")],
+    );
+    let set = provider.post(
+        "/__test/resource",
+        "application/json",
+        None,
+        &format!(r#"{{"resource": "{resource}", "format": "opaque"}}"#),
+    );
+    assert!(set.starts_with("HTTP/1.1 200"), "{set}");
+    let token_for = |scope: &str| {
+        let reply = provider.post(
+            "/token",
+            "application/x-www-form-urlencoded",
+            Some("cnMtdGVzdDpycy1zZWNyZXQ="), // rs-test:rs-secret
+            &format!(
+                "grant_type=client_credentials&resource={}&scope={}",
+                resource.replace(':', "%3A").replace('/', "%2F"),
+                scope.replace(' ', "+").replace(':', "%3A")
+            ),
+        );
+        let body = &reply[reply.find("\r\n\r\n").unwrap() + 4..];
+        let json: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+        json["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{reply}"))
+            .to_owned()
+    };
+    let reader = token_for("tools:read");
+    assert!(!reader.contains('.'), "opaque: {reader}");
+
+    let anonymous = toolwire(&["tools", &server.url]);
+    assert_ne!(anonymous.status.code(), Some(0));
+    let listed = toolwire(&["tools", &server.url, "--bearer", &reader]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(stdout(&listed).contains("echo("), "{}", stdout(&listed));
+    assert!(!stdout(&listed).contains("add("), "{}", stdout(&listed));
+    let refused = toolwire(&[
+        "call",
+        &server.url,
+        "add",
+        r#"{"a": 1, "b": 2}"#,
+        "--bearer",
+        &reader,
+    ]);
+    assert_eq!(refused.status.code(), Some(2), "{refused:?}");
+    assert!(
+        stderr(&refused).contains("insufficient scope: this needs math"),
+        "{}",
+        stderr(&refused)
+    );
+
+    let math = token_for("tools:read math");
+    let sum = toolwire(&[
+        "call",
+        &server.url,
+        "add",
+        r#"{"a": 1, "b": 2}"#,
+        "--bearer",
+        &math,
+    ]);
+    assert!(sum.status.success(), "{}", stderr(&sum));
+    assert!(stdout(&sum).contains('3'), "{}", stdout(&sum));
     let _ = std::fs::remove_dir_all(&dir);
 }
