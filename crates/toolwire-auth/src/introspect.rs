@@ -183,6 +183,13 @@ impl Introspector {
     }
 
     async fn introspect(&self, token: &str) -> Result<Introspected, TokenError> {
+        // Discovery too is a call to the issuer: it waits for a permit like the rest, so an
+        // issuer whose metadata is down is not asked more than max_concurrent times at once.
+        let _permit = self
+            .in_flight
+            .acquire()
+            .await
+            .map_err(|_| TokenError::Unavailable("the introspector is closed".into()))?;
         let endpoint = self
             .endpoint
             .get_or_try_init(|| async {
@@ -196,11 +203,6 @@ impl Introspector {
                 Ok::<_, TokenError>(meta.introspection_endpoint.unwrap_or_default())
             })
             .await?;
-        let _permit = self
-            .in_flight
-            .acquire()
-            .await
-            .map_err(|_| TokenError::Unavailable("the introspector is closed".into()))?;
         let unavailable = |e: String| TokenError::Unavailable(format!("{endpoint}: {e}"));
         let response = self
             .http
