@@ -343,6 +343,43 @@ async fn scopes_and_principals_with_a_real_authorization_server() {
         call(&url, Some(&reader), &retry).await.last()["result"]["content"][0]["text"],
         "hello Ada"
     );
+
+    // Nor read, answer or cancel the other's task.
+    let tasks = json!({"extensions": {"io.modelcontextprotocol/tasks": {}}});
+    let with_tasks = |mut body: Value| {
+        body["params"]["_meta"]["io.modelcontextprotocol/clientCapabilities"] = tasks.clone();
+        body
+    };
+    let slow = with_tasks(request(
+        5,
+        "tools/call",
+        json!({"name": "slow", "arguments": {}}),
+    ));
+    let created = call(&url, Some(&reader), &slow).await;
+    let task_id = created.last()["result"]["taskId"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{}", created.body))
+        .to_owned();
+    for (id, method) in [(6, "tasks/get"), (7, "tasks/update"), (8, "tasks/cancel")] {
+        let mut params = json!({"taskId": task_id});
+        if method == "tasks/update" {
+            params["inputResponses"] = json!({});
+        }
+        let foreign = call(&url, Some(&other), &with_tasks(request(id, method, params))).await;
+        assert_eq!(
+            foreign.error_code(),
+            Some(-32602),
+            "{method}: {}",
+            foreign.body
+        );
+    }
+    let own = call(
+        &url,
+        Some(&reader),
+        &with_tasks(request(9, "tasks/get", json!({"taskId": task_id}))),
+    )
+    .await;
+    assert!(own.last()["result"]["status"].is_string(), "{}", own.body);
     g.server.stop().await;
 }
 
