@@ -138,9 +138,8 @@ impl Server {
             }
             Some(Ok(result)) => result,
         };
-        Ok(Outcome::Complete(
-            self.with_meta(self.checked_result(&tool, result)),
-        ))
+        let result = self.guarded(&tool, self.checked_result(&tool, result));
+        Ok(Outcome::Complete(self.with_meta(result)))
     }
 
     /// The context a task's handler runs in, and what it takes to run it again: it outlives the
@@ -191,6 +190,39 @@ impl Server {
             }
             None => result,
         }
+    }
+
+    /// The result after the output guard (T-15): the tool's own, else the server's.
+    pub(crate) fn guarded(
+        &self,
+        tool: &RegisteredTool,
+        mut result: CallToolResult,
+    ) -> CallToolResult {
+        let guard = tool.guard.as_ref().unwrap_or(&self.inner.output_guard);
+        guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        result
+    }
+
+    /// Whether `scheme` is the URI scheme of one of this server's resources or templates: links
+    /// to them are always allowed.
+    fn own_scheme(&self, scheme: &str) -> bool {
+        let of = |uri: &str| {
+            uri.split_once(':')
+                .is_some_and(|(s, _)| s.eq_ignore_ascii_case(scheme))
+        };
+        self.inner
+            .resources
+            .snapshot()
+            .items
+            .iter()
+            .any(|r| of(&r.resource.definition.uri))
+            || self
+                .inner
+                .templates
+                .snapshot()
+                .items
+                .iter()
+                .any(|t| of(&t.template.definition.uri_template))
     }
 
     /// Opens the previous round's request state, if any, and hands the answers and state to the

@@ -72,6 +72,9 @@ pub enum ToolRule {
     /// T-20.
     #[error("{0} (T-20)")]
     InvalidHeaderDeclaration(String),
+    /// The tool's own output guard does not compile.
+    #[error("its output guard: {0}")]
+    InvalidOutputGuard(String),
 }
 
 /// The error type of toolwire-server.
@@ -108,6 +111,9 @@ pub enum Error {
     /// The server was built without this capability, so it cannot be added at runtime.
     #[error("the server does not offer {0}; enable it on the builder (R-01)")]
     NotOffered(&'static str),
+    /// An output guard's secret pattern does not compile.
+    #[error("output guard: {0}")]
+    InvalidOutputGuard(String),
     /// A resource template is not a supported RFC 6570 template.
     #[error("resource template {template:?}: {reason}")]
     InvalidTemplate {

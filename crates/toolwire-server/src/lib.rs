@@ -49,6 +49,7 @@ pub mod http;
 mod legacy;
 mod mrtr;
 mod offers;
+mod output;
 mod prompt;
 mod registry;
 mod resource;
@@ -67,6 +68,9 @@ pub use legacy::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
 pub use mrtr::{Elicited, InputRequired};
+pub use output::{
+    DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
+};
 pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};

@@ -25,6 +25,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) task_support: Option<TaskSupport>,
     /// OAuth scopes needed to see and call it.
     pub(crate) scopes: Vec<String>,
+    /// Its own output guard, if it has one (else the server's).
+    pub(crate) guard: Option<Arc<crate::output::CompiledGuard>>,
 }
 
 impl Entry for RegisteredTool {
@@ -145,6 +147,19 @@ fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<Regi
         ),
         None => None,
     };
+    let guard = match &tool.output_guard {
+        None => None,
+        Some(guard) => {
+            if let Some(reason) = guard.off_reason() {
+                tracing::warn!(target: "toolwire::output", tool = %name, %reason, "output sanitization is off for this tool");
+            }
+            Some(
+                guard
+                    .compile()
+                    .map_err(|e| reject(ToolRule::InvalidOutputGuard(e)))?,
+            )
+        }
+    };
     let header_params = headers::header_params(&definition.input_schema)
         .map_err(|e| reject(ToolRule::InvalidHeaderDeclaration(e.to_string())))?;
     for param in &header_params {
@@ -181,6 +196,7 @@ fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<Regi
         handler: tool.handler,
         task_support: tool.task_support,
         scopes: tool.scopes,
+        guard,
     })
 }
 

@@ -111,6 +111,8 @@ pub(crate) struct ServerInner {
     pub(crate) clock: Arc<dyn Clock>,
     /// The instructions of `server/discover` and of a legacy `initialize`.
     pub(crate) instructions: Option<String>,
+    /// What every tool result goes through, unless its tool has its own (T-15).
+    pub(crate) output_guard: Arc<crate::output::CompiledGuard>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -157,6 +159,7 @@ impl Server {
             clock: Arc::new(SystemClock),
             task_store: None,
             task_ttl: Duration::from_secs(300),
+            output_guard: crate::output::OutputGuard::default(),
         }
     }
 
@@ -248,6 +251,7 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Duration,
+    output_guard: crate::output::OutputGuard,
 }
 
 impl ServerBuilder {
@@ -453,6 +457,13 @@ impl ServerBuilder {
         self
     }
 
+    /// How every tool's results are sanitized before they leave (default: every check on; see
+    /// [`crate::OutputGuard`]). A tool can override it with [`crate::Tool::output_guard`].
+    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+        self.output_guard = guard;
+        self
+    }
+
     /// How long a task is kept after it is created (default 5 minutes).
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.task_ttl = ttl;
@@ -467,6 +478,13 @@ impl ServerBuilder {
 
     /// Checks every tool and builds the server.
     pub fn build(self) -> Result<Server> {
+        let output_guard = self
+            .output_guard
+            .compile()
+            .map_err(crate::error::Error::InvalidOutputGuard)?;
+        if let Some(reason) = self.output_guard.off_reason() {
+            tracing::warn!(target: "toolwire::output", %reason, "output sanitization is off for every tool");
+        }
         let registry = ToolRegistry::new(self.config.schema_limits, self.config.formats);
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(self.tools)?;
@@ -505,6 +523,7 @@ impl ServerBuilder {
         let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
         Ok(Server {
             inner: Arc::new(ServerInner {
+                output_guard,
                 prompts,
                 resources,
                 templates,

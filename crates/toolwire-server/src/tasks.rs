@@ -377,7 +377,8 @@ impl Server {
         let input = match outcome {
             None => return self.complete_task(task_id, crate::call::internal_failure()),
             Some(Ok(result)) => {
-                return self.complete_task(task_id, self.checked_result(&rerun.tool, result));
+                let result = self.guarded(&rerun.tool, self.checked_result(&rerun.tool, result));
+                return self.complete_task(task_id, result);
             }
             Some(Err(ToolError::Failed(message))) => {
                 return self.complete_task(task_id, CallToolResult::error(message));

@@ -178,6 +178,8 @@ pub struct Tool {
     pub(crate) task_support: Option<TaskSupport>,
     /// OAuth scopes a caller needs to see and call the tool (HTTP with OAuth only).
     pub(crate) scopes: Vec<String>,
+    /// Its own output guard, instead of the server's.
+    pub(crate) output_guard: Option<crate::output::OutputGuard>,
 }
 
 /// Whether a tool may run as a task (tasks extension, `io.modelcontextprotocol/tasks`).
@@ -246,6 +248,7 @@ impl Tool {
             handler,
             task_support: None,
             scopes: Vec::new(),
+            output_guard: None,
         }
     }
 
@@ -277,6 +280,7 @@ impl Tool {
             handler,
             task_support: None,
             scopes: Vec::new(),
+            output_guard: None,
         }
     }
 
@@ -296,6 +300,19 @@ impl Tool {
     pub fn scopes<S: Into<String>>(mut self, scopes: impl IntoIterator<Item = S>) -> Self {
         self.scopes = scopes.into_iter().map(Into::into).collect();
         self
+    }
+
+    /// Sanitizes this tool's results with `guard` instead of the server's (T-15).
+    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+        self.output_guard = Some(guard);
+        self
+    }
+
+    /// Sends this tool's results as the handler made them, unsanitized, for the stated reason
+    /// (logged when the tool is registered): for a tool whose output is already safe or must
+    /// stay byte-exact.
+    pub fn raw_output(self, reason: impl Into<String>) -> Self {
+        self.output_guard(crate::output::OutputGuard::off(reason))
     }
 
     /// Lets the tool run as a task (tasks extension): a call that does not finish on its first

@@ -13,5 +13,6 @@ mod http_tools;
 mod legacy;
 mod mrtr;
 mod offers;
+mod output_guard;
 mod stdio;
 mod tasks;

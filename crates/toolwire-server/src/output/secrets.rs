@@ -1,0 +1,205 @@
+//! Secret redaction: credentials a tool read from a file, an environment or an API answer and
+//! would otherwise hand to a model (and through it to anyone who can read the conversation).
+//! A default set of patterns — private key blocks, cloud, code-hosting and chat-platform
+//! tokens, JWTs, Bearer and Basic credentials — plus the server author's own. One `RegexSet`
+//! pass tells whether a text needs work; text without a match is not copied.
+
+use std::borrow::Cow;
+
+use regex::{Regex, RegexSet};
+
+/// The default patterns: a kind (shown in the replacement) and a regular expression.
+pub const DEFAULT_SECRET_PATTERNS: &[(&str, &str)] = &[
+    (
+        "private-key",
+        r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----[\s\S]*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----",
+    ),
+    ("aws-access-key", r"\b(?:AKIA|ASIA|ABIA|ACCA)[0-9A-Z]{16}\b"),
+    (
+        "aws-secret-key",
+        r#"(?i)aws_?secret_?access_?key["']?\s*[:=]\s*["']?[A-Za-z0-9/+=]{40}"#,
+    ),
+    ("google-api-key", r"\bAIza[0-9A-Za-z_\-]{35}\b"),
+    (
+        "github-token",
+        r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{36,255}\b",
+    ),
+    ("github-token", r"\bgithub_pat_[A-Za-z0-9_]{22,255}\b"),
+    ("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}\b"),
+    ("slack-token", r"\bxox[abposr]-[A-Za-z0-9\-]{10,}\b"),
+    (
+        "slack-webhook",
+        r"https://hooks\.slack\.com/services/[A-Za-z0-9_/]+",
+    ),
+    (
+        "discord-webhook",
+        r"https://(?:ptb\.|canary\.)?discord(?:app)?\.com/api/webhooks/[0-9]+/[A-Za-z0-9_\-]+",
+    ),
+    (
+        "telegram-bot-token",
+        r"\b[0-9]{8,10}:AA[A-Za-z0-9_\-]{33}\b",
+    ),
+    (
+        "stripe-key",
+        r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{16,}\b",
+    ),
+    ("openai-key", r"\bsk-(?:proj-)?[A-Za-z0-9_\-]{32,}\b"),
+    ("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{32,}\b"),
+    (
+        "jwt",
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
+    ),
+    // 20 characters or more: no English word after "bearer" is that long.
+    ("bearer", r"(?i)\bbearer\s+[A-Za-z0-9\-._~+/]{20,}=*"),
+    (
+        "basic-auth",
+        r"(?i)\bauthorization\s*:\s*basic\s+[A-Za-z0-9+/]{8,}={0,2}",
+    ),
+    (
+        "url-password",
+        r"\b[a-z][a-z0-9+.\-]*://[^\s:/@]+:[^\s:/@]{3,}@",
+    ),
+];
+
+/// A compiled pattern set.
+#[derive(Debug, Clone)]
+pub(crate) struct Redactor {
+    set: RegexSet,
+    patterns: Vec<(String, Regex)>,
+}
+
+impl Redactor {
+    /// The patterns (kind, expression); a bad expression is an error naming it.
+    pub(crate) fn new(patterns: &[(String, String)]) -> Result<Redactor, String> {
+        let set = RegexSet::new(patterns.iter().map(|(_, p)| p))
+            .map_err(|e| format!("a secret pattern does not compile: {e}"))?;
+        let patterns = patterns
+            .iter()
+            .map(|(kind, p)| {
+                Regex::new(p)
+                    .map(|r| (kind.clone(), r))
+                    .map_err(|e| format!("secret pattern {kind}: {e}"))
+            })
+            .collect::<Result<_, _>>()?;
+        Ok(Redactor { set, patterns })
+    }
+
+    /// Whether `text` has anything to redact.
+    pub(crate) fn matches(&self, text: &str) -> bool {
+        self.set.is_match(text)
+    }
+
+    /// `text` with every match replaced by `[REDACTED:kind]`, and how many there were.
+    pub(crate) fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
+        let matched = self.set.matches(text);
+        if !matched.matched_any() {
+            return (Cow::Borrowed(text), 0);
+        }
+        let mut out = text.to_owned();
+        let mut count = 0;
+        for index in matched.iter() {
+            let (kind, regex) = &self.patterns[index];
+            let replacement = format!("[REDACTED:{kind}]");
+            let found = regex.find_iter(&out).count();
+            if found > 0 {
+                count += found;
+                out = regex
+                    .replace_all(&out, regex::NoExpand(&replacement))
+                    .into_owned();
+            }
+        }
+        (Cow::Owned(out), count)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn defaults() -> Redactor {
+        let patterns: Vec<(String, String)> = DEFAULT_SECRET_PATTERNS
+            .iter()
+            .map(|(k, p)| (k.to_string(), p.to_string()))
+            .collect();
+        Redactor::new(&patterns).unwrap()
+    }
+
+    #[test]
+    fn each_default_kind_is_caught() {
+        let r = defaults();
+        let samples = [
+            (
+                "-----BEGIN RSA PRIVATE KEY-----\nMIIEow\n-----END RSA PRIVATE KEY-----",
+                "private-key",
+            ),
+            (
+                "-----BEGIN OPENSSH PRIVATE KEY-----\nb3Bl\n-----END OPENSSH PRIVATE KEY-----",
+                "private-key",
+            ),
+            ("key AKIAIOSFODNN7EXAMPLE here", "aws-access-key"),
+            (
+                "aws_secret_access_key = wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+                "aws-secret-key",
+            ),
+            ("AIzaSyA-1234567890abcdefghijklmnopqrstu", "google-api-key"),
+            ("ghp_0123456789abcdefghijklmnopqrstuvwxyz", "github-token"),
+            (
+                "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+                "github-token",
+            ),
+            ("glpat-abcdefghij0123456789", "gitlab-token"),
+            ("xoxb-123456789012-abcdefghijkl", "slack-token"),
+            (
+                "https://hooks.slack.com/services/T000/B000/XXXX",
+                "slack-webhook",
+            ),
+            (
+                "https://discord.com/api/webhooks/123456/abc-DEF_ghi",
+                "discord-webhook",
+            ),
+            (
+                "123456789:AAHdqTcvCH1vGWJxfSeofSAs0K5PALDsaw1",
+                "telegram-bot-token",
+            ),
+            ("sk_live_0123456789abcdefABCD", "stripe-key"),
+            ("sk-proj-abcdefghijklmnopqrstuvwxyz0123456789", "openai-key"),
+            (
+                "eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhbGljZSJ9.c2lnbmF0dXJlX2hlcmU",
+                "jwt",
+            ),
+            ("Authorization: Bearer abcdefghijklmnop1234", "bearer"),
+            (
+                "curl -H 'authorization: bearer 0123456789abcdefghij'",
+                "bearer",
+            ),
+            ("Authorization: Basic dXNlcjpwYXNzd29yZA==", "basic-auth"),
+            ("postgres://admin:hunter22@db.internal/app", "url-password"),
+        ];
+        for (text, kind) in samples {
+            let (out, count) = r.redact(text);
+            assert!(count >= 1, "{kind}: {text}");
+            assert!(out.contains(&format!("[REDACTED:{kind}]")), "{kind}: {out}");
+        }
+    }
+
+    #[test]
+    fn ordinary_text_is_left_alone_and_not_copied() {
+        let r = defaults();
+        for text in [
+            "The sum is 5.",
+            "See https://example.com/docs?page=2 and AKIA is a prefix.",
+            "-----BEGIN PUBLIC KEY-----\nMFkw\n-----END PUBLIC KEY-----",
+            "basic arithmetic, bearer of news, basic understandings, bearer responsibilities",
+        ] {
+            let (out, count) = r.redact(text);
+            assert_eq!(count, 0, "{text}");
+            assert!(matches!(out, Cow::Borrowed(_)));
+        }
+    }
+
+    #[test]
+    fn a_bad_user_pattern_is_named() {
+        let bad = vec![("mine".to_owned(), "(".to_owned())];
+        assert!(Redactor::new(&bad).unwrap_err().contains("compile"));
+    }
+}
