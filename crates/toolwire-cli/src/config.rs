@@ -22,8 +22,19 @@
 //! # [auth.scope_implies]                   # scope hierarchy: a broader scope implies narrower
 //! # admin = ["math"]
 //!
+//! [output]                                 # the output guard, on by default (T-15)
+//! # max_result_bytes = 1048576
+//! # strip_control_characters = true
+//! # redact_secrets = true
+//! # default_secret_patterns = true
+//! # secret_patterns = { internal-id = "INT-[0-9]{6}" }
+//! # link_schemes = ["s3"]                  # besides https, http and the server's own
+//! # media_checks = true
+//! # off = "why"                            # turns it off for every tool, with the reason
+//!
 //! [tools.add]
 //! scopes = ["math"]                        # needed to see and call the tool
+//! # raw_output = "why"                     # this tool's results go out unsanitized
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -32,6 +43,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
+use toolwire_server::OutputGuard;
 use toolwire_server::http::OAuth;
 
 /// The whole file.
@@ -42,6 +54,8 @@ pub(crate) struct ServeConfig {
     pub(crate) auth: Option<AuthConfig>,
     #[serde(default)]
     pub(crate) tools: BTreeMap<String, ToolConfig>,
+    #[serde(default)]
+    pub(crate) output: Option<OutputConfig>,
     /// The introspection client secret, read from the environment at load.
     #[serde(skip)]
     secret: Option<String>,
@@ -89,6 +103,67 @@ pub(crate) struct IntrospectionConfig {
 pub(crate) struct ToolConfig {
     #[serde(default)]
     pub(crate) scopes: Vec<String>,
+    /// The reason this tool's output goes out unsanitized.
+    #[serde(default)]
+    pub(crate) raw_output: Option<String>,
+}
+
+/// `[output]`: the output guard.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct OutputConfig {
+    #[serde(default)]
+    off: Option<String>,
+    #[serde(default)]
+    max_result_bytes: Option<usize>,
+    #[serde(default = "yes")]
+    strip_control_characters: bool,
+    #[serde(default = "yes")]
+    redact_secrets: bool,
+    #[serde(default = "yes")]
+    default_secret_patterns: bool,
+    #[serde(default)]
+    secret_patterns: BTreeMap<String, String>,
+    #[serde(default)]
+    link_schemes: Vec<String>,
+    #[serde(default = "yes")]
+    media_checks: bool,
+}
+
+fn yes() -> bool {
+    true
+}
+
+impl OutputConfig {
+    /// The guard this section describes.
+    pub(crate) fn guard(&self) -> OutputGuard {
+        if let Some(reason) = &self.off {
+            return OutputGuard::off(reason.clone());
+        }
+        let mut guard = OutputGuard::default();
+        if let Some(max) = self.max_result_bytes {
+            guard = guard.max_result_bytes(max);
+        }
+        if !self.strip_control_characters {
+            guard = guard.keep_control_characters();
+        }
+        if !self.redact_secrets {
+            guard = guard.no_redaction();
+        }
+        if !self.default_secret_patterns {
+            guard = guard.without_default_secret_patterns();
+        }
+        for (kind, regex) in &self.secret_patterns {
+            guard = guard.secret_pattern(kind.clone(), regex.clone());
+        }
+        for scheme in &self.link_schemes {
+            guard = guard.allow_link_scheme(scheme.clone());
+        }
+        if !self.media_checks {
+            guard = guard.no_media_checks();
+        }
+        guard
+    }
 }
 
 /// Reads and checks `path`.
@@ -147,6 +222,40 @@ impl ServeConfig {
         for (name, tool) in &self.tools {
             for scope in &tool.scopes {
                 scope_name(&format!("tools.{name}.scopes"), scope)?;
+            }
+            if tool
+                .raw_output
+                .as_deref()
+                .is_some_and(|r| r.trim().is_empty())
+            {
+                bail!("tools.{name}.raw_output: give the reason the output goes out unsanitized");
+            }
+        }
+        if let Some(output) = &self.output {
+            if output.off.as_deref().is_some_and(|r| r.trim().is_empty()) {
+                bail!("output.off: give the reason the output guard is off");
+            }
+            if output.max_result_bytes == Some(0) {
+                bail!("output.max_result_bytes: must be at least 1");
+            }
+            for (kind, regex) in &output.secret_patterns {
+                OutputGuard::default()
+                    .without_default_secret_patterns()
+                    .secret_pattern(kind.clone(), regex.clone())
+                    .validate()
+                    .map_err(|e| anyhow!("output.secret_patterns.{kind}: {e}"))?;
+            }
+            for scheme in &output.link_schemes {
+                let ok = scheme
+                    .chars()
+                    .next()
+                    .is_some_and(|c| c.is_ascii_alphabetic())
+                    && scheme
+                        .chars()
+                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+                if !ok {
+                    bail!("output.link_schemes: {scheme:?} is not a URI scheme");
+                }
             }
         }
         Ok(())
@@ -320,6 +429,18 @@ mod tests {
             ("[tools.add]\nscope = [\"math\"]\n", "scope"),
             ("[tools.add]\nscopes = \"math\"\n", "scopes"),
             ("[server]\nport = 1\n", "server"),
+            (
+                "[output]\nsecret_patterns = { mine = \"(\" }\n",
+                "output.secret_patterns.mine",
+            ),
+            ("[output]\nlink_schemes = [\"1x\"]\n", "output.link_schemes"),
+            ("[output]\noff = \" \"\n", "output.off"),
+            (
+                "[output]\nmax_result_bytes = 0\n",
+                "output.max_result_bytes",
+            ),
+            ("[output]\nmax_bytes = 10\n", "max_bytes"),
+            ("[tools.add]\nraw_output = \"\"\n", "tools.add.raw_output"),
             (
                 "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.scope_implies]\nadmin = [\"a b\"]\n",
                 "auth.scope_implies.admin",

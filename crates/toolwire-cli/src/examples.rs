@@ -9,7 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+    Elicited, InputRequired, NoArgs, OutputGuard, RequestContext, Server, Structured, Tool,
+    ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -133,6 +134,7 @@ fn read_only() -> ToolAnnotations {
 pub(crate) fn server(
     modern_only: bool,
     settings: &BTreeMap<String, ToolConfig>,
+    output: Option<OutputGuard>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -144,12 +146,18 @@ pub(crate) fn server(
                 names.join(", ")
             );
         };
-        let tool = tools.remove(at);
-        tools.insert(at, tool.scopes(config.scopes.clone()));
+        let mut tool = tools.remove(at).scopes(config.scopes.clone());
+        if let Some(reason) = &config.raw_output {
+            tool = tool.raw_output(reason.clone());
+        }
+        tools.insert(at, tool);
     }
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
     if modern_only {
         builder = builder.modern_only();
+    }
+    if let Some(guard) = output {
+        builder = builder.output_guard(guard);
     }
     let server = builder
         .title("Toolwire examples")
@@ -212,7 +220,7 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server(false, &Default::default()).unwrap();
+        let server = super::server(false, &Default::default(), None).unwrap();
         assert_eq!(
             server.tool_names(),
             [

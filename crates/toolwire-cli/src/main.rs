@@ -146,7 +146,8 @@ async fn serve(
     modern_only: bool,
     settings: config::ServeConfig,
 ) -> anyhow::Result<()> {
-    let server = examples::server(modern_only, &settings.tools)?;
+    let output = settings.output.as_ref().map(config::OutputConfig::guard);
+    let server = examples::server(modern_only, &settings.tools, output)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"

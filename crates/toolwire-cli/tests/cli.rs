@@ -66,6 +66,14 @@ fn line_with(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     }
 }
 
+/// Held by the tests that choose a port before starting a server on it (the port is in their
+/// configuration): one at a time, so that two of them never race for the same free port.
+static FIXED_PORTS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn fixed_ports() -> std::sync::MutexGuard<'static, ()> {
+    FIXED_PORTS.lock().unwrap_or_else(|p| p.into_inner())
+}
+
 /// `toolwire serve --http 127.0.0.1:0`, with its URL.
 struct HttpServer {
     child: Child,
@@ -204,6 +212,7 @@ fn raw_http(addr: &str, request: &str) -> String {
 /// the HTTP endpoint a resource server (metadata, 401 challenge) and is refused on stdio.
 #[test]
 fn serve_reads_its_config_file() {
+    let _ports = fixed_ports();
     let dir = std::env::temp_dir().join(format!("toolwire-cli-config-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let write = |name: &str, text: &str| {
@@ -510,6 +519,7 @@ impl Drop for Provider {
 /// them with `--bearer`: what an operator and a user of the CLI meet.
 #[test]
 fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
+    let _ports = fixed_ports();
     let provider = Provider::start();
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -602,5 +612,49 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
     ]);
     assert!(sum.status.success(), "{}", stderr(&sum));
     assert!(stdout(&sum).contains('3'), "{}", stdout(&sum));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The output guard as a CLI user meets it: `toolwire serve` redacts a secret the echo tool
+/// would hand back, and `--config` can add patterns or let a tool's output through with a reason.
+#[test]
+fn serve_sanitizes_tool_output_as_configured() {
+    let server = stdio_server();
+    let leak = r#"{"message": "key AKIAIOSFODNN7EXAMPLE id INT-123456 \u001b[31mred\u001b[0m"}"#;
+    let echoed = toolwire(&["call", &server, "echo", leak]);
+    assert!(echoed.status.success(), "{}", stderr(&echoed));
+    assert_eq!(
+        stdout(&echoed).trim(),
+        "key [REDACTED:aws-access-key] id INT-123456 red"
+    );
+
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-output-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mine = dir.join("mine.toml");
+    std::fs::write(
+        &mine,
+        "[output]\nsecret_patterns = { internal-id = \"INT-[0-9]{6}\" }\n",
+    )
+    .unwrap();
+    let configured = format!("{BIN} serve --config {}", mine.display());
+    let echoed = toolwire(&["call", &configured, "echo", leak]);
+    assert_eq!(
+        stdout(&echoed).trim(),
+        "key [REDACTED:aws-access-key] id [REDACTED:internal-id] red"
+    );
+
+    let raw = dir.join("raw.toml");
+    std::fs::write(
+        &raw,
+        "[tools.echo]\nraw_output = \"echo must be byte-exact\"\n",
+    )
+    .unwrap();
+    let configured = format!("{BIN} serve --config {}", raw.display());
+    let echoed = toolwire(&["call", &configured, "echo", leak]);
+    assert!(
+        stdout(&echoed).contains("AKIAIOSFODNN7EXAMPLE"),
+        "{}",
+        stdout(&echoed)
+    );
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -122,6 +122,11 @@ impl OutputGuard {
         self.off.as_deref()
     }
 
+    /// Whether the guard is usable: every secret pattern compiles (else which one does not).
+    pub fn validate(&self) -> Result<(), String> {
+        self.compile().map(|_| ())
+    }
+
     /// Compiles the patterns; a bad one is an error naming it.
     pub(crate) fn compile(&self) -> Result<Arc<CompiledGuard>, String> {
         let redactor = match (self.redact, self.default_patterns, self.patterns.is_empty()) {
