@@ -51,6 +51,54 @@ pub(crate) fn contained<T: Send + 'static>(
     }
 }
 
+/// A handler's future, stopped after `limit`: its cancellation token fires and the call ends
+/// with an `isError` result that says so, for the model to act on (retry smaller, or later).
+pub(crate) fn with_deadline(
+    step: BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>,
+    limit: Option<std::time::Duration>,
+    cancel: CancellationToken,
+    name: &str,
+) -> BoxFuture<'static, Option<Result<CallToolResult, ToolError>>> {
+    let Some(limit) = limit else {
+        return step;
+    };
+    let name = name.to_owned();
+    Box::pin(async move {
+        let mut step = step;
+        if let Ok(outcome) = tokio::time::timeout(limit, &mut step).await {
+            return outcome;
+        }
+        // The token fires, and the handler gets a moment to notice and clean up (end a child
+        // process, roll back) before its future is dropped; what it returns then is not sent.
+        cancel.cancel();
+        let _ = tokio::time::timeout(DEADLINE_GRACE.min(limit), &mut step).await;
+        tracing::warn!(tool = %name, limit_ms = limit.as_millis() as u64, "tool timed out and was stopped");
+        Some(Ok(timed_out(&name, limit)))
+    })
+}
+
+/// How long a handler whose deadline passed may take to wind down after its token fires.
+const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// The key of a timed-out result's `_meta`: `{"limitMs": N}`.
+pub const TIMED_OUT_META_KEY: &str = "dev.toolwire/timedOut";
+
+/// What the model sees when a tool ran out of time.
+fn timed_out(name: &str, limit: std::time::Duration) -> CallToolResult {
+    let seconds = limit.as_secs_f64();
+    let mut result = CallToolResult::error(format!(
+        "The tool {name} did not finish within {seconds} s and was stopped. Try again with a smaller request, or later."
+    ));
+    // The same for a program: which limit was hit (the server's serverInfo joins it later).
+    let mut meta = toolwire_protocol::ResultMeta::default();
+    meta.extra.insert(
+        TIMED_OUT_META_KEY.into(),
+        serde_json::json!({ "limitMs": limit.as_millis() as u64 }),
+    );
+    result.meta = Some(meta);
+    result
+}
+
 pub(crate) fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) {
     tracing::error!(%name, panic = panic_message(panic), "handler panicked");
 }
@@ -109,7 +157,13 @@ impl Server {
         };
         self.open_round(bind, round, &ctx)?;
         let handler = tool.handler.clone();
-        let mut step = contained(&name, || handler(&arguments, ctx));
+        let handler_cancel = ctx.cancellation().clone();
+        let mut step = with_deadline(
+            contained(&name, || handler(&arguments, ctx)),
+            tool.timeout,
+            handler_cancel,
+            &name,
+        );
         let outcome = match task {
             // The first step runs inline; a call that does not finish at once becomes a task.
             Some((mut rerun, cancel)) => match futures::poll!(step.as_mut()) {

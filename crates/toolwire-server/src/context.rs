@@ -80,7 +80,9 @@ impl RequestContext {
             inner: Arc::new(Inner {
                 id,
                 meta,
-                cancel,
+                // The handler's own token: cancelled with the request, and alone when its
+                // deadline passes, so the transport still sends the timed-out result.
+                cancel: cancel.child_token(),
                 closing,
                 outbound,
                 logging,

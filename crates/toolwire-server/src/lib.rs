@@ -61,6 +61,7 @@ mod subscriptions;
 mod tasks;
 mod tool;
 
+pub use call::TIMED_OUT_META_KEY;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
@@ -73,10 +74,13 @@ pub use output::{
 };
 pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
-pub use server::{SUPPORTED_VERSIONS, Server, ServerBuilder};
+pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server, ServerBuilder};
 pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use tasks::{MemoryTaskStore, TaskRecord, TaskStore};
-pub use tool::{NoArgs, Structured, TaskSupport, Tool, ToolError, ToolOutput, structured_result};
+pub use tool::{
+    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError, ToolOutput,
+    structured_result,
+};
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};
 
 /// The protocol types this crate speaks, re-exported.

@@ -3,13 +3,14 @@
 //! swap it in; every request reads whatever snapshot is current without taking a lock.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde_json::value::RawValue;
 use toolwire_protocol::headers::{self, HeaderParam};
 
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
-use crate::tool::{Handler, TaskSupport, Tool};
+use crate::tool::{Handler, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
@@ -27,6 +28,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, if it has one (else the server's).
     pub(crate) guard: Option<Arc<crate::output::CompiledGuard>>,
+    /// How long its handler may run per call (or per task step).
+    pub(crate) timeout: Option<Duration>,
 }
 
 impl Entry for RegisteredTool {
@@ -48,14 +51,21 @@ pub(crate) struct ToolRegistry {
     catalog: Catalog<RegisteredTool>,
     limits: SchemaLimits,
     formats: FormatMode,
+    /// The time limit of tools that set none.
+    default_timeout: Option<Duration>,
 }
 
 impl ToolRegistry {
-    pub(crate) fn new(limits: SchemaLimits, formats: FormatMode) -> Self {
+    pub(crate) fn new(
+        limits: SchemaLimits,
+        formats: FormatMode,
+        default_timeout: Option<Duration>,
+    ) -> Self {
         ToolRegistry {
             catalog: Catalog::default(),
             limits,
             formats,
+            default_timeout,
         }
     }
 
@@ -68,7 +78,12 @@ impl ToolRegistry {
     pub(crate) fn add_all(&self, tools: Vec<Tool>) -> Result<(), Error> {
         let mut prepared = Vec::with_capacity(tools.len());
         for tool in tools {
-            prepared.push(Arc::new(prepare(tool, self.limits, self.formats)?));
+            prepared.push(Arc::new(prepare(
+                tool,
+                self.limits,
+                self.formats,
+                self.default_timeout,
+            )?));
         }
         self.catalog
             .add_all(prepared)
@@ -124,8 +139,13 @@ const SECRET_HINTS: &[&str] = &[
 ];
 
 /// Checks a definition and compiles its schemas.
-fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<RegisteredTool, Error> {
-    let definition = tool.definition;
+fn prepare(
+    tool: Tool,
+    limits: SchemaLimits,
+    formats: FormatMode,
+    default_timeout: Option<Duration>,
+) -> Result<RegisteredTool, Error> {
+    let mut definition = tool.definition;
     let name = definition.name.clone();
     let reject = |rule| Error::InvalidTool {
         tool: name.clone(),
@@ -172,6 +192,21 @@ fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<Regi
             );
         }
     }
+    let timeout = match tool.timeout {
+        None => default_timeout,
+        Some(Timeout::After(limit)) => Some(limit),
+        Some(Timeout::Never(reason)) => {
+            tracing::warn!(tool = %name, %reason, "this tool has no time limit");
+            None
+        }
+    };
+    // The limit is advertised, so that a client can wait as long as the server will.
+    if let Some(limit) = timeout {
+        definition.meta.get_or_insert_with(Default::default).insert(
+            TIMEOUT_META_KEY.to_owned(),
+            (limit.as_millis() as u64).into(),
+        );
+    }
     let listed = serde_json::value::to_raw_value(&definition).map_err(|e| {
         reject(ToolRule::InvalidSchema {
             role: SchemaRole::Input,
@@ -197,6 +232,7 @@ fn prepare(tool: Tool, limits: SchemaLimits, formats: FormatMode) -> Result<Regi
         task_support: tool.task_support,
         scopes: tool.scopes,
         guard,
+        timeout,
     })
 }
 
@@ -228,7 +264,7 @@ mod tests {
 
     #[test]
     fn refuses_with_the_rule() {
-        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate);
+        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate, None);
         let object = json!({"type": "object"});
         assert_eq!(
             rule_of(registry.add_all(vec![raw("bad name", object.clone())])),
@@ -272,7 +308,7 @@ mod tests {
 
     #[test]
     fn keeps_registration_order_through_changes() {
-        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate);
+        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate, None);
         let object = json!({"type": "object"});
         registry
             .add_all(

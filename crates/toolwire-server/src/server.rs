@@ -85,6 +85,9 @@ pub struct Server {
     pub(crate) inner: Arc<ServerInner>,
 }
 
+/// How long a tool's handler may run per call unless the builder or the tool says otherwise.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
 pub(crate) struct ServerInner {
     pub(crate) info: Implementation,
     pub(crate) config: Config,
@@ -160,6 +163,7 @@ impl Server {
             task_store: None,
             task_ttl: Duration::from_secs(300),
             output_guard: crate::output::OutputGuard::default(),
+            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
         }
     }
 
@@ -252,6 +256,7 @@ pub struct ServerBuilder {
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Duration,
     output_guard: crate::output::OutputGuard,
+    tool_timeout: Option<Duration>,
 }
 
 impl ServerBuilder {
@@ -464,6 +469,20 @@ impl ServerBuilder {
         self
     }
 
+    /// How long a tool's handler may run per call (default 60 s, [`DEFAULT_TOOL_TIMEOUT`]);
+    /// a tool can set its own with [`crate::Tool::timeout`].
+    pub fn tool_timeout(mut self, limit: Duration) -> Self {
+        self.tool_timeout = Some(limit);
+        self
+    }
+
+    /// No time limit for tools that set none, for the stated reason (logged).
+    pub fn no_tool_timeout(mut self, reason: impl Into<String>) -> Self {
+        tracing::warn!(reason = %reason.into(), "tools have no time limit");
+        self.tool_timeout = None;
+        self
+    }
+
     /// How long a task is kept after it is created (default 5 minutes).
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.task_ttl = ttl;
@@ -485,7 +504,11 @@ impl ServerBuilder {
         if let Some(reason) = self.output_guard.off_reason() {
             tracing::warn!(target: "toolwire::output", %reason, "output sanitization is off for every tool");
         }
-        let registry = ToolRegistry::new(self.config.schema_limits, self.config.formats);
+        let registry = ToolRegistry::new(
+            self.config.schema_limits,
+            self.config.formats,
+            self.tool_timeout,
+        );
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(self.tools)?;
         let key = self.cursor_key.unwrap_or_else(rand::random);

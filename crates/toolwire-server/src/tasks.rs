@@ -22,7 +22,7 @@ use toolwire_protocol::{
     TaskInfo, TaskStatus, iso8601,
 };
 
-use crate::call::contained;
+use crate::call::{contained, with_deadline};
 use crate::context::RequestContext;
 use crate::dispatch::Final;
 use crate::mrtr::{InputRequired, Round};
@@ -343,7 +343,13 @@ impl Server {
                 ..Round::default()
             });
             let handler = &rerun.tool.handler;
-            step = contained(&rerun.tool.name, || handler(&rerun.arguments, ctx));
+            let handler_cancel = ctx.cancellation().clone();
+            step = with_deadline(
+                contained(&rerun.tool.name, || handler(&rerun.arguments, ctx)),
+                rerun.tool.timeout,
+                handler_cancel,
+                &rerun.tool.name,
+            );
         }
     }
 

@@ -7,6 +7,7 @@
 
 use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
@@ -180,6 +181,19 @@ pub struct Tool {
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, instead of the server's.
     pub(crate) output_guard: Option<crate::output::OutputGuard>,
+    /// Its own time limit, instead of the server's.
+    pub(crate) timeout: Option<Timeout>,
+}
+
+/// The key of a tool definition's `_meta` that advertises its time limit, in milliseconds.
+pub const TIMEOUT_META_KEY: &str = "dev.toolwire/timeoutMs";
+
+/// How long a tool may run.
+#[derive(Debug, Clone)]
+pub(crate) enum Timeout {
+    After(Duration),
+    /// No limit, for the stated reason.
+    Never(String),
 }
 
 /// Whether a tool may run as a task (tasks extension, `io.modelcontextprotocol/tasks`).
@@ -249,6 +263,7 @@ impl Tool {
             task_support: None,
             scopes: Vec::new(),
             output_guard: None,
+            timeout: None,
         }
     }
 
@@ -281,6 +296,7 @@ impl Tool {
             task_support: None,
             scopes: Vec::new(),
             output_guard: None,
+            timeout: None,
         }
     }
 
@@ -305,6 +321,20 @@ impl Tool {
     /// Sanitizes this tool's results with `guard` instead of the server's (T-15).
     pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
         self.output_guard = Some(guard);
+        self
+    }
+
+    /// Stops the handler after `limit` (instead of the server's limit, 60 s by default): its
+    /// cancellation token fires and the model gets an `isError` result saying the call timed
+    /// out. The limit is advertised in the definition's `_meta` ([`TIMEOUT_META_KEY`]).
+    pub fn timeout(mut self, limit: Duration) -> Self {
+        self.timeout = Some(Timeout::After(limit));
+        self
+    }
+
+    /// No time limit for this tool, for the stated reason (logged at registration).
+    pub fn no_timeout(mut self, reason: impl Into<String>) -> Self {
+        self.timeout = Some(Timeout::Never(reason.into()));
         self
     }
 

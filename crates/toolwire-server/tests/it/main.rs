@@ -7,6 +7,7 @@ mod support;
 
 mod auth;
 mod auth_oidc;
+mod deadlines;
 mod http_errors;
 mod http_listen;
 mod http_tools;
