@@ -32,9 +32,15 @@
 //! # media_checks = true
 //! # off = "why"                            # turns it off for every tool, with the reason
 //!
+//! [deadlines]                              # how long a tool may run per call
+//! # tool_timeout_ms = 60000
+//! # off = "why"                            # no limit for tools that set none
+//!
 //! [tools.add]
 //! scopes = ["math"]                        # needed to see and call the tool
 //! # raw_output = "why"                     # this tool's results go out unsanitized
+//! # timeout_ms = 5000                      # its own limit
+//! # no_timeout = "why"                     # no limit for it
 //! ```
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -56,6 +62,8 @@ pub(crate) struct ServeConfig {
     pub(crate) tools: BTreeMap<String, ToolConfig>,
     #[serde(default)]
     pub(crate) output: Option<OutputConfig>,
+    #[serde(default)]
+    pub(crate) deadlines: Option<DeadlinesConfig>,
     /// The introspection client secret, read from the environment at load.
     #[serde(skip)]
     secret: Option<String>,
@@ -106,6 +114,22 @@ pub(crate) struct ToolConfig {
     /// The reason this tool's output goes out unsanitized.
     #[serde(default)]
     pub(crate) raw_output: Option<String>,
+    /// Its own time limit.
+    #[serde(default)]
+    pub(crate) timeout_ms: Option<u64>,
+    /// The reason it has no time limit.
+    #[serde(default)]
+    pub(crate) no_timeout: Option<String>,
+}
+
+/// `[deadlines]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct DeadlinesConfig {
+    #[serde(default)]
+    pub(crate) tool_timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) off: Option<String>,
 }
 
 /// `[output]`: the output guard.
@@ -229,6 +253,34 @@ impl ServeConfig {
                 .is_some_and(|r| r.trim().is_empty())
             {
                 bail!("tools.{name}.raw_output: give the reason the output goes out unsanitized");
+            }
+            if tool
+                .no_timeout
+                .as_deref()
+                .is_some_and(|r| r.trim().is_empty())
+            {
+                bail!("tools.{name}.no_timeout: give the reason the tool has no time limit");
+            }
+            if tool.timeout_ms == Some(0) {
+                bail!("tools.{name}.timeout_ms: must be at least 1");
+            }
+            if tool.timeout_ms.is_some() && tool.no_timeout.is_some() {
+                bail!("tools.{name}: timeout_ms and no_timeout together");
+            }
+        }
+        if let Some(deadlines) = &self.deadlines {
+            if deadlines.tool_timeout_ms == Some(0) {
+                bail!("deadlines.tool_timeout_ms: must be at least 1");
+            }
+            if deadlines
+                .off
+                .as_deref()
+                .is_some_and(|r| r.trim().is_empty())
+            {
+                bail!("deadlines.off: give the reason tools have no time limit");
+            }
+            if deadlines.off.is_some() && deadlines.tool_timeout_ms.is_some() {
+                bail!("deadlines: tool_timeout_ms and off together");
             }
         }
         if let Some(output) = &self.output {
@@ -441,6 +493,16 @@ mod tests {
             ),
             ("[output]\nmax_bytes = 10\n", "max_bytes"),
             ("[tools.add]\nraw_output = \"\"\n", "tools.add.raw_output"),
+            ("[tools.add]\ntimeout_ms = 0\n", "tools.add.timeout_ms"),
+            (
+                "[tools.add]\ntimeout_ms = 5\nno_timeout = \"x\"\n",
+                "together",
+            ),
+            (
+                "[deadlines]\ntool_timeout_ms = 0\n",
+                "deadlines.tool_timeout_ms",
+            ),
+            ("[deadlines]\noff = \"\"\n", "deadlines.off"),
             (
                 "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.scope_implies]\nadmin = [\"a b\"]\n",
                 "auth.scope_implies.admin",

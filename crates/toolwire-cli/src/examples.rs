@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::ToolConfig;
+use crate::config::{DeadlinesConfig, ToolConfig};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
@@ -135,6 +135,7 @@ pub(crate) fn server(
     modern_only: bool,
     settings: &BTreeMap<String, ToolConfig>,
     output: Option<OutputGuard>,
+    deadlines: Option<&DeadlinesConfig>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -150,6 +151,12 @@ pub(crate) fn server(
         if let Some(reason) = &config.raw_output {
             tool = tool.raw_output(reason.clone());
         }
+        if let Some(ms) = config.timeout_ms {
+            tool = tool.timeout(Duration::from_millis(ms));
+        }
+        if let Some(reason) = &config.no_timeout {
+            tool = tool.no_timeout(reason.clone());
+        }
         tools.insert(at, tool);
     }
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
@@ -158,6 +165,16 @@ pub(crate) fn server(
     }
     if let Some(guard) = output {
         builder = builder.output_guard(guard);
+    }
+    match deadlines {
+        Some(DeadlinesConfig {
+            off: Some(reason), ..
+        }) => builder = builder.no_tool_timeout(reason.clone()),
+        Some(DeadlinesConfig {
+            tool_timeout_ms: Some(ms),
+            ..
+        }) => builder = builder.tool_timeout(Duration::from_millis(*ms)),
+        _ => {}
     }
     let server = builder
         .title("Toolwire examples")
@@ -220,7 +237,7 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server(false, &Default::default(), None).unwrap();
+        let server = super::server(false, &Default::default(), None, None).unwrap();
         assert_eq!(
             server.tool_names(),
             [

@@ -147,7 +147,12 @@ async fn serve(
     settings: config::ServeConfig,
 ) -> anyhow::Result<()> {
     let output = settings.output.as_ref().map(config::OutputConfig::guard);
-    let server = examples::server(modern_only, &settings.tools, output)?;
+    let server = examples::server(
+        modern_only,
+        &settings.tools,
+        output,
+        settings.deadlines.as_ref(),
+    )?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"

@@ -658,3 +658,40 @@ fn serve_sanitizes_tool_output_as_configured() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Deadlines as a CLI user meets them: a tool given 100 ms in `--config` is stopped and
+/// `toolwire call` reports the tool's error (exit 1) with the limit.
+#[test]
+fn serve_stops_a_tool_at_its_configured_deadline() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-deadline-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("deadline.toml");
+    std::fs::write(&config, "[tools.count_slowly]\ntimeout_ms = 100\n").unwrap();
+    let server = format!("{BIN} serve --config {}", config.display());
+    let started = std::time::Instant::now();
+    let slow = toolwire(&[
+        "call",
+        &server,
+        "count_slowly",
+        r#"{"to": 40, "delay_ms": 50}"#,
+    ]);
+    assert_eq!(slow.status.code(), Some(1), "{slow:?}");
+    let said = format!("{}{}", stdout(&slow), stderr(&slow));
+    assert!(
+        said.contains("The tool count_slowly did not finish within 0.1 s"),
+        "{said}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    let quick = toolwire(&[
+        "call",
+        &server,
+        "count_slowly",
+        r#"{"to": 1, "delay_ms": 1}"#,
+    ]);
+    assert!(quick.status.success(), "{}", stderr(&quick));
+    let _ = std::fs::remove_dir_all(&dir);
+}
