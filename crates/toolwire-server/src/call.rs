@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
 use toolwire_protocol::schema::REPORTED_VIOLATIONS;
 use toolwire_protocol::{
-    CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, RequestId, ResultMeta,
-    ResultType, TASKS_EXTENSION,
+    CallToolResult, ClientCapabilities, ErrorObject, InputRequiredResult, RequestId, RequestMeta,
+    ResultMeta, ResultType, TASKS_EXTENSION, iso8601,
 };
 
+use crate::audit::{self, AuditOutcome};
 use crate::catalog::permits;
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
@@ -75,6 +76,14 @@ pub(crate) fn with_deadline(
         tracing::warn!(tool = %name, limit_ms = limit.as_millis() as u64, "tool timed out and was stopped");
         Some(Ok(timed_out(&name, limit)))
     })
+}
+
+/// Whether a result is the one a deadline produced.
+fn is_timed_out(result: &CallToolResult) -> bool {
+    result
+        .meta
+        .as_ref()
+        .is_some_and(|m| m.extra.contains_key(TIMED_OUT_META_KEY))
 }
 
 /// How long a handler whose deadline passed may take to wind down after its token fires.
@@ -244,6 +253,101 @@ impl Server {
             }
             None => result,
         }
+    }
+
+    /// A `tools/call` run to its final message, with its audit event when anyone listens
+    /// (a sink, or a subscriber of `toolwire::audit`), and inside a span that carries the
+    /// request's W3C trace context.
+    pub(crate) async fn audited_call(
+        &self,
+        id: &RequestId,
+        call: CallTool,
+        ctx: RequestContext,
+    ) -> Final {
+        use tracing::Instrument as _;
+        let sink = self.inner.audit.as_ref();
+        let Some(pending) = audit::wanted(sink).then(|| self.audit_start(id, &call, &ctx)) else {
+            return self.call_final(id, self.call_tool(call, ctx).await);
+        };
+        let (trace_id, parent) = pending.trace();
+        let span = tracing::info_span!(
+            "tools/call",
+            tool = %call.name,
+            trace_id = trace_id.unwrap_or_default(),
+            parent_span_id = parent.unwrap_or_default()
+        );
+        let outcome = self.call_tool(call, ctx).instrument(span).await;
+        let (kind, code) = match &outcome {
+            Ok(Outcome::Complete(result)) if is_timed_out(result) => (AuditOutcome::TimedOut, None),
+            Ok(Outcome::Complete(result)) if result.is_error() => (AuditOutcome::IsError, None),
+            Ok(Outcome::Complete(_)) => (AuditOutcome::Complete, None),
+            Ok(Outcome::InputRequired(_)) => (AuditOutcome::InputRequired, None),
+            Ok(Outcome::Task(_)) => (AuditOutcome::Task, None),
+            Err(error) => (AuditOutcome::Error, Some(error.code)),
+        };
+        pending.finish(kind, code, sink);
+        self.call_final(id, outcome)
+    }
+
+    fn call_final(&self, id: &RequestId, outcome: Result<Outcome, ErrorObject>) -> Final {
+        match outcome {
+            Ok(Outcome::Complete(result)) => self.call_result(id, &result),
+            Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
+            Ok(Outcome::Task(result)) => Final::result(id, &result),
+            Err(error) => Final::error(Some(id), &error),
+        }
+    }
+
+    /// What the audit event of a call knows before it runs.
+    fn audit_start(&self, id: &RequestId, call: &CallTool, ctx: &RequestContext) -> audit::Pending {
+        let definition = self
+            .inner
+            .registry
+            .snapshot()
+            .get(&call.name)
+            .map(|t| t.definition_sha256.clone());
+        let traceparent = ctx.meta().extra.get("traceparent").and_then(Value::as_str);
+        audit::Pending::start(
+            iso8601(self.inner.clock.now_ms()),
+            id.to_string(),
+            ctx.principal(),
+            &call.name,
+            definition,
+            &call.arguments,
+            traceparent,
+        )
+    }
+
+    /// Records a call a transport refused before it ran (a 403 for a missing scope).
+    pub(crate) fn audit_refused(
+        &self,
+        id: &RequestId,
+        call: &CallTool,
+        principal: Option<&str>,
+        meta: Option<&RequestMeta>,
+        code: i64,
+    ) {
+        let sink = self.inner.audit.as_ref();
+        if !audit::wanted(sink) {
+            return;
+        }
+        let definition = self
+            .inner
+            .registry
+            .snapshot()
+            .get(&call.name)
+            .map(|t| t.definition_sha256.clone());
+        let traceparent = meta.and_then(|m| m.extra.get("traceparent")?.as_str());
+        let pending = audit::Pending::start(
+            iso8601(self.inner.clock.now_ms()),
+            id.to_string(),
+            principal,
+            &call.name,
+            definition,
+            &call.arguments,
+            traceparent,
+        );
+        pending.finish(AuditOutcome::Refused, Some(code), sink);
     }
 
     /// The result after the output guard (T-15): the tool's own, else the server's.

@@ -325,12 +325,7 @@ impl Server {
                 "tools",
                 ctx.scopes(),
             )),
-            Route::CallTool(call) => Some(match self.call_tool(call, ctx).await {
-                Ok(Outcome::Complete(result)) => self.call_result(id, &result),
-                Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
-                Ok(Outcome::Task(result)) => Final::result(id, &result),
-                Err(error) => Final::error(Some(id), &error),
-            }),
+            Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
                 Some(self.list_prompts(id, cursor.as_deref(), ctx.scopes()))

@@ -37,6 +37,7 @@
 
 #![warn(missing_docs)]
 
+mod audit;
 mod call;
 mod catalog;
 mod clock;
@@ -61,6 +62,7 @@ mod subscriptions;
 mod tasks;
 mod tool;
 
+pub use audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
 pub use call::TIMED_OUT_META_KEY;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;

@@ -30,6 +30,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) guard: Option<Arc<crate::output::CompiledGuard>>,
     /// How long its handler may run per call (or per task step).
     pub(crate) timeout: Option<Duration>,
+    /// SHA-256 (hex) of `listed`, for audit events.
+    pub(crate) definition_sha256: String,
 }
 
 impl Entry for RegisteredTool {
@@ -222,6 +224,10 @@ fn prepare(
             )
         })
         .collect();
+    let definition_sha256 = {
+        use sha2::Digest as _;
+        crate::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
+    };
     Ok(RegisteredTool {
         name,
         listed,
@@ -233,6 +239,7 @@ fn prepare(
         scopes: tool.scopes,
         guard,
         timeout,
+        definition_sha256,
     })
 }
 

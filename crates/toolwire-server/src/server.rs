@@ -116,6 +116,8 @@ pub(crate) struct ServerInner {
     pub(crate) instructions: Option<String>,
     /// What every tool result goes through, unless its tool has its own (T-15).
     pub(crate) output_guard: Arc<crate::output::CompiledGuard>,
+    /// Where audit events go besides `tracing`.
+    pub(crate) audit: Option<Arc<dyn crate::audit::AuditSink>>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -164,6 +166,7 @@ impl Server {
             task_ttl: Duration::from_secs(300),
             output_guard: crate::output::OutputGuard::default(),
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
+            audit: None,
         }
     }
 
@@ -257,6 +260,7 @@ pub struct ServerBuilder {
     task_ttl: Duration,
     output_guard: crate::output::OutputGuard,
     tool_timeout: Option<Duration>,
+    audit: Option<Arc<dyn crate::audit::AuditSink>>,
 }
 
 impl ServerBuilder {
@@ -469,6 +473,13 @@ impl ServerBuilder {
         self
     }
 
+    /// Sends every `tools/call` audit event to `sink` as well as to `tracing` (target
+    /// `toolwire::audit`); e.g. a [`crate::JsonlAuditSink`].
+    pub fn audit_sink(mut self, sink: Arc<dyn crate::audit::AuditSink>) -> Self {
+        self.audit = Some(sink);
+        self
+    }
+
     /// How long a tool's handler may run per call (default 60 s, [`DEFAULT_TOOL_TIMEOUT`]);
     /// a tool can set its own with [`crate::Tool::timeout`].
     pub fn tool_timeout(mut self, limit: Duration) -> Self {
@@ -546,6 +557,7 @@ impl ServerBuilder {
         let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
         Ok(Server {
             inner: Arc::new(ServerInner {
+                audit: self.audit,
                 output_guard,
                 prompts,
                 resources,

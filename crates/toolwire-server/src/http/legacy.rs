@@ -400,6 +400,11 @@ async fn served(
     if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
         if let Ok(route) = crate::route::Route::parse(method, raw.params) {
             if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
+                if let crate::route::Route::CallTool(call) = &route {
+                    let principal = known.record.principal.as_deref();
+                    let code = refusal.error.code;
+                    state.server.audit_refused(&id, call, principal, None, code);
+                }
                 return refusal.into_response();
             }
         }

@@ -481,7 +481,16 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         },
     };
     if let (Some(guard), Some(granted)) = (&state.guard, &caller.scopes) {
-        guard.check_scopes(&state.server, &route, granted, &id)?;
+        if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
+            if let Route::CallTool(call) = &route {
+                let principal = caller.principal.as_deref();
+                let code = refusal.error.code;
+                state
+                    .server
+                    .audit_refused(&id, call, principal, Some(&meta), code);
+            }
+            return Err(refusal);
+        }
     }
     Ok(reply::run(state, id, meta, route, accept, caller).await)
 }

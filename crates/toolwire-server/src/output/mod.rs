@@ -160,6 +160,18 @@ fn default_pattern_list() -> Vec<(String, String)> {
         .collect()
 }
 
+/// A short, safe excerpt of `text` for logs: at most `max` bytes (cut at a character, with
+/// `…`), control characters removed and secrets redacted with the default patterns.
+pub(crate) fn preview(text: &str, max: usize) -> String {
+    let mut cut = text.to_owned();
+    text::truncate(&mut cut, max, "…");
+    let (clean, _) = text::clean(&cut);
+    match default_redactor() {
+        Ok(redactor) => redactor.redact(&clean).0.into_owned(),
+        Err(_) => clean.into_owned(),
+    }
+}
+
 /// The default patterns, compiled once per process.
 fn default_redactor() -> Result<Arc<Redactor>, String> {
     static DEFAULT: OnceLock<Result<Arc<Redactor>, String>> = OnceLock::new();

@@ -5,6 +5,7 @@
 
 mod support;
 
+mod audit;
 mod auth;
 mod auth_oidc;
 mod deadlines;
