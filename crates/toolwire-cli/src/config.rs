@@ -32,6 +32,9 @@
 //! # media_checks = true
 //! # off = "why"                            # turns it off for every tool, with the reason
 //!
+//! [audit]                                  # one JSON line per tools/call (also in the logs)
+//! # file = "toolwire-audit.jsonl"          # relative to the working directory
+//!
 //! [deadlines]                              # how long a tool may run per call
 //! # tool_timeout_ms = 60000
 //! # off = "why"                            # no limit for tools that set none
@@ -64,6 +67,8 @@ pub(crate) struct ServeConfig {
     pub(crate) output: Option<OutputConfig>,
     #[serde(default)]
     pub(crate) deadlines: Option<DeadlinesConfig>,
+    #[serde(default)]
+    pub(crate) audit: Option<AuditConfig>,
     /// The introspection client secret, read from the environment at load.
     #[serde(skip)]
     secret: Option<String>,
@@ -120,6 +125,14 @@ pub(crate) struct ToolConfig {
     /// The reason it has no time limit.
     #[serde(default)]
     pub(crate) no_timeout: Option<String>,
+}
+
+/// `[audit]`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct AuditConfig {
+    /// The JSON Lines file audit events are appended to.
+    pub(crate) file: Option<std::path::PathBuf>,
 }
 
 /// `[deadlines]`.
@@ -266,6 +279,11 @@ impl ServeConfig {
             }
             if tool.timeout_ms.is_some() && tool.no_timeout.is_some() {
                 bail!("tools.{name}: timeout_ms and no_timeout together");
+            }
+        }
+        if let Some(file) = self.audit.as_ref().and_then(|a| a.file.as_ref()) {
+            if file.as_os_str().is_empty() {
+                bail!("audit.file: empty");
             }
         }
         if let Some(deadlines) = &self.deadlines {

@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    Elicited, InputRequired, NoArgs, OutputGuard, RequestContext, Server, Structured, Tool,
-    ToolError,
+    AuditSink, Elicited, InputRequired, NoArgs, OutputGuard, RequestContext, Server, Structured,
+    Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -136,6 +136,7 @@ pub(crate) fn server(
     settings: &BTreeMap<String, ToolConfig>,
     output: Option<OutputGuard>,
     deadlines: Option<&DeadlinesConfig>,
+    audit: Option<Arc<dyn AuditSink>>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -165,6 +166,9 @@ pub(crate) fn server(
     }
     if let Some(guard) = output {
         builder = builder.output_guard(guard);
+    }
+    if let Some(sink) = audit {
+        builder = builder.audit_sink(sink);
     }
     match deadlines {
         Some(DeadlinesConfig {
@@ -237,7 +241,7 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server(false, &Default::default(), None, None).unwrap();
+        let server = super::server(false, &Default::default(), None, None, None).unwrap();
         assert_eq!(
             server.tool_names(),
             [

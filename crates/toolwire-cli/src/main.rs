@@ -147,11 +147,19 @@ async fn serve(
     settings: config::ServeConfig,
 ) -> anyhow::Result<()> {
     let output = settings.output.as_ref().map(config::OutputConfig::guard);
+    let audit = match settings.audit.as_ref().and_then(|a| a.file.as_ref()) {
+        Some(file) => Some(std::sync::Arc::new(
+            toolwire_server::JsonlAuditSink::open(file)
+                .with_context(|| format!("audit.file: cannot open {}", file.display()))?,
+        ) as std::sync::Arc<dyn toolwire_server::AuditSink>),
+        None => None,
+    };
     let server = examples::server(
         modern_only,
         &settings.tools,
         output,
         settings.deadlines.as_ref(),
+        audit,
     )?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
@@ -163,9 +171,10 @@ async fn serve(
         // stdio has no access tokens: the caller is who the environment says.
         let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;
         tracing::info!(?caller, "serving the example tools on stdio");
-        stdio::serve_with(server, caller)
+        stdio::serve_with(server.clone(), caller)
             .await
             .context("stdio transport")?;
+        server.flush_audit();
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };
@@ -183,9 +192,11 @@ async fn serve(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));
     terminal::note(&try_it(addr));
-    http::serve(server, listener, config)
+    let served = http::serve(server.clone(), listener, config)
         .await
-        .context("HTTP transport")
+        .context("HTTP transport");
+    server.flush_audit();
+    served
 }
 
 /// A curl command that calls a tool on the running server.

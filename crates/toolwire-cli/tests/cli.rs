@@ -695,3 +695,45 @@ fn serve_stops_a_tool_at_its_configured_deadline() {
     assert!(quick.status.success(), "{}", stderr(&quick));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// `[audit] file` in `--config`: each call the CLI makes leaves one JSON line, with a digest of
+/// its arguments and no secret in the preview.
+#[test]
+fn serve_writes_an_audit_line_per_call() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-audit-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("audit.jsonl");
+    let config = dir.join("audit.toml");
+    std::fs::write(
+        &config,
+        format!("[audit]\nfile = {:?}\n", log.display().to_string()),
+    )
+    .unwrap();
+    let server = format!("{BIN} serve --config {}", config.display());
+    let echoed = toolwire(&[
+        "call",
+        &server,
+        "echo",
+        r#"{"message": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"}"#,
+    ]);
+    assert!(echoed.status.success(), "{}", stderr(&echoed));
+    let added = toolwire(&["call", &server, "add", r#"{"a": 1, "b": 2}"#]);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let text = std::fs::read_to_string(&log).unwrap();
+    let events: Vec<serde_json::Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.len(), 2, "{text}");
+    assert_eq!(events[0]["tool"], "echo");
+    assert_eq!(events[0]["outcome"], "complete");
+    assert!(!text.contains("ghp_0123456789"), "{text}");
+    assert!(
+        events[0]["arguments_preview"]
+            .as_str()
+            .unwrap()
+            .contains("[REDACTED:github-token]")
+    );
+    assert_eq!(events[1]["tool"], "add");
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -80,13 +80,24 @@ pub enum AuditOutcome {
 pub trait AuditSink: Send + Sync + 'static {
     /// Takes one event; must not block for long (it runs on the request path).
     fn record(&self, event: &AuditEvent);
+
+    /// Makes every event recorded so far durable (before the process exits); by default
+    /// nothing to do.
+    fn flush(&self) {}
+}
+
+/// What the writer thread of a [`JsonlAuditSink`] receives.
+enum Line {
+    Event(Box<AuditEvent>),
+    /// Answer once everything before it is written and flushed.
+    Flush(SyncSender<()>),
 }
 
 /// Appends events to a JSON Lines file from a thread of its own: the request path only hands
 /// the event over. If the writer falls 10,000 events behind, new events are dropped and
 /// counted (logged at ERROR, and in [`JsonlAuditSink::dropped`]), never waited for.
 pub struct JsonlAuditSink {
-    queue: SyncSender<AuditEvent>,
+    queue: SyncSender<Line>,
     dropped: Arc<AtomicU64>,
 }
 
@@ -122,12 +133,19 @@ impl JsonlAuditSink {
     }
 }
 
-fn write_lines(file: std::fs::File, path: &Path, events: Receiver<AuditEvent>) {
+fn write_lines(file: std::fs::File, path: &Path, lines: Receiver<Line>) {
     let mut out = std::io::BufWriter::new(file);
-    while let Ok(first) = events.recv() {
+    while let Ok(first) = lines.recv() {
         // Write what is queued, then flush once: a line per event, at most one flush per batch.
-        let batch = std::iter::once(first).chain(events.try_iter());
-        for event in batch {
+        let mut waiting = Vec::new();
+        for line in std::iter::once(first).chain(lines.try_iter()) {
+            let event = match line {
+                Line::Event(event) => event,
+                Line::Flush(done) => {
+                    waiting.push(done);
+                    continue;
+                }
+            };
             let written = serde_json::to_writer(&mut out, &event)
                 .map_err(std::io::Error::other)
                 .and_then(|()| out.write_all(b"\n"));
@@ -135,20 +153,31 @@ fn write_lines(file: std::fs::File, path: &Path, events: Receiver<AuditEvent>) {
                 tracing::error!(path = %path.display(), error = %e, "cannot write the audit log");
             }
         }
-        if let Err(e) = out.flush() {
+        if let Err(e) = out.flush().and_then(|()| out.get_ref().sync_data()) {
             tracing::error!(path = %path.display(), error = %e, "cannot write the audit log");
+        }
+        for done in waiting {
+            let _ = done.send(());
         }
     }
 }
 
 impl AuditSink for JsonlAuditSink {
     fn record(&self, event: &AuditEvent) {
-        match self.queue.try_send(event.clone()) {
+        match self.queue.try_send(Line::Event(Box::new(event.clone()))) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
                 tracing::error!(dropped, "the audit log writer is behind: event dropped");
             }
+        }
+    }
+
+    /// Waits (at most 5 s) until every event recorded before is written and synced.
+    fn flush(&self) {
+        let (done, wait) = std::sync::mpsc::sync_channel(1);
+        if self.queue.send(Line::Flush(done)).is_ok() {
+            let _ = wait.recv_timeout(std::time::Duration::from_secs(5));
         }
     }
 }

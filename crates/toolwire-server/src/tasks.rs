@@ -216,6 +216,14 @@ pub(crate) struct Rerun {
 type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
 
 impl Server {
+    /// Makes the audit events recorded so far durable (see [`crate::AuditSink::flush`]): call
+    /// it before the process exits.
+    pub fn flush_audit(&self) {
+        if let Some(sink) = &self.inner.audit {
+            sink.flush();
+        }
+    }
+
     /// How many tasks this process is running (working or waiting for input); each ends when
     /// it finishes, is cancelled, reaches its TTL, or the server shuts down.
     pub fn running_tasks(&self) -> usize {
