@@ -678,3 +678,75 @@ async fn a_task_update_needs_the_tools_scopes_too() {
     );
     f.server.stop().await;
 }
+
+/// A verifier of the author's own (`OAuth::verifier`): the metadata and challenges stay the
+/// server's, the tokens are whatever the verifier says.
+#[tokio::test]
+async fn a_custom_token_verifier_decides_who_calls() {
+    use futures::future::BoxFuture;
+    use toolwire_auth::{TokenError, TokenVerifier, VerifiedToken};
+
+    struct Fixed;
+    impl TokenVerifier for Fixed {
+        fn verify<'a>(
+            &'a self,
+            token: &'a str,
+        ) -> BoxFuture<'a, Result<Arc<VerifiedToken>, TokenError>> {
+            Box::pin(async move {
+                match token {
+                    "letmein" => Ok(Arc::new(VerifiedToken::new(
+                        "https://custom",
+                        "alice",
+                        vec!["math".to_owned()],
+                    ))),
+                    "down" => Err(TokenError::Unavailable("the store is down".into())),
+                    _ => Err(TokenError::Invalid("unknown token".into())),
+                }
+            })
+        }
+    }
+
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    let config = HttpConfig::default().oauth(
+        OAuth::new("https://custom", format!("http://{addr}/mcp")).verifier(Arc::new(Fixed)),
+    );
+    let server = server();
+    let task = tokio::spawn(toolwire_server::http::serve(
+        server.clone(),
+        listener,
+        config,
+    ));
+    let s = TestServer::from_parts(server, addr, task);
+    let as_token = |token: &'static str, body: Value| {
+        let url = s.url.clone();
+        async move {
+            post_with(&url, &body, move |h| {
+                h.push(("authorization".into(), format!("Bearer {token}")));
+            })
+            .await
+        }
+    };
+    let who = as_token(
+        "letmein",
+        request(1, "tools/call", json!({"name": "whoami", "arguments": {}})),
+    )
+    .await;
+    assert_eq!(
+        who.last()["result"]["content"][0]["text"],
+        "https://custom alice with [\"math\"]"
+    );
+    assert_eq!(
+        as_token("guess", request(2, "tools/list", json!({})))
+            .await
+            .status,
+        401
+    );
+    assert_eq!(
+        as_token("down", request(3, "tools/list", json!({})))
+            .await
+            .status,
+        503
+    );
+    s.stop().await;
+}
