@@ -440,6 +440,15 @@ fn stdio_scopes_come_from_the_environment() {
     );
     assert!(sum.status.success(), "{}", stderr(&sum));
 
+    // Through the client, the server's own words on why it stopped reach the person.
+    let through = toolwire(&[&["tools", &server][..], &["-e", "TOOLWIRE_PRINCIPAL="][..]].concat());
+    assert_eq!(through.status.code(), Some(2), "{through:?}");
+    assert!(
+        stderr(&through).contains("its last words on stderr")
+            && stderr(&through).contains("TOOLWIRE_PRINCIPAL is set but empty"),
+        "{}",
+        stderr(&through)
+    );
     let empty = Command::new(BIN)
         .arg("serve")
         .env("TOOLWIRE_PRINCIPAL", "")

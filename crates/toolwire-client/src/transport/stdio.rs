@@ -183,6 +183,80 @@ struct Process {
     close_stdin: CancellationToken,
     /// The server and what it started; killed when dropped (a restart, a dropped client).
     group: ProcessGroup,
+    /// Its last stderr lines, for the error when it exits without answering.
+    tail: Arc<StderrTail>,
+}
+
+/// The last few stderr lines of a server (at most 10, each cut at 512 bytes): when a server
+/// exits before answering, its own words on why (a bad configuration, a missing variable) are
+/// what the person needs to see.
+#[derive(Default)]
+struct StderrTail {
+    lines: Mutex<std::collections::VecDeque<String>>,
+    ended: AtomicBool,
+    end: tokio::sync::Notify,
+}
+
+impl StderrTail {
+    const LINES: usize = 10;
+    const LINE_BYTES: usize = 512;
+
+    fn push(&self, line: &str) {
+        // Controls out: a server's text never reaches the terminal raw.
+        let mut clean: String = line
+            .chars()
+            .filter(|c| !c.is_control() || *c == '\t')
+            .collect();
+        if clean.len() > Self::LINE_BYTES {
+            let mut end = Self::LINE_BYTES;
+            while !clean.is_char_boundary(end) {
+                end -= 1;
+            }
+            clean.truncate(end);
+            clean.push('…');
+        }
+        if clean.trim().is_empty() {
+            return;
+        }
+        let mut lines = lock(&self.lines);
+        if lines.len() == Self::LINES {
+            lines.pop_front();
+        }
+        lines.push_back(clean);
+    }
+
+    fn close(&self) {
+        self.ended.store(true, Ordering::Release);
+        self.end.notify_waiters();
+    }
+
+    /// The lines, once stderr ended or `wait` passed.
+    async fn read(&self, wait: Duration) -> Vec<String> {
+        let ended = self.end.notified();
+        if !self.ended.load(Ordering::Acquire) {
+            let _ = tokio::time::timeout(wait, ended).await;
+        }
+        lock(&self.lines).iter().cloned().collect()
+    }
+}
+
+impl std::fmt::Debug for StderrTail {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StderrTail").finish_non_exhaustive()
+    }
+}
+
+/// Why a request got no answer, with the server's last stderr lines when it had any.
+async fn exited(tail: &StderrTail) -> Failure {
+    let lines = tail.read(Duration::from_millis(500)).await;
+    if lines.is_empty() {
+        return Failure::Lost("the server exited before answering".into());
+    }
+    // One line: error messages are printed on one line (a newline would be shown escaped).
+    Failure::Lost(format!(
+        "the server exited before answering; its last words on stderr: {}",
+        lines.join(" | ")
+    ))
 }
 
 /// A child-process server.
@@ -267,7 +341,7 @@ impl StdioTransport {
         let id = out
             .id
             .ok_or_else(|| Error::Transport("a request needs an id".into()))?;
-        let (mut rx, mut cancel) = {
+        let (mut rx, mut cancel, tail) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
             let (route, rx) = Route::new();
@@ -288,7 +362,7 @@ impl StdioTransport {
                 routes: process.routes.clone(),
                 done: false,
             };
-            (rx, cancel)
+            (rx, cancel, process.tail.clone())
         };
         while let Some(message) = rx.recv().await {
             if message.get("method").is_none() {
@@ -302,7 +376,7 @@ impl StdioTransport {
             on_message(message);
         }
         cancel.done = true;
-        Err(Failure::Lost("the server exited before answering".into()))
+        Err(exited(&tail).await)
     }
 
     /// Writes a notification or a response to the running process; never starts one (a new
@@ -401,7 +475,8 @@ fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Proces
         closed.clone(),
         incoming,
     ));
-    tokio::spawn(drain_stderr(stderr, command.program.clone()));
+    let tail = Arc::new(StderrTail::default());
+    tokio::spawn(drain_stderr(stderr, command.program.clone(), tail.clone()));
     Ok(Process {
         child,
         lines,
@@ -409,6 +484,7 @@ fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Proces
         closed,
         close_stdin,
         group,
+        tail,
     })
 }
 
@@ -493,13 +569,14 @@ async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value
 
 /// Drains the server's stderr to the end whatever it holds, so the server never blocks on a
 /// full pipe; lines are shown lossily and cut at 8 KiB (S-04: logs, not errors).
-async fn drain_stderr(stderr: ChildStderr, program: String) {
+async fn drain_stderr(stderr: ChildStderr, program: String, tail: Arc<StderrTail>) {
     let mut stderr = FramedRead::new(stderr, Lines::new(8 << 10));
     while let Some(line) = stderr.next().await {
         match line {
             Ok(Line::Complete(line)) => {
                 let line = String::from_utf8_lossy(&line);
                 tracing::info!(server = %program, "{}", line.trim_end());
+                tail.push(line.trim_end());
             }
             Ok(Line::TooLong) => {
                 tracing::info!(server = %program, "(a stderr line longer than 8 KiB, skipped)");
@@ -507,6 +584,7 @@ async fn drain_stderr(stderr: ChildStderr, program: String) {
             Err(_) => break,
         }
     }
+    tail.close();
 }
 
 /// The request a message belongs to: a response's id, or the progress token or subscription id
