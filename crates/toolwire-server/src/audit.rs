@@ -70,9 +70,12 @@ pub enum AuditOutcome {
     IsError,
     /// It ran out of time (an `isError` result too).
     TimedOut,
+    /// The caller had used up its quota for the tool (an `isError` result that says when to
+    /// retry).
+    Limited,
     /// A JSON-RPC error.
     Error,
-    /// Refused before it ran (insufficient scope, rate limit).
+    /// Refused before it ran (insufficient scope).
     Refused,
 }
 

@@ -19,6 +19,7 @@ use crate::audit::{self, AuditOutcome};
 use crate::catalog::permits;
 use crate::context::RequestContext;
 use crate::dispatch::{Final, Outcome};
+use crate::limits::{CallerBucket, is_limited, limited_result};
 use crate::mrtr::{InputRequired, Round};
 use crate::offers::insufficient_scope;
 use crate::registry::RegisteredTool;
@@ -131,6 +132,15 @@ impl Server {
         // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
         if !permits(ctx.scopes(), &tool.scopes) {
             return Err(insufficient_scope("tool", &name, &tool.scopes));
+        }
+        // Then its quota, before any of the call's work is done (T-15).
+        if let Some(limit) = &tool.limit {
+            let caller = CallerBucket::of(ctx.principal(), ctx.client_address());
+            if let Err(wait) = limit.limiter.check(caller, limit.cost) {
+                return Ok(Outcome::Complete(
+                    self.with_meta(limited_result(&name, limit, wait)),
+                ));
+            }
         }
         let declared = ctx.client_capabilities().clone();
         let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
@@ -279,6 +289,7 @@ impl Server {
         let outcome = self.call_tool(call, ctx).instrument(span).await;
         let (kind, code) = match &outcome {
             Ok(Outcome::Complete(result)) if is_timed_out(result) => (AuditOutcome::TimedOut, None),
+            Ok(Outcome::Complete(result)) if is_limited(result) => (AuditOutcome::Limited, None),
             Ok(Outcome::Complete(result)) if result.is_error() => (AuditOutcome::IsError, None),
             Ok(Outcome::Complete(_)) => (AuditOutcome::Complete, None),
             Ok(Outcome::InputRequired(_)) => (AuditOutcome::InputRequired, None),

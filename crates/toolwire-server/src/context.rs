@@ -60,6 +60,8 @@ struct Inner {
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
+    /// The client's network address (HTTP); `None` on stdio.
+    address: Option<std::net::IpAddr>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -91,6 +93,7 @@ impl RequestContext {
                 round: std::sync::OnceLock::new(),
                 principal: None,
                 scopes: None,
+                address: None,
             }),
         }
     }
@@ -109,6 +112,21 @@ impl RequestContext {
             inner.scopes = scopes;
         }
         self
+    }
+
+    /// Sets the client's address; only on a context nobody else holds yet.
+    pub(crate) fn with_address(mut self, address: Option<std::net::IpAddr>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.address = address;
+        }
+        self
+    }
+
+    /// The client's network address as the HTTP transport saw it (or as the configured
+    /// forwarding header named it); `None` on stdio. Rate limits count against it when there
+    /// is no principal.
+    pub fn client_address(&self) -> Option<std::net::IpAddr> {
+        self.inner.address
     }
 
     /// Who is calling, as the transport established it (for example from an authenticated

@@ -75,6 +75,9 @@ pub enum ToolRule {
     /// The tool's own output guard does not compile.
     #[error("its output guard: {0}")]
     InvalidOutputGuard(String),
+    /// The tool's rate limit or cost cannot work.
+    #[error("its rate limit: {0}")]
+    InvalidRateLimit(String),
 }
 
 /// The error type of toolwire-server.
@@ -114,6 +117,9 @@ pub enum Error {
     /// An output guard's secret pattern does not compile.
     #[error("output guard: {0}")]
     InvalidOutputGuard(String),
+    /// A rate limit cannot work (no calls, no burst, or a period too short).
+    #[error("rate limit: {0}")]
+    InvalidRateLimit(String),
     /// A resource template is not a supported RFC 6570 template.
     #[error("resource template {template:?}: {reason}")]
     InvalidTemplate {

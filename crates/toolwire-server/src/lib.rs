@@ -46,8 +46,10 @@ mod cursor;
 mod dispatch;
 mod error;
 mod expiry;
+pub mod handles;
 pub mod http;
 mod legacy;
+mod limits;
 mod mrtr;
 mod offers;
 mod output;
@@ -69,6 +71,10 @@ pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use legacy::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
+};
+pub use handles::{HandleError, HandleStore};
+pub use limits::{
+    CALLER_BUCKETS, DEFAULT_TOOL_RATE_LIMIT, RATE_LIMIT_META_KEY, RATE_LIMITED_META_KEY, RateLimit,
 };
 pub use mrtr::{Elicited, InputRequired};
 pub use output::{

@@ -10,7 +10,9 @@ use toolwire_protocol::headers::{self, HeaderParam};
 
 use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
-use crate::tool::{Handler, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
+use crate::handles::HANDLES_META_KEY;
+use crate::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
+use crate::tool::{Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
@@ -32,6 +34,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) timeout: Option<Duration>,
     /// SHA-256 (hex) of `listed`, for audit events.
     pub(crate) definition_sha256: String,
+    /// How often each caller may call it; `None` for no limit.
+    pub(crate) limit: Option<ToolLimit>,
 }
 
 impl Entry for RegisteredTool {
@@ -53,21 +57,24 @@ pub(crate) struct ToolRegistry {
     catalog: Catalog<RegisteredTool>,
     limits: SchemaLimits,
     formats: FormatMode,
-    /// The time limit of tools that set none.
-    default_timeout: Option<Duration>,
+    /// The time and rate limits of tools that set none.
+    defaults: ToolDefaults,
+}
+
+/// What a tool gets when it does not say otherwise.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct ToolDefaults {
+    pub(crate) timeout: Option<Duration>,
+    pub(crate) rate_limit: Option<RateLimit>,
 }
 
 impl ToolRegistry {
-    pub(crate) fn new(
-        limits: SchemaLimits,
-        formats: FormatMode,
-        default_timeout: Option<Duration>,
-    ) -> Self {
+    pub(crate) fn new(limits: SchemaLimits, formats: FormatMode, defaults: ToolDefaults) -> Self {
         ToolRegistry {
             catalog: Catalog::default(),
             limits,
             formats,
-            default_timeout,
+            defaults,
         }
     }
 
@@ -84,7 +91,7 @@ impl ToolRegistry {
                 tool,
                 self.limits,
                 self.formats,
-                self.default_timeout,
+                self.defaults,
             )?));
         }
         self.catalog
@@ -145,7 +152,7 @@ fn prepare(
     tool: Tool,
     limits: SchemaLimits,
     formats: FormatMode,
-    default_timeout: Option<Duration>,
+    defaults: ToolDefaults,
 ) -> Result<RegisteredTool, Error> {
     let mut definition = tool.definition;
     let name = definition.name.clone();
@@ -195,7 +202,7 @@ fn prepare(
         }
     }
     let timeout = match tool.timeout {
-        None => default_timeout,
+        None => defaults.timeout,
         Some(Timeout::After(limit)) => Some(limit),
         Some(Timeout::Never(reason)) => {
             tracing::warn!(tool = %name, %reason, "this tool has no time limit");
@@ -207,6 +214,51 @@ fn prepare(
         definition.meta.get_or_insert_with(Default::default).insert(
             TIMEOUT_META_KEY.to_owned(),
             (limit.as_millis() as u64).into(),
+        );
+    }
+    // The model reads how long the handles this tool creates stay valid (T-21).
+    if !tool.handles.is_empty() {
+        let mut description = definition.description.take().unwrap_or_default();
+        for retention in &tool.handles {
+            if !description.is_empty() && !description.ends_with([' ', '\n']) {
+                description.push_str(if description.ends_with('.') { " " } else { ". " });
+            }
+            description.push_str(&retention.sentence);
+        }
+        definition.description = Some(description);
+        let listed: Vec<_> = tool.handles.iter().map(|r| r.meta.clone()).collect();
+        definition
+            .meta
+            .get_or_insert_with(Default::default)
+            .insert(HANDLES_META_KEY.to_owned(), listed.into());
+    }
+    let limit = match tool.rate_limit {
+        None => defaults.rate_limit,
+        Some(Limit::To(limit)) => Some(limit),
+        Some(Limit::Unlimited(reason)) => {
+            tracing::warn!(tool = %name, %reason, "this tool has no rate limit");
+            None
+        }
+    };
+    let limit = match limit {
+        None => None,
+        Some(limit) => Some(ToolLimit {
+            limiter: Limiter::new(limit, tool.cost)
+                .map_err(|e| reject(ToolRule::InvalidRateLimit(e)))?,
+            cost: tool.cost,
+        }),
+    };
+    // Advertised too, so a client can pace itself rather than run into the limit.
+    if let Some(limit) = &limit {
+        let quota = limit.limiter.limit();
+        definition.meta.get_or_insert_with(Default::default).insert(
+            RATE_LIMIT_META_KEY.to_owned(),
+            serde_json::json!({
+                "calls": quota.calls(),
+                "periodMs": quota.period().as_millis() as u64,
+                "burst": quota.burst_size(),
+                "cost": limit.cost,
+            }),
         );
     }
     let listed = serde_json::value::to_raw_value(&definition).map_err(|e| {
@@ -238,6 +290,7 @@ fn prepare(
         task_support: tool.task_support,
         scopes: tool.scopes,
         guard,
+        limit,
         timeout,
         definition_sha256,
     })
@@ -271,7 +324,14 @@ mod tests {
 
     #[test]
     fn refuses_with_the_rule() {
-        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate, None);
+        let registry = ToolRegistry::new(
+            SchemaLimits::default(),
+            FormatMode::Annotate,
+            ToolDefaults {
+                timeout: None,
+                rate_limit: None,
+            },
+        );
         let object = json!({"type": "object"});
         assert_eq!(
             rule_of(registry.add_all(vec![raw("bad name", object.clone())])),
@@ -315,7 +375,14 @@ mod tests {
 
     #[test]
     fn keeps_registration_order_through_changes() {
-        let registry = ToolRegistry::new(SchemaLimits::default(), FormatMode::Annotate, None);
+        let registry = ToolRegistry::new(
+            SchemaLimits::default(),
+            FormatMode::Annotate,
+            ToolDefaults {
+                timeout: None,
+                rate_limit: None,
+            },
+        );
         let object = json!({"type": "object"});
         registry
             .add_all(

@@ -17,7 +17,7 @@ use crate::cursor::CursorCodec;
 use crate::error::Result;
 use crate::offers::{add_prompts, add_resources, add_templates};
 use crate::prompt::{Prompt, RegisteredPrompt};
-use crate::registry::ToolRegistry;
+use crate::registry::{ToolDefaults, ToolRegistry};
 use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
 use crate::state::{ReplayGuard, RequestStateKeys};
 use crate::tasks::{MemoryTaskStore, TaskStore, Tasks};
@@ -166,6 +166,7 @@ impl Server {
             task_ttl: Duration::from_secs(300),
             output_guard: crate::output::OutputGuard::default(),
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
+            rate_limit: Some(crate::limits::DEFAULT_TOOL_RATE_LIMIT),
             audit: None,
         }
     }
@@ -260,6 +261,7 @@ pub struct ServerBuilder {
     task_ttl: Duration,
     output_guard: crate::output::OutputGuard,
     tool_timeout: Option<Duration>,
+    rate_limit: Option<crate::limits::RateLimit>,
     audit: Option<Arc<dyn crate::audit::AuditSink>>,
 }
 
@@ -494,7 +496,23 @@ impl ServerBuilder {
         self
     }
 
+    /// How often each caller (its principal, else its client address) may call each tool
+    /// (default [`crate::DEFAULT_TOOL_RATE_LIMIT`], 300 per minute); a tool can set its own
+    /// with [`crate::Tool::rate_limit`] and a cost per call with [`crate::Tool::cost`].
+    pub fn rate_limit(mut self, limit: crate::limits::RateLimit) -> Self {
+        self.rate_limit = Some(limit);
+        self
+    }
+
+    /// No rate limit for tools that set none, for the stated reason (logged at build).
+    pub fn no_rate_limit(mut self, reason: impl Into<String>) -> Self {
+        tracing::warn!(reason = %reason.into(), "tools have no rate limit unless they set one");
+        self.rate_limit = None;
+        self
+    }
+
     /// How long a task is kept after it is created (default 5 minutes).
+
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.task_ttl = ttl;
         self
@@ -515,10 +533,18 @@ impl ServerBuilder {
         if let Some(reason) = self.output_guard.off_reason() {
             tracing::warn!(target: "toolwire::output", %reason, "output sanitization is off for every tool");
         }
+        if let Some(limit) = self.rate_limit {
+            limit
+                .quota()
+                .map_err(crate::error::Error::InvalidRateLimit)?;
+        }
         let registry = ToolRegistry::new(
             self.config.schema_limits,
             self.config.formats,
-            self.tool_timeout,
+            ToolDefaults {
+                timeout: self.tool_timeout,
+                rate_limit: self.rate_limit,
+            },
         );
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(self.tools)?;

@@ -392,6 +392,7 @@ impl Connection {
                 let call = LegacyCall {
                     session,
                     scopes: self.caller.scopes.clone(),
+                    address: None,
                     peer,
                     outbound: Some(Outbound(self.tx.clone())),
                     cancel: cancel.clone(),

@@ -183,6 +183,20 @@ pub struct Tool {
     pub(crate) output_guard: Option<crate::output::OutputGuard>,
     /// Its own time limit, instead of the server's.
     pub(crate) timeout: Option<Timeout>,
+    /// Its own rate limit per caller, instead of the server's.
+    pub(crate) rate_limit: Option<Limit>,
+    /// How many tokens of the caller's bucket one call takes.
+    pub(crate) cost: u32,
+    /// The handles it creates: their retention joins the description.
+    pub(crate) handles: Vec<crate::handles::Retention>,
+}
+
+/// How often a caller may call a tool.
+#[derive(Debug, Clone)]
+pub(crate) enum Limit {
+    To(crate::limits::RateLimit),
+    /// No limit, for the stated reason.
+    Unlimited(String),
 }
 
 /// The key of a tool definition's `_meta` that advertises its time limit, in milliseconds.
@@ -264,6 +278,9 @@ impl Tool {
             scopes: Vec::new(),
             output_guard: None,
             timeout: None,
+            rate_limit: None,
+            cost: 1,
+            handles: Vec::new(),
         }
     }
 
@@ -297,6 +314,9 @@ impl Tool {
             scopes: Vec::new(),
             output_guard: None,
             timeout: None,
+            rate_limit: None,
+            cost: 1,
+            handles: Vec::new(),
         }
     }
 
@@ -335,6 +355,40 @@ impl Tool {
     /// No time limit for this tool, for the stated reason (logged at registration).
     pub fn no_timeout(mut self, reason: impl Into<String>) -> Self {
         self.timeout = Some(Timeout::Never(reason.into()));
+        self
+    }
+
+    /// Limits how often each caller (its principal, else its address) may call this tool,
+    /// instead of the server's limit ([`crate::DEFAULT_TOOL_RATE_LIMIT`] unless the builder
+    /// says otherwise). A caller over it gets an `isError` result that says when to retry,
+    /// with the same in `_meta` ([`crate::RATE_LIMITED_META_KEY`]).
+    pub fn rate_limit(mut self, limit: crate::RateLimit) -> Self {
+        self.rate_limit = Some(Limit::To(limit));
+        self
+    }
+
+    /// No rate limit for this tool, for the stated reason (logged at registration).
+    pub fn no_rate_limit(mut self, reason: impl Into<String>) -> Self {
+        self.rate_limit = Some(Limit::Unlimited(reason.into()));
+        self
+    }
+
+    /// How many calls' worth of the caller's quota one call uses (default 1): an expensive
+    /// tool can cost more. Registration refuses a cost larger than the bucket.
+    pub fn cost(mut self, cost: u32) -> Self {
+        self.cost = cost;
+        self
+    }
+
+    /// Says that this tool hands out `store`'s handles: the retention sentence ("Note handles
+    /// stay valid for 30 minutes after their last use and for 1 day at most; …") is appended to
+    /// the description the model reads, and the lifetimes are listed in the definition's
+    /// `_meta` ([`crate::handles::HANDLES_META_KEY`]) (T-21).
+    pub fn creates_handles<T>(mut self, store: &crate::HandleStore<T>) -> Self
+    where
+        T: serde::Serialize + DeserializeOwned,
+    {
+        self.handles.push(store.into());
         self
     }
 

@@ -195,11 +195,13 @@ impl OAuth {
     }
 }
 
-/// Who is calling: the principal and, with OAuth, the granted scopes.
+/// Who is calling: the principal and, with OAuth, the granted scopes; and from where.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Caller {
     pub(super) principal: Option<Arc<str>>,
     pub(super) scopes: Option<Arc<[String]>>,
+    /// The client's address, for rate limits when there is no principal.
+    pub(super) address: Option<std::net::IpAddr>,
 }
 
 /// The resource server of one router.
@@ -323,6 +325,7 @@ impl Guard {
         Ok(Caller {
             principal: Some(verified.principal.clone()),
             scopes: Some(scopes),
+            address: None,
         })
     }
 

@@ -208,6 +208,7 @@ pub(super) async fn post(
             let known = Known {
                 record,
                 scopes: caller.scopes,
+                address: caller.address,
             };
             request(state, sessions, known, live, id, &raw, accept).await
         }
@@ -328,6 +329,7 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
 struct Known {
     record: SessionRecord,
     scopes: Option<Arc<[String]>>,
+    address: Option<std::net::IpAddr>,
 }
 
 /// A request in a session.
@@ -424,6 +426,7 @@ async fn served(
     let call = LegacyCall {
         session: known.record,
         scopes: known.scopes,
+        address: known.address,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound(tx.clone())),
         cancel: cancel.clone(),

@@ -9,11 +9,13 @@
 
 mod auth;
 mod checks;
+mod flood;
 mod legacy;
 mod reply;
 
 pub use auth::OAuth;
 use auth::{Caller, Guard};
+pub use flood::{DEFAULT_FLOOD_LIMIT, TOO_MANY_REQUESTS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -36,6 +38,7 @@ use toolwire_protocol::{
 
 use crate::dispatch::{Final, read_frame, read_meta};
 use crate::legacy::{MemorySessionStore, SessionStore};
+use crate::limits::{Limiter, RateLimit};
 use crate::route::{Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
 
@@ -54,6 +57,10 @@ pub struct HttpConfig {
     max_sessions: usize,
     session_idle: Duration,
     oauth: Option<OAuth>,
+    /// Requests per client address; `None` for no limit.
+    flood_limit: Option<RateLimit>,
+    /// The header a trusted proxy puts the client's address in.
+    forwarded_header: Option<http::HeaderName>,
 }
 
 /// A session store, shared by the routers made from one config.
@@ -96,6 +103,8 @@ impl Default for HttpConfig {
             max_sessions: MemorySessionStore::DEFAULT_MAX_SESSIONS,
             session_idle: MemorySessionStore::DEFAULT_IDLE,
             oauth: None,
+            flood_limit: Some(DEFAULT_FLOOD_LIMIT),
+            forwarded_header: None,
         }
     }
 }
@@ -185,6 +194,30 @@ impl HttpConfig {
         self
     }
 
+    /// How many requests each client address may send (default [`DEFAULT_FLOOD_LIMIT`], 200
+    /// per second with bursts of 400); over it, 429 with `Retry-After` before anything else is
+    /// read. Tool quotas per caller are the server's ([`crate::ServerBuilder::rate_limit`]).
+    pub fn flood_limit(mut self, limit: RateLimit) -> Self {
+        self.flood_limit = Some(limit);
+        self
+    }
+
+    /// No flood limit, for the stated reason (logged): for a server behind a proxy that
+    /// limits requests itself.
+    pub fn no_flood_limit(mut self, reason: impl Into<String>) -> Self {
+        tracing::warn!(reason = %reason.into(), "HTTP requests have no flood limit");
+        self.flood_limit = None;
+        self
+    }
+
+    /// Takes the client's address from this header (its rightmost entry: the one your proxy
+    /// adds, e.g. `x-forwarded-for`, or `forwarded`'s `for=`) instead of the TCP peer. Only
+    /// behind a proxy that sets it: otherwise clients choose their own address.
+    pub fn forwarded_header(mut self, name: http::HeaderName) -> Self {
+        self.forwarded_header = Some(name);
+        self
+    }
+
     /// How long requests may keep running after [`Server::shutdown`] before they are cancelled.
     pub fn shutdown_grace(mut self, grace: Duration) -> Self {
         self.shutdown_grace = grace;
@@ -201,6 +234,8 @@ struct HttpState {
     sessions: Option<legacy::Sessions>,
     /// The resource server; `None` without OAuth.
     guard: Option<Arc<Guard>>,
+    /// Requests per client address; `None` without a limit.
+    flood: Option<Limiter>,
 }
 
 /// An axum router serving `server` at the configured path. GET and DELETE serve legacy
@@ -238,12 +273,18 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
         .clone()
         .map(|oauth| Arc::new(Guard::new(oauth)));
     let metadata_paths = guard.as_ref().map(|g| g.paths.clone()).unwrap_or_default();
+    let flood = flood::limiter(&config).unwrap_or_else(|error| {
+        // `serve` refuses such a config; a router made directly keeps the default.
+        tracing::error!(%error, "invalid flood limit; using the default");
+        Limiter::new(DEFAULT_FLOOD_LIMIT, 1).ok()
+    });
     let state = Arc::new(HttpState {
         server,
         config,
         hard_stop,
         sessions,
         guard,
+        flood,
     });
     let mut router = Router::new().route(
         &path,
@@ -277,6 +318,7 @@ async fn caller_of(
             principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?
                 .map(Into::into),
             scopes: None,
+            address: None,
         }),
     }
 }
@@ -289,12 +331,19 @@ pub async fn serve(
     config: HttpConfig,
 ) -> std::io::Result<()> {
     use axum::serve::ListenerExt as _;
+    flood::limiter(&config).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("flood limit: {e}"),
+        )
+    })?;
     let shutdown = server.shutdown_token();
     // Replies go out in one write; Nagle's algorithm would only add latency.
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    axum::serve(listener, router(server, config))
+    let app = router(server, config).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app)
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }
@@ -382,11 +431,15 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
+    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
+    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+        return response;
+    }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
     }
     let caller = match caller_of(&state, &parts.uri, &parts.headers, None).await {
-        Ok(caller) => caller,
+        Ok(caller) => Caller { address, ..caller },
         Err(refusal) => return refusal.into_response(),
     };
     match checks::Accept::parse(&parts.headers) {
@@ -400,6 +453,10 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
+    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
+    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+        return response;
+    }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
     }
@@ -410,19 +467,32 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
 }
 
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
-    match admit_and_run(&state, request).await {
+    let (parts, body) = request.into_parts();
+    // A flood is turned away before anything else is looked at (T-15).
+    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
+    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+        return response;
+    }
+    match admit_and_run(&state, parts, body, address).await {
         Ok(response) => response,
         Err(refusal) => refusal.into_response(),
     }
 }
 
-async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, Refusal> {
-    let (parts, body) = request.into_parts();
+async fn admit_and_run(
+    state: &HttpState,
+    parts: http::request::Parts,
+    body: Body,
+    address: Option<std::net::IpAddr>,
+) -> Result<Response, Refusal> {
     let headers = &parts.headers;
     checks::host_and_origin(&state.config, &parts.uri, headers)?;
     // Without a usable token nothing else is read.
     let oauth_caller = match &state.guard {
-        Some(guard) => Some(guard.admit(&parts.uri, headers).await?),
+        Some(guard) => Some(Caller {
+            address,
+            ..guard.admit(&parts.uri, headers).await?
+        }),
         None => None,
     };
     checks::content_type(headers)?;
@@ -443,7 +513,10 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         if legacy::claims(headers, &raw) {
             let caller = match oauth_caller {
                 Some(caller) => caller,
-                None => caller_of(state, &parts.uri, headers, raw.request_id().as_ref()).await?,
+                None => Caller {
+                    address,
+                    ..caller_of(state, &parts.uri, headers, raw.request_id().as_ref()).await?
+                },
             };
             return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
         }
@@ -478,6 +551,7 @@ async fn admit_and_run(state: &HttpState, request: Request) -> Result<Response, 
         None => Caller {
             principal: resolve_principal(&state.config, headers, &id)?.map(Into::into),
             scopes: None,
+            address,
         },
     };
     if let (Some(guard), Some(granted)) = (&state.guard, &caller.scopes) {

@@ -85,7 +85,8 @@ async fn run_plain(
         server.inner.config.logging,
     )
     .with_principal(caller.principal)
-    .with_scopes(caller.scopes);
+    .with_scopes(caller.scopes)
+    .with_address(caller.address);
     tokio::select! {
         biased;
         done = server.run(&id, route, ctx) => match done {
@@ -122,7 +123,8 @@ async fn run_streaming(
         logging,
     )
     .with_principal(caller.principal)
-    .with_scopes(caller.scopes);
+    .with_scopes(caller.scopes)
+    .with_address(caller.address);
     let finisher = ctx.clone();
     let request_id = id.clone();
     let work = Box::pin(async move {

@@ -95,6 +95,8 @@ pub(crate) struct LegacyCall {
     pub(crate) session: SessionRecord,
     /// The OAuth scopes of the caller's token; `None` without OAuth.
     pub(crate) scopes: Option<Arc<[String]>>,
+    /// The client's address (HTTP), for rate limits.
+    pub(crate) address: Option<std::net::IpAddr>,
     /// Where requests to the client are matched with their answers.
     pub(crate) peer: Arc<Peer>,
     /// The request's stream (stdio, or an SSE reply): its notifications and the server's
@@ -204,7 +206,8 @@ impl Server {
                 self.inner.config.logging,
             )
             .with_principal(call.session.principal.as_deref().map(Into::into))
-            .with_scopes(call.scopes.clone());
+            .with_scopes(call.scopes.clone())
+            .with_address(call.address);
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;
             finisher.finish().await;

@@ -13,6 +13,7 @@ mod http_errors;
 mod http_listen;
 mod http_tools;
 mod legacy;
+mod limits;
 mod mrtr;
 mod offers;
 mod output_guard;

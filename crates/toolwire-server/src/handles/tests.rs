@@ -1,0 +1,139 @@
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::*;
+use crate::clock::ManualClock;
+
+fn notes(backend: Arc<dyn HandleBackend>, clock: &Arc<ManualClock>) -> HandleStore<Vec<String>> {
+    HandleStore::new("note", backend)
+        .unwrap()
+        .lifetimes(Duration::from_secs(60), Duration::from_secs(600))
+        .recovery("Call notes_create to start a new note.")
+        .clock(clock.clone())
+}
+
+/// The contract every backend keeps.
+async fn the_contract(backend: Arc<dyn HandleBackend>) {
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let store = notes(backend, &clock);
+    let id = store.create_as(Some("alice"), &vec!["a".into()]).await.unwrap();
+    // 128 random bits, base64url, behind the prefix.
+    assert!(id.starts_with("note_") && id.len() == "note_".len() + 22, "{id}");
+    let other = store.create_as(Some("alice"), &vec![]).await.unwrap();
+    assert_ne!(id, other);
+
+    store
+        .update_as(Some("alice"), &id, |n| n.push("b".into()))
+        .await
+        .unwrap();
+    assert_eq!(store.get_as(Some("alice"), &id).await.unwrap(), ["a", "b"]);
+
+    // Another principal, anonymous, a foreign prefix, a made-up id: all unknown, same words.
+    for (owner, handle) in [
+        (Some("bob"), id.as_str()),
+        (None, id.as_str()),
+        (Some("alice"), "task_AAAAAAAAAAAAAAAAAAAAAA"),
+        (Some("alice"), "note_AAAAAAAAAAAAAAAAAAAAAA"),
+    ] {
+        let error = store.get_as(owner, handle).await.unwrap_err();
+        assert!(matches!(error, HandleError::Unknown { .. }), "{error}");
+        let text = error.to_string();
+        assert!(text.contains("Call notes_create"), "{text}");
+        assert!(text.contains("1 minute after their last use and for 10 minutes at most"), "{text}");
+    }
+
+    // Each use renews the idle lifetime; the absolute one holds regardless.
+    for _ in 0..11 {
+        clock.advance(50000);
+        store.get_as(Some("alice"), &id).await.unwrap();
+    }
+    // At 605 s: used 55 s ago, but created more than 600 s ago.
+    clock.advance(55000);
+    let error = store.get_as(Some("alice"), &id).await.unwrap_err();
+    assert!(matches!(error, HandleError::Expired { .. }), "{error}");
+    // The unused one went idle long ago; purging removes both.
+    assert!(matches!(
+        store.get_as(Some("alice"), &other).await.unwrap_err(),
+        HandleError::Expired { .. }
+    ));
+    assert_eq!(store.purge_expired().await.unwrap(), 2);
+    assert!(matches!(
+        store.get_as(Some("alice"), &id).await.unwrap_err(),
+        HandleError::Unknown { .. }
+    ));
+
+    // Concurrent updates lose nothing.
+    let id = store.create_as(None, &vec![]).await.unwrap();
+    let writers = (0..8).map(|i| {
+        let (store, id) = (store.clone(), id.clone());
+        tokio::spawn(async move {
+            for j in 0..10 {
+                store
+                    .update_as(None, &id, |n| n.push(format!("{i}.{j}")))
+                    .await
+                    .unwrap();
+            }
+        })
+    });
+    for writer in writers.collect::<Vec<_>>() {
+        writer.await.unwrap();
+    }
+    assert_eq!(store.get_as(None, &id).await.unwrap().len(), 80);
+
+    store.remove_as(None, &id).await.unwrap();
+    assert!(store.get_as(None, &id).await.is_err());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_keeps_the_contract() {
+    the_contract(Arc::new(MemoryHandles::default())).await;
+}
+
+#[cfg(feature = "sqlite")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sqlite_keeps_the_contract_and_survives_reopening() {
+    let dir = std::env::temp_dir().join(format!("toolwire-handles-{}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("handles.db");
+    the_contract(Arc::new(SqliteHandles::open(&path).unwrap())).await;
+
+    let clock = Arc::new(ManualClock::new(5_000_000));
+    let id = {
+        let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
+        store.create_as(Some("alice"), &vec!["kept".into()]).await.unwrap()
+    };
+    let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
+    assert_eq!(store.get_as(Some("alice"), &id).await.unwrap(), ["kept"]);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[tokio::test]
+async fn a_full_memory_store_makes_room_from_expired_handles_only() {
+    let clock = Arc::new(ManualClock::new(0));
+    let store = notes(Arc::new(MemoryHandles::new(2)), &clock);
+    store.create_as(None, &vec![]).await.unwrap();
+    store.create_as(None, &vec![]).await.unwrap();
+    let error = store.create_as(None, &vec![]).await.unwrap_err();
+    assert!(matches!(error, HandleError::Full { .. }), "{error}");
+    assert!(matches!(ToolError::from(error), ToolError::Failed(_)));
+    clock.advance(61000);
+    store.create_as(None, &vec![]).await.unwrap();
+}
+
+#[test]
+fn kinds_retention_and_durations_read_well() {
+    assert!(HandleStore::<()>::in_memory("Note").is_err());
+    assert!(HandleStore::<()>::in_memory("note_x").is_err());
+    assert!(HandleStore::<()>::in_memory("").is_err());
+    let store = HandleStore::<()>::in_memory("note").unwrap();
+    assert_eq!(
+        store.retention(),
+        "note handles stay valid for 30 minutes after their last use and for 1 day at most"
+    );
+    let retention = Retention::from(&store);
+    assert!(retention.sentence.starts_with("Note handles stay valid"), "{}", retention.sentence);
+    assert_eq!(retention.meta["idleMs"], 1_800_000);
+    assert_eq!(human(Duration::from_millis(1500)), "1500 ms");
+    assert_eq!(human(Duration::from_secs(90)), "90 seconds");
+    assert_eq!(shown(&"x".repeat(100)).chars().count(), 65);
+}
