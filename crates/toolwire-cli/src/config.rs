@@ -39,8 +39,26 @@
 //! # tool_timeout_ms = 60000
 //! # off = "why"                            # no limit for tools that set none
 //!
+//! [limits]                                 # quotas per caller and tool; the HTTP flood limit
+//! # tool_calls = 300                       # per tool_period_seconds, per caller and tool
+//! # tool_period_seconds = 60
+//! # tool_burst = 300                       # how many at once (default tool_calls)
+//! # off = "why"                            # no quota for tools that set none
+//! # http_requests_per_second = 200         # per client address, 429 beyond
+//! # http_burst = 400
+//! # http_off = "why"
+//! # forwarded_header = "x-forwarded-for"   # the client address, as your proxy sets it
+//!
+//! [handles]                                # the notes' handles
+//! # idle_seconds = 1800                    # valid this long after their last use
+//! # max_age_seconds = 86400                # and this long at most
+//! # in_memory = false                      # true: not in --data-dir, gone at exit
+//!
 //! [tools.add]
 //! scopes = ["math"]                        # needed to see and call the tool
+//! # rate_limit = { calls = 10, period_seconds = 60, burst = 10 }
+//! # cost = 1                               # how much of the quota a call uses
+//! # no_rate_limit = "why"
 //! # raw_output = "why"                     # this tool's results go out unsanitized
 //! # timeout_ms = 5000                      # its own limit
 //! # no_timeout = "why"                     # no limit for it
@@ -50,6 +68,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::time::Duration;
 
+use crate::layers::{HandlesConfig, LimitsConfig, RateLimitConfig};
 use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
 use toolwire_server::OutputGuard;
@@ -69,6 +88,10 @@ pub(crate) struct ServeConfig {
     pub(crate) deadlines: Option<DeadlinesConfig>,
     #[serde(default)]
     pub(crate) audit: Option<AuditConfig>,
+    #[serde(default)]
+    pub(crate) limits: Option<LimitsConfig>,
+    #[serde(default)]
+    pub(crate) handles: Option<HandlesConfig>,
     /// The introspection client secret, read from the environment at load.
     #[serde(skip)]
     secret: Option<String>,
@@ -125,6 +148,15 @@ pub(crate) struct ToolConfig {
     /// The reason it has no time limit.
     #[serde(default)]
     pub(crate) no_timeout: Option<String>,
+    /// Its own quota per caller.
+    #[serde(default)]
+    pub(crate) rate_limit: Option<RateLimitConfig>,
+    /// The reason it has no quota.
+    #[serde(default)]
+    pub(crate) no_rate_limit: Option<String>,
+    /// How much of the quota one call uses.
+    #[serde(default)]
+    pub(crate) cost: Option<u32>,
 }
 
 /// `[audit]`.
@@ -280,6 +312,25 @@ impl ServeConfig {
             if tool.timeout_ms.is_some() && tool.no_timeout.is_some() {
                 bail!("tools.{name}: timeout_ms and no_timeout together");
             }
+            crate::layers::reason(
+                &format!("tools.{name}.no_rate_limit"),
+                tool.no_rate_limit.as_ref(),
+            )?;
+            if let Some(limit) = &tool.rate_limit {
+                limit.check(&format!("tools.{name}.rate_limit"))?;
+            }
+            if tool.rate_limit.is_some() && tool.no_rate_limit.is_some() {
+                bail!("tools.{name}: rate_limit and no_rate_limit together");
+            }
+            if tool.cost == Some(0) {
+                bail!("tools.{name}.cost: must be at least 1");
+            }
+        }
+        if let Some(limits) = &self.limits {
+            limits.check()?;
+        }
+        if let Some(handles) = &self.handles {
+            handles.check()?;
         }
         if let Some(file) = self.audit.as_ref().and_then(|a| a.file.as_ref()) {
             if file.as_os_str().is_empty() {

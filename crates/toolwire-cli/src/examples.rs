@@ -4,13 +4,13 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use crate::config::{DeadlinesConfig, ToolConfig};
+use crate::config::{DeadlinesConfig, ServeConfig, ToolConfig};
+use crate::notes::Notes;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, NoArgs, OutputGuard, RequestContext, Server, Structured,
-    Tool, ToolError,
+    AuditSink, Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -129,17 +129,56 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
-/// The example server; `modern_only` refuses legacy (2025-11-25) clients, `settings` gives
-/// tools the scopes a caller needs (`[tools.NAME]` of `--config`).
+/// The example server; `modern_only` refuses legacy (2025-11-25) clients, `settings` is the
+/// `--config` file (scopes, limits, deadlines and output guard of each tool), `notes` where
+/// the notes tools keep notes.
 pub(crate) fn server(
     modern_only: bool,
-    settings: &BTreeMap<String, ToolConfig>,
-    output: Option<OutputGuard>,
-    deadlines: Option<&DeadlinesConfig>,
+    settings: &ServeConfig,
     audit: Option<Arc<dyn AuditSink>>,
+    notes: &Notes,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
+    tools.extend(crate::notes::tools(notes));
+    tools = configured(tools, &settings.tools)?;
+    let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
+    if modern_only {
+        builder = builder.modern_only();
+    }
+    if let Some(output) = &settings.output {
+        builder = builder.output_guard(output.guard());
+    }
+    if let Some(sink) = audit {
+        builder = builder.audit_sink(sink);
+    }
+    if let Some(limits) = &settings.limits {
+        builder = limits.apply(builder);
+    }
+    match &settings.deadlines {
+        Some(DeadlinesConfig {
+            off: Some(reason), ..
+        }) => builder = builder.no_tool_timeout(reason.clone()),
+        Some(DeadlinesConfig {
+            tool_timeout_ms: Some(ms),
+            ..
+        }) => builder = builder.tool_timeout(Duration::from_millis(*ms)),
+        _ => {}
+    }
+    let server = builder
+        .title("Toolwire examples")
+        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
+        .tools(tools)
+        .build()?;
+    let _ = handle.set(server.clone());
+    Ok(server)
+}
+
+/// The tools with the settings of their `[tools.NAME]` sections.
+fn configured(
+    mut tools: Vec<Tool>,
+    settings: &BTreeMap<String, ToolConfig>,
+) -> anyhow::Result<Vec<Tool>> {
     let names: Vec<String> = tools.iter().map(|t| t.definition().name.clone()).collect();
     for (name, config) in settings {
         let Some(at) = names.iter().position(|n| n == name) else {
@@ -158,35 +197,18 @@ pub(crate) fn server(
         if let Some(reason) = &config.no_timeout {
             tool = tool.no_timeout(reason.clone());
         }
+        if let Some(limit) = &config.rate_limit {
+            tool = tool.rate_limit(limit.limit());
+        }
+        if let Some(reason) = &config.no_rate_limit {
+            tool = tool.no_rate_limit(reason.clone());
+        }
+        if let Some(cost) = config.cost {
+            tool = tool.cost(cost);
+        }
         tools.insert(at, tool);
     }
-    let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
-    if modern_only {
-        builder = builder.modern_only();
-    }
-    if let Some(guard) = output {
-        builder = builder.output_guard(guard);
-    }
-    if let Some(sink) = audit {
-        builder = builder.audit_sink(sink);
-    }
-    match deadlines {
-        Some(DeadlinesConfig {
-            off: Some(reason), ..
-        }) => builder = builder.no_tool_timeout(reason.clone()),
-        Some(DeadlinesConfig {
-            tool_timeout_ms: Some(ms),
-            ..
-        }) => builder = builder.tool_timeout(Duration::from_millis(*ms)),
-        _ => {}
-    }
-    let server = builder
-        .title("Toolwire examples")
-        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, and a tool that changes the tool list.")
-        .tools(tools)
-        .build()?;
-    let _ = handle.set(server.clone());
-    Ok(server)
+    Ok(tools)
 }
 
 /// The example tools, in listing order.
@@ -241,7 +263,9 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let server = super::server(false, &Default::default(), None, None, None).unwrap();
+        let notes =
+            crate::notes::store(None, crate::layers::HandlesConfig::default().lifetimes()).unwrap();
+        let server = super::server(false, &Default::default(), None, &notes).unwrap();
         assert_eq!(
             server.tool_names(),
             [
@@ -251,7 +275,10 @@ mod tests {
                 "count_slowly",
                 "current_time",
                 "greet",
-                "toggle_shout"
+                "toggle_shout",
+                "note_create",
+                "note_append",
+                "note_read"
             ]
         );
     }

@@ -10,6 +10,8 @@ use toolwire_server::{http, stdio};
 mod client;
 mod config;
 mod examples;
+mod layers;
+mod notes;
 mod session;
 mod terminal;
 
@@ -27,7 +29,9 @@ struct Cli {
 #[derive(Subcommand)]
 enum Command {
     /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time,
-    /// greet, toggle_shout) to 2026-07-28 clients and to legacy (2025-11-25) ones.
+    /// greet, toggle_shout, and notes kept by handle: note_create, note_append, note_read) to
+    /// 2026-07-28 clients and to legacy (2025-11-25) ones, with rate limits, deadlines, output
+    /// sanitization and audit events on.
     ///
     /// On stdio the caller is who the environment says: TOOLWIRE_PRINCIPAL (binds its request
     /// state and tasks) and TOOLWIRE_SCOPES (space-separated; tools needing other scopes are
@@ -46,6 +50,10 @@ enum Command {
         /// per-tool settings (`[tools.add] scopes = ["math"]`); see examples/serve.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
+        /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
+        /// survive a restart. Default: $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
+        #[arg(long, value_name = "DIR", env = "TOOLWIRE_DATA_DIR")]
+        data_dir: Option<std::path::PathBuf>,
     },
     /// Show a server's era, protocol version, identity and capabilities.
     Discover(client::Target),
@@ -117,12 +125,24 @@ async fn run() -> anyhow::Result<()> {
             allow_hosts,
             modern_only,
             config,
+            data_dir,
         } => {
             let config = match &config {
                 Some(path) => config::load(path)?,
                 None => config::ServeConfig::default(),
             };
-            serve(http, allow_hosts, modern_only, config).await
+            let handles = config.handles.as_ref();
+            let in_memory = handles.is_some_and(|h| h.in_memory);
+            let data_dir = match data_dir {
+                _ if in_memory => None,
+                Some(dir) => Some(dir),
+                None => Some(default_data_dir()?),
+            };
+            let lifetimes = handles
+                .map(layers::HandlesConfig::lifetimes)
+                .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
+            let notes = notes::store(data_dir.as_deref(), lifetimes)?;
+            serve(http, allow_hosts, modern_only, config, notes).await
         }
         Command::Discover(target) => client::discover(&target).await,
         Command::Tools(target) => client::tools(&target).await,
@@ -140,13 +160,27 @@ async fn run() -> anyhow::Result<()> {
     }
 }
 
+/// `$XDG_DATA_HOME/toolwire`, else `~/.local/share/toolwire`.
+fn default_data_dir() -> anyhow::Result<std::path::PathBuf> {
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(data) = var("XDG_DATA_HOME") {
+        return Ok(std::path::PathBuf::from(data).join("toolwire"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(std::path::PathBuf::from(home).join(".local/share/toolwire")),
+        None => anyhow::bail!(
+            "no HOME or XDG_DATA_HOME to keep notes in: pass --data-dir DIR (or [handles] in_memory = true)"
+        ),
+    }
+}
+
 async fn serve(
     addr: Option<SocketAddr>,
     allow_hosts: Vec<String>,
     modern_only: bool,
     settings: config::ServeConfig,
+    notes: notes::Notes,
 ) -> anyhow::Result<()> {
-    let output = settings.output.as_ref().map(config::OutputConfig::guard);
     let audit = match settings.audit.as_ref().and_then(|a| a.file.as_ref()) {
         Some(file) => Some(std::sync::Arc::new(
             toolwire_server::JsonlAuditSink::open(file)
@@ -154,13 +188,7 @@ async fn serve(
         ) as std::sync::Arc<dyn toolwire_server::AuditSink>),
         None => None,
     };
-    let server = examples::server(
-        modern_only,
-        &settings.tools,
-        output,
-        settings.deadlines.as_ref(),
-        audit,
-    )?;
+    let server = examples::server(modern_only, &settings, audit, &notes)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"
@@ -187,6 +215,9 @@ async fn serve(
         .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
     if let Some(oauth) = settings.oauth() {
         config = config.oauth(oauth);
+    }
+    if let Some(limits) = &settings.limits {
+        config = limits.apply_http(config);
     }
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"

@@ -8,9 +8,16 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
+/// Where the servers these tests start keep notes, unless a test chooses: never the home
+/// directory of whoever runs the tests.
+fn scratch_data_dir() -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id()))
+}
+
 fn toolwire(args: &[&str]) -> Output {
     Command::new(BIN)
         .args(args)
+        .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LOG")
         .output()
@@ -93,6 +100,7 @@ impl HttpServer {
         let mut child = Command::new(BIN)
             .arg("serve")
             .args(args)
+            .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
             .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
@@ -744,5 +752,123 @@ fn serve_writes_an_audit_line_per_call() {
             .contains("[REDACTED:github-token]")
     );
     assert_eq!(events[1]["tool"], "add");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The notes tools keep their notes by handle in `--data-dir`: a note outlives a server killed
+/// without warning, is read back by the next one, and expires when its idle lifetime (here
+/// 2 s, from `[handles]`) passes without use, with a result that says how to recover.
+#[test]
+fn notes_survive_a_restart_and_expire_on_time() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-notes-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("notes.toml");
+    std::fs::write(
+        &config,
+        "[handles]\nidle_seconds = 2\nmax_age_seconds = 3600\n",
+    )
+    .unwrap();
+    let data = dir.join("data");
+    let args = [
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+        "--data-dir",
+        data.to_str().unwrap(),
+    ];
+
+    let listed = {
+        let server = HttpServer::start_with(&args);
+        let tools = toolwire(&["tools", &server.url]);
+        assert!(tools.status.success(), "{}", stderr(&tools));
+        stdout(&tools)
+    };
+    assert!(
+        listed.contains(
+            "Note handles stay valid for 2 seconds after their last use and for 1 hour at most"
+        ),
+        "{listed}"
+    );
+
+    let server = HttpServer::start_with(&args);
+    let created = toolwire(&["call", &server.url, "note_create", r#"{"text": "first"}"#]);
+    assert!(created.status.success(), "{}", stderr(&created));
+    let out = stdout(&created);
+    let at = out
+        .find("note_")
+        .unwrap_or_else(|| panic!("no handle in {out}"));
+    let note: String = out[at..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '_' || *c == '-')
+        .collect();
+    assert_eq!(note.len(), 27, "{out}");
+    drop(server); // SIGKILL: no chance to flush anything.
+
+    let server = HttpServer::start_with(&args);
+    let arguments = format!(r#"{{"note": "{note}", "text": "second"}}"#);
+    let appended = toolwire(&["call", &server.url, "note_append", &arguments]);
+    assert!(appended.status.success(), "{}", stderr(&appended));
+    let read = toolwire(&[
+        "call",
+        &server.url,
+        "note_read",
+        &format!(r#"{{"note": "{note}"}}"#),
+    ]);
+    assert!(read.status.success(), "{}", stderr(&read));
+    assert!(stdout(&read).contains("first\nsecond"), "{}", stdout(&read));
+    assert!(data.join("handles.sqlite3").exists());
+
+    std::thread::sleep(Duration::from_millis(2500));
+    let expired = toolwire(&[
+        "call",
+        &server.url,
+        "note_read",
+        &format!(r#"{{"note": "{note}"}}"#),
+    ]);
+    assert_eq!(expired.status.code(), Some(1), "{expired:?}");
+    let said = format!("{}{}", stdout(&expired), stderr(&expired));
+    assert!(said.contains("has expired"), "{said}");
+    assert!(
+        said.contains("Call note_create to start a new note."),
+        "{said}"
+    );
+    drop(server);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `[tools.NAME] rate_limit` in `--config`: the third call within the minute from the same
+/// address gets a result that says when to retry, and the call exits 1.
+#[test]
+fn serve_limits_calls_as_configured() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-limits-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("limits.toml");
+    std::fs::write(
+        &config,
+        "[tools.add]\nrate_limit = { calls = 2, period_seconds = 60 }\n",
+    )
+    .unwrap();
+    let server = HttpServer::start_with(&[
+        "--http",
+        "127.0.0.1:0",
+        "--config",
+        config.to_str().unwrap(),
+    ]);
+    for _ in 0..2 {
+        let added = toolwire(&["call", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
+        assert!(added.status.success(), "{}", stderr(&added));
+    }
+    let limited = toolwire(&["call", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
+    assert_eq!(limited.status.code(), Some(1), "{limited:?}");
+    let said = format!("{}{}", stdout(&limited), stderr(&limited));
+    assert!(
+        said.contains("The tool add was called too often") && said.contains("Try again in"),
+        "{said}"
+    );
+    // Other tools keep their own quota.
+    let echoed = toolwire(&["call", &server.url, "echo", r#"{"message": "hi"}"#]);
+    assert!(echoed.status.success(), "{}", stderr(&echoed));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -86,6 +86,11 @@ fn server() -> String {
 
 fn toolwire(args: &[&str]) -> Output {
     Command::new(BIN)
+        // Notes go to a scratch directory, never the home directory.
+        .env(
+            "TOOLWIRE_DATA_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
+        )
         .args(args)
         .env_remove("RUST_BACKTRACE")
         // Info-level logs include the server's stderr lines.
@@ -202,6 +207,11 @@ fn answer_never_accepts_a_url_elicitation() {
 /// Runs `toolwire` with stdout (or stderr) a pipe whose reading end is already closed.
 fn with_closed(args: &[&str], close_stdout: bool) -> std::process::ExitStatus {
     let mut child = Command::new(BIN)
+        // Notes go to a scratch directory, never the home directory.
+        .env(
+            "TOOLWIRE_DATA_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
+        )
         .args(args)
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LOG")

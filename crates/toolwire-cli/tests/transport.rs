@@ -27,6 +27,11 @@ fn python_server() -> String {
 #[test]
 fn a_stdio_server_does_not_get_the_bearer_token() {
     let output = Command::new(BIN)
+        // Notes go to a scratch directory, never the home directory.
+        .env(
+            "TOOLWIRE_DATA_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
+        )
         .args(["call", "--json", &python_server(), "env"])
         .args(["--env", "GIVEN=on the command line", "--env", "PASSED"])
         .env("TOOLWIRE_BEARER_TOKEN", "s3cret")
@@ -52,6 +57,11 @@ fn a_stdio_server_does_not_get_the_bearer_token() {
 async fn toolwire(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(BIN)
+            // Notes go to a scratch directory, never the home directory.
+            .env(
+                "TOOLWIRE_DATA_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
+            )
             .args(args)
             .envs(env)
             .env_remove("RUST_LOG")

@@ -69,10 +69,10 @@ pub use call::TIMED_OUT_META_KEY;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use handles::{HandleError, HandleStore};
 pub use legacy::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
-pub use handles::{HandleError, HandleStore};
 pub use limits::{
     CALLER_BUCKETS, DEFAULT_TOOL_RATE_LIMIT, RATE_LIMIT_META_KEY, RATE_LIMITED_META_KEY, RateLimit,
 };

@@ -221,7 +221,11 @@ fn prepare(
         let mut description = definition.description.take().unwrap_or_default();
         for retention in &tool.handles {
             if !description.is_empty() && !description.ends_with([' ', '\n']) {
-                description.push_str(if description.ends_with('.') { " " } else { ". " });
+                description.push_str(if description.ends_with('.') {
+                    " "
+                } else {
+                    ". "
+                });
             }
             description.push_str(&retention.sentence);
         }

@@ -512,7 +512,6 @@ impl ServerBuilder {
     }
 
     /// How long a task is kept after it is created (default 5 minutes).
-
     pub fn task_ttl(mut self, ttl: Duration) -> Self {
         self.task_ttl = ttl;
         self

@@ -128,7 +128,9 @@ pub trait HandleBackend: Send + Sync + 'static {
 pub enum HandleError {
     /// Never issued, another caller's, or purged after it expired: the model is told how to
     /// recover.
-    #[error("The {kind} handle {id} is unknown: it was never issued to you, or it expired and was removed ({retention}). {recovery}")]
+    #[error(
+        "The {kind} handle {id} is unknown: it was never issued to you, or it expired and was removed ({retention}). {recovery}"
+    )]
     Unknown {
         /// The store's kind.
         kind: String,
@@ -226,11 +228,16 @@ impl<T> std::fmt::Debug for HandleStore<T> {
 impl<T: Serialize + DeserializeOwned> HandleStore<T> {
     /// A store of `kind` handles (the identifiers' prefix: 1–16 of `a-z0-9`, starting with a
     /// letter) in `backend`; several stores may share one backend.
-    pub fn new(kind: impl Into<String>, backend: Arc<dyn HandleBackend>) -> Result<Self, HandleError> {
+    pub fn new(
+        kind: impl Into<String>,
+        backend: Arc<dyn HandleBackend>,
+    ) -> Result<Self, HandleError> {
         let kind = kind.into();
         let valid = (1..=16).contains(&kind.len())
             && kind.starts_with(|c: char| c.is_ascii_lowercase())
-            && kind.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
+            && kind
+                .bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit());
         if !valid {
             return Err(HandleError::InvalidKind(kind));
         }
@@ -316,7 +323,11 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
         let inner = &self.inner;
         let now = inner.clock.now_ms();
         if inner.creations.fetch_add(1, Ordering::Relaxed) % PURGE_EVERY == 0 {
-            let purged = inner.backend.purge(now).await.map_err(HandleError::Backend)?;
+            let purged = inner
+                .backend
+                .purge(now)
+                .await
+                .map_err(HandleError::Backend)?;
             if purged > 0 {
                 tracing::debug!(kind = %inner.kind, purged, "expired handles purged");
             }
@@ -445,7 +456,11 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
     }
 
     /// The record of `id` if it is `owner`'s and alive.
-    async fn live_record(&self, owner: Option<&str>, id: &str) -> Result<HandleRecord, HandleError> {
+    async fn live_record(
+        &self,
+        owner: Option<&str>,
+        id: &str,
+    ) -> Result<HandleRecord, HandleError> {
         let inner = &self.inner;
         let unknown = || HandleError::Unknown {
             kind: inner.kind.clone(),

@@ -16,9 +16,15 @@ fn notes(backend: Arc<dyn HandleBackend>, clock: &Arc<ManualClock>) -> HandleSto
 async fn the_contract(backend: Arc<dyn HandleBackend>) {
     let clock = Arc::new(ManualClock::new(1_000_000));
     let store = notes(backend, &clock);
-    let id = store.create_as(Some("alice"), &vec!["a".into()]).await.unwrap();
+    let id = store
+        .create_as(Some("alice"), &vec!["a".into()])
+        .await
+        .unwrap();
     // 128 random bits, base64url, behind the prefix.
-    assert!(id.starts_with("note_") && id.len() == "note_".len() + 22, "{id}");
+    assert!(
+        id.starts_with("note_") && id.len() == "note_".len() + 22,
+        "{id}"
+    );
     let other = store.create_as(Some("alice"), &vec![]).await.unwrap();
     assert_ne!(id, other);
 
@@ -39,7 +45,10 @@ async fn the_contract(backend: Arc<dyn HandleBackend>) {
         assert!(matches!(error, HandleError::Unknown { .. }), "{error}");
         let text = error.to_string();
         assert!(text.contains("Call notes_create"), "{text}");
-        assert!(text.contains("1 minute after their last use and for 10 minutes at most"), "{text}");
+        assert!(
+            text.contains("1 minute after their last use and for 10 minutes at most"),
+            "{text}"
+        );
     }
 
     // Each use renews the idle lifetime; the absolute one holds regardless.
@@ -100,7 +109,10 @@ async fn sqlite_keeps_the_contract_and_survives_reopening() {
     let clock = Arc::new(ManualClock::new(5_000_000));
     let id = {
         let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
-        store.create_as(Some("alice"), &vec!["kept".into()]).await.unwrap()
+        store
+            .create_as(Some("alice"), &vec!["kept".into()])
+            .await
+            .unwrap()
     };
     let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
     assert_eq!(store.get_as(Some("alice"), &id).await.unwrap(), ["kept"]);
@@ -131,7 +143,11 @@ fn kinds_retention_and_durations_read_well() {
         "note handles stay valid for 30 minutes after their last use and for 1 day at most"
     );
     let retention = Retention::from(&store);
-    assert!(retention.sentence.starts_with("Note handles stay valid"), "{}", retention.sentence);
+    assert!(
+        retention.sentence.starts_with("Note handles stay valid"),
+        "{}",
+        retention.sentence
+    );
     assert_eq!(retention.meta["idleMs"], 1_800_000);
     assert_eq!(human(Duration::from_millis(1500)), "1500 ms");
     assert_eq!(human(Duration::from_secs(90)), "90 seconds");

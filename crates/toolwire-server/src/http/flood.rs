@@ -60,14 +60,11 @@ pub(super) fn limiter(config: &HttpConfig) -> Result<Option<Limiter>, String> {
         .transpose()
 }
 
-/// Takes one request from the address's bucket, or answers 429 with `Retry-After`.
-pub(super) fn admit(limiter: Option<&Limiter>, address: Option<IpAddr>) -> Result<(), Response> {
-    let Some(limiter) = limiter else {
-        return Ok(());
-    };
-    let Err(wait) = limiter.check(CallerBucket::of(None, address), 1) else {
-        return Ok(());
-    };
+/// Takes one request from the address's bucket; when it is empty, the 429 answer with
+/// `Retry-After`.
+pub(super) fn refusal(limiter: Option<&Limiter>, address: Option<IpAddr>) -> Option<Response> {
+    let limiter = limiter?;
+    let wait = limiter.check(CallerBucket::of(None, address), 1).err()?;
     tracing::debug!(target: "toolwire::limits", address = ?address, wait_ms = wait.as_millis() as u64, "flood limit: 429");
     let limit = limiter.limit();
     let error = ErrorObject::new(
@@ -84,7 +81,7 @@ pub(super) fn admit(limiter: Option<&Limiter>, address: Option<IpAddr>) -> Resul
     response
         .headers_mut()
         .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-    Err(response.into_response())
+    Some(response.into_response())
 }
 
 #[cfg(test)]
@@ -136,9 +133,9 @@ mod tests {
     fn a_flood_gets_429_with_retry_after() {
         let limiter = Limiter::new(RateLimit::per_minute(2), 1).unwrap();
         let address = Some("192.0.2.1".parse().unwrap());
-        assert!(admit(Some(&limiter), address).is_ok());
-        assert!(admit(Some(&limiter), address).is_ok());
-        let response = admit(Some(&limiter), address).unwrap_err();
+        assert!(refusal(Some(&limiter), address).is_none());
+        assert!(refusal(Some(&limiter), address).is_none());
+        let response = refusal(Some(&limiter), address).unwrap();
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         let retry: u64 = response.headers()[header::RETRY_AFTER]
             .to_str()
@@ -146,6 +143,6 @@ mod tests {
             .parse()
             .unwrap();
         assert!((1..=30).contains(&retry), "{retry}");
-        assert!(admit(None, address).is_ok());
+        assert!(refusal(None, address).is_none());
     }
 }

@@ -432,7 +432,7 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
     };
     let (parts, _) = request.into_parts();
     let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
         return response;
     }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
@@ -454,7 +454,7 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
     };
     let (parts, _) = request.into_parts();
     let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
         return response;
     }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
@@ -470,7 +470,7 @@ async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> R
     let (parts, body) = request.into_parts();
     // A flood is turned away before anything else is looked at (T-15).
     let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Err(response) = flood::admit(state.flood.as_ref(), address) {
+    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
         return response;
     }
     match admit_and_run(&state, parts, body, address).await {

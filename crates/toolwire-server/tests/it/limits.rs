@@ -161,14 +161,15 @@ async fn a_spent_quota_gives_the_model_an_error_that_says_when_to_retry_over_htt
         );
     }
 
-    let events = sink.0.lock().unwrap();
-    let limited: Vec<&str> = events
+    let limited: Vec<String> = sink
+        .0
+        .lock()
+        .unwrap()
         .iter()
         .filter(|e| e.outcome == AuditOutcome::Limited)
-        .map(|e| e.tool.as_str())
+        .map(|e| e.tool.clone())
         .collect();
     assert_eq!(limited, ["scarce", "costly", "default"]);
-    drop(events);
     s.stop().await;
 }
 

@@ -9,6 +9,7 @@ mod audit;
 mod auth;
 mod auth_oidc;
 mod deadlines;
+mod handles;
 mod http_errors;
 mod http_listen;
 mod http_tools;
