@@ -75,7 +75,8 @@ def render(data):
     ratios = {}
     titles = {"http-echo-1": "HTTP echo, 1 conn", "http-echo-64": "HTTP echo, 64 conns",
               "http-realistic-64": "HTTP realistic schema, 64 conns", "stdio": "stdio, 16 in flight",
-              "http-echo-64-auth": "HTTP echo, 64 conns, OAuth"}
+              "http-echo-64-auth": "HTTP echo, 64 conns, OAuth",
+              "http-echo-64-layers": "HTTP echo, 64 conns, safety layers"}
     for key, result in list(http.items()) + [("stdio", stdio)]:
         targets = result["targets"]
         for name, t in targets.items():
@@ -84,17 +85,21 @@ def render(data):
             if t["errors"]:
                 problems.append(f"{key}/{name}: {t['errors']} wrong or failed replies")
             rss = t.get("peak_rss_kb")
-            shown = {"toolwire+auth": "toolwire, auth on"}.get(name, name)
+            shown = {"toolwire+auth": "toolwire, auth on",
+                     "toolwire+layers": "toolwire, every layer on"}.get(name, name)
             if key == "http-echo-64-auth" and name == "toolwire":
                 shown = "toolwire, auth off"
+            if key == "http-echo-64-layers" and name == "toolwire":
+                shown = "toolwire, every layer off"
             rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
                          rss / 1024 if rss else None, t["errors"]))
         tw = targets.get("toolwire", {}).get("rps")
         for peer in ("rmcp", "python", "ceiling"):
             if tw and targets.get(peer, {}).get("rps"):
                 ratios[f"{key}: toolwire/{peer}"] = tw / targets[peer]["rps"]
-        if tw and targets.get("toolwire+auth", {}).get("rps"):
-            ratios[f"{key}: toolwire+auth/toolwire"] = targets["toolwire+auth"]["rps"] / tw
+        for extra in ("toolwire+auth", "toolwire+layers"):
+            if tw and targets.get(extra, {}).get("rps"):
+                ratios[f"{key}: {extra}/toolwire"] = targets[extra]["rps"] / tw
     if listing["errors"]:
         problems.append(f"tools/list: {listing['errors']} failed walks")
     commit = data.get("commit") or "an unknown commit"
@@ -127,6 +132,9 @@ def render(data):
         if "http-echo-64-auth" in http:
             checks.append(("HTTP echo 64: auth on ≥ 90% of auth off",
                            ratios.get("http-echo-64-auth: toolwire+auth/toolwire", 0) >= 0.9))
+        if "http-echo-64-layers" in http:
+            checks.append(("HTTP echo 64: every layer on ≥ 85% of every layer off",
+                           ratios.get("http-echo-64-layers: toolwire+layers/toolwire", 0) >= 0.85))
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
         checks.append(("listen: every stream notified within 1 s", listen["fan_out_ms"] <= 1000))
         checks.append(("listen: ≤ 16 KB per idle stream", per_stream is not None and per_stream <= 16 * 1024))
@@ -142,7 +150,7 @@ def render(data):
 
 
 def measure(raw, out, smoke):
-    names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth")
+    names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers")
     commit, dirty = measured_commit(ROOT)
     data = {"commit": commit, "dirty": dirty, "machine": machine(), "smoke": smoke,
             "http": {name: load(raw, f"{name}.json") for name in names},

@@ -7,6 +7,11 @@
 //! small issuer of its own on 127.0.0.1 (metadata and a JWKS with a key made at start), accepts
 //! its JWT access tokens for its `/mcp`, and writes one valid token (an hour) to FILE for the
 //! load generator.
+//!
+//! `--layers` chooses the safety layers: `defaults` (as a server author gets them, with the rate
+//! and flood limits raised so that one load generator on one address is never refused; every
+//! check still runs), `all` (the same plus audit events to a JSON Lines file, `--audit-file`),
+//! or `off` (no output guard, deadline, rate limit, flood limit or audit).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -16,7 +21,20 @@ use clap::{Parser, ValueEnum};
 mod auth;
 use schemars::JsonSchema;
 use serde::Deserialize;
-use toolwire_server::{NoArgs, RequestContext, Server, Tool, ToolError, http, stdio};
+use toolwire_server::{
+    JsonlAuditSink, NoArgs, OutputGuard, RateLimit, RequestContext, Server, Tool, ToolError, http,
+    stdio,
+};
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Layers {
+    Defaults,
+    All,
+    Off,
+}
+
+/// A quota no benchmark reaches: the limiter runs, and never refuses.
+const UNREACHED: RateLimit = RateLimit::per_second(100_000_000);
 
 #[derive(Clone, Copy, ValueEnum)]
 enum Schema {
@@ -41,6 +59,12 @@ struct Args {
     /// Turn OAuth on (HTTP only) and write a valid access token to this file.
     #[arg(long, value_name = "FILE")]
     auth_token_file: Option<std::path::PathBuf>,
+    /// The safety layers: as defaults (limits raised), all (plus audit), or off.
+    #[arg(long, value_enum, default_value = "defaults")]
+    layers: Layers,
+    /// With `--layers all`: the JSON Lines file audit events go to.
+    #[arg(long, value_name = "FILE")]
+    audit_file: Option<std::path::PathBuf>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -141,10 +165,24 @@ async fn main() -> anyhow::Result<()> {
             "Filler tool number {i} for the tools/list benchmark"
         ))
     });
-    let server = Server::builder("toolwire-bench", env!("CARGO_PKG_VERSION"))
+    let mut builder = Server::builder("toolwire-bench", env!("CARGO_PKG_VERSION"))
         .tool(echo.description("Echoes the message"))
-        .tools(fillers)
-        .build()?;
+        .tools(fillers);
+    builder = match args.layers {
+        Layers::Off => builder
+            .output_guard(OutputGuard::off("benchmark: every layer off"))
+            .no_tool_timeout("benchmark: every layer off")
+            .no_rate_limit("benchmark: every layer off"),
+        Layers::Defaults | Layers::All => builder.rate_limit(UNREACHED),
+    };
+    if args.layers == Layers::All {
+        let file = args
+            .audit_file
+            .as_ref()
+            .ok_or_else(|| anyhow::anyhow!("--layers all needs --audit-file FILE"))?;
+        builder = builder.audit_sink(Arc::new(JsonlAuditSink::open(file)?));
+    }
+    let server = builder.build()?;
     let this = Arc::new(OnceLock::<Server>::new());
     let _ = this.set(server.clone());
     server.add_tool(
@@ -170,7 +208,14 @@ async fn main() -> anyhow::Result<()> {
         (Some(addr), _) => {
             let listener = tokio::net::TcpListener::bind(addr).await?;
             let local = listener.local_addr()?;
-            let mut config = http::HttpConfig::default();
+            let mut config = match args.layers {
+                Layers::Off => {
+                    http::HttpConfig::default().no_flood_limit("benchmark: every layer off")
+                }
+                Layers::Defaults | Layers::All => {
+                    http::HttpConfig::default().flood_limit(UNREACHED)
+                }
+            };
             if let Some(file) = &args.auth_token_file {
                 let resource = format!("http://{local}/mcp");
                 let (issuer, token) = auth::start_issuer(&resource).await?;
@@ -178,7 +223,8 @@ async fn main() -> anyhow::Result<()> {
                 config = config.oauth(http::OAuth::new(issuer, resource));
             }
             eprintln!("toolwire-bench-server: listening on http://{local}/mcp");
-            http::serve(server, listener, config).await?;
+            http::serve(server.clone(), listener, config).await?;
+            server.flush_audit();
         }
         (None, true) => {
             stdio::serve(server).await?;

@@ -507,6 +507,8 @@ mod tests {
         assert!(config.oauth().is_some());
         assert_eq!(config.secret.as_deref(), Some("s3cret"));
         assert!(!config.tools.is_empty());
+        assert!(config.limits.is_some() && config.handles.is_some());
+        assert!(config.tools["add"].rate_limit.is_some());
     }
 
     #[test]
@@ -572,6 +574,36 @@ mod tests {
                 "deadlines.tool_timeout_ms",
             ),
             ("[deadlines]\noff = \"\"\n", "deadlines.off"),
+            ("[limits]\ntool_calls = 0\n", "limits.tool_calls"),
+            ("[limits]\noff = \" \"\n", "limits.off"),
+            (
+                "[limits]\nhttp_off = \"x\"\nhttp_burst = 5\n",
+                "http_off together",
+            ),
+            (
+                "[limits]\nforwarded_header = \"a b\"\n",
+                "limits.forwarded_header",
+            ),
+            (
+                "[limits]\ntool_calls = 1\ntool_period_seconds = 0\n",
+                "limits.tool_period_seconds",
+            ),
+            ("[limits]\ncalls = 5\n", "calls"),
+            ("[handles]\nidle_seconds = 0\n", "handles.idle_seconds"),
+            (
+                "[handles]\nidle_seconds = 10\nmax_age_seconds = 5\n",
+                "handles.idle_seconds",
+            ),
+            (
+                "[tools.add]\nrate_limit = { calls = 0 }\n",
+                "tools.add.rate_limit",
+            ),
+            (
+                "[tools.add]\nrate_limit = { calls = 5 }\nno_rate_limit = \"x\"\n",
+                "together",
+            ),
+            ("[tools.add]\ncost = 0\n", "tools.add.cost"),
+            ("[tools.add]\nrate_limit = { calls = 5, per = 1 }\n", "per"),
             (
                 "[auth]\nissuer = \"https://id\"\nresource = \"https://m/mcp\"\n[auth.scope_implies]\nadmin = [\"a b\"]\n",
                 "auth.scope_implies.admin",

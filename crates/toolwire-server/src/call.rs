@@ -1,11 +1,8 @@
 //! `tools/call`: lookup, input validation, the MRTR round, the handler with panics contained,
 //! output validation, and the shaping of the result.
 
-use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
 
-use futures::FutureExt as _;
-use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
@@ -16,102 +13,18 @@ use toolwire_protocol::{
 };
 
 use crate::audit::{self, AuditOutcome};
-use crate::catalog::permits;
+use crate::catalog::{insufficient_scope, permits};
 use crate::context::RequestContext;
-use crate::dispatch::{Final, Outcome};
+use crate::handler::{contained, internal_failure, is_timed_out, with_deadline};
 use crate::limits::{CallerBucket, is_limited, limited_result};
 use crate::mrtr::{InputRequired, Round};
-use crate::offers::insufficient_scope;
+use crate::outcome::{Final, Outcome};
 use crate::registry::RegisteredTool;
 use crate::route::{CallTool, RoundParams};
 use crate::server::Server;
 use crate::state::{Binding, StateError};
-use crate::tasks::{Rerun, tasks_capability};
+use crate::task_store::{Rerun, tasks_capability};
 use crate::tool::{TaskSupport, ToolError};
-
-/// Starts a handler with panics contained, in the call that builds its future and while it
-/// runs: the future yields `None` (logged) if it panicked. `make` runs now, so it may borrow.
-pub(crate) fn contained<T: Send + 'static>(
-    name: &str,
-    make: impl FnOnce() -> BoxFuture<'static, Result<T, ToolError>>,
-) -> BoxFuture<'static, Option<Result<T, ToolError>>> {
-    match std::panic::catch_unwind(AssertUnwindSafe(make)) {
-        Ok(fut) => {
-            let name = name.to_owned();
-            Box::pin(async move {
-                AssertUnwindSafe(fut)
-                    .catch_unwind()
-                    .await
-                    .map_err(|panic| panicked(&name, &panic))
-                    .ok()
-            })
-        }
-        Err(panic) => {
-            panicked(name, &panic);
-            Box::pin(std::future::ready(None))
-        }
-    }
-}
-
-/// A handler's future, stopped after `limit`: its cancellation token fires and the call ends
-/// with an `isError` result that says so, for the model to act on (retry smaller, or later).
-pub(crate) fn with_deadline(
-    step: BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>,
-    limit: Option<std::time::Duration>,
-    cancel: CancellationToken,
-    name: &str,
-) -> BoxFuture<'static, Option<Result<CallToolResult, ToolError>>> {
-    let Some(limit) = limit else {
-        return step;
-    };
-    let name = name.to_owned();
-    Box::pin(async move {
-        let mut step = step;
-        if let Ok(outcome) = tokio::time::timeout(limit, &mut step).await {
-            return outcome;
-        }
-        // The token fires, and the handler gets a moment to notice and clean up (end a child
-        // process, roll back) before its future is dropped; what it returns then is not sent.
-        cancel.cancel();
-        let _ = tokio::time::timeout(DEADLINE_GRACE.min(limit), &mut step).await;
-        tracing::warn!(tool = %name, limit_ms = limit.as_millis() as u64, "tool timed out and was stopped");
-        Some(Ok(timed_out(&name, limit)))
-    })
-}
-
-/// Whether a result is the one a deadline produced.
-fn is_timed_out(result: &CallToolResult) -> bool {
-    result
-        .meta
-        .as_ref()
-        .is_some_and(|m| m.extra.contains_key(TIMED_OUT_META_KEY))
-}
-
-/// How long a handler whose deadline passed may take to wind down after its token fires.
-const DEADLINE_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
-
-/// The key of a timed-out result's `_meta`: `{"limitMs": N}`.
-pub const TIMED_OUT_META_KEY: &str = "dev.toolwire/timedOut";
-
-/// What the model sees when a tool ran out of time.
-fn timed_out(name: &str, limit: std::time::Duration) -> CallToolResult {
-    let seconds = limit.as_secs_f64();
-    let mut result = CallToolResult::error(format!(
-        "The tool {name} did not finish within {seconds} s and was stopped. Try again with a smaller request, or later."
-    ));
-    // The same for a program: which limit was hit (the server's serverInfo joins it later).
-    let mut meta = toolwire_protocol::ResultMeta::default();
-    meta.extra.insert(
-        TIMED_OUT_META_KEY.into(),
-        serde_json::json!({ "limitMs": limit.as_millis() as u64 }),
-    );
-    result.meta = Some(meta);
-    result
-}
-
-pub(crate) fn panicked(name: &str, panic: &Box<dyn std::any::Any + Send>) {
-    tracing::error!(%name, panic = panic_message(panic), "handler panicked");
-}
 
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
@@ -495,19 +408,6 @@ impl Server {
             }
         }
     }
-}
-
-/// What the client sees when a tool fails internally: no details (they are logged).
-pub(crate) fn internal_failure() -> CallToolResult {
-    CallToolResult::error("The tool failed because of an internal error.")
-}
-
-fn panic_message(panic: &Box<dyn std::any::Any + Send>) -> &str {
-    panic
-        .downcast_ref::<&str>()
-        .copied()
-        .or_else(|| panic.downcast_ref::<String>().map(String::as_str))
-        .unwrap_or("(no message)")
 }
 
 #[cfg(test)]

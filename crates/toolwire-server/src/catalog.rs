@@ -136,3 +136,12 @@ impl<T: Entry> Catalog<T> {
         true
     }
 }
+
+/// The error of a request for something the caller's scopes do not cover, when no transport
+/// answered 403 first (T-21: rights are checked on every use, whatever the transport did).
+pub(crate) fn insufficient_scope(kind: &str, name: &str, needed: &[String]) -> ErrorObject {
+    ErrorObject::invalid_request(format!(
+        "insufficient scope: {kind} {name} needs the scopes {}",
+        needed.join(" ")
+    ))
+}

@@ -38,6 +38,7 @@
 #![warn(missing_docs)]
 
 mod audit;
+mod builder;
 mod call;
 mod catalog;
 mod clock;
@@ -46,12 +47,14 @@ mod cursor;
 mod dispatch;
 mod error;
 mod expiry;
+mod handler;
 pub mod handles;
 pub mod http;
 mod legacy;
 mod limits;
 mod mrtr;
 mod offers;
+mod outcome;
 mod output;
 mod prompt;
 mod registry;
@@ -61,14 +64,16 @@ mod server;
 mod state;
 pub mod stdio;
 mod subscriptions;
+mod task_store;
 mod tasks;
 mod tool;
 
 pub use audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
-pub use call::TIMED_OUT_META_KEY;
+pub use builder::ServerBuilder;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use handler::TIMED_OUT_META_KEY;
 pub use handles::{HandleError, HandleStore};
 pub use legacy::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
@@ -82,12 +87,12 @@ pub use output::{
 };
 pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
-pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server, ServerBuilder};
+pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
 pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
-pub use tasks::{MemoryTaskStore, TaskRecord, TaskStore};
+pub use task_store::{MemoryTaskStore, TaskRecord, TaskStore};
 pub use tool::{
-    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError, ToolOutput,
-    structured_result,
+    HandleRetention, NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError,
+    ToolOutput, structured_result,
 };
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};
 

@@ -13,12 +13,12 @@ use toolwire_protocol::{
     ResultType,
 };
 
-use crate::call::contained;
-use crate::catalog::{Catalog, permits};
+use crate::catalog::{Catalog, insufficient_scope, permits};
 use crate::context::RequestContext;
 use crate::cursor::ListKind;
-use crate::dispatch::Final;
 use crate::error::{Error, Result};
+use crate::handler::{contained, panicked};
+use crate::outcome::Final;
 use crate::prompt::{Prompt, PromptArgs, RegisteredPrompt};
 use crate::resource::{
     Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
@@ -507,7 +507,7 @@ impl Server {
             None => Vec::new(),
             Some(Ok(values)) => values,
             Some(Err(panic)) => {
-                crate::call::panicked(&argument.name, &panic);
+                panicked(&argument.name, &panic);
                 return Final::error(Some(id), &ErrorObject::internal("Internal error"));
             }
         };
@@ -524,15 +524,6 @@ impl Server {
         };
         Final::result(id, &result)
     }
-}
-
-/// The error of a request for something the caller's scopes do not cover, when no transport
-/// answered 403 first (T-21: rights are checked on every use, whatever the transport did).
-pub(crate) fn insufficient_scope(kind: &str, name: &str, needed: &[String]) -> ErrorObject {
-    ErrorObject::invalid_request(format!(
-        "insufficient scope: {kind} {name} needs the scopes {}",
-        needed.join(" ")
-    ))
 }
 
 /// Whether a subscription to `subscribed` covers an update of `updated` (the resource itself or

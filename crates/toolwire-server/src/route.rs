@@ -12,10 +12,11 @@ use toolwire_protocol::methods::{
 };
 use toolwire_protocol::{
     CompletionArgument, CompletionContext, CompletionReference, ErrorObject, InputResponses,
-    JsonObject, SubscriptionFilter,
+    JsonObject, PROTOCOL_VERSION, SubscriptionFilter,
 };
 
-use crate::server::SUPPORTED_VERSIONS;
+/// Protocol versions this server implements (V-01, V-02).
+pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
 
 /// `tools/call` params.
 #[derive(Debug)]

@@ -1,4 +1,5 @@
-//! The server: its identity, configuration, tool registry and change bus, and the builder.
+//! The server: its identity, configuration, tool registry and change bus. It is built in
+//! `builder.rs`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -6,26 +7,23 @@ use std::time::Duration;
 use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    CacheScope, DiscoverResult, Implementation, JsonObject, ListChangedCapability,
-    PROTOCOL_VERSION, ResourcesCapability, ResultMeta, ResultType, ServerCapabilities,
-    TASKS_EXTENSION,
+    CacheScope, Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ResultMeta,
+    ServerCapabilities, TASKS_EXTENSION,
 };
 
 use crate::catalog::Catalog;
-use crate::clock::{Clock, SystemClock};
+use crate::clock::Clock;
 use crate::cursor::CursorCodec;
 use crate::error::Result;
-use crate::offers::{add_prompts, add_resources, add_templates};
-use crate::prompt::{Prompt, RegisteredPrompt};
-use crate::registry::{ToolDefaults, ToolRegistry};
-use crate::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
+use crate::prompt::RegisteredPrompt;
+use crate::registry::ToolRegistry;
+use crate::resource::{RegisteredResource, RegisteredTemplate};
 use crate::state::{ReplayGuard, RequestStateKeys};
-use crate::tasks::{MemoryTaskStore, TaskStore, Tasks};
+use crate::task_store::Tasks;
 use crate::tool::Tool;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
-/// Protocol versions this server implements (V-01, V-02).
-pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
+pub use crate::route::SUPPORTED_VERSIONS;
 
 /// A change that listen streams may be told about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -145,32 +143,6 @@ impl std::fmt::Debug for Server {
 }
 
 impl Server {
-    /// Starts building a server that calls itself `name` at `version`.
-    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
-        ServerBuilder {
-            info: Implementation::new(name, version),
-            instructions: None,
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            offers: Offers::default(),
-            config: Config::default(),
-            cursor_key: None,
-            server_info_in_results: true,
-            state_keys: None,
-            state_ttl: Duration::from_secs(300),
-            replay_guard: None,
-            clock: Arc::new(SystemClock),
-            task_store: None,
-            task_ttl: Duration::from_secs(300),
-            output_guard: crate::output::OutputGuard::default(),
-            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
-            rate_limit: Some(crate::limits::DEFAULT_TOOL_RATE_LIMIT),
-            audit: None,
-        }
-    }
-
     /// Registers a tool at runtime; listen streams that asked are told the list changed (T-17).
     pub fn add_tool(&self, tool: Tool) -> Result<()> {
         self.add_tools([tool])
@@ -241,381 +213,8 @@ impl Server {
     }
 }
 
-/// Builds a [`Server`].
-pub struct ServerBuilder {
-    info: Implementation,
-    instructions: Option<String>,
-    tools: Vec<Tool>,
-    prompts: Vec<Prompt>,
-    resources: Vec<Resource>,
-    templates: Vec<ResourceTemplate>,
-    offers: Offers,
-    config: Config,
-    cursor_key: Option<[u8; 32]>,
-    server_info_in_results: bool,
-    state_keys: Option<RequestStateKeys>,
-    state_ttl: Duration,
-    replay_guard: Option<Arc<dyn ReplayGuard>>,
-    clock: Arc<dyn Clock>,
-    task_store: Option<Arc<dyn TaskStore>>,
-    task_ttl: Duration,
-    output_guard: crate::output::OutputGuard,
-    tool_timeout: Option<Duration>,
-    rate_limit: Option<crate::limits::RateLimit>,
-    audit: Option<Arc<dyn crate::audit::AuditSink>>,
-}
-
-impl ServerBuilder {
-    /// Sets the display name in serverInfo.
-    pub fn title(mut self, title: impl Into<String>) -> Self {
-        self.info.title = Some(title.into());
-        self
-    }
-
-    /// Sets the description in serverInfo.
-    pub fn description(mut self, description: impl Into<String>) -> Self {
-        self.info.description = Some(description.into());
-        self
-    }
-
-    /// Sets the `instructions` of `server/discover`.
-    pub fn instructions(mut self, instructions: impl Into<String>) -> Self {
-        self.instructions = Some(instructions.into());
-        self
-    }
-
-    /// Adds a tool; definitions are checked by [`ServerBuilder::build`].
-    pub fn tool(mut self, tool: Tool) -> Self {
-        self.tools.push(tool);
-        self
-    }
-
-    /// Adds several tools.
-    pub fn tools(mut self, tools: impl IntoIterator<Item = Tool>) -> Self {
-        self.tools.extend(tools);
-        self
-    }
-
-    /// Adds a prompt; the server then offers prompts.
-    pub fn prompt(mut self, prompt: Prompt) -> Self {
-        self.prompts.push(prompt);
-        self.offers.prompts = true;
-        self
-    }
-
-    /// Adds several prompts.
-    pub fn prompts(mut self, prompts: impl IntoIterator<Item = Prompt>) -> Self {
-        self.prompts.extend(prompts);
-        self.offers.prompts = true;
-        self
-    }
-
-    /// Adds a resource; the server then offers resources.
-    pub fn resource(mut self, resource: Resource) -> Self {
-        self.resources.push(resource);
-        self.offers.resources = true;
-        self
-    }
-
-    /// Adds several resources.
-    pub fn resources(mut self, resources: impl IntoIterator<Item = Resource>) -> Self {
-        self.resources.extend(resources);
-        self.offers.resources = true;
-        self
-    }
-
-    /// Adds a resource template; the server then offers resources.
-    pub fn resource_template(mut self, template: ResourceTemplate) -> Self {
-        self.templates.push(template);
-        self.offers.resources = true;
-        self
-    }
-
-    /// Declares the `prompts` capability even with no prompt yet (they may come at runtime).
-    pub fn offer_prompts(mut self) -> Self {
-        self.offers.prompts = true;
-        self
-    }
-
-    /// Declares the `resources` capability even with no resource yet.
-    pub fn offer_resources(mut self) -> Self {
-        self.offers.resources = true;
-        self
-    }
-
-    /// `ttlMs` and `cacheScope` of `resources/read` results (default 5 minutes, private).
-    pub fn read_cache(mut self, ttl: Duration, scope: CacheScope) -> Self {
-        self.config.read_ttl_ms = ttl.as_millis() as u64;
-        self.config.read_cache_scope = scope;
-        self
-    }
-
-    /// Items per page of `tools/list` (default 100, at least 1).
-    pub fn page_size(mut self, size: usize) -> Self {
-        self.config.page_size = size.max(1);
-        self
-    }
-
-    /// `ttlMs` of list results (default 5 minutes; K-01).
-    pub fn list_ttl(mut self, ttl: Duration) -> Self {
-        self.config.list_ttl_ms = ttl.as_millis() as u64;
-        self
-    }
-
-    /// `ttlMs` of `server/discover` (default 5 minutes).
-    pub fn discover_ttl(mut self, ttl: Duration) -> Self {
-        self.config.discover_ttl_ms = ttl.as_millis() as u64;
-        self
-    }
-
-    /// `cacheScope` of every cacheable result (default public; K-10). Choose private when
-    /// results depend on the caller's authorization.
-    pub fn cache_scope(mut self, scope: CacheScope) -> Self {
-        self.config.cache_scope = scope;
-        self
-    }
-
-    /// Declares the (deprecated) `logging` capability so handlers may send log messages to
-    /// clients that ask with `io.modelcontextprotocol/logLevel` (P-16, P-17). Off by default.
-    pub fn logging(mut self, enabled: bool) -> Self {
-        self.config.logging = enabled;
-        self
-    }
-
-    /// Refuses clients of the initialization-based revisions (2025-11-25 and earlier): a
-    /// legacy `initialize` gets -32022 naming 2026-07-28, and HTTP keeps no sessions. By default
-    /// a server answers both eras from the same tools.
-    pub fn modern_only(mut self) -> Self {
-        self.config.legacy = false;
-        self
-    }
-
-    /// Bounds on tool schemas (J-08).
-    pub fn schema_limits(mut self, limits: SchemaLimits) -> Self {
-        self.config.schema_limits = limits;
-        self
-    }
-
-    /// Asserts `format` in tool schemas (`email`, `date-time`, `uri`, `uuid`, `ipv4`, …):
-    /// arguments and structured output must match the formats they declare. Off by default,
-    /// because JSON Schema 2020-12 makes `format` an annotation, so `format: email` accepts any
-    /// string unless this is on. Unknown formats stay annotations.
-    pub fn assert_formats(mut self, assert: bool) -> Self {
-        self.config.formats = if assert {
-            FormatMode::Assert
-        } else {
-            FormatMode::Annotate
-        };
-        self
-    }
-
-    /// Largest accepted message, in bytes (default 4 MiB): HTTP answers 413 beyond it, stdio
-    /// answers -32600 and skips the line.
-    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
-        self.config.max_message_bytes = bytes;
-        self
-    }
-
-    /// Deepest accepted JSON nesting of a message (default 64).
-    pub fn max_json_depth(mut self, depth: usize) -> Self {
-        self.config.max_json_depth = depth;
-        self
-    }
-
-    /// The key that seals pagination cursors. Give replicas behind one endpoint the same key;
-    /// by default each server draws a random one.
-    pub fn cursor_key(mut self, key: [u8; 32]) -> Self {
-        self.cursor_key = Some(key);
-        self
-    }
-
-    /// Whether results carry `_meta.io.modelcontextprotocol/serverInfo` (default true; B-18).
-    pub fn server_info_in_results(mut self, enabled: bool) -> Self {
-        self.server_info_in_results = enabled;
-        self
-    }
-
-    /// The keys that seal `requestState` (default: a random key per server; replicas behind
-    /// one endpoint must share a ring). Rotate with [`RequestStateKeys::rotate`].
-    pub fn request_state_keys(mut self, keys: RequestStateKeys) -> Self {
-        self.state_keys = Some(keys);
-        self
-    }
-
-    /// How long a sealed `requestState` stays valid (default 5 minutes; M-07).
-    pub fn request_state_ttl(mut self, ttl: Duration) -> Self {
-        self.state_ttl = ttl;
-        self
-    }
-
-    /// Refuses a second redemption of the same `requestState` (M-08), remembered by `guard`
-    /// (a [`crate::MemoryReplayGuard`] for one process).
-    pub fn single_use_request_state(mut self, guard: impl ReplayGuard) -> Self {
-        self.replay_guard = Some(Arc::new(guard));
-        self
-    }
-
-    /// Declares the tasks extension (`io.modelcontextprotocol/tasks`) even with no task-capable
-    /// tool yet; it is declared anyway when a tool has [`crate::TaskSupport`].
-    pub fn offer_tasks(mut self) -> Self {
-        self.offers.tasks = true;
-        self
-    }
-
-    /// Where task records live (default: in memory).
-    pub fn task_store(mut self, store: impl TaskStore) -> Self {
-        self.task_store = Some(Arc::new(store));
-        self
-    }
-
-    /// How every tool's results are sanitized before they leave (default: every check on; see
-    /// [`crate::OutputGuard`]). A tool can override it with [`crate::Tool::output_guard`].
-    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
-        self.output_guard = guard;
-        self
-    }
-
-    /// Sends every `tools/call` audit event to `sink` as well as to `tracing` (target
-    /// `toolwire::audit`); e.g. a [`crate::JsonlAuditSink`].
-    pub fn audit_sink(mut self, sink: Arc<dyn crate::audit::AuditSink>) -> Self {
-        self.audit = Some(sink);
-        self
-    }
-
-    /// How long a tool's handler may run per call (default 60 s, [`DEFAULT_TOOL_TIMEOUT`]);
-    /// a tool can set its own with [`crate::Tool::timeout`].
-    pub fn tool_timeout(mut self, limit: Duration) -> Self {
-        self.tool_timeout = Some(limit);
-        self
-    }
-
-    /// No time limit for tools that set none, for the stated reason (logged).
-    pub fn no_tool_timeout(mut self, reason: impl Into<String>) -> Self {
-        tracing::warn!(reason = %reason.into(), "tools have no time limit");
-        self.tool_timeout = None;
-        self
-    }
-
-    /// How often each caller (its principal, else its client address) may call each tool
-    /// (default [`crate::DEFAULT_TOOL_RATE_LIMIT`], 300 per minute); a tool can set its own
-    /// with [`crate::Tool::rate_limit`] and a cost per call with [`crate::Tool::cost`].
-    pub fn rate_limit(mut self, limit: crate::limits::RateLimit) -> Self {
-        self.rate_limit = Some(limit);
-        self
-    }
-
-    /// No rate limit for tools that set none, for the stated reason (logged at build).
-    pub fn no_rate_limit(mut self, reason: impl Into<String>) -> Self {
-        tracing::warn!(reason = %reason.into(), "tools have no rate limit unless they set one");
-        self.rate_limit = None;
-        self
-    }
-
-    /// How long a task is kept after it is created (default 5 minutes).
-    pub fn task_ttl(mut self, ttl: Duration) -> Self {
-        self.task_ttl = ttl;
-        self
-    }
-
-    /// The clock for expiries (default: the system clock).
-    pub fn clock(mut self, clock: impl Clock) -> Self {
-        self.clock = Arc::new(clock);
-        self
-    }
-
-    /// Checks every tool and builds the server.
-    pub fn build(self) -> Result<Server> {
-        let output_guard = self
-            .output_guard
-            .compile()
-            .map_err(crate::error::Error::InvalidOutputGuard)?;
-        if let Some(reason) = self.output_guard.off_reason() {
-            tracing::warn!(target: "toolwire::output", %reason, "output sanitization is off for every tool");
-        }
-        if let Some(limit) = self.rate_limit {
-            limit
-                .quota()
-                .map_err(crate::error::Error::InvalidRateLimit)?;
-        }
-        let registry = ToolRegistry::new(
-            self.config.schema_limits,
-            self.config.formats,
-            ToolDefaults {
-                timeout: self.tool_timeout,
-                rate_limit: self.rate_limit,
-            },
-        );
-        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
-        registry.add_all(self.tools)?;
-        let key = self.cursor_key.unwrap_or_else(rand::random);
-        let (changes, _) = broadcast::channel(1024);
-        let result_meta = self.server_info_in_results.then(|| ResultMeta {
-            server_info: Some(self.info.clone()),
-            ..Default::default()
-        });
-        let result_meta_json = match &result_meta {
-            Some(meta) => format!(
-                ",\"_meta\":{}",
-                serde_json::to_string(meta).map_err(std::io::Error::other)?
-            ),
-            None => String::new(),
-        };
-        let mut offers = self.offers;
-        offers.tasks |= tasks_offered;
-        let prompts = Catalog::default();
-        add_prompts(&prompts, self.prompts)?;
-        let resources = Catalog::default();
-        add_resources(&resources, self.resources)?;
-        let templates = Catalog::default();
-        add_templates(&templates, self.templates)?;
-        let capabilities = capabilities_of(offers, self.config.logging);
-        let discover = DiscoverResult {
-            result_type: ResultType::Complete,
-            supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-            capabilities,
-            instructions: self.instructions.clone(),
-            ttl_ms: self.config.discover_ttl_ms,
-            cache_scope: self.config.cache_scope,
-            meta: result_meta.clone(),
-            extra: JsonObject::new(),
-        };
-        let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
-        Ok(Server {
-            inner: Arc::new(ServerInner {
-                audit: self.audit,
-                output_guard,
-                prompts,
-                resources,
-                templates,
-                offers,
-                tasks: Tasks::new(
-                    self.task_store
-                        .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
-                    self.task_ttl.as_millis() as u64,
-                ),
-                request_state: RequestStateConfig {
-                    keys: self.state_keys.unwrap_or_else(RequestStateKeys::random),
-                    ttl_ms: self.state_ttl.as_millis() as u64,
-                    replay_guard: self.replay_guard,
-                },
-                clock: self.clock,
-                instructions: self.instructions,
-                result_meta_json,
-                discover,
-                info: self.info,
-                config: self.config,
-                registry,
-                cursors: CursorCodec::new(key),
-                changes,
-                shutdown: CancellationToken::new(),
-                result_meta,
-            }),
-        })
-    }
-}
-
 /// The capabilities a server with these offers declares.
-fn capabilities_of(offers: Offers, logging: bool) -> ServerCapabilities {
+pub(crate) fn capabilities_of(offers: Offers, logging: bool) -> ServerCapabilities {
     ServerCapabilities {
         tools: Some(ListChangedCapability {
             list_changed: Some(true),

@@ -29,6 +29,7 @@ use toolwire_protocol::{
     CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
 };
 
+use crate::catalog::insufficient_scope;
 use crate::catalog::permits;
 use crate::context::{Frame, Outbound, RequestContext};
 use crate::dispatch::{Final, read_frame};
@@ -37,7 +38,6 @@ use crate::legacy::{
     LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
     read_initialize,
 };
-use crate::offers::insufficient_scope;
 use crate::server::Server;
 
 /// How long requests still running at EOF may take to finish before they are cancelled.

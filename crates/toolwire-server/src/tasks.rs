@@ -4,216 +4,25 @@
 //! its input requests (the handler then runs again with the answers, as in MRTR), and
 //! `tasks/cancel` stops it. Records live in a pluggable [`TaskStore`].
 
-use std::collections::HashMap;
-
-use crate::catalog::permits;
-use crate::expiry::ExpiringMap;
-use crate::offers::insufficient_scope;
-use std::sync::{Arc, Mutex};
+use crate::catalog::{insufficient_scope, permits};
+use std::sync::Arc;
 use std::time::Duration;
 
-use futures::future::BoxFuture;
-use serde_json::{Value, json};
-use tokio::sync::Notify;
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    CallToolResult, ClientCapabilities, CreateTaskResult, ErrorObject, GetTaskResult,
-    InputRequests, InputResponses, JsonObject, RequestId, RequestMeta, ResultType, TASKS_EXTENSION,
-    TaskInfo, TaskStatus, iso8601,
+    CallToolResult, CreateTaskResult, ErrorObject, GetTaskResult, InputRequests, InputResponses,
+    RequestId, ResultType, TASKS_EXTENSION, TaskInfo, TaskStatus, iso8601,
 };
 
-use crate::call::{contained, with_deadline};
 use crate::context::RequestContext;
-use crate::dispatch::Final;
+use crate::handler::{contained, internal_failure, with_deadline};
 use crate::mrtr::{InputRequired, Round};
-use crate::registry::RegisteredTool;
+use crate::outcome::Final;
 use crate::server::Server;
 use crate::tool::ToolError;
 
-/// A task as stored: its public view and what `tasks/get` reports by status.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TaskRecord {
-    /// The task.
-    pub info: TaskInfo,
-    /// Who created it; nobody else sees it.
-    pub principal: Option<String>,
-    /// Open input requests (status `input_required`).
-    pub input_requests: Option<InputRequests>,
-    /// The tool's result (status `completed`).
-    pub result: Option<Value>,
-    /// The error (status `failed`).
-    pub error: Option<ErrorObject>,
-    /// When the record may be forgotten (ms since the epoch).
-    pub expires_ms: Option<u64>,
-}
-
-/// Where task records live. Implement it on a shared store to let several server processes
-/// answer `tasks/get` (the running handler stays in the process that started it).
-pub trait TaskStore: Send + Sync + 'static {
-    /// Stores a new record.
-    fn insert(&self, record: TaskRecord);
-    /// The record, unless unknown or expired at `now_ms`.
-    fn get(&self, task_id: &str, now_ms: u64) -> Option<TaskRecord>;
-    /// Changes a record in place; false if it is unknown.
-    fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool;
-}
-
-/// An in-memory [`TaskStore`]; expired records are forgotten as new ones arrive, in O(log n)
-/// per record forgotten (an expiry queue, not a sweep).
-#[derive(Debug, Default)]
-pub struct MemoryTaskStore {
-    records: Mutex<ExpiringMap<String, TaskRecord>>,
-}
-
-impl MemoryTaskStore {
-    fn records(&self) -> std::sync::MutexGuard<'_, ExpiringMap<String, TaskRecord>> {
-        self.records.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-fn expiry(record: &TaskRecord) -> u64 {
-    record.expires_ms.unwrap_or(u64::MAX)
-}
-
-impl TaskStore for MemoryTaskStore {
-    fn insert(&self, record: TaskRecord) {
-        let mut records = self.records();
-        // The new record's creation time stands in for "now".
-        let now = record
-            .expires_ms
-            .map_or(0, |e| e.saturating_sub(record.info.ttl_ms.unwrap_or(0)));
-        records.prune(now);
-        records.insert(record.info.task_id.clone(), expiry(&record), record);
-    }
-
-    fn get(&self, task_id: &str, now_ms: u64) -> Option<TaskRecord> {
-        self.records().get(&task_id.to_owned(), now_ms).cloned()
-    }
-
-    fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool {
-        self.records().update(&task_id.to_owned(), |record| {
-            change(record);
-            expiry(record)
-        })
-    }
-}
-
-/// Tasks of one server: the store, and the handles of tasks running in this process.
-pub(crate) struct Tasks {
-    pub(crate) store: Arc<dyn TaskStore>,
-    running: Mutex<HashMap<String, Running>>,
-    pub(crate) ttl_ms: u64,
-    pub(crate) poll_interval_ms: u64,
-}
-
-struct Running {
-    cancel: CancellationToken,
-    inbox: Arc<Inbox>,
-    /// The OAuth scopes of its tool, which whoever answers its input requests must hold.
-    scopes: Vec<String>,
-}
-
-/// Where `tasks/update` leaves answers for a task's driver. It holds answers only while the task
-/// waits for input, and only for the keys it asked for, so what it holds is bounded by the
-/// task's own input requests however many updates arrive (issue 8, item 2).
-#[derive(Default)]
-struct Inbox {
-    waiting: Mutex<Option<Waiting>>,
-    arrived: Notify,
-}
-
-struct Waiting {
-    requests: InputRequests,
-    answers: InputResponses,
-}
-
-impl Inbox {
-    fn lock(&self) -> std::sync::MutexGuard<'_, Option<Waiting>> {
-        self.waiting.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// Starts accepting answers to `requests`.
-    fn open(&self, requests: InputRequests) {
-        *self.lock() = Some(Waiting {
-            requests,
-            answers: InputResponses::new(),
-        });
-    }
-
-    /// Keeps the answers to open requests; anything else (unknown keys, or any update while
-    /// the task is working) is dropped.
-    fn deliver(&self, responses: InputResponses) {
-        let mut waiting = self.lock();
-        let Some(waiting) = waiting.as_mut() else {
-            return;
-        };
-        let before = waiting.answers.len();
-        for (key, response) in responses {
-            if waiting.requests.contains_key(&key) {
-                waiting.answers.insert(key, response);
-            }
-        }
-        if waiting.answers.len() > before {
-            self.arrived.notify_one();
-        }
-    }
-
-    /// The requests still unanswered; when none are, the answers (and the inbox closes).
-    fn take(&self) -> Result<InputResponses, InputRequests> {
-        let mut guard = self.lock();
-        let Some(waiting) = guard.as_ref() else {
-            return Err(InputRequests::new());
-        };
-        let remaining: InputRequests = waiting
-            .requests
-            .iter()
-            .filter(|(k, _)| !waiting.answers.contains_key(*k))
-            .map(|(k, v)| (k.clone(), v.clone()))
-            .collect();
-        if !remaining.is_empty() {
-            return Err(remaining);
-        }
-        Ok(guard.take().map(|w| w.answers).unwrap_or_default())
-    }
-}
-
-impl Tasks {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, ttl_ms: u64) -> Self {
-        Tasks {
-            store,
-            running: Mutex::new(HashMap::new()),
-            ttl_ms,
-            poll_interval_ms: 500,
-        }
-    }
-
-    fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {
-        self.running.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
-/// The capability a client must declare to use tasks.
-pub(crate) fn tasks_capability() -> ClientCapabilities {
-    let mut extensions = JsonObject::new();
-    extensions.insert(TASKS_EXTENSION.into(), json!({}));
-    ClientCapabilities {
-        extensions: Some(extensions),
-        ..Default::default()
-    }
-}
-
-/// What it takes to run a task's handler again after its input requests are answered.
-pub(crate) struct Rerun {
-    pub(crate) tool: Arc<RegisteredTool>,
-    pub(crate) arguments: Value,
-    pub(crate) meta: RequestMeta,
-    pub(crate) principal: Option<Arc<str>>,
-    /// The scopes of the call that started it, which its later steps keep.
-    pub(crate) scopes: Option<Arc<[String]>>,
-    pub(crate) id: RequestId,
-}
-
-type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
+use crate::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
 
 impl Server {
     /// Makes the audit events recorded so far durable (see [`crate::AuditSink::flush`]): call
@@ -389,7 +198,7 @@ impl Server {
     ) -> Option<InputRequired> {
         let name = &rerun.tool.name;
         let input = match outcome {
-            None => return self.complete_task(task_id, crate::call::internal_failure()),
+            None => return self.complete_task(task_id, internal_failure()),
             Some(Ok(result)) => {
                 let result = self.guarded(&rerun.tool, self.checked_result(&rerun.tool, result));
                 return self.complete_task(task_id, result);
@@ -399,7 +208,7 @@ impl Server {
             }
             Some(Err(ToolError::Internal(error))) => {
                 tracing::error!(tool = %name, %error, "task failed with an internal error");
-                return self.complete_task(task_id, crate::call::internal_failure());
+                return self.complete_task(task_id, internal_failure());
             }
             Some(Err(ToolError::Protocol(error))) => {
                 self.finish(task_id, TaskStatus::Failed, None, Some(error));
@@ -414,7 +223,7 @@ impl Server {
         }
         if input.problem.is_some() || input.requests.is_empty() {
             tracing::error!(tool = %name, problem = ?input.problem, "a task asked for no usable input");
-            return self.complete_task(task_id, crate::call::internal_failure());
+            return self.complete_task(task_id, internal_failure());
         }
         Some(input)
     }

@@ -188,7 +188,15 @@ pub struct Tool {
     /// How many tokens of the caller's bucket one call takes.
     pub(crate) cost: u32,
     /// The handles it creates: their retention joins the description.
-    pub(crate) handles: Vec<crate::handles::Retention>,
+    pub(crate) handles: Vec<HandleRetention>,
+}
+
+/// What a tool that creates handles says about them: a sentence for its description and an
+/// entry for its `_meta`. Made from a [`crate::HandleStore`].
+#[derive(Debug, Clone)]
+pub struct HandleRetention {
+    pub(crate) sentence: String,
+    pub(crate) meta: Value,
 }
 
 /// How often a caller may call a tool.
@@ -384,11 +392,8 @@ impl Tool {
     /// stay valid for 30 minutes after their last use and for 1 day at most; …") is appended to
     /// the description the model reads, and the lifetimes are listed in the definition's
     /// `_meta` ([`crate::handles::HANDLES_META_KEY`]) (T-21).
-    pub fn creates_handles<T>(mut self, store: &crate::HandleStore<T>) -> Self
-    where
-        T: serde::Serialize + DeserializeOwned,
-    {
-        self.handles.push(store.into());
+    pub fn creates_handles(mut self, handles: impl Into<HandleRetention>) -> Self {
+        self.handles.push(handles.into());
         self
     }
 

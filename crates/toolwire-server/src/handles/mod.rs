@@ -30,7 +30,7 @@ use serde::de::DeserializeOwned;
 
 use crate::clock::{Clock, SystemClock};
 use crate::context::RequestContext;
-use crate::tool::ToolError;
+use crate::tool::{HandleRetention, ToolError};
 
 pub use memory::MemoryHandles;
 #[cfg(feature = "sqlite")]
@@ -520,22 +520,14 @@ fn human(duration: Duration) -> String {
     }
 }
 
-/// What a tool that creates handles says about them: a sentence for its description and an
-/// entry for its `_meta`.
-#[derive(Debug, Clone)]
-pub(crate) struct Retention {
-    pub(crate) sentence: String,
-    pub(crate) meta: serde_json::Value,
-}
-
-impl<T: Serialize + DeserializeOwned> From<&HandleStore<T>> for Retention {
+impl<T: Serialize + DeserializeOwned> From<&HandleStore<T>> for HandleRetention {
     fn from(store: &HandleStore<T>) -> Self {
         let mut sentence = store.retention();
         // A sentence starts with a capital.
         if let Some(first) = sentence.get_mut(..1) {
             first.make_ascii_uppercase();
         }
-        Retention {
+        HandleRetention {
             sentence: format!("{sentence}; after that, or for another caller, they are unknown."),
             meta: store.describe(),
         }

@@ -142,7 +142,7 @@ fn kinds_retention_and_durations_read_well() {
         store.retention(),
         "note handles stay valid for 30 minutes after their last use and for 1 day at most"
     );
-    let retention = Retention::from(&store);
+    let retention = HandleRetention::from(&store);
     assert!(
         retention.sentence.starts_with("Note handles stay valid"),
         "{}",

@@ -582,7 +582,7 @@ fn resolve_principal(
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (resolver.0)(headers))).map_err(
         |panic| {
-            crate::call::panicked("principal resolver", &panic);
+            crate::handler::panicked("principal resolver", &panic);
             let error = ErrorObject::internal("Internal error");
             Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, Some(id), error)
         },
