@@ -284,8 +284,21 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
         self
     }
 
+    /// The configuration to change: this store's own (clones made before keep theirs).
     fn inner_mut(&mut self) -> &mut StoreInner {
-        Arc::get_mut(&mut self.inner).expect("configure a HandleStore before cloning it")
+        if Arc::get_mut(&mut self.inner).is_none() {
+            let shared = &self.inner;
+            self.inner = Arc::new(StoreInner {
+                kind: shared.kind.clone(),
+                backend: shared.backend.clone(),
+                idle: shared.idle,
+                max_age: shared.max_age,
+                recovery: shared.recovery.clone(),
+                clock: shared.clock.clone(),
+                creations: AtomicU64::new(0),
+            });
+        }
+        Arc::get_mut(&mut self.inner).expect("a store of its own")
     }
 
     /// The kind (the identifiers' prefix).

@@ -63,6 +63,12 @@ pub(super) fn limiter(config: &HttpConfig) -> Result<Option<Limiter>, String> {
 /// Takes one request from the address's bucket; when it is empty, the 429 answer with
 /// `Retry-After`.
 pub(super) fn refusal(limiter: Option<&Limiter>, address: Option<IpAddr>) -> Option<Response> {
+    if address.is_none() {
+        static WARNED: std::sync::Once = std::sync::Once::new();
+        WARNED.call_once(|| {
+            tracing::warn!(target: "toolwire::limits", "the client address is unknown (a router served without connect info, and no forwarded_header): every anonymous caller shares one flood limit and one quota per tool");
+        });
+    }
     let limiter = limiter?;
     let wait = limiter.check(CallerBucket::of(None, address), 1).err()?;
     tracing::debug!(target: "toolwire::limits", address = ?address, wait_ms = wait.as_millis() as u64, "flood limit: 429");

@@ -241,6 +241,11 @@ struct HttpState {
 /// An axum router serving `server` at the configured path. GET and DELETE serve legacy
 /// sessions (`Mcp-Session-Id`); without one they get 405 (H-16), as do other methods. Requests
 /// are cancelled `shutdown_grace` after [`Server::shutdown`].
+///
+/// Serve it with the peer's address, `router.into_make_service_with_connect_info::<SocketAddr>()`
+/// (as [`serve`] does), or configure [`HttpConfig::forwarded_header`]: the flood limit and the
+/// tool quotas of callers without a principal count per client address, and without one every
+/// anonymous caller shares a single bucket (logged once).
 pub fn router(server: Server, config: HttpConfig) -> Router {
     let hard_stop = CancellationToken::new();
     let (shutdown, grace, stop) = (
