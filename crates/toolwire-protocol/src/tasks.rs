@@ -133,13 +133,31 @@ pub fn iso8601(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60,
-        ms % 1000
-    )
+    if !(0..=9999).contains(&year) {
+        return format!(
+            "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
+            rem / 3600,
+            rem % 3600 / 60,
+            rem % 60,
+            ms % 1000
+        );
+    }
+    // Written digit by digit: this runs for every audited call.
+    let mut out = *b"0000-00-00T00:00:00.000Z";
+    let mut put = |at: usize, width: usize, mut value: u64| {
+        for i in (at..at + width).rev() {
+            out[i] = b'0' + (value % 10) as u8;
+            value /= 10;
+        }
+    };
+    put(0, 4, year as u64);
+    put(5, 2, month as u64);
+    put(8, 2, day as u64);
+    put(11, 2, rem / 3600);
+    put(14, 2, rem % 3600 / 60);
+    put(17, 2, rem % 60);
+    put(20, 3, ms % 1000);
+    out.iter().map(|&b| char::from(b)).collect()
 }
 
 #[cfg(test)]

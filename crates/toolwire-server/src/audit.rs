@@ -13,7 +13,6 @@ use std::io::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{Receiver, SyncSender, TrySendError};
 use std::time::Instant;
 
 use serde::Serialize;
@@ -89,24 +88,50 @@ pub trait AuditSink: Send + Sync + 'static {
     fn flush(&self) {}
 }
 
-/// What the writer thread of a [`JsonlAuditSink`] receives.
-enum Line {
-    Event(Box<AuditEvent>),
-    /// Answer once everything before it is written and flushed.
-    Flush(SyncSender<()>),
+/// Appends events to a JSON Lines file. The request path serializes its event and appends the
+/// line to a buffer in memory; a thread of the sink's own writes the buffer out at least every
+/// 50 ms (sooner once 64 KiB wait) and syncs the file to disk at least every second (at once on
+/// [`AuditSink::flush`]): a crash of the process loses at most the last 50 ms of events, a crash
+/// of the machine at most the last second. If the writer falls 8 MiB behind, new events are dropped and counted
+/// (logged at ERROR, and in [`JsonlAuditSink::dropped`]), never waited for.
+pub struct JsonlAuditSink {
+    shared: Arc<Shared>,
 }
 
-/// Appends events to a JSON Lines file from a thread of its own: the request path only hands
-/// the event over. If the writer falls 10,000 events behind, new events are dropped and
-/// counted (logged at ERROR, and in [`JsonlAuditSink::dropped`]), never waited for.
-pub struct JsonlAuditSink {
-    queue: SyncSender<Line>,
-    dropped: Arc<AtomicU64>,
+/// What the request path and the writer thread share.
+struct Shared {
+    /// Lines not yet written.
+    pending: std::sync::Mutex<Vec<u8>>,
+    /// Wakes the writer early (a full buffer, a flush, the end).
+    wake: std::sync::Condvar,
+    /// The file; held while a batch is written, so batches keep their order.
+    file: std::sync::Mutex<Writer>,
+    dropped: AtomicU64,
+    closed: std::sync::atomic::AtomicBool,
+    path: std::path::PathBuf,
 }
+
+struct Writer {
+    file: std::fs::File,
+    /// The buffer swapped with the pending one, so neither is ever allocated again.
+    spare: Vec<u8>,
+    synced: Instant,
+    unsynced: bool,
+}
+
+/// How long lines wait in memory at most.
+const WRITE_EVERY: std::time::Duration = std::time::Duration::from_millis(50);
+/// How much waits before the writer is woken early.
+const WRITE_AT: usize = 64 * 1024;
+/// How much may wait before events are dropped.
+const MAX_PENDING: usize = 8 * 1024 * 1024;
+/// How often written lines are synced to disk while events keep coming.
+const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
 impl std::fmt::Debug for JsonlAuditSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JsonlAuditSink")
+            .field("path", &self.shared.path)
             .field("dropped", &self.dropped())
             .finish_non_exhaustive()
     }
@@ -120,68 +145,132 @@ impl JsonlAuditSink {
             .create(true)
             .append(true)
             .open(&path)?;
-        let (queue, events) = std::sync::mpsc::sync_channel(10_000);
+        let shared = Arc::new(Shared {
+            pending: std::sync::Mutex::new(Vec::with_capacity(WRITE_AT)),
+            wake: std::sync::Condvar::new(),
+            file: std::sync::Mutex::new(Writer {
+                file,
+                spare: Vec::with_capacity(WRITE_AT),
+                synced: Instant::now(),
+                unsynced: false,
+            }),
+            dropped: AtomicU64::new(0),
+            closed: std::sync::atomic::AtomicBool::new(false),
+            path,
+        });
+        let writer = shared.clone();
         std::thread::Builder::new()
             .name("toolwire-audit".into())
-            .spawn(move || write_lines(file, &path, events))?;
-        Ok(JsonlAuditSink {
-            queue,
-            dropped: Arc::default(),
-        })
+            .spawn(move || writer.run())?;
+        Ok(JsonlAuditSink { shared })
     }
 
     /// How many events were dropped because the writer fell behind.
     pub fn dropped(&self) -> u64 {
-        self.dropped.load(Ordering::Relaxed)
+        self.shared.dropped.load(Ordering::Relaxed)
     }
 }
 
-fn write_lines(file: std::fs::File, path: &Path, lines: Receiver<Line>) {
-    let mut out = std::io::BufWriter::new(file);
-    while let Ok(first) = lines.recv() {
-        // Write what is queued, then flush once: a line per event, at most one flush per batch.
-        let mut waiting = Vec::new();
-        for line in std::iter::once(first).chain(lines.try_iter()) {
-            let event = match line {
-                Line::Event(event) => event,
-                Line::Flush(done) => {
-                    waiting.push(done);
-                    continue;
-                }
+impl Drop for JsonlAuditSink {
+    /// The writer writes what is left, syncs and ends.
+    fn drop(&mut self) {
+        self.shared.closed.store(true, Ordering::Release);
+        self.shared.wake.notify_one();
+    }
+}
+
+impl Shared {
+    fn pending(&self) -> std::sync::MutexGuard<'_, Vec<u8>> {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The writer thread: a batch every 50 ms or when woken, until the sink is dropped.
+    fn run(&self) {
+        loop {
+            let closed = {
+                let pending = self.pending();
+                let (pending, _) = self
+                    .wake
+                    .wait_timeout_while(pending, WRITE_EVERY, |p| {
+                        p.len() < WRITE_AT && !self.closed.load(Ordering::Acquire)
+                    })
+                    .unwrap_or_else(|e| e.into_inner());
+                drop(pending);
+                self.closed.load(Ordering::Acquire)
             };
-            let written = serde_json::to_writer(&mut out, &event)
-                .map_err(std::io::Error::other)
-                .and_then(|()| out.write_all(b"\n"));
-            if let Err(e) = written {
-                tracing::error!(path = %path.display(), error = %e, "cannot write the audit log");
+            self.write_out(closed);
+            if closed {
+                return;
             }
         }
-        if let Err(e) = out.flush().and_then(|()| out.get_ref().sync_data()) {
-            tracing::error!(path = %path.display(), error = %e, "cannot write the audit log");
+    }
+
+    /// Writes what is pending; syncs when asked, or when the last sync is a second old.
+    fn write_out(&self, sync: bool) {
+        let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
+        let writer = &mut *writer;
+        // Taken while the file is held: batches reach the file in the order they were taken.
+        std::mem::swap(&mut *self.pending(), &mut writer.spare);
+        if !writer.spare.is_empty() {
+            if let Err(e) = writer.file.write_all(&writer.spare) {
+                tracing::error!(path = %self.path.display(), error = %e, "cannot write the audit log");
+            }
+            writer.spare.clear();
+            writer.unsynced = true;
         }
-        for done in waiting {
-            let _ = done.send(());
+        if writer.unsynced && (sync || writer.synced.elapsed() >= SYNC_EVERY) {
+            if let Err(e) = writer.file.sync_data() {
+                tracing::error!(path = %self.path.display(), error = %e, "cannot sync the audit log");
+            }
+            writer.synced = Instant::now();
+            writer.unsynced = false;
+        }
+    }
+}
+
+impl JsonlAuditSink {
+    /// Adds a serialized line to what waits for the writer, or drops it if too much waits.
+    fn append(&self, line: &[u8]) {
+        let wake = {
+            let mut pending = self.shared.pending();
+            if pending.len() + line.len() > MAX_PENDING {
+                drop(pending);
+                let dropped = self.shared.dropped.fetch_add(1, Ordering::Relaxed) + 1;
+                tracing::error!(dropped, "the audit log writer is behind: event dropped");
+                return;
+            }
+            pending.extend_from_slice(line);
+            pending.len() >= WRITE_AT
+        };
+        if wake {
+            self.shared.wake.notify_one();
         }
     }
 }
 
 impl AuditSink for JsonlAuditSink {
     fn record(&self, event: &AuditEvent) {
-        match self.queue.try_send(Line::Event(Box::new(event.clone()))) {
-            Ok(()) => {}
-            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
-                let dropped = self.dropped.fetch_add(1, Ordering::Relaxed) + 1;
-                tracing::error!(dropped, "the audit log writer is behind: event dropped");
-            }
+        thread_local! {
+            /// Where this thread serializes its events, so no line allocates.
+            static LINE: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
         }
+        LINE.with_borrow_mut(|line| {
+            line.clear();
+            if let Err(e) = serde_json::to_writer(&mut *line, event) {
+                tracing::error!(error = %e, "cannot serialize an audit event");
+                return;
+            }
+            line.push(b'\n');
+            self.append(line);
+            if line.capacity() > 64 * 1024 {
+                *line = Vec::new();
+            }
+        });
     }
 
-    /// Waits (at most 5 s) until every event recorded before is written and synced.
+    /// Writes and syncs every event recorded before it returns.
     fn flush(&self) {
-        let (done, wait) = std::sync::mpsc::sync_channel(1);
-        if self.queue.send(Line::Flush(done)).is_ok() {
-            let _ = wait.recv_timeout(std::time::Duration::from_secs(5));
-        }
+        self.shared.write_out(true);
     }
 }
 
@@ -271,7 +360,13 @@ impl Pending {
 
 /// Lowercase hex.
 pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(DIGITS[usize::from(b >> 4)] as char);
+        out.push(DIGITS[usize::from(b & 0xf)] as char);
+    }
+    out
 }
 
 /// The trace id and parent span id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`);

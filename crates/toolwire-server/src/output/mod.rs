@@ -131,7 +131,7 @@ impl OutputGuard {
     pub(crate) fn compile(&self) -> Result<Arc<CompiledGuard>, String> {
         let redactor = match (self.redact, self.default_patterns, self.patterns.is_empty()) {
             (false, _, _) | (true, false, true) => None,
-            (true, true, true) => Some(default_redactor()?),
+            (true, true, true) => Some(default_redactor().clone()?),
             (true, with_defaults, false) => {
                 let mut all = if with_defaults {
                     default_pattern_list()
@@ -163,8 +163,13 @@ fn default_pattern_list() -> Vec<(String, String)> {
 /// A short, safe excerpt of `text` for logs: at most `max` bytes (cut at a character, with
 /// `…`), control characters removed and secrets redacted with the default patterns.
 pub(crate) fn preview(text: &str, max: usize) -> String {
-    let mut cut = text.to_owned();
-    text::truncate(&mut cut, max, "…");
+    let cut = if text.len() <= max {
+        std::borrow::Cow::Borrowed(text)
+    } else {
+        let mut cut = text.to_owned();
+        text::truncate(&mut cut, max, "…");
+        std::borrow::Cow::Owned(cut)
+    };
     let (clean, _) = text::clean(&cut);
     match default_redactor() {
         Ok(redactor) => redactor.redact(&clean).0.into_owned(),
@@ -173,11 +178,9 @@ pub(crate) fn preview(text: &str, max: usize) -> String {
 }
 
 /// The default patterns, compiled once per process.
-fn default_redactor() -> Result<Arc<Redactor>, String> {
+fn default_redactor() -> &'static Result<Arc<Redactor>, String> {
     static DEFAULT: OnceLock<Result<Arc<Redactor>, String>> = OnceLock::new();
-    DEFAULT
-        .get_or_init(|| Redactor::new(&default_pattern_list()).map(Arc::new))
-        .clone()
+    DEFAULT.get_or_init(|| Redactor::new(&default_pattern_list()).map(Arc::new))
 }
 
 /// A guard ready to apply.
