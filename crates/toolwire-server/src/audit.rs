@@ -504,4 +504,61 @@ mod tests {
         assert_eq!(events[0]["trace_id"], "0af7651916cd43dd8448eb211c80319c");
         let _ = std::fs::remove_file(&path);
     }
+
+    #[test]
+    fn concurrent_events_are_whole_lines_and_flush_writes_them_at_once() {
+        let path =
+            std::env::temp_dir().join(format!("toolwire-audit-flush-{}.jsonl", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
+        std::thread::scope(|scope| {
+            for t in 0..4 {
+                let sink = &sink;
+                scope.spawn(move || {
+                    for i in 0..500 {
+                        let pending = Pending::start(
+                            "t".into(),
+                            format!("{t}-{i}"),
+                            None,
+                            "echo",
+                            None,
+                            &json!({"text": "x".repeat(i % 300)}),
+                            None,
+                        );
+                        pending.finish(AuditOutcome::Complete, None, Some(sink));
+                    }
+                });
+            }
+        });
+        // No waiting: flush returns once every line is in the file.
+        sink.flush();
+        let text = std::fs::read_to_string(&path).unwrap();
+        let ids: std::collections::HashSet<String> = text
+            .lines()
+            .map(|l| {
+                let event: Value = serde_json::from_str(l).unwrap();
+                event["request_id"].as_str().unwrap().to_owned()
+            })
+            .collect();
+        assert_eq!(text.lines().count(), 2000);
+        assert_eq!(ids.len(), 2000);
+        // Events recorded after a flush are written when the sink is dropped.
+        Pending::start(
+            "t".into(),
+            "last".into(),
+            None,
+            "echo",
+            None,
+            &json!({}),
+            None,
+        )
+        .finish(AuditOutcome::Complete, None, Some(&sink));
+        drop(sink);
+        let deadline = Instant::now() + std::time::Duration::from_secs(5);
+        while !std::fs::read_to_string(&path).unwrap().contains("\"last\"") {
+            assert!(Instant::now() < deadline, "the last event was not written");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        let _ = std::fs::remove_file(&path);
+    }
 }
