@@ -1,0 +1,162 @@
+//! The host's configuration: the `mcpServers` JSON that Claude Desktop, Claude Code
+//! (`.mcp.json`) and Cursor read, VS Code's `servers` shape, and Toolwire's own keys beside
+//! them, per server and for the whole host.
+//!
+//! ```json
+//! {
+//!   "mcpServers": {
+//!     "time": {
+//!       "command": "uvx", "args": ["mcp-server-time"],
+//!       "prefix": "time", "trust": true, "timeoutMs": 30000,
+//!       "tools": { "deny": ["convert_*"] },
+//!       "approval": { "allow": ["time__get_current_time"] }
+//!     },
+//!     "docs": { "type": "http", "url": "https://docs.example/mcp",
+//!               "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } }
+//!   },
+//!   "approval": { "deny": ["*__delete_*"] }
+//! }
+//! ```
+//!
+//! `${VAR}`, `${VAR:-default}` and `${env:VAR}` are expanded in commands, arguments,
+//! environment values, working directories, URLs and header values, the way those hosts do;
+//! `${workspaceFolder}` and `${userHome}` as VS Code does. A variable that is not set (and has
+//! no default) is an error, never an empty string. Every error names the file, the server and
+//! the key.
+
+mod expand;
+mod read;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+pub use expand::Variables;
+
+/// A configuration file, read and checked.
+#[derive(Debug, Clone, PartialEq)]
+pub struct HostConfig {
+    /// The servers, ordered by name; disabled ones are left out.
+    pub servers: Vec<ServerConfig>,
+    /// Approval rules for every server's tools, checked with each server's own.
+    pub approval: ApprovalRules,
+    /// The file read.
+    pub file: PathBuf,
+    /// Keys this reader does not know and left alone (another host's, or a typo), as
+    /// `server "NAME": key "KEY"` or `key "KEY"`: worth showing to a person.
+    pub ignored: Vec<String>,
+}
+
+/// One server of the configuration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServerConfig {
+    /// Its name in the file.
+    pub name: String,
+    /// How to reach it.
+    pub transport: Transport,
+    /// What its tools' qualified names start with (`prefix__tool`): the configured `prefix`,
+    /// else the server's name with every character outside `[A-Za-z0-9_-]` made `_`.
+    pub prefix: String,
+    /// Which of its tools the model may see.
+    pub tools: ToolFilter,
+    /// Whether its annotations (`readOnlyHint` and the rest) may be relied on. Off unless
+    /// configured: an untrusted server's hints are shown, never acted on.
+    pub trust: bool,
+    /// The time limit of each call to it, if configured.
+    pub timeout: Option<Duration>,
+    /// Approval rules for its tools.
+    pub approval: ApprovalRules,
+}
+
+/// How to reach a server.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Transport {
+    /// A child process speaking over its standard input and output.
+    Stdio {
+        /// The program.
+        command: String,
+        /// Its arguments.
+        args: Vec<String>,
+        /// Variables added to the host's environment.
+        env: BTreeMap<String, String>,
+        /// Where it runs, if not the host's own working directory.
+        cwd: Option<PathBuf>,
+    },
+    /// Streamable HTTP.
+    Http {
+        /// The endpoint.
+        url: String,
+        /// Headers sent with every request (for example `Authorization`).
+        headers: BTreeMap<String, String>,
+    },
+}
+
+/// Which tools of a server the model may see: those matching an `allow` glob (every tool when
+/// there is none) and no `deny` glob. The globs match the tool's own name, as the server
+/// lists it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ToolFilter {
+    /// Globs of tools to keep; empty keeps every tool.
+    pub allow: Vec<String>,
+    /// Globs of tools to drop; they win over `allow`.
+    pub deny: Vec<String>,
+}
+
+/// Approval rules in three classes, `deny` over `ask` over `allow`, as globs over qualified
+/// names (`prefix__tool`; `*` matches any run of characters, `?` one). A call that matches no
+/// rule is asked about.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ApprovalRules {
+    /// Calls made without asking.
+    pub allow: Vec<String>,
+    /// Calls always asked about, even when an `allow` rule or a trusted annotation matches.
+    pub ask: Vec<String>,
+    /// Calls refused; the model is told why.
+    pub deny: Vec<String>,
+}
+
+/// A configuration that cannot be used: the file, the server and the key, and what is wrong.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{}{}{}: {message}", file.display(), server.as_ref().map(|s| format!(": server \"{s}\"")).unwrap_or_default(), key.as_ref().map(|k| format!(": key \"{k}\"")).unwrap_or_default())]
+pub struct ConfigError {
+    /// The file.
+    pub file: PathBuf,
+    /// The server, when the problem is in one.
+    pub server: Option<String>,
+    /// The key, as a path (`args[2]`, `headers.Authorization`).
+    pub key: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl HostConfig {
+    /// Reads `file`, expanding variables from the process environment; `${workspaceFolder}`
+    /// is the file's directory (its parent, for a file in `.vscode/`).
+    pub fn load(file: impl AsRef<Path>) -> Result<HostConfig, ConfigError> {
+        let file = file.as_ref();
+        let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
+            file: file.to_owned(),
+            server: None,
+            key: None,
+            message: format!("cannot read it: {e}"),
+        })?;
+        HostConfig::parse(&text, file, &Variables::from_process(file))
+    }
+
+    /// Reads configuration `text` as if from `file`, expanding with `variables`.
+    pub fn parse(
+        text: &str,
+        file: impl AsRef<Path>,
+        variables: &Variables,
+    ) -> Result<HostConfig, ConfigError> {
+        read::parse(text, file.as_ref(), variables)
+    }
+
+    /// The server called `name`.
+    pub fn server(&self, name: &str) -> Option<&ServerConfig> {
+        self.servers.iter().find(|s| s.name == name)
+    }
+}
+
+#[cfg(test)]
+mod tests;

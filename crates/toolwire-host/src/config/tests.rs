@@ -1,0 +1,237 @@
+use std::path::Path;
+
+use super::*;
+
+fn vars() -> Variables {
+    Variables::new([("DOCS_TOKEN", "s3cret"), ("HOME", "/home/ann")]).with_workspace("/src/app")
+}
+
+fn parse(text: &str) -> Result<HostConfig, ConfigError> {
+    HostConfig::parse(text, "/etc/mcp.json", &vars())
+}
+
+fn error(text: &str) -> String {
+    parse(text).unwrap_err().to_string()
+}
+
+#[test]
+fn reads_claude_desktop_and_claude_code_files_with_toolwire_keys() {
+    let config = parse(
+        r#"{
+          "globalShortcut": "Ctrl+Space",
+          "mcpServers": {
+            "time": {
+              "command": "uvx", "args": ["mcp-server-time", "--local-timezone=${TZ:-UTC}"],
+              "env": {"HOME_DIR": "${env:HOME}"},
+              "prefix": "clock", "trust": true, "timeoutMs": 30000,
+              "tools": {"allow": ["get_*"], "deny": ["get_secret"]},
+              "approval": {"allow": ["clock__get_*"], "ask": ["clock__get_current_time"]},
+              "alwaysAllow": ["x"]
+            },
+            "docs": {"type": "http", "url": "https://docs.example/mcp",
+                     "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}},
+            "old": {"command": "x", "disabled": true},
+            "my server.v2": {"command": "${workspaceFolder}/bin/server", "cwd": "${userHome}"}
+          },
+          "approval": {"deny": ["*__delete_*"]}
+        }"#,
+    )
+    .unwrap();
+    let names: Vec<&str> = config.servers.iter().map(|s| s.name.as_str()).collect();
+    assert_eq!(names, ["docs", "my server.v2", "time"]);
+    let time = config.server("time").unwrap();
+    assert_eq!(
+        time.transport,
+        Transport::Stdio {
+            command: "uvx".into(),
+            args: vec!["mcp-server-time".into(), "--local-timezone=UTC".into()],
+            env: [("HOME_DIR".to_owned(), "/home/ann".to_owned())].into(),
+            cwd: None,
+        }
+    );
+    assert_eq!(time.prefix, "clock");
+    assert!(time.trust);
+    assert_eq!(time.timeout, Some(Duration::from_secs(30)));
+    assert_eq!(time.tools.allow, ["get_*"]);
+    assert_eq!(time.tools.deny, ["get_secret"]);
+    assert_eq!(time.approval.ask, ["clock__get_current_time"]);
+    let docs = config.server("docs").unwrap();
+    assert_eq!(
+        docs.transport,
+        Transport::Http {
+            url: "https://docs.example/mcp".into(),
+            headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into(),
+        }
+    );
+    assert!(!docs.trust, "trust is off unless configured");
+    assert_eq!(docs.prefix, "docs");
+    let mine = config.server("my server.v2").unwrap();
+    assert_eq!(mine.prefix, "my_server_v2");
+    assert!(
+        matches!(&mine.transport, Transport::Stdio { command, cwd, .. }
+        if command == "/src/app/bin/server" && cwd.as_deref() == Some(Path::new("/home/ann")))
+    );
+    assert_eq!(config.approval.deny, ["*__delete_*"]);
+    assert_eq!(
+        config.ignored,
+        [
+            "key \"globalShortcut\"",
+            "server \"time\": key \"alwaysAllow\""
+        ]
+    );
+}
+
+#[test]
+fn reads_the_vs_code_shape_and_an_env_file() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-cfg-{}", std::process::id()));
+    std::fs::create_dir_all(dir.join(".vscode")).unwrap();
+    std::fs::write(
+        dir.join("secrets.env"),
+        "# tokens\nexport API_KEY=\"abc\"\nOTHER=1\n",
+    )
+    .unwrap();
+    let file = dir.join(".vscode/mcp.json");
+    std::fs::write(
+        &file,
+        r#"{"inputs": [], "servers": {"fs": {"type": "stdio", "command": "npx",
+            "args": ["-y", "@modelcontextprotocol/server-filesystem", "${workspaceFolder}"],
+            "envFile": "${workspaceFolder}/secrets.env", "env": {"OTHER": "2"}}}}"#,
+    )
+    .unwrap();
+    let config = HostConfig::load(&file).unwrap();
+    let Transport::Stdio { args, env, .. } = &config.servers[0].transport else {
+        panic!("stdio expected");
+    };
+    let root = std::path::absolute(&dir).unwrap().display().to_string();
+    assert_eq!(
+        args[2], root,
+        "workspaceFolder is the folder holding .vscode"
+    );
+    assert_eq!(env["API_KEY"], "abc");
+    assert_eq!(env["OTHER"], "2", "env wins over envFile");
+    assert!(config.ignored.is_empty());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
+
+#[test]
+fn every_error_names_the_file_the_server_and_the_key() {
+    let cases = [
+        ("not json", "/etc/mcp.json: not JSON"),
+        ("[]", "/etc/mcp.json: the file must hold a JSON object"),
+        ("{}", "/etc/mcp.json: no servers"),
+        (
+            r#"{"mcpServers": {}, "servers": {}}"#,
+            "key \"servers\": the file has both",
+        ),
+        (
+            r#"{"mcpServers": {"a": {}}}"#,
+            "server \"a\": needs \"command\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "url": "http://h/"}}}"#,
+            "server \"a\": has both",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "args": "y"}}}"#,
+            "server \"a\": key \"args\": must be a list",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "args": ["y", 2]}}}"#,
+            "key \"args[1]\": must be a string",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "${NOPE}"}}}"#,
+            "server \"a\": key \"command\": ${NOPE} is not set",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "headers": {"X": "${input:tok}"}}}}"#,
+            "key \"headers.X\": ${input:tok} asks a person",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"type": "sse", "url": "http://h/"}}}"#,
+            "key \"type\": \"sse\" is the HTTP+SSE transport",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"type": "ws", "url": "ws://h/"}}}"#,
+            "key \"type\": unknown type \"ws\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "ftp://h/"}}}"#,
+            "key \"url\": \"ftp://h/\" is not an http or https address",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "nope"}}}"#,
+            "key \"url\": \"nope\" is not an address",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "headers": {"Bad Name": "v"}}}}"#,
+            "key \"headers.Bad Name\": is not a valid header name",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#,
+            "key \"timeoutMs\": must be a whole number",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": "5"}}}"#,
+            "key \"timeoutMs\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "trust": "yes"}}}"#,
+            "key \"trust\": must be true or false",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "prefix": "a__b"}}}"#,
+            "key \"prefix\": \"a__b\" may not contain",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "prefix": "a.b"}}}"#,
+            "key \"prefix\": \"a.b\" may hold only",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "tools": {"allow": ["a[b"]}}}}"#,
+            "key \"tools.allow[0]\": \"a[b\" is not a valid pattern",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "tools": {"alow": []}}}}"#,
+            "key \"tools.alow\": unknown key",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "approval": {"deny": [1]}}}}"#,
+            "key \"approval.deny[0]\": must be a string",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x"}}, "approval": {"allow": ["{"]}}"#,
+            "/etc/mcp.json: key \"approval.allow[0]\"",
+        ),
+        (
+            r#"{"mcpServers": {"a b": {"command": "x"}, "a.b": {"command": "y"}}}"#,
+            "server \"a.b\": key \"prefix\": prefix \"a_b\" is also the prefix of server \"a b\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x", "envFile": "/nonexistent/x.env"}}}"#,
+            "key \"envFile\": cannot read /nonexistent/x.env",
+        ),
+    ];
+    for (text, expected) in cases {
+        let message = error(text);
+        assert!(
+            message.contains(expected),
+            "{text}\n  gave: {message}\n  want: {expected}"
+        );
+    }
+}
+
+#[test]
+fn default_prefixes_are_safe_names() {
+    assert_eq!(read::default_prefix("GitHub Copilot"), "GitHub_Copilot");
+    assert_eq!(read::default_prefix("@scope/pkg"), "scope_pkg");
+    assert_eq!(read::default_prefix("__"), "server");
+    assert_eq!(read::default_prefix(&"x".repeat(40)).len(), 32);
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let e = HostConfig::load("/nonexistent/mcp.json").unwrap_err();
+    assert_eq!(e.file, Path::new("/nonexistent/mcp.json"));
+    assert!(e.to_string().contains("cannot read it"), "{e}");
+}

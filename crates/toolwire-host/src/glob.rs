@@ -1,0 +1,85 @@
+//! Glob patterns over tool names: `*` matches any run of characters, `?` one, `[abc]` a class,
+//! `{a,b}` alternatives; a backslash escapes.
+
+/// A compiled list of patterns: does a name match any of them?
+#[derive(Debug, Clone)]
+pub struct Globs {
+    set: globset::GlobSet,
+    patterns: Vec<String>,
+}
+
+/// One compiled pattern.
+#[derive(Debug, Clone)]
+pub(crate) struct Glob(globset::Glob);
+
+impl Glob {
+    /// Compiles `pattern`; the error says what is wrong with it.
+    pub(crate) fn new(pattern: &str) -> Result<Glob, String> {
+        globset::GlobBuilder::new(pattern)
+            .literal_separator(false)
+            .backslash_escape(true)
+            .empty_alternates(true)
+            .build()
+            .map(Glob)
+            .map_err(|e| format!("{pattern:?} is not a valid pattern: {}", e.kind()))
+    }
+}
+
+impl Globs {
+    /// Compiles every pattern.
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Globs, String> {
+        let mut set = globset::GlobSetBuilder::new();
+        for pattern in patterns {
+            set.add(Glob::new(pattern.as_ref())?.0);
+        }
+        Ok(Globs {
+            set: set.build().map_err(|e| e.to_string())?,
+            patterns: patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
+        })
+    }
+
+    /// Whether `name` matches one of the patterns.
+    pub fn matches(&self, name: &str) -> bool {
+        self.set.is_match(name)
+    }
+
+    /// The first pattern (in the order given) that `name` matches, to say which rule applied.
+    pub fn first_match(&self, name: &str) -> Option<&str> {
+        self.set
+            .matches(name)
+            .into_iter()
+            .min()
+            .map(|i| self.patterns[i].as_str())
+    }
+
+    /// Whether there are no patterns.
+    pub fn is_empty(&self) -> bool {
+        self.patterns.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stars_cross_everything_and_classes_work() {
+        let g = Globs::new(&["fs__*", "git__status", "*__delete_?", "time__{get,set}_*"]).unwrap();
+        assert!(g.matches("fs__read_file"));
+        assert!(g.matches("fs__a/b"));
+        assert!(!g.matches("fsx__read"));
+        assert!(g.matches("git__status"));
+        assert!(!g.matches("git__status2"));
+        assert!(g.matches("db__delete_x"));
+        assert!(!g.matches("db__delete_xy"));
+        assert!(g.matches("time__get_zone"));
+        assert_eq!(g.first_match("fs__x"), Some("fs__*"));
+        assert_eq!(g.first_match("nope"), None);
+        assert!(
+            Globs::new(&["a[b"])
+                .unwrap_err()
+                .contains("not a valid pattern")
+        );
+        assert!(Globs::new::<&str>(&[]).unwrap().is_empty());
+    }
+}
