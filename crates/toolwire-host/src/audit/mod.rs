@@ -1,0 +1,209 @@
+//! The host's audit log: JSON Lines, one record per event, each carrying the SHA-256 of the
+//! record before it, so [`verify`] finds a record edited, deleted, reordered or cut off.
+//!
+//! A record is one JSON object on one line: `seq` (from 1, never reset), `time` (RFC 3339,
+//! UTC), `event`, the event's own fields, and `prev`: the SHA-256 (hex) of the previous
+//! record's line as written, or 64 zeros for the very first. Beside the log, `PATH.head`
+//! holds the `seq` and hash of the last record, so a log cut short at the end is caught too.
+//! When the log passes its size limit it is renamed `PATH.N` (N = 1, 2, … oldest first) and a
+//! new one starts; the chain runs on across the files.
+//!
+//! What this proves: nobody changed the log without also rewriting every record after the
+//! change and the head. A host that must resist that too publishes [`AuditLog::head`]
+//! elsewhere (a ticket, another machine) and checks it with [`verify`].
+
+mod verify;
+
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::{Map, Value};
+use sha2::{Digest as _, Sha256};
+
+pub use verify::{Tampering, Verified, verify};
+
+/// The `prev` of the first record.
+pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+/// The default size at which a log is rotated: 64 MiB.
+pub const DEFAULT_ROTATE_BYTES: u64 = 64 * 1024 * 1024;
+
+/// Where the chain stands: the last record's number and hash.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Head {
+    /// The last record's `seq` (0 before the first).
+    pub seq: u64,
+    /// The SHA-256 (hex) of the last record's line ([`GENESIS`] before the first).
+    pub hash: String,
+}
+
+/// An append-only, hash-chained JSON Lines log. Appends are serialized, written and synced
+/// before [`AuditLog::append`] returns.
+#[derive(Debug)]
+pub struct AuditLog {
+    path: PathBuf,
+    rotate_bytes: u64,
+    state: Mutex<State>,
+}
+
+#[derive(Debug)]
+struct State {
+    file: File,
+    bytes: u64,
+    head: Head,
+}
+
+/// Why the log cannot be opened or written.
+#[derive(Debug, thiserror::Error)]
+pub enum AuditError {
+    /// The file system refused.
+    #[error("audit log {path}: {source}")]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The existing log does not verify; appending would hide that.
+    #[error("audit log {0}")]
+    Tampered(Tampering),
+    /// An event's fields use a name the record itself uses.
+    #[error("an audit event may not set the field {0:?}")]
+    ReservedField(String),
+}
+
+impl AuditLog {
+    /// Opens (or creates) the log at `path`, after verifying what is there: a log that does
+    /// not verify is not appended to.
+    pub fn open(path: impl Into<PathBuf>) -> Result<AuditLog, AuditError> {
+        let path = path.into();
+        let head = match verify(&path) {
+            Ok(verified) => verified.head,
+            Err(Tampering::Missing { .. }) => Head {
+                seq: 0,
+                hash: GENESIS.to_owned(),
+            },
+            Err(tampering) => return Err(AuditError::Tampered(tampering)),
+        };
+        let io = |source| AuditError::Io {
+            path: path.clone(),
+            source,
+        };
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(io)?;
+        }
+        let file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&path)
+            .map_err(io)?;
+        let bytes = file.metadata().map_err(io)?.len();
+        Ok(AuditLog {
+            path,
+            rotate_bytes: DEFAULT_ROTATE_BYTES,
+            state: Mutex::new(State { file, bytes, head }),
+        })
+    }
+
+    /// Rotates the log once it reaches `bytes` (at least 4 KiB).
+    pub fn rotate_at(mut self, bytes: u64) -> AuditLog {
+        self.rotate_bytes = bytes.max(4096);
+        self
+    }
+
+    /// Where the chain stands now.
+    pub fn head(&self) -> Head {
+        self.lock().head.clone()
+    }
+
+    /// The log's path.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Appends a record of `event` with `fields` (an object; `seq`, `time`, `event` and
+    /// `prev` are the record's own) and returns its head.
+    pub fn append(&self, event: &str, fields: Map<String, Value>) -> Result<Head, AuditError> {
+        for reserved in ["seq", "time", "event", "prev"] {
+            if fields.contains_key(reserved) {
+                return Err(AuditError::ReservedField(reserved.to_owned()));
+            }
+        }
+        let mut state = self.lock();
+        if state.bytes >= self.rotate_bytes {
+            self.rotate(&mut state)?;
+        }
+        let mut record = fields;
+        let seq = state.head.seq + 1;
+        record.insert("seq".into(), seq.into());
+        record.insert("time".into(), now().into());
+        record.insert("event".into(), event.into());
+        record.insert("prev".into(), state.head.hash.clone().into());
+        // A `Map` without `preserve_order` keeps its keys sorted: the line is canonical.
+        let mut line = Value::Object(record).to_string();
+        let hash = hex(&Sha256::digest(line.as_bytes()));
+        line.push('\n');
+        let io = |source| AuditError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        state.file.write_all(line.as_bytes()).map_err(io)?;
+        state.file.sync_data().map_err(io)?;
+        state.bytes += line.len() as u64;
+        state.head = Head { seq, hash };
+        write_head(&self.path, &state.head).map_err(io)?;
+        Ok(state.head.clone())
+    }
+
+    fn rotate(&self, state: &mut State) -> Result<(), AuditError> {
+        let io = |source| AuditError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let next = verify::rotated(&self.path).map_err(io)?.len() + 1;
+        std::fs::rename(&self.path, verify::numbered(&self.path, next)).map_err(io)?;
+        state.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io)?;
+        state.bytes = 0;
+        Ok(())
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `PATH.head`: where the chain stood after the last append.
+pub(crate) fn head_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".head");
+    PathBuf::from(name)
+}
+
+/// Replaces the head file (written whole, then renamed over the old one).
+fn write_head(path: &Path, head: &Head) -> std::io::Result<()> {
+    let target = head_path(path);
+    let mut temp = target.as_os_str().to_owned();
+    temp.push(".tmp");
+    let temp = PathBuf::from(temp);
+    std::fs::write(&temp, format!("{} {}\n", head.seq, head.hash))?;
+    std::fs::rename(&temp, &target)
+}
+
+fn now() -> String {
+    let ms = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as u64);
+    toolwire_protocol::iso8601(ms)
+}
+
+pub(crate) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+#[cfg(test)]
+mod tests;
