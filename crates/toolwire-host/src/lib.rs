@@ -3,7 +3,8 @@
 //! Toolwire's host library: the layer an agent or a host application is built on, over
 //! [`toolwire-client`](https://docs.rs/toolwire-client). It reads the server configuration
 //! people already have ([`config`]), gives every server's tools one list of qualified names
-//! within a model API's length budget ([`names`]), keeps a hash-chained audit log ([`audit`]),
+//! within a model API's length budget ([`names`]), keeps a hash-chained audit log ([`audit`]), pins tool definitions against silent changes
+//! ([`pins`]),
 //! and matches tool names against the globs of
 //! filters and approval rules ([`glob`]).
 
@@ -11,6 +12,7 @@ pub mod audit;
 pub mod config;
 pub mod glob;
 pub mod names;
+pub mod pins;
 
 pub use audit::{AuditError, AuditLog, Head, Tampering, Verified, verify};
 pub use config::{
@@ -18,3 +20,6 @@ pub use config::{
 };
 pub use glob::Globs;
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
+pub use pins::{
+    Change, FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash,
+};

@@ -1,0 +1,168 @@
+//! Pinning tool definitions against silent changes.
+//!
+//! The first time a host sees a tool, it stores a canonical hash of the tool's definition
+//! (and the definition itself, to show what changed later). When a server lists a tool whose
+//! definition differs from its pin, calls to it are blocked until a person looks at the
+//! [`Change`]s and re-approves it with [`Pins::approve`]. New and removed tools are reported.
+//!
+//! The hash covers the whole definition as listed (name, title, description, both schemas,
+//! annotations, icons, execution) except `_meta` entries outside `dev.toolwire/`: those are the
+//! server's own bookkeeping, free to change, and neither the model nor the policy reads them.
+
+mod diff;
+mod store;
+
+use std::collections::BTreeMap;
+
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+
+pub use diff::{Change, diff};
+pub use store::{FilePins, MemoryPins, Pin, PinStore, PinStoreError};
+
+/// The canonical hash (SHA-256, hex) of a tool definition.
+pub fn definition_hash(definition: &Value) -> String {
+    let canonical = canonical(definition).to_string();
+    crate::audit::hex(&Sha256::digest(canonical.as_bytes()))
+}
+
+/// What the hash covers: the definition without `_meta` entries outside `dev.toolwire/`.
+/// (`serde_json`'s map keeps keys sorted, so the text is canonical.)
+fn canonical(definition: &Value) -> Value {
+    let mut definition = definition.clone();
+    if let Some(Value::Object(meta)) = definition.get_mut("_meta") {
+        meta.retain(|k, _| k.starts_with("dev.toolwire/"));
+        if meta.is_empty() {
+            definition.as_object_mut().map(|d| d.remove("_meta"));
+        }
+    }
+    definition
+}
+
+/// What a server's list looks like against its pins.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct PinReport {
+    /// Tools seen for the first time, now pinned.
+    pub new: Vec<String>,
+    /// Tools whose definition differs from the pin: blocked until approved.
+    pub changed: Vec<Changed>,
+    /// Pinned tools the server no longer lists (their pins are kept).
+    pub removed: Vec<String>,
+}
+
+/// A tool whose definition changed.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Changed {
+    /// The tool's name as the server lists it.
+    pub tool: String,
+    /// The pinned hash.
+    pub pinned: String,
+    /// The hash of the definition listed now.
+    pub listed: String,
+    /// What changed, path by path.
+    pub changes: Vec<Change>,
+}
+
+/// The pins of every server, over a [`PinStore`].
+#[derive(Debug)]
+pub struct Pins<S: PinStore> {
+    store: S,
+}
+
+/// Whether a tool may be called as listed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PinState {
+    /// Its definition is the pinned one (the hash).
+    Pinned(String),
+    /// Its definition changed since it was pinned: blocked until approved.
+    Changed {
+        /// The pinned hash.
+        pinned: String,
+        /// The listed hash.
+        listed: String,
+    },
+    /// It was never seen (a list has not been checked since it appeared).
+    Unknown,
+}
+
+impl<S: PinStore> Pins<S> {
+    /// Pins kept in `store`.
+    pub fn new(store: S) -> Pins<S> {
+        Pins { store }
+    }
+
+    /// Checks a server's listed tools (name → definition) against its pins: new tools are
+    /// pinned, changed ones reported with what changed, missing ones reported.
+    pub fn check(
+        &self,
+        server: &str,
+        listed: &BTreeMap<String, Value>,
+    ) -> Result<PinReport, PinStoreError> {
+        let pinned = self.store.load(server)?;
+        let mut report = PinReport::default();
+        let mut new = Vec::new();
+        for (tool, definition) in listed {
+            let hash = definition_hash(definition);
+            match pinned.get(tool) {
+                None => {
+                    new.push((tool.clone(), Pin::new(hash, definition)));
+                    report.new.push(tool.clone());
+                }
+                Some(pin) if pin.hash != hash => report.changed.push(Changed {
+                    tool: tool.clone(),
+                    pinned: pin.hash.clone(),
+                    listed: hash,
+                    changes: diff(&pin.definition, definition),
+                }),
+                Some(_) => {}
+            }
+        }
+        if !new.is_empty() {
+            self.store.save_many(server, &new)?;
+        }
+        report.removed = pinned
+            .keys()
+            .filter(|t| !listed.contains_key(*t))
+            .cloned()
+            .collect();
+        Ok(report)
+    }
+
+    /// Whether `tool` of `server`, listed as `definition`, may be called.
+    pub fn state(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: &Value,
+    ) -> Result<PinState, PinStoreError> {
+        let listed = definition_hash(definition);
+        Ok(match self.store.load(server)?.get(tool) {
+            None => PinState::Unknown,
+            Some(pin) if pin.hash == listed => PinState::Pinned(listed),
+            Some(pin) => PinState::Changed {
+                pinned: pin.hash.clone(),
+                listed,
+            },
+        })
+    }
+
+    /// A person looked at the change and accepts `definition` as the tool's new pin.
+    pub fn approve(
+        &self,
+        server: &str,
+        tool: &str,
+        definition: &Value,
+    ) -> Result<String, PinStoreError> {
+        let pin = Pin::new(definition_hash(definition), definition);
+        self.store.save(server, tool, &pin)?;
+        Ok(pin.hash)
+    }
+
+    /// Forgets a tool's pin (a removed tool a person no longer wants reported).
+    pub fn forget(&self, server: &str, tool: &str) -> Result<(), PinStoreError> {
+        self.store.remove(server, tool)
+    }
+}
+
+#[cfg(test)]
+mod tests;
