@@ -4,7 +4,7 @@
 //! [`toolwire-client`](https://docs.rs/toolwire-client). It reads the server configuration
 //! people already have ([`config`]), gives every server's tools one list of qualified names
 //! within a model API's length budget ([`names`]), keeps a hash-chained audit log ([`audit`]), pins tool definitions against silent changes
-//! ([`pins`]),
+//! ([`pins`]), decides which calls go ahead, are asked about or are refused ([`policy`]),
 //! and matches tool names against the globs of
 //! filters and approval rules ([`glob`]).
 
@@ -13,6 +13,7 @@ pub mod config;
 pub mod glob;
 pub mod names;
 pub mod pins;
+pub mod policy;
 
 pub use audit::{AuditError, AuditLog, Head, Tampering, Verified, verify};
 pub use config::{
@@ -22,4 +23,8 @@ pub use glob::Globs;
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{
     Change, FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash,
+};
+pub use policy::{
+    Answer, ApprovalRequest, Approved, Approver, Call, FileRemembered, MemoryRemembered, Policy,
+    Reason, Refusal, Remembered, Verdict,
 };

@@ -1,0 +1,124 @@
+//! "Allow always" answers, each bound to the definition hash it was given for.
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// Keeps "allow always" answers. A shared store for several host processes implements it.
+pub trait Remembered: Send + Sync {
+    /// Whether `qualified` of `server` was allowed always while its definition hashed to `hash`.
+    fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool;
+    /// Remembers that it was.
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String>;
+}
+
+/// Answers kept in memory, gone with the process.
+#[derive(Debug, Default)]
+pub struct MemoryRemembered {
+    allowed: Mutex<HashSet<(String, String, String)>>,
+}
+
+impl MemoryRemembered {
+    /// Nothing remembered yet.
+    pub fn new() -> MemoryRemembered {
+        MemoryRemembered::default()
+    }
+}
+
+impl Remembered for MemoryRemembered {
+    fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool {
+        let key = (server.to_owned(), qualified.to_owned(), hash.to_owned());
+        self.allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .contains(&key)
+    }
+
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+        let key = (server.to_owned(), qualified.to_owned(), hash.to_owned());
+        self.allowed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(key);
+        Ok(())
+    }
+}
+
+/// Answers kept in `DIR/approvals.json` (`{server: {qualified name: hash}}`), replaced whole
+/// on every change. Only the latest hash of a tool is kept: approving a new definition
+/// forgets the old one.
+#[derive(Debug)]
+pub struct FileRemembered {
+    path: PathBuf,
+    cache: Mutex<Option<BTreeMap<String, BTreeMap<String, String>>>>,
+}
+
+impl FileRemembered {
+    /// Answers under the state directory `state_dir`.
+    pub fn new(state_dir: impl AsRef<Path>) -> FileRemembered {
+        FileRemembered {
+            path: state_dir.as_ref().join("approvals.json"),
+            cache: Mutex::new(None),
+        }
+    }
+
+    fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, String> {
+        let text = match std::fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
+            Err(e) => return Err(format!("{}: {e}", self.path.display())),
+        };
+        let value: Value = serde_json::from_str(&text)
+            .map_err(|e| format!("{}: not JSON: {e}", self.path.display()))?;
+        let mut all = BTreeMap::new();
+        for (server, tools) in value.as_object().into_iter().flatten() {
+            let tools = tools
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter_map(|(t, h)| Some((t.clone(), h.as_str()?.to_owned())))
+                .collect();
+            all.insert(server.clone(), tools);
+        }
+        Ok(all)
+    }
+}
+
+impl Remembered for FileRemembered {
+    fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        if cache.is_none() {
+            match self.read() {
+                Ok(all) => *cache = Some(all),
+                // An unreadable file allows nothing: the person is asked.
+                Err(e) => {
+                    tracing::warn!(error = %e, "cannot read remembered approvals");
+                    return false;
+                }
+            }
+        }
+        cache
+            .as_ref()
+            .and_then(|all| all.get(server)?.get(qualified))
+            .is_some_and(|h| h == hash)
+    }
+
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+        let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+        let mut all = self.read()?;
+        all.entry(server.to_owned())
+            .or_default()
+            .insert(qualified.to_owned(), hash.to_owned());
+        let text = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
+        if let Some(dir) = self.path.parent() {
+            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        }
+        let temp = self.path.with_extension("json.tmp");
+        std::fs::write(&temp, text + "\n").map_err(|e| format!("{}: {e}", temp.display()))?;
+        std::fs::rename(&temp, &self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        *cache = Some(all);
+        Ok(())
+    }
+}
