@@ -11,6 +11,7 @@
 pub mod audit;
 pub mod config;
 pub mod glob;
+pub mod host;
 pub mod names;
 pub mod pins;
 pub mod policy;
@@ -20,6 +21,10 @@ pub use config::{
     ApprovalRules, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport, Variables,
 };
 pub use glob::Globs;
+pub use host::{
+    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Host, HostError, HostOptions, HostTool,
+    ServerState, ServerStatus,
+};
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{
     Change, FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash,

@@ -14,6 +14,15 @@ pub trait Remembered: Send + Sync {
     fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String>;
 }
 
+impl<T: Remembered + ?Sized> Remembered for std::sync::Arc<T> {
+    fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool {
+        (**self).allowed(server, qualified, hash)
+    }
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+        (**self).remember(server, qualified, hash)
+    }
+}
+
 /// Answers kept in memory, gone with the process.
 #[derive(Debug, Default)]
 pub struct MemoryRemembered {

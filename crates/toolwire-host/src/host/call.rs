@@ -1,0 +1,150 @@
+//! A model's call, through pins, the policy and the audit log, to the server and back.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use sha2::{Digest as _, Sha256};
+use toolwire_client::CallOptions;
+use toolwire_client::protocol::{CallToolResult, ContentBlock};
+
+use super::Host;
+use crate::policy::{Answer, Approved, Call};
+
+/// The key of a tool's advertised time limit in its definition's `_meta` (issue 9).
+const TIMEOUT_META_KEY: &str = "dev.toolwire/timeoutMs";
+
+impl Host {
+    /// Calls the tool the model named `qualified` with `arguments`. Whatever happens, the model
+    /// gets a result: a refusal, an unknown tool, a failed server or a timeout is an `isError`
+    /// result that says so.
+    pub async fn call(&self, qualified: &str, arguments: Value) -> CallToolResult {
+        let Some(tool) = self.tool(qualified) else {
+            self.record("call_unknown", json!({"tool": qualified}));
+            return CallToolResult::error(format!(
+                "There is no tool named {qualified}. List the tools again and use one of their names."
+            ));
+        };
+        let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
+        let pin = match self
+            .pins
+            .state(&tool.server, &tool.definition.name, &definition)
+        {
+            Ok(pin) => pin,
+            Err(e) => {
+                self.record("error", json!({"tool": qualified, "error": e.to_string()}));
+                return CallToolResult::error(format!(
+                    "The tool {qualified} cannot be checked against its approved definition right now."
+                ));
+            }
+        };
+        let call = Call {
+            server: &tool.server,
+            qualified,
+            definition: &definition,
+            pin: &pin,
+            arguments: &arguments,
+        };
+        let approved = match self
+            .policy
+            .authorize(&call, self.options.approver.as_ref())
+            .await
+        {
+            Ok(approved) => approved,
+            Err(refusal) => {
+                self.record(
+                    "call_refused",
+                    json!({"server": tool.server, "tool": qualified, "arguments": arguments, "reason": refusal.message}),
+                );
+                return CallToolResult::error(refusal.message);
+            }
+        };
+        let approved_by = match &approved {
+            Approved::ByPolicy(reason) => reason.to_string(),
+            Approved::ByPerson(Answer::AllowAlways) => "a person, always".to_owned(),
+            Approved::ByPerson(_) => "a person, once".to_owned(),
+        };
+        if matches!(approved, Approved::ByPerson(_)) {
+            self.record(
+                "approval_given",
+                json!({"server": tool.server, "tool": qualified, "by": approved_by}),
+            );
+        }
+        let connection = &self.connections[&tool.server];
+        let timeout = self.timeout_of(&connection.config, &definition);
+        let started = Instant::now();
+        let outcome = connection
+            .client
+            .call_tool_with(
+                &tool.definition.name,
+                arguments.clone(),
+                CallOptions::default().timeout(timeout),
+            )
+            .await;
+        let latency_ms = started.elapsed().as_millis() as u64;
+        match outcome {
+            Ok(mut result) => {
+                let digest = crate::audit::hex(&Sha256::digest(
+                    serde_json::to_vec(&result).unwrap_or_default(),
+                ));
+                let truncated = cap(&mut result, self.options.max_result_chars);
+                self.record(
+                    "call",
+                    json!({"server": tool.server, "tool": qualified, "arguments": arguments,
+                        "approvedBy": approved_by, "isError": result.is_error(),
+                        "resultSha256": digest, "truncated": truncated, "latencyMs": latency_ms}),
+                );
+                result
+            }
+            Err(error) => {
+                self.record(
+                    "call_failed",
+                    json!({"server": tool.server, "tool": qualified, "arguments": arguments,
+                        "approvedBy": approved_by, "error": error.to_string(), "latencyMs": latency_ms}),
+                );
+                CallToolResult::error(format!("The call to {qualified} failed: {error}"))
+            }
+        }
+    }
+
+    /// The server's configured limit, else the host's; a shorter limit the tool advertises
+    /// is honoured, plus a second for the answer to travel.
+    fn timeout_of(&self, server: &crate::config::ServerConfig, definition: &Value) -> Duration {
+        let configured = server.timeout.unwrap_or(self.options.call_timeout);
+        match definition["_meta"][TIMEOUT_META_KEY].as_u64() {
+            Some(ms) => configured.min(Duration::from_millis(ms) + Duration::from_secs(1)),
+            None => configured,
+        }
+    }
+}
+
+/// Cuts the result's text to `max` characters in all, with a visible note; `structuredContent`
+/// over the cap is dropped (the text holds its serialization, T-11). Returns whether it cut.
+fn cap(result: &mut CallToolResult, max: usize) -> bool {
+    let mut left = max;
+    let mut cut = false;
+    for block in &mut result.content {
+        if let ContentBlock::Text(text) = block {
+            let chars = text.text.chars().count();
+            if chars > left {
+                let end = text
+                    .text
+                    .char_indices()
+                    .nth(left)
+                    .map_or(text.text.len(), |(i, _)| i);
+                text.text.truncate(end);
+                text.text.push_str(&format!(
+                    "\n[… truncated by the host: the result had {chars} characters here, {max} in all are shown]"
+                ));
+                cut = true;
+            }
+            left = left.saturating_sub(chars);
+        }
+    }
+    if let Some(structured) = &result.structured_content {
+        if structured.to_string().chars().count() > max {
+            result.structured_content = None;
+            cut = true;
+        }
+    }
+    cut
+}

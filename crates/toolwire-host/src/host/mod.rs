@@ -1,0 +1,461 @@
+//! Many servers behind one tool list: connect to every configured server at once, list their
+//! tools under qualified names, and call them through pins, the approval policy and the audit
+//! log.
+
+mod call;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+use toolwire_client::protocol::Tool;
+use toolwire_client::{Client, ClientBuilder, StdioCommand};
+
+use crate::audit::{AuditError, AuditLog};
+use crate::config::{HostConfig, ServerConfig, Transport};
+use crate::glob::Globs;
+use crate::names::{DEFAULT_NAME_BUDGET, NameError, Names};
+use crate::pins::{FilePins, MemoryPins, PinReport, PinStore, Pins};
+use crate::policy::{Approver, FileRemembered, MemoryRemembered, Policy};
+
+/// The default time limit of a call when neither the server's configuration nor the tool
+/// says otherwise.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The default cap on the text a call returns to the model: about 25,000 tokens, the cap
+/// hosts commonly use.
+pub const DEFAULT_MAX_RESULT_CHARS: usize = 100_000;
+
+/// How a [`Host`] runs.
+#[derive(Clone)]
+pub struct HostOptions {
+    client_name: String,
+    client_version: String,
+    name_budget: usize,
+    state_dir: Option<PathBuf>,
+    audit_log: Option<PathBuf>,
+    approver: Arc<dyn Approver>,
+    call_timeout: Duration,
+    max_result_chars: usize,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("client_name", &self.client_name)
+            .field("name_budget", &self.name_budget)
+            .field("state_dir", &self.state_dir)
+            .field("audit_log", &self.audit_log)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_result_chars", &self.max_result_chars)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostOptions {
+    /// A host that asks `approver` about calls no rule decides, keeps pins and "allow always"
+    /// answers in memory and writes no audit log until told where.
+    pub fn new(approver: impl Approver + 'static) -> HostOptions {
+        HostOptions {
+            client_name: "toolwire-host".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            name_budget: DEFAULT_NAME_BUDGET,
+            state_dir: None,
+            audit_log: None,
+            approver: Arc::new(approver),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+        }
+    }
+
+    /// The name and version the host gives servers (`clientInfo`).
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self.client_version = version.into();
+        self
+    }
+
+    /// The longest qualified name (48 to 128; default 64).
+    pub fn name_budget(mut self, budget: usize) -> Self {
+        self.name_budget = budget;
+        self
+    }
+
+    /// Keeps pins (`DIR/pins/`) and "allow always" answers (`DIR/approvals.json`) in `dir`.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Writes the hash-chained audit log to `path`.
+    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit_log = Some(path.into());
+        self
+    }
+
+    /// The time limit of calls to servers without a `timeoutMs` (default 60 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// The most characters of text a call returns to the model (default 100,000).
+    pub fn max_result_chars(mut self, chars: usize) -> Self {
+        self.max_result_chars = chars.max(1);
+        self
+    }
+}
+
+/// Why a host could not start. A server that cannot be reached is not one of these: it is
+/// reported in [`Host::servers`] and the others work.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// The audit log cannot be opened (or does not verify).
+    #[error(transparent)]
+    Audit(#[from] AuditError),
+    /// The policy's patterns do not compile.
+    #[error("approval rules: {0}")]
+    Policy(String),
+    /// The name budget is out of range.
+    #[error(transparent)]
+    Names(#[from] NameError),
+    /// Pins cannot be read or written.
+    #[error(transparent)]
+    Pins(#[from] crate::pins::PinStoreError),
+}
+
+/// How a configured server is doing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServerState {
+    /// Connected; its tools are listed.
+    Connected {
+        /// How many of its tools the model sees.
+        tools: usize,
+    },
+    /// It could not be reached or listed; its tools are left out.
+    Failed {
+        /// Why.
+        error: String,
+    },
+}
+
+/// One configured server.
+#[derive(Debug, Clone)]
+pub struct ServerStatus {
+    /// Its name in the configuration.
+    pub name: String,
+    /// How it is doing.
+    pub state: ServerState,
+    /// What its list looks like against its pins (new, changed, removed tools).
+    pub pins: PinReport,
+}
+
+/// A tool as the model sees it.
+#[derive(Debug, Clone)]
+pub struct HostTool {
+    /// The qualified name, which the model calls.
+    pub qualified: String,
+    /// The server's name.
+    pub server: String,
+    /// The definition as the server lists it (under its own name).
+    pub definition: Tool,
+}
+
+impl HostTool {
+    /// The definition to give the model: the server's, named by the qualified name.
+    pub fn for_model(&self) -> Tool {
+        Tool {
+            name: self.qualified.clone(),
+            ..self.definition.clone()
+        }
+    }
+}
+
+/// A connected server.
+struct Connection {
+    config: ServerConfig,
+    client: Client,
+}
+
+/// Many servers behind one list of tools.
+pub struct Host {
+    options: HostOptions,
+    connections: BTreeMap<String, Connection>,
+    statuses: Vec<ServerStatus>,
+    tools: Vec<HostTool>,
+    names: Names,
+    pins: Pins<Arc<dyn PinStore>>,
+    policy: Policy,
+    audit: Option<AuditLog>,
+}
+
+impl std::fmt::Debug for Host {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Host")
+            .field("servers", &self.statuses)
+            .field("tools", &self.tools.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Host {
+    /// Connects to every server of `config` at once and lists their tools. A server that
+    /// fails is reported in [`Host::servers`]; the others work.
+    pub async fn connect(config: &HostConfig, options: HostOptions) -> Result<Host, HostError> {
+        let (pins, remembered): (Arc<dyn PinStore>, Arc<dyn crate::policy::Remembered>) =
+            match &options.state_dir {
+                Some(dir) => (
+                    Arc::new(FilePins::new(dir)),
+                    Arc::new(FileRemembered::new(dir)),
+                ),
+                None => (
+                    Arc::new(MemoryPins::new()),
+                    Arc::new(MemoryRemembered::new()),
+                ),
+            };
+        let policy = Policy::new(config, remembered).map_err(HostError::Policy)?;
+        let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
+        Names::build(options.name_budget, std::iter::empty())?;
+        let opened = futures::future::join_all(
+            config
+                .servers
+                .iter()
+                .map(|server| async { (server.clone(), open(server, &options).await) }),
+        )
+        .await;
+        let mut host = Host {
+            options,
+            connections: BTreeMap::new(),
+            statuses: Vec::new(),
+            tools: Vec::new(),
+            names: Names::default(),
+            pins: Pins::new(pins),
+            policy,
+            audit,
+        };
+        for (server, opened) in opened {
+            match opened {
+                Ok(client) => {
+                    host.connections.insert(
+                        server.name.clone(),
+                        Connection {
+                            config: server,
+                            client,
+                        },
+                    );
+                }
+                Err(error) => {
+                    host.record(
+                        "server_failed",
+                        json!({"server": server.name, "error": error}),
+                    );
+                    host.statuses.push(ServerStatus {
+                        name: server.name,
+                        state: ServerState::Failed { error },
+                        pins: PinReport::default(),
+                    });
+                }
+            }
+        }
+        host.refresh().await?;
+        Ok(host)
+    }
+
+    /// Lists every connected server's tools again, checks them against their pins and
+    /// renames them.
+    pub async fn refresh(&mut self) -> Result<(), HostError> {
+        let lists = self.connections.values().map(|c| async move {
+            (
+                c.config.name.clone(),
+                c.client.refresh_tools().await.map_err(|e| e.to_string()),
+            )
+        });
+        let lists = futures::future::join_all(lists).await;
+        self.statuses
+            .retain(|s| !self.connections.contains_key(&s.name));
+        let mut kept: Vec<(String, Tool)> = Vec::new();
+        for (server, listed) in lists {
+            let config = &self.connections[&server].config;
+            let tools = match listed {
+                Ok(tools) => filter(tools, config),
+                Err(error) => {
+                    self.record("server_failed", json!({"server": server, "error": error}));
+                    self.statuses.push(ServerStatus {
+                        name: server,
+                        state: ServerState::Failed { error },
+                        pins: PinReport::default(),
+                    });
+                    continue;
+                }
+            };
+            let definitions: BTreeMap<String, Value> = tools
+                .iter()
+                .map(|t| {
+                    (
+                        t.name.clone(),
+                        serde_json::to_value(t).unwrap_or(Value::Null),
+                    )
+                })
+                .collect();
+            let report = self.pins.check(&server, &definitions)?;
+            if report != PinReport::default() {
+                let changed: Vec<Value> = report
+                    .changed
+                    .iter()
+                    .map(|c| {
+                        json!({"tool": c.tool, "pinned": c.pinned, "listed": c.listed,
+                        "changes": c.changes.iter().map(ToString::to_string).collect::<Vec<_>>()})
+                    })
+                    .collect();
+                self.record(
+                    "tools_changed",
+                    json!({"server": server, "new": report.new, "changed": changed, "removed": report.removed}),
+                );
+            }
+            let version = self.connections[&server].client.protocol_version();
+            self.record(
+                "server_listed",
+                json!({"server": server, "protocolVersion": version, "tools": tools.len()}),
+            );
+            self.statuses.push(ServerStatus {
+                name: server.clone(),
+                state: ServerState::Connected { tools: tools.len() },
+                pins: report,
+            });
+            kept.extend(tools.into_iter().map(|t| (server.clone(), t)));
+        }
+        self.statuses.sort_by(|a, b| a.name.cmp(&b.name));
+        let prefixes: BTreeMap<&str, &str> = self
+            .connections
+            .values()
+            .map(|c| (c.config.name.as_str(), c.config.prefix.as_str()))
+            .collect();
+        self.names = Names::build(
+            self.options.name_budget,
+            kept.iter()
+                .map(|(s, t)| (s.as_str(), prefixes[s.as_str()], t.name.as_str())),
+        )?;
+        let mut tools: Vec<HostTool> = kept
+            .into_iter()
+            .filter_map(|(server, definition)| {
+                let qualified = self.names.qualified(&server, &definition.name)?.to_owned();
+                Some(HostTool {
+                    qualified,
+                    server,
+                    definition,
+                })
+            })
+            .collect();
+        tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
+        self.tools = tools;
+        Ok(())
+    }
+
+    /// Every configured server and how it is doing, by name.
+    pub fn servers(&self) -> &[ServerStatus] {
+        &self.statuses
+    }
+
+    /// The tools the model may see, by qualified name.
+    pub fn tools(&self) -> &[HostTool] {
+        &self.tools
+    }
+
+    /// The tool a qualified name stands for.
+    pub fn tool(&self, qualified: &str) -> Option<&HostTool> {
+        self.tools
+            .binary_search_by(|t| t.qualified.as_str().cmp(qualified))
+            .ok()
+            .map(|i| &self.tools[i])
+    }
+
+    /// Accepts a changed tool's listed definition as its new pin, after a person reviewed
+    /// [`ServerStatus::pins`]. The audit log records it.
+    pub fn approve_change(&self, qualified: &str) -> Result<bool, HostError> {
+        let Some(tool) = self.tool(qualified) else {
+            return Ok(false);
+        };
+        let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
+        let hash = self
+            .pins
+            .approve(&tool.server, &tool.definition.name, &definition)?;
+        self.record(
+            "change_approved",
+            json!({"server": tool.server, "tool": qualified, "hash": hash}),
+        );
+        Ok(true)
+    }
+
+    /// Closes every connection (stdio servers are stopped).
+    pub async fn close(self) {
+        for connection in self.connections.values() {
+            connection.client.close().await;
+        }
+    }
+
+    /// Appends an audit record, if there is a log. A record that cannot be written is logged
+    /// at ERROR: the host keeps working.
+    fn record(&self, event: &str, fields: Value) {
+        let Some(log) = &self.audit else { return };
+        let fields = match fields {
+            Value::Object(map) => map,
+            _ => Map::new(),
+        };
+        if let Err(e) = log.append(event, fields) {
+            tracing::error!(error = %e, event, "cannot write the host's audit log");
+        }
+    }
+}
+
+/// A client for `server` (a stdio server is started; an HTTP one is first reached when its
+/// tools are listed).
+async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, String> {
+    let timeout = server.timeout.unwrap_or(options.call_timeout);
+    let mut builder = ClientBuilder::new(&options.client_name, &options.client_version)
+        .timeout(timeout)
+        .max_timeout(timeout);
+    let client = match &server.transport {
+        Transport::Http { url, headers } => {
+            for (name, value) in headers {
+                builder = builder.header(name, value);
+            }
+            builder.http(url).map_err(|e| e.to_string())?
+        }
+        Transport::Stdio {
+            command,
+            args,
+            env,
+            cwd,
+        } => {
+            let mut stdio = StdioCommand::new(command).args(args);
+            for (name, value) in env {
+                stdio = stdio.env(name, value);
+            }
+            if let Some(cwd) = cwd {
+                stdio = stdio.current_dir(cwd);
+            }
+            builder
+                .spawn_command(stdio)
+                .await
+                .map_err(|e| e.to_string())?
+        }
+    };
+    Ok(client)
+}
+
+/// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through.
+fn filter(tools: Vec<Tool>, server: &ServerConfig) -> Vec<Tool> {
+    // The configuration checked the patterns; a pattern that fails here keeps nothing.
+    let allow = Globs::new(&server.tools.allow).ok();
+    let deny = Globs::new(&server.tools.deny).ok();
+    tools
+        .into_iter()
+        .filter(|t| {
+            let allowed = allow
+                .as_ref()
+                .is_some_and(|a| a.is_empty() || a.matches(&t.name));
+            allowed && deny.as_ref().is_some_and(|d| !d.matches(&t.name))
+        })
+        .collect()
+}
