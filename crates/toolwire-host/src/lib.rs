@@ -1,12 +1,34 @@
 #![deny(missing_docs)]
 
 //! Toolwire's host library: the layer an agent or a host application is built on, over
-//! [`toolwire-client`](https://docs.rs/toolwire-client). It reads the server configuration
-//! people already have ([`config`]), gives every server's tools one list of qualified names
-//! within a model API's length budget ([`names`]), keeps a hash-chained audit log ([`audit`]), pins tool definitions against silent changes
-//! ([`pins`]), decides which calls go ahead, are asked about or are refused ([`policy`]),
-//! and matches tool names against the globs of
-//! filters and approval rules ([`glob`]).
+//! [`toolwire-client`](https://docs.rs/toolwire-client). [`Host`] puts many servers behind one
+//! tool list and calls them for the model. Its parts are usable alone: the server configuration
+//! people already have ([`config`]), qualified names within a model API's length budget
+//! ([`names`]), pins of tool definitions against silent changes ([`pins`]), the approval policy
+//! ([`policy`]), the hash-chained audit log ([`audit`]) and glob lists ([`glob`]).
+//!
+//! ```no_run
+//! use std::{future::Future, pin::Pin};
+//! use toolwire_host::{Answer, ApprovalRequest, Approver, Host, HostConfig, HostOptions};
+//!
+//! struct AllowOnce;
+//!
+//! impl Approver for AllowOnce {
+//!     fn approve<'a>(&'a self, call: ApprovalRequest<'a>) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+//!         eprintln!("{} with {} ({})", call.qualified, call.arguments, call.reason);
+//!         Box::pin(async { Answer::AllowOnce })
+//!     }
+//! }
+//!
+//! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = HostConfig::load(".mcp.json")?;
+//! let host = Host::connect(&config, HostOptions::new(AllowOnce).audit_log("audit.jsonl")).await?;
+//! let tools: Vec<_> = host.tools().iter().map(|t| t.for_model()).collect();
+//! let result = host.call("time__get_current_time", serde_json::json!({"timezone": "UTC"})).await;
+//! host.close().await;
+//! # Ok(())
+//! # }
+//! ```
 
 pub mod audit;
 pub mod config;
