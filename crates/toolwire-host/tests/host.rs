@@ -250,3 +250,78 @@ fn tempdir(name: &str) -> std::path::PathBuf {
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
+
+#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]
+struct Name {
+    name: String,
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+fn asking_server(title: &str) -> Server {
+    use toolwire_server::{Elicited, InputRequired, ToolError};
+    Server::builder(title, "1")
+        .tool(Tool::new(
+            "ask",
+            |_: NoArgs, ctx: RequestContext| async move {
+                match ctx.elicited::<Name>("name")? {
+                    Some(Elicited::Accepted(n)) => Ok::<_, ToolError>(format!("hello {}", n.name)),
+                    _ => Err(InputRequired::new()
+                        .elicit::<Name>("name", "Your name?")
+                        .into()),
+                }
+            },
+        ))
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn input_requests_reach_the_handler_with_the_server_that_asked() {
+    let one = serve(asking_server("one")).await;
+    let two = serve(asking_server("two")).await;
+    let config = HostConfig::parse(
+        &json!({
+            "mcpServers": {"one": {"url": one}, "two": {"url": two}},
+            "approval": {"allow": ["*__ask"]}
+        })
+        .to_string(),
+        "mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let log = seen.clone();
+    let options = HostOptions::new(Scripted::default()).on_elicit(move |server, params| {
+        log.lock().unwrap().push((
+            server.clone(),
+            serde_json::to_value(&params).unwrap()["message"]
+                .as_str()
+                .unwrap()
+                .to_owned(),
+        ));
+        async move {
+            toolwire_client::accepted(&Name {
+                name: format!("from {server}"),
+            })
+        }
+    });
+    let host = Host::connect(&config, options).await.unwrap();
+    assert_eq!(
+        text(&host.call("one__ask", json!({})).await),
+        "hello from one"
+    );
+    assert_eq!(
+        text(&host.call("two__ask", json!({})).await),
+        "hello from two"
+    );
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [
+            ("one".to_owned(), "Your name?".to_owned()),
+            ("two".to_owned(), "Your name?".to_owned())
+        ]
+    );
+    host.close().await;
+}

@@ -10,7 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolwire_client::protocol::Tool;
+use toolwire_client::protocol::{
+    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult,
+    Tool,
+};
 use toolwire_client::{Client, ClientBuilder, StdioCommand};
 
 use crate::audit::{AuditError, AuditLog};
@@ -27,6 +30,17 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// hosts commonly use.
 pub const DEFAULT_MAX_RESULT_CHARS: usize = 100_000;
 
+type Handler<P, R> = Arc<dyn Fn(String, P) -> BoxFuture<toolwire_client::Result<R>> + Send + Sync>;
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// What answers servers' requests for input, each told which server asks.
+#[derive(Clone, Default)]
+struct InputHandlers {
+    elicit: Option<Handler<ElicitRequestParams, ElicitResult>>,
+    sample: Option<Handler<CreateMessageParams, CreateMessageResult>>,
+    roots: Option<Handler<(), ListRootsResult>>,
+}
+
 /// How a [`Host`] runs.
 #[derive(Clone)]
 pub struct HostOptions {
@@ -38,6 +52,7 @@ pub struct HostOptions {
     approver: Arc<dyn Approver>,
     call_timeout: Duration,
     max_result_chars: usize,
+    input: InputHandlers,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -66,7 +81,47 @@ impl HostOptions {
             approver: Arc::new(approver),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+            input: InputHandlers::default(),
         }
+    }
+
+    /// Answers servers' form-mode elicitation requests, told which server asks (show its
+    /// name with the message, M-16). Without it, servers are told elicitation is unsupported.
+    pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
+    {
+        self.input.elicit = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' sampling requests, told which server asks.
+    pub fn on_sample<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, CreateMessageParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<CreateMessageResult>>
+            + Send
+            + 'static,
+    {
+        self.input.sample = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' roots requests, told which server asks (a host may give each server
+    /// its own roots).
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut:
+            std::future::Future<Output = toolwire_client::Result<ListRootsResult>> + Send + 'static,
+    {
+        self.input.roots = Some(Arc::new(move |server, ()| Box::pin(handler(server))));
+        self
     }
 
     /// The name and version the host gives servers (`clientInfo`).
@@ -415,6 +470,19 @@ async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, St
     let mut builder = ClientBuilder::new(&options.client_name, &options.client_version)
         .timeout(timeout)
         .max_timeout(timeout);
+    // Each handler is told which server asks.
+    if let Some(handler) = options.input.elicit.clone() {
+        let name = server.name.clone();
+        builder = builder.on_elicit(move |params| handler(name.clone(), params));
+    }
+    if let Some(handler) = options.input.sample.clone() {
+        let name = server.name.clone();
+        builder = builder.on_sample(move |params| handler(name.clone(), params));
+    }
+    if let Some(handler) = options.input.roots.clone() {
+        let name = server.name.clone();
+        builder = builder.on_roots(move || handler(name.clone(), ()));
+    }
     let client = match &server.transport {
         Transport::Http { url, headers } => {
             for (name, value) in headers {
