@@ -45,7 +45,7 @@ pub use config::{
 pub use glob::Globs;
 pub use host::{
     DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Host, HostError, HostOptions, HostTool,
-    ServerState, ServerStatus,
+    ListChange, ListChanges, ServerState, ServerStatus,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{

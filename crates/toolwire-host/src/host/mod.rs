@@ -3,6 +3,9 @@
 //! log.
 
 mod call;
+mod listen;
+
+pub use listen::{ListChange, ListChanges};
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
