@@ -1,3 +1,5 @@
+use std::sync::Arc;
+
 use serde_json::json;
 
 use super::*;
@@ -18,30 +20,15 @@ fn listed(tools: &[(&str, Value)]) -> BTreeMap<String, Value> {
         .collect()
 }
 
-fn each_store(check: impl Fn(&dyn Fn() -> Box<dyn PinStore>)) {
-    let memory = std::sync::Arc::new(MemoryPins::new());
-    check(&|| Box::new(memory.clone()));
+fn each_store(check: impl Fn(&dyn Fn() -> Arc<dyn PinStore>)) {
+    let memory: Arc<dyn PinStore> = Arc::new(MemoryPins::new());
+    check(&|| memory.clone());
     let dir = std::env::temp_dir().join(format!("toolwire-host-pins-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     let d = dir.clone();
     // Every call opens the directory afresh: what one store wrote, the next reads.
-    check(&move || Box::new(FilePins::new(&d)));
+    check(&move || Arc::new(FilePins::new(&d)));
     let _ = std::fs::remove_dir_all(&dir);
-}
-
-impl PinStore for Box<dyn PinStore> {
-    fn load(&self, server: &str) -> Result<BTreeMap<String, Pin>, PinStoreError> {
-        (**self).load(server)
-    }
-    fn save(&self, server: &str, tool: &str, pin: &Pin) -> Result<(), PinStoreError> {
-        (**self).save(server, tool, pin)
-    }
-    fn remove(&self, server: &str, tool: &str) -> Result<(), PinStoreError> {
-        (**self).remove(server, tool)
-    }
-    fn save_many(&self, server: &str, pins: &[(String, Pin)]) -> Result<(), PinStoreError> {
-        (**self).save_many(server, pins)
-    }
 }
 
 #[test]
