@@ -339,3 +339,40 @@ async fn input_requests_reach_the_handler_with_the_server_that_asked() {
     );
     host.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_own_time_limit_from_the_configuration_stops_the_call() {
+    let server = Server::builder("slow", "1")
+        .tool(Tool::new("nap", |_: NoArgs, _: RequestContext| async {
+            tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+            "awake"
+        }))
+        .tool(Tool::new("quick", |_: NoArgs, _: RequestContext| async {
+            "done"
+        }))
+        .build()
+        .unwrap();
+    let url = serve(server).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"slow": {"url": url, "timeoutMs": 30000,
+            "tools": {"timeoutMs": {"nap": 300}}, "approval": {"allow": ["slow__*"]}}}})
+        .to_string(),
+        "mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let host = Host::connect(&config, HostOptions::new(Scripted::default()))
+        .await
+        .unwrap();
+    let started = std::time::Instant::now();
+    let result = host.call("slow__nap", json!({})).await;
+    assert!(result.is_error(), "{result:?}");
+    assert!(text(&result).contains("failed"), "{}", text(&result));
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(4),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(text(&host.call("slow__quick", json!({})).await), "done");
+    host.close().await;
+}

@@ -8,7 +8,7 @@
 //!     "time": {
 //!       "command": "uvx", "args": ["mcp-server-time"],
 //!       "prefix": "time", "trust": true, "timeoutMs": 30000,
-//!       "tools": { "deny": ["convert_*"] },
+//!       "tools": { "deny": ["convert_*"], "timeoutMs": { "convert_time": 5000 } },
 //!       "approval": { "allow": ["time__get_current_time"] }
 //!     },
 //!     "docs": { "type": "http", "url": "https://docs.example/mcp",
@@ -64,6 +64,9 @@ pub struct ServerConfig {
     pub trust: bool,
     /// The time limit of each call to it, if configured.
     pub timeout: Option<Duration>,
+    /// Time limits of single tools (by the server's name for them), over `timeout`
+    /// (`"tools": {"timeoutMs": {"slow_tool": 120000}}`).
+    pub tool_timeouts: BTreeMap<String, Duration>,
     /// Approval rules for its tools.
     pub approval: ApprovalRules,
 }

@@ -133,15 +133,36 @@ fn server(
         }
         None => default_prefix(name),
     };
+    let mut tool_timeouts = BTreeMap::new();
     let tools = match entry.get("tools") {
         Some(Value::Object(tools)) => {
-            only_keys(tools, &["allow", "deny"], at, "tools")?;
+            only_keys(tools, &["allow", "deny", "timeoutMs"], at, "tools")?;
+            match tools.get("timeoutMs") {
+                Some(Value::Object(limits)) => {
+                    for (tool, ms) in limits {
+                        let key = format!("tools.timeoutMs.{tool}");
+                        tool_timeouts.insert(tool.clone(), timeout(ms, at, &key)?);
+                    }
+                }
+                Some(_) => {
+                    return Err(at.err(
+                        "tools.timeoutMs".to_owned(),
+                        "must be an object of milliseconds by tool name",
+                    ));
+                }
+                None => {}
+            }
             ToolFilter {
                 allow: globs(tools.get("allow"), at, "tools.allow")?,
                 deny: globs(tools.get("deny"), at, "tools.deny")?,
             }
         }
-        Some(_) => return Err(at.err("tools".to_owned(), "must be an object with allow and deny")),
+        Some(_) => {
+            return Err(at.err(
+                "tools".to_owned(),
+                "must be an object with allow, deny and timeoutMs",
+            ));
+        }
         None => ToolFilter::default(),
     };
     let trust = match entry.get("trust") {
@@ -149,7 +170,7 @@ fn server(
         None => false,
     };
     let timeout = match entry.get("timeoutMs") {
-        Some(v) => Some(timeout(v, at)?),
+        Some(v) => Some(timeout(v, at, "timeoutMs")?),
         None => None,
     };
     let approval = match entry.get("approval") {
@@ -163,6 +184,7 @@ fn server(
         tools,
         trust,
         timeout,
+        tool_timeouts,
         approval,
     }))
 }
@@ -320,11 +342,11 @@ fn approval(value: &Value, at: &At<'_>, key: &str) -> Result<ApprovalRules, Conf
     })
 }
 
-fn timeout(value: &Value, at: &At<'_>) -> Result<Duration, ConfigError> {
+fn timeout(value: &Value, at: &At<'_>, key: &str) -> Result<Duration, ConfigError> {
     match value.as_u64() {
         Some(ms @ 1..=MAX_TIMEOUT_MS) => Ok(Duration::from_millis(ms)),
         _ => Err(at.err(
-            "timeoutMs".to_owned(),
+            key.to_owned(),
             format!(
                 "must be a whole number of milliseconds from 1 to {MAX_TIMEOUT_MS} (got {value})"
             ),

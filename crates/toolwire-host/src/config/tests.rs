@@ -24,7 +24,7 @@ fn reads_claude_desktop_and_claude_code_files_with_toolwire_keys() {
               "command": "uvx", "args": ["mcp-server-time", "--local-timezone=${TZ:-UTC}"],
               "env": {"HOME_DIR": "${env:HOME}"},
               "prefix": "clock", "trust": true, "timeoutMs": 30000,
-              "tools": {"allow": ["get_*"], "deny": ["get_secret"]},
+              "tools": {"allow": ["get_*"], "deny": ["get_secret"], "timeoutMs": {"get_slow": 120000}},
               "approval": {"allow": ["clock__get_*"], "ask": ["clock__get_current_time"]},
               "alwaysAllow": ["x"]
             },
@@ -54,6 +54,8 @@ fn reads_claude_desktop_and_claude_code_files_with_toolwire_keys() {
     assert_eq!(time.timeout, Some(Duration::from_secs(30)));
     assert_eq!(time.tools.allow, ["get_*"]);
     assert_eq!(time.tools.deny, ["get_secret"]);
+    assert_eq!(time.tool_timeouts["get_slow"], Duration::from_secs(120));
+    assert!(config.server("docs").unwrap().tool_timeouts.is_empty());
     assert_eq!(time.approval.ask, ["clock__get_current_time"]);
     let docs = config.server("docs").unwrap();
     assert_eq!(

@@ -70,7 +70,7 @@ impl Host {
             );
         }
         let connection = &self.connections[&tool.server];
-        let timeout = self.timeout_of(&connection.config, &definition);
+        let timeout = self.timeout_of(&connection.config, &tool.definition.name, &definition);
         let started = Instant::now();
         let outcome = connection
             .client
@@ -106,10 +106,20 @@ impl Host {
         }
     }
 
-    /// The server's configured limit, else the host's; a shorter limit the tool advertises
-    /// is honoured, plus a second for the answer to travel.
-    fn timeout_of(&self, server: &crate::config::ServerConfig, definition: &Value) -> Duration {
-        let configured = server.timeout.unwrap_or(self.options.call_timeout);
+    /// The tool's configured limit, else the server's, else the host's; a shorter limit the
+    /// tool advertises is honoured, plus a second for the answer to travel.
+    fn timeout_of(
+        &self,
+        server: &crate::config::ServerConfig,
+        tool: &str,
+        definition: &Value,
+    ) -> Duration {
+        let configured = server
+            .tool_timeouts
+            .get(tool)
+            .copied()
+            .or(server.timeout)
+            .unwrap_or(self.options.call_timeout);
         match definition["_meta"][TIMEOUT_META_KEY].as_u64() {
             Some(ms) => configured.min(Duration::from_millis(ms) + Duration::from_secs(1)),
             None => configured,
@@ -117,13 +127,29 @@ impl Host {
     }
 }
 
-/// Cuts the result's text to `max` characters in all, with a visible note; `structuredContent`
-/// over the cap is dropped (the text holds its serialization, T-11). Returns whether it cut.
+/// Cuts the result's text to `max` characters in all, with one visible note where it was cut;
+/// text blocks after the cut are dropped, and `structuredContent` over the cap too (the text
+/// holds its serialization, T-11). Returns whether it cut.
 fn cap(result: &mut CallToolResult, max: usize) -> bool {
-    let mut left = max;
+    let total: usize = result
+        .content
+        .iter()
+        .map(|b| match b {
+            ContentBlock::Text(t) => t.text.chars().count(),
+            _ => 0,
+        })
+        .sum();
     let mut cut = false;
-    for block in &mut result.content {
-        if let ContentBlock::Text(text) = block {
+    if total > max {
+        let mut left = max;
+        let mut noted = false;
+        result.content.retain_mut(|block| {
+            let ContentBlock::Text(text) = block else {
+                return true;
+            };
+            if noted {
+                return false;
+            }
             let chars = text.text.chars().count();
             if chars > left {
                 let end = text
@@ -133,12 +159,14 @@ fn cap(result: &mut CallToolResult, max: usize) -> bool {
                     .map_or(text.text.len(), |(i, _)| i);
                 text.text.truncate(end);
                 text.text.push_str(&format!(
-                    "\n[… truncated by the host: the result had {chars} characters here, {max} in all are shown]"
+                    "\n[… truncated by the host: the result had {total} characters of text, the first {max} are shown]"
                 ));
-                cut = true;
+                noted = true;
             }
-            left = left.saturating_sub(chars);
-        }
+            left -= chars.min(left);
+            true
+        });
+        cut = true;
     }
     if let Some(structured) = &result.structured_content {
         if structured.to_string().chars().count() > max {
@@ -147,4 +175,41 @@ fn cap(result: &mut CallToolResult, max: usize) -> bool {
         }
     }
     cut
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(result: &CallToolResult) -> Vec<String> {
+        result
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                ContentBlock::Text(t) => Some(t.text.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    #[test]
+    fn one_note_where_the_text_is_cut_and_nothing_after_it() {
+        let mut result = CallToolResult::text("abcdé");
+        result
+            .content
+            .push(ContentBlock::Text(toolwire_client::protocol::TextContent {
+                text: "fghij".into(),
+                annotations: None,
+                meta: None,
+            }));
+        result.content.push(result.content[1].clone());
+        assert!(cap(&mut result, 7));
+        let shown = texts(&result);
+        assert_eq!(shown.len(), 2, "{shown:?}");
+        assert_eq!(shown[0], "abcdé");
+        assert!(shown[1].starts_with("fg\n[… truncated by the host: the result had 15 characters"));
+        let mut small = CallToolResult::text("short");
+        assert!(!cap(&mut small, 7));
+        assert_eq!(texts(&small), ["short"]);
+    }
 }

@@ -470,9 +470,15 @@ impl Host {
 /// tools are listed).
 async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, String> {
     let timeout = server.timeout.unwrap_or(options.call_timeout);
+    // The hard cap must leave room for the longest limit of a single tool.
+    let longest = server
+        .tool_timeouts
+        .values()
+        .copied()
+        .fold(timeout, Duration::max);
     let mut builder = ClientBuilder::new(&options.client_name, &options.client_version)
         .timeout(timeout)
-        .max_timeout(timeout);
+        .max_timeout(longest);
     // Each handler is told which server asks.
     if let Some(handler) = options.input.elicit.clone() {
         let name = server.name.clone();
