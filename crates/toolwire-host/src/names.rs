@@ -10,8 +10,6 @@
 
 use std::collections::HashMap;
 
-use sha2::{Digest as _, Sha256};
-
 /// The default length budget of a qualified name: the limit several model APIs impose.
 pub const DEFAULT_NAME_BUDGET: usize = 64;
 /// The largest budget accepted.
@@ -141,17 +139,8 @@ fn qualify(prefix: &str, tool: &str, budget: usize, hash: usize, force: bool) ->
     if !force && clean == tool && !tool.is_empty() && plain.len() <= budget {
         return plain;
     }
-    let digest = Sha256::new()
-        .chain_update(prefix.as_bytes())
-        .chain_update([0])
-        .chain_update(tool.as_bytes())
-        .finalize();
-    let digest: String = digest
-        .iter()
-        .flat_map(|b| [b >> 4, b & 0xf])
-        .take(hash)
-        .map(|d| char::from_digit(u32::from(d), 16).unwrap_or('0'))
-        .collect();
+    let digest = crate::util::sha256_hex(format!("{prefix}\0{tool}").as_bytes());
+    let digest = &digest[..hash];
     // `clean` is ASCII, so any byte index is a character boundary.
     let room = budget.saturating_sub(prefix.len() + 2 + 1 + hash);
     let head = &clean[..clean.len().min(room)];

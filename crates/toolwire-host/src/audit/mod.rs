@@ -19,8 +19,8 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::util::sha256_hex;
 use serde_json::{Map, Value};
-use sha2::{Digest as _, Sha256};
 
 pub use verify::{Tampering, Verified, verify};
 
@@ -137,12 +137,12 @@ impl AuditLog {
         let mut record = fields;
         let seq = state.head.seq + 1;
         record.insert("seq".into(), seq.into());
-        record.insert("time".into(), now().into());
+        record.insert("time".into(), crate::util::now().into());
         record.insert("event".into(), event.into());
         record.insert("prev".into(), state.head.hash.clone().into());
         // A `Map` without `preserve_order` keeps its keys sorted: the line is canonical.
         let mut line = Value::Object(record).to_string();
-        let hash = hex(&Sha256::digest(line.as_bytes()));
+        let hash = sha256_hex(line.as_bytes());
         line.push('\n');
         let io = |source| AuditError::Io {
             path: self.path.clone(),
@@ -192,17 +192,6 @@ fn write_head(path: &Path, head: &Head) -> std::io::Result<()> {
     let temp = PathBuf::from(temp);
     std::fs::write(&temp, format!("{} {}\n", head.seq, head.hash))?;
     std::fs::rename(&temp, &target)
-}
-
-fn now() -> String {
-    let ms = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_millis() as u64);
-    toolwire_protocol::iso8601(ms)
-}
-
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 #[cfg(test)]

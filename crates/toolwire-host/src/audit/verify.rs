@@ -3,9 +3,9 @@
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
-use super::{GENESIS, Head, head_path, hex};
+use super::{GENESIS, Head, head_path};
+use crate::util::sha256_hex;
 
 /// A log whose chain holds.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -221,7 +221,7 @@ impl Chain {
             });
         }
         self.last = Some((file.to_owned(), line, self.hash.clone()));
-        self.hash = hex(&Sha256::digest(bytes));
+        self.hash = sha256_hex(bytes);
         self.expected += 1;
         Ok(())
     }

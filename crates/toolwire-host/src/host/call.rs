@@ -3,7 +3,6 @@
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 use toolwire_client::CallOptions;
 use toolwire_client::protocol::{CallToolResult, ContentBlock};
 
@@ -83,9 +82,8 @@ impl Host {
         let latency_ms = started.elapsed().as_millis() as u64;
         match outcome {
             Ok(mut result) => {
-                let digest = crate::audit::hex(&Sha256::digest(
-                    serde_json::to_vec(&result).unwrap_or_default(),
-                ));
+                let digest =
+                    crate::util::sha256_hex(&serde_json::to_vec(&result).unwrap_or_default());
                 let truncated = cap(&mut result, self.options.max_result_chars);
                 self.record(
                     "call",

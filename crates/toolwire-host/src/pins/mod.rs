@@ -15,7 +15,6 @@ mod store;
 use std::collections::BTreeMap;
 
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 
 pub use diff::{Change, diff};
 pub use store::{FilePins, MemoryPins, Pin, PinStore, PinStoreError};
@@ -23,7 +22,7 @@ pub use store::{FilePins, MemoryPins, Pin, PinStore, PinStoreError};
 /// The canonical hash (SHA-256, hex) of a tool definition.
 pub fn definition_hash(definition: &Value) -> String {
     let canonical = canonical(definition).to_string();
-    crate::audit::hex(&Sha256::digest(canonical.as_bytes()))
+    crate::util::sha256_hex(canonical.as_bytes())
 }
 
 /// What the hash covers: the definition without `_meta` entries outside `dev.toolwire/`.

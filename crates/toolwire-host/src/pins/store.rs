@@ -6,7 +6,6 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::{Value, json};
-use sha2::{Digest as _, Sha256};
 
 /// A pinned definition.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,13 +20,10 @@ pub struct Pin {
 
 impl Pin {
     pub(crate) fn new(hash: String, definition: &Value) -> Pin {
-        let ms = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_millis() as u64);
         Pin {
             hash,
             definition: definition.clone(),
-            pinned_at: toolwire_protocol::iso8601(ms),
+            pinned_at: crate::util::now(),
         }
     }
 }
@@ -143,7 +139,7 @@ impl FilePins {
                 }
             })
             .collect();
-        let hash = crate::audit::hex(&Sha256::digest(server.as_bytes()));
+        let hash = crate::util::sha256_hex(server.as_bytes());
         self.dir.join(format!("{safe}-{}.json", &hash[..12]))
     }
 
