@@ -7,6 +7,7 @@ use toolwire_client::CallOptions;
 use toolwire_client::protocol::{CallToolResult, ContentBlock};
 
 use super::Host;
+use crate::pins::PinState;
 use crate::policy::{Answer, Approved, Call};
 
 /// The key of a tool's advertised time limit in its definition's `_meta` (issue 9).
@@ -23,23 +24,19 @@ impl Host {
                 "There is no tool named {qualified}. List the tools again and use one of their names."
             ));
         };
-        let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
-        let pin = match self
-            .pins
-            .state(&tool.server, &tool.definition.name, &definition)
-        {
-            Ok(pin) => pin,
-            Err(e) => {
-                self.record("error", json!({"tool": qualified, "error": e.to_string()}));
-                return CallToolResult::error(format!(
-                    "The tool {qualified} cannot be checked against its approved definition right now."
-                ));
-            }
-        };
+        let definition = &tool.listed;
+        // A tool the last refresh listed always has a state; none would mean "never seen".
+        let pin = self
+            .pin_states
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(qualified)
+            .cloned()
+            .unwrap_or(PinState::Unknown);
         let call = Call {
             server: &tool.server,
             qualified,
-            definition: &definition,
+            definition,
             pin: &pin,
             arguments: &arguments,
         };
@@ -69,7 +66,7 @@ impl Host {
             );
         }
         let connection = &self.connections[&tool.server];
-        let timeout = self.timeout_of(&connection.config, &tool.definition.name, &definition);
+        let timeout = self.timeout_of(&connection.config, &tool.definition.name, definition);
         let started = Instant::now();
         let outcome = connection
             .client

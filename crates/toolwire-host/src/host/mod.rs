@@ -7,7 +7,7 @@ mod listen;
 
 pub use listen::{ListChange, ListChanges};
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use crate::audit::{AuditError, AuditLog};
 use crate::config::{HostConfig, ServerConfig, Transport};
 use crate::glob::Globs;
 use crate::names::{DEFAULT_NAME_BUDGET, NameError, Names};
-use crate::pins::{FilePins, MemoryPins, PinReport, PinStore, Pins};
+use crate::pins::{FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash};
 use crate::policy::{Approver, FileRemembered, MemoryRemembered, Policy};
 
 /// The default time limit of a call when neither the server's configuration nor the tool
@@ -218,6 +218,8 @@ pub struct HostTool {
     pub server: String,
     /// The definition as the server lists it (under its own name).
     pub definition: Tool,
+    /// The same as JSON: what the policy and the approver read.
+    listed: Value,
 }
 
 impl HostTool {
@@ -244,6 +246,9 @@ pub struct Host {
     tools: Vec<HostTool>,
     names: Names,
     pins: Pins<Arc<dyn PinStore>>,
+    /// Each listed tool's pin state by qualified name, decided when the list was checked
+    /// against the pins (and changed by [`Host::approve_change`]), so a call reads no store.
+    pin_states: std::sync::RwLock<HashMap<String, PinState>>,
     policy: Policy,
     audit: Option<AuditLog>,
 }
@@ -289,6 +294,7 @@ impl Host {
             tools: Vec::new(),
             names: Names::default(),
             pins: Pins::new(pins),
+            pin_states: std::sync::RwLock::default(),
             policy,
             audit,
         };
@@ -332,7 +338,8 @@ impl Host {
         let lists = futures::future::join_all(lists).await;
         self.statuses
             .retain(|s| !self.connections.contains_key(&s.name));
-        let mut kept: Vec<(String, Tool)> = Vec::new();
+        let mut kept: Vec<(String, Tool, Value)> = Vec::new();
+        let mut states: HashMap<(String, String), PinState> = HashMap::new();
         for (server, listed) in lists {
             let config = &self.connections[&server].config;
             let tools = match listed {
@@ -347,7 +354,7 @@ impl Host {
                     continue;
                 }
             };
-            let definitions: BTreeMap<String, Value> = tools
+            let mut definitions: BTreeMap<String, Value> = tools
                 .iter()
                 .map(|t| {
                     (
@@ -357,6 +364,16 @@ impl Host {
                 })
                 .collect();
             let report = self.pins.check(&server, &definitions)?;
+            for (tool, definition) in &definitions {
+                let state = match report.changed.iter().find(|c| &c.tool == tool) {
+                    Some(c) => PinState::Changed {
+                        pinned: c.pinned.clone(),
+                        listed: c.listed.clone(),
+                    },
+                    None => PinState::Pinned(definition_hash(definition)),
+                };
+                states.insert((server.clone(), tool.clone()), state);
+            }
             if report != PinReport::default() {
                 let changed: Vec<Value> = report
                     .changed
@@ -381,7 +398,10 @@ impl Host {
                 state: ServerState::Connected { tools: tools.len() },
                 pins: report,
             });
-            kept.extend(tools.into_iter().map(|t| (server.clone(), t)));
+            kept.extend(tools.into_iter().map(|t| {
+                let listed = definitions.remove(&t.name).unwrap_or(Value::Null);
+                (server.clone(), t, listed)
+            }));
         }
         self.statuses.sort_by(|a, b| a.name.cmp(&b.name));
         let prefixes: BTreeMap<&str, &str> = self
@@ -392,21 +412,27 @@ impl Host {
         self.names = Names::build(
             self.options.name_budget,
             kept.iter()
-                .map(|(s, t)| (s.as_str(), prefixes[s.as_str()], t.name.as_str())),
+                .map(|(s, t, _)| (s.as_str(), prefixes[s.as_str()], t.name.as_str())),
         )?;
+        let mut pin_states = HashMap::new();
         let mut tools: Vec<HostTool> = kept
             .into_iter()
-            .filter_map(|(server, definition)| {
+            .filter_map(|(server, definition, listed)| {
                 let qualified = self.names.qualified(&server, &definition.name)?.to_owned();
+                if let Some(state) = states.remove(&(server.clone(), definition.name.clone())) {
+                    pin_states.insert(qualified.clone(), state);
+                }
                 Some(HostTool {
                     qualified,
                     server,
                     definition,
+                    listed,
                 })
             })
             .collect();
         tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
         self.tools = tools;
+        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = pin_states;
         Ok(())
     }
 
@@ -434,10 +460,13 @@ impl Host {
         let Some(tool) = self.tool(qualified) else {
             return Ok(false);
         };
-        let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
         let hash = self
             .pins
-            .approve(&tool.server, &tool.definition.name, &definition)?;
+            .approve(&tool.server, &tool.definition.name, &tool.listed)?;
+        self.pin_states
+            .write()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(qualified.to_owned(), PinState::Pinned(hash.clone()));
         self.record(
             "change_approved",
             json!({"server": tool.server, "tool": qualified, "hash": hash}),
