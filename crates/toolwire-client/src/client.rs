@@ -807,6 +807,15 @@ impl Client {
         }
     }
 
+    /// How many times the stdio server was started: 1, then one more each time it was found
+    /// dead and started again (S-11). `None` over HTTP.
+    pub fn server_starts(&self) -> Option<u64> {
+        match &self.inner.transport {
+            Transport::Stdio(t) => Some(t.generation()),
+            Transport::Http(_) => None,
+        }
+    }
+
     /// Closes the connection: for a child process, stdin, then SIGTERM, then SIGKILL (S-09).
     pub async fn close(&self) {
         if let Transport::Stdio(t) = &self.inner.transport {

@@ -202,19 +202,9 @@ impl StderrTail {
     const LINE_BYTES: usize = 512;
 
     fn push(&self, line: &str) {
-        // Controls out: a server's text never reaches the terminal raw.
-        let mut clean: String = line
-            .chars()
-            .filter(|c| !c.is_control() || *c == '\t')
-            .collect();
-        if clean.len() > Self::LINE_BYTES {
-            let mut end = Self::LINE_BYTES;
-            while !clean.is_char_boundary(end) {
-                end -= 1;
-            }
-            clean.truncate(end);
-            clean.push('…');
-        }
+        // Escapes and controls out: a server's text never reaches the terminal raw.
+        let mut clean = toolwire_sanitize::text::clean(line).0.into_owned();
+        toolwire_sanitize::text::truncate(&mut clean, Self::LINE_BYTES, "…");
         if clean.trim().is_empty() {
             return;
         }

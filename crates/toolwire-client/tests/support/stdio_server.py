@@ -3,6 +3,7 @@
 It logs a line to stderr for every request (a server whose stderr breaks dies of EPIPE, as many
 do), and its tools make it misbehave on request:
   pid           -> its process id
+  echo          -> `text`, exactly as given (escape sequences and all)
   env           -> its environment, as a JSON object
   long_stderr   -> a stderr line of `bytes` bytes (default 100 KiB), then the answer
   long_stdout   -> a stdout line of `bytes` bytes that is not JSON, then the answer
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import time
 
-TOOLS = ["pid", "env", "long_stderr", "long_stdout", "progress", "flood", "helper"]
+TOOLS = ["pid", "echo", "env", "long_stderr", "long_stdout", "progress", "flood", "helper"]
 
 # The id of the latest subscriptions/listen request, which tags its notifications.
 subscription = None
@@ -37,6 +38,8 @@ def log(text):
 def call(name, args, request_id):
     if name == "pid":
         return str(os.getpid())
+    if name == "echo":
+        return args.get("text", "")
     if name == "env":
         return json.dumps(dict(os.environ))
     if name == "long_stderr":

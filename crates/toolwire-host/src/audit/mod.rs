@@ -12,6 +12,7 @@
 //! change and the head. A host that must resist that too publishes [`AuditLog::head`]
 //! elsewhere (a ticket, another machine) and checks it with [`verify`].
 
+mod redact;
 mod verify;
 
 use std::fs::{File, OpenOptions};
@@ -22,6 +23,7 @@ use std::sync::Mutex;
 use crate::util::sha256_hex;
 use serde_json::{Map, Value};
 
+pub use redact::{DEFAULT_REDACTED_KEYS, Redaction};
 pub use verify::{Tampering, Verified, verify};
 
 /// The `prev` of the first record.

@@ -14,7 +14,8 @@
 //!     "docs": { "type": "http", "url": "https://docs.example/mcp",
 //!               "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } }
 //!   },
-//!   "approval": { "deny": ["*__delete_*"] }
+//!   "approval": { "deny": ["*__delete_*"] },
+//!   "audit": { "redactKeys": ["ssn"], "redactPatterns": { "employee-id": "\\bE[0-9]{6}\\b" } }
 //! }
 //! ```
 //!
@@ -40,11 +41,28 @@ pub struct HostConfig {
     pub servers: Vec<ServerConfig>,
     /// Approval rules for every server's tools, checked with each server's own.
     pub approval: ApprovalRules,
+    /// What the audit log keeps of arguments.
+    pub audit: AuditConfig,
     /// The file read.
     pub file: PathBuf,
     /// Keys this reader does not know and left alone (another host's, or a typo), as
     /// `server "NAME": key "KEY"` or `key "KEY"`: worth showing to a person.
     pub ignored: Vec<String>,
+}
+
+/// What the audit log keeps of a call's arguments (the top-level `audit` key):
+/// `{"arguments": "redacted" | "full", "redactKeys": [globs], "redactPatterns": {kind: regex}}`.
+/// By default arguments are redacted with [`crate::audit::DEFAULT_REDACTED_KEYS`] and the
+/// default secret patterns; the lists here are added to those.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct AuditConfig {
+    /// Arguments are logged as sent, nothing redacted (`"arguments": "full"`).
+    pub full_arguments: bool,
+    /// More argument names whose values are never logged: globs, case-insensitive.
+    pub redact_keys: Vec<String>,
+    /// More patterns redacted inside strings: (kind, regular expression), shown as
+    /// `[REDACTED:kind]`.
+    pub redact_patterns: Vec<(String, String)>,
 }
 
 /// One server of the configuration.

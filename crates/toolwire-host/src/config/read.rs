@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{
-    ApprovalRules, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport, Variables,
+    ApprovalRules, AuditConfig, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport,
+    Variables,
 };
 
 /// The longest `timeoutMs` accepted: a day.
@@ -74,12 +75,16 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
     };
     let mut ignored: Vec<String> = root
         .keys()
-        .filter(|k| !["mcpServers", "servers", "approval", "inputs"].contains(&k.as_str()))
+        .filter(|k| !["mcpServers", "servers", "approval", "audit", "inputs"].contains(&k.as_str()))
         .map(|k| format!("key \"{k}\""))
         .collect();
     let approval = match root.get("approval") {
         Some(v) => approval(v, &at, "approval")?,
         None => ApprovalRules::default(),
+    };
+    let audit = match root.get("audit") {
+        Some(v) => audit(v, &at)?,
+        None => AuditConfig::default(),
     };
     let mut servers = Vec::new();
     for (name, entry) in entries {
@@ -95,6 +100,7 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
     Ok(HostConfig {
         servers,
         approval,
+        audit,
         file: file.to_owned(),
         ignored,
     })
@@ -339,6 +345,44 @@ fn approval(value: &Value, at: &At<'_>, key: &str) -> Result<ApprovalRules, Conf
         allow: globs(rules.get("allow"), at, &format!("{key}.allow"))?,
         ask: globs(rules.get("ask"), at, &format!("{key}.ask"))?,
         deny: globs(rules.get("deny"), at, &format!("{key}.deny"))?,
+    })
+}
+
+fn audit(value: &Value, at: &At<'_>) -> Result<AuditConfig, ConfigError> {
+    let Value::Object(audit) = value else {
+        return Err(at.err(
+            "audit".to_owned(),
+            "must be an object with arguments, redactKeys and redactPatterns",
+        ));
+    };
+    only_keys(
+        audit,
+        &["arguments", "redactKeys", "redactPatterns"],
+        at,
+        "audit",
+    )?;
+    let full_arguments = match audit.get("arguments").map(|v| (v, v.as_str())) {
+        None | Some((_, Some("redacted"))) => false,
+        Some((_, Some("full"))) => true,
+        Some((other, _)) => {
+            return Err(at.err(
+                "audit.arguments".to_owned(),
+                format!("must be \"redacted\" or \"full\" (got {other})"),
+            ));
+        }
+    };
+    let redact_keys = globs(audit.get("redactKeys"), at, "audit.redactKeys")?;
+    let mut redact_patterns = Vec::new();
+    for (kind, pattern) in strings(audit.get("redactPatterns"), at, "audit.redactPatterns")? {
+        let rule = vec![(kind.clone(), pattern.to_owned())];
+        toolwire_sanitize::Redactor::new(&rule)
+            .map_err(|m| at.err(format!("audit.redactPatterns.{kind}"), m))?;
+        redact_patterns.extend(rule);
+    }
+    Ok(AuditConfig {
+        full_arguments,
+        redact_keys,
+        redact_patterns,
     })
 }
 

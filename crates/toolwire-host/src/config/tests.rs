@@ -206,6 +206,18 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "/etc/mcp.json: key \"approval.allow[0]\"",
         ),
         (
+            r#"{"mcpServers": {"a": {"command": "x"}}, "audit": {"arguments": "some"}}"#,
+            "/etc/mcp.json: key \"audit.arguments\": must be \"redacted\" or \"full\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x"}}, "audit": {"redactPatterns": {"id": "("}}}"#,
+            "key \"audit.redactPatterns.id\": a secret pattern does not compile",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x"}}, "audit": {"redact": []}}"#,
+            "key \"audit.redact\": unknown key",
+        ),
+        (
             r#"{"mcpServers": {"a b": {"command": "x"}, "a.b": {"command": "y"}}}"#,
             "server \"a.b\": key \"prefix\": prefix \"a_b\" is also the prefix of server \"a b\"",
         ),
@@ -221,6 +233,29 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "{text}\n  gave: {message}\n  want: {expected}"
         );
     }
+}
+
+#[test]
+fn reads_what_the_audit_log_keeps_of_arguments() {
+    let config = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}},
+            "audit": {"arguments": "redacted", "redactKeys": ["SSN"],
+                      "redactPatterns": {"employee-id": "\\bE[0-9]{6}\\b"}}}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.audit,
+        AuditConfig {
+            full_arguments: false,
+            redact_keys: vec!["SSN".into()],
+            redact_patterns: vec![("employee-id".into(), r"\bE[0-9]{6}\b".into())],
+        }
+    );
+    assert!(config.ignored.is_empty(), "{:?}", config.ignored);
+    let full = parse(r#"{"mcpServers": {"a": {"command": "x"}}, "audit": {"arguments": "full"}}"#);
+    assert!(full.unwrap().audit.full_arguments);
+    let default = parse(r#"{"mcpServers": {"a": {"command": "x"}}}"#).unwrap();
+    assert_eq!(default.audit, AuditConfig::default());
 }
 
 #[test]

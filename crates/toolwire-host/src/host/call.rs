@@ -1,12 +1,14 @@
 //! A model's call, through pins, the policy and the audit log, to the server and back.
 
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use toolwire_client::CallOptions;
-use toolwire_client::protocol::{CallToolResult, ContentBlock};
+use toolwire_client::protocol::CallToolResult;
 
 use super::Host;
+use super::output::{cap, clean};
 use crate::pins::PinState;
 use crate::policy::{Answer, Approved, Call};
 
@@ -47,9 +49,11 @@ impl Host {
         {
             Ok(approved) => approved,
             Err(refusal) => {
+                let (logged, redacted) = self.logged(&arguments);
                 self.record(
                     "call_refused",
-                    json!({"server": tool.server, "tool": qualified, "arguments": arguments, "reason": refusal.message}),
+                    json!({"server": tool.server, "tool": qualified, "arguments": logged,
+                        "redacted": redacted, "reason": refusal.message}),
                 );
                 return CallToolResult::error(refusal.message);
             }
@@ -76,28 +80,56 @@ impl Host {
                 CallOptions::default().timeout(timeout),
             )
             .await;
-        let latency_ms = started.elapsed().as_millis() as u64;
+        let mut record = json!({"server": tool.server, "tool": qualified,
+            "approvedBy": approved_by, "latencyMs": started.elapsed().as_millis() as u64});
+        let (logged, redacted) = self.logged(&arguments);
+        record["arguments"] = logged;
+        record["redacted"] = redacted.into();
+        self.notice_restart(connection);
         match outcome {
             Ok(mut result) => {
-                let digest =
-                    crate::util::sha256_hex(&serde_json::to_vec(&result).unwrap_or_default());
-                let truncated = cap(&mut result, self.options.max_result_chars);
-                self.record(
-                    "call",
-                    json!({"server": tool.server, "tool": qualified, "arguments": arguments,
-                        "approvedBy": approved_by, "isError": result.is_error(),
-                        "resultSha256": digest, "truncated": truncated, "latencyMs": latency_ms}),
-                );
+                // The digest is of what the server sent; the model gets it cleaned and capped.
+                record["resultSha256"] =
+                    crate::util::sha256_hex(&serde_json::to_vec(&result).unwrap_or_default())
+                        .into();
+                record["controlsRemoved"] = clean(&mut result).into();
+                record["truncated"] = cap(&mut result, self.options.max_result_chars).into();
+                record["isError"] = result.is_error().into();
+                self.record("call", record);
                 result
             }
             Err(error) => {
-                self.record(
-                    "call_failed",
-                    json!({"server": tool.server, "tool": qualified, "arguments": arguments,
-                        "approvedBy": approved_by, "error": error.to_string(), "latencyMs": latency_ms}),
-                );
+                record["error"] = error.to_string().into();
+                self.record("call_failed", record);
                 CallToolResult::error(format!("The call to {qualified} failed: {error}"))
             }
+        }
+    }
+
+    /// The arguments as the audit log keeps them, and how many values were redacted; nothing
+    /// is computed without a log.
+    fn logged(&self, arguments: &Value) -> (Value, usize) {
+        if self.audit.is_none() {
+            return (Value::Null, 0);
+        }
+        self.redaction.apply(arguments)
+    }
+
+    /// Records a stdio server that died and was started again during a call (the client
+    /// restarts it on the next request, S-11): the server was lost, and its new process
+    /// may not be the one whose tools were listed.
+    fn notice_restart(&self, connection: &super::Connection) {
+        let Some(starts) = connection.client.server_starts() else {
+            return;
+        };
+        let seen = connection.starts.swap(starts, Ordering::AcqRel);
+        if starts > seen {
+            tracing::warn!(server = %connection.config.name, starts, "the server's process had exited; it was started again");
+            self.record(
+                "server_restarted",
+                json!({"server": connection.config.name, "starts": starts,
+                    "reason": "its process had exited; it was started again for the next request"}),
+            );
         }
     }
 
@@ -119,92 +151,5 @@ impl Host {
             Some(ms) => configured.min(Duration::from_millis(ms) + Duration::from_secs(1)),
             None => configured,
         }
-    }
-}
-
-/// Cuts the result's text to `max` characters in all, with one visible note where it was cut;
-/// text blocks after the cut are dropped, and `structuredContent` over the cap too (the text
-/// holds its serialization, T-11). Returns whether it cut.
-fn cap(result: &mut CallToolResult, max: usize) -> bool {
-    let total: usize = result
-        .content
-        .iter()
-        .map(|b| match b {
-            ContentBlock::Text(t) => t.text.chars().count(),
-            _ => 0,
-        })
-        .sum();
-    let mut cut = false;
-    if total > max {
-        let mut left = max;
-        let mut noted = false;
-        result.content.retain_mut(|block| {
-            let ContentBlock::Text(text) = block else {
-                return true;
-            };
-            if noted {
-                return false;
-            }
-            let chars = text.text.chars().count();
-            if chars > left {
-                let end = text
-                    .text
-                    .char_indices()
-                    .nth(left)
-                    .map_or(text.text.len(), |(i, _)| i);
-                text.text.truncate(end);
-                text.text.push_str(&format!(
-                    "\n[… truncated by the host: the result had {total} characters of text, the first {max} are shown]"
-                ));
-                noted = true;
-            }
-            left -= chars.min(left);
-            true
-        });
-        cut = true;
-    }
-    if let Some(structured) = &result.structured_content {
-        if structured.to_string().chars().count() > max {
-            result.structured_content = None;
-            cut = true;
-        }
-    }
-    cut
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn texts(result: &CallToolResult) -> Vec<String> {
-        result
-            .content
-            .iter()
-            .filter_map(|b| match b {
-                ContentBlock::Text(t) => Some(t.text.clone()),
-                _ => None,
-            })
-            .collect()
-    }
-
-    #[test]
-    fn one_note_where_the_text_is_cut_and_nothing_after_it() {
-        let mut result = CallToolResult::text("abcdé");
-        result
-            .content
-            .push(ContentBlock::Text(toolwire_client::protocol::TextContent {
-                text: "fghij".into(),
-                annotations: None,
-                meta: None,
-            }));
-        result.content.push(result.content[1].clone());
-        assert!(cap(&mut result, 7));
-        let shown = texts(&result);
-        assert_eq!(shown.len(), 2, "{shown:?}");
-        assert_eq!(shown[0], "abcdé");
-        assert!(shown[1].starts_with("fg\n[… truncated by the host: the result had 15 characters"));
-        let mut small = CallToolResult::text("short");
-        assert!(!cap(&mut small, 7));
-        assert_eq!(texts(&small), ["short"]);
     }
 }

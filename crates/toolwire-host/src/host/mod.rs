@@ -4,6 +4,7 @@
 
 mod call;
 mod listen;
+mod output;
 
 pub use listen::{ListChange, ListChanges};
 
@@ -19,7 +20,7 @@ use toolwire_client::protocol::{
 };
 use toolwire_client::{Client, ClientBuilder, StdioCommand};
 
-use crate::audit::{AuditError, AuditLog};
+use crate::audit::{AuditError, AuditLog, Redaction};
 use crate::config::{HostConfig, ServerConfig, Transport};
 use crate::glob::Globs;
 use crate::names::{DEFAULT_NAME_BUDGET, NameError, Names};
@@ -52,6 +53,7 @@ pub struct HostOptions {
     name_budget: usize,
     state_dir: Option<PathBuf>,
     audit_log: Option<PathBuf>,
+    redaction: Option<Redaction>,
     approver: Arc<dyn Approver>,
     call_timeout: Duration,
     max_result_chars: usize,
@@ -81,6 +83,7 @@ impl HostOptions {
             name_budget: DEFAULT_NAME_BUDGET,
             state_dir: None,
             audit_log: None,
+            redaction: None,
             approver: Arc::new(approver),
             call_timeout: DEFAULT_CALL_TIMEOUT,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
@@ -152,6 +155,13 @@ impl HostOptions {
         self
     }
 
+    /// What the audit log keeps of arguments, instead of what the configuration's `audit`
+    /// key says (by default: redacted with the default keys and secret patterns).
+    pub fn redaction(mut self, redaction: Redaction) -> Self {
+        self.redaction = Some(redaction);
+        self
+    }
+
     /// The time limit of calls to servers without a `timeoutMs` (default 60 s).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
@@ -172,6 +182,9 @@ pub enum HostError {
     /// The audit log cannot be opened (or does not verify).
     #[error(transparent)]
     Audit(#[from] AuditError),
+    /// The audit log's redaction patterns do not compile.
+    #[error("audit redaction: {0}")]
+    Redaction(String),
     /// The policy's patterns do not compile.
     #[error("approval rules: {0}")]
     Policy(String),
@@ -236,6 +249,8 @@ impl HostTool {
 struct Connection {
     config: ServerConfig,
     client: Client,
+    /// How many times its stdio process was started, when last looked at.
+    starts: std::sync::atomic::AtomicU64,
 }
 
 /// Many servers behind one list of tools.
@@ -251,6 +266,8 @@ pub struct Host {
     pin_states: std::sync::RwLock<HashMap<String, PinState>>,
     policy: Policy,
     audit: Option<AuditLog>,
+    /// What the audit log keeps of arguments.
+    redaction: Redaction,
 }
 
 impl std::fmt::Debug for Host {
@@ -279,6 +296,10 @@ impl Host {
             };
         let policy = Policy::new(config, remembered).map_err(HostError::Policy)?;
         let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
+        let redaction = match &options.redaction {
+            Some(redaction) => redaction.clone(),
+            None => Redaction::new(&config.audit).map_err(HostError::Redaction)?,
+        };
         Names::build(options.name_budget, std::iter::empty())?;
         let opened = futures::future::join_all(
             config
@@ -297,6 +318,7 @@ impl Host {
             pin_states: std::sync::RwLock::default(),
             policy,
             audit,
+            redaction,
         };
         for (server, opened) in opened {
             match opened {
@@ -305,6 +327,7 @@ impl Host {
                         server.name.clone(),
                         Connection {
                             config: server,
+                            starts: client.server_starts().unwrap_or(0).into(),
                             client,
                         },
                     );

@@ -18,18 +18,16 @@
 //! reason, which is logged when the tool is registered.
 
 mod media;
-mod secrets;
-mod text;
 
 use std::borrow::Cow;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 
 use serde_json::Value;
 use toolwire_protocol::{CallToolResult, ContentBlock, ResourceContents};
 
-pub use secrets::DEFAULT_SECRET_PATTERNS;
+pub use toolwire_sanitize::DEFAULT_SECRET_PATTERNS;
 
-use secrets::Redactor;
+use toolwire_sanitize::{Redactor, text};
 
 /// The default limit on a result's size: 1 MiB of text, data and structured content together.
 pub const DEFAULT_MAX_RESULT_BYTES: usize = 1024 * 1024;
@@ -131,16 +129,9 @@ impl OutputGuard {
     pub(crate) fn compile(&self) -> Result<Arc<CompiledGuard>, String> {
         let redactor = match (self.redact, self.default_patterns, self.patterns.is_empty()) {
             (false, _, _) | (true, false, true) => None,
-            (true, true, true) => Some(default_redactor().clone()?),
-            (true, with_defaults, false) => {
-                let mut all = if with_defaults {
-                    default_pattern_list()
-                } else {
-                    Vec::new()
-                };
-                all.extend(self.patterns.iter().cloned());
-                Some(Arc::new(Redactor::new(&all)?))
-            }
+            (true, true, true) => Some(Redactor::defaults()?),
+            (true, true, false) => Some(Arc::new(Redactor::with_defaults(&self.patterns)?)),
+            (true, false, false) => Some(Arc::new(Redactor::new(&self.patterns)?)),
         };
         Ok(Arc::new(CompiledGuard {
             off: self.off.is_some(),
@@ -151,13 +142,6 @@ impl OutputGuard {
             check_media: self.check_media,
         }))
     }
-}
-
-fn default_pattern_list() -> Vec<(String, String)> {
-    DEFAULT_SECRET_PATTERNS
-        .iter()
-        .map(|(k, p)| (k.to_string(), p.to_string()))
-        .collect()
 }
 
 /// A short, safe excerpt of `text` for logs: at most `max` bytes (cut at a character, with
@@ -171,16 +155,10 @@ pub(crate) fn preview(text: &str, max: usize) -> String {
         std::borrow::Cow::Owned(cut)
     };
     let (clean, _) = text::clean(&cut);
-    match default_redactor() {
+    match Redactor::defaults() {
         Ok(redactor) => redactor.redact(&clean).0.into_owned(),
         Err(_) => clean.into_owned(),
     }
-}
-
-/// The default patterns, compiled once per process.
-fn default_redactor() -> &'static Result<Arc<Redactor>, String> {
-    static DEFAULT: OnceLock<Result<Arc<Redactor>, String>> = OnceLock::new();
-    DEFAULT.get_or_init(|| Redactor::new(&default_pattern_list()).map(Arc::new))
 }
 
 /// A guard ready to apply.

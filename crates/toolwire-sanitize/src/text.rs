@@ -7,7 +7,7 @@
 use std::borrow::Cow;
 
 /// Whether `text` has anything [`clean`] would remove: one pass over the bytes.
-pub(crate) fn needs_cleaning(text: &str) -> bool {
+pub fn needs_cleaning(text: &str) -> bool {
     let bytes = text.as_bytes();
     bytes.iter().enumerate().any(|(i, &b)| {
         (b < 0x20 && b != b'\n' && b != b'\t')
@@ -19,7 +19,7 @@ pub(crate) fn needs_cleaning(text: &str) -> bool {
 
 /// `text` without escape sequences and control characters (newline and tab stay), and how
 /// many characters went.
-pub(crate) fn clean(text: &str) -> (Cow<'_, str>, usize) {
+pub fn clean(text: &str) -> (Cow<'_, str>, usize) {
     if !needs_cleaning(text) {
         return (Cow::Borrowed(text), 0);
     }
@@ -101,7 +101,7 @@ fn skip_string(chars: &mut Chars<'_>) -> usize {
 }
 
 /// `text` cut to at most `max` bytes at a character boundary, with `marker` appended when cut.
-pub(crate) fn truncate(text: &mut String, max: usize, marker: &str) -> bool {
+pub fn truncate(text: &mut String, max: usize, marker: &str) -> bool {
     if text.len() <= max {
         return false;
     }

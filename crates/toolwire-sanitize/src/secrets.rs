@@ -5,6 +5,7 @@
 //! pass tells whether a text needs work; text without a match is not copied.
 
 use std::borrow::Cow;
+use std::sync::{Arc, OnceLock};
 
 use regex::{Regex, RegexSet};
 
@@ -61,16 +62,17 @@ pub const DEFAULT_SECRET_PATTERNS: &[(&str, &str)] = &[
     ),
 ];
 
-/// A compiled pattern set.
+/// A compiled pattern set: one `RegexSet` pass to tell whether a text has a secret, then the
+/// matching patterns' replacements.
 #[derive(Debug, Clone)]
-pub(crate) struct Redactor {
+pub struct Redactor {
     set: RegexSet,
     patterns: Vec<(String, Regex)>,
 }
 
 impl Redactor {
     /// The patterns (kind, expression); a bad expression is an error naming it.
-    pub(crate) fn new(patterns: &[(String, String)]) -> Result<Redactor, String> {
+    pub fn new(patterns: &[(String, String)]) -> Result<Redactor, String> {
         let set = RegexSet::new(patterns.iter().map(|(_, p)| p))
             .map_err(|e| format!("a secret pattern does not compile: {e}"))?;
         let patterns = patterns
@@ -84,13 +86,28 @@ impl Redactor {
         Ok(Redactor { set, patterns })
     }
 
+    /// [`DEFAULT_SECRET_PATTERNS`], compiled once per process.
+    pub fn defaults() -> Result<Arc<Redactor>, String> {
+        static DEFAULT: OnceLock<Result<Arc<Redactor>, String>> = OnceLock::new();
+        DEFAULT
+            .get_or_init(|| Redactor::new(&default_pattern_list()).map(Arc::new))
+            .clone()
+    }
+
+    /// The default patterns followed by `extra`; a bad expression is an error naming it.
+    pub fn with_defaults(extra: &[(String, String)]) -> Result<Redactor, String> {
+        let mut all = default_pattern_list();
+        all.extend(extra.iter().cloned());
+        Redactor::new(&all)
+    }
+
     /// Whether `text` has anything to redact.
-    pub(crate) fn matches(&self, text: &str) -> bool {
+    pub fn matches(&self, text: &str) -> bool {
         self.set.is_match(text)
     }
 
     /// `text` with every match replaced by `[REDACTED:kind]`, and how many there were.
-    pub(crate) fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
+    pub fn redact<'a>(&self, text: &'a str) -> (Cow<'a, str>, usize) {
         // `is_match` stops at the first match; most texts have none.
         if !self.set.is_match(text) {
             return (Cow::Borrowed(text), 0);
@@ -113,16 +130,20 @@ impl Redactor {
     }
 }
 
+/// [`DEFAULT_SECRET_PATTERNS`] as owned (kind, expression) pairs.
+pub fn default_pattern_list() -> Vec<(String, String)> {
+    DEFAULT_SECRET_PATTERNS
+        .iter()
+        .map(|(k, p)| (k.to_string(), p.to_string()))
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn defaults() -> Redactor {
-        let patterns: Vec<(String, String)> = DEFAULT_SECRET_PATTERNS
-            .iter()
-            .map(|(k, p)| (k.to_string(), p.to_string()))
-            .collect();
-        Redactor::new(&patterns).unwrap()
+    fn defaults() -> Arc<Redactor> {
+        Redactor::defaults().unwrap()
     }
 
     #[test]

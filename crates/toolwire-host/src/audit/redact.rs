@@ -1,0 +1,182 @@
+//! What the audit log keeps of a call's arguments: by default, everything but secrets. A value
+//! under a sensitive name (`password`, `api_key`, …) is replaced whole by `[REDACTED:key]`;
+//! inside every other string, credentials that look like one (tokens, keys, passwords in URLs:
+//! [`toolwire_sanitize::DEFAULT_SECRET_PATTERNS`]) become `[REDACTED:kind]`. Both lists take
+//! the configuration's additions (`audit.redactKeys`, `audit.redactPatterns`); `"arguments":
+//! "full"` logs arguments as sent. The approver and the server always get them whole.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+use toolwire_sanitize::Redactor;
+
+use crate::config::AuditConfig;
+use crate::glob::Globs;
+
+/// Argument names whose values are never logged, matched case-insensitively.
+pub const DEFAULT_REDACTED_KEYS: &[&str] = &[
+    "*password*",
+    "*passwd*",
+    "*passphrase*",
+    "*secret*",
+    "*token*",
+    "*api_key*",
+    "*apikey*",
+    "*api-key*",
+    "*private_key*",
+    "*credential*",
+    "authorization",
+    "cookie",
+];
+
+/// Redaction rules, compiled once; cheap to clone.
+#[derive(Debug, Clone)]
+pub struct Redaction {
+    /// `None`: arguments are logged in full.
+    rules: Option<Arc<Rules>>,
+}
+
+#[derive(Debug)]
+struct Rules {
+    keys: Globs,
+    patterns: Arc<Redactor>,
+}
+
+impl Redaction {
+    /// Arguments logged in full.
+    pub fn none() -> Redaction {
+        Redaction { rules: None }
+    }
+
+    /// The default keys and patterns.
+    pub fn defaults() -> Result<Redaction, String> {
+        Redaction::new(&AuditConfig::default())
+    }
+
+    /// The rules of a configuration: the defaults and its additions, or none for
+    /// `"arguments": "full"`. A pattern that does not compile is an error naming it.
+    pub fn new(config: &AuditConfig) -> Result<Redaction, String> {
+        if config.full_arguments {
+            return Ok(Redaction::none());
+        }
+        let keys: Vec<String> = DEFAULT_REDACTED_KEYS
+            .iter()
+            .map(|k| k.to_string())
+            .chain(config.redact_keys.iter().map(|k| k.to_lowercase()))
+            .collect();
+        let patterns = if config.redact_patterns.is_empty() {
+            Redactor::defaults()?
+        } else {
+            Arc::new(Redactor::with_defaults(&config.redact_patterns)?)
+        };
+        Ok(Redaction {
+            rules: Some(Arc::new(Rules {
+                keys: Globs::new(&keys)?,
+                patterns,
+            })),
+        })
+    }
+
+    /// Whether anything is redacted.
+    pub fn is_on(&self) -> bool {
+        self.rules.is_some()
+    }
+
+    /// `arguments` as the log keeps them, and how many values were redacted.
+    pub fn apply(&self, arguments: &Value) -> (Value, usize) {
+        let mut out = arguments.clone();
+        let count = match &self.rules {
+            Some(rules) => rules.redact(&mut out),
+            None => 0,
+        };
+        (out, count)
+    }
+}
+
+impl Rules {
+    fn redact(&self, value: &mut Value) -> usize {
+        match value {
+            Value::Object(map) => map
+                .iter_mut()
+                .map(|(key, value)| {
+                    if !value.is_null() && self.keys.matches(&key.to_lowercase()) {
+                        *value = Value::String("[REDACTED:key]".into());
+                        1
+                    } else {
+                        self.redact(value)
+                    }
+                })
+                .sum(),
+            Value::Array(items) => items.iter_mut().map(|v| self.redact(v)).sum(),
+            Value::String(text) => {
+                let (clean, found) = self.patterns.redact(text);
+                if found > 0 {
+                    *text = clean.into_owned();
+                }
+                found
+            }
+            _ => 0,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn sensitive_names_go_whole_and_secrets_inside_strings_go() {
+        let redaction = Redaction::defaults().unwrap();
+        let (logged, count) = redaction.apply(&json!({
+            "user": "ada",
+            "Password": "hunter2",
+            "options": {"GitHub_Token": {"value": "x"}, "depth": 3, "apiKey": null},
+            "command": "curl -H 'Authorization: Bearer abcdefghijklmnop1234' https://api",
+            "urls": ["postgres://admin:hunter22@db/app", "https://example.com"],
+        }));
+        assert_eq!(count, 4, "{logged}");
+        assert_eq!(logged["user"], "ada");
+        assert_eq!(logged["Password"], "[REDACTED:key]");
+        assert_eq!(logged["options"]["GitHub_Token"], "[REDACTED:key]");
+        assert_eq!(logged["options"]["depth"], 3);
+        assert_eq!(logged["options"]["apiKey"], Value::Null);
+        assert_eq!(
+            logged["command"],
+            "curl -H 'Authorization: [REDACTED:bearer]' https://api"
+        );
+        assert_eq!(logged["urls"][0], "[REDACTED:url-password]db/app");
+        assert_eq!(logged["urls"][1], "https://example.com");
+    }
+
+    #[test]
+    fn the_configuration_adds_keys_and_patterns_or_turns_it_off() {
+        let config = AuditConfig {
+            full_arguments: false,
+            redact_keys: vec!["SSN".into()],
+            redact_patterns: vec![("employee-id".into(), r"\bE[0-9]{6}\b".into())],
+        };
+        let (logged, count) = Redaction::new(&config)
+            .unwrap()
+            .apply(&json!({"ssn": "078-05-1120", "note": "for E123456", "password": "p"}));
+        assert_eq!(count, 3);
+        assert_eq!(
+            logged,
+            json!({"ssn": "[REDACTED:key]", "note": "for [REDACTED:employee-id]", "password": "[REDACTED:key]"})
+        );
+        let full = AuditConfig {
+            full_arguments: true,
+            ..AuditConfig::default()
+        };
+        let arguments = json!({"password": "p"});
+        assert_eq!(
+            Redaction::new(&full).unwrap().apply(&arguments),
+            (arguments, 0)
+        );
+        let bad = AuditConfig {
+            redact_patterns: vec![("mine".into(), "(".into())],
+            ..AuditConfig::default()
+        };
+        assert!(Redaction::new(&bad).unwrap_err().contains("compile"));
+    }
+}

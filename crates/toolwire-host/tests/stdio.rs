@@ -1,0 +1,131 @@
+//! A real stdio server (the client's `tests/support/stdio_server.py`) behind the host: what
+//! reaches the model has its escape sequences removed, the audit log keeps arguments with their
+//! secrets redacted, and a server whose process dies is started again and the loss recorded.
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Value, json};
+use toolwire_host::audit::verify;
+use toolwire_host::{
+    Answer, ApprovalRequest, Approver, Host, HostConfig, HostOptions, ServerState, Variables,
+};
+
+/// The Python interpreter's real path (not a shim that needs the caller's environment).
+fn python() -> String {
+    let output = std::process::Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .expect("python3 runs");
+    String::from_utf8(output.stdout).unwrap().trim().to_owned()
+}
+
+fn script() -> String {
+    format!(
+        "{}/../toolwire-client/tests/support/stdio_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// The policy allows every call here; a question to a person is a failure.
+struct NobodyAsked;
+
+impl Approver for NobodyAsked {
+    fn approve<'a>(
+        &'a self,
+        request: ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        panic!(
+            "the policy allows {}; nobody should be asked",
+            request.qualified
+        )
+    }
+}
+
+fn text(result: &toolwire_client::protocol::CallToolResult) -> String {
+    serde_json::to_value(result).unwrap()["content"][0]["text"]
+        .as_str()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stdio_server_cleaned_redacted_and_restarted() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-stdio-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let log = dir.join("audit.jsonl");
+    let config = HostConfig::parse(
+        &json!({
+            "mcpServers": {"py": {"command": python(), "args": [script()],
+                                  "approval": {"allow": ["py__*"]}}},
+            "audit": {"redactKeys": ["ssn"]},
+        })
+        .to_string(),
+        "/test/.mcp.json",
+        &Variables::default(),
+    )
+    .unwrap();
+    let host = Host::connect(&config, HostOptions::new(NobodyAsked).audit_log(&log))
+        .await
+        .unwrap();
+    assert!(matches!(
+        host.servers()[0].state,
+        ServerState::Connected { .. }
+    ));
+
+    // The server echoes escape sequences; the model gets the text without them.
+    let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+    let echoed = host
+        .call(
+            "py__echo",
+            json!({"text": format!("\u{1b}[2J\u{1b}]0;owned\u{7}\u{1b}[31mred\u{1b}[0m {token}\u{8}"), "ssn": "078-05-1120"}),
+        )
+        .await;
+    assert_eq!(text(&echoed), format!("red {token}"));
+
+    // Killed between two calls: the next call starts it again and gets its answer.
+    let first: u32 = text(&host.call("py__pid", json!({})).await)
+        .parse()
+        .unwrap();
+    let killed = std::process::Command::new("kill")
+        .args(["-9", &first.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    let second = host.call("py__pid", json!({})).await;
+    assert!(!second.is_error(), "{}", text(&second));
+    let second: u32 = text(&second).parse().unwrap();
+    assert_ne!(first, second);
+    host.close().await;
+
+    let records: Vec<Value> = std::fs::read_to_string(&log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let echo = records
+        .iter()
+        .find(|r| r["event"] == "call" && r["tool"] == "py__echo")
+        .expect("the echo call is recorded");
+    let logged = &echo["arguments"];
+    assert_eq!(logged["ssn"], "[REDACTED:key]", "{echo}");
+    let logged_text = logged["text"].as_str().unwrap();
+    assert!(
+        logged_text.contains("[REDACTED:github-token]") && !logged_text.contains(token),
+        "{logged_text}"
+    );
+    assert_eq!(echo["redacted"], 2);
+    assert_eq!(echo["controlsRemoved"], 24, "{echo}");
+    let restarted: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event"] == "server_restarted")
+        .collect();
+    assert_eq!(restarted.len(), 1, "{records:?}");
+    assert_eq!(restarted[0]["server"], "py");
+    assert_eq!(restarted[0]["starts"], 2);
+    let verified = verify(&log).unwrap();
+    assert_eq!(verified.records as usize, records.len());
+    std::fs::remove_dir_all(&dir).unwrap();
+}
