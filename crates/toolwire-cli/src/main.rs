@@ -13,6 +13,7 @@ mod examples;
 mod layers;
 mod notes;
 mod session;
+mod target;
 mod terminal;
 
 #[derive(Parser)]
@@ -56,13 +57,13 @@ enum Command {
         data_dir: Option<std::path::PathBuf>,
     },
     /// Show a server's era, protocol version, identity and capabilities.
-    Discover(client::Target),
+    Discover(target::Target),
     /// List a server's tools.
-    Tools(client::Target),
+    Tools(target::Target),
     /// Call a tool and print its result (exit status 1 when the tool reports an error).
     Call {
         #[command(flatten)]
-        target: client::Target,
+        target: target::Target,
         /// The tool.
         tool: String,
         /// Its arguments, as a JSON object.
@@ -71,7 +72,7 @@ enum Command {
     /// Print the server's list changes as they happen.
     Watch {
         #[command(flatten)]
-        target: client::Target,
+        target: target::Target,
         /// Also watch this resource for updates (repeatable).
         #[arg(long = "resource", value_name = "URI")]
         resources: Vec<String>,

@@ -5,7 +5,7 @@
 
 use toolwire_client::Client;
 
-use crate::client::Target;
+use crate::target::Target;
 use crate::terminal::note;
 
 /// A client command ended by a signal; the process exits with `status` (128 + its number).

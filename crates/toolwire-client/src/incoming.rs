@@ -14,8 +14,8 @@ use toolwire_protocol::{
 };
 
 use crate::client::{Client, Inner};
-use crate::era::Era;
 use crate::error::{Error, Result};
+use crate::state::Era;
 use crate::transport::Outgoing;
 
 /// Consumes the stdio messages that belong to no request, for as long as the client lives.

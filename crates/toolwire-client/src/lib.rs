@@ -25,22 +25,28 @@
 
 #![warn(missing_docs)]
 
+mod builder;
 mod client;
+mod connect;
 mod era;
 mod error;
 mod incoming;
 mod input;
 mod listen;
 mod pages;
+mod rpc;
 mod sse;
+mod state;
+mod tool_cache;
 mod tools;
 mod transport;
 
-pub use client::{Client, ClientBuilder, LogFn, ProgressFn};
-pub use era::{LEGACY_VERSIONS, ServerEra};
+pub use builder::ClientBuilder;
+pub use client::{Client, LogFn, ProgressFn};
 pub use error::{Error, ListLimit, Result};
 pub use input::{accepted, cancelled, declined};
 pub use listen::{Notification, Subscription};
+pub use state::{LEGACY_VERSIONS, ServerEra};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::CallOptions;
 pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};

@@ -23,8 +23,8 @@ use toolwire_protocol::{
 };
 
 use crate::client::{Client, RpcOptions};
-use crate::era::{Era, LegacySession};
 use crate::error::{Error, Result};
+use crate::state::{Era, LegacySession};
 use crate::transport::{Failure, Outgoing, Transport};
 
 /// The longest wait between two reconnection attempts.

@@ -11,7 +11,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
-use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits, Violation};
+use toolwire_protocol::schema::Violation;
 use toolwire_protocol::{
     CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
     Tool,
@@ -22,54 +22,7 @@ use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
 use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
-
-/// A listed tool with what calling it needs.
-#[derive(Debug)]
-pub(crate) struct CachedTool {
-    pub(crate) definition: Tool,
-    headers: Vec<HeaderParam>,
-    /// How the `outputSchema`'s `format` keywords are treated.
-    formats: FormatMode,
-    /// The compiled `outputSchema` (`None`: the tool has none), on first use.
-    output: OnceLock<Result<Option<CompiledSchema>, SchemaError>>,
-}
-
-impl CachedTool {
-    /// The compiled `outputSchema`, if the tool has one; one that cannot be used is an error,
-    /// never a reason to accept output unchecked (J-03, J-07).
-    fn output_schema(&self) -> Result<Option<&CompiledSchema>> {
-        let compiled = self.output.get_or_init(|| {
-            self.definition
-                .output_schema
-                .as_ref()
-                .map(|schema| {
-                    CompiledSchema::compile_with_formats(
-                        schema,
-                        SchemaLimits::default(),
-                        self.formats,
-                    )
-                })
-                .transpose()
-        });
-        compiled
-            .as_ref()
-            .map(Option::as_ref)
-            .map_err(|reason| Error::UnusableOutputSchema {
-                tool: self.definition.name.clone(),
-                reason: reason.clone(),
-            })
-    }
-}
-
-/// The tools of the last `tools/list`, with their freshness.
-#[derive(Debug)]
-pub(crate) struct ToolCache {
-    order: Vec<Arc<CachedTool>>,
-    by_name: HashMap<String, Arc<CachedTool>>,
-    /// Tools dropped for invalid header declarations, with the reason.
-    dropped: HashMap<String, String>,
-    fresh_until: Instant,
-}
+use crate::tool_cache::{CachedTool, ToolCache};
 
 /// Options of one tool call.
 #[derive(Clone, Default)]

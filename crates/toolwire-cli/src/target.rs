@@ -1,0 +1,130 @@
+//! How the client commands reach a server: by URL (Streamable HTTP) or by a command line (a
+//! stdio child process), with the headers, credentials, timeouts and answers they were given.
+
+use std::time::Duration;
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+use serde_json::Value;
+use toolwire_client::protocol::ElicitRequestParams;
+use toolwire_client::{Client, ClientBuilder, StdioCommand};
+
+use crate::terminal::{Layout, note, visible};
+
+/// How to reach the server, shared by every client command.
+#[derive(Args, Debug)]
+pub(crate) struct Target {
+    /// The server: an http(s):// URL, or a command line that starts it on stdio (quoted, e.g.
+    /// "toolwire serve" or "python server.py --stdio").
+    #[arg(value_name = "SERVER")]
+    server: String,
+    /// An HTTP header for every request, as NAME:VALUE (repeatable).
+    #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
+    headers: Vec<String>,
+    /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
+    /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
+    #[arg(long = "ca-file", value_name = "PEM")]
+    ca_files: Vec<std::path::PathBuf>,
+    /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
+    #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
+    bearer: Option<String>,
+    /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
+    /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,
+    /// TERM and USER from this environment.
+    #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
+    env: Vec<String>,
+    /// Seconds to wait for each answer (progress restarts the wait).
+    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    timeout: f64,
+    /// Seconds a stdio server may take to answer its first `server/discover` before it is
+    /// spoken to as a 2025-11-25 server (slow starters: a first `npx -y`, a container, a JVM).
+    /// The first request's --timeout bounds it too.
+    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    probe_timeout: f64,
+    /// The answer to every form elicitation, as a JSON object (without it, elicitations are
+    /// declined and their question printed). URL-mode elicitation is not offered: this command
+    /// cannot get the user's consent to open a URL (M-16).
+    #[arg(long, value_name = "JSON")]
+    answer: Option<String>,
+    /// Print results as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+impl Target {
+    /// Connects: HTTP for a URL, else a child process.
+    pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
+        let timeout = Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--timeout must be a positive number of seconds")?;
+        let probe_timeout = Duration::try_from_secs_f64(self.probe_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--probe-timeout must be a positive number of seconds")?;
+        let mut builder = ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION"))
+            .timeout(timeout)
+            .probe_timeout(probe_timeout);
+        for header in &self.headers {
+            let (name, value) = header
+                .split_once(':')
+                .with_context(|| format!("--header {header:?} is not NAME:VALUE"))?;
+            builder = builder.header(name.trim(), value.trim());
+        }
+        if let Some(token) = &self.bearer {
+            builder = builder.bearer_token(token);
+        }
+        for path in &self.ca_files {
+            builder = builder.ca_file(path);
+        }
+        let answer: Option<Value> = match &self.answer {
+            Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
+            None => None,
+        };
+        // Form mode only: only forms reach this handler, and URL mode is not declared (M-16).
+        builder = builder.on_elicit(move |request| {
+            let answer = answer.clone();
+            async move {
+                let question = match &request {
+                    ElicitRequestParams::Form(form) => visible(&form.message, Layout::Line),
+                    ElicitRequestParams::Url(_) => {
+                        return Err(toolwire_client::Error::Input(
+                            "URL-mode elicitation is not offered".into(),
+                        ));
+                    }
+                };
+                match answer {
+                    Some(answer) => {
+                        note(&format!(
+                            "toolwire: the server asks: {question} -> answering {answer}"
+                        ));
+                        toolwire_client::accepted(&answer)
+                    }
+                    None => {
+                        note(&format!(
+                            "toolwire: the server asks: {question} -> declined (pass --answer JSON to answer)"
+                        ));
+                        Ok(toolwire_client::declined())
+                    }
+                }
+            }
+        });
+        if self.server.starts_with("http://") || self.server.starts_with("https://") {
+            if !self.env.is_empty() {
+                bail!("--env applies to stdio servers only");
+            }
+            return Ok(builder.http(&self.server)?);
+        }
+        let words = shlex::split(&self.server)
+            .filter(|w| !w.is_empty())
+            .with_context(|| format!("cannot split the command line {:?}", self.server))?;
+        let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
+        for pair in &self.env {
+            command = match pair.split_once('=') {
+                Some((name, value)) => command.env(name, value),
+                None => command.inherit_env(pair),
+            };
+        }
+        Ok(builder.spawn_command(command).await?)
+    }
+}

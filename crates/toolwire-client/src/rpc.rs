@@ -1,0 +1,346 @@
+//! The request path every method goes through: `_meta` on every request (B-15, B-17), unique
+//! ids (B-03), timeouts that may reset on progress under a hard cap (P-07), cancellation,
+//! version negotiation on -32022 (V-03), `resultType` checks (B-05, B-06), re-issue of a
+//! request whose stream or process was lost (H-27, S-11), and the fallback to a legacy session
+//! the era module settles.
+
+use std::sync::{Arc, Mutex};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+use tokio::time::Instant;
+use toolwire_protocol::{
+    CompleteResult, CompletionArgument, CompletionReference, DiscoverResult, ErrorObject,
+    GetPromptResult, JsonObject, LoggingMessageParams, ProgressParams, ReadResourceResult,
+    TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+};
+
+use crate::client::{Client, RpcOptions, is_modern_error};
+use crate::error::{Error, Result};
+use crate::state::Era;
+use crate::transport::{Failure, Outgoing, Reply};
+
+impl Client {
+    /// The body of a request in `era`: modern requests carry the full `_meta` (B-15), legacy
+    /// ones only a progress token.
+    pub(crate) fn envelope(
+        &self,
+        era: &Era,
+        id: i64,
+        method: &str,
+        params: &Value,
+        progress: bool,
+    ) -> Result<String> {
+        let mut params = params.clone();
+        let object = params
+            .as_object_mut()
+            .ok_or_else(|| Error::InvalidResponse("params must be an object".into()))?;
+        let mut meta = JsonObject::new();
+        if !matches!(era, Era::Legacy(_)) {
+            meta = self.inner.request_meta.clone();
+            meta.insert(
+                "io.modelcontextprotocol/protocolVersion".into(),
+                Value::String(self.state().version.clone()),
+            );
+        }
+        if progress {
+            meta.insert("progressToken".into(), json!(id));
+        }
+        if !meta.is_empty() {
+            object.insert("_meta".into(), Value::Object(meta));
+        }
+        Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+    }
+
+    /// Sends a request and returns its result object; the core every method goes through.
+    pub(crate) async fn rpc(
+        &self,
+        method: &str,
+        params: Value,
+        options: &RpcOptions,
+    ) -> Result<Value> {
+        let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
+            (false, false, false, false);
+        loop {
+            // Settling the era (probe, initialize) counts against this call's timeout and
+            // cancellation too.
+            let era = self.bounded(options, self.era_for_request()).await?;
+            if let (Era::Legacy(session), "server/discover") = (&era, method) {
+                // A legacy server has no discover: its initialize result stands in (also after
+                // a fallback on this very request).
+                return Ok(serde_json::to_value(session.discover_result()?)
+                    .expect("a discover result serializes"));
+            }
+            let id = self.next_id();
+            let body = self.envelope(&era, id, method, &params, options.progress.is_some())?;
+            let (version, session) = self.wire_identity(&era);
+            let out = Outgoing {
+                id: Some(id),
+                method,
+                body,
+                name: options.name.as_deref(),
+                mirrored: &options.mirrored,
+                version: Some(&version),
+                session: session.as_deref(),
+                legacy: matches!(era, Era::Legacy(_)),
+            };
+            let failure = match self.exchange(&out, options).await {
+                Ok(reply) => {
+                    if !fell_back && self.is_legacy_signal(&era, &reply) {
+                        fell_back = true;
+                        if self.fall_back(&era, &reply_summary(&reply)).await? {
+                            continue;
+                        }
+                        // Not a legacy server after all: the reply stands.
+                    }
+                    let message = reply.message;
+                    if let Some(error) = message.get("error") {
+                        let error: ErrorObject = serde_json::from_value(error.clone())
+                            .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+                        if is_modern_error(error.code) {
+                            self.confirm_modern(&era);
+                        }
+                        if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                            && !negotiated
+                            && !matches!(era, Era::Legacy(_))
+                        {
+                            if let Some(v) = self.mutual_version(&error) {
+                                // V-03: retry with a version both sides speak.
+                                negotiated = true;
+                                self.state().version = v;
+                                continue;
+                            }
+                        }
+                        return Err(Error::Rpc(error));
+                    }
+                    self.confirm_modern(&era);
+                    return self.checked_result(message);
+                }
+                Err(failure) => failure,
+            };
+            match failure {
+                Failure::Lost(why) if !reissued => {
+                    // The request died with its stream or process: issue it again with a new
+                    // id (H-27; on stdio the server is started again first, S-11).
+                    reissued = true;
+                    tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
+                }
+                Failure::SessionExpired if !renewed => {
+                    renewed = true;
+                    tracing::warn!("the legacy session expired; initializing again");
+                    self.forget_legacy_session(&era);
+                }
+                Failure::Error(Error::Http { status, body })
+                    if !fell_back && self.is_legacy_status(&era, status) =>
+                {
+                    fell_back = true;
+                    if !self
+                        .fall_back(&era, &format!("HTTP {status}: {body}"))
+                        .await?
+                    {
+                        return Err(Error::Http { status, body });
+                    }
+                }
+                other => return Err(other.into_error()),
+            }
+        }
+    }
+
+    /// The first of our versions the server lists in `data.supported`.
+    pub(crate) fn mutual_version(&self, error: &ErrorObject) -> Option<String> {
+        let supported: Vec<String> =
+            serde_json::from_value(error.data.as_ref()?.get("supported")?.clone()).ok()?;
+        self.inner
+            .config
+            .versions
+            .iter()
+            .find(|v| supported.contains(v))
+            .cloned()
+    }
+
+    /// The result object, with `resultType` checked: absent reads as complete (B-06), unknown
+    /// types are refused (B-05).
+    pub(crate) fn checked_result(&self, message: Value) -> Result<Value> {
+        let Some(mut result) = message.get("result").cloned() else {
+            return Err(Error::InvalidResponse(
+                "a response with neither result nor error".into(),
+            ));
+        };
+        let object = result
+            .as_object_mut()
+            .ok_or_else(|| Error::InvalidResponse("the result is not an object".into()))?;
+        let result_type = object
+            .entry("resultType")
+            .or_insert_with(|| json!("complete"));
+        match result_type.as_str() {
+            Some("complete" | "input_required") => Ok(result),
+            Some("task") if self.inner.config.extensions.contains_key(TASKS_EXTENSION) => {
+                Ok(result)
+            }
+            other => Err(Error::InvalidResponse(format!(
+                "unknown resultType {other:?} (B-05)"
+            ))),
+        }
+    }
+
+    /// One exchange under the timeout: the deadline moves with progress, never past the cap;
+    /// a cancelled token or the deadline drops the request, which cancels it on the wire
+    /// (HTTP closes the stream, H-26; stdio sends `notifications/cancelled`, S-07).
+    pub(crate) async fn exchange(
+        &self,
+        out: &Outgoing<'_>,
+        options: &RpcOptions,
+    ) -> Result<Reply, Failure> {
+        let config = &self.inner.config;
+        let timeout = options.timeout.unwrap_or(config.timeout);
+        let started = Instant::now();
+        let hard = started + config.max_timeout.max(timeout);
+        let deadline = Arc::new(Mutex::new((started + timeout).min(hard)));
+        let reset = config.reset_on_progress;
+        let moved = deadline.clone();
+        let (progress, log) = (options.progress.clone(), options.log.clone());
+        let client = self.clone();
+        let mut on_message = move |message: Value| match message["method"].as_str() {
+            Some("notifications/progress") if message.get("id").is_none() => {
+                if reset {
+                    *moved.lock().unwrap_or_else(|p| p.into_inner()) =
+                        (Instant::now() + timeout).min(hard);
+                }
+                if let (Some(f), Ok(params)) = (
+                    &progress,
+                    serde_json::from_value::<ProgressParams>(message["params"].clone()),
+                ) {
+                    f(&params);
+                }
+            }
+            Some("notifications/message") if message.get("id").is_none() => {
+                if let Ok(params) =
+                    serde_json::from_value::<LoggingMessageParams>(message["params"].clone())
+                {
+                    match &log {
+                        Some(f) => f(&params),
+                        None => crate::incoming::trace_log(&params),
+                    }
+                }
+            }
+            _ => client.incoming(message),
+        };
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let request = self.inner.transport.request(out, &mut on_message);
+        tokio::pin!(request, cancelled);
+        loop {
+            let until = *deadline.lock().unwrap_or_else(|p| p.into_inner());
+            tokio::select! {
+                result = &mut request => return result,
+                () = &mut cancelled => return Err(Error::Cancelled.into()),
+                () = tokio::time::sleep_until(until) => {
+                    if *deadline.lock().unwrap_or_else(|p| p.into_inner()) <= Instant::now() {
+                        return Err(Error::Timeout(started.elapsed()).into());
+                    }
+                }
+            }
+        }
+    }
+
+    /// Runs `work` under the call's timeout and cancellation token.
+    pub(crate) async fn bounded<T>(
+        &self,
+        options: &RpcOptions,
+        work: impl std::future::Future<Output = Result<T>>,
+    ) -> Result<T> {
+        let timeout = options.timeout.unwrap_or(self.inner.config.timeout);
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = tokio::time::timeout(timeout, work) => {
+                result.map_err(|_| Error::Timeout(timeout))?
+            }
+            () = cancelled => Err(Error::Cancelled),
+        }
+    }
+
+    pub(crate) async fn typed<T: DeserializeOwned>(
+        &self,
+        method: &str,
+        params: Value,
+        options: &RpcOptions,
+    ) -> Result<T> {
+        let result = self.rpc(method, params, options).await?;
+        serde_json::from_value(result).map_err(|e| Error::InvalidResponse(format!("{method}: {e}")))
+    }
+
+    /// Any request: `params` without `_meta` (it is added); the result object.
+    pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
+        self.rpc(method, params, &RpcOptions::default()).await
+    }
+
+    /// `server/discover` (V-04: optional; any request works without it). For a legacy server
+    /// the answer is made from its `initialize` result.
+    pub async fn discover(&self) -> Result<DiscoverResult> {
+        self.typed("server/discover", json!({}), &RpcOptions::default())
+            .await
+    }
+
+    /// Reads a resource, answering input requests on the way.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
+        let options = RpcOptions {
+            name: Some(uri.to_owned()),
+            ..Default::default()
+        };
+        let result = self
+            .rpc_rounds("resources/read", json!({"uri": uri}), &options)
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|e| Error::InvalidResponse(format!("resources/read: {e}")))
+    }
+
+    /// Renders a prompt, answering input requests on the way.
+    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
+        let options = RpcOptions {
+            name: Some(name.to_owned()),
+            ..Default::default()
+        };
+        let result = self
+            .rpc_rounds(
+                "prompts/get",
+                json!({"name": name, "arguments": arguments}),
+                &options,
+            )
+            .await?;
+        serde_json::from_value(result)
+            .map_err(|e| Error::InvalidResponse(format!("prompts/get: {e}")))
+    }
+
+    /// Completion values for a prompt argument or template variable.
+    pub async fn complete(
+        &self,
+        reference: CompletionReference,
+        argument: CompletionArgument,
+    ) -> Result<CompleteResult> {
+        self.typed(
+            "completion/complete",
+            json!({"ref": reference, "argument": argument}),
+            &RpcOptions::default(),
+        )
+        .await
+    }
+}
+
+/// A short description of a reply, for messages.
+fn reply_summary(reply: &Reply) -> String {
+    let body = reply.message.to_string();
+    format!(
+        "HTTP {}: {}",
+        reply.status,
+        body.chars().take(200).collect::<String>()
+    )
+}
