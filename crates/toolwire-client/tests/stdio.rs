@@ -7,21 +7,9 @@ use std::time::Duration;
 use serde_json::{Value, json};
 use toolwire_client::{Client, ClientBuilder, StdioCommand};
 
-/// The Python interpreter's real path (not a shim that needs the caller's environment).
-fn python() -> String {
-    let output = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 runs");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
-
-fn script() -> String {
-    format!(
-        "{}/tests/support/stdio_server.py",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+#[path = "support/python.rs"]
+mod python;
+use python::{python, script};
 
 fn server() -> StdioCommand {
     StdioCommand::new(python()).arg(script())

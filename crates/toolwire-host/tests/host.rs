@@ -5,8 +5,11 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 
+mod support;
+
 use futures::StreamExt as _;
 use serde_json::{Value, json};
+use support::text;
 use toolwire_client::protocol::ToolAnnotations;
 use toolwire_host::{
     Answer, ApprovalRequest, Approver, Host, HostConfig, HostOptions, ServerState, Variables,
@@ -64,13 +67,6 @@ impl Approver for Scripted {
         let answer = self.answers.lock().unwrap().remove(0);
         Box::pin(async move { answer })
     }
-}
-
-fn text(result: &toolwire_client::protocol::CallToolResult) -> String {
-    serde_json::to_value(result).unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

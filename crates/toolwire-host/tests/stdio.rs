@@ -11,21 +11,12 @@ use toolwire_host::{
     Answer, ApprovalRequest, Approver, Host, HostConfig, HostOptions, ServerState, Variables,
 };
 
-/// The Python interpreter's real path (not a shim that needs the caller's environment).
-fn python() -> String {
-    let output = std::process::Command::new("python3")
-        .args(["-c", "import sys; print(sys.executable)"])
-        .output()
-        .expect("python3 runs");
-    String::from_utf8(output.stdout).unwrap().trim().to_owned()
-}
+#[path = "../../toolwire-client/tests/support/python.rs"]
+mod python;
+mod support;
 
-fn script() -> String {
-    format!(
-        "{}/../toolwire-client/tests/support/stdio_server.py",
-        env!("CARGO_MANIFEST_DIR")
-    )
-}
+use python::{python, script};
+use support::text;
 
 /// The policy allows every call here; a question to a person is a failure.
 struct NobodyAsked;
@@ -40,13 +31,6 @@ impl Approver for NobodyAsked {
             request.qualified
         )
     }
-}
-
-fn text(result: &toolwire_client::protocol::CallToolResult) -> String {
-    serde_json::to_value(result).unwrap()["content"][0]["text"]
-        .as_str()
-        .unwrap_or_default()
-        .to_owned()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
