@@ -113,3 +113,73 @@ async fn a_stdio_server_cleaned_redacted_and_restarted() {
     assert_eq!(verified.records as usize, records.len());
     std::fs::remove_dir_all(&dir).unwrap();
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-late-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let command = dir.join("late-server");
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"late": {"command": command, "approval": {"allow": ["*"]}}}})
+            .to_string(),
+        "/test/.mcp.json",
+        &Variables::default(),
+    )
+    .unwrap();
+    let mut host = Host::connect(
+        &config,
+        HostOptions::new(NobodyAsked).audit_log(dir.join("audit.jsonl")),
+    )
+    .await
+    .unwrap();
+    assert!(
+        matches!(&host.servers()[0].state, ServerState::Failed { error } if error.contains("late-server")),
+        "{:?}",
+        host.servers()
+    );
+    assert!(host.tools().is_empty());
+    let refused = host.call("late__pid", json!({})).await;
+    assert!(refused.is_error());
+
+    // The command appears (installed, mounted, fixed); the next refresh starts it.
+    std::fs::write(
+        &command,
+        format!("#!/bin/sh\nexec '{}' '{}'\n", python(), script()),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::set_permissions(&command, std::fs::Permissions::from_mode(0o755)).unwrap();
+    host.refresh().await.unwrap();
+    assert!(
+        matches!(host.servers()[0].state, ServerState::Connected { .. }),
+        "{:?}",
+        host.servers()
+    );
+    assert_eq!(host.servers().len(), 1);
+    let pid = host.call("late__pid", json!({})).await;
+    assert!(text(&pid).parse::<u32>().is_ok(), "{}", text(&pid));
+    host.close().await;
+    let log = std::fs::read_to_string(dir.join("audit.jsonl")).unwrap();
+    let events: Vec<String> = log
+        .lines()
+        .map(|l| {
+            serde_json::from_str::<Value>(l).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        })
+        .collect();
+    // Failed at start, the call to a tool nobody listed, then started, listed and called.
+    assert_eq!(
+        events,
+        [
+            "server_failed",
+            "call_unknown",
+            "tools_changed",
+            "server_listed",
+            "call"
+        ]
+    );
+    std::fs::remove_dir_all(&dir).unwrap();
+}

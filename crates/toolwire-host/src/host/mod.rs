@@ -256,6 +256,8 @@ struct Connection {
 /// Many servers behind one list of tools.
 pub struct Host {
     options: HostOptions,
+    /// Servers whose client could not be made (a stdio command that did not start).
+    unstarted: Vec<ServerConfig>,
     connections: BTreeMap<String, Connection>,
     statuses: Vec<ServerStatus>,
     tools: Vec<HostTool>,
@@ -301,15 +303,9 @@ impl Host {
             None => Redaction::new(&config.audit).map_err(HostError::Redaction)?,
         };
         Names::build(options.name_budget, std::iter::empty())?;
-        let opened = futures::future::join_all(
-            config
-                .servers
-                .iter()
-                .map(|server| async { (server.clone(), open(server, &options).await) }),
-        )
-        .await;
         let mut host = Host {
             options,
+            unstarted: config.servers.clone(),
             connections: BTreeMap::new(),
             statuses: Vec::new(),
             tools: Vec::new(),
@@ -320,10 +316,25 @@ impl Host {
             audit,
             redaction,
         };
-        for (server, opened) in opened {
+        host.refresh().await?;
+        Ok(host)
+    }
+
+    /// Starts the servers that could not be started yet (a stdio command that failed), at
+    /// once; each failure is recorded and reported in [`Host::servers`].
+    async fn start_servers(&mut self) {
+        let unstarted = std::mem::take(&mut self.unstarted);
+        let options = &self.options;
+        let opened = futures::future::join_all(
+            unstarted
+                .into_iter()
+                .map(|server| async { (open(&server, options).await, server) }),
+        )
+        .await;
+        for (opened, server) in opened {
             match opened {
                 Ok(client) => {
-                    host.connections.insert(
+                    self.connections.insert(
                         server.name.clone(),
                         Connection {
                             config: server,
@@ -333,25 +344,27 @@ impl Host {
                     );
                 }
                 Err(error) => {
-                    host.record(
+                    self.record(
                         "server_failed",
                         json!({"server": server.name, "error": error}),
                     );
-                    host.statuses.push(ServerStatus {
-                        name: server.name,
+                    self.statuses.push(ServerStatus {
+                        name: server.name.clone(),
                         state: ServerState::Failed { error },
                         pins: PinReport::default(),
                     });
+                    self.unstarted.push(server);
                 }
             }
         }
-        host.refresh().await?;
-        Ok(host)
     }
 
-    /// Lists every connected server's tools again, checks them against their pins and
-    /// renames them.
+    /// Starts the servers that could not be started before, lists every server's tools
+    /// again, checks them against their pins and renames them. A server that failed (to
+    /// start, or to list) is tried again here.
     pub async fn refresh(&mut self) -> Result<(), HostError> {
+        self.statuses.clear();
+        self.start_servers().await;
         let lists = self.connections.values().map(|c| async move {
             (
                 c.config.name.clone(),
@@ -359,8 +372,6 @@ impl Host {
             )
         });
         let lists = futures::future::join_all(lists).await;
-        self.statuses
-            .retain(|s| !self.connections.contains_key(&s.name));
         let mut kept: Vec<(String, Tool, Value)> = Vec::new();
         let mut states: HashMap<(String, String), PinState> = HashMap::new();
         for (server, listed) in lists {
