@@ -39,9 +39,10 @@ pub mod pins;
 pub mod policy;
 mod util;
 
-pub use audit::{AuditError, AuditLog, Head, Tampering, Verified, verify};
+pub use audit::{AuditError, AuditLog, Head, Redaction, Tampering, Verified, verify};
 pub use config::{
-    ApprovalRules, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport, Variables,
+    ApprovalRules, AuditConfig, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport,
+    Variables,
 };
 pub use glob::Globs;
 pub use host::{
