@@ -19,7 +19,7 @@ use crate::input::{
 /// The default of [`ClientBuilder::probe_timeout`].
 const DEFAULT_PROBE_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// Builds a [`Client`].
+/// Builds a [`Client`](crate::Client).
 pub struct ClientBuilder {
     pub(crate) info: Implementation,
     pub(crate) send_client_info: bool,
@@ -240,14 +240,14 @@ impl ClientBuilder {
 
     /// The most items one paginated list (tools, prompts, resources, templates) may hold, all
     /// pages together (default 100,000); past it the listing fails with
-    /// [`Error::ListTooLarge`].
+    /// [`Error::ListTooLarge`](crate::Error::ListTooLarge).
     pub fn max_list_items(mut self, items: usize) -> Self {
         self.max_list_items = items;
         self
     }
 
     /// The most bytes of JSON one paginated list may take, all pages together (default 64 MiB);
-    /// past it the listing fails with [`Error::ListTooLarge`].
+    /// past it the listing fails with [`Error::ListTooLarge`](crate::Error::ListTooLarge).
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
         self.max_list_bytes = bytes;
         self
@@ -255,7 +255,7 @@ impl ClientBuilder {
 
     /// The longest one paginated list may take, all pages together (default 2 minutes; each
     /// page also has the request timeout); past it the listing fails with
-    /// [`Error::ListTooLarge`].
+    /// [`Error::ListTooLarge`](crate::Error::ListTooLarge).
     pub fn list_timeout(mut self, timeout: Duration) -> Self {
         self.list_timeout = timeout;
         self
