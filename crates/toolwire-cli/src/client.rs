@@ -3,10 +3,10 @@
 //! everything else to stderr, and every piece of the server's text through `terminal`, which
 //! makes its control characters visible.
 
-use anyhow::{Context as _, bail};
+use anyhow::Context as _;
 use serde_json::Value;
-use toolwire_client::protocol::{CallToolResult, ContentBlock, SubscriptionFilter};
-use toolwire_client::{CallOptions, Client, Notification};
+use toolwire_client::protocol::SubscriptionFilter;
+use toolwire_client::{Client, Notification};
 
 use crate::session::session;
 use crate::target::Target;
@@ -20,7 +20,7 @@ pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
 async fn discover_with(target: &Target, client: &Client) -> anyhow::Result<()> {
     let discover = client.discover().await?;
     let era = client.era();
-    if target.json {
+    if target.connection.json {
         return Ok(out(&json(&discover, true)?)?);
     }
     let mut lines = Vec::new();
@@ -32,7 +32,7 @@ async fn discover_with(target: &Target, client: &Client) -> anyhow::Result<()> {
             visible(&info.version, Layout::Line)
         ));
     }
-    let era = format!("{:?}", era.context("no era settled")?);
+    let era = crate::host::servers::era(&era.context("no era settled")?);
     lines.push(format!("era: {}", visible(&era, Layout::Line)));
     let versions = discover.supported_versions.join(", ");
     lines.push(format!("versions: {}", visible(&versions, Layout::Line)));
@@ -49,33 +49,8 @@ async fn discover_with(target: &Target, client: &Client) -> anyhow::Result<()> {
     Ok(out(&lines.join("\n"))?)
 }
 
-/// `toolwire tools`: every tool, with its arguments.
-pub(crate) async fn tools(target: &Target) -> anyhow::Result<()> {
-    session(target, async |client| tools_with(target, client).await).await
-}
-
-async fn tools_with(target: &Target, client: &Client) -> anyhow::Result<()> {
-    let tools = client.list_tools().await?;
-    if target.json {
-        return Ok(out(&json(&tools, true)?)?);
-    }
-    let mut lines = Vec::new();
-    for tool in &tools {
-        lines.push(signature(tool));
-        if let Some(description) = &tool.description {
-            for line in visible(description, Layout::Text).lines() {
-                lines.push(format!("    {line}"));
-            }
-        }
-    }
-    if lines.is_empty() {
-        return Ok(());
-    }
-    Ok(out(&lines.join("\n"))?)
-}
-
 /// `name(argument: type, optional?: type)`, every part of it made visible.
-fn signature(tool: &toolwire_client::protocol::Tool) -> String {
+pub(crate) fn signature(tool: &toolwire_client::protocol::Tool, name: &str) -> String {
     let required: Vec<&str> = tool
         .input_schema
         .get("required")
@@ -101,63 +76,8 @@ fn signature(tool: &toolwire_client::protocol::Tool) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    let signature = format!("{}({})", tool.name, arguments.join(", "));
+    let signature = format!("{name}({})", arguments.join(", "));
     visible(&signature, Layout::Line).into_owned()
-}
-
-/// `toolwire call`: calls a tool and prints what it returned; a tool error exits with 1.
-pub(crate) async fn call(
-    target: &Target,
-    tool: &str,
-    arguments: Option<&str>,
-) -> anyhow::Result<bool> {
-    let arguments: Value = match arguments {
-        Some(text) => serde_json::from_str(text).context("the arguments are not JSON")?,
-        None => Value::Object(Default::default()),
-    };
-    if !arguments.is_object() {
-        bail!("the arguments must be a JSON object");
-    }
-    session(target, async |client| {
-        call_with(target, client, tool, arguments).await
-    })
-    .await
-}
-
-async fn call_with(
-    target: &Target,
-    client: &Client,
-    tool: &str,
-    arguments: Value,
-) -> anyhow::Result<bool> {
-    let options = CallOptions::default().on_progress(|p| {
-        let total = p.total.map(|t| format!("/{t}")).unwrap_or_default();
-        let message = visible(p.message.as_deref().unwrap_or(""), Layout::Line);
-        note(&format!(
-            "toolwire: progress {}{total} {message}",
-            p.progress
-        ));
-    });
-    let result = client.call_tool_with(tool, arguments, options).await?;
-    if target.json {
-        out(&json(&result, true)?)?;
-    } else {
-        print_result(&result)?;
-    }
-    Ok(!result.is_error())
-}
-
-fn print_result(result: &CallToolResult) -> anyhow::Result<()> {
-    if let Some(structured) = &result.structured_content {
-        return Ok(out(&json(structured, true)?)?);
-    }
-    for block in &result.content {
-        match block {
-            ContentBlock::Text(text) => out(&visible(&text.text, Layout::Text))?,
-            other => out(&json(other, false)?)?,
-        }
-    }
-    Ok(())
 }
 
 /// `toolwire watch`: prints list changes until interrupted or the server ends the stream.

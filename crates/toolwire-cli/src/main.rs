@@ -10,11 +10,13 @@ use toolwire_server::{http, stdio};
 mod client;
 mod config;
 mod examples;
+mod host;
 mod layers;
 mod notes;
 mod session;
 mod target;
 mod terminal;
+mod ui;
 
 #[derive(Parser)]
 #[command(
@@ -58,35 +60,78 @@ enum Command {
     },
     /// Show a server's era, protocol version, identity and capabilities.
     Discover(target::Target),
-    /// List a server's tools.
-    Tools(target::Target),
-    /// Call a tool and print its result (exit status 1 when the tool reports an error).
+    /// The configured servers: how each is reached, its protocol era, whether it is connected
+    /// and how many tools the model sees.
+    Servers(host::HostArgs),
+    /// The tools a model could use: qualified name, title, description, annotations (marked
+    /// untrusted unless the server is trusted) and pin state; then the hidden ones and why.
+    Tools {
+        #[command(flatten)]
+        host: host::HostArgs,
+        /// Only this configured server's tools; or one server for this command, as an
+        /// http(s):// URL or a command line (e.g. "uvx mcp-server-time").
+        #[arg(value_name = "SERVER")]
+        only: Option<String>,
+    },
+    /// Call a tool: shown with its arguments exactly as they will be sent, and asked about
+    /// unless a rule allows it (yes / no / always). Exit status: 0 done, 1 the tool reported
+    /// an error, 2 it could not be made, 3 refused, 130 cancelled with Ctrl-C.
+    ///
+    /// NAME is a qualified name from `toolwire tools`. For one server without a
+    /// configuration: toolwire call URL|"COMMAND LINE" TOOL [ARGS]. ARGS are one JSON object,
+    /// or key=value pairs typed by the tool's input schema (key:=JSON for a JSON value);
+    /// required arguments left out are asked for at a terminal.
     Call {
         #[command(flatten)]
-        target: target::Target,
-        /// The tool.
-        tool: String,
-        /// Its arguments, as a JSON object.
-        arguments: Option<String>,
+        host: host::HostArgs,
+        #[command(flatten)]
+        call: host::call::CallArgs,
+        /// The tool's qualified name (or a server, then the tool's name).
+        name: String,
+        /// The arguments: a JSON object, or key=value pairs.
+        arguments: Vec<String>,
     },
-    /// Print the server's list changes as they happen.
+    /// Print list changes as they happen: of every configured server (or the one named), or
+    /// of one server given as a URL or command line.
     Watch {
         #[command(flatten)]
-        target: target::Target,
-        /// Also watch this resource for updates (repeatable).
+        host: host::HostArgs,
+        /// A configured server's name, or one server as a URL or command line.
+        #[arg(value_name = "SERVER")]
+        only: Option<String>,
+        /// Also watch this resource for updates (repeatable; one server given by URL or
+        /// command line only).
         #[arg(long = "resource", value_name = "URI")]
         resources: Vec<String>,
+    },
+    /// The approved tool definitions (pins): list, diff, approve, forget.
+    Pins {
+        #[command(flatten)]
+        host: host::HostArgs,
+        #[command(subcommand)]
+        action: host::pins::PinsAction,
+    },
+    /// The host's hash-chained audit log: show, verify.
+    Audit {
+        #[command(flatten)]
+        host: host::HostArgs,
+        #[command(subcommand)]
+        action: host::audit::AuditAction,
     },
 }
 
 /// Exit statuses: 0 done (also when stdout was closed early, as by `| head -1`), 1 the tool
-/// reported an error (`call`), 2 anything else failed, 128 + the signal's number when a client
-/// command was interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after stopping its server.
+/// reported an error (`call`) or the audit log was tampered with (`audit verify`), 2 anything
+/// else failed, 3 a call was refused, 128 + the signal's number when a client command was
+/// interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after stopping its server.
 #[tokio::main]
 async fn main() {
     if let Err(error) = run().await {
         if let Some(interrupted) = error.downcast_ref::<session::Interrupted>() {
             std::process::exit(interrupted.status);
+        }
+        if let Some(host::Ended(status)) = error.downcast_ref::<host::Ended>() {
+            std::process::exit(*status);
         }
         if terminal::is_broken_pipe(&error) {
             // Whoever read stdout has seen enough, as `head` has: end quietly.
@@ -146,18 +191,33 @@ async fn run() -> anyhow::Result<()> {
             serve(http, allow_hosts, modern_only, config, notes).await
         }
         Command::Discover(target) => client::discover(&target).await,
-        Command::Tools(target) => client::tools(&target).await,
+        Command::Servers(host) => host::servers::servers(&host).await,
+        Command::Tools { host, only } => host::tools::tools(&host, only.as_deref()).await,
         Command::Call {
-            target,
-            tool,
+            host,
+            call,
+            name,
             arguments,
-        } => {
-            if !client::call(&target, &tool, arguments.as_deref()).await? {
-                std::process::exit(1);
+        } => host::call::call(&host, &call, &name, &arguments).await,
+        Command::Watch {
+            host,
+            only,
+            resources,
+        } => match host.one_off(only.as_deref()) {
+            Some(one) => {
+                let target = target::Target {
+                    server: one.to_owned(),
+                    connection: host.connection.clone(),
+                };
+                client::watch(&target, resources).await
             }
-            Ok(())
-        }
-        Command::Watch { target, resources } => client::watch(&target, resources).await,
+            None if !resources.is_empty() => anyhow::bail!(
+                "--resource needs one server given as a URL or command line (--server)"
+            ),
+            None => host::watch::watch(&host, only.as_deref()).await,
+        },
+        Command::Pins { host, action } => host::pins::pins(&host, &action).await,
+        Command::Audit { host, action } => host::audit::audit(&host, &action),
     }
 }
 
@@ -239,4 +299,14 @@ fn try_it(addr: SocketAddr) -> String {
          -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
          -H 'mcp-method: tools/call' -H 'mcp-name: add' -d '{body}'"
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory as _;
+
+    #[test]
+    fn the_command_line_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

@@ -8,76 +8,169 @@ use clap::Args;
 use serde_json::Value;
 use toolwire_client::protocol::ElicitRequestParams;
 use toolwire_client::{Client, ClientBuilder, StdioCommand};
+use toolwire_host::{ServerConfig, Transport};
 
 use crate::terminal::{Layout, note, visible};
 
-/// How to reach the server, shared by every client command.
-#[derive(Args, Debug)]
-pub(crate) struct Target {
-    /// The server: an http(s):// URL, or a command line that starts it on stdio (quoted, e.g.
-    /// "toolwire serve" or "python server.py --stdio").
-    #[arg(value_name = "SERVER")]
-    server: String,
+/// How to reach a server named on the command line (a URL or a command line), shared by the
+/// client commands.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct Connection {
     /// An HTTP header for every request, as NAME:VALUE (repeatable).
     #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
-    headers: Vec<String>,
+    pub(crate) headers: Vec<String>,
     /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
     /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
     #[arg(long = "ca-file", value_name = "PEM")]
-    ca_files: Vec<std::path::PathBuf>,
+    pub(crate) ca_files: Vec<std::path::PathBuf>,
     /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
     #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
-    bearer: Option<String>,
+    pub(crate) bearer: Option<String>,
     /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
     /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,
     /// TERM and USER from this environment.
     #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
-    env: Vec<String>,
+    pub(crate) env: Vec<String>,
     /// Seconds to wait for each answer (progress restarts the wait).
     #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
-    timeout: f64,
+    pub(crate) timeout: f64,
     /// Seconds a stdio server may take to answer its first `server/discover` before it is
     /// spoken to as a 2025-11-25 server (slow starters: a first `npx -y`, a container, a JVM).
     /// The first request's --timeout bounds it too.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
-    probe_timeout: f64,
+    pub(crate) probe_timeout: f64,
     /// The answer to every form elicitation, as a JSON object (without it, elicitations are
     /// declined and their question printed). URL-mode elicitation is not offered: this command
     /// cannot get the user's consent to open a URL (M-16).
     #[arg(long, value_name = "JSON")]
-    answer: Option<String>,
+    pub(crate) answer: Option<String>,
     /// Print results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
 }
 
+/// A server named on the command line.
+#[derive(Args, Debug)]
+pub(crate) struct Target {
+    /// The server: an http(s):// URL, or a command line that starts it on stdio (quoted, e.g.
+    /// "toolwire serve" or "python server.py --stdio").
+    #[arg(value_name = "SERVER")]
+    pub(crate) server: String,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
+/// Whether a command-line argument names a server rather than a configured name: a URL, or a
+/// command line with a space in it.
+pub(crate) fn names_a_server(arg: &str) -> bool {
+    arg.starts_with("http://") || arg.starts_with("https://") || arg.contains(char::is_whitespace)
+}
+
+impl Connection {
+    /// `--timeout`, checked.
+    pub(crate) fn timeout(&self) -> anyhow::Result<Duration> {
+        Duration::try_from_secs_f64(self.timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--timeout must be a positive number of seconds")
+    }
+
+    /// `--probe-timeout`, checked.
+    pub(crate) fn probe_timeout(&self) -> anyhow::Result<Duration> {
+        Duration::try_from_secs_f64(self.probe_timeout)
+            .ok()
+            .filter(|t| !t.is_zero())
+            .context("--probe-timeout must be a positive number of seconds")
+    }
+
+    /// `--answer`, parsed.
+    pub(crate) fn answer(&self) -> anyhow::Result<Option<Value>> {
+        match &self.answer {
+            Some(text) => Ok(Some(
+                serde_json::from_str(text).context("--answer is not JSON")?,
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// `server` (a URL or a command line) as the one server of a host configuration.
+    pub(crate) fn server_config(&self, server: &str) -> anyhow::Result<ServerConfig> {
+        let transport = if server.starts_with("http://") || server.starts_with("https://") {
+            if !self.env.is_empty() {
+                bail!("--env applies to stdio servers only");
+            }
+            let mut headers = std::collections::BTreeMap::new();
+            for header in &self.headers {
+                let (name, value) = header
+                    .split_once(':')
+                    .with_context(|| format!("--header {header:?} is not NAME:VALUE"))?;
+                headers.insert(name.trim().to_owned(), value.trim().to_owned());
+            }
+            if let Some(token) = &self.bearer {
+                headers.insert("Authorization".into(), format!("Bearer {token}"));
+            }
+            Transport::Http {
+                url: server.to_owned(),
+                headers,
+            }
+        } else {
+            let words = shlex::split(server)
+                .filter(|w| !w.is_empty())
+                .with_context(|| format!("cannot split the command line {server:?}"))?;
+            let mut env = std::collections::BTreeMap::new();
+            for pair in &self.env {
+                match pair.split_once('=') {
+                    Some((name, value)) => env.insert(name.to_owned(), value.to_owned()),
+                    None => env.insert(pair.clone(), std::env::var(pair).unwrap_or_default()),
+                };
+            }
+            Transport::Stdio {
+                command: words[0].clone(),
+                args: words[1..].to_vec(),
+                env,
+                cwd: None,
+            }
+        };
+        Ok(ServerConfig {
+            name: server.to_owned(),
+            transport,
+            prefix: "server".into(),
+            tools: Default::default(),
+            trust: false,
+            timeout: Some(self.timeout()?),
+            tool_timeouts: Default::default(),
+            approval: Default::default(),
+        })
+    }
+}
+
 impl Target {
     /// Connects: HTTP for a URL, else a child process.
     pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
-        let timeout = Duration::try_from_secs_f64(self.timeout)
+        let timeout = Duration::try_from_secs_f64(self.connection.timeout)
             .ok()
             .filter(|t| !t.is_zero())
             .context("--timeout must be a positive number of seconds")?;
-        let probe_timeout = Duration::try_from_secs_f64(self.probe_timeout)
+        let probe_timeout = Duration::try_from_secs_f64(self.connection.probe_timeout)
             .ok()
             .filter(|t| !t.is_zero())
             .context("--probe-timeout must be a positive number of seconds")?;
         let mut builder = ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION"))
             .timeout(timeout)
             .probe_timeout(probe_timeout);
-        for header in &self.headers {
+        for header in &self.connection.headers {
             let (name, value) = header
                 .split_once(':')
                 .with_context(|| format!("--header {header:?} is not NAME:VALUE"))?;
             builder = builder.header(name.trim(), value.trim());
         }
-        if let Some(token) = &self.bearer {
+        if let Some(token) = &self.connection.bearer {
             builder = builder.bearer_token(token);
         }
-        for path in &self.ca_files {
+        for path in &self.connection.ca_files {
             builder = builder.ca_file(path);
         }
-        let answer: Option<Value> = match &self.answer {
+        let answer: Option<Value> = match &self.connection.answer {
             Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
             None => None,
         };
@@ -110,7 +203,7 @@ impl Target {
             }
         });
         if self.server.starts_with("http://") || self.server.starts_with("https://") {
-            if !self.env.is_empty() {
+            if !self.connection.env.is_empty() {
                 bail!("--env applies to stdio servers only");
             }
             return Ok(builder.http(&self.server)?);
@@ -119,7 +212,7 @@ impl Target {
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
-        for pair in &self.env {
+        for pair in &self.connection.env {
             command = match pair.split_once('=') {
                 Some((name, value)) => command.env(name, value),
                 None => command.inherit_env(pair),

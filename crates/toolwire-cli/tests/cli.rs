@@ -16,6 +16,10 @@ fn scratch_data_dir() -> std::path::PathBuf {
 
 fn toolwire(args: &[&str]) -> Output {
     Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         .args(args)
         .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
         .env_remove("RUST_BACKTRACE")
@@ -98,6 +102,10 @@ impl HttpServer {
 
     fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
         let mut child = Command::new(BIN)
+            .env(
+                "TOOLWIRE_STATE_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+            )
             .arg("serve")
             .args(args)
             .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
@@ -132,6 +140,10 @@ impl Drop for HttpServer {
 fn serve_survives_a_line_ending_in_a_backslash() {
     use std::io::Write;
     let mut child = Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -160,6 +172,10 @@ fn serve_answers_legacy_clients_unless_modern_only() {
     use std::io::Write;
     let session = |extra: &[&str]| {
         let mut child = Command::new(BIN)
+            .env(
+                "TOOLWIRE_STATE_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+            )
             .arg("serve")
             .args(extra)
             .stdin(Stdio::piped())
@@ -300,7 +316,7 @@ fn tools_and_calls_over_stdio() {
         stdout(&listed)
     );
 
-    let sum = toolwire(&["call", &server, "add", r#"{"a": 2, "b": 3}"#]);
+    let sum = toolwire(&["call", "--yes", &server, "add", r#"{"a": 2, "b": 3}"#]);
     assert!(sum.status.success(), "{}", stderr(&sum));
     let value: serde_json::Value = serde_json::from_str(&stdout(&sum)).unwrap();
     assert_eq!(value["sum"], 5.0);
@@ -308,6 +324,7 @@ fn tools_and_calls_over_stdio() {
     // Progress goes to stderr, the result to stdout.
     let counted = toolwire(&[
         "call",
+        "--yes",
         &server,
         "count_slowly",
         r#"{"to": 2, "delay_ms": 1}"#,
@@ -321,19 +338,19 @@ fn tools_and_calls_over_stdio() {
     );
 
     // A tool error: the message for the model, exit status 1.
-    let invalid = toolwire(&["call", &server, "add", r#"{"a": "two"}"#]);
+    let invalid = toolwire(&["call", "--yes", &server, "add", r#"{"a": "two"}"#]);
     assert_eq!(invalid.status.code(), Some(1));
     assert!(stdout(&invalid).contains("/a"), "{}", stdout(&invalid));
 
     // A protocol error and bad input: a message on stderr, exit status 2.
-    let unknown = toolwire(&["call", &server, "nope"]);
+    let unknown = toolwire(&["call", "--yes", &server, "nope"]);
     assert_eq!(unknown.status.code(), Some(2));
     assert!(
-        stderr(&unknown).contains("Unknown tool"),
+        stderr(&unknown).contains("there is no tool named nope"),
         "{}",
         stderr(&unknown)
     );
-    let not_json = toolwire(&["call", &server, "add", "{a: 2"]);
+    let not_json = toolwire(&["call", "--yes", &server, "add", "{a: 2"]);
     assert_eq!(not_json.status.code(), Some(2));
     assert!(
         stderr(&not_json).contains("not JSON"),
@@ -357,17 +374,34 @@ fn discover_call_and_watch_over_http() {
     let value: serde_json::Value = serde_json::from_str(&stdout(&discovered)).unwrap();
     assert_eq!(value["supportedVersions"][0], "2026-07-28");
 
-    let echoed = toolwire(&["call", &server.url, "echo", r#"{"message": "héllo"}"#]);
+    let echoed = toolwire(&[
+        "call",
+        "--yes",
+        &server.url,
+        "echo",
+        r#"{"message": "héllo"}"#,
+    ]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
     assert_eq!(stdout(&echoed).trim(), "héllo");
 
-    let json = toolwire(&["call", &server.url, "echo", r#"{"message": "x"}"#, "--json"]);
+    let json = toolwire(&[
+        "call",
+        "--yes",
+        &server.url,
+        "echo",
+        r#"{"message": "x"}"#,
+        "--json",
+    ]);
     let value: serde_json::Value = serde_json::from_str(&stdout(&json)).unwrap();
     assert_eq!(value["resultType"], "complete");
 
     // watch runs until the server ends the subscription (here: a graceful shutdown, L-10).
     let mut watch = Killed(
         Command::new(BIN)
+            .env(
+                "TOOLWIRE_STATE_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+            )
             .args(["watch", &server.url])
             .stderr(Stdio::piped())
             .spawn()
@@ -426,14 +460,15 @@ fn stdio_scopes_come_from_the_environment() {
     );
     let refused = toolwire(
         &[
-            &["call", &server, "add", r#"{"a": 1, "b": 2}"#][..],
+            &["call", "--yes", &server, "add", r#"{"a": 1, "b": 2}"#][..],
             &reader[..],
         ]
         .concat(),
     );
+    // Hidden by the scopes, so never called (the host calls listed tools only).
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert!(
-        stderr(&refused).contains("insufficient scope"),
+        stderr(&refused).contains("there is no tool named add"),
         "{}",
         stderr(&refused)
     );
@@ -441,7 +476,7 @@ fn stdio_scopes_come_from_the_environment() {
     let math = ["-e", "TOOLWIRE_SCOPES=math"];
     let sum = toolwire(
         &[
-            &["call", &server, "add", r#"{"a": 1, "b": 2}"#][..],
+            &["call", "--yes", &server, "add", r#"{"a": 1, "b": 2}"#][..],
             &math[..],
         ]
         .concat(),
@@ -458,6 +493,10 @@ fn stdio_scopes_come_from_the_environment() {
         stderr(&through)
     );
     let empty = Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         .arg("serve")
         .env("TOOLWIRE_PRINCIPAL", "")
         .stdin(Stdio::null())
@@ -605,15 +644,17 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
     assert!(!stdout(&listed).contains("add("), "{}", stdout(&listed));
     let refused = toolwire(&[
         "call",
+        "--yes",
         &server.url,
         "add",
         r#"{"a": 1, "b": 2}"#,
         "--bearer",
         &reader,
     ]);
+    // A tool the server hides from this caller is not called: the host calls listed tools only.
     assert_eq!(refused.status.code(), Some(2), "{refused:?}");
     assert!(
-        stderr(&refused).contains("insufficient scope: this needs math"),
+        stderr(&refused).contains("there is no tool named add"),
         "{}",
         stderr(&refused)
     );
@@ -621,6 +662,7 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
     let math = token_for("tools:read math");
     let sum = toolwire(&[
         "call",
+        "--yes",
         &server.url,
         "add",
         r#"{"a": 1, "b": 2}"#,
@@ -638,7 +680,7 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
 fn serve_sanitizes_tool_output_as_configured() {
     let server = stdio_server();
     let leak = r#"{"message": "key AKIAIOSFODNN7EXAMPLE id INT-123456 \u001b[31mred\u001b[0m"}"#;
-    let echoed = toolwire(&["call", &server, "echo", leak]);
+    let echoed = toolwire(&["call", "--yes", &server, "echo", leak]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
     assert_eq!(
         stdout(&echoed).trim(),
@@ -654,7 +696,7 @@ fn serve_sanitizes_tool_output_as_configured() {
     )
     .unwrap();
     let configured = format!("{BIN} serve --config {}", mine.display());
-    let echoed = toolwire(&["call", &configured, "echo", leak]);
+    let echoed = toolwire(&["call", "--yes", &configured, "echo", leak]);
     assert_eq!(
         stdout(&echoed).trim(),
         "key [REDACTED:aws-access-key] id [REDACTED:internal-id] red"
@@ -667,7 +709,7 @@ fn serve_sanitizes_tool_output_as_configured() {
     )
     .unwrap();
     let configured = format!("{BIN} serve --config {}", raw.display());
-    let echoed = toolwire(&["call", &configured, "echo", leak]);
+    let echoed = toolwire(&["call", "--yes", &configured, "echo", leak]);
     assert!(
         stdout(&echoed).contains("AKIAIOSFODNN7EXAMPLE"),
         "{}",
@@ -688,6 +730,7 @@ fn serve_stops_a_tool_at_its_configured_deadline() {
     let started = std::time::Instant::now();
     let slow = toolwire(&[
         "call",
+        "--yes",
         &server,
         "count_slowly",
         r#"{"to": 40, "delay_ms": 50}"#,
@@ -705,6 +748,7 @@ fn serve_stops_a_tool_at_its_configured_deadline() {
     );
     let quick = toolwire(&[
         "call",
+        "--yes",
         &server,
         "count_slowly",
         r#"{"to": 1, "delay_ms": 1}"#,
@@ -729,12 +773,13 @@ fn serve_writes_an_audit_line_per_call() {
     let server = format!("{BIN} serve --config {}", config.display());
     let echoed = toolwire(&[
         "call",
+        "--yes",
         &server,
         "echo",
         r#"{"message": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"}"#,
     ]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
-    let added = toolwire(&["call", &server, "add", r#"{"a": 1, "b": 2}"#]);
+    let added = toolwire(&["call", "--yes", &server, "add", r#"{"a": 1, "b": 2}"#]);
     assert!(added.status.success(), "{}", stderr(&added));
     let text = std::fs::read_to_string(&log).unwrap();
     let events: Vec<serde_json::Value> = text
@@ -781,7 +826,7 @@ fn notes_survive_a_restart_and_expire_on_time() {
 
     let listed = {
         let server = HttpServer::start_with(&args);
-        let tools = toolwire(&["tools", &server.url]);
+        let tools = toolwire(&["tools", &server.url, "--json"]);
         assert!(tools.status.success(), "{}", stderr(&tools));
         stdout(&tools)
     };
@@ -793,7 +838,13 @@ fn notes_survive_a_restart_and_expire_on_time() {
     );
 
     let server = HttpServer::start_with(&args);
-    let created = toolwire(&["call", &server.url, "note_create", r#"{"text": "first"}"#]);
+    let created = toolwire(&[
+        "call",
+        "--yes",
+        &server.url,
+        "note_create",
+        r#"{"text": "first"}"#,
+    ]);
     assert!(created.status.success(), "{}", stderr(&created));
     let out = stdout(&created);
     let at = out
@@ -808,10 +859,11 @@ fn notes_survive_a_restart_and_expire_on_time() {
 
     let server = HttpServer::start_with(&args);
     let arguments = format!(r#"{{"note": "{note}", "text": "second"}}"#);
-    let appended = toolwire(&["call", &server.url, "note_append", &arguments]);
+    let appended = toolwire(&["call", "--yes", &server.url, "note_append", &arguments]);
     assert!(appended.status.success(), "{}", stderr(&appended));
     let read = toolwire(&[
         "call",
+        "--yes",
         &server.url,
         "note_read",
         &format!(r#"{{"note": "{note}"}}"#),
@@ -823,6 +875,7 @@ fn notes_survive_a_restart_and_expire_on_time() {
     std::thread::sleep(Duration::from_millis(2500));
     let expired = toolwire(&[
         "call",
+        "--yes",
         &server.url,
         "note_read",
         &format!(r#"{{"note": "{note}"}}"#),
@@ -857,10 +910,10 @@ fn serve_limits_calls_as_configured() {
         config.to_str().unwrap(),
     ]);
     for _ in 0..2 {
-        let added = toolwire(&["call", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
+        let added = toolwire(&["call", "--yes", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
         assert!(added.status.success(), "{}", stderr(&added));
     }
-    let limited = toolwire(&["call", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
+    let limited = toolwire(&["call", "--yes", &server.url, "add", r#"{"a": 1, "b": 2}"#]);
     assert_eq!(limited.status.code(), Some(1), "{limited:?}");
     let said = format!("{}{}", stdout(&limited), stderr(&limited));
     assert!(
@@ -868,7 +921,7 @@ fn serve_limits_calls_as_configured() {
         "{said}"
     );
     // Other tools keep their own quota.
-    let echoed = toolwire(&["call", &server.url, "echo", r#"{"message": "hi"}"#]);
+    let echoed = toolwire(&["call", "--yes", &server.url, "echo", r#"{"message": "hi"}"#]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
     let _ = std::fs::remove_dir_all(&dir);
 }

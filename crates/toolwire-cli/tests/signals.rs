@@ -37,12 +37,16 @@ fn start_call(pid_file: &Path, ignore_term: bool) -> (Child, std::sync::mpsc::Re
         if ignore_term { " --ignore-term" } else { "" }
     );
     let mut child = Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         // Notes go to a scratch directory, never the home directory.
         .env(
             "TOOLWIRE_DATA_DIR",
             std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
         )
-        .args(["call", &server, "hang"])
+        .args(["call", "--yes", &server, "hang"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())

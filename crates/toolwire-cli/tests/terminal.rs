@@ -86,6 +86,10 @@ fn server() -> String {
 
 fn toolwire(args: &[&str]) -> Output {
     Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         // Notes go to a scratch directory, never the home directory.
         .env(
             "TOOLWIRE_DATA_DIR",
@@ -151,8 +155,8 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
     for args in [
         &["discover"][..],
         &["tools"],
-        &["call", "text"],
-        &["call", "fail"],
+        &["call", "--yes", "text"],
+        &["call", "--yes", "fail"],
         &["watch"],
     ] {
         let output = run(args);
@@ -162,7 +166,7 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
             shown(&output)
         );
     }
-    let text = run(&["call", "text"]);
+    let text = run(&["call", "--yes", "text"]);
     assert_eq!(text.status.code(), Some(0));
     let text = shown(&text);
     assert!(
@@ -170,9 +174,9 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
         "the tool's own CRLF is kept: {text:?}"
     );
     assert!(text.contains(&format!("progress 1/2 {rendered}")), "{text}");
-    let fail = run(&["call", "fail"]);
+    let fail = run(&["call", "--yes", "fail"]);
     assert_eq!(fail.status.code(), Some(2), "a server error");
-    let structured = run(&["call", "structured"]);
+    let structured = run(&["call", "--yes", "structured"]);
     assert!(
         shown(&structured).contains("\\u001b]52"),
         "{}",
@@ -185,7 +189,7 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
         discovered["instructions"],
         format!("{HOSTILE}\ninstructions")
     );
-    let called = run(&["call", "text", "--json"]);
+    let called = run(&["call", "--yes", "text", "--json"]);
     let called: Value = serde_json::from_slice(&called.stdout).unwrap();
     assert_eq!(called["content"][1]["mimeType"], HOSTILE);
     let listed = run(&["tools", "--json"]);
@@ -195,7 +199,7 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
 
 #[test]
 fn answer_never_accepts_a_url_elicitation() {
-    let output = toolwire(&["call", &server(), "url", "--answer", "{}"]);
+    let output = toolwire(&["call", "--yes", &server(), "url", "--answer", "{}"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!stdout.contains("accept"), "{stdout}");
@@ -207,6 +211,10 @@ fn answer_never_accepts_a_url_elicitation() {
 /// Runs `toolwire` with stdout (or stderr) a pipe whose reading end is already closed.
 fn with_closed(args: &[&str], close_stdout: bool) -> std::process::ExitStatus {
     let mut child = Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         // Notes go to a scratch directory, never the home directory.
         .env(
             "TOOLWIRE_DATA_DIR",
@@ -248,7 +256,7 @@ fn a_closed_stdout_ends_a_command_quietly() {
     for args in [
         vec!["tools", server.as_str()],
         vec!["discover", server.as_str()],
-        vec!["call", server.as_str(), "text"],
+        vec!["call", "--yes", server.as_str(), "text"],
         vec!["watch", server.as_str()],
     ] {
         let status = with_closed(&args, true);
@@ -260,8 +268,8 @@ fn a_closed_stdout_ends_a_command_quietly() {
 fn a_closed_stderr_is_no_panic() {
     // Progress, log lines and the error message all go to stderr.
     let server = server();
-    let status = with_closed(&["call", &server, "text"], false);
+    let status = with_closed(&["call", "--yes", &server, "text"], false);
     assert_eq!(status.code(), Some(0));
-    let status = with_closed(&["call", &server, "fail"], false);
+    let status = with_closed(&["call", "--yes", &server, "fail"], false);
     assert_eq!(status.code(), Some(2));
 }

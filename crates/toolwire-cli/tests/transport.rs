@@ -27,12 +27,16 @@ fn python_server() -> String {
 #[test]
 fn a_stdio_server_does_not_get_the_bearer_token() {
     let output = Command::new(BIN)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+        )
         // Notes go to a scratch directory, never the home directory.
         .env(
             "TOOLWIRE_DATA_DIR",
             std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
         )
-        .args(["call", "--json", &python_server(), "env"])
+        .args(["call", "--yes", "--json", &python_server(), "env"])
         .args(["--env", "GIVEN=on the command line", "--env", "PASSED"])
         .env("TOOLWIRE_BEARER_TOKEN", "s3cret")
         .env("PASSED", "named with --env")
@@ -57,6 +61,10 @@ fn a_stdio_server_does_not_get_the_bearer_token() {
 async fn toolwire(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
     tokio::task::spawn_blocking(move || {
         Command::new(BIN)
+            .env(
+                "TOOLWIRE_STATE_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+            )
             // Notes go to a scratch directory, never the home directory.
             .env(
                 "TOOLWIRE_DATA_DIR",

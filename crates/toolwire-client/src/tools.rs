@@ -127,6 +127,18 @@ impl Client {
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 
+    /// The tools the last list had that are not exposed, by name, with the reason: those
+    /// whose `x-mcp-header` declarations are invalid (C-08, HTTP only).
+    pub fn dropped_tools(&self) -> Vec<(String, String)> {
+        let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
+        let mut dropped: Vec<(String, String)> = cache
+            .as_ref()
+            .map(|c| c.dropped.clone().into_iter().collect())
+            .unwrap_or_default();
+        dropped.sort();
+        dropped
+    }
+
     fn cached_tools(&self, only_fresh: bool) -> Option<Vec<Tool>> {
         let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
         let cache = cache.as_ref()?;

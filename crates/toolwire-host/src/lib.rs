@@ -46,8 +46,8 @@ pub use config::{
 };
 pub use glob::Globs;
 pub use host::{
-    DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Host, HostError, HostOptions, HostTool,
-    ListChange, ListChanges, ServerState, ServerStatus,
+    Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError, HostOptions,
+    HostTool, ListChange, ListChanges, Outcome, ServerState, ServerStatus,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{

@@ -80,7 +80,18 @@ impl AuditLog {
     /// not verify is not appended to.
     pub fn open(path: impl Into<PathBuf>) -> Result<AuditLog, AuditError> {
         let path = path.into();
-        let head = match verify(&path) {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| AuditError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        // No other process appends while the log is read.
+        let _reading = lock(&path, true).map_err(|source| AuditError::Io {
+            path: lock_path(&path),
+            source,
+        })?;
+        let head = match verify::verify_unlocked(&path) {
             Ok(verified) => verified.head,
             Err(Tampering::Missing { .. }) => Head {
                 seq: 0,
@@ -133,6 +144,10 @@ impl AuditLog {
             }
         }
         let mut state = self.lock();
+        // Other processes (two `toolwire call`s at once) append to the same log: the chain
+        // runs on from whatever record is last, under a lock every appender takes.
+        let _appending = self.lock_file()?;
+        self.catch_up(&mut state)?;
         if state.bytes >= self.rotate_bytes {
             self.rotate(&mut state)?;
         }
@@ -158,6 +173,61 @@ impl AuditLog {
         Ok(state.head.clone())
     }
 
+    /// `PATH.lock`, locked for this process until the guard drops.
+    fn lock_file(&self) -> Result<File, AuditError> {
+        lock(&self.path, true).map_err(|source| AuditError::Io {
+            path: lock_path(&self.path),
+            source,
+        })
+    }
+
+    /// When another process appended (or rotated) since this one last did, reopens the log
+    /// and continues the chain from its last record.
+    fn catch_up(&self, state: &mut State) -> Result<(), AuditError> {
+        let io = |source| AuditError::Io {
+            path: self.path.clone(),
+            source,
+        };
+        let on_disk = match std::fs::metadata(&self.path) {
+            Ok(meta) => Some(meta),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(io(e)),
+        };
+        let ours = state.file.metadata().map_err(io)?;
+        if on_disk
+            .as_ref()
+            .is_some_and(|m| same_file(m, &ours) && m.len() == state.bytes)
+        {
+            return Ok(());
+        }
+        state.file = OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(&self.path)
+            .map_err(io)?;
+        state.bytes = state.file.metadata().map_err(io)?.len();
+        state.head = match last_line(&self.path).map_err(io)? {
+            Some(line) => Head {
+                seq: serde_json::from_slice::<Value>(&line)
+                    .ok()
+                    .and_then(|r| r["seq"].as_u64())
+                    .ok_or_else(|| {
+                        AuditError::Tampered(Tampering::Malformed {
+                            file: self.path.clone(),
+                            line: 0,
+                            reason: "the last record has no seq".into(),
+                        })
+                    })?,
+                hash: sha256_hex(&line),
+            },
+            // Just rotated by another process: its head file says where the chain stands.
+            None => read_head(&self.path)
+                .map_err(io)?
+                .unwrap_or(state.head.clone()),
+        };
+        Ok(())
+    }
+
     fn rotate(&self, state: &mut State) -> Result<(), AuditError> {
         let io = |source| AuditError::Io {
             path: self.path.clone(),
@@ -176,6 +246,84 @@ impl AuditLog {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// `PATH.lock`: every process appending to the log holds it exclusively while it appends,
+/// [`verify`] shared while it reads.
+pub(crate) fn lock_path(path: &Path) -> PathBuf {
+    let mut name = path.as_os_str().to_owned();
+    name.push(".lock");
+    PathBuf::from(name)
+}
+
+/// Locks `PATH.lock` (created if missing), exclusively or shared, until the file is closed.
+pub(crate) fn lock(path: &Path, exclusive: bool) -> std::io::Result<File> {
+    let file = OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(lock_path(path))?;
+    let operation = if exclusive {
+        rustix::fs::FlockOperation::LockExclusive
+    } else {
+        rustix::fs::FlockOperation::LockShared
+    };
+    rustix::fs::flock(&file, operation)?;
+    Ok(file)
+}
+
+/// Whether two metadata describe the same file (a rotation renames it away).
+fn same_file(a: &std::fs::Metadata, b: &std::fs::Metadata) -> bool {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt as _;
+        a.dev() == b.dev() && a.ino() == b.ino()
+    }
+    #[cfg(not(unix))]
+    {
+        a.len() == b.len()
+    }
+}
+
+/// The last line of the file at `path`, without its newline (`None` for an empty file), read
+/// backwards so a long log is not read whole.
+fn last_line(path: &Path) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::{Read as _, Seek as _, SeekFrom};
+    let mut file = File::open(path)?;
+    let len = file.metadata()?.len();
+    let mut end = len;
+    let mut tail: Vec<u8> = Vec::new();
+    // Skip the final newline, then read chunks until the one before it.
+    loop {
+        let start = end.saturating_sub(64 * 1024);
+        let mut chunk = vec![0; (end - start) as usize];
+        file.seek(SeekFrom::Start(start))?;
+        file.read_exact(&mut chunk)?;
+        chunk.extend_from_slice(&tail);
+        tail = chunk;
+        let body = tail.strip_suffix(b"\n").unwrap_or(&tail);
+        if let Some(i) = body.iter().rposition(|&b| b == b'\n') {
+            return Ok(Some(body[i + 1..].to_vec()));
+        }
+        if start == 0 {
+            return Ok((!body.is_empty()).then(|| body.to_vec()));
+        }
+        end = start;
+    }
+}
+
+/// The head file's `seq` and hash, if there is one.
+fn read_head(path: &Path) -> std::io::Result<Option<Head>> {
+    match std::fs::read_to_string(head_path(path)) {
+        Ok(text) => Ok(text.split_once(' ').and_then(|(seq, hash)| {
+            Some(Head {
+                seq: seq.parse().ok()?,
+                hash: hash.trim().to_owned(),
+            })
+        })),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
     }
 }
 

@@ -249,3 +249,30 @@ fn reserved_fields_and_missing_logs_are_refused() {
     // An empty log (opened, nothing written) verifies.
     assert_eq!(verify(dir.log()).unwrap().records, 0);
 }
+
+#[test]
+fn two_writers_of_one_log_keep_one_chain_across_rotations() {
+    // Two handles on one file stand for two processes (two `toolwire call`s at once).
+    let dir = Dir::new("writers");
+    let one = AuditLog::open(dir.log()).unwrap().rotate_at(4096);
+    let two = AuditLog::open(dir.log()).unwrap().rotate_at(4096);
+    let padding = "x".repeat(300);
+    std::thread::scope(|scope| {
+        for (log, name) in [(&one, "one"), (&two, "two")] {
+            let padding = &padding;
+            scope.spawn(move || {
+                for i in 0..40 {
+                    log.append("call", fields(json!({"by": name, "i": i, "pad": padding})))
+                        .unwrap();
+                }
+            });
+        }
+    });
+    let verified = verify(dir.log()).unwrap();
+    assert_eq!(verified.records, 80);
+    assert!(verify::rotated(&dir.log()).unwrap().len() >= 3, "rotated");
+    // Each handle goes on from the other's last record.
+    assert_eq!(one.append("done", Map::new()).unwrap().seq, 81);
+    assert_eq!(two.append("done", Map::new()).unwrap().seq, 82);
+    assert_eq!(verify(dir.log()).unwrap().records, 82);
+}

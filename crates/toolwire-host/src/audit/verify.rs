@@ -99,9 +99,17 @@ pub enum Tampering {
     },
 }
 
-/// Verifies the log at `path` with its rotated files and its head.
+/// Verifies the log at `path` with its rotated files and its head. Processes appending to it
+/// meanwhile wait (a shared lock on `PATH.lock`).
 pub fn verify(path: impl AsRef<Path>) -> Result<Verified, Tampering> {
     let path = path.as_ref();
+    // Without the right to create the lock (a read-only copy), the log is read as it is.
+    let _reading = super::lock(path, false).ok();
+    verify_unlocked(path)
+}
+
+/// [`verify`] without the lock (the caller holds it).
+pub(crate) fn verify_unlocked(path: &Path) -> Result<Verified, Tampering> {
     let unreadable = |p: &Path, e: std::io::Error| Tampering::Unreadable {
         path: p.to_owned(),
         error: e.to_string(),

@@ -15,16 +15,58 @@ use crate::policy::{Answer, Approved, Call};
 /// The key of a tool's advertised time limit in its definition's `_meta` (issue 9).
 const TIMEOUT_META_KEY: &str = "dev.toolwire/timeoutMs";
 
+/// What became of a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum Outcome {
+    /// The server answered. The result may still be the tool's own error (`isError`).
+    Answered,
+    /// No listed tool has that name.
+    Unknown,
+    /// Not sent: denied by a rule or a person, or the definition changed since it was pinned.
+    Refused,
+    /// Sent, and no answer came: the server failed, was lost or timed out.
+    Failed,
+    /// Cancelled by the caller's token (the server was told).
+    Cancelled,
+}
+
+/// A call's result for the model, and what became of the call.
+#[derive(Debug, Clone)]
+pub struct Called {
+    /// What the model gets: the server's result, or an `isError` result saying what happened.
+    pub result: CallToolResult,
+    /// What became of the call.
+    pub outcome: Outcome,
+}
+
 impl Host {
     /// Calls the tool the model named `qualified` with `arguments`. Whatever happens, the model
     /// gets a result: a refusal, an unknown tool, a failed server or a timeout is an `isError`
     /// result that says so.
     pub async fn call(&self, qualified: &str, arguments: Value) -> CallToolResult {
+        self.call_with(qualified, arguments, CallOptions::default())
+            .await
+            .result
+    }
+
+    /// [`Host::call`] with the caller's options: progress and log callbacks and a cancellation
+    /// token. Its time limit is the host's (see [`HostOptions`](super::HostOptions)) unless
+    /// `options` sets a shorter one. Says what became of the call besides the result.
+    pub async fn call_with(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Called {
         let Some(tool) = self.tool(qualified) else {
             self.record("call_unknown", json!({"tool": qualified}));
-            return CallToolResult::error(format!(
-                "There is no tool named {qualified}. List the tools again and use one of their names."
-            ));
+            return Called {
+                result: CallToolResult::error(format!(
+                    "There is no tool named {qualified}. List the tools again and use one of their names."
+                )),
+                outcome: Outcome::Unknown,
+            };
         };
         let definition = &tool.listed;
         // A tool the last refresh listed always has a state; none would mean "never seen".
@@ -55,12 +97,16 @@ impl Host {
                     json!({"server": tool.server, "tool": qualified, "arguments": logged,
                         "redacted": redacted, "reason": refusal.message}),
                 );
-                return CallToolResult::error(refusal.message);
+                return Called {
+                    result: CallToolResult::error(refusal.message),
+                    outcome: Outcome::Refused,
+                };
             }
         };
         let approved_by = match &approved {
             Approved::ByPolicy(reason) => reason.to_string(),
             Approved::ByPerson(Answer::AllowAlways) => "a person, always".to_owned(),
+            Approved::ByPerson(Answer::AllowedBy(by)) => by.clone(),
             Approved::ByPerson(_) => "a person, once".to_owned(),
         };
         if matches!(approved, Approved::ByPerson(_)) {
@@ -70,14 +116,15 @@ impl Host {
             );
         }
         let connection = &self.connections[&tool.server];
-        let timeout = self.timeout_of(&connection.config, &tool.definition.name, definition);
+        let limit = self.timeout_of(&connection.config, &tool.definition.name, definition);
+        let timeout = options.timeout.map_or(limit, |asked| asked.min(limit));
         let started = Instant::now();
         let outcome = connection
             .client
             .call_tool_with(
                 &tool.definition.name,
                 arguments.clone(),
-                CallOptions::default().timeout(timeout),
+                options.timeout(timeout),
             )
             .await;
         let mut record = json!({"server": tool.server, "tool": qualified,
@@ -92,16 +139,38 @@ impl Host {
                 record["resultSha256"] =
                     crate::util::sha256_hex(&serde_json::to_vec(&result).unwrap_or_default())
                         .into();
-                record["controlsRemoved"] = clean(&mut result).into();
+                if self.options.clean_results {
+                    record["controlsRemoved"] = clean(&mut result).into();
+                }
                 record["truncated"] = cap(&mut result, self.options.max_result_chars).into();
                 record["isError"] = result.is_error().into();
                 self.record("call", record);
-                result
+                Called {
+                    result,
+                    outcome: Outcome::Answered,
+                }
             }
             Err(error) => {
+                let cancelled = matches!(error, toolwire_client::Error::Cancelled);
                 record["error"] = error.to_string().into();
-                self.record("call_failed", record);
-                CallToolResult::error(format!("The call to {qualified} failed: {error}"))
+                self.record(
+                    if cancelled {
+                        "call_cancelled"
+                    } else {
+                        "call_failed"
+                    },
+                    record,
+                );
+                Called {
+                    result: CallToolResult::error(format!(
+                        "The call to {qualified} failed: {error}"
+                    )),
+                    outcome: if cancelled {
+                        Outcome::Cancelled
+                    } else {
+                        Outcome::Failed
+                    },
+                }
             }
         }
     }

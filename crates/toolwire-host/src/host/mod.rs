@@ -6,6 +6,7 @@ mod call;
 mod listen;
 mod output;
 
+pub use call::{Called, Outcome};
 pub use listen::{ListChange, ListChanges};
 
 use std::collections::{BTreeMap, HashMap};
@@ -15,10 +16,10 @@ use std::time::Duration;
 
 use serde_json::{Map, Value, json};
 use toolwire_client::protocol::{
-    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ListRootsResult,
-    Tool,
+    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitUrlParams,
+    ListRootsResult, Tool,
 };
-use toolwire_client::{Client, ClientBuilder, StdioCommand};
+use toolwire_client::{Client, ClientBuilder, ServerEra, StdioCommand};
 
 use crate::audit::{AuditError, AuditLog, Redaction};
 use crate::config::{HostConfig, ServerConfig, Transport};
@@ -41,6 +42,7 @@ type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send
 #[derive(Clone, Default)]
 struct InputHandlers {
     elicit: Option<Handler<ElicitRequestParams, ElicitResult>>,
+    elicit_url: Option<Handler<ElicitUrlParams, ElicitResult>>,
     sample: Option<Handler<CreateMessageParams, CreateMessageResult>>,
     roots: Option<Handler<(), ListRootsResult>>,
 }
@@ -58,6 +60,9 @@ pub struct HostOptions {
     call_timeout: Duration,
     max_result_chars: usize,
     input: InputHandlers,
+    ca_files: Vec<PathBuf>,
+    probe_timeout: Option<Duration>,
+    clean_results: bool,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -88,6 +93,9 @@ impl HostOptions {
             call_timeout: DEFAULT_CALL_TIMEOUT,
             max_result_chars: DEFAULT_MAX_RESULT_CHARS,
             input: InputHandlers::default(),
+            ca_files: Vec::new(),
+            probe_timeout: None,
+            clean_results: true,
         }
     }
 
@@ -99,6 +107,20 @@ impl HostOptions {
         Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
     {
         self.input.elicit = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' URL-mode elicitation requests, told which server asks: show the full
+    /// URL and its domain, and open it only with the person's consent (M-16). Without it,
+    /// servers are told URL elicitation is unsupported.
+    pub fn on_elicit_url<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, ElicitUrlParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
+    {
+        self.input.elicit_url = Some(Arc::new(move |server, params| {
             Box::pin(handler(server, params))
         }));
         self
@@ -168,6 +190,29 @@ impl HostOptions {
         self
     }
 
+    /// Whether escape sequences and control characters are removed from results (default
+    /// true). A host that shows results to a person only, and makes control characters
+    /// visible itself (as a terminal host can: `^[[2J`), may keep them to show what the
+    /// server sent; results for a model should always be cleaned.
+    pub fn clean_results(mut self, clean: bool) -> Self {
+        self.clean_results = clean;
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM file for every HTTPS server, besides the
+    /// system's.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_files.push(path.into());
+        self
+    }
+
+    /// How long a stdio server may take to answer its first `server/discover` before it is
+    /// spoken to as a 2025-11-25 server (the client's default is 30 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = Some(timeout);
+        self
+    }
+
     /// The most characters of text a call returns to the model (default 100,000).
     pub fn max_result_chars(mut self, chars: usize) -> Self {
         self.max_result_chars = chars.max(1);
@@ -220,6 +265,20 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// What its list looks like against its pins (new, changed, removed tools).
     pub pins: PinReport,
+    /// The protocol era it speaks, once known.
+    pub era: Option<ServerEra>,
+    /// Tools it listed that the model does not see, with the reason.
+    pub hidden: Vec<Hidden>,
+}
+
+/// A listed tool the model does not see.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hidden {
+    /// Its name on the server.
+    pub tool: String,
+    /// Why: the configuration's `tools.allow` / `tools.deny`, or a definition the client
+    /// refused.
+    pub reason: String,
 }
 
 /// A tool as the model sees it.
@@ -352,6 +411,8 @@ impl Host {
                         name: server.name.clone(),
                         state: ServerState::Failed { error },
                         pins: PinReport::default(),
+                        era: None,
+                        hidden: Vec::new(),
                     });
                     self.unstarted.push(server);
                 }
@@ -376,7 +437,7 @@ impl Host {
         let mut states: HashMap<(String, String), PinState> = HashMap::new();
         for (server, listed) in lists {
             let config = &self.connections[&server].config;
-            let tools = match listed {
+            let (tools, mut hidden) = match listed {
                 Ok(tools) => filter(tools, config),
                 Err(error) => {
                     self.record("server_failed", json!({"server": server, "error": error}));
@@ -384,6 +445,8 @@ impl Host {
                         name: server,
                         state: ServerState::Failed { error },
                         pins: PinReport::default(),
+                        era: None,
+                        hidden: Vec::new(),
                     });
                     continue;
                 }
@@ -427,10 +490,22 @@ impl Host {
                 "server_listed",
                 json!({"server": server, "protocolVersion": version, "tools": tools.len()}),
             );
+            let client = &self.connections[&server].client;
+            hidden.extend(
+                client
+                    .dropped_tools()
+                    .into_iter()
+                    .map(|(tool, problem)| Hidden {
+                        tool,
+                        reason: format!("its definition is refused: {problem}"),
+                    }),
+            );
             self.statuses.push(ServerStatus {
                 name: server.clone(),
                 state: ServerState::Connected { tools: tools.len() },
                 pins: report,
+                era: client.era(),
+                hidden,
             });
             kept.extend(tools.into_iter().map(|t| {
                 let listed = definitions.remove(&t.name).unwrap_or(Value::Null);
@@ -488,6 +563,16 @@ impl Host {
             .map(|i| &self.tools[i])
     }
 
+    /// Whether a listed tool may be called as listed: pinned, or changed since it was pinned
+    /// (calls are refused until [`Host::approve_change`]). `None` for a name not listed.
+    pub fn pin_state(&self, qualified: &str) -> Option<PinState> {
+        self.pin_states
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(qualified)
+            .cloned()
+    }
+
     /// Accepts a changed tool's listed definition as its new pin, after a person reviewed
     /// [`ServerStatus::pins`]. The audit log records it.
     pub fn approve_change(&self, qualified: &str) -> Result<bool, HostError> {
@@ -542,10 +627,20 @@ async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, St
     let mut builder = ClientBuilder::new(&options.client_name, &options.client_version)
         .timeout(timeout)
         .max_timeout(longest);
+    if let Some(probe) = options.probe_timeout {
+        builder = builder.probe_timeout(probe);
+    }
+    for path in &options.ca_files {
+        builder = builder.ca_file(path);
+    }
     // Each handler is told which server asks.
     if let Some(handler) = options.input.elicit.clone() {
         let name = server.name.clone();
         builder = builder.on_elicit(move |params| handler(name.clone(), params));
+    }
+    if let Some(handler) = options.input.elicit_url.clone() {
+        let name = server.name.clone();
+        builder = builder.on_elicit_url(move |params| handler(name.clone(), params));
     }
     if let Some(handler) = options.input.sample.clone() {
         let name = server.name.clone();
@@ -584,18 +679,34 @@ async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, St
     Ok(client)
 }
 
-/// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through.
-fn filter(tools: Vec<Tool>, server: &ServerConfig) -> Vec<Tool> {
+/// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through, and the
+/// others with the reason.
+fn filter(tools: Vec<Tool>, server: &ServerConfig) -> (Vec<Tool>, Vec<Hidden>) {
     // The configuration checked the patterns; a pattern that fails here keeps nothing.
     let allow = Globs::new(&server.tools.allow).ok();
     let deny = Globs::new(&server.tools.deny).ok();
-    tools
+    let mut hidden = Vec::new();
+    let kept = tools
         .into_iter()
         .filter(|t| {
-            let allowed = allow
-                .as_ref()
-                .is_some_and(|a| a.is_empty() || a.matches(&t.name));
-            allowed && deny.as_ref().is_some_and(|d| !d.matches(&t.name))
+            let reason = match (&allow, &deny) {
+                (Some(a), _) if !a.is_empty() && !a.matches(&t.name) => {
+                    "not in the configuration's tools.allow".to_owned()
+                }
+                (Some(_), Some(d)) => match d.first_match(&t.name) {
+                    Some(pattern) => {
+                        format!("matches {pattern:?} of the configuration's tools.deny")
+                    }
+                    None => return true,
+                },
+                _ => "the configuration's tool patterns do not compile".to_owned(),
+            };
+            hidden.push(Hidden {
+                tool: t.name.clone(),
+                reason,
+            });
+            false
         })
-        .collect()
+        .collect();
+    (kept, hidden)
 }

@@ -110,6 +110,11 @@ pub enum Answer {
     AllowAlways,
     /// Refused; the reason reaches the model as the tool's error.
     Deny(String),
+    /// Allowed for this call only, by something other than a person answering now (a
+    /// command-line flag, an unattended run); the audit log records who.
+    AllowedBy(String),
+    /// Nobody could be asked (no terminal, no window); the call is refused with this reason.
+    Unanswered(String),
 }
 
 /// Asks a person (a terminal prompt, a dialog, a chat message).
@@ -284,8 +289,12 @@ impl Policy {
                 Ok(Approved::ByPerson(Answer::AllowAlways))
             }
             Answer::AllowAlways | Answer::AllowOnce => Ok(Approved::ByPerson(Answer::AllowOnce)),
+            Answer::AllowedBy(by) => Ok(Approved::ByPerson(Answer::AllowedBy(by))),
             Answer::Deny(why) => Err(Refusal {
                 message: format!("A person refused the call to {}: {why}", call.qualified),
+            }),
+            Answer::Unanswered(why) => Err(Refusal {
+                message: format!("Nobody could approve the call to {}: {why}", call.qualified),
             }),
         }
     }

@@ -1,0 +1,112 @@
+//! `toolwire audit`: the host's hash-chained log of what happened — `show` prints its records
+//! (the last ones with `--last N`), `verify` checks that none was edited, deleted, reordered or
+//! cut off. Exit status of `verify`: 0 intact, 1 tampered with.
+
+use clap::Subcommand;
+use serde_json::Value;
+use toolwire_host::verify;
+
+use super::HostArgs;
+use super::call::Ended;
+use super::open::shown;
+use crate::terminal::{Layout, json, out, visible};
+use crate::ui::{Tone, Ui};
+
+/// What to do with the audit log.
+#[derive(Subcommand, Debug)]
+pub(crate) enum AuditAction {
+    /// Print the log's records, oldest first.
+    Show {
+        /// Only the last N records.
+        #[arg(long, value_name = "N")]
+        last: Option<usize>,
+    },
+    /// Check the log's hash chain and its head.
+    Verify,
+}
+
+/// Runs `toolwire audit`.
+pub(crate) fn audit(args: &HostArgs, action: &AuditAction) -> anyhow::Result<()> {
+    let path = args.audit_log()?;
+    let ui = Ui::new(false);
+    match action {
+        AuditAction::Verify => match verify(&path) {
+            Ok(verified) => Ok(out(&format!(
+                "{} {} records in {}; the last is #{} ({})",
+                ui.paint_out(Tone::Green, "intact:"),
+                verified.records,
+                shown(&path),
+                verified.head.seq,
+                verified.head.hash
+            ))?),
+            Err(tampering) => {
+                out(&format!(
+                    "{} {}",
+                    ui.paint_out(Tone::Red, "TAMPERED:"),
+                    visible(&tampering.to_string(), Layout::Line)
+                ))?;
+                Err(Ended(1).into())
+            }
+        },
+        AuditAction::Show { last } => {
+            let text = match std::fs::read_to_string(&path) {
+                Ok(text) => text,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                    return Ok(out(&format!("no audit log yet at {}", shown(&path)))?);
+                }
+                Err(e) => return Err(e.into()),
+            };
+            let lines: Vec<&str> = text.lines().collect();
+            let skip = last.map_or(0, |n| lines.len().saturating_sub(n));
+            let mut shown_lines = Vec::new();
+            for line in &lines[skip..] {
+                let record: Value = match serde_json::from_str(line) {
+                    Ok(record) => record,
+                    Err(_) => {
+                        shown_lines.push(format!("(not a record) {}", visible(line, Layout::Line)));
+                        continue;
+                    }
+                };
+                if args.connection.json {
+                    shown_lines.push(json(&record, false)?);
+                } else {
+                    shown_lines.push(describe(&ui, &record));
+                }
+            }
+            if !shown_lines.is_empty() {
+                out(&shown_lines.join("\n"))?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// One record as a line: number, time, event, then its fields.
+fn describe(ui: &Ui, record: &Value) -> String {
+    let Value::Object(fields) = record else {
+        return String::new();
+    };
+    let mut line = format!(
+        "#{} {} {}",
+        fields
+            .get("seq")
+            .map(ToString::to_string)
+            .unwrap_or_default(),
+        fields.get("time").and_then(Value::as_str).unwrap_or(""),
+        ui.paint_out(
+            Tone::Bold,
+            fields.get("event").and_then(Value::as_str).unwrap_or("")
+        ),
+    );
+    for (key, value) in fields {
+        if ["seq", "time", "event", "prev"].contains(&key.as_str()) {
+            continue;
+        }
+        let value = match value {
+            Value::String(s) => s.clone(),
+            other => json(other, false).unwrap_or_default(),
+        };
+        line.push_str(&format!(" {key}={}", visible(&value, Layout::Line)));
+    }
+    line
+}

@@ -1,0 +1,284 @@
+//! `toolwire call NAME [ARGS]`: the call shown and confirmed, sent with a progress bar and the
+//! server's log messages, cancelled by Ctrl-C (a second one quits), and its result printed.
+//! Exit status: 0 done, 1 the tool reported an error, 2 it could not be made, 3 refused,
+//! 130 cancelled.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use serde_json::Value;
+use toolwire_client::CallOptions;
+use toolwire_client::CancellationToken;
+use toolwire_host::{Host, HostTool, Outcome, PinState};
+
+use super::{HostArgs, arguments, form, render};
+use crate::session::{Interrupted, Signals};
+use crate::terminal::{Layout, json, note, out, visible};
+use crate::ui::{Tone, Ui};
+
+/// The exit status of a refused call.
+pub(crate) const REFUSED: i32 = 3;
+
+/// What `call` was given besides the host's arguments.
+#[derive(Args, Debug)]
+pub(crate) struct CallArgs {
+    /// Make calls that no approval rule allows without asking (and with no terminal, make
+    /// them at all). A changed tool definition is still refused until approved.
+    #[arg(long, short = 'y')]
+    pub(crate) yes: bool,
+    /// Where images, audio and binary resources are written (default: the current directory).
+    #[arg(long, value_name = "DIR", default_value = ".")]
+    pub(crate) out: PathBuf,
+}
+
+/// How a command ended, for the exit status.
+#[derive(Debug)]
+pub(crate) struct Ended(pub(crate) i32);
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "exit status {}", self.0)
+    }
+}
+
+impl std::error::Error for Ended {}
+
+/// Runs `toolwire call`.
+pub(crate) async fn call(
+    args: &HostArgs,
+    call: &CallArgs,
+    name: &str,
+    words: &[String],
+) -> anyhow::Result<()> {
+    // `call URL TOOL …` and `call "command line" TOOL …` name the server first.
+    let (one_off, name, words) = match args.one_off(Some(name)) {
+        Some(server) if args.server.is_none() => {
+            let (tool, rest) = words
+                .split_first()
+                .context("name the tool after the server: toolwire call SERVER TOOL [ARGS]")?;
+            (Some(server.to_owned()), tool.as_str(), rest)
+        }
+        other => (other.map(str::to_owned), name, words),
+    };
+    let ui = Ui::new(call.yes);
+    let mut signals = Signals::listen()?;
+    let host = tokio::select! {
+        host = args.open(one_off.as_deref(), &ui) => host?,
+        signal = signals.next() => return Err(signal.into()),
+    };
+    let outcome = run(
+        &host,
+        &ui,
+        args,
+        call,
+        one_off.is_some(),
+        name,
+        words,
+        &mut signals,
+    )
+    .await;
+    ui.end_progress();
+    if let Some(signal) = outcome
+        .as_ref()
+        .err()
+        .and_then(|e| e.downcast_ref::<Interrupted>())
+    {
+        note(&format!("toolwire: {signal}: stopping the server"));
+    }
+    // Stopping a stdio server takes a grace period or two; another signal cuts it short
+    // (dropping the host kills the servers' process groups at once).
+    tokio::select! {
+        () = host.close() => {}
+        again = signals.next() => note(&format!("toolwire: {again}: killing the server")),
+    }
+    outcome
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run(
+    host: &Host,
+    ui: &Arc<Ui>,
+    args: &HostArgs,
+    call: &CallArgs,
+    one_off: bool,
+    name: &str,
+    words: &[String],
+    signals: &mut Signals,
+) -> anyhow::Result<()> {
+    let tool = find(host, name, one_off)?;
+    let schema = Value::Object(tool.definition.input_schema.clone());
+    let mut arguments = arguments::parse(words, &schema)?;
+    let missing = arguments::missing(&arguments, &schema);
+    if !missing.is_empty() && ui.interactive && !args.connection.json {
+        note(&format!(
+            "toolwire: {} needs {}",
+            visible(&tool.qualified, Layout::Line),
+            visible(&missing.join(", "), Layout::Line)
+        ));
+        if !form::ask_arguments(ui, &schema, &missing, &mut arguments).await {
+            note("toolwire: the call was not made");
+            return Err(Ended(REFUSED).into());
+        }
+    }
+    review_change(host, ui, &tool).await?;
+    let token = CancellationToken::new();
+    let progress_ui = ui.clone();
+    let log_ui = ui.clone();
+    let options = CallOptions::default()
+        .cancel_on(token.clone())
+        .on_progress(move |p| {
+            let message = visible(p.message.as_deref().unwrap_or(""), Layout::Line);
+            progress_ui.progress(p.progress, p.total, &message);
+        })
+        .on_log(move |log| {
+            let text = match &log.data {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            };
+            let level = format!("{:?}", log.level).to_lowercase();
+            note(&format!(
+                "{} {}",
+                log_ui.paint(Tone::Dim, &format!("server log [{level}]")),
+                visible(&text, Layout::Line)
+            ));
+        });
+    let qualified = tool.qualified.clone();
+    let called = host.call_with(&qualified, Value::Object(arguments), options);
+    tokio::pin!(called);
+    let called = tokio::select! {
+        called = &mut called => called,
+        signal = signals.next() => {
+            ui.end_progress();
+            note(&format!(
+                "toolwire: {signal}: cancelling the call (the server is told; press Ctrl-C again to quit)"
+            ));
+            token.cancel();
+            tokio::select! {
+                _ = &mut called => note("toolwire: the call was cancelled"),
+                again = signals.next() => return Err(again.into()),
+            }
+            return Err(signal.into());
+        }
+    };
+    ui.end_progress();
+    let result = &called.result;
+    match called.outcome {
+        Outcome::Refused => {
+            note(&ui.paint(
+                Tone::Red,
+                &format!(
+                    "toolwire: refused: {}",
+                    visible(&first_text(result), Layout::Line)
+                ),
+            ));
+            return Err(Ended(REFUSED).into());
+        }
+        Outcome::Cancelled => {
+            note("toolwire: the call was cancelled");
+            return Err(Ended(130).into());
+        }
+        Outcome::Unknown | Outcome::Failed => {
+            anyhow::bail!("{}", first_text(result));
+        }
+        _ => {}
+    }
+    if args.connection.json {
+        out(&json(result, true)?)?;
+    } else {
+        if result.is_error() {
+            note(&ui.paint(Tone::Red, "toolwire: the tool reported an error:"));
+        }
+        render::print(result, &tool.definition.name, &call.out)?;
+    }
+    if result.is_error() {
+        return Err(Ended(1).into());
+    }
+    Ok(())
+}
+
+/// The listed tool `name` stands for: a qualified name, or for one server named on the
+/// command line, the server's own name of the tool.
+fn find(host: &Host, name: &str, one_off: bool) -> anyhow::Result<HostTool> {
+    if let Some(tool) = host.tool(name) {
+        return Ok(tool.clone());
+    }
+    if one_off {
+        if let Some(tool) = host.tools().iter().find(|t| t.definition.name == name) {
+            return Ok(tool.clone());
+        }
+    }
+    for server in host.servers() {
+        if let toolwire_host::ServerState::Failed { error } = &server.state {
+            note(&format!(
+                "toolwire: server {} is not available: {}",
+                visible(&server.name, Layout::Line),
+                visible(error, Layout::Line)
+            ));
+        }
+        if let Some(hidden) = server.hidden.iter().find(|h| h.tool == name) {
+            anyhow::bail!(
+                "{} of server {} is hidden: {}",
+                visible(name, Layout::Line),
+                visible(&server.name, Layout::Line),
+                hidden.reason
+            );
+        }
+    }
+    anyhow::bail!(
+        "there is no tool named {} (see `toolwire tools`)",
+        visible(name, Layout::Line)
+    )
+}
+
+/// A tool whose definition changed since it was pinned: the diff, then the person accepts the
+/// new definition, or the call is refused.
+async fn review_change(host: &Host, ui: &Ui, tool: &HostTool) -> anyhow::Result<()> {
+    if !matches!(
+        host.pin_state(&tool.qualified),
+        Some(PinState::Changed { .. })
+    ) {
+        return Ok(());
+    }
+    note(&ui.paint(
+        Tone::Yellow,
+        &format!(
+            "toolwire: the definition of {} changed since it was approved:",
+            visible(&tool.qualified, Layout::Line)
+        ),
+    ));
+    for line in super::pins::diff_lines(host, tool) {
+        note(&format!("  {line}"));
+    }
+    if !ui.interactive {
+        note(&format!(
+            "toolwire: refused until the change is approved: toolwire pins approve {}",
+            visible(&tool.qualified, Layout::Line)
+        ));
+        return Err(Ended(REFUSED).into());
+    }
+    let question = format!(
+        "{} [y]es / [n]o: ",
+        ui.paint(Tone::Bold, "Accept the new definition?")
+    );
+    if ui.choose(&question, &["yes", "no"], None).await == Some("yes") {
+        host.approve_change(&tool.qualified)?;
+        note("toolwire: the new definition is pinned");
+        return Ok(());
+    }
+    note("toolwire: refused: the changed definition was not accepted");
+    Err(Ended(REFUSED).into())
+}
+
+/// The first text block of a result.
+fn first_text(result: &toolwire_client::protocol::CallToolResult) -> String {
+    result
+        .content
+        .iter()
+        .find_map(|b| match b {
+            toolwire_client::protocol::ContentBlock::Text(t) => Some(t.text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}

@@ -1,0 +1,21 @@
+//! The terminal host: `servers`, `tools`, `call`, `pins`, `audit` and `watch` over the servers
+//! of a configuration file (or one server named on the command line), through `toolwire-host`.
+//! Every call is shown to the person before it is sent and needs their yes unless a rule
+//! allows it; a changed tool definition is refused until approved; pins, "always" answers and
+//! the hash-chained audit log live in a state directory.
+
+mod approve;
+mod arguments;
+pub(crate) mod audit;
+pub(crate) mod call;
+mod form;
+mod open;
+pub(crate) mod pins;
+mod questions;
+mod render;
+pub(crate) mod servers;
+pub(crate) mod tools;
+pub(crate) mod watch;
+
+pub(crate) use call::Ended;
+pub(crate) use open::HostArgs;

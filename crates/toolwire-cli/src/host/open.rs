@@ -1,0 +1,178 @@
+//! Where the terminal host's servers and state come from, and the host made from them: the
+//! configuration file (or one server named on the command line), the state directory, and the
+//! person at the terminal answering approvals and the servers' questions.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use clap::Args;
+use toolwire_host::{Host, HostConfig, HostOptions};
+
+use super::{approve, questions};
+use crate::target::{Connection, names_a_server};
+use crate::ui::Ui;
+
+/// Where the configuration is looked for, in this order, without `--config`.
+pub(crate) const SEARCH_ORDER: [&str; 4] = [
+    "./.mcp.json",
+    "./.cursor/mcp.json",
+    "./.vscode/mcp.json",
+    "~/.config/toolwire/config.json",
+];
+
+/// The servers and the state of the terminal host, shared by its commands.
+#[derive(Args, Debug)]
+pub(crate) struct HostArgs {
+    /// The servers' configuration: an `mcpServers` (Claude, Cursor) or `servers` (VS Code) JSON
+    /// file. Without it, the first found of ./.mcp.json, ./.cursor/mcp.json, ./.vscode/mcp.json,
+    /// ~/.config/toolwire/config.json ($XDG_CONFIG_HOME/toolwire/config.json).
+    #[arg(long, short = 'c', env = "TOOLWIRE_CONFIG", value_name = "FILE")]
+    pub(crate) config: Option<PathBuf>,
+    /// Where pins, "always" answers and the audit log (audit.jsonl) are kept. Default:
+    /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
+    #[arg(long, env = "TOOLWIRE_STATE_DIR", value_name = "DIR")]
+    pub(crate) state_dir: Option<PathBuf>,
+    /// One server for this command instead of the configuration: an http(s):// URL or a
+    /// command line that starts it on stdio. Its pins and "always" answers last for this
+    /// command only.
+    #[arg(long, value_name = "URL|COMMAND")]
+    pub(crate) server: Option<String>,
+    /// A directory the servers may work in (`roots`; repeatable). Default: the current
+    /// directory.
+    #[arg(long = "root", value_name = "DIR")]
+    pub(crate) roots: Vec<PathBuf>,
+    /// A command that answers servers' sampling requests: it gets the request as JSON on
+    /// stdin and prints a `sampling/createMessage` result as JSON. Each request is shown and
+    /// confirmed first. Without it, sampling requests are declined.
+    #[arg(long, value_name = "COMMAND")]
+    pub(crate) sampling_command: Option<String>,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
+impl HostArgs {
+    /// The one server named on the command line: `--server`, else `first` when it is a URL or
+    /// a command line.
+    pub(crate) fn one_off<'a>(&'a self, first: Option<&'a str>) -> Option<&'a str> {
+        self.server
+            .as_deref()
+            .or(first.filter(|f| names_a_server(f)))
+    }
+
+    /// The state directory.
+    pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        if let Some(dir) = &self.state_dir {
+            return Ok(dir.clone());
+        }
+        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+        if let Some(state) = var("XDG_STATE_HOME") {
+            return Ok(PathBuf::from(state).join("toolwire"));
+        }
+        match var("HOME") {
+            Some(home) => Ok(PathBuf::from(home).join(".local/state/toolwire")),
+            None => {
+                anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
+            }
+        }
+    }
+
+    /// The audit log.
+    pub(crate) fn audit_log(&self) -> anyhow::Result<PathBuf> {
+        Ok(self.state_dir()?.join("audit.jsonl"))
+    }
+
+    /// The configuration file: `--config`, else the first of [`SEARCH_ORDER`] that exists.
+    pub(crate) fn config_file(&self) -> anyhow::Result<PathBuf> {
+        if let Some(file) = &self.config {
+            return Ok(file.clone());
+        }
+        let home = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
+        let mut candidates: Vec<PathBuf> = SEARCH_ORDER[..3].iter().map(PathBuf::from).collect();
+        if let Some(home) = home {
+            candidates.push(home.join("toolwire/config.json"));
+        }
+        candidates.into_iter().find(|f| f.is_file()).with_context(|| {
+            format!(
+                "no servers configured: pass --config FILE, create one of {}, or name one server with --server URL|COMMAND",
+                SEARCH_ORDER.join(", ")
+            )
+        })
+    }
+
+    /// The configuration: the file's, or one server's.
+    pub(crate) fn configuration(&self, one_off: Option<&str>) -> anyhow::Result<HostConfig> {
+        match one_off {
+            Some(server) => Ok(HostConfig {
+                servers: vec![self.connection.server_config(server)?],
+                approval: Default::default(),
+                audit: Default::default(),
+                file: PathBuf::from("(the command line)"),
+                ignored: Vec::new(),
+            }),
+            None => {
+                let file = self.config_file()?;
+                let config = HostConfig::load(&file)?;
+                for key in &config.ignored {
+                    tracing::debug!(file = %file.display(), "ignored: {key}");
+                }
+                Ok(config)
+            }
+        }
+    }
+
+    /// Connects to the servers, with `ui` answering approvals and the servers' questions.
+    pub(crate) async fn open(&self, one_off: Option<&str>, ui: &Arc<Ui>) -> anyhow::Result<Host> {
+        let config = self.configuration(one_off)?;
+        let state = self.state_dir()?;
+        let mut options = HostOptions::new(approve::TerminalApprover::new(ui.clone()))
+            .client_info("toolwire-cli", env!("CARGO_PKG_VERSION"))
+            .audit_log(state.join("audit.jsonl"))
+            .call_timeout(self.connection.timeout()?)
+            .probe_timeout(self.connection.probe_timeout()?)
+            // A person reads the results here, never a model: every control character the
+            // server sent is shown (made visible by `terminal`), not silently dropped.
+            .clean_results(false);
+        // A server named on the command line is this command's only: its pins and "always"
+        // answers are not kept.
+        if one_off.is_none() {
+            options = options.state_dir(&state);
+        }
+        for file in &self.connection.ca_files {
+            options = options.ca_file(file);
+        }
+        let questions = questions::Questions::new(
+            ui.clone(),
+            self.connection.answer()?,
+            self.roots()?,
+            self.sampling_command.clone(),
+        );
+        options = questions.install(options);
+        Ok(Host::connect(&config, options).await?)
+    }
+
+    /// `--root` directories, else the current one, as absolute paths.
+    fn roots(&self) -> anyhow::Result<Vec<PathBuf>> {
+        let dirs = if self.roots.is_empty() {
+            vec![std::env::current_dir().context("the current directory")?]
+        } else {
+            self.roots.clone()
+        };
+        dirs.iter()
+            .map(|d| std::path::absolute(d).with_context(|| format!("--root {}", d.display())))
+            .collect()
+    }
+}
+
+/// A path for messages, with `~` for the home directory.
+pub(crate) fn shown(path: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME") {
+        if let Ok(rest) = path.strip_prefix(&home) {
+            return format!("~/{}", rest.display());
+        }
+    }
+    path.display().to_string()
+}

@@ -1,0 +1,160 @@
+//! `toolwire pins`: the tool definitions a person approved, kept per server in the state
+//! directory. `list` shows each listed tool's state, `diff` what changed in one, `approve`
+//! accepts a changed definition, `forget` drops a pin (a removed tool no longer reported).
+
+use clap::Subcommand;
+use toolwire_host::{FilePins, Host, HostTool, Pins};
+
+use super::HostArgs;
+use super::tools::pin_word;
+use crate::terminal::{Layout, note, out, visible};
+use crate::ui::{Tone, Ui};
+
+/// What to do with pins.
+#[derive(Subcommand, Debug)]
+pub(crate) enum PinsAction {
+    /// Every listed tool with its pin state (new, pinned, changed), and removed tools.
+    List,
+    /// What changed in a tool's definition since it was approved (every changed tool without
+    /// NAME).
+    Diff {
+        /// The tool's qualified name.
+        name: Option<String>,
+    },
+    /// Accept a changed tool's new definition: calls to it are allowed again.
+    Approve {
+        /// The tools' qualified names.
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+    /// Forget the pin of a server's tool (e.g. one the server no longer lists).
+    Forget {
+        /// The server's name in the configuration.
+        server: String,
+        /// The tool's name on the server.
+        tool: String,
+    },
+}
+
+/// Runs `toolwire pins`.
+pub(crate) async fn pins(args: &HostArgs, action: &PinsAction) -> anyhow::Result<()> {
+    if args.server.is_some() {
+        anyhow::bail!("pins are kept for configured servers only, not for --server");
+    }
+    if let PinsAction::Forget { server, tool } = action {
+        let pins = Pins::new(FilePins::new(args.state_dir()?));
+        pins.forget(server, tool)?;
+        return Ok(out(&format!(
+            "forgot the pin of {} of server {}",
+            visible(tool, Layout::Line),
+            visible(server, Layout::Line)
+        ))?);
+    }
+    let ui = Ui::new(false);
+    let host = args.open(None, &ui).await?;
+    let done = act(&host, &ui, action);
+    host.close().await;
+    done
+}
+
+fn act(host: &Host, ui: &Ui, action: &PinsAction) -> anyhow::Result<()> {
+    match action {
+        PinsAction::List => {
+            let mut lines = Vec::new();
+            for tool in host.tools() {
+                let word = pin_word(host, tool);
+                let word = match word {
+                    "changed" => ui.paint_out(Tone::Red, word),
+                    "new" => ui.paint_out(Tone::Yellow, word),
+                    _ => word.to_owned(),
+                };
+                lines.push(format!(
+                    "{word:>7}  {}",
+                    visible(&tool.qualified, Layout::Line)
+                ));
+            }
+            for status in host.servers() {
+                for removed in &status.pins.removed {
+                    lines.push(format!(
+                        "removed  {} of {}",
+                        visible(removed, Layout::Line),
+                        visible(&status.name, Layout::Line)
+                    ));
+                }
+            }
+            if !lines.is_empty() {
+                out(&lines.join("\n"))?;
+            }
+            Ok(())
+        }
+        PinsAction::Diff { name } => {
+            let changed: Vec<&HostTool> = host
+                .tools()
+                .iter()
+                .filter(|t| name.as_deref().is_none_or(|n| n == t.qualified))
+                .filter(|t| pin_word(host, t) == "changed")
+                .collect();
+            if let Some(name) = name {
+                if host.tool(name).is_none() {
+                    anyhow::bail!("there is no tool named {}", visible(name, Layout::Line));
+                }
+                if changed.is_empty() {
+                    return Ok(out(&format!(
+                        "{} has not changed since it was approved",
+                        visible(name, Layout::Line)
+                    ))?);
+                }
+            }
+            let mut lines = Vec::new();
+            for tool in changed {
+                lines.push(format!("{}:", visible(&tool.qualified, Layout::Line)));
+                lines.extend(diff_lines(host, tool).into_iter().map(|l| format!("  {l}")));
+            }
+            if !lines.is_empty() {
+                out(&lines.join("\n"))?;
+            }
+            Ok(())
+        }
+        PinsAction::Approve { names } => {
+            for name in names {
+                if pin_word(
+                    host,
+                    host.tool(name).ok_or_else(|| {
+                        anyhow::anyhow!("there is no tool named {}", visible(name, Layout::Line))
+                    })?,
+                ) != "changed"
+                {
+                    note(&format!(
+                        "toolwire: {} has not changed; nothing to approve",
+                        visible(name, Layout::Line)
+                    ));
+                    continue;
+                }
+                host.approve_change(name)?;
+                out(&format!(
+                    "approved the new definition of {}",
+                    visible(name, Layout::Line)
+                ))?;
+            }
+            Ok(())
+        }
+        PinsAction::Forget { .. } => Ok(()),
+    }
+}
+
+/// What changed in `tool`'s definition, one line per change, every piece made visible.
+pub(crate) fn diff_lines(host: &Host, tool: &HostTool) -> Vec<String> {
+    host.servers()
+        .iter()
+        .filter(|s| s.name == tool.server)
+        .flat_map(|s| s.pins.changed.iter())
+        .filter(|c| c.tool == tool.definition.name)
+        .flat_map(|c| c.changes.iter())
+        .flat_map(|change| {
+            visible(&change.to_string(), Layout::Text)
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}

@@ -1,0 +1,239 @@
+//! What servers ask of the person: forms (elicitation), a URL to open, a message for a model
+//! (sampling), and the directories they may work in (roots). Each question names the server
+//! that asks. With no terminal, forms are answered with `--answer` or declined, URLs and
+//! sampling declined.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde_json::json;
+use toolwire_client::protocol::{
+    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitUrlParams,
+    ListRootsResult, Root,
+};
+use toolwire_host::HostOptions;
+
+use super::form;
+use crate::terminal::{Layout, json as safe_json, note, visible};
+use crate::ui::{Tone, Ui};
+
+/// The answers to servers' questions.
+#[derive(Clone)]
+pub(crate) struct Questions {
+    ui: Arc<Ui>,
+    answer: Option<serde_json::Value>,
+    roots: Vec<PathBuf>,
+    sampling_command: Option<String>,
+}
+
+impl Questions {
+    pub(crate) fn new(
+        ui: Arc<Ui>,
+        answer: Option<serde_json::Value>,
+        roots: Vec<PathBuf>,
+        sampling_command: Option<String>,
+    ) -> Questions {
+        Questions {
+            ui,
+            answer,
+            roots,
+            sampling_command,
+        }
+    }
+
+    /// `options` with a handler for each kind of question.
+    pub(crate) fn install(self, options: HostOptions) -> HostOptions {
+        let (forms, urls, samples, roots) = (self.clone(), self.clone(), self.clone(), self);
+        options
+            .on_elicit(move |server, params| {
+                let forms = forms.clone();
+                async move { Ok(forms.form(&server, params).await) }
+            })
+            .on_elicit_url(move |server, params| {
+                let urls = urls.clone();
+                async move { Ok(urls.url(&server, params).await) }
+            })
+            .on_sample(move |server, params| {
+                let samples = samples.clone();
+                async move { samples.sample(&server, params).await }
+            })
+            .on_roots(move |_server| {
+                let roots = roots.roots();
+                async move { Ok(roots) }
+            })
+    }
+
+    async fn form(&self, server: &str, params: ElicitRequestParams) -> ElicitResult {
+        let ElicitRequestParams::Form(form) = params else {
+            return toolwire_client::declined();
+        };
+        let asks = format!(
+            "toolwire: server {} asks: {}",
+            self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),
+            visible(&form.message, Layout::Text)
+        );
+        if let Some(answer) = &self.answer {
+            note(&format!("{asks}\n  answering with --answer {answer}"));
+            return toolwire_client::accepted(answer).unwrap_or_else(|e| {
+                note(&format!("toolwire: --answer: {e}; declining"));
+                toolwire_client::declined()
+            });
+        }
+        if !self.ui.interactive {
+            note(&format!(
+                "{asks}\n  declined: no terminal to answer on (pass --answer JSON)"
+            ));
+            return toolwire_client::declined();
+        }
+        note(&asks);
+        form::fill(&self.ui, &form.requested_schema).await
+    }
+
+    async fn url(&self, server: &str, params: ElicitUrlParams) -> ElicitResult {
+        let domain = url::Url::parse(&params.url)
+            .ok()
+            .and_then(|u| u.host_str().map(str::to_owned))
+            .unwrap_or_else(|| "(no domain)".into());
+        note(&format!(
+            "toolwire: server {} asks you to open a web page: {}\n  URL     {}\n  domain  {}",
+            self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),
+            visible(&params.message, Layout::Text),
+            visible(&params.url, Layout::Line),
+            self.ui.paint(Tone::Bold, &visible(&domain, Layout::Line)),
+        ));
+        if !self.ui.interactive {
+            note("  declined: no terminal to ask on");
+            return toolwire_client::declined();
+        }
+        let question = format!(
+            "{} [y]es / [n]o (decline) / [c]ancel: ",
+            self.ui.paint(Tone::Bold, "Open it?")
+        );
+        match self
+            .ui
+            .choose(&question, &["yes", "no", "cancel"], None)
+            .await
+        {
+            Some("yes") => {
+                open_in_browser(&params.url);
+                accept_without_content()
+            }
+            Some("no") => toolwire_client::declined(),
+            _ => toolwire_client::cancelled(),
+        }
+    }
+
+    async fn sample(
+        &self,
+        server: &str,
+        params: CreateMessageParams,
+    ) -> toolwire_client::Result<CreateMessageResult> {
+        let shown = safe_json(&params, true).unwrap_or_default();
+        note(&format!(
+            "toolwire: server {} asks for a model's answer to:\n{}",
+            self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),
+            shown
+                .lines()
+                .map(|l| format!("    {l}"))
+                .collect::<Vec<_>>()
+                .join("\n")
+        ));
+        let refuse = |why: &str| Err(toolwire_client::Error::Input(why.to_owned()));
+        let Some(command) = &self.sampling_command else {
+            note("  declined: no --sampling-command to answer with");
+            return refuse(
+                "the person's terminal host has no model to sample (no --sampling-command)",
+            );
+        };
+        if !self.ui.interactive && !self.ui.yes {
+            note("  declined: no terminal to confirm on (pass --yes)");
+            return refuse("sampling was not confirmed");
+        }
+        if !self.ui.yes {
+            let question = format!(
+                "Answer it with `{}`? [y]es / [n]o: ",
+                visible(command, Layout::Line)
+            );
+            if self.ui.choose(&question, &["yes", "no"], None).await != Some("yes") {
+                return refuse("the person declined the sampling request");
+            }
+        }
+        run_sampler(command, &params).await
+    }
+
+    fn roots(&self) -> ListRootsResult {
+        ListRootsResult {
+            roots: self
+                .roots
+                .iter()
+                .map(|dir| Root {
+                    uri: url::Url::from_directory_path(dir)
+                        .map(String::from)
+                        .unwrap_or_else(|()| format!("file://{}", dir.display())),
+                    name: dir.file_name().map(|n| n.to_string_lossy().into_owned()),
+                    meta: None,
+                })
+                .collect(),
+            meta: None,
+        }
+    }
+}
+
+/// An accepted URL elicitation: consent, no content.
+fn accept_without_content() -> ElicitResult {
+    ElicitResult {
+        action: toolwire_client::protocol::ElicitAction::Accept,
+        content: None,
+        meta: None,
+    }
+}
+
+/// Opens `url` with the desktop's opener, if there is one; otherwise says to open it by hand.
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else {
+        "xdg-open"
+    };
+    let opened = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+    if opened.is_err() {
+        note("  no browser opener here: open the URL yourself");
+    }
+}
+
+/// Runs the sampling command with the request on stdin; its stdout is the result.
+async fn run_sampler(
+    command: &str,
+    params: &CreateMessageParams,
+) -> toolwire_client::Result<CreateMessageResult> {
+    use tokio::io::AsyncWriteExt as _;
+    let failed = |why: String| toolwire_client::Error::Input(format!("--sampling-command: {why}"));
+    let mut child = tokio::process::Command::new("sh")
+        .args(["-c", command])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .map_err(|e| failed(e.to_string()))?;
+    let request = json!(params).to_string();
+    if let Some(mut stdin) = child.stdin.take() {
+        stdin
+            .write_all(request.as_bytes())
+            .await
+            .map_err(|e| failed(e.to_string()))?;
+    }
+    let output = child
+        .wait_with_output()
+        .await
+        .map_err(|e| failed(e.to_string()))?;
+    if !output.status.success() {
+        return Err(failed(format!("exited with {}", output.status)));
+    }
+    serde_json::from_slice(&output.stdout)
+        .map_err(|e| failed(format!("did not print a sampling result: {e}")))
+}

@@ -1,0 +1,185 @@
+//! The person at the terminal: whether there is one to ask, colours only for a terminal that
+//! wants them (`NO_COLOR`, `TERM=dumb`), questions answered one line at a time (one question at
+//! a time, whoever asks), and a progress bar that steps aside while a question is asked.
+
+use std::io::{BufRead as _, IsTerminal as _};
+use std::sync::{Arc, Mutex};
+
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+use crate::terminal::note;
+
+/// A colour or weight for text on stderr.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Tone {
+    /// Headings and names.
+    Bold,
+    /// Secondary text.
+    Dim,
+    /// Errors and refusals.
+    Red,
+    /// Warnings and untrusted claims.
+    Yellow,
+    /// Success.
+    Green,
+}
+
+impl Tone {
+    fn code(self) -> &'static str {
+        match self {
+            Tone::Bold => "1",
+            Tone::Dim => "2",
+            Tone::Red => "31",
+            Tone::Yellow => "33",
+            Tone::Green => "32",
+        }
+    }
+}
+
+/// How this command meets the person.
+#[derive(Debug)]
+pub(crate) struct Ui {
+    /// A terminal on stdin to read answers from (and on stderr to ask on).
+    pub(crate) interactive: bool,
+    /// `--yes`: calls that policy does not allow are made without asking.
+    pub(crate) yes: bool,
+    colour_err: bool,
+    colour_out: bool,
+    /// One question at a time.
+    asking: tokio::sync::Mutex<()>,
+    bar: Mutex<Option<ProgressBar>>,
+}
+
+/// Whether a stream that is a terminal should get colours.
+fn wants_colour(is_terminal: bool) -> bool {
+    is_terminal
+        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+}
+
+impl Ui {
+    /// The terminal this process has; `yes` from `--yes`.
+    pub(crate) fn new(yes: bool) -> Arc<Ui> {
+        Arc::new(Ui {
+            interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
+            yes,
+            colour_err: wants_colour(std::io::stderr().is_terminal()),
+            colour_out: wants_colour(std::io::stdout().is_terminal()),
+            asking: tokio::sync::Mutex::new(()),
+            bar: Mutex::new(None),
+        })
+    }
+
+    /// `text` in `tone`, for stderr.
+    pub(crate) fn paint(&self, tone: Tone, text: &str) -> String {
+        paint(self.colour_err, tone, text)
+    }
+
+    /// `text` in `tone`, for stdout.
+    pub(crate) fn paint_out(&self, tone: Tone, text: &str) -> String {
+        paint(self.colour_out, tone, text)
+    }
+
+    /// Asks `question` and reads one line (without its newline); `None` at the end of input.
+    /// The progress bar, if any, is hidden meanwhile.
+    pub(crate) async fn ask(&self, question: &str) -> Option<String> {
+        let _one_at_a_time = self.asking.lock().await;
+        self.hide_bar();
+        let question = question.to_owned();
+        let answer = tokio::task::spawn_blocking(move || {
+            use std::io::Write as _;
+            let mut stderr = std::io::stderr().lock();
+            let _ = stderr.write_all(question.as_bytes());
+            let _ = stderr.flush();
+            drop(stderr);
+            let mut line = String::new();
+            match std::io::stdin().lock().read_line(&mut line) {
+                Ok(0) | Err(_) => None,
+                Ok(_) => Some(line.trim_end_matches(['\n', '\r']).to_owned()),
+            }
+        })
+        .await
+        .ok()
+        .flatten();
+        self.show_bar();
+        answer
+    }
+
+    /// Asks until the answer is one of `choices` (matched on its first letter or in full,
+    /// ignoring case); an empty answer is `default`. `None` at the end of input.
+    pub(crate) async fn choose(
+        &self,
+        question: &str,
+        choices: &[&'static str],
+        default: Option<&'static str>,
+    ) -> Option<&'static str> {
+        loop {
+            let answer = self.ask(question).await?.trim().to_lowercase();
+            if answer.is_empty() {
+                if let Some(default) = default {
+                    return Some(default);
+                }
+            }
+            let found = choices
+                .iter()
+                .find(|c| !answer.is_empty() && (c.starts_with(&answer) || **c == answer));
+            match found {
+                Some(choice) => return Some(choice),
+                None => note(&format!("  answer {}", choices.join(", "))),
+            }
+        }
+    }
+
+    /// Shows progress: a bar on a terminal, else a line per notification.
+    pub(crate) fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+            let total = total.map(|t| format!("/{t}")).unwrap_or_default();
+            note(&format!("toolwire: progress {progress}{total} {message}"));
+            return;
+        }
+        let mut bar = self.bar.lock().unwrap_or_else(|e| e.into_inner());
+        let bar = bar.get_or_insert_with(|| {
+            let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
+            bar.set_style(
+                ProgressStyle::with_template("{spinner} [{bar:30}] {wide_msg}")
+                    .unwrap_or_else(|_| ProgressStyle::default_bar())
+                    .progress_chars("=> "),
+            );
+            bar
+        });
+        // Progress values may be fractional; the bar counts in hundredths.
+        if let Some(total) = total {
+            bar.set_length((total * 100.0) as u64);
+        }
+        bar.set_position((progress * 100.0) as u64);
+        let of = total.map(|t| format!("/{t}")).unwrap_or_default();
+        bar.set_message(format!("{progress}{of} {message}"));
+    }
+
+    /// Removes the progress bar (the call ended).
+    pub(crate) fn end_progress(&self) {
+        if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            bar.finish_and_clear();
+        }
+    }
+
+    fn hide_bar(&self) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|e| e.into_inner()) {
+            bar.set_draw_target(ProgressDrawTarget::hidden());
+        }
+    }
+
+    fn show_bar(&self) {
+        if let Some(bar) = &*self.bar.lock().unwrap_or_else(|e| e.into_inner()) {
+            bar.set_draw_target(ProgressDrawTarget::stderr());
+        }
+    }
+}
+
+fn paint(on: bool, tone: Tone, text: &str) -> String {
+    if on {
+        format!("\x1b[{}m{text}\x1b[0m", tone.code())
+    } else {
+        text.to_owned()
+    }
+}
