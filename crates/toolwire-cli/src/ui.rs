@@ -48,6 +48,8 @@ pub(crate) struct Ui {
     /// One question at a time.
     asking: tokio::sync::Mutex<()>,
     bar: Mutex<Option<ProgressBar>>,
+    /// Set when the call ended: progress that arrives late draws nothing.
+    ended: std::sync::atomic::AtomicBool,
 }
 
 /// Whether a stream that is a terminal should get colours.
@@ -67,6 +69,7 @@ impl Ui {
             colour_out: wants_colour(std::io::stdout().is_terminal()),
             asking: tokio::sync::Mutex::new(()),
             bar: Mutex::new(None),
+            ended: std::sync::atomic::AtomicBool::new(false),
         })
     }
 
@@ -132,6 +135,9 @@ impl Ui {
 
     /// Shows progress: a bar on a terminal, else a line per notification.
     pub(crate) fn progress(&self, progress: f64, total: Option<f64>, message: &str) {
+        if self.ended.load(std::sync::atomic::Ordering::Acquire) {
+            return;
+        }
         if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
             let total = total.map(|t| format!("/{t}")).unwrap_or_default();
             note(&format!("toolwire: progress {progress}{total} {message}"));
@@ -156,8 +162,9 @@ impl Ui {
         bar.set_message(format!("{progress}{of} {message}"));
     }
 
-    /// Removes the progress bar (the call ended).
+    /// Removes the progress bar (the call ended); later progress is not shown.
     pub(crate) fn end_progress(&self) {
+        self.ended.store(true, std::sync::atomic::Ordering::Release);
         if let Some(bar) = self.bar.lock().unwrap_or_else(|e| e.into_inner()).take() {
             bar.finish_and_clear();
         }

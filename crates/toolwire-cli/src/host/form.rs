@@ -51,10 +51,15 @@ pub(crate) async fn fill(ui: &Ui, schema: &RequestedSchema) -> ElicitResult {
         "{} [y]es / [n]o (decline) / [c]ancel: ",
         ui.paint(Tone::Bold, "Send these answers?")
     );
-    note(&format!(
-        "  {}",
-        crate::terminal::json(&content, false).unwrap_or_default()
-    ));
+    for field in &fields {
+        if let Some(value) = content.get(&field.name) {
+            note(&format!(
+                "  {}: {}",
+                visible(&field.name, Layout::Line),
+                shown_value(field, value)
+            ));
+        }
+    }
     match ui.choose(&question, &["yes", "no", "cancel"], None).await {
         Some("yes") => toolwire_client::accepted(&content).unwrap_or_else(|e| {
             note(&format!("toolwire: {e}; declining"));
@@ -267,7 +272,7 @@ fn hint(field: &Field) -> String {
         parts.push("required".into());
     }
     if let Some(default) = schema.get("default") {
-        parts.push(format!("default {default}"));
+        parts.push(format!("default {}", shown_value(field, default)));
     }
     let name = visible(&field.name, Layout::Line);
     if parts.is_empty() {
@@ -275,6 +280,28 @@ fn hint(field: &Field) -> String {
     } else {
         format!("{name} ({})", parts.join(", "))
     }
+}
+
+/// A value as the person reads it: options by their labels.
+fn shown_value(field: &Field, value: &Value) -> String {
+    let label = |v: &Value| -> String {
+        field
+            .options
+            .iter()
+            .find(|(option, _)| Some(option.as_str()) == v.as_str())
+            .map(|(_, label)| label.clone())
+            .unwrap_or_else(|| match v {
+                Value::String(s) => s.clone(),
+                other => other.to_string(),
+            })
+    };
+    let shown = match value {
+        Value::Array(items) if field.multi => {
+            items.iter().map(label).collect::<Vec<_>>().join(", ")
+        }
+        other => label(other),
+    };
+    visible(&shown, Layout::Line).into_owned()
 }
 
 /// The typed value of an answer.

@@ -15,17 +15,31 @@ use crate::terminal::{Layout, json, out, visible};
 /// Prints `result`; media goes to files in `dir`, named after `tool`.
 pub(crate) fn print(result: &CallToolResult, tool: &str, dir: &Path) -> anyhow::Result<()> {
     let mut files = Files::new(dir, tool);
+    // Structured content is shown, pretty printed, in place of the text that only serializes
+    // it (T-11) or when there is no text; text written for people is shown instead of it.
+    let repeats = |text: &str| {
+        result
+            .structured_content
+            .as_ref()
+            .is_some_and(|s| serde_json::from_str::<Value>(text).is_ok_and(|t| &t == s))
+    };
+    let texts: Vec<&str> = result
+        .content
+        .iter()
+        .filter_map(|b| match b {
+            ContentBlock::Text(t) => Some(t.text.as_str()),
+            _ => None,
+        })
+        .collect();
     if let Some(structured) = &result.structured_content {
-        out(&json(structured, true)?)?;
+        if texts.is_empty() || texts.iter().any(|t| repeats(t)) {
+            out(&json(structured, true)?)?;
+        }
     }
     for block in &result.content {
         match block {
             ContentBlock::Text(text) => {
-                // The text that only repeats the structured content (T-11) is not shown twice.
-                let repeats = result.structured_content.as_ref().is_some_and(|s| {
-                    serde_json::from_str::<Value>(&text.text).is_ok_and(|t| &t == s)
-                });
-                if !repeats {
+                if !repeats(&text.text) {
                     out(&visible(&text.text, Layout::Text))?;
                 }
             }

@@ -4,29 +4,27 @@
 
 mod call;
 mod listen;
+mod options;
 mod output;
 
 pub use call::{Called, Outcome};
 pub use listen::{ListChange, ListChanges};
+pub use options::HostOptions;
 
 use std::collections::{BTreeMap, HashMap};
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use toolwire_client::protocol::{
-    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitUrlParams,
-    ListRootsResult, Tool,
-};
+use toolwire_client::protocol::Tool;
 use toolwire_client::{Client, ClientBuilder, ServerEra, StdioCommand};
 
 use crate::audit::{AuditError, AuditLog, Redaction};
 use crate::config::{HostConfig, ServerConfig, Transport};
 use crate::glob::Globs;
-use crate::names::{DEFAULT_NAME_BUDGET, NameError, Names};
+use crate::names::{NameError, Names};
 use crate::pins::{FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash};
-use crate::policy::{Approver, FileRemembered, MemoryRemembered, Policy};
+use crate::policy::{FileRemembered, MemoryRemembered, Policy};
 
 /// The default time limit of a call when neither the server's configuration nor the tool
 /// says otherwise.
@@ -34,191 +32,6 @@ pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(60);
 /// The default cap on the text a call returns to the model: about 25,000 tokens, the cap
 /// hosts commonly use.
 pub const DEFAULT_MAX_RESULT_CHARS: usize = 100_000;
-
-type Handler<P, R> = Arc<dyn Fn(String, P) -> BoxFuture<toolwire_client::Result<R>> + Send + Sync>;
-type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
-
-/// What answers servers' requests for input, each told which server asks.
-#[derive(Clone, Default)]
-struct InputHandlers {
-    elicit: Option<Handler<ElicitRequestParams, ElicitResult>>,
-    elicit_url: Option<Handler<ElicitUrlParams, ElicitResult>>,
-    sample: Option<Handler<CreateMessageParams, CreateMessageResult>>,
-    roots: Option<Handler<(), ListRootsResult>>,
-}
-
-/// How a [`Host`] runs.
-#[derive(Clone)]
-pub struct HostOptions {
-    client_name: String,
-    client_version: String,
-    name_budget: usize,
-    state_dir: Option<PathBuf>,
-    audit_log: Option<PathBuf>,
-    redaction: Option<Redaction>,
-    approver: Arc<dyn Approver>,
-    call_timeout: Duration,
-    max_result_chars: usize,
-    input: InputHandlers,
-    ca_files: Vec<PathBuf>,
-    probe_timeout: Option<Duration>,
-    clean_results: bool,
-}
-
-impl std::fmt::Debug for HostOptions {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("HostOptions")
-            .field("client_name", &self.client_name)
-            .field("name_budget", &self.name_budget)
-            .field("state_dir", &self.state_dir)
-            .field("audit_log", &self.audit_log)
-            .field("call_timeout", &self.call_timeout)
-            .field("max_result_chars", &self.max_result_chars)
-            .finish_non_exhaustive()
-    }
-}
-
-impl HostOptions {
-    /// A host that asks `approver` about calls no rule decides, keeps pins and "allow always"
-    /// answers in memory and writes no audit log until told where.
-    pub fn new(approver: impl Approver + 'static) -> HostOptions {
-        HostOptions {
-            client_name: "toolwire-host".into(),
-            client_version: env!("CARGO_PKG_VERSION").into(),
-            name_budget: DEFAULT_NAME_BUDGET,
-            state_dir: None,
-            audit_log: None,
-            redaction: None,
-            approver: Arc::new(approver),
-            call_timeout: DEFAULT_CALL_TIMEOUT,
-            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
-            input: InputHandlers::default(),
-            ca_files: Vec::new(),
-            probe_timeout: None,
-            clean_results: true,
-        }
-    }
-
-    /// Answers servers' form-mode elicitation requests, told which server asks (show its
-    /// name with the message, M-16). Without it, servers are told elicitation is unsupported.
-    pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
-    {
-        self.input.elicit = Some(Arc::new(move |server, params| {
-            Box::pin(handler(server, params))
-        }));
-        self
-    }
-
-    /// Answers servers' URL-mode elicitation requests, told which server asks: show the full
-    /// URL and its domain, and open it only with the person's consent (M-16). Without it,
-    /// servers are told URL elicitation is unsupported.
-    pub fn on_elicit_url<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(String, ElicitUrlParams) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
-    {
-        self.input.elicit_url = Some(Arc::new(move |server, params| {
-            Box::pin(handler(server, params))
-        }));
-        self
-    }
-
-    /// Answers servers' sampling requests, told which server asks.
-    pub fn on_sample<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(String, CreateMessageParams) -> Fut + Send + Sync + 'static,
-        Fut: std::future::Future<Output = toolwire_client::Result<CreateMessageResult>>
-            + Send
-            + 'static,
-    {
-        self.input.sample = Some(Arc::new(move |server, params| {
-            Box::pin(handler(server, params))
-        }));
-        self
-    }
-
-    /// Answers servers' roots requests, told which server asks (a host may give each server
-    /// its own roots).
-    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
-    where
-        F: Fn(String) -> Fut + Send + Sync + 'static,
-        Fut:
-            std::future::Future<Output = toolwire_client::Result<ListRootsResult>> + Send + 'static,
-    {
-        self.input.roots = Some(Arc::new(move |server, ()| Box::pin(handler(server))));
-        self
-    }
-
-    /// The name and version the host gives servers (`clientInfo`).
-    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
-        self.client_name = name.into();
-        self.client_version = version.into();
-        self
-    }
-
-    /// The longest qualified name (48 to 128; default 64).
-    pub fn name_budget(mut self, budget: usize) -> Self {
-        self.name_budget = budget;
-        self
-    }
-
-    /// Keeps pins (`DIR/pins/`) and "allow always" answers (`DIR/approvals.json`) in `dir`.
-    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
-        self.state_dir = Some(dir.into());
-        self
-    }
-
-    /// Writes the hash-chained audit log to `path`.
-    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> Self {
-        self.audit_log = Some(path.into());
-        self
-    }
-
-    /// What the audit log keeps of arguments, instead of what the configuration's `audit`
-    /// key says (by default: redacted with the default keys and secret patterns).
-    pub fn redaction(mut self, redaction: Redaction) -> Self {
-        self.redaction = Some(redaction);
-        self
-    }
-
-    /// The time limit of calls to servers without a `timeoutMs` (default 60 s).
-    pub fn call_timeout(mut self, timeout: Duration) -> Self {
-        self.call_timeout = timeout;
-        self
-    }
-
-    /// Whether escape sequences and control characters are removed from results (default
-    /// true). A host that shows results to a person only, and makes control characters
-    /// visible itself (as a terminal host can: `^[[2J`), may keep them to show what the
-    /// server sent; results for a model should always be cleaned.
-    pub fn clean_results(mut self, clean: bool) -> Self {
-        self.clean_results = clean;
-        self
-    }
-
-    /// Trusts the CA certificates in this PEM file for every HTTPS server, besides the
-    /// system's.
-    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
-        self.ca_files.push(path.into());
-        self
-    }
-
-    /// How long a stdio server may take to answer its first `server/discover` before it is
-    /// spoken to as a 2025-11-25 server (the client's default is 30 s).
-    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
-        self.probe_timeout = Some(timeout);
-        self
-    }
-
-    /// The most characters of text a call returns to the model (default 100,000).
-    pub fn max_result_chars(mut self, chars: usize) -> Self {
-        self.max_result_chars = chars.max(1);
-        self
-    }
-}
 
 /// Why a host could not start. A server that cannot be reached is not one of these: it is
 /// reported in [`Host::servers`] and the others work.

@@ -1,0 +1,219 @@
+//! The `toolwire` terminal host over real servers installed from the registries (run by
+//! `scripts/host-interop`, which installs them and sets the variables): npm
+//! `@modelcontextprotocol/server-everything` and `@modelcontextprotocol/server-filesystem` and
+//! PyPI `mcp-server-time`, next to `toolwire serve`, from one configuration file — listed,
+//! called after a yes at the prompt, a form filled in, an image saved, the log verified.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use expectrl::{Eof, Session, WaitStatus};
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+fn var(name: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/host-interop"))
+}
+
+struct Home(PathBuf);
+
+impl Home {
+    fn new() -> Home {
+        let dir = std::env::temp_dir().join(format!("toolwire-cli-real-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("files")).unwrap();
+        std::fs::write(dir.join("files/hello.txt"), "hello from a real file\n").unwrap();
+        let node = var("TOOLWIRE_HOST_NODE");
+        let config = json!({"mcpServers": {
+            "everything": {"command": node, "args": [var("TOOLWIRE_HOST_EVERYTHING"), "stdio"]},
+            "filesystem": {"command": node,
+                           "args": [var("TOOLWIRE_HOST_FILESYSTEM"), dir.join("files")],
+                           "approval": {"allow": ["filesystem__read_*", "filesystem__list_*"]}},
+            "time": {"command": var("TOOLWIRE_HOST_TIME_PYTHON"),
+                     "args": ["-m", "mcp_server_time", "--local-timezone=UTC"], "trust": true},
+            "toolwire": {"command": BIN, "args": ["serve"],
+                         "env": {"TOOLWIRE_DATA_DIR": dir.join("data")}},
+        }});
+        std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
+        Home(dir)
+    }
+
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            // The configuration is found as ./.mcp.json, as in a project.
+            .current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env_remove("TOOLWIRE_CONFIG")
+            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let output: Output = self.command(args).output().expect("toolwire runs");
+        (
+            output.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn terminal(&self, args: &[&str]) -> Session {
+        let mut session = Session::spawn(self.command(args)).expect("toolwire starts in a pty");
+        session.set_expect_timeout(Some(Duration::from_secs(60)));
+        session
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// Waits for `needle`; after the command exits, its last output is read and searched too.
+fn see(session: &mut Session, needle: &str) {
+    match session.expect(needle) {
+        Ok(_) => {}
+        Err(expectrl::Error::Eof) => {
+            let mut rest = Vec::new();
+            let _ = std::io::Read::read_to_end(session, &mut rest);
+            let rest = String::from_utf8_lossy(&rest);
+            assert!(
+                rest.contains(needle),
+                "{needle:?} not seen before the end: {rest:?}"
+            );
+        }
+        Err(error) => panic!("{needle:?} not seen: {error}"),
+    }
+}
+
+fn finish(mut session: Session) -> i32 {
+    session.expect(Eof).expect("the command ends");
+    match session.get_process().wait().expect("its status") {
+        WaitStatus::Exited(_, code) => code,
+        other => panic!("ended by {other:?}"),
+    }
+}
+
+#[test]
+#[ignore = "needs the servers scripts/host-interop installs"]
+fn the_terminal_host_over_real_servers() {
+    let home = Home::new();
+
+    let (code, servers, err) = home.run(&["servers"]);
+    assert_eq!(code, 0, "{err}");
+    eprintln!("$ toolwire servers\n{servers}");
+    let line = |name: &str| {
+        servers
+            .lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+            .to_owned()
+    };
+    assert!(
+        line("everything ").contains("2025-11-25 (legacy)  connected"),
+        "{servers}"
+    );
+    assert!(
+        line("filesystem ").contains("2025-11-25 (legacy)  connected"),
+        "{servers}"
+    );
+    assert!(line("time ").contains("connected, 2 tools"), "{servers}");
+    assert!(
+        line("toolwire ").contains("2026-07-28  connected"),
+        "{servers}"
+    );
+
+    let (code, tools, err) = home.run(&["tools"]);
+    assert_eq!(code, 0, "{err}");
+    for name in [
+        "everything__echo(message: string)",
+        "filesystem__read_text_file(",
+        "time__get_current_time(timezone: string)",
+        "toolwire__add(a: number, b: number)",
+    ] {
+        assert!(tools.contains(name), "{name} in\n{tools}");
+    }
+    // Only the trusted server's annotations go unmarked.
+    assert!(tools.contains("(untrusted: the server's claim)"), "{tools}");
+
+    // Allowed by a rule: no question, even without a terminal.
+    let file = home.0.join("files/hello.txt");
+    let (code, read, err) = home.run(&[
+        "call",
+        "filesystem__read_text_file",
+        &format!("path={}", file.display()),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(read.trim(), "hello from a real file");
+
+    let (code, time, err) = home.run(&["call", "--yes", "time__get_current_time", "timezone=UTC"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(time.contains("\"timezone\": \"UTC\""), "{time}");
+
+    let out = home.0.join("media");
+    let (code, image, err) = home.run(&[
+        "call",
+        "--yes",
+        "--out",
+        out.to_str().unwrap(),
+        "everything__get-tiny-image",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(image.contains("[image image/png saved to "), "{image}");
+    let png = std::fs::read(out.join("get-tiny-image-image-1.png")).unwrap();
+    assert_eq!(&png[..4], b"\x89PNG");
+
+    // At a terminal: shown, asked, answered.
+    let mut echo = home.terminal(&[
+        "call",
+        "everything__echo",
+        "message=hello from the terminal",
+    ]);
+    see(
+        &mut echo,
+        "toolwire: call everything__echo (tool echo of server everything)",
+    );
+    see(
+        &mut echo,
+        "(the server's claim: not trusted, not relied on)",
+    );
+    see(&mut echo, "\"message\": \"hello from the terminal\"");
+    see(&mut echo, "Run it? [y]es / [n]o / [a]lways: ");
+    echo.send_line("y").unwrap();
+    see(&mut echo, "Echo: hello from the terminal");
+    assert_eq!(finish(echo), 0);
+
+    // The everything server's form, in the terminal: a wrong date asked again.
+    let mut form = home.terminal(&["call", "--yes", "everything__trigger-elicitation-request"]);
+    see(&mut form, "server everything asks: ");
+    see(&mut form, "name (required): ");
+    form.send_line("Ada Lovelace").unwrap();
+    see(&mut form, "birthdate (a date, YYYY-MM-DD): ");
+    form.send_line("1815-13-10").unwrap();
+    see(&mut form, "is not a \"date\"");
+    form.send_line("1815-12-10").unwrap();
+    see(&mut form, "check (y/n): ");
+    form.send_line("y").unwrap();
+    // Every other field keeps its default or stays empty.
+    for _ in 0..10 {
+        form.send_line("").unwrap();
+    }
+    see(
+        &mut form,
+        "Send these answers? [y]es / [n]o (decline) / [c]ancel: ",
+    );
+    form.send_line("y").unwrap();
+    see(&mut form, "\"name\": \"Ada Lovelace\"");
+    assert_eq!(finish(form), 0);
+
+    let (code, verified, err) = home.run(&["audit", "verify"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(verified.starts_with("intact: "), "{verified}");
+}

@@ -1,0 +1,202 @@
+//! How a [`Host`](super::Host) runs: who it says it is, where it keeps state, how long calls
+//! may take, what reaches the model, and who answers servers' questions.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use toolwire_client::protocol::{
+    CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitUrlParams,
+    ListRootsResult,
+};
+
+use super::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS};
+use crate::audit::Redaction;
+use crate::names::DEFAULT_NAME_BUDGET;
+use crate::policy::Approver;
+
+pub(super) type Handler<P, R> =
+    Arc<dyn Fn(String, P) -> BoxFuture<toolwire_client::Result<R>> + Send + Sync>;
+type BoxFuture<T> = std::pin::Pin<Box<dyn std::future::Future<Output = T> + Send>>;
+
+/// What answers servers' requests for input, each told which server asks.
+#[derive(Clone, Default)]
+pub(super) struct InputHandlers {
+    pub(super) elicit: Option<Handler<ElicitRequestParams, ElicitResult>>,
+    pub(super) elicit_url: Option<Handler<ElicitUrlParams, ElicitResult>>,
+    pub(super) sample: Option<Handler<CreateMessageParams, CreateMessageResult>>,
+    pub(super) roots: Option<Handler<(), ListRootsResult>>,
+}
+
+/// How a [`Host`] runs.
+#[derive(Clone)]
+pub struct HostOptions {
+    pub(super) client_name: String,
+    pub(super) client_version: String,
+    pub(super) name_budget: usize,
+    pub(super) state_dir: Option<PathBuf>,
+    pub(super) audit_log: Option<PathBuf>,
+    pub(super) redaction: Option<Redaction>,
+    pub(super) approver: Arc<dyn Approver>,
+    pub(super) call_timeout: Duration,
+    pub(super) max_result_chars: usize,
+    pub(super) input: InputHandlers,
+    pub(super) ca_files: Vec<PathBuf>,
+    pub(super) probe_timeout: Option<Duration>,
+    pub(super) clean_results: bool,
+}
+
+impl std::fmt::Debug for HostOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostOptions")
+            .field("client_name", &self.client_name)
+            .field("name_budget", &self.name_budget)
+            .field("state_dir", &self.state_dir)
+            .field("audit_log", &self.audit_log)
+            .field("call_timeout", &self.call_timeout)
+            .field("max_result_chars", &self.max_result_chars)
+            .finish_non_exhaustive()
+    }
+}
+
+impl HostOptions {
+    /// A host that asks `approver` about calls no rule decides, keeps pins and "allow always"
+    /// answers in memory and writes no audit log until told where.
+    pub fn new(approver: impl Approver + 'static) -> HostOptions {
+        HostOptions {
+            client_name: "toolwire-host".into(),
+            client_version: env!("CARGO_PKG_VERSION").into(),
+            name_budget: DEFAULT_NAME_BUDGET,
+            state_dir: None,
+            audit_log: None,
+            redaction: None,
+            approver: Arc::new(approver),
+            call_timeout: DEFAULT_CALL_TIMEOUT,
+            max_result_chars: DEFAULT_MAX_RESULT_CHARS,
+            input: InputHandlers::default(),
+            ca_files: Vec::new(),
+            probe_timeout: None,
+            clean_results: true,
+        }
+    }
+
+    /// Answers servers' form-mode elicitation requests, told which server asks (show its
+    /// name with the message, M-16). Without it, servers are told elicitation is unsupported.
+    pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
+    {
+        self.input.elicit = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' URL-mode elicitation requests, told which server asks: show the full
+    /// URL and its domain, and open it only with the person's consent (M-16). Without it,
+    /// servers are told URL elicitation is unsupported.
+    pub fn on_elicit_url<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, ElicitUrlParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<ElicitResult>> + Send + 'static,
+    {
+        self.input.elicit_url = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' sampling requests, told which server asks.
+    pub fn on_sample<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String, CreateMessageParams) -> Fut + Send + Sync + 'static,
+        Fut: std::future::Future<Output = toolwire_client::Result<CreateMessageResult>>
+            + Send
+            + 'static,
+    {
+        self.input.sample = Some(Arc::new(move |server, params| {
+            Box::pin(handler(server, params))
+        }));
+        self
+    }
+
+    /// Answers servers' roots requests, told which server asks (a host may give each server
+    /// its own roots).
+    pub fn on_roots<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(String) -> Fut + Send + Sync + 'static,
+        Fut:
+            std::future::Future<Output = toolwire_client::Result<ListRootsResult>> + Send + 'static,
+    {
+        self.input.roots = Some(Arc::new(move |server, ()| Box::pin(handler(server))));
+        self
+    }
+
+    /// The name and version the host gives servers (`clientInfo`).
+    pub fn client_info(mut self, name: impl Into<String>, version: impl Into<String>) -> Self {
+        self.client_name = name.into();
+        self.client_version = version.into();
+        self
+    }
+
+    /// The longest qualified name (48 to 128; default 64).
+    pub fn name_budget(mut self, budget: usize) -> Self {
+        self.name_budget = budget;
+        self
+    }
+
+    /// Keeps pins (`DIR/pins/`) and "allow always" answers (`DIR/approvals.json`) in `dir`.
+    pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Writes the hash-chained audit log to `path`.
+    pub fn audit_log(mut self, path: impl Into<PathBuf>) -> Self {
+        self.audit_log = Some(path.into());
+        self
+    }
+
+    /// What the audit log keeps of arguments, instead of what the configuration's `audit`
+    /// key says (by default: redacted with the default keys and secret patterns).
+    pub fn redaction(mut self, redaction: Redaction) -> Self {
+        self.redaction = Some(redaction);
+        self
+    }
+
+    /// The time limit of calls to servers without a `timeoutMs` (default 60 s).
+    pub fn call_timeout(mut self, timeout: Duration) -> Self {
+        self.call_timeout = timeout;
+        self
+    }
+
+    /// Whether escape sequences and control characters are removed from results (default
+    /// true). A host that shows results to a person only, and makes control characters
+    /// visible itself (as a terminal host can: `^[[2J`), may keep them to show what the
+    /// server sent; results for a model should always be cleaned.
+    pub fn clean_results(mut self, clean: bool) -> Self {
+        self.clean_results = clean;
+        self
+    }
+
+    /// Trusts the CA certificates in this PEM file for every HTTPS server, besides the
+    /// system's.
+    pub fn ca_file(mut self, path: impl Into<PathBuf>) -> Self {
+        self.ca_files.push(path.into());
+        self
+    }
+
+    /// How long a stdio server may take to answer its first `server/discover` before it is
+    /// spoken to as a 2025-11-25 server (the client's default is 30 s).
+    pub fn probe_timeout(mut self, timeout: Duration) -> Self {
+        self.probe_timeout = Some(timeout);
+        self
+    }
+
+    /// The most characters of text a call returns to the model (default 100,000).
+    pub fn max_result_chars(mut self, chars: usize) -> Self {
+        self.max_result_chars = chars.max(1);
+        self
+    }
+}
