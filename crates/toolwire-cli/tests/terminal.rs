@@ -205,7 +205,11 @@ fn a_servers_text_never_reaches_the_terminal_raw() {
     // The host lists tools by qualified name; each keeps the server's own name.
     let named = format!("named{HOSTILE}");
     assert!(
-        listed.as_array().unwrap().iter().any(|t| t["name"] == named),
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == named),
         "{listed}"
     );
 }
@@ -219,7 +223,10 @@ fn answer_never_accepts_a_url_elicitation() {
     assert!(!stdout.contains("accept"), "{stdout}");
     assert!(stdout.contains("decline"), "{stdout}");
     assert_eq!(output.status.code(), Some(0), "{stderr}");
-    assert!(stderr.contains("URL") && stderr.contains("declined"), "{stderr}");
+    assert!(
+        stderr.contains("URL") && stderr.contains("declined"),
+        "{stderr}"
+    );
     assert_safe("call url", &output);
 }
 
