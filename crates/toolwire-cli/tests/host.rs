@@ -548,3 +548,56 @@ fn servers_shows_each_one_with_its_era_and_status() {
         "{out}"
     );
 }
+
+#[test]
+fn watch_prints_each_servers_list_changes_and_what_changed() {
+    use std::io::BufRead as _;
+    let server = demo("Returns the message unchanged", Arc::default());
+    let running = serve(server.clone());
+    let home = Home::new("watch", &running.url);
+    let mut watch = home
+        .command(&["watch"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = |stream: Box<dyn std::io::Read + Send>| {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stream)
+                .lines()
+                .map_while(Result::ok)
+            {
+                let _ = tx.send(line);
+            }
+        });
+        rx
+    };
+    let out = lines(Box::new(watch.stdout.take().unwrap()));
+    let err = lines(Box::new(watch.stderr.take().unwrap()));
+    let wait_for = |rx: &std::sync::mpsc::Receiver<String>, needle: &str| loop {
+        let line = rx
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("no line with {needle:?}"));
+        if line.contains(needle) {
+            return line;
+        }
+    };
+    wait_for(&err, "watching for list changes");
+    server
+        .add_tool(Tool::new(
+            "shout",
+            |a: Message, _: RequestContext| async move { a.message.to_uppercase() },
+        ))
+        .unwrap();
+    assert_eq!(
+        wait_for(&out, "tools/list_changed"),
+        "demo: tools/list_changed"
+    );
+    assert_eq!(wait_for(&out, "new:"), "  new: shout");
+    Command::new("kill")
+        .args(["-INT", &watch.id().to_string()])
+        .status()
+        .unwrap();
+    assert_eq!(watch.wait().unwrap().code(), Some(130));
+}

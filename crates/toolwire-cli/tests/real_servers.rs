@@ -35,7 +35,7 @@ impl Home {
                      "args": ["-m", "mcp_server_time", "--local-timezone=UTC"], "trust": true},
             "toolwire": {"command": BIN, "args": ["serve"],
                          "env": {"TOOLWIRE_DATA_DIR": dir.join("data")}},
-        }});
+        }, "roots": ["files"]});
         std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
         Home(dir)
     }
@@ -212,6 +212,36 @@ fn the_terminal_host_over_real_servers() {
     form.send_line("y").unwrap();
     see(&mut form, "\"name\": \"Ada Lovelace\"");
     assert_eq!(finish(form), 0);
+
+    // Roots come from the configuration (relative to its file).
+    let (code, roots, err) = home.run(&["call", "--yes", "everything__get-roots-list"]);
+    assert_eq!(code, 0, "{err}");
+    let files = format!("file://{}/", home.0.join("files").display());
+    assert!(roots.contains(&files), "{files} in {roots}");
+
+    // Sampling: shown, and answered by the configured command (confirmed by --yes here).
+    let answer = r#"cat >/dev/null; printf '%s' '{"role":"assistant","content":{"type":"text","text":"a sampled answer"},"model":"the-command"}'"#;
+    let (code, sampled, err) = home.run(&[
+        "call",
+        "--yes",
+        "--sampling-command",
+        answer,
+        "everything__trigger-sampling-request",
+        "prompt=Say something",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("asks for a model's answer to"), "{err}");
+    assert!(err.contains("Say something"), "{err}");
+    assert!(sampled.contains("a sampled answer"), "{sampled}");
+    // Without a command, declined: the server gets an error, the call reports it.
+    let (_, declined, err) = home.run(&[
+        "call",
+        "--yes",
+        "everything__trigger-sampling-request",
+        "prompt=Say something",
+    ]);
+    assert!(err.contains("declined: no --sampling-command"), "{err}");
+    assert!(!declined.contains("a sampled answer"), "{declined}");
 
     let (code, verified, err) = home.run(&["audit", "verify"]);
     assert_eq!(code, 0, "{err}");

@@ -38,8 +38,8 @@ pub(crate) struct HostArgs {
     /// command only.
     #[arg(long, value_name = "URL|COMMAND")]
     pub(crate) server: Option<String>,
-    /// A directory the servers may work in (`roots`; repeatable). Default: the current
-    /// directory.
+    /// A directory the servers may work in (`roots`; repeatable). Default: the
+    /// configuration's `roots`, else the current directory.
     #[arg(long = "root", value_name = "DIR")]
     pub(crate) roots: Vec<PathBuf>,
     /// A command that answers servers' sampling requests: it gets the request as JSON on
@@ -110,6 +110,7 @@ impl HostArgs {
                 servers: vec![self.connection.server_config(server)?],
                 approval: Default::default(),
                 audit: Default::default(),
+                roots: Vec::new(),
                 file: PathBuf::from("(the command line)"),
                 ignored: Vec::new(),
             }),
@@ -147,19 +148,22 @@ impl HostArgs {
         let questions = questions::Questions::new(
             ui.clone(),
             self.connection.answer()?,
-            self.roots()?,
+            self.roots(&config.roots)?,
             self.sampling_command.clone(),
         );
         options = questions.install(options);
         Ok(Host::connect(&config, options).await?)
     }
 
-    /// `--root` directories, else the current one, as absolute paths.
-    fn roots(&self) -> anyhow::Result<Vec<PathBuf>> {
-        let dirs = if self.roots.is_empty() {
-            vec![std::env::current_dir().context("the current directory")?]
-        } else {
+    /// `--root` directories, else the configuration's `roots`, else the current directory,
+    /// as absolute paths.
+    fn roots(&self, configured: &[PathBuf]) -> anyhow::Result<Vec<PathBuf>> {
+        let dirs = if !self.roots.is_empty() {
             self.roots.clone()
+        } else if !configured.is_empty() {
+            configured.to_vec()
+        } else {
+            vec![std::env::current_dir().context("the current directory")?]
         };
         dirs.iter()
             .map(|d| std::path::absolute(d).with_context(|| format!("--root {}", d.display())))

@@ -15,6 +15,7 @@
 //!               "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } }
 //!   },
 //!   "approval": { "deny": ["*__delete_*"] },
+//!   "roots": ["${workspaceFolder}"],
 //!   "audit": { "redactKeys": ["ssn"], "redactPatterns": { "employee-id": "\\bE[0-9]{6}\\b" } }
 //! }
 //! ```
@@ -43,6 +44,9 @@ pub struct HostConfig {
     pub approval: ApprovalRules,
     /// What the audit log keeps of arguments.
     pub audit: AuditConfig,
+    /// The directories servers may work in (the top-level `roots` key: paths, variables
+    /// expanded, relative ones from the file's directory); empty when the file names none.
+    pub roots: Vec<PathBuf>,
     /// The file read.
     pub file: PathBuf,
     /// Keys this reader does not know and left alone (another host's, or a typo), as

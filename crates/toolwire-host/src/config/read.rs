@@ -75,7 +75,17 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
     };
     let mut ignored: Vec<String> = root
         .keys()
-        .filter(|k| !["mcpServers", "servers", "approval", "audit", "inputs"].contains(&k.as_str()))
+        .filter(|k| {
+            ![
+                "mcpServers",
+                "servers",
+                "approval",
+                "audit",
+                "roots",
+                "inputs",
+            ]
+            .contains(&k.as_str())
+        })
         .map(|k| format!("key \"{k}\""))
         .collect();
     let approval = match root.get("approval") {
@@ -86,6 +96,18 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
         Some(v) => audit(v, &at)?,
         None => AuditConfig::default(),
     };
+    let mut roots = Vec::new();
+    for (i, root) in array(root.get("roots"), &at, "roots")?.iter().enumerate() {
+        let key = format!("roots[{i}]");
+        let path = vars
+            .expand(string(root, &at, &key)?)
+            .map_err(|m| at.err(key, m))?;
+        let path = PathBuf::from(path);
+        roots.push(match file.parent() {
+            Some(dir) if path.is_relative() => dir.join(path),
+            _ => path,
+        });
+    }
     let mut servers = Vec::new();
     for (name, entry) in entries {
         let at = At {
@@ -101,6 +123,7 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
         servers,
         approval,
         audit,
+        roots,
         file: file.to_owned(),
         ignored,
     })

@@ -236,6 +236,30 @@ fn every_error_names_the_file_the_server_and_the_key() {
 }
 
 #[test]
+fn roots_are_expanded_and_made_absolute_from_the_file() {
+    let config = parse(
+        r#"{"mcpServers": {"a": {"command": "x"}}, "roots": ["${workspaceFolder}/src", "docs", "/srv/data"]}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.roots,
+        [
+            std::path::PathBuf::from("/src/app/src"),
+            std::path::PathBuf::from("/etc/docs"),
+            std::path::PathBuf::from("/srv/data")
+        ]
+    );
+    assert!(
+        error(r#"{"mcpServers": {"a": {"command": "x"}}, "roots": "docs"}"#)
+            .contains("key \"roots\": must be a list")
+    );
+    assert!(
+        error(r#"{"mcpServers": {"a": {"command": "x"}}, "roots": ["${NOPE}"]}"#)
+            .contains("key \"roots[0]\": ${NOPE} is not set")
+    );
+}
+
+#[test]
 fn reads_what_the_audit_log_keeps_of_arguments() {
     let config = parse(
         r#"{"mcpServers": {"a": {"command": "x"}},
