@@ -49,10 +49,8 @@ fn typed(key: &str, text: &str, schema: &Value) -> anyhow::Result<Value> {
             .parse::<i64>()
             .map(Value::from)
             .with_context(|| format!("{key}: {text:?} is not a whole number")),
-        Some("number") => text
-            .parse::<f64>()
-            .ok()
-            .and_then(serde_json::Number::from_f64)
+        // As written: `2` stays 2, `2.5` is 2.5 (a JSON number either way).
+        Some("number") => serde_json::from_str::<serde_json::Number>(text.trim())
             .map(Value::Number)
             .with_context(|| format!("{key}: {text:?} is not a number")),
         Some("boolean") => match text {
@@ -92,7 +90,7 @@ mod tests {
     #[test]
     fn pairs_are_typed_by_the_schema() {
         let schema = json!({"type": "object", "properties": {
-            "name": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"},
+            "name": {"type": "string"}, "count": {"type": "integer"}, "ratio": {"type": "number"}, "whole": {"type": "number"},
             "loud": {"type": "boolean"}, "tags": {"type": "array"}, "limit": {"type": ["integer", "null"]},
         }, "required": ["name", "count"]});
         let parsed = parse(
@@ -100,6 +98,7 @@ mod tests {
                 "name=42",
                 "count=3",
                 "ratio=0.5",
+                "whole=2",
                 "loud=true",
                 "tags=[\"a\"]",
                 "limit=7",
@@ -111,7 +110,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             Value::Object(parsed),
-            json!({"name": "42", "count": 3, "ratio": 0.5, "loud": true, "tags": ["a"], "limit": 7, "extra": 1, "raw": {"k": 1}})
+            json!({"name": "42", "count": 3, "ratio": 0.5, "whole": 2, "loud": true, "tags": ["a"], "limit": 7, "extra": 1, "raw": {"k": 1}})
         );
         assert!(
             parse(&words(&["count=three"]), &schema)

@@ -342,11 +342,9 @@ fn parse(field: &Field, answer: &str) -> Result<Value, String> {
             .parse::<i64>()
             .map(Value::from)
             .map_err(|_| format!("{answer:?} is not a whole number")),
-        Some("number") => answer
-            .parse::<f64>()
-            .ok()
-            .and_then(|n| serde_json::Number::from_f64(n).map(Value::Number))
-            .ok_or_else(|| format!("{answer:?} is not a number")),
+        Some("number") => serde_json::from_str::<serde_json::Number>(answer)
+            .map(Value::Number)
+            .map_err(|_| format!("{answer:?} is not a number")),
         Some("array" | "object") => {
             serde_json::from_str(answer).map_err(|_| format!("{answer:?} is not JSON"))
         }
