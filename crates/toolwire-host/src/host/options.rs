@@ -28,7 +28,7 @@ pub(super) struct InputHandlers {
     pub(super) roots: Option<Handler<(), ListRootsResult>>,
 }
 
-/// How a [`Host`] runs.
+/// How a [`Host`](super::Host) runs.
 #[derive(Clone)]
 pub struct HostOptions {
     pub(super) client_name: String,
