@@ -78,7 +78,7 @@ enum Command {
     /// an error, 2 it could not be made, 3 refused, 130 cancelled with Ctrl-C.
     ///
     /// NAME is a qualified name from `toolwire tools`. For one server without a
-    /// configuration: toolwire call URL|"COMMAND LINE" TOOL [ARGS]. ARGS are one JSON object,
+    /// configuration: `toolwire call URL|"COMMAND LINE" TOOL ARGS…`. ARGS are one JSON object,
     /// or key=value pairs typed by the tool's input schema (key:=JSON for a JSON value);
     /// required arguments left out are asked for at a terminal.
     Call {
