@@ -39,9 +39,9 @@ pub(crate) struct Connection {
     /// The first request's --timeout bounds it too.
     #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
     pub(crate) probe_timeout: f64,
-    /// The answer to every form elicitation, as a JSON object (without it, elicitations are
-    /// declined and their question printed). URL-mode elicitation is not offered: this command
-    /// cannot get the user's consent to open a URL (M-16).
+    /// The answer to every form elicitation, as a JSON object, instead of a form (for
+    /// scripts: without a terminal and without it, forms are printed and declined). A URL-mode request is
+    /// never answered by it: opening a URL needs a person's yes at a terminal (M-16).
     #[arg(long, value_name = "JSON")]
     pub(crate) answer: Option<String>,
     /// Print results as JSON.
