@@ -71,7 +71,8 @@ fn profile_form() -> toolwire_protocol::RequestedSchema {
 }
 
 /// The demo server: `echo` (described as `echo_description`), `remove_file` (claims to be
-/// destructive), `picture`, `profile` (a form) and `wait` (until cancelled).
+/// destructive), `picture`, `profile` (a form), `login` (a URL to open) and `wait` (until
+/// cancelled).
 fn demo(echo_description: &str, seen: Arc<Seen>) -> Server {
     Server::builder("demo", "1")
         .tool(
@@ -111,6 +112,22 @@ fn demo(echo_description: &str, seen: Arc<Seen>) -> Server {
                     Some(_) => Ok("no profile".to_owned()),
                     None => Err(InputRequired::new()
                         .elicit_schema("profile", "Tell us about you", profile_form())
+                        .into()),
+                }
+            },
+        ))
+        .tool(Tool::new(
+            "login",
+            |_: NoArgs, ctx: RequestContext| async move {
+                match ctx.elicited::<Value>("login")? {
+                    Some(Elicited::Accepted(_)) => Ok::<_, ToolError>("signed in".to_owned()),
+                    Some(_) => Ok("not signed in".to_owned()),
+                    None => Err(InputRequired::new()
+                        .elicit_url(
+                            "login",
+                            "Sign in to continue",
+                            "https://auth.example/login?session=1",
+                        )
                         .into()),
                 }
             },
@@ -538,7 +555,7 @@ fn servers_shows_each_one_with_its_era_and_status() {
     assert_eq!(lines.len(), 2, "{out}");
     assert!(
         lines[0].starts_with(&format!(
-            "demo  http {}  2026-07-28  connected, 5 tools",
+            "demo  http {}  2026-07-28  connected, 6 tools",
             server.url
         )),
         "{out}"
@@ -600,4 +617,85 @@ fn watch_prints_each_servers_list_changes_and_what_changed() {
         .status()
         .unwrap();
     assert_eq!(watch.wait().unwrap().code(), Some(130));
+}
+
+#[test]
+fn missing_arguments_are_asked_for_and_a_url_is_opened_only_after_a_yes() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("ask", &server.url);
+    let mut echo = home.terminal(&["call", "demo__echo"]);
+    see(&mut echo, "toolwire: demo__echo needs message");
+    see(&mut echo, "message (required): ");
+    echo.send_line("").unwrap();
+    see(&mut echo, "required");
+    echo.send_line("typed at the prompt").unwrap();
+    see(&mut echo, "\"message\": \"typed at the prompt\"");
+    see(&mut echo, "Run it?");
+    echo.send_line("y").unwrap();
+    see(&mut echo, "typed at the prompt");
+    assert_eq!(finish(echo), 0);
+
+    let mut login = home.terminal(&["call", "--yes", "demo__login"]);
+    see(
+        &mut login,
+        "server demo asks you to open a web page: Sign in to continue",
+    );
+    see(&mut login, "URL     https://auth.example/login?session=1");
+    see(&mut login, "domain  auth.example");
+    see(&mut login, "Open it? [y]es / [n]o (decline) / [c]ancel: ");
+    login.send_line("n").unwrap();
+    see(&mut login, "not signed in");
+    assert_eq!(finish(login), 0);
+}
+
+#[test]
+fn colours_only_on_a_terminal_and_never_with_no_color() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("colours", &server.url);
+    let coloured = {
+        let mut command = home.command(&["tools"]);
+        command.env_remove("NO_COLOR").env("TERM", "xterm-256color");
+        let mut session = Session::spawn(command).unwrap();
+        session.set_expect_timeout(Some(Duration::from_secs(20)));
+        see(&mut session, "demo__echo");
+        let rest = see(&mut session, "Returns the message unchanged");
+        let _ = finish(session);
+        rest
+    };
+    assert!(
+        coloured.contains("\u{1b}["),
+        "bold and dim on a terminal: {coloured:?}"
+    );
+    let mut plain = home.terminal(&["tools"]);
+    let shown = see(&mut plain, "Returns the message unchanged");
+    let _ = finish(plain);
+    assert!(!shown.contains('\u{1b}'), "NO_COLOR: {shown:?}");
+    let piped = text(&home.run(&["tools"])).0;
+    assert!(!piped.contains('\u{1b}'), "a pipe: {piped:?}");
+}
+
+#[test]
+fn a_forgotten_pin_is_new_again() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("forget", &server.url);
+    assert!(
+        text(&home.run(&["tools"]))
+            .0
+            .contains("demo__echo(message: string)  [new]")
+    );
+    assert!(
+        text(&home.run(&["tools"]))
+            .0
+            .contains("demo__echo(message: string)  [pinned]")
+    );
+    let forgot = home.run(&["pins", "forget", "demo", "echo"]);
+    assert_eq!(
+        text(&forgot).0.trim(),
+        "forgot the pin of echo of server demo"
+    );
+    assert!(
+        text(&home.run(&["tools"]))
+            .0
+            .contains("demo__echo(message: string)  [new]")
+    );
 }

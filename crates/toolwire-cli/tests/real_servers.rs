@@ -170,6 +170,21 @@ fn the_terminal_host_over_real_servers() {
     let png = std::fs::read(out.join("get-tiny-image-image-1.png")).unwrap();
     assert_eq!(&png[..4], b"\x89PNG");
 
+    // Resource links and embedded resources are summarised.
+    let (code, links, err) =
+        home.run(&["call", "--yes", "everything__get-resource-links", "count=2"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(links.matches("[link ").count(), 2, "{links}");
+    let (code, embedded, err) = home.run(&[
+        "call",
+        "--yes",
+        "everything__get-resource-reference",
+        "resourceType=Text",
+        "resourceId=1",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(embedded.contains("[resource "), "{embedded}");
+
     // At a terminal: shown, asked, answered.
     let mut echo = home.terminal(&[
         "call",
