@@ -24,7 +24,12 @@ pub(crate) struct Connection {
     #[arg(long = "ca-file", value_name = "PEM")]
     pub(crate) ca_files: Vec<std::path::PathBuf>,
     /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
-    #[arg(long, env = "TOOLWIRE_BEARER_TOKEN", hide_env_values = true)]
+    #[arg(
+        long,
+        env = "TOOLWIRE_BEARER_TOKEN",
+        hide_env_values = true,
+        allow_hyphen_values = true
+    )]
     pub(crate) bearer: Option<String>,
     /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
     /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,

@@ -28,8 +28,12 @@ pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Resu
         }
     }
     let host = args.open(one_off, &ui).await?;
-    let shown = show(&host, &ui, args, only, one_off.is_some());
+    // When no server could be reached, the error says why, once.
     let failed = super::servers::all_failed(&host, only);
+    let shown = match failed {
+        Ok(()) => show(&host, &ui, args, only, one_off.is_some()),
+        Err(_) => Ok(()),
+    };
     host.close().await;
     shown?;
     failed
