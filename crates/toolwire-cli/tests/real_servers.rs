@@ -8,7 +8,11 @@ use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
-use expectrl::{Eof, Session, WaitStatus};
+use expectrl::Session;
+
+#[path = "support/pty.rs"]
+mod pty;
+use pty::{finish, see};
 use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
@@ -73,31 +77,6 @@ impl Home {
 impl Drop for Home {
     fn drop(&mut self) {
         let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-/// Waits for `needle`; after the command exits, its last output is read and searched too.
-fn see(session: &mut Session, needle: &str) {
-    match session.expect(needle) {
-        Ok(_) => {}
-        Err(expectrl::Error::Eof) => {
-            let mut rest = Vec::new();
-            let _ = std::io::Read::read_to_end(session, &mut rest);
-            let rest = String::from_utf8_lossy(&rest);
-            assert!(
-                rest.contains(needle),
-                "{needle:?} not seen before the end: {rest:?}"
-            );
-        }
-        Err(error) => panic!("{needle:?} not seen: {error}"),
-    }
-}
-
-fn finish(mut session: Session) -> i32 {
-    session.expect(Eof).expect("the command ends");
-    match session.get_process().wait().expect("its status") {
-        WaitStatus::Exited(_, code) => code,
-        other => panic!("ended by {other:?}"),
     }
 }
 
