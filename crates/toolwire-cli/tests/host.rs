@@ -75,10 +75,11 @@ fn profile_form() -> toolwire_protocol::RequestedSchema {
 }
 
 /// The demo server: `echo` (described as `echo_description`), `remove_file` (claims to be
-/// destructive), `picture`, `profile` (a form), `login` (a URL to open) and `wait` (until
-/// cancelled).
+/// destructive), `picture`, `profile` (a form), `chatty` (logs), `login` (a URL to open) and
+/// `wait` (until cancelled).
 fn demo(echo_description: &str, seen: Arc<Seen>) -> Server {
     Server::builder("demo", "1")
+        .logging(true)
         .tool(
             Tool::new(
                 "echo",
@@ -118,6 +119,17 @@ fn demo(echo_description: &str, seen: Arc<Seen>) -> Server {
                         .elicit_schema("profile", "Tell us about you", profile_form())
                         .into()),
                 }
+            },
+        ))
+        .tool(Tool::new(
+            "chatty",
+            |_: NoArgs, ctx: RequestContext| async move {
+                use toolwire_protocol::LoggingLevel;
+                ctx.log(LoggingLevel::Debug, None, json!("a debug detail"))
+                    .await;
+                ctx.log(LoggingLevel::Warning, Some("disk"), json!("almost full"))
+                    .await;
+                "chatted"
             },
         ))
         .tool(Tool::new(
@@ -531,7 +543,7 @@ fn servers_shows_each_one_with_its_era_and_status() {
     assert_eq!(lines.len(), 2, "{out}");
     assert!(
         lines[0].starts_with(&format!(
-            "demo  http {}  2026-07-28  connected, 6 tools",
+            "demo  http {}  2026-07-28  connected, 7 tools",
             server.url
         )),
         "{out}"
@@ -673,5 +685,29 @@ fn a_forgotten_pin_is_new_again() {
         text(&home.run(&["tools"]))
             .0
             .contains("demo__echo(message: string)  [new]")
+    );
+}
+
+#[test]
+fn server_log_messages_are_shown_from_the_level_asked() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("logs", &server.url);
+    let (out, err) = text(&home.run(&["call", "--yes", "demo__chatty"]));
+    assert_eq!(out.trim(), "chatted");
+    assert!(
+        err.contains("server log [warning] disk: almost full"),
+        "{err}"
+    );
+    assert!(!err.contains("a debug detail"), "{err}");
+    let (_, err) = text(&home.run(&["call", "--yes", "--log-level", "debug", "demo__chatty"]));
+    assert!(err.contains("server log [debug] a debug detail"), "{err}");
+    let (_, err) = text(&home.run(&["call", "--yes", "--log-level", "off", "demo__chatty"]));
+    assert!(!err.contains("server log"), "{err}");
+    let bad = home.run(&["call", "--yes", "--log-level", "loud", "demo__chatty"]);
+    assert_eq!(bad.status.code(), Some(2));
+    assert!(
+        text(&bad).1.contains("--log-level \"loud\": one of debug"),
+        "{:?}",
+        text(&bad)
     );
 }

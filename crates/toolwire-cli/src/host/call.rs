@@ -138,8 +138,13 @@ async fn run(
                 other => other.to_string(),
             };
             let level = format!("{:?}", log.level).to_lowercase();
+            let logger = log
+                .logger
+                .as_deref()
+                .map(|l| format!("{}: ", visible(l, Layout::Line)))
+                .unwrap_or_default();
             note(&format!(
-                "{} {}",
+                "{} {logger}{}",
                 log_ui.paint(Tone::Dim, &format!("server log [{level}]")),
                 visible(&text, Layout::Line)
             ));

@@ -47,6 +47,10 @@ pub(crate) struct HostArgs {
     /// confirmed first. Without it, sampling requests are declined.
     #[arg(long, value_name = "COMMAND")]
     pub(crate) sampling_command: Option<String>,
+    /// The least severe server log messages shown during a call: debug, info, notice,
+    /// warning, error, critical, alert, emergency; or off.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub(crate) log_level: String,
     #[command(flatten)]
     pub(crate) connection: Connection,
 }
@@ -144,6 +148,16 @@ impl HostArgs {
         }
         for file in &self.connection.ca_files {
             options = options.ca_file(file);
+        }
+        if self.log_level != "off" {
+            let level = serde_json::from_value(serde_json::Value::String(self.log_level.clone()))
+                .with_context(|| {
+                    format!(
+                        "--log-level {:?}: one of debug, info, notice, warning, error, critical, alert, emergency, off",
+                        self.log_level
+                    )
+                })?;
+            options = options.log_level(level);
         }
         let questions = questions::Questions::new(
             ui.clone(),

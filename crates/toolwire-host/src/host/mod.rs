@@ -443,6 +443,9 @@ async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, St
     if let Some(probe) = options.probe_timeout {
         builder = builder.probe_timeout(probe);
     }
+    if let Some(level) = options.log_level {
+        builder = builder.log_level(level);
+    }
     for path in &options.ca_files {
         builder = builder.ca_file(path);
     }

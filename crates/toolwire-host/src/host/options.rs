@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use toolwire_client::protocol::{
     CreateMessageParams, CreateMessageResult, ElicitRequestParams, ElicitResult, ElicitUrlParams,
-    ListRootsResult,
+    ListRootsResult, LoggingLevel,
 };
 
 use super::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS};
@@ -44,6 +44,7 @@ pub struct HostOptions {
     pub(super) ca_files: Vec<PathBuf>,
     pub(super) probe_timeout: Option<Duration>,
     pub(super) clean_results: bool,
+    pub(super) log_level: Option<LoggingLevel>,
 }
 
 impl std::fmt::Debug for HostOptions {
@@ -77,6 +78,7 @@ impl HostOptions {
             ca_files: Vec::new(),
             probe_timeout: None,
             clean_results: true,
+            log_level: None,
         }
     }
 
@@ -168,6 +170,14 @@ impl HostOptions {
     /// The time limit of calls to servers without a `timeoutMs` (default 60 s).
     pub fn call_timeout(mut self, timeout: Duration) -> Self {
         self.call_timeout = timeout;
+        self
+    }
+
+    /// Asks every server for its log messages at `level` and above; they reach a call's
+    /// [`CallOptions::on_log`](toolwire_client::CallOptions::on_log) (or `tracing`). Without
+    /// it, servers send none.
+    pub fn log_level(mut self, level: LoggingLevel) -> Self {
+        self.log_level = Some(level);
         self
     }
 
