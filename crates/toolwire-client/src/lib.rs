@@ -25,6 +25,7 @@
 
 #![warn(missing_docs)]
 
+pub mod auth;
 mod builder;
 mod client;
 mod connect;
