@@ -167,3 +167,122 @@ async fn without_rfc_8414_the_openid_configuration_is_used() {
         right => panic!("{right:?}"),
     }
 }
+
+/// Follows the provider's redirects as a browser would (a cookie jar, no JavaScript) until one
+/// leads to `redirect_uri`; returns that final URL. The provider's test interaction approves
+/// at once as `alice`.
+async fn browse(start: &str, issuer: &str, redirect_uri: &str) -> String {
+    let http = discovery::metadata_client();
+    let mut cookies: std::collections::BTreeMap<String, String> = Default::default();
+    let mut url = start.to_owned();
+    for _ in 0..10 {
+        if url.starts_with(redirect_uri) {
+            return url;
+        }
+        let jar: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let reply = http
+            .get(&url)
+            .header("cookie", jar.join("; "))
+            .send()
+            .await
+            .unwrap();
+        for set in reply.headers().get_all("set-cookie") {
+            let pair = set.to_str().unwrap().split(';').next().unwrap();
+            if let Some((k, v)) = pair.split_once('=') {
+                cookies.insert(k.trim().to_owned(), v.trim().to_owned());
+            }
+        }
+        let location = reply
+            .headers()
+            .get("location")
+            .unwrap_or_else(|| panic!("no redirect from {url}: HTTP {}", reply.status()))
+            .to_str()
+            .unwrap()
+            .to_owned();
+        url = if location.starts_with('/') {
+            format!("{issuer}{location}")
+        } else {
+            location
+        };
+    }
+    panic!("no redirect to {redirect_uri} within 10 hops");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_authorization_code_with_pkce_from_the_real_server_opens_the_guarded_one() {
+    use toolwire_client::auth::request::{self, Pkce};
+    let provider = Provider::start(&[]);
+    let url = guarded(&provider.issuer).await;
+    let (_, challenge) = challenged(&url).await;
+    let http = discovery::metadata_client();
+    let found = auth::discover(&http, &url, challenge.as_ref())
+        .await
+        .unwrap();
+    let server = &found.authorization_server;
+
+    let pkce = Pkce::new();
+    let state = request::random_token();
+    let redirect_uri = "http://127.0.0.1:45999/callback";
+    let scope = request::initial_scope(challenge.as_ref(), &found.resource);
+    assert_eq!(scope.as_deref(), Some("tools:read math"));
+    let start = request::authorization_url(
+        server,
+        &found.resource,
+        "rs-public",
+        redirect_uri,
+        scope.as_deref(),
+        &state,
+        &pkce,
+    )
+    .unwrap();
+    let redirect = browse(&start, &provider.issuer, redirect_uri).await;
+    let code = request::read_redirect(&redirect, server, &state).unwrap();
+    // The same redirect with another state is refused.
+    assert!(request::read_redirect(&redirect, server, "forged").is_err());
+
+    // The code and the verifier, for a token for this resource. The provider checks the
+    // verifier against the challenge: a wrong one is refused (and spends the code).
+    let token_endpoint = server.token_endpoint.clone().unwrap();
+    let exchange = |code: String, verifier: String| {
+        let form = url::form_urlencoded::Serializer::new(String::new())
+            .append_pair("grant_type", "authorization_code")
+            .append_pair("code", &code)
+            .append_pair("redirect_uri", redirect_uri)
+            .append_pair("code_verifier", &verifier)
+            .append_pair("resource", &found.resource.resource)
+            .append_pair("client_id", "rs-public")
+            .finish();
+        let request = http
+            .post(&token_endpoint)
+            .header("content-type", "application/x-www-form-urlencoded")
+            .body(form);
+        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
+    };
+    let wrong = exchange(code, Pkce::new().verifier).await;
+    assert_eq!(wrong["error"], "invalid_grant", "{wrong}");
+    let pkce = Pkce::new();
+    let state = request::random_token();
+    let start = request::authorization_url(
+        server,
+        &found.resource,
+        "rs-public",
+        redirect_uri,
+        scope.as_deref(),
+        &state,
+        &pkce,
+    )
+    .unwrap();
+    let redirect = browse(&start, &provider.issuer, redirect_uri).await;
+    let code = request::read_redirect(&redirect, server, &state).unwrap();
+    let token = exchange(code, pkce.verifier.clone()).await;
+    let access = token["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{token}"));
+
+    let client = toolwire_client::ClientBuilder::new("auth-test", "1")
+        .bearer_token(access)
+        .http(&url)
+        .unwrap();
+    let tools = client.list_tools().await.unwrap();
+    assert_eq!(tools[0].name, "hello");
+}
