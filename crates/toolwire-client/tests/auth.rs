@@ -209,8 +209,9 @@ async fn browse(start: &str, issuer: &str, redirect_uri: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_authorization_code_with_pkce_from_the_real_server_opens_the_guarded_one() {
+async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     use toolwire_client::auth::request::{self, Pkce};
+    use toolwire_client::auth::token::{self, TokenError};
     let provider = Provider::start(&[]);
     let url = guarded(&provider.issuer).await;
     let (_, challenge) = challenged(&url).await;
@@ -219,70 +220,95 @@ async fn an_authorization_code_with_pkce_from_the_real_server_opens_the_guarded_
         .await
         .unwrap();
     let server = &found.authorization_server;
+    let resource = &found.resource.resource;
 
-    let pkce = Pkce::new();
-    let state = request::random_token();
+    // A client identity by dynamic registration (RFC 7591), for a loopback redirect.
     let redirect_uri = "http://127.0.0.1:45999/callback";
-    let scope = request::initial_scope(challenge.as_ref(), &found.resource);
-    assert_eq!(scope.as_deref(), Some("tools:read math"));
-    let start = request::authorization_url(
-        server,
-        &found.resource,
-        "rs-public",
-        redirect_uri,
-        scope.as_deref(),
-        &state,
-        &pkce,
-    )
-    .unwrap();
-    let redirect = browse(&start, &provider.issuer, redirect_uri).await;
-    let code = request::read_redirect(&redirect, server, &state).unwrap();
-    // The same redirect with another state is refused.
-    assert!(request::read_redirect(&redirect, server, "forged").is_err());
-
-    // The code and the verifier, for a token for this resource. The provider checks the
-    // verifier against the challenge: a wrong one is refused (and spends the code).
-    let token_endpoint = server.token_endpoint.clone().unwrap();
-    let exchange = |code: String, verifier: String| {
-        let form = url::form_urlencoded::Serializer::new(String::new())
-            .append_pair("grant_type", "authorization_code")
-            .append_pair("code", &code)
-            .append_pair("redirect_uri", redirect_uri)
-            .append_pair("code_verifier", &verifier)
-            .append_pair("resource", &found.resource.resource)
-            .append_pair("client_id", "rs-public")
-            .finish();
-        let request = http
-            .post(&token_endpoint)
-            .header("content-type", "application/x-www-form-urlencoded")
-            .body(form);
-        async move { request.send().await.unwrap().json::<Value>().await.unwrap() }
-    };
-    let wrong = exchange(code, Pkce::new().verifier).await;
-    assert_eq!(wrong["error"], "invalid_grant", "{wrong}");
-    let pkce = Pkce::new();
-    let state = request::random_token();
-    let start = request::authorization_url(
-        server,
-        &found.resource,
-        "rs-public",
-        redirect_uri,
-        scope.as_deref(),
-        &state,
-        &pkce,
-    )
-    .unwrap();
-    let redirect = browse(&start, &provider.issuer, redirect_uri).await;
-    let code = request::read_redirect(&redirect, server, &state).unwrap();
-    let token = exchange(code, pkce.verifier.clone()).await;
-    let access = token["access_token"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{token}"));
-
-    let client = toolwire_client::ClientBuilder::new("auth-test", "1")
-        .bearer_token(access)
-        .http(&url)
+    let client = token::register(&http, server, "toolwire test", &[redirect_uri.to_owned()])
+        .await
         .unwrap();
-    let tools = client.list_tools().await.unwrap();
-    assert_eq!(tools[0].name, "hello");
+    assert_eq!(client.issuer, provider.issuer);
+
+    // One authorization, as a browser would go through it; the code and state read back.
+    let authorize = |pkce: &Pkce, state: &str| {
+        let scope = request::initial_scope(challenge.as_ref(), &found.resource);
+        assert_eq!(scope.as_deref(), Some("tools:read math"));
+        request::authorization_url(
+            server,
+            &found.resource,
+            &client.client_id,
+            redirect_uri,
+            scope.as_deref(),
+            state,
+            pkce,
+        )
+        .unwrap()
+    };
+    let (pkce, state) = (Pkce::new(), request::random_token());
+    let redirect = browse(&authorize(&pkce, &state), &provider.issuer, redirect_uri).await;
+    assert!(request::read_redirect(&redirect, server, "forged").is_err());
+    let code = request::read_redirect(&redirect, server, &state).unwrap();
+    // The provider checks the verifier against the challenge: another one is refused.
+    let wrong = token::exchange_code(
+        &http,
+        server,
+        &client,
+        &code,
+        redirect_uri,
+        &Pkce::new().verifier,
+        resource,
+    )
+    .await;
+    assert!(
+        matches!(&wrong, Err(TokenError::Refused { error, .. }) if error == "invalid_grant"),
+        "{wrong:?}"
+    );
+
+    // The code was spent by the refused attempt: authorize again, with the right verifier.
+    let (pkce, state) = (Pkce::new(), request::random_token());
+    let redirect = browse(&authorize(&pkce, &state), &provider.issuer, redirect_uri).await;
+    let code = request::read_redirect(&redirect, server, &state).unwrap();
+    let tokens = token::exchange_code(
+        &http,
+        server,
+        &client,
+        &code,
+        redirect_uri,
+        &pkce.verifier,
+        resource,
+    )
+    .await
+    .unwrap();
+    let open = |access: String| {
+        let url = url.clone();
+        async move {
+            let client = toolwire_client::ClientBuilder::new("auth-test", "1")
+                .bearer_token(access)
+                .http(&url)
+                .unwrap();
+            client.list_tools().await.map(|t| t[0].name.clone())
+        }
+    };
+    assert_eq!(open(tokens.access_token.clone()).await.unwrap(), "hello");
+
+    // A refresh token was issued (the registration asked for the grant): it gives a new
+    // access token that opens the server too.
+    let refresh_token = tokens.refresh_token.clone().expect("a refresh token");
+    let refreshed = token::refresh(&http, server, &client, &refresh_token, resource)
+        .await
+        .unwrap();
+    assert_ne!(refreshed.access_token, tokens.access_token);
+    assert_eq!(open(refreshed.access_token).await.unwrap(), "hello");
+
+    // A machine client with the provider's pre-registered confidential identity.
+    let machine = toolwire_client::auth::ClientIdentity {
+        issuer: provider.issuer.clone(),
+        client_id: "rs-test".into(),
+        client_secret: Some("rs-secret".into()),
+    };
+    let machine_tokens =
+        token::client_credentials(&http, server, &machine, resource, Some("tools:read"))
+            .await
+            .unwrap();
+    assert_eq!(open(machine_tokens.access_token).await.unwrap(), "hello");
 }

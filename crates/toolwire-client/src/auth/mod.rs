@@ -1,16 +1,19 @@
 //! OAuth for protected servers (the 2026-07-28 authorization spec, A-08…A-18), as far as it is
 //! built: reading a server's challenge ([`challenge`]), finding its authorization server
 //! ([`discovery`]), and the authorization request and its answer as pure functions
-//! ([`request`]: PKCE, the authorization URL, the redirect's `iss` and `state`, scopes).
-//! Registration, the token exchange, token storage and the flow that ties them to the client
-//! come next (issue 14).
+//! ([`request`]: PKCE, the authorization URL, the redirect's `iss` and `state`, scopes), and
+//! the client's identity and tokens ([`token`]: dynamic registration, the code exchange,
+//! refresh, client credentials). Token storage and the flow that ties them to the client come
+//! next (issue 14).
 
 pub mod challenge;
 pub mod discovery;
 pub mod request;
+pub mod token;
 
 pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
 pub use request::{AuthorizationError, Pkce};
+pub use token::{ClientIdentity, TokenError, Tokens};

@@ -1,0 +1,359 @@
+//! A client's identity at an authorization server and the token endpoint (A-10, A-11, A-13,
+//! A-17): dynamic registration (RFC 7591, with `application_type`) when there is no identity
+//! yet, then the authorization code (with its PKCE verifier and the same `resource`), a
+//! refresh token when one was issued, or client credentials for a machine client — each
+//! authenticated the way the server lists (`client_secret_basic`, `client_secret_post`,
+//! `none`).
+
+use std::time::Duration;
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+
+use super::discovery::AuthorizationServerMetadata;
+
+/// A client's identity at one authorization server (keyed by its issuer, never used at
+/// another, A-10).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientIdentity {
+    /// The issuer it belongs to.
+    pub issuer: String,
+    /// The `client_id`.
+    pub client_id: String,
+    /// The secret of a confidential client.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client_secret: Option<String>,
+}
+
+/// Tokens from the token endpoint.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Tokens {
+    /// The access token, sent as `Authorization: Bearer` only (A-15).
+    pub access_token: String,
+    /// Its type (`Bearer`).
+    #[serde(default)]
+    pub token_type: String,
+    /// Seconds it lives, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub expires_in: Option<u64>,
+    /// A refresh token, when one was issued (never assumed, A-17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub refresh_token: Option<String>,
+    /// The scopes granted, if the server said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope: Option<String>,
+}
+
+/// Why the token endpoint (or registration) gave nothing usable.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// The server has no such endpoint.
+    #[error("the authorization server {issuer} has no {endpoint}")]
+    NoEndpoint {
+        /// The issuer.
+        issuer: String,
+        /// Which endpoint.
+        endpoint: &'static str,
+    },
+    /// The identity belongs to another authorization server (A-10).
+    #[error("the client identity of {identity} is not for {issuer}")]
+    OtherIssuer {
+        /// The identity's issuer.
+        identity: String,
+        /// The server asked.
+        issuer: String,
+    },
+    /// The request could not be made or read.
+    #[error("{0}")]
+    Transport(String),
+    /// The server refused: its `error` and `error_description`.
+    #[error("the authorization server refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// The OAuth error code.
+        error: String,
+        /// Its description, if any.
+        description: Option<String>,
+    },
+}
+
+/// Registers a public native client with `redirect_uris` (RFC 7591; A-11 asks for
+/// `application_type`). `refresh_token` is among its grants, so a refresh token may be issued
+/// (the conformance suite's offline-access scenario).
+pub async fn register(
+    http: &reqwest::Client,
+    server: &AuthorizationServerMetadata,
+    client_name: &str,
+    redirect_uris: &[String],
+) -> Result<ClientIdentity, TokenError> {
+    let endpoint =
+        server
+            .registration_endpoint
+            .as_deref()
+            .ok_or_else(|| TokenError::NoEndpoint {
+                issuer: server.issuer.clone(),
+                endpoint: "registration endpoint",
+            })?;
+    let body = json!({
+        "client_name": client_name,
+        "redirect_uris": redirect_uris,
+        "grant_types": ["authorization_code", "refresh_token"],
+        "response_types": ["code"],
+        "token_endpoint_auth_method": "none",
+        "application_type": "native",
+    });
+    let reply = http
+        .post(endpoint)
+        .json(&body)
+        .timeout(Duration::from_secs(10))
+        .send()
+        .await
+        .map_err(|e| TokenError::Transport(e.to_string()))?;
+    #[derive(Deserialize)]
+    struct Registered {
+        client_id: String,
+        #[serde(default)]
+        client_secret: Option<String>,
+    }
+    let registered: Registered = read(reply).await?;
+    Ok(ClientIdentity {
+        issuer: server.issuer.clone(),
+        client_id: registered.client_id,
+        client_secret: registered.client_secret,
+    })
+}
+
+/// The tokens for an authorization `code`: with the PKCE `verifier`, the same `redirect_uri`
+/// and the same `resource` as the authorization request (A-13).
+pub async fn exchange_code(
+    http: &reqwest::Client,
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    code: &str,
+    redirect_uri: &str,
+    verifier: &str,
+    resource: &str,
+) -> Result<Tokens, TokenError> {
+    token_request(
+        http,
+        server,
+        client,
+        &[
+            ("grant_type", "authorization_code"),
+            ("code", code),
+            ("redirect_uri", redirect_uri),
+            ("code_verifier", verifier),
+            ("resource", resource),
+        ],
+    )
+    .await
+}
+
+/// New tokens from a refresh token, for the same `resource`.
+pub async fn refresh(
+    http: &reqwest::Client,
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    refresh_token: &str,
+    resource: &str,
+) -> Result<Tokens, TokenError> {
+    token_request(
+        http,
+        server,
+        client,
+        &[
+            ("grant_type", "refresh_token"),
+            ("refresh_token", refresh_token),
+            ("resource", resource),
+        ],
+    )
+    .await
+}
+
+/// Tokens for a machine client (client credentials), for `resource` with `scope`.
+pub async fn client_credentials(
+    http: &reqwest::Client,
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    resource: &str,
+    scope: Option<&str>,
+) -> Result<Tokens, TokenError> {
+    let mut form = vec![("grant_type", "client_credentials"), ("resource", resource)];
+    if let Some(scope) = scope {
+        form.push(("scope", scope));
+    }
+    token_request(http, server, client, &form).await
+}
+
+/// How the client authenticates at the token endpoint: a confidential client uses
+/// `client_secret_basic` unless the server lists only `client_secret_post`; a public client
+/// sends its `client_id` (`none`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuthMethod {
+    /// HTTP Basic with the client id and secret.
+    Basic,
+    /// `client_id` and `client_secret` in the form.
+    Post,
+    /// `client_id` in the form, no secret.
+    None,
+}
+
+/// The method for `client` at `server`.
+pub fn auth_method(server: &AuthorizationServerMetadata, client: &ClientIdentity) -> AuthMethod {
+    let listed = &server.token_endpoint_auth_methods_supported;
+    match &client.client_secret {
+        None => AuthMethod::None,
+        // RFC 8414: without a list, client_secret_basic is the default.
+        Some(_) if listed.is_empty() || listed.iter().any(|m| m == "client_secret_basic") => {
+            AuthMethod::Basic
+        }
+        Some(_) if listed.iter().any(|m| m == "client_secret_post") => AuthMethod::Post,
+        Some(_) => AuthMethod::Basic,
+    }
+}
+
+async fn token_request(
+    http: &reqwest::Client,
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    fields: &[(&str, &str)],
+) -> Result<Tokens, TokenError> {
+    if client.issuer != server.issuer {
+        return Err(TokenError::OtherIssuer {
+            identity: client.issuer.clone(),
+            issuer: server.issuer.clone(),
+        });
+    }
+    let endpoint = server
+        .token_endpoint
+        .as_deref()
+        .ok_or_else(|| TokenError::NoEndpoint {
+            issuer: server.issuer.clone(),
+            endpoint: "token endpoint",
+        })?;
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in fields {
+        form.append_pair(name, value);
+    }
+    let mut request = http
+        .post(endpoint)
+        .header("content-type", "application/x-www-form-urlencoded")
+        .header("accept", "application/json")
+        .timeout(Duration::from_secs(30));
+    match auth_method(server, client) {
+        AuthMethod::Basic => {
+            // RFC 6749 §2.3.1: each part form-encoded before Base64.
+            let encode =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let secret = client.client_secret.as_deref().unwrap_or_default();
+            let basic =
+                STANDARD.encode(format!("{}:{}", encode(&client.client_id), encode(secret)));
+            request = request.header("authorization", format!("Basic {basic}"));
+        }
+        AuthMethod::Post => {
+            form.append_pair("client_id", &client.client_id);
+            form.append_pair(
+                "client_secret",
+                client.client_secret.as_deref().unwrap_or_default(),
+            );
+        }
+        AuthMethod::None => {
+            form.append_pair("client_id", &client.client_id);
+        }
+    }
+    let reply = request
+        .body(form.finish())
+        .send()
+        .await
+        .map_err(|e| TokenError::Transport(e.to_string()))?;
+    read(reply).await
+}
+
+/// A JSON reply, or the server's OAuth error.
+async fn read<T: serde::de::DeserializeOwned>(reply: reqwest::Response) -> Result<T, TokenError> {
+    let status = reply.status();
+    let body = reply
+        .bytes()
+        .await
+        .map_err(|e| TokenError::Transport(e.to_string()))?;
+    if !status.is_success() {
+        #[derive(Deserialize)]
+        struct OAuthError {
+            error: String,
+            #[serde(default)]
+            error_description: Option<String>,
+        }
+        return Err(match serde_json::from_slice::<OAuthError>(&body) {
+            Ok(e) => TokenError::Refused {
+                error: e.error,
+                description: e.error_description,
+            },
+            Err(_) => TokenError::Transport(format!("HTTP {}", status.as_u16())),
+        });
+    }
+    serde_json::from_slice(&body)
+        .map_err(|e| TokenError::Transport(format!("not the expected JSON: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(methods: &[&str]) -> AuthorizationServerMetadata {
+        serde_json::from_value(serde_json::json!({
+            "issuer": "https://auth.example.com",
+            "token_endpoint_auth_methods_supported": methods,
+        }))
+        .unwrap()
+    }
+
+    fn client(secret: Option<&str>) -> ClientIdentity {
+        ClientIdentity {
+            issuer: "https://auth.example.com".into(),
+            client_id: "c".into(),
+            client_secret: secret.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn the_method_is_the_one_the_server_lists() {
+        assert_eq!(
+            auth_method(&server(&[]), &client(Some("s"))),
+            AuthMethod::Basic
+        );
+        assert_eq!(
+            auth_method(&server(&["client_secret_post"]), &client(Some("s"))),
+            AuthMethod::Post
+        );
+        assert_eq!(
+            auth_method(
+                &server(&["client_secret_post", "client_secret_basic"]),
+                &client(Some("s"))
+            ),
+            AuthMethod::Basic
+        );
+        assert_eq!(
+            auth_method(&server(&["client_secret_basic"]), &client(None)),
+            AuthMethod::None
+        );
+    }
+
+    #[tokio::test]
+    async fn an_identity_is_never_used_at_another_server() {
+        let mut other = client(None);
+        other.issuer = "https://other.example.com".into();
+        let refused = refresh(
+            &reqwest::Client::new(),
+            &server(&[]),
+            &other,
+            "r",
+            "https://mcp",
+        )
+        .await;
+        assert!(
+            matches!(refused, Err(TokenError::OtherIssuer { .. })),
+            "{refused:?}"
+        );
+    }
+}
