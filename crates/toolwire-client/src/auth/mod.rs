@@ -3,12 +3,13 @@
 //! ([`discovery`]), and the authorization request and its answer as pure functions
 //! ([`request`]: PKCE, the authorization URL, the redirect's `iss` and `state`, scopes), and
 //! the client's identity and tokens ([`token`]: dynamic registration, the code exchange,
-//! refresh, client credentials). Token storage and the flow that ties them to the client come
-//! next (issue 14).
+//! refresh, client credentials), kept in a [`CredentialStore`] ([`store`]: a private file or
+//! memory). The flow that ties them to the client comes next (issue 14).
 
 pub mod challenge;
 pub mod discovery;
 pub mod request;
+pub mod store;
 pub mod token;
 
 pub use challenge::Challenge;
@@ -16,4 +17,5 @@ pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
 pub use request::{AuthorizationError, Pkce};
+pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
 pub use token::{ClientIdentity, TokenError, Tokens};

@@ -1,0 +1,353 @@
+//! Where identities and tokens are kept (A-10, A-18): identities by issuer, tokens by (issuer,
+//! resource), so a token is only ever sent to the server it was issued for. Behind a trait, so
+//! an OS keyring or a shared store can stand in; [`FileStore`] keeps one JSON file readable
+//! only by the user (mode 0600, written whole and renamed into place), [`MemoryStore`] nothing
+//! beyond the process.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde::{Deserialize, Serialize};
+
+use super::token::{ClientIdentity, Tokens};
+
+/// Tokens as kept: with when they were obtained, to know when the access token expires.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StoredTokens {
+    /// The tokens.
+    pub tokens: Tokens,
+    /// When they were obtained (seconds since the Unix epoch).
+    pub obtained_at: u64,
+}
+
+impl StoredTokens {
+    /// `tokens`, obtained now.
+    pub fn now(tokens: Tokens) -> StoredTokens {
+        StoredTokens {
+            tokens,
+            obtained_at: unix_now(),
+        }
+    }
+
+    /// Whether the access token has expired, or will within `margin` seconds. A token
+    /// without a lifetime is taken as valid until the server says otherwise.
+    pub fn expired(&self, margin: u64) -> bool {
+        self.tokens
+            .expires_in
+            .is_some_and(|ttl| self.obtained_at + ttl <= unix_now() + margin)
+    }
+}
+
+fn unix_now() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_secs())
+        .unwrap_or(0)
+}
+
+/// Why the store could not be read or written.
+#[derive(Debug, thiserror::Error)]
+#[error("credentials in {}: {message}", path.display())]
+pub struct StoreError {
+    /// The file (empty for a store without one).
+    pub path: PathBuf,
+    /// What went wrong.
+    pub message: String,
+}
+
+/// Keeps client identities and tokens.
+pub trait CredentialStore: Send + Sync {
+    /// The identity registered at `issuer`, if any.
+    fn identity(&self, issuer: &str) -> Result<Option<ClientIdentity>, StoreError>;
+    /// Keeps an identity (under its issuer).
+    fn save_identity(&self, identity: &ClientIdentity) -> Result<(), StoreError>;
+    /// The tokens `issuer` issued for `resource`, if any.
+    fn tokens(&self, issuer: &str, resource: &str) -> Result<Option<StoredTokens>, StoreError>;
+    /// Keeps tokens for (`issuer`, `resource`).
+    fn save_tokens(
+        &self,
+        issuer: &str,
+        resource: &str,
+        tokens: &StoredTokens,
+    ) -> Result<(), StoreError>;
+    /// Forgets every token for `resource` (a logout); returns how many there were.
+    fn forget(&self, resource: &str) -> Result<usize, StoreError>;
+}
+
+/// What a store holds.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+struct Credentials {
+    #[serde(default)]
+    identities: BTreeMap<String, ClientIdentity>,
+    /// By "ISSUER RESOURCE" (a space cannot occur in either URL).
+    #[serde(default)]
+    tokens: BTreeMap<String, StoredTokens>,
+}
+
+fn key(issuer: &str, resource: &str) -> String {
+    format!("{issuer} {resource}")
+}
+
+impl Credentials {
+    fn forget(&mut self, resource: &str) -> usize {
+        let before = self.tokens.len();
+        self.tokens
+            .retain(|k, _| k.split_once(' ').is_none_or(|(_, r)| r != resource));
+        before - self.tokens.len()
+    }
+}
+
+/// A store for this process only.
+#[derive(Debug, Default)]
+pub struct MemoryStore(Mutex<Credentials>);
+
+impl MemoryStore {
+    /// An empty store.
+    pub fn new() -> MemoryStore {
+        MemoryStore::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Credentials> {
+        self.0.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+impl CredentialStore for MemoryStore {
+    fn identity(&self, issuer: &str) -> Result<Option<ClientIdentity>, StoreError> {
+        Ok(self.lock().identities.get(issuer).cloned())
+    }
+
+    fn save_identity(&self, identity: &ClientIdentity) -> Result<(), StoreError> {
+        self.lock()
+            .identities
+            .insert(identity.issuer.clone(), identity.clone());
+        Ok(())
+    }
+
+    fn tokens(&self, issuer: &str, resource: &str) -> Result<Option<StoredTokens>, StoreError> {
+        Ok(self.lock().tokens.get(&key(issuer, resource)).cloned())
+    }
+
+    fn save_tokens(
+        &self,
+        issuer: &str,
+        resource: &str,
+        tokens: &StoredTokens,
+    ) -> Result<(), StoreError> {
+        self.lock()
+            .tokens
+            .insert(key(issuer, resource), tokens.clone());
+        Ok(())
+    }
+
+    fn forget(&self, resource: &str) -> Result<usize, StoreError> {
+        Ok(self.lock().forget(resource))
+    }
+}
+
+/// One JSON file readable and writable only by the user. Each change reads the file, changes
+/// it and writes it whole to a temporary file (mode 0600 from its creation) renamed over the
+/// old one, so a crash never leaves half a file.
+#[derive(Debug)]
+pub struct FileStore {
+    path: PathBuf,
+    writing: Mutex<()>,
+}
+
+impl FileStore {
+    /// The store in `path` (created when first written).
+    pub fn new(path: impl Into<PathBuf>) -> FileStore {
+        FileStore {
+            path: path.into(),
+            writing: Mutex::new(()),
+        }
+    }
+
+    /// Its file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    fn error(&self, message: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            path: self.path.clone(),
+            message: message.to_string(),
+        }
+    }
+
+    fn read(&self) -> Result<Credentials, StoreError> {
+        match std::fs::read(&self.path) {
+            Ok(bytes) => serde_json::from_slice(&bytes)
+                .map_err(|e| self.error(format!("not a credentials file: {e}"))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Credentials::default()),
+            Err(e) => Err(self.error(e)),
+        }
+    }
+
+    fn change<T>(&self, f: impl FnOnce(&mut Credentials) -> T) -> Result<T, StoreError> {
+        let _one_writer = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        let mut credentials = self.read()?;
+        let out = f(&mut credentials);
+        let text = serde_json::to_vec_pretty(&credentials).map_err(|e| self.error(e))?;
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
+        }
+        let mut temp = self.path.as_os_str().to_owned();
+        temp.push(".tmp");
+        let temp = PathBuf::from(temp);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::OpenOptionsExt as _;
+            options.mode(0o600);
+        }
+        let mut file = options.open(&temp).map_err(|e| self.error(e))?;
+        #[cfg(unix)]
+        {
+            // A temporary file left by another umask or user: made private before writing.
+            use std::os::unix::fs::PermissionsExt as _;
+            file.set_permissions(std::fs::Permissions::from_mode(0o600))
+                .map_err(|e| self.error(e))?;
+        }
+        std::io::Write::write_all(&mut file, &text).map_err(|e| self.error(e))?;
+        file.sync_all().map_err(|e| self.error(e))?;
+        std::fs::rename(&temp, &self.path).map_err(|e| self.error(e))?;
+        Ok(out)
+    }
+}
+
+impl CredentialStore for FileStore {
+    fn identity(&self, issuer: &str) -> Result<Option<ClientIdentity>, StoreError> {
+        Ok(self.read()?.identities.get(issuer).cloned())
+    }
+
+    fn save_identity(&self, identity: &ClientIdentity) -> Result<(), StoreError> {
+        self.change(|c| {
+            c.identities
+                .insert(identity.issuer.clone(), identity.clone());
+        })
+    }
+
+    fn tokens(&self, issuer: &str, resource: &str) -> Result<Option<StoredTokens>, StoreError> {
+        Ok(self.read()?.tokens.get(&key(issuer, resource)).cloned())
+    }
+
+    fn save_tokens(
+        &self,
+        issuer: &str,
+        resource: &str,
+        tokens: &StoredTokens,
+    ) -> Result<(), StoreError> {
+        self.change(|c| {
+            c.tokens.insert(key(issuer, resource), tokens.clone());
+        })
+    }
+
+    fn forget(&self, resource: &str) -> Result<usize, StoreError> {
+        self.change(|c| c.forget(resource))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tokens(access: &str, ttl: Option<u64>) -> StoredTokens {
+        StoredTokens::now(Tokens {
+            access_token: access.into(),
+            token_type: "Bearer".into(),
+            expires_in: ttl,
+            refresh_token: Some("r".into()),
+            scope: None,
+        })
+    }
+
+    fn identity(issuer: &str) -> ClientIdentity {
+        ClientIdentity {
+            issuer: issuer.into(),
+            client_id: format!("id-at-{issuer}"),
+            client_secret: None,
+        }
+    }
+
+    fn exercise(store: &dyn CredentialStore) {
+        store.save_identity(&identity("https://as1")).unwrap();
+        assert_eq!(
+            store.identity("https://as1").unwrap(),
+            Some(identity("https://as1"))
+        );
+        assert_eq!(
+            store.identity("https://as2").unwrap(),
+            None,
+            "never another issuer's"
+        );
+        store
+            .save_tokens("https://as1", "https://mcp/a", &tokens("a1", None))
+            .unwrap();
+        store
+            .save_tokens("https://as2", "https://mcp/a", &tokens("a2", None))
+            .unwrap();
+        store
+            .save_tokens("https://as1", "https://mcp/b", &tokens("b1", None))
+            .unwrap();
+        let got = store
+            .tokens("https://as1", "https://mcp/a")
+            .unwrap()
+            .unwrap();
+        assert_eq!(got.tokens.access_token, "a1");
+        assert_eq!(store.tokens("https://as1", "https://mcp/c").unwrap(), None);
+        assert_eq!(store.forget("https://mcp/a").unwrap(), 2);
+        assert_eq!(store.tokens("https://as1", "https://mcp/a").unwrap(), None);
+        assert!(
+            store
+                .tokens("https://as1", "https://mcp/b")
+                .unwrap()
+                .is_some()
+        );
+    }
+
+    #[test]
+    fn both_stores_keep_identities_by_issuer_and_tokens_by_issuer_and_resource() {
+        exercise(&MemoryStore::new());
+        let dir = std::env::temp_dir().join(format!("toolwire-creds-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let store = FileStore::new(dir.join("nested/credentials.json"));
+        exercise(&store);
+        // Another handle on the file sees the same.
+        let again = FileStore::new(store.path());
+        assert!(
+            again
+                .tokens("https://as1", "https://mcp/b")
+                .unwrap()
+                .is_some()
+        );
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            let mode = std::fs::metadata(store.path())
+                .unwrap()
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600, "readable by the user only");
+        }
+        std::fs::write(store.path(), "{not json").unwrap();
+        let broken = store.identity("https://as1").unwrap_err().to_string();
+        assert!(
+            broken.contains("credentials.json") && broken.contains("not a credentials file"),
+            "{broken}"
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn expiry_counts_from_when_the_tokens_were_obtained() {
+        assert!(!tokens("a", None).expired(60));
+        assert!(!tokens("a", Some(3600)).expired(60));
+        assert!(tokens("a", Some(30)).expired(60));
+        let mut old = tokens("a", Some(3600));
+        old.obtained_at -= 3600;
+        assert!(old.expired(0));
+    }
+}
