@@ -264,10 +264,30 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
         "{wrong:?}"
     );
 
-    // The code was spent by the refused attempt: authorize again, with the right verifier.
+    // The code was spent by the refused attempt: authorize again, with the right verifier,
+    // and this time the browser's last hop lands on a loopback listener on a free port (a
+    // native client's registered 127.0.0.1 redirect matches any port, RFC 8252 §7.3).
+    let loopback = toolwire_client::auth::Loopback::bind().await.unwrap();
+    let caught_uri = loopback.redirect_uri().to_owned();
+    let waiting = tokio::spawn(loopback.wait(std::time::Duration::from_secs(20)));
     let (pkce, state) = (Pkce::new(), request::random_token());
-    let redirect = browse(&authorize(&pkce, &state), &provider.issuer, redirect_uri).await;
+    let start = request::authorization_url(
+        server,
+        &found.resource,
+        &client.client_id,
+        &caught_uri,
+        Some("tools:read math"),
+        &state,
+        &pkce,
+    )
+    .unwrap();
+    let last_hop = browse(&start, &provider.issuer, &caught_uri).await;
+    let page = reqwest::get(&last_hop).await.unwrap();
+    assert_eq!(page.status(), 200);
+    let redirect = waiting.await.unwrap().unwrap();
+    assert_eq!(redirect, last_hop);
     let code = request::read_redirect(&redirect, server, &state).unwrap();
+    let redirect_uri = caught_uri.as_str();
     let tokens = token::exchange_code(
         &http,
         server,

@@ -4,10 +4,12 @@
 //! ([`request`]: PKCE, the authorization URL, the redirect's `iss` and `state`, scopes), and
 //! the client's identity and tokens ([`token`]: dynamic registration, the code exchange,
 //! refresh, client credentials), kept in a [`CredentialStore`] ([`store`]: a private file or
-//! memory). The flow that ties them to the client comes next (issue 14).
+//! memory), and the redirect caught on 127.0.0.1 ([`loopback`]). The flow that ties them to
+//! the client comes next (issue 14).
 
 pub mod challenge;
 pub mod discovery;
+pub mod loopback;
 pub mod request;
 pub mod store;
 pub mod token;
@@ -16,6 +18,7 @@ pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
+pub use loopback::Loopback;
 pub use request::{AuthorizationError, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
 pub use token::{ClientIdentity, TokenError, Tokens};
