@@ -43,6 +43,8 @@ pub(crate) struct Ui {
     pub(crate) interactive: bool,
     /// `--yes`: calls that policy does not allow are made without asking.
     pub(crate) yes: bool,
+    /// stderr is a terminal: progress is a bar there, lines elsewhere.
+    bar_on_stderr: bool,
     colour_err: bool,
     colour_out: bool,
     /// One question at a time.
@@ -65,6 +67,7 @@ impl Ui {
         Arc::new(Ui {
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
             yes,
+            bar_on_stderr: std::io::stderr().is_terminal(),
             colour_err: wants_colour(std::io::stderr().is_terminal()),
             colour_out: wants_colour(std::io::stdout().is_terminal()),
             asking: tokio::sync::Mutex::new(()),
@@ -138,7 +141,7 @@ impl Ui {
         if self.ended.load(std::sync::atomic::Ordering::Acquire) {
             return;
         }
-        if !std::io::IsTerminal::is_terminal(&std::io::stderr()) {
+        if !self.bar_on_stderr {
             let total = total.map(|t| format!("/{t}")).unwrap_or_default();
             note(&format!("toolwire: progress {progress}{total} {message}"));
             return;

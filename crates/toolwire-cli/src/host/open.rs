@@ -132,6 +132,16 @@ impl HostArgs {
     /// Connects to the servers, with `ui` answering approvals and the servers' questions.
     pub(crate) async fn open(&self, one_off: Option<&str>, ui: &Arc<Ui>) -> anyhow::Result<Host> {
         let config = self.configuration(one_off)?;
+        self.open_config(&config, one_off.is_some(), ui).await
+    }
+
+    /// [`HostArgs::open`] with the configuration already read.
+    pub(crate) async fn open_config(
+        &self,
+        config: &HostConfig,
+        one_off: bool,
+        ui: &Arc<Ui>,
+    ) -> anyhow::Result<Host> {
         let state = self.state_dir()?;
         let mut options = HostOptions::new(approve::TerminalApprover::new(ui.clone()))
             .client_info("toolwire-cli", env!("CARGO_PKG_VERSION"))
@@ -143,7 +153,7 @@ impl HostArgs {
             .clean_results(false);
         // A server named on the command line is this command's only: its pins and "always"
         // answers are not kept.
-        if one_off.is_none() {
+        if !one_off {
             options = options.state_dir(&state);
         }
         for file in &self.connection.ca_files {
@@ -166,7 +176,7 @@ impl HostArgs {
             self.sampling_command.clone(),
         );
         options = questions.install(options);
-        Ok(Host::connect(&config, options).await?)
+        Ok(Host::connect(config, options).await?)
     }
 
     /// `--root` directories, else the configuration's `roots`, else the current directory,

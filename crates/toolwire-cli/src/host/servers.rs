@@ -13,7 +13,9 @@ use crate::ui::{Tone, Ui};
 pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let config = args.configuration(args.server.as_deref())?;
-    let host = args.open(args.server.as_deref(), &ui).await?;
+    let host = args
+        .open_config(&config, args.server.is_some(), &ui)
+        .await?;
     let statuses = host.servers().to_vec();
     host.close().await;
     if args.connection.json {

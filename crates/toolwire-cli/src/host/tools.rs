@@ -3,7 +3,7 @@
 //! its pin state — and what it could not, with the reason.
 
 use serde_json::{Value, json};
-use toolwire_host::{Host, HostTool, PinState, ServerState};
+use toolwire_host::{Host, HostConfig, HostTool, PinState, ServerState};
 
 use super::HostArgs;
 use super::approve::{hints, short, title};
@@ -27,11 +27,11 @@ pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Resu
             );
         }
     }
-    let host = args.open(one_off, &ui).await?;
+    let host = args.open_config(&config, one_off.is_some(), &ui).await?;
     // When no server could be reached, the error says why, once.
     let failed = super::servers::all_failed(&host, only);
     let shown = match failed {
-        Ok(()) => show(&host, &ui, args, only, one_off.is_some()),
+        Ok(()) => show(&host, &ui, args, &config, only, one_off.is_some()),
         Err(_) => Ok(()),
     };
     host.close().await;
@@ -43,15 +43,11 @@ fn show(
     host: &Host,
     ui: &Ui,
     args: &HostArgs,
+    config: &HostConfig,
     only: Option<&str>,
     one_off: bool,
 ) -> anyhow::Result<()> {
-    let trusted = |server: &str| {
-        args.configuration(args.server.as_deref())
-            .ok()
-            .and_then(|c| c.server(server).map(|s| s.trust))
-            .unwrap_or(false)
-    };
+    let trusted = |server: &str| config.server(server).is_some_and(|s| s.trust);
     let wanted = |server: &str| only.is_none_or(|o| o == server);
     let tools: Vec<&HostTool> = host.tools().iter().filter(|t| wanted(&t.server)).collect();
     if args.connection.json && one_off {

@@ -90,6 +90,23 @@ fn key(issuer: &str, resource: &str) -> String {
 }
 
 impl Credentials {
+    fn identity(&self, issuer: &str) -> Option<ClientIdentity> {
+        self.identities.get(issuer).cloned()
+    }
+
+    fn save_identity(&mut self, identity: &ClientIdentity) {
+        self.identities
+            .insert(identity.issuer.clone(), identity.clone());
+    }
+
+    fn tokens(&self, issuer: &str, resource: &str) -> Option<StoredTokens> {
+        self.tokens.get(&key(issuer, resource)).cloned()
+    }
+
+    fn save_tokens(&mut self, issuer: &str, resource: &str, tokens: &StoredTokens) {
+        self.tokens.insert(key(issuer, resource), tokens.clone());
+    }
+
     fn forget(&mut self, resource: &str) -> usize {
         let before = self.tokens.len();
         self.tokens
@@ -115,18 +132,16 @@ impl MemoryStore {
 
 impl CredentialStore for MemoryStore {
     fn identity(&self, issuer: &str) -> Result<Option<ClientIdentity>, StoreError> {
-        Ok(self.lock().identities.get(issuer).cloned())
+        Ok(self.lock().identity(issuer))
     }
 
     fn save_identity(&self, identity: &ClientIdentity) -> Result<(), StoreError> {
-        self.lock()
-            .identities
-            .insert(identity.issuer.clone(), identity.clone());
+        self.lock().save_identity(identity);
         Ok(())
     }
 
     fn tokens(&self, issuer: &str, resource: &str) -> Result<Option<StoredTokens>, StoreError> {
-        Ok(self.lock().tokens.get(&key(issuer, resource)).cloned())
+        Ok(self.lock().tokens(issuer, resource))
     }
 
     fn save_tokens(
@@ -135,9 +150,7 @@ impl CredentialStore for MemoryStore {
         resource: &str,
         tokens: &StoredTokens,
     ) -> Result<(), StoreError> {
-        self.lock()
-            .tokens
-            .insert(key(issuer, resource), tokens.clone());
+        self.lock().save_tokens(issuer, resource, tokens);
         Ok(())
     }
 
@@ -220,18 +233,15 @@ impl FileStore {
 
 impl CredentialStore for FileStore {
     fn identity(&self, issuer: &str) -> Result<Option<ClientIdentity>, StoreError> {
-        Ok(self.read()?.identities.get(issuer).cloned())
+        Ok(self.read()?.identity(issuer))
     }
 
     fn save_identity(&self, identity: &ClientIdentity) -> Result<(), StoreError> {
-        self.change(|c| {
-            c.identities
-                .insert(identity.issuer.clone(), identity.clone());
-        })
+        self.change(|c| c.save_identity(identity))
     }
 
     fn tokens(&self, issuer: &str, resource: &str) -> Result<Option<StoredTokens>, StoreError> {
-        Ok(self.read()?.tokens.get(&key(issuer, resource)).cloned())
+        Ok(self.read()?.tokens(issuer, resource))
     }
 
     fn save_tokens(
@@ -240,9 +250,7 @@ impl CredentialStore for FileStore {
         resource: &str,
         tokens: &StoredTokens,
     ) -> Result<(), StoreError> {
-        self.change(|c| {
-            c.tokens.insert(key(issuer, resource), tokens.clone());
-        })
+        self.change(|c| c.save_tokens(issuer, resource, tokens))
     }
 
     fn forget(&self, resource: &str) -> Result<usize, StoreError> {
