@@ -9,6 +9,7 @@ use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context as _, bail};
 use serde_json::{Value, json};
+use toolwire_client::auth::{Authorizer, AuthorizerError, AuthorizerFuture, OAuth};
 use toolwire_client::protocol::{ListRootsResult, Tool};
 use toolwire_client::{Client, ClientBuilder};
 
@@ -43,6 +44,7 @@ async fn run() -> anyhow::Result<()> {
         "http-invalid-tool-headers" => invalid_tool_headers(builder.http(url)?).await,
         "json-schema-ref-no-deref" => ref_no_deref(builder.http(url)?).await,
         "json-schema-2020-12-preservation" => schema_preservation(builder.http(url)?).await,
+        auth if auth.starts_with("auth/") => authorized(builder, url, auth).await,
         other => bail!("unknown scenario {other:?}"),
     }
 }
@@ -201,4 +203,73 @@ async fn schema_preservation(client: Client) -> anyhow::Result<()> {
         .call_tool("json_schema_echo", json!({"schema": schema}))
         .await?;
     expect_ok(&result, "json_schema_echo")
+}
+
+/// The Client ID Metadata Document URL the suite expects where the server accepts one.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// 4.9: every `auth/*` scenario. The client authorizes when challenged (the suite's mock
+/// authorization server approves at once), then lists the tools and calls `test-tool`. Client
+/// credentials from the context, if any: pre-registered, or for a machine client.
+async fn authorized(builder: ClientBuilder, url: String, scenario: &str) -> anyhow::Result<()> {
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or_default();
+    let mut oauth = OAuth::new()
+        .client_name("toolwire-conformance-client")
+        .client_metadata_document(CLIENT_METADATA_URL)
+        .authorizer(Arc::new(Headless));
+    if let Some(client_id) = context["client_id"].as_str() {
+        oauth = oauth.client(
+            context["issuer"].as_str().map(str::to_owned),
+            client_id,
+            context["client_secret"].as_str().map(str::to_owned),
+        );
+    }
+    if let Some(pem) = context["private_key_pem"].as_str() {
+        let algorithm = context["signing_algorithm"].as_str().unwrap_or("ES256");
+        oauth = oauth.private_key(pem, algorithm);
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        oauth = oauth.client_credentials();
+    }
+    let client = builder.oauth(oauth).http(url)?;
+    let tools = client.list_tools().await?;
+    eprintln!("listed {} tools", tools.len());
+    let result = client.call_tool("test-tool", json!({})).await?;
+    expect_ok(&result, "test-tool")
+}
+
+/// The person's step, done by a program: the mock authorization server redirects at once, so
+/// the authorization URL is fetched without following redirects and its `Location` is the
+/// redirect. Nothing listens at the redirect URI.
+struct Headless;
+
+impl Authorizer for Headless {
+    fn redirect_uri(&self) -> AuthorizerFuture<'_> {
+        Box::pin(async { Ok("http://localhost:3000/callback".to_owned()) })
+    }
+
+    fn authorize<'a>(&'a self, url: &'a str) -> AuthorizerFuture<'a> {
+        Box::pin(async move {
+            let failed = |why: String| AuthorizerError(why);
+            let response = toolwire_client::auth::discovery::metadata_client()
+                .get(url)
+                .send()
+                .await
+                .map_err(|e| failed(format!("{url}: {e}")))?;
+            response
+                .headers()
+                .get("location")
+                .and_then(|l| l.to_str().ok())
+                .map(str::to_owned)
+                .ok_or_else(|| {
+                    failed(format!(
+                        "{url} answered {} without a redirect",
+                        response.status()
+                    ))
+                })
+        })
+    }
 }

@@ -29,6 +29,7 @@ pub struct ClientBuilder {
     pub(crate) reset_on_progress: bool,
     pub(crate) headers: Vec<(String, String)>,
     pub(crate) bearer: Option<String>,
+    pub(crate) oauth: Option<crate::auth::OAuth>,
     pub(crate) ca_files: Vec<std::path::PathBuf>,
     pub(crate) handlers: InputHandlers,
     pub(crate) max_rounds: usize,
@@ -56,6 +57,7 @@ impl ClientBuilder {
             reset_on_progress: true,
             headers: Vec::new(),
             bearer: None,
+            oauth: None,
             ca_files: Vec::new(),
             handlers: InputHandlers::default(),
             max_rounds: 8,
@@ -115,6 +117,15 @@ impl ClientBuilder {
     /// Sends `Authorization: Bearer <token>` with every HTTP request.
     pub fn bearer_token(mut self, token: impl Into<String>) -> Self {
         self.bearer = Some(token.into());
+        self
+    }
+
+    /// Authorizes with a protected HTTP server when it challenges (the 2026-07-28 authorization
+    /// spec): discovery, an identity, a grant through `oauth`'s authorizer or client
+    /// credentials, tokens kept in its store, refreshed and stepped up as the server asks. Its
+    /// tokens take the place of [`bearer_token`](Self::bearer_token) once it has one.
+    pub fn oauth(mut self, oauth: crate::auth::OAuth) -> Self {
+        self.oauth = Some(oauth);
         self
     }
 

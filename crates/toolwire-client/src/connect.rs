@@ -27,8 +27,9 @@ impl ClientBuilder {
             self.bearer.as_deref(),
             &self.ca_files,
             self.timeout,
+            self.oauth.clone(),
         )?;
-        Ok(Client::new(self, Transport::Http(transport)))
+        Ok(Client::new(self, Transport::Http(Box::new(transport))))
     }
 
     /// A client for a server run as a child process speaking stdio: `program` with `args`.

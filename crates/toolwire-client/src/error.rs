@@ -19,6 +19,21 @@ pub enum Error {
     /// The connection or the child process failed.
     #[error("transport: {0}")]
     Transport(String),
+    /// The server wants authorization: HTTP 401, or 403 with a Bearer challenge.
+    /// A client with [`ClientBuilder::oauth`](crate::ClientBuilder::oauth) answers it by
+    /// authorizing; this error reaches the caller when there is no such flow or its attempts
+    /// ran out.
+    #[error("HTTP {status}: the server wants authorization{}{}", challenge.as_deref().map(|c| format!(" (WWW-Authenticate: {c})")).unwrap_or_default(), if *status == 401 { "; configure OAuth (ClientBuilder::oauth) or a bearer token" } else { "" })]
+    Unauthorized {
+        /// 401 or 403.
+        status: u16,
+        /// The server's `WWW-Authenticate: Bearer …` challenge, if it sent one.
+        challenge: Option<String>,
+    },
+    /// The authorization flow could not get a token. (Its message includes the cause's, so
+    /// the cause is not also its `source`.)
+    #[error("authorization: {0}")]
+    Authorization(crate::auth::AuthError),
     /// The server answered with an HTTP error that carried no JSON-RPC error.
     #[error("HTTP {status}: {body}")]
     Http {
@@ -90,6 +105,12 @@ impl std::fmt::Display for ListLimit {
             ListLimit::Time(t) => write!(f, "{t:?} (ClientBuilder::list_timeout)"),
             ListLimit::Pages(n) => write!(f, "{n} pages"),
         }
+    }
+}
+
+impl From<crate::auth::AuthError> for Error {
+    fn from(error: crate::auth::AuthError) -> Self {
+        Error::Authorization(error)
     }
 }
 

@@ -506,11 +506,13 @@ fn warn_unhonoured(asked: &SubscriptionFilter, honoured: &SubscriptionFilter) {
 async fn run(mut listener: Listener, filter: SubscriptionFilter) {
     let client = listener.client.clone();
     let mut backoff = FIRST_BACKOFF;
+    let mut authorizations = 0;
     loop {
         if listener.tx.is_closed() {
             // Nobody is listening any more.
             return;
         }
+        let token = client.token_generation();
         let era = match client.era_for_request().await {
             Ok(era) => era,
             Err(error) if listener.ack.is_some() || client.is_closed() => {
@@ -558,6 +560,18 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                 // The server ended the subscription (L-10).
                 return;
             }
+            Err(Failure::Error(error @ Error::Unauthorized { .. })) => {
+                // A challenge: authorize and listen again with the new token.
+                let options = crate::client::RpcOptions::default();
+                match client
+                    .authorized_again(&error, token, &mut authorizations, &options)
+                    .await
+                {
+                    Ok(true) => continue,
+                    Ok(false) => return listener.fail(error),
+                    Err(failed) => return listener.fail(failed),
+                }
+            }
             Err(Failure::Error(error)) if listener.ack.is_some() => return listener.fail(error),
             Err(failure) if client.is_closed() => return listener.fail(failure.into_error()),
             Err(failure) => {
@@ -565,6 +579,7 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                 // listen re-sent (L-12).
                 if listener.acked {
                     backoff = FIRST_BACKOFF;
+                    authorizations = 0;
                 }
                 let error = failure.into_error();
                 tracing::info!(%error, ?backoff, "the listen stream dropped; reconnecting");

@@ -61,10 +61,23 @@ impl Client {
     ) -> Result<Value> {
         let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
             (false, false, false, false);
+        let mut authorizations = 0;
         loop {
+            let token = self.token_generation();
             // Settling the era (probe, initialize) counts against this call's timeout and
             // cancellation too.
-            let era = self.bounded(options, self.era_for_request()).await?;
+            let era = match self.bounded(options, self.era_for_request()).await {
+                Ok(era) => era,
+                Err(error) => {
+                    if self
+                        .authorized_again(&error, token, &mut authorizations, options)
+                        .await?
+                    {
+                        continue;
+                    }
+                    return Err(error);
+                }
+            };
             if let (Era::Legacy(session), "server/discover") = (&era, method) {
                 // A legacy server has no discover: its initialize result stands in (also after
                 // a fallback on this very request).
@@ -141,8 +154,63 @@ impl Client {
                         return Err(Error::Http { status, body });
                     }
                 }
-                other => return Err(other.into_error()),
+                other => {
+                    let error = other.into_error();
+                    if self
+                        .authorized_again(&error, token, &mut authorizations, options)
+                        .await?
+                    {
+                        continue;
+                    }
+                    return Err(error);
+                }
             }
+        }
+    }
+
+    /// The generation of the OAuth token requests are sent with now (0 without a flow).
+    pub(crate) fn token_generation(&self) -> u64 {
+        self.inner
+            .transport
+            .auth()
+            .map_or(0, |flow| flow.bearer().0)
+    }
+
+    /// Answers a refusal for want of authorization with the OAuth flow, at most
+    /// [`MAX_ATTEMPTS`](crate::auth::flow::MAX_ATTEMPTS) times per request: `true` when
+    /// the request should be sent again with the new token. A request sent with the token of
+    /// generation `token`. The flow may wait for a person: it is bounded by the caller's
+    /// cancellation and the authorizer's own wait, not by the request's timeout.
+    pub(crate) async fn authorized_again(
+        &self,
+        error: &Error,
+        token: u64,
+        attempts: &mut usize,
+        options: &RpcOptions,
+    ) -> Result<bool> {
+        let Error::Unauthorized { status, challenge } = error else {
+            return Ok(false);
+        };
+        let Some(flow) = self.inner.transport.auth() else {
+            return Ok(false);
+        };
+        if *attempts >= crate::auth::flow::MAX_ATTEMPTS
+            || !crate::auth::flow::answerable(*status, challenge.as_deref())
+        {
+            return Ok(false);
+        }
+        *attempts += 1;
+        let cancelled = async {
+            match &options.cancel {
+                Some(token) => token.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            answered = flow.answer(token, *status, challenge.as_deref()) => {
+                answered.map(|()| true).map_err(Error::from)
+            }
+            () = cancelled => Err(Error::Cancelled),
         }
     }
 

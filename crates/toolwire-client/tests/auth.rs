@@ -321,11 +321,11 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     assert_eq!(open(refreshed.access_token).await.unwrap(), "hello");
 
     // A machine client with the provider's pre-registered confidential identity.
-    let machine = toolwire_client::auth::ClientIdentity {
-        issuer: provider.issuer.clone(),
-        client_id: "rs-test".into(),
-        client_secret: Some("rs-secret".into()),
-    };
+    let machine = toolwire_client::auth::ClientIdentity::new(
+        provider.issuer.clone(),
+        "rs-test",
+        Some("rs-secret".into()),
+    );
     let machine_tokens =
         token::client_credentials(&http, server, &machine, resource, Some("tools:read"))
             .await

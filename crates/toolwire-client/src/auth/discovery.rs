@@ -151,12 +151,19 @@ pub fn server_metadata_urls(issuer: &str) -> Vec<String> {
 }
 
 /// Whether the resource metadata's `resource` names the server called: the same origin
-/// (scheme and host case-insensitive) and the same path (a trailing slash aside).
+/// (scheme and host case-insensitive) and a path that is the server's or one of its parents,
+/// segment by segment (a trailing slash aside). Metadata found at the root well-known URI
+/// names the origin (RFC 9728 §3.3), which covers every endpoint on it; another path, origin or
+/// scheme is refused.
 pub fn names_server(resource: &str, server: &str) -> bool {
     let (r_origin, r_path) = split_origin(without_query(resource));
     let (s_origin, s_path) = split_origin(without_query(server));
+    let (r_path, s_path) = (r_path.trim_end_matches('/'), s_path.trim_end_matches('/'));
     r_origin.eq_ignore_ascii_case(s_origin)
-        && r_path.trim_end_matches('/') == s_path.trim_end_matches('/')
+        && (r_path == s_path
+            || s_path
+                .strip_prefix(r_path)
+                .is_some_and(|rest| rest.starts_with('/')))
 }
 
 /// Finds the authorization server of `server`, which answered with `challenge` (if any).
@@ -327,6 +334,24 @@ mod tests {
         ));
         assert!(!names_server(
             "https://mcp.example.com/other",
+            "https://mcp.example.com/mcp"
+        ));
+        // The origin (metadata at the root well-known URI) covers every path on it; a
+        // parent path covers its children, segment by segment.
+        assert!(names_server(
+            "https://mcp.example.com",
+            "https://mcp.example.com/mcp"
+        ));
+        assert!(names_server(
+            "https://mcp.example.com/tenant",
+            "https://mcp.example.com/tenant/mcp"
+        ));
+        assert!(!names_server(
+            "https://mcp.example.com/mc",
+            "https://mcp.example.com/mcp"
+        ));
+        assert!(!names_server(
+            "https://mcp.example.com/mcp/admin",
             "https://mcp.example.com/mcp"
         ));
         assert!(!names_server(

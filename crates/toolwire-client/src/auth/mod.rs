@@ -4,21 +4,27 @@
 //! ([`request`]: PKCE, the authorization URL, the redirect's `iss` and `state`, scopes), and
 //! the client's identity and tokens ([`token`]: dynamic registration, the code exchange,
 //! refresh, client credentials), kept in a [`CredentialStore`] ([`store`]: a private file or
-//! memory), and the redirect caught on 127.0.0.1 ([`loopback`]). The flow that ties them to
-//! the client comes next (issue 14).
+//! memory), and the redirect caught on 127.0.0.1 ([`loopback`]). [`OAuth`] ties them into a
+//! client ([`ClientBuilder::oauth`](crate::ClientBuilder::oauth)): a challenged request runs
+//! the flow and is sent again with the new token; the person's step is an [`Authorizer`]
+//! ([`LoopbackAuthorizer`] on the person's own machine).
 
+mod authorizer;
 pub mod challenge;
 pub mod discovery;
+pub(crate) mod flow;
 pub mod loopback;
 pub mod request;
 pub mod store;
 pub mod token;
 
+pub use authorizer::{Authorizer, AuthorizerError, AuthorizerFuture, LoopbackAuthorizer, ShowUrl};
 pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
+pub use flow::{AuthError, OAuth};
 pub use loopback::Loopback;
 pub use request::{AuthorizationError, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
-pub use token::{ClientIdentity, TokenError, Tokens};
+pub use token::{ClientIdentity, PrivateKey, TokenError, Tokens};

@@ -71,8 +71,10 @@ pub trait CredentialStore: Send + Sync {
         resource: &str,
         tokens: &StoredTokens,
     ) -> Result<(), StoreError>;
-    /// Forgets every token for `resource` (a logout); returns how many there were.
-    fn forget(&self, resource: &str) -> Result<usize, StoreError>;
+    /// Forgets every token for the server at `server`, that is for every resource that names
+    /// it ([`names_server`](super::discovery::names_server)): a logout. Returns how many
+    /// there were. Client identities are kept.
+    fn forget(&self, server: &str) -> Result<usize, StoreError>;
 }
 
 /// What a store holds.
@@ -107,10 +109,12 @@ impl Credentials {
         self.tokens.insert(key(issuer, resource), tokens.clone());
     }
 
-    fn forget(&mut self, resource: &str) -> usize {
+    fn forget(&mut self, server: &str) -> usize {
         let before = self.tokens.len();
-        self.tokens
-            .retain(|k, _| k.split_once(' ').is_none_or(|(_, r)| r != resource));
+        self.tokens.retain(|k, _| {
+            k.split_once(' ')
+                .is_none_or(|(_, r)| !super::discovery::names_server(r, server))
+        });
         before - self.tokens.len()
     }
 }
@@ -154,8 +158,8 @@ impl CredentialStore for MemoryStore {
         Ok(())
     }
 
-    fn forget(&self, resource: &str) -> Result<usize, StoreError> {
-        Ok(self.lock().forget(resource))
+    fn forget(&self, server: &str) -> Result<usize, StoreError> {
+        Ok(self.lock().forget(server))
     }
 }
 
@@ -253,8 +257,8 @@ impl CredentialStore for FileStore {
         self.change(|c| c.save_tokens(issuer, resource, tokens))
     }
 
-    fn forget(&self, resource: &str) -> Result<usize, StoreError> {
-        self.change(|c| c.forget(resource))
+    fn forget(&self, server: &str) -> Result<usize, StoreError> {
+        self.change(|c| c.forget(server))
     }
 }
 
@@ -273,11 +277,7 @@ mod tests {
     }
 
     fn identity(issuer: &str) -> ClientIdentity {
-        ClientIdentity {
-            issuer: issuer.into(),
-            client_id: format!("id-at-{issuer}"),
-            client_secret: None,
-        }
+        ClientIdentity::new(issuer, format!("id-at-{issuer}"), None)
     }
 
     fn exercise(store: &dyn CredentialStore) {

@@ -25,6 +25,89 @@ pub struct ClientIdentity {
     /// The secret of a confidential client.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub client_secret: Option<String>,
+    /// A key the client proves itself with instead of a secret (`private_key_jwt`, RFC 7523
+    /// §2.2). Configuration only: never written to a credential store.
+    #[serde(skip)]
+    pub private_key: Option<PrivateKey>,
+}
+
+impl ClientIdentity {
+    /// A public client (no secret) or a confidential one, at `issuer`.
+    pub fn new(
+        issuer: impl Into<String>,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> ClientIdentity {
+        ClientIdentity {
+            issuer: issuer.into(),
+            client_id: client_id.into(),
+            client_secret,
+            private_key: None,
+        }
+    }
+}
+
+/// A private key for `private_key_jwt` client authentication: PEM (PKCS#8 for EC and Ed25519,
+/// PKCS#1 or PKCS#8 for RSA) and the JWS algorithm to sign with (`ES256`, `ES384`, `RS256`,
+/// `PS256`, `EdDSA`, …).
+#[derive(Clone, PartialEq, Eq)]
+pub struct PrivateKey {
+    /// The key, PEM.
+    pub pem: String,
+    /// The algorithm.
+    pub algorithm: String,
+}
+
+impl std::fmt::Debug for PrivateKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("PrivateKey")
+            .field("algorithm", &self.algorithm)
+            .finish_non_exhaustive()
+    }
+}
+
+impl PrivateKey {
+    /// A client assertion (RFC 7523 §3): issuer and subject the client, audience the
+    /// authorization server's issuer, five minutes of life, a fresh `jti`.
+    fn assertion(&self, client_id: &str, audience: &str) -> Result<String, TokenError> {
+        use jsonwebtoken::{Algorithm, EncodingKey, Header};
+        let bad = |why: String| TokenError::Key(why);
+        let algorithm: Algorithm = self
+            .algorithm
+            .parse()
+            .map_err(|_| bad(format!("unknown signing algorithm {:?}", self.algorithm)))?;
+        let pem = self.pem.as_bytes();
+        let key = match algorithm {
+            Algorithm::ES256 | Algorithm::ES384 => EncodingKey::from_ec_pem(pem),
+            Algorithm::EdDSA => EncodingKey::from_ed_pem(pem),
+            Algorithm::RS256
+            | Algorithm::RS384
+            | Algorithm::RS512
+            | Algorithm::PS256
+            | Algorithm::PS384
+            | Algorithm::PS512 => EncodingKey::from_rsa_pem(pem),
+            other => {
+                return Err(bad(format!(
+                    "{other:?} is not a signing algorithm for a key"
+                )));
+            }
+        }
+        .map_err(|e| bad(format!("the {} private key: {e}", self.algorithm)))?;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_secs())
+            .unwrap_or(0);
+        let claims = json!({
+            "iss": client_id,
+            "sub": client_id,
+            "aud": audience,
+            "iat": now,
+            "exp": now + 300,
+            "jti": super::request::random_token(),
+        });
+        jsonwebtoken::encode(&Header::new(algorithm), &claims, &key)
+            .map_err(|e| bad(format!("cannot sign the client assertion: {e}")))
+    }
 }
 
 /// Tokens from the token endpoint.
@@ -68,6 +151,9 @@ pub enum TokenError {
     /// The request could not be made or read.
     #[error("{0}")]
     Transport(String),
+    /// The client's private key cannot sign (`private_key_jwt`).
+    #[error("{0}")]
+    Key(String),
     /// The server refused: its `error` and `error_description`.
     #[error("the authorization server refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
     Refused {
@@ -117,11 +203,11 @@ pub async fn register(
         client_secret: Option<String>,
     }
     let registered: Registered = read(reply).await?;
-    Ok(ClientIdentity {
-        issuer: server.issuer.clone(),
-        client_id: registered.client_id,
-        client_secret: registered.client_secret,
-    })
+    Ok(ClientIdentity::new(
+        server.issuer.clone(),
+        registered.client_id,
+        registered.client_secret,
+    ))
 }
 
 /// The tokens for an authorization `code`: with the PKCE `verifier`, the same `redirect_uri`
@@ -197,11 +283,16 @@ pub enum AuthMethod {
     Post,
     /// `client_id` in the form, no secret.
     None,
+    /// A signed client assertion (`private_key_jwt`, RFC 7523).
+    PrivateKeyJwt,
 }
 
 /// The method for `client` at `server`.
 pub fn auth_method(server: &AuthorizationServerMetadata, client: &ClientIdentity) -> AuthMethod {
     let listed = &server.token_endpoint_auth_methods_supported;
+    if client.private_key.is_some() {
+        return AuthMethod::PrivateKeyJwt;
+    }
     match &client.client_secret {
         None => AuthMethod::None,
         // RFC 8414: without a list, client_secret_basic is the default.
@@ -232,24 +323,43 @@ async fn token_request(
             issuer: server.issuer.clone(),
             endpoint: "token endpoint",
         })?;
-    let mut form = url::form_urlencoded::Serializer::new(String::new());
-    for (name, value) in fields {
-        form.append_pair(name, value);
-    }
+    let (body, basic) = authenticated_form(server, client, fields)?;
     let mut request = http
         .post(endpoint)
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .timeout(Duration::from_secs(30));
+    if let Some(basic) = basic {
+        request = request.header("authorization", basic);
+    }
+    let reply = request
+        .body(body)
+        .send()
+        .await
+        .map_err(|e| TokenError::Transport(e.to_string()))?;
+    read(reply).await
+}
+
+/// The token request's form with the client authenticated as the server lists, and the
+/// `Authorization` value for `client_secret_basic`.
+fn authenticated_form(
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    fields: &[(&str, &str)],
+) -> Result<(String, Option<String>), TokenError> {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    for (name, value) in fields {
+        form.append_pair(name, value);
+    }
+    let mut basic = None;
     match auth_method(server, client) {
         AuthMethod::Basic => {
             // RFC 6749 §2.3.1: each part form-encoded before Base64.
             let encode =
                 |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
             let secret = client.client_secret.as_deref().unwrap_or_default();
-            let basic =
-                STANDARD.encode(format!("{}:{}", encode(&client.client_id), encode(secret)));
-            request = request.header("authorization", format!("Basic {basic}"));
+            let pair = format!("{}:{}", encode(&client.client_id), encode(secret));
+            basic = Some(format!("Basic {}", STANDARD.encode(pair)));
         }
         AuthMethod::Post => {
             form.append_pair("client_id", &client.client_id);
@@ -261,13 +371,20 @@ async fn token_request(
         AuthMethod::None => {
             form.append_pair("client_id", &client.client_id);
         }
+        AuthMethod::PrivateKeyJwt => {
+            let key = client.private_key.as_ref().expect("chosen for a key");
+            form.append_pair("client_id", &client.client_id);
+            form.append_pair(
+                "client_assertion_type",
+                "urn:ietf:params:oauth:client-assertion-type:jwt-bearer",
+            );
+            form.append_pair(
+                "client_assertion",
+                &key.assertion(&client.client_id, &server.issuer)?,
+            );
+        }
     }
-    let reply = request
-        .body(form.finish())
-        .send()
-        .await
-        .map_err(|e| TokenError::Transport(e.to_string()))?;
-    read(reply).await
+    Ok((form.finish(), basic))
 }
 
 /// A JSON reply, or the server's OAuth error.
@@ -309,11 +426,7 @@ mod tests {
     }
 
     fn client(secret: Option<&str>) -> ClientIdentity {
-        ClientIdentity {
-            issuer: "https://auth.example.com".into(),
-            client_id: "c".into(),
-            client_secret: secret.map(str::to_owned),
-        }
+        ClientIdentity::new("https://auth.example.com", "c", secret.map(str::to_owned))
     }
 
     #[test]

@@ -4,11 +4,16 @@
 //! cancels (H-26); a stream that breaks before the answer loses the request (H-27).
 
 use futures::StreamExt as _;
-use reqwest::header::{ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue};
+use std::sync::Arc;
+
+use reqwest::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+};
 use serde_json::Value;
 use toolwire_protocol::headers as mcp_headers;
 
 use super::{Failure, Outgoing, Reply};
+use crate::auth::flow::Flow;
 use crate::error::{Error, Result};
 use crate::sse::SseParser;
 
@@ -31,6 +36,8 @@ pub(crate) struct HttpTransport {
     headers: HeaderMap,
     /// How long `send` waits (a request's own wait is the client's business).
     timeout: std::time::Duration,
+    /// The OAuth flow whose current token every request carries, if any.
+    auth: Option<Arc<Flow>>,
 }
 
 impl HttpTransport {
@@ -42,6 +49,7 @@ impl HttpTransport {
         bearer: Option<&str>,
         ca_files: &[std::path::PathBuf],
         timeout: std::time::Duration,
+        auth: Option<crate::auth::OAuth>,
     ) -> Result<Self> {
         let url = reqwest::Url::parse(&url)
             .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
@@ -57,12 +65,29 @@ impl HttpTransport {
             .tls_backend_preconfigured(super::tls::client_config(&url, ca_files)?)
             .build()
             .map_err(|e| Error::Transport(format!("cannot build the HTTP client: {e}")))?;
+        let auth = auth.map(|oauth| Arc::new(Flow::new(oauth, url.to_string())));
         Ok(HttpTransport {
             client,
             url,
             headers,
             timeout,
+            auth,
         })
+    }
+
+    /// The OAuth flow, if the client has one.
+    pub(crate) fn auth(&self) -> Option<&Arc<Flow>> {
+        self.auth.as_ref()
+    }
+
+    /// The configured headers, with the flow's current token when there is one: the token goes
+    /// to this endpoint only (redirects stay within its origin), never into a URL.
+    fn headers(&self) -> HeaderMap {
+        let mut headers = self.headers.clone();
+        if let Some((_, Some(bearer))) = self.auth.as_ref().map(|flow| flow.bearer()) {
+            headers.insert(AUTHORIZATION, bearer);
+        }
+        headers
     }
 
     /// The scheme, host and port of the endpoint: the key of the era cache (V-14).
@@ -74,7 +99,7 @@ impl HttpTransport {
         let mut request = self
             .client
             .post(self.url.clone())
-            .headers(self.headers.clone())
+            .headers(self.headers())
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         if let Some(version) = out.version {
@@ -121,6 +146,9 @@ impl HttpTransport {
         if status == 404 && out.session.is_some() {
             // A legacy server forgot the session: the client must initialize again.
             return Err(Failure::SessionExpired);
+        }
+        if let Some(refusal) = unauthorized(&response) {
+            return Err(refusal.into());
         }
         let sse = response
             .headers()
@@ -195,6 +223,9 @@ impl HttpTransport {
             if status.is_success() {
                 return Ok(());
             }
+            if let Some(refusal) = unauthorized(&response) {
+                return Err(refusal);
+            }
             Err(Error::Http {
                 status: status.as_u16(),
                 body: body_start(response).await,
@@ -216,7 +247,7 @@ impl HttpTransport {
         let mut request = self
             .client
             .get(self.url.clone())
-            .headers(self.headers.clone())
+            .headers(self.headers())
             .header(ACCEPT, "text/event-stream")
             .header(mcp_headers::PROTOCOL_VERSION, version);
         if let Some(session) = session {
@@ -226,6 +257,9 @@ impl HttpTransport {
             .send()
             .await
             .map_err(|e| Error::Transport(describe(&e)))?;
+        if let Some(refusal) = unauthorized(&response) {
+            return Err(refusal);
+        }
         if !response.status().is_success() {
             return Err(Error::Http {
                 status: response.status().as_u16(),
@@ -244,6 +278,26 @@ impl HttpTransport {
         }
         Ok(())
     }
+}
+
+/// A refusal for want of authorization: any 401, or a 403 with a Bearer challenge (a 403
+/// without one is an ordinary HTTP error). Carries the Bearer challenge for the OAuth flow.
+fn unauthorized(response: &reqwest::Response) -> Option<Error> {
+    let status = response.status().as_u16();
+    if status != 401 && status != 403 {
+        return None;
+    }
+    let challenge = response
+        .headers()
+        .get_all(WWW_AUTHENTICATE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .find(|v| crate::auth::challenge::bearer([*v]).is_some())
+        .map(str::to_owned);
+    if status == 403 && challenge.is_none() {
+        return None;
+    }
+    Some(Error::Unauthorized { status, challenge })
 }
 
 /// Redirects stay within the endpoint's origin (scheme, host and port). A request carries the

@@ -74,7 +74,7 @@ impl Failure {
 /// A connection to a server.
 #[derive(Debug)]
 pub(crate) enum Transport {
-    Http(http::HttpTransport),
+    Http(Box<http::HttpTransport>),
     Stdio(Box<stdio::StdioTransport>),
 }
 
@@ -96,6 +96,14 @@ impl Transport {
         match self {
             Transport::Http(t) => t.send(out).await,
             Transport::Stdio(t) => t.send(out).await,
+        }
+    }
+
+    /// The OAuth flow of an HTTP client that has one.
+    pub(crate) fn auth(&self) -> Option<&std::sync::Arc<crate::auth::flow::Flow>> {
+        match self {
+            Transport::Http(t) => t.auth(),
+            Transport::Stdio(_) => None,
         }
     }
 

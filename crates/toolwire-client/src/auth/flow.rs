@@ -1,0 +1,539 @@
+//! The authorization flow inside a client (A-08…A-18). [`OAuth`] is its configuration, given
+//! to [`ClientBuilder::oauth`](crate::ClientBuilder::oauth); [`Flow`] runs it when the server
+//! challenges a request:
+//!
+//! 1. a 401 (or a 403 `insufficient_scope`) reaches the request path with its challenge;
+//! 2. discovery: the resource metadata (which must name this server) and its authorization
+//!    server's metadata, every time, so a server that moved to another authorization server is
+//!    followed (and a new identity is used there, never the old one: A-10);
+//! 3. on a 401, tokens already held for (issuer, resource) that the server has not refused yet,
+//!    else a refresh when a refresh token was issued (A-17);
+//! 4. otherwise an identity at that issuer (configured › kept from an earlier registration ›
+//!    a Client ID Metadata Document › dynamic registration, A-11), and a grant: the
+//!    authorization code through the [`Authorizer`] (PKCE, `state`, `resource`, `iss`:
+//!    A-12…A-14) or client credentials for a machine client; the scope is the challenge's,
+//!    else the resource's, and on a step-up the union of what was granted and what is asked
+//!    (A-16);
+//! 5. the tokens are kept in the [`CredentialStore`] under (issuer, resource) and the request
+//!    is sent again with the new Bearer (A-15). The request path bounds the attempts.
+//!
+//! One flow runs at a time per client; requests refused meanwhile wait for it and then retry
+//! with its token.
+
+use std::sync::{Arc, RwLock};
+
+use reqwest::header::HeaderValue;
+
+use super::authorizer::{Authorizer, AuthorizerError};
+use super::challenge::{self, Challenge};
+use super::discovery::{self, Discovered, DiscoveryError};
+use super::request::{self, AuthorizationError, Pkce};
+use super::store::{CredentialStore, MemoryStore, StoreError, StoredTokens};
+use super::token::{self, ClientIdentity, PrivateKey, TokenError, Tokens};
+
+/// Challenges one request may answer by authorizing before its refusal is final (the
+/// conformance suite's retry limit: at most three authorizations for one request).
+pub(crate) const MAX_ATTEMPTS: usize = 3;
+
+/// Whether a refusal is one the flow answers: a 401, or a 403 whose Bearer challenge says
+/// `insufficient_scope` (a step-up, A-16). Any other 403 is final.
+pub(crate) fn answerable(status: u16, header: Option<&str>) -> bool {
+    status == 401
+        || (status == 403
+            && header
+                .and_then(|h| challenge::bearer([h]))
+                .is_some_and(|c| c.error() == Some("insufficient_scope")))
+}
+
+/// Why the flow got no token.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthError {
+    /// The server's authorization server could not be found, or its metadata is not to be
+    /// trusted.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// The authorization request or its answer (PKCE, state, iss, the server's refusal).
+    #[error(transparent)]
+    Authorization(#[from] AuthorizationError),
+    /// Registration or the token endpoint.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// The credential store.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The person's step ([`Authorizer`]).
+    #[error(transparent)]
+    Authorizer(#[from] AuthorizerError),
+    /// The client has no identity it may use at this authorization server.
+    #[error("no client identity for the authorization server {issuer}: {why}")]
+    NoIdentity {
+        /// The issuer.
+        issuer: String,
+        /// What was missing.
+        why: String,
+    },
+    /// The server wants a person to authorize, and the client has no [`Authorizer`].
+    #[error(
+        "the server {server} needs an authorization by a person and this client has no \
+         authorizer (OAuth::authorizer); log in first (`toolwire login`) or configure client \
+         credentials"
+    )]
+    NoAuthorizer {
+        /// The MCP server.
+        server: String,
+    },
+}
+
+/// Credentials registered with an authorization server beforehand.
+#[derive(Debug, Clone)]
+struct Configured {
+    /// The issuer they belong to; `None`: the server's, whichever it names first (then bound
+    /// to it for the life of the client).
+    issuer: Option<String>,
+    client_id: String,
+    client_secret: Option<String>,
+    private_key: Option<PrivateKey>,
+}
+
+/// How a client authorizes with protected servers: where credentials are kept, who does the
+/// person's step, and which identity and grant to use. Without an authorizer and client
+/// credentials, a server that challenges gets only tokens already in the store.
+#[derive(Clone)]
+pub struct OAuth {
+    store: Arc<dyn CredentialStore>,
+    authorizer: Option<Arc<dyn Authorizer>>,
+    client_name: String,
+    configured: Option<Configured>,
+    metadata_document: Option<String>,
+    machine: bool,
+    scope: Option<String>,
+}
+
+impl std::fmt::Debug for OAuth {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OAuth")
+            .field("client_name", &self.client_name)
+            .field("authorizer", &self.authorizer.is_some())
+            .field("machine", &self.machine)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Default for OAuth {
+    fn default() -> Self {
+        OAuth::new()
+    }
+}
+
+impl OAuth {
+    /// Authorization with credentials kept in memory, the name `toolwire` at registration, and
+    /// no authorizer yet.
+    pub fn new() -> OAuth {
+        OAuth {
+            store: Arc::new(MemoryStore::new()),
+            authorizer: None,
+            client_name: "toolwire".into(),
+            configured: None,
+            metadata_document: None,
+            machine: false,
+            scope: None,
+        }
+    }
+
+    /// Where identities and tokens are kept (A-18): a [`FileStore`](super::FileStore) for a
+    /// program people run again, or any [`CredentialStore`].
+    pub fn store(mut self, store: Arc<dyn CredentialStore>) -> OAuth {
+        self.store = store;
+        self
+    }
+
+    /// Who has a person authorize (the authorization code grant).
+    pub fn authorizer(mut self, authorizer: Arc<dyn Authorizer>) -> OAuth {
+        self.authorizer = Some(authorizer);
+        self
+    }
+
+    /// The `client_name` sent at dynamic registration.
+    pub fn client_name(mut self, name: impl Into<String>) -> OAuth {
+        self.client_name = name.into();
+        self
+    }
+
+    /// A client registered beforehand (A-11): used at `issuer` only, or, with `None`, at the
+    /// authorization server the protected server names first, and at no other afterwards.
+    /// A secret makes a confidential client (authenticated as the server lists: basic or
+    /// post).
+    pub fn client(
+        mut self,
+        issuer: Option<String>,
+        client_id: impl Into<String>,
+        client_secret: Option<String>,
+    ) -> OAuth {
+        self.configured = Some(Configured {
+            issuer,
+            client_id: client_id.into(),
+            client_secret,
+            private_key: None,
+        });
+        self
+    }
+
+    /// Authenticates the configured client with a signed assertion (`private_key_jwt`, RFC
+    /// 7523) instead of a secret: the key in PEM and its algorithm (`ES256`, `RS256`, …).
+    pub fn private_key(mut self, pem: impl Into<String>, algorithm: impl Into<String>) -> OAuth {
+        let key = PrivateKey {
+            pem: pem.into(),
+            algorithm: algorithm.into(),
+        };
+        match &mut self.configured {
+            Some(configured) => configured.private_key = Some(key),
+            None => {
+                self.configured = Some(Configured {
+                    issuer: None,
+                    client_id: String::new(),
+                    client_secret: None,
+                    private_key: Some(key),
+                })
+            }
+        }
+        self
+    }
+
+    /// The URL of this client's Client ID Metadata Document, used as its `client_id` where the
+    /// authorization server accepts such documents (A-11).
+    pub fn client_metadata_document(mut self, url: impl Into<String>) -> OAuth {
+        self.metadata_document = Some(url.into());
+        self
+    }
+
+    /// A machine client: the client credentials grant with the configured client, no person.
+    pub fn client_credentials(mut self) -> OAuth {
+        self.machine = true;
+        self
+    }
+
+    /// The scope to ask for instead of the challenge's or the resource's.
+    pub fn scope(mut self, scope: impl Into<String>) -> OAuth {
+        self.scope = Some(scope.into());
+        self
+    }
+}
+
+/// What the flow holds for its server.
+#[derive(Default)]
+struct Held {
+    /// Bumped by every new token; a request refused with an older one just retries.
+    generation: u64,
+    /// The issuer and resource of the current tokens.
+    issuer: String,
+    resource: String,
+    tokens: Option<StoredTokens>,
+    /// The scope asked for, when the server did not say what it granted.
+    requested: Option<String>,
+    /// The issuer configured credentials without one were first used at.
+    bound: Option<String>,
+}
+
+/// The flow for one client's server.
+pub(crate) struct Flow {
+    config: OAuth,
+    server: String,
+    http: reqwest::Client,
+    /// The current `Authorization` value and its generation: read by every request.
+    bearer: RwLock<(u64, Option<HeaderValue>)>,
+    held: tokio::sync::Mutex<Held>,
+}
+
+impl std::fmt::Debug for Flow {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Flow")
+            .field("server", &self.server)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Flow {
+    pub(crate) fn new(config: OAuth, server: String) -> Flow {
+        Flow {
+            config,
+            server,
+            http: discovery::metadata_client(),
+            bearer: RwLock::new((0, None)),
+            held: tokio::sync::Mutex::new(Held::default()),
+        }
+    }
+
+    /// The `Authorization` header to send and the generation of its token.
+    pub(crate) fn bearer(&self) -> (u64, Option<HeaderValue>) {
+        self.bearer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Answers a challenge to a request sent with the token of `generation`: `Ok` when a new
+    /// token is in place and the request should be sent again.
+    pub(crate) async fn answer(
+        &self,
+        generation: u64,
+        status: u16,
+        header: Option<&str>,
+    ) -> Result<(), AuthError> {
+        let challenge = header.and_then(|h| challenge::bearer([h]));
+        let mut held = self.held.lock().await;
+        if held.generation != generation {
+            // Another request renewed the token meanwhile.
+            return Ok(());
+        }
+        let found = discovery::discover(&self.http, &self.server, challenge.as_ref()).await?;
+        let issuer = found.authorization_server.issuer.clone();
+        let resource = found.resource.resource.clone();
+        let step_up = status == 403;
+        if !step_up {
+            if let Some(tokens) = self.kept(&held, &issuer, &resource).await? {
+                return self.install(&mut held, &issuer, &resource, tokens, None);
+            }
+        }
+        let scope = self.scope(&held, &found, challenge.as_ref(), step_up);
+        let tokens = self.grant(&mut held, &found, scope.as_deref()).await?;
+        self.config.store.save_tokens(&issuer, &resource, &tokens)?;
+        self.install(&mut held, &issuer, &resource, tokens, scope)
+    }
+
+    fn install(
+        &self,
+        held: &mut Held,
+        issuer: &str,
+        resource: &str,
+        tokens: StoredTokens,
+        requested: Option<String>,
+    ) -> Result<(), AuthError> {
+        let value = HeaderValue::from_str(&format!("Bearer {}", tokens.tokens.access_token))
+            .map_err(|_| {
+                TokenError::Transport("the access token is not a valid header value".into())
+            })?;
+        held.generation += 1;
+        held.issuer = issuer.to_owned();
+        held.resource = resource.to_owned();
+        if requested.is_some() || held.tokens.is_none() {
+            held.requested = requested;
+        }
+        held.tokens = Some(tokens);
+        *self.bearer.write().unwrap_or_else(|e| e.into_inner()) = (held.generation, Some(value));
+        Ok(())
+    }
+
+    /// Tokens for (issuer, resource) other than the refused ones: still valid in the store
+    /// (another run got them), or refreshed (A-17). A failed refresh is not an error: a new
+    /// authorization follows.
+    async fn kept(
+        &self,
+        held: &Held,
+        issuer: &str,
+        resource: &str,
+    ) -> Result<Option<StoredTokens>, AuthError> {
+        let refused = held.tokens.as_ref().map(|t| t.tokens.access_token.as_str());
+        let Some(stored) = self.config.store.tokens(issuer, resource)? else {
+            return Ok(None);
+        };
+        if Some(stored.tokens.access_token.as_str()) != refused && !stored.expired(30) {
+            return Ok(Some(stored));
+        }
+        let Some(refresh_token) = stored.tokens.refresh_token.clone() else {
+            return Ok(None);
+        };
+        let Some(identity) = self.config.store.identity(issuer)? else {
+            return Ok(None);
+        };
+        let server = discovery::server_metadata(&self.http, issuer).await?;
+        match token::refresh(&self.http, &server, &identity, &refresh_token, resource).await {
+            Ok(mut tokens) => {
+                // A server that issues no new refresh token keeps the old one valid.
+                tokens.refresh_token.get_or_insert(refresh_token);
+                if tokens.scope.is_none() {
+                    tokens.scope = stored.tokens.scope.clone();
+                }
+                let tokens = StoredTokens::now(tokens);
+                self.config.store.save_tokens(issuer, resource, &tokens)?;
+                tracing::info!(%issuer, "access token refreshed");
+                Ok(Some(tokens))
+            }
+            Err(error) => {
+                tracing::info!(%issuer, %error, "the refresh token was refused; authorizing again");
+                Ok(None)
+            }
+        }
+    }
+
+    /// The scope to ask for (A-16): configured, else on a step-up the union of what was
+    /// granted and what the challenge asks, else the challenge's or the resource's; with
+    /// `offline_access` where the authorization server lists it and a person authorizes (a
+    /// refresh token spares asking again).
+    fn scope(
+        &self,
+        held: &Held,
+        found: &Discovered,
+        challenge: Option<&Challenge>,
+        step_up: bool,
+    ) -> Option<String> {
+        if let Some(scope) = &self.config.scope {
+            return Some(scope.clone());
+        }
+        let challenged = challenge.and_then(Challenge::scope).unwrap_or_default();
+        let mut scope = if step_up {
+            let granted = held
+                .tokens
+                .as_ref()
+                .and_then(|t| t.tokens.scope.clone())
+                .or_else(|| held.requested.clone());
+            Some(request::step_up_scope(granted.as_deref(), challenged)).filter(|s| !s.is_empty())
+        } else {
+            request::initial_scope(challenge, &found.resource)
+        };
+        let server = &found.authorization_server;
+        if !self.config.machine
+            && server
+                .scopes_supported
+                .iter()
+                .any(|s| s == "offline_access")
+        {
+            let with = request::step_up_scope(scope.as_deref(), "offline_access");
+            scope = Some(with);
+        }
+        scope
+    }
+
+    /// New tokens from the authorization server `found` names.
+    async fn grant(
+        &self,
+        held: &mut Held,
+        found: &Discovered,
+        scope: Option<&str>,
+    ) -> Result<StoredTokens, AuthError> {
+        let server = &found.authorization_server;
+        let resource = &found.resource.resource;
+        let mut tokens = if self.config.machine {
+            let identity = self.identity(held, found, None).await?;
+            token::client_credentials(&self.http, server, &identity, resource, scope).await?
+        } else {
+            let authorizer =
+                self.config
+                    .authorizer
+                    .as_ref()
+                    .ok_or_else(|| AuthError::NoAuthorizer {
+                        server: self.server.clone(),
+                    })?;
+            let redirect_uri = authorizer.redirect_uri().await?;
+            let identity = self.identity(held, found, Some(&redirect_uri)).await?;
+            self.authorization_code(authorizer.as_ref(), found, &identity, &redirect_uri, scope)
+                .await?
+        };
+        if tokens.scope.is_none() {
+            // RFC 6749 §5.1: an omitted scope is the scope requested.
+            tokens.scope = scope.map(str::to_owned);
+        }
+        Ok(StoredTokens::now(tokens))
+    }
+
+    async fn authorization_code(
+        &self,
+        authorizer: &dyn Authorizer,
+        found: &Discovered,
+        identity: &ClientIdentity,
+        redirect_uri: &str,
+        scope: Option<&str>,
+    ) -> Result<Tokens, AuthError> {
+        let server = &found.authorization_server;
+        let (pkce, state) = (Pkce::new(), request::random_token());
+        let url = request::authorization_url(
+            server,
+            &found.resource,
+            &identity.client_id,
+            redirect_uri,
+            scope,
+            &state,
+            &pkce,
+        )?;
+        let redirect = authorizer.authorize(&url).await?;
+        let code = request::read_redirect(&redirect, server, &state)?;
+        Ok(token::exchange_code(
+            &self.http,
+            server,
+            identity,
+            &code,
+            redirect_uri,
+            &pkce.verifier,
+            &found.resource.resource,
+        )
+        .await?)
+    }
+
+    /// The client's identity at the issuer `found` names (A-10, A-11): configured for it,
+    /// kept from an earlier registration there, a metadata document, or a new registration
+    /// (for `redirect_uri`; a machine client registers nothing).
+    async fn identity(
+        &self,
+        held: &mut Held,
+        found: &Discovered,
+        redirect_uri: Option<&str>,
+    ) -> Result<ClientIdentity, AuthError> {
+        let server = &found.authorization_server;
+        let issuer = &server.issuer;
+        if let Some(configured) = &self.config.configured {
+            let usable = match (&configured.issuer, &held.bound) {
+                (Some(theirs), _) => theirs == issuer,
+                (None, Some(bound)) => bound == issuer,
+                (None, None) => true,
+            };
+            if usable {
+                if configured.issuer.is_none() {
+                    held.bound = Some(issuer.clone());
+                }
+                let mut identity = ClientIdentity::new(
+                    issuer.clone(),
+                    configured.client_id.clone(),
+                    configured.client_secret.clone(),
+                );
+                identity.private_key = configured.private_key.clone();
+                return Ok(identity);
+            }
+            if self.config.machine {
+                return Err(AuthError::NoIdentity {
+                    issuer: issuer.clone(),
+                    why: format!(
+                        "the configured client belongs to {}, and credentials are never taken \
+                         to another authorization server",
+                        configured
+                            .issuer
+                            .as_deref()
+                            .or(held.bound.as_deref())
+                            .unwrap_or("?")
+                    ),
+                });
+            }
+        }
+        if let Some(identity) = self.config.store.identity(issuer)? {
+            return Ok(identity);
+        }
+        if let Some(document) = &self.config.metadata_document {
+            if server.client_id_metadata_document_supported {
+                return Ok(ClientIdentity::new(issuer.clone(), document.clone(), None));
+            }
+        }
+        if server.registration_endpoint.is_none() {
+            return Err(AuthError::NoIdentity {
+                issuer: issuer.clone(),
+                why: "it offers no dynamic registration and no client ID metadata documents; \
+                      register a client there and configure its id"
+                    .into(),
+            });
+        }
+        let redirect_uris: Vec<String> = redirect_uri.map(str::to_owned).into_iter().collect();
+        let identity =
+            token::register(&self.http, server, &self.config.client_name, &redirect_uris).await?;
+        self.config.store.save_identity(&identity)?;
+        tracing::info!(%issuer, client_id = %identity.client_id, "registered with the authorization server");
+        Ok(identity)
+    }
+}
