@@ -77,7 +77,11 @@
 //   GET  /__test/state    current kids, the JWKS and the per-resource settings.
 //
 // Environment: OIDC_TOKEN_TTL access-token lifetime in seconds (default 300), OIDC_DEBUG=1 logs
-// every request to stderr, OIDC_RFC8414=0 (above).
+// every request to stderr, OIDC_RFC8414=0 (above). OIDC_INTERACTIONS=pages keeps oidc-provider's
+// own HTML pages instead of the at-once approval: /interaction/UID shows a login form (POST
+// prompt=login, login=ANY, password=ANY; the login becomes the account), then a consent form
+// (POST prompt=consent) listing the scopes asked for; each answers 303 back to /auth/UID. A
+// test drives them as a browser does: GET, read the form, POST it with the cookies.
 
 import * as crypto from 'node:crypto';
 import * as http from 'node:http';
@@ -104,6 +108,7 @@ if (!Number.isInteger(TTL) || TTL <= 0) {
 }
 const DEBUG = process.env.OIDC_DEBUG === '1';
 const RFC8414 = process.env.OIDC_RFC8414 !== '0';
+const PAGES = process.env.OIDC_INTERACTIONS === 'pages';
 const RS_SCOPE = 'tools:read tools:write math admin';
 const SCOPES = ['openid', 'offline_access', ...RS_SCOPE.split(' ')];
 
@@ -207,7 +212,7 @@ function configuration() {
     responseTypes: ['code'], // OAuth 2.1: no implicit or hybrid
     pkce: { required: () => true },
     features: {
-      devInteractions: { enabled: false },
+      devInteractions: { enabled: PAGES },
       clientCredentials: { enabled: true },
       introspection: { enabled: true },
       revocation: { enabled: true },
@@ -230,7 +235,9 @@ function configuration() {
       Session: 3600,
     },
     issueRefreshToken: async (_ctx, client) => client.grantTypeAllowed('refresh_token'),
-    interactions: { url: (_ctx, interaction) => `/__test/interaction/${interaction.uid}` },
+    ...(PAGES ? {} : {
+      interactions: { url: (_ctx, interaction) => `/__test/interaction/${interaction.uid}` },
+    }),
     renderError: async (ctx, out) => {
       ctx.type = 'json';
       ctx.body = out;

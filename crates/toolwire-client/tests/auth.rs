@@ -332,3 +332,263 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
             .unwrap();
     assert_eq!(open(machine_tokens.access_token).await.unwrap(), "hello");
 }
+
+/// A browser without JavaScript: a cookie jar, redirects followed by hand, and HTML forms
+/// filled in and posted. It signs in at the provider's real login page (any name and password
+/// are accepted there) and confirms its consent page.
+#[derive(Default)]
+struct Browser {
+    cookies: std::collections::BTreeMap<String, String>,
+    pages: Vec<String>,
+}
+
+impl Browser {
+    /// Goes from `start` until a redirect points under `stop`; returns that URL.
+    async fn sign_in(&mut self, start: &str, issuer: &str, stop: &str) -> String {
+        let http = discovery::metadata_client();
+        let mut next = (start.to_owned(), None::<String>);
+        for _ in 0..20 {
+            let (url, form) = next;
+            if url.starts_with(stop) {
+                return url;
+            }
+            let jar: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let request = match form {
+                Some(body) => http
+                    .post(&url)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(body),
+                None => http.get(&url),
+            };
+            let reply = request
+                .header("cookie", jar.join("; "))
+                .send()
+                .await
+                .unwrap();
+            for set in reply.headers().get_all("set-cookie") {
+                let pair = set.to_str().unwrap().split(';').next().unwrap();
+                if let Some((k, v)) = pair.split_once('=') {
+                    self.cookies
+                        .insert(k.trim().to_owned(), v.trim().to_owned());
+                }
+            }
+            let absolute = |location: &str| {
+                if location.starts_with('/') {
+                    format!("{issuer}{location}")
+                } else {
+                    location.to_owned()
+                }
+            };
+            if let Some(location) = reply.headers().get("location") {
+                next = (absolute(location.to_str().unwrap()), None);
+                continue;
+            }
+            assert_eq!(reply.status(), 200, "{url}");
+            let page = reply.text().await.unwrap();
+            let (action, body) = fill_form(&page);
+            self.pages.push(page);
+            next = (absolute(&action), Some(body));
+        }
+        panic!("no redirect to {stop} within 20 steps");
+    }
+}
+
+/// The page's form: its action, and its inputs as a form body (hidden ones as they are, the
+/// login and password filled in).
+fn fill_form(page: &str) -> (String, String) {
+    let attribute = |tag: &str, name: &str| {
+        let key = format!("{name}=\"");
+        tag.find(&key).map(|i| {
+            let rest = &tag[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+    };
+    let form = &page[page
+        .find("<form")
+        .unwrap_or_else(|| panic!("no form in {page}"))..];
+    let action = attribute(&form[..form.find('>').unwrap()], "action").expect("an action");
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    for input in form.split("<input").skip(1) {
+        let tag = &input[..input.find('>').unwrap()];
+        let Some(name) = attribute(tag, "name") else {
+            continue;
+        };
+        let value = match name.as_str() {
+            "login" => "alice".to_owned(),
+            "password" => "wonderland".to_owned(),
+            _ => attribute(tag, "value").unwrap_or_default(),
+        };
+        body.append_pair(&name, &value);
+    }
+    (action, body.finish())
+}
+
+fn text(result: &toolwire_client::protocol::CallToolResult) -> String {
+    match &result.content[0] {
+        toolwire_client::protocol::ContentBlock::Text(t) => t.text.clone(),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Pair {
+    a: i64,
+    b: i64,
+}
+
+/// The whole flow inside a client, against the real provider and its real login and consent
+/// pages: a 401 leads to registration and an authorization (signed in and consented in the
+/// "browser", the redirect caught on a loopback port); a tool that needs another scope gets a
+/// 403 `insufficient_scope` and a step-up to the union of scopes; an expired token is
+/// refreshed without asking again; and a second client with the same credential file uses the
+/// kept token without asking at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolwire_client::auth::{CredentialStore, FileStore, LoopbackAuthorizer};
+
+    const TTL: u64 = 4;
+    let provider = Provider::start(&[("OIDC_INTERACTIONS", "pages"), ("OIDC_TOKEN_TTL", "4")]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = Server::builder("guarded", "1")
+        .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
+            "hello"
+        }))
+        .tool(
+            Tool::new("add", |p: Pair, _: RequestContext| async move {
+                (p.a + p.b).to_string()
+            })
+            .scopes(["math"]),
+        )
+        .build()
+        .unwrap();
+    let guard = OAuth::new(&provider.issuer, url.clone())
+        .scopes_supported(["tools:read", "math"])
+        .required_scopes(["tools:read"])
+        // Expired means expired (the default allows a minute of clock skew).
+        .leeway(std::time::Duration::ZERO);
+    tokio::spawn(toolwire_server::http::serve(
+        server,
+        listener,
+        HttpConfig::default().oauth(guard),
+    ));
+
+    let dir = std::env::temp_dir().join(format!("toolwire-oauth-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let file = dir.join("credentials.json");
+    let _ = std::fs::remove_file(&file);
+    let asked = Arc::new(AtomicUsize::new(0));
+    let pages = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let client_for = |store: Arc<FileStore>| {
+        let (asked, pages, issuer) = (asked.clone(), pages.clone(), provider.issuer.clone());
+        let authorizer = LoopbackAuthorizer::new(move |start: &str| {
+            asked.fetch_add(1, Ordering::SeqCst);
+            let (start, issuer, pages) = (start.to_owned(), issuer.clone(), pages.clone());
+            tokio::spawn(async move {
+                let redirect_uri = url::Url::parse(&start)
+                    .unwrap()
+                    .query_pairs()
+                    .find(|(k, _)| k == "redirect_uri")
+                    .map(|(_, v)| v.into_owned())
+                    .expect("a redirect_uri");
+                let mut browser = Browser::default();
+                let last = browser.sign_in(&start, &issuer, &redirect_uri).await;
+                pages.lock().unwrap().extend(browser.pages);
+                // The browser's last hop reaches the client's loopback listener.
+                let page = reqwest::get(&last).await.unwrap();
+                assert_eq!(page.status(), 200);
+            });
+        })
+        .timeout(std::time::Duration::from_secs(30));
+        toolwire_client::ClientBuilder::new("oauth-test", "1")
+            .oauth(
+                toolwire_client::auth::OAuth::new()
+                    .client_name("toolwire oauth test")
+                    .store(store)
+                    .authorizer(Arc::new(authorizer)),
+            )
+            .http(&url)
+            .unwrap()
+    };
+    let store = Arc::new(FileStore::new(&file));
+    let client = client_for(store.clone());
+
+    // 401: registered, signed in, consented; the listed tools come back (those this token
+    // may call: `add` needs `math`).
+    let tools = client.list_tools().await.unwrap();
+    let names: Vec<_> = tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["hello"]);
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+    {
+        let pages = pages.lock().unwrap();
+        assert!(
+            pages.iter().any(|p| p.contains("name=\"password\"")),
+            "a login page"
+        );
+        assert!(
+            pages.iter().any(|p| p.contains("value=\"consent\"")),
+            "a consent page"
+        );
+    }
+    let identity = store
+        .identity(&provider.issuer)
+        .unwrap()
+        .expect("registered");
+    let first = store.tokens(&provider.issuer, &url).unwrap().expect("kept");
+    let granted = first.tokens.scope.clone().unwrap_or_default();
+    assert!(granted.split(' ').any(|s| s == "tools:read"), "{granted}");
+    assert!(!granted.split(' ').any(|s| s == "math"), "{granted}");
+    assert!(first.tokens.refresh_token.is_some());
+
+    // `add` needs `math`: 403 insufficient_scope, a second authorization for the union.
+    let sum = client
+        .call_tool("add", serde_json::json!({"a": 2, "b": 3}))
+        .await
+        .unwrap();
+    assert!(!sum.is_error(), "{sum:?}");
+    assert_eq!(text(&sum), "5");
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let stepped = store.tokens(&provider.issuer, &url).unwrap().unwrap();
+    let granted = stepped.tokens.scope.clone().unwrap_or_default();
+    for scope in ["tools:read", "math"] {
+        assert!(granted.split(' ').any(|s| s == scope), "{granted}");
+    }
+    // Still the same registration.
+    assert_eq!(store.identity(&provider.issuer).unwrap(), Some(identity));
+
+    // The access token expires: the server answers 401 invalid_token, the refresh token gets
+    // a new one, nobody is asked.
+    tokio::time::sleep(std::time::Duration::from_secs(TTL + 2)).await;
+    let hello = client
+        .call_tool("hello", serde_json::json!({}))
+        .await
+        .unwrap();
+    assert_eq!(text(&hello), "hello");
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let refreshed = store.tokens(&provider.issuer, &url).unwrap().unwrap();
+    assert_ne!(refreshed.tokens.access_token, stepped.tokens.access_token);
+
+    // The file is the user's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Another run with the same file: the kept token is used, nobody is asked.
+    let again = client_for(Arc::new(FileStore::new(&file)));
+    let sum = again
+        .call_tool("add", serde_json::json!({"a": 20, "b": 22}))
+        .await
+        .unwrap();
+    assert_eq!(text(&sum), "42");
+    assert_eq!(asked.load(Ordering::SeqCst), 2);
+    let _ = std::fs::remove_dir_all(&dir);
+}
