@@ -118,6 +118,26 @@ enum Command {
         #[command(subcommand)]
         action: host::audit::AuditAction,
     },
+    /// Sign in to a protected HTTP server (OAuth): its authorization server's address is
+    /// printed and opened in a browser ($BROWSER, else the desktop's opener), and the browser
+    /// comes back to 127.0.0.1. Tokens are kept in the state directory (credentials.json,
+    /// readable by you only) and renewed when they can be. Other commands sign in too when a
+    /// server asks and stderr is a terminal.
+    Login {
+        #[command(flatten)]
+        host: host::HostArgs,
+        /// A configured server's name, or an http(s):// URL.
+        #[arg(value_name = "SERVER")]
+        name: String,
+    },
+    /// Forget the tokens kept for a server (the next command that needs them signs in again).
+    Logout {
+        #[command(flatten)]
+        host: host::HostArgs,
+        /// A configured server's name, or an http(s):// URL.
+        #[arg(value_name = "SERVER")]
+        name: String,
+    },
 }
 
 /// Exit statuses: 0 done (also when stdout was closed early, as by `| head -1`), 1 the tool
@@ -218,6 +238,8 @@ async fn run() -> anyhow::Result<()> {
         },
         Command::Pins { host, action } => host::pins::pins(&host, &action).await,
         Command::Audit { host, action } => host::audit::audit(&host, &action),
+        Command::Login { host, name } => host::login::login(&host, &name).await,
+        Command::Logout { host, name } => host::login::logout(&host, &name),
     }
 }
 

@@ -114,9 +114,17 @@ impl Connection {
             if let Some(token) = &self.bearer {
                 headers.insert("Authorization".into(), format!("Bearer {token}"));
             }
+            let oauth = toolwire_host::OAuthSettings {
+                disabled: self.bearer.is_some()
+                    || headers
+                        .keys()
+                        .any(|h| h.eq_ignore_ascii_case("authorization")),
+                ..Default::default()
+            };
             Transport::Http {
                 url: server.to_owned(),
                 headers,
+                oauth,
             }
         } else {
             let words = shlex::split(server)

@@ -116,6 +116,15 @@ impl Client {
         self.inner.config.declared_capabilities()
     }
 
+    /// The OAuth authorization the client holds (with [`ClientBuilder::oauth`], once a
+    /// challenge was answered): its issuer, resource, scopes and expiry.
+    pub fn authorized(&self) -> Option<crate::auth::Authorized> {
+        self.inner
+            .transport
+            .auth()
+            .and_then(|flow| flow.authorized())
+    }
+
     /// The protocol version requests are sent with (after any negotiation or fallback).
     pub fn protocol_version(&self) -> String {
         let state = self.state();

@@ -3,54 +3,14 @@
 //! server's 401 challenge leads to its Protected Resource Metadata, which names the provider,
 //! whose metadata is found by RFC 8414 or, when that is missing, by OpenID discovery.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+#[path = "support/oidc.rs"]
+mod oidc;
+use oidc::{Browser, Provider};
 
-use serde_json::{Value, json};
+use serde_json::json;
 use toolwire_client::auth::{self, DiscoveryError, discovery};
 use toolwire_server::http::{HttpConfig, OAuth};
 use toolwire_server::{RequestContext, Server, Tool};
-
-/// A running oidc-provider; it exits when its stdin closes (with the test process).
-struct Provider {
-    _child: Child,
-    issuer: String,
-}
-
-impl Provider {
-    fn start(env: &[(&str, &str)]) -> Provider {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
-        let path = Command::new("bash")
-            .args([script, "path"])
-            .output()
-            .unwrap();
-        assert!(
-            path.status.success(),
-            "{}",
-            String::from_utf8_lossy(&path.stderr)
-        );
-        let text = String::from_utf8(path.stdout).unwrap();
-        let mut lines = text.lines();
-        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
-        let mut child = Command::new(node)
-            .args([provider, "0", "--watch-stdin"])
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        Provider {
-            issuer: ready["issuer"].as_str().unwrap().to_owned(),
-            _child: child,
-        }
-    }
-}
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
@@ -168,46 +128,6 @@ async fn without_rfc_8414_the_openid_configuration_is_used() {
     }
 }
 
-/// Follows the provider's redirects as a browser would (a cookie jar, no JavaScript) until one
-/// leads to `redirect_uri`; returns that final URL. The provider's test interaction approves
-/// at once as `alice`.
-async fn browse(start: &str, issuer: &str, redirect_uri: &str) -> String {
-    let http = discovery::metadata_client();
-    let mut cookies: std::collections::BTreeMap<String, String> = Default::default();
-    let mut url = start.to_owned();
-    for _ in 0..10 {
-        if url.starts_with(redirect_uri) {
-            return url;
-        }
-        let jar: Vec<String> = cookies.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        let reply = http
-            .get(&url)
-            .header("cookie", jar.join("; "))
-            .send()
-            .await
-            .unwrap();
-        for set in reply.headers().get_all("set-cookie") {
-            let pair = set.to_str().unwrap().split(';').next().unwrap();
-            if let Some((k, v)) = pair.split_once('=') {
-                cookies.insert(k.trim().to_owned(), v.trim().to_owned());
-            }
-        }
-        let location = reply
-            .headers()
-            .get("location")
-            .unwrap_or_else(|| panic!("no redirect from {url}: HTTP {}", reply.status()))
-            .to_str()
-            .unwrap()
-            .to_owned();
-        url = if location.starts_with('/') {
-            format!("{issuer}{location}")
-        } else {
-            location
-        };
-    }
-    panic!("no redirect to {redirect_uri} within 10 hops");
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     use toolwire_client::auth::request::{self, Pkce};
@@ -245,7 +165,9 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
         .unwrap()
     };
     let (pkce, state) = (Pkce::new(), request::random_token());
-    let redirect = browse(&authorize(&pkce, &state), &provider.issuer, redirect_uri).await;
+    let redirect = Browser::default()
+        .sign_in(&authorize(&pkce, &state), &provider.issuer, redirect_uri)
+        .await;
     assert!(request::read_redirect(&redirect, server, "forged").is_err());
     let code = request::read_redirect(&redirect, server, &state).unwrap();
     // The provider checks the verifier against the challenge: another one is refused.
@@ -281,7 +203,9 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
         &pkce,
     )
     .unwrap();
-    let last_hop = browse(&start, &provider.issuer, &caught_uri).await;
+    let last_hop = Browser::default()
+        .sign_in(&start, &provider.issuer, &caught_uri)
+        .await;
     let page = reqwest::get(&last_hop).await.unwrap();
     assert_eq!(page.status(), 200);
     let redirect = waiting.await.unwrap().unwrap();
@@ -331,100 +255,6 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
             .await
             .unwrap();
     assert_eq!(open(machine_tokens.access_token).await.unwrap(), "hello");
-}
-
-/// A browser without JavaScript: a cookie jar, redirects followed by hand, and HTML forms
-/// filled in and posted. It signs in at the provider's real login page (any name and password
-/// are accepted there) and confirms its consent page.
-#[derive(Default)]
-struct Browser {
-    cookies: std::collections::BTreeMap<String, String>,
-    pages: Vec<String>,
-}
-
-impl Browser {
-    /// Goes from `start` until a redirect points under `stop`; returns that URL.
-    async fn sign_in(&mut self, start: &str, issuer: &str, stop: &str) -> String {
-        let http = discovery::metadata_client();
-        let mut next = (start.to_owned(), None::<String>);
-        for _ in 0..20 {
-            let (url, form) = next;
-            if url.starts_with(stop) {
-                return url;
-            }
-            let jar: Vec<String> = self
-                .cookies
-                .iter()
-                .map(|(k, v)| format!("{k}={v}"))
-                .collect();
-            let request = match form {
-                Some(body) => http
-                    .post(&url)
-                    .header("content-type", "application/x-www-form-urlencoded")
-                    .body(body),
-                None => http.get(&url),
-            };
-            let reply = request
-                .header("cookie", jar.join("; "))
-                .send()
-                .await
-                .unwrap();
-            for set in reply.headers().get_all("set-cookie") {
-                let pair = set.to_str().unwrap().split(';').next().unwrap();
-                if let Some((k, v)) = pair.split_once('=') {
-                    self.cookies
-                        .insert(k.trim().to_owned(), v.trim().to_owned());
-                }
-            }
-            let absolute = |location: &str| {
-                if location.starts_with('/') {
-                    format!("{issuer}{location}")
-                } else {
-                    location.to_owned()
-                }
-            };
-            if let Some(location) = reply.headers().get("location") {
-                next = (absolute(location.to_str().unwrap()), None);
-                continue;
-            }
-            assert_eq!(reply.status(), 200, "{url}");
-            let page = reply.text().await.unwrap();
-            let (action, body) = fill_form(&page);
-            self.pages.push(page);
-            next = (absolute(&action), Some(body));
-        }
-        panic!("no redirect to {stop} within 20 steps");
-    }
-}
-
-/// The page's form: its action, and its inputs as a form body (hidden ones as they are, the
-/// login and password filled in).
-fn fill_form(page: &str) -> (String, String) {
-    let attribute = |tag: &str, name: &str| {
-        let key = format!("{name}=\"");
-        tag.find(&key).map(|i| {
-            let rest = &tag[i + key.len()..];
-            rest[..rest.find('"').unwrap()].to_owned()
-        })
-    };
-    let form = &page[page
-        .find("<form")
-        .unwrap_or_else(|| panic!("no form in {page}"))..];
-    let action = attribute(&form[..form.find('>').unwrap()], "action").expect("an action");
-    let mut body = url::form_urlencoded::Serializer::new(String::new());
-    for input in form.split("<input").skip(1) {
-        let tag = &input[..input.find('>').unwrap()];
-        let Some(name) = attribute(tag, "name") else {
-            continue;
-        };
-        let value = match name.as_str() {
-            "login" => "alice".to_owned(),
-            "password" => "wonderland".to_owned(),
-            _ => attribute(tag, "value").unwrap_or_default(),
-        };
-        body.append_pair(&name, &value);
-    }
-    (action, body.finish())
 }
 
 fn text(result: &toolwire_client::protocol::CallToolResult) -> String {

@@ -41,13 +41,13 @@ mod util;
 
 pub use audit::{AuditError, AuditLog, Head, Redaction, Tampering, Verified, verify};
 pub use config::{
-    ApprovalRules, AuditConfig, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport,
-    Variables,
+    ApprovalRules, AuditConfig, ConfigError, HostConfig, OAuthSettings, ServerConfig, ToolFilter,
+    Transport, Variables,
 };
 pub use glob::Globs;
 pub use host::{
-    Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError, HostOptions,
-    HostTool, ListChange, ListChanges, Outcome, ServerState, ServerStatus,
+    AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
+    HostOptions, HostTool, ListChange, ListChanges, Outcome, ServerState, ServerStatus,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{

@@ -1,4 +1,4 @@
-//! The terminal host: `servers`, `tools`, `call`, `pins`, `audit` and `watch` over the servers
+//! The terminal host: `servers`, `tools`, `call`, `pins`, `audit`, `watch`, `login` and `logout` over the servers
 //! of a configuration file (or one server named on the command line), through `toolwire-host`.
 //! Every call is shown to the person before it is sent and needs their yes unless a rule
 //! allows it; a changed tool definition is refused until approved; pins, "always" answers and
@@ -9,6 +9,7 @@ mod arguments;
 pub(crate) mod audit;
 pub(crate) mod call;
 mod form;
+pub(crate) mod login;
 mod open;
 pub(crate) mod pins;
 mod questions;

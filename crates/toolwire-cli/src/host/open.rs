@@ -9,7 +9,9 @@ use anyhow::Context as _;
 use clap::Args;
 use toolwire_host::{Host, HostConfig, HostOptions};
 
-use super::{approve, questions};
+use toolwire_client::auth::FileStore;
+
+use super::{approve, login, questions};
 use crate::target::{Connection, names_a_server};
 use crate::ui::Ui;
 
@@ -135,12 +137,25 @@ impl HostArgs {
         self.open_config(&config, one_off.is_some(), ui).await
     }
 
-    /// [`HostArgs::open`] with the configuration already read.
+    /// [`HostArgs::open`] with the configuration already read. A server that challenges has
+    /// the person sign in when stderr is a terminal.
     pub(crate) async fn open_config(
         &self,
         config: &HostConfig,
         one_off: bool,
         ui: &Arc<Ui>,
+    ) -> anyhow::Result<Host> {
+        self.open_with(config, one_off, ui, login::signs_in_here())
+            .await
+    }
+
+    /// [`HostArgs::open_config`], saying whether a person may be asked to sign in.
+    pub(crate) async fn open_with(
+        &self,
+        config: &HostConfig,
+        one_off: bool,
+        ui: &Arc<Ui>,
+        sign_in: bool,
     ) -> anyhow::Result<Host> {
         let state = self.state_dir()?;
         let mut options = HostOptions::new(approve::TerminalApprover::new(ui.clone()))
@@ -150,7 +165,12 @@ impl HostArgs {
             .probe_timeout(self.connection.probe_timeout()?)
             // A person reads the results here, never a model: every control character the
             // server sent is shown (made visible by `terminal`), not silently dropped.
-            .clean_results(false);
+            .clean_results(false)
+            // Tokens are kept across commands, also for a server named on the command line.
+            .oauth(
+                Arc::new(FileStore::new(login::credentials_file(self)?)),
+                sign_in.then(|| login::authorizer_for(ui)),
+            );
         // A server named on the command line is this command's only: its pins and "always"
         // answers are not kept.
         if !one_off {

@@ -31,6 +31,7 @@ pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
                         ServerState::Failed { error } => json!({"failed": {"error": error}}),
                     },
                     "hidden": s.hidden.iter().map(|h| json!({"tool": h.tool, "reason": h.reason})).collect::<Vec<_>>(),
+                    "signedIn": s.authorized.as_ref().map(|a| json!({"issuer": a.issuer, "scope": a.scope, "expiresAt": a.expires_at})),
                 })
             })
             .collect();
@@ -60,7 +61,14 @@ fn line(ui: &Ui, config: &HostConfig, status: &ServerStatus, width: usize) -> St
                 0 => String::new(),
                 n => format!(", {n} hidden"),
             };
-            ui.paint_out(Tone::Green, &format!("connected, {tools} tools{hidden}"))
+            let signed_in = match &status.authorized {
+                Some(a) => format!(", signed in at {}", visible(&a.issuer, Layout::Line)),
+                None => String::new(),
+            };
+            ui.paint_out(
+                Tone::Green,
+                &format!("connected, {tools} tools{hidden}{signed_in}"),
+            )
         }
         ServerState::Failed { error } => ui.paint_out(
             Tone::Red,

@@ -220,6 +220,22 @@ impl OAuth {
     }
 }
 
+/// The authorization a client holds: where its token comes from and what it allows.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Authorized {
+    /// The authorization server (issuer) of the token.
+    pub issuer: String,
+    /// The resource it is for (the server's protected resource metadata).
+    pub resource: String,
+    /// The scopes granted (or asked for, when the server did not say).
+    pub scope: Option<String>,
+    /// When the access token expires (seconds since the Unix epoch), if the server said.
+    pub expires_at: Option<u64>,
+    /// Whether a refresh token was issued.
+    pub refreshable: bool,
+}
+
 /// What the flow holds for its server.
 #[derive(Default)]
 struct Held {
@@ -242,6 +258,8 @@ pub(crate) struct Flow {
     http: reqwest::Client,
     /// The current `Authorization` value and its generation: read by every request.
     bearer: RwLock<(u64, Option<HeaderValue>)>,
+    /// What the current token is, for the client's owner.
+    authorized: RwLock<Option<Authorized>>,
     held: tokio::sync::Mutex<Held>,
 }
 
@@ -260,6 +278,7 @@ impl Flow {
             server,
             http: discovery::metadata_client(),
             bearer: RwLock::new((0, None)),
+            authorized: RwLock::new(None),
             held: tokio::sync::Mutex::new(Held::default()),
         }
     }
@@ -267,6 +286,14 @@ impl Flow {
     /// The `Authorization` header to send and the generation of its token.
     pub(crate) fn bearer(&self) -> (u64, Option<HeaderValue>) {
         self.bearer
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// The authorization the client holds, once it has one.
+    pub(crate) fn authorized(&self) -> Option<Authorized> {
+        self.authorized
             .read()
             .unwrap_or_else(|e| e.into_inner())
             .clone()
@@ -319,6 +346,13 @@ impl Flow {
         if requested.is_some() || held.tokens.is_none() {
             held.requested = requested;
         }
+        *self.authorized.write().unwrap_or_else(|e| e.into_inner()) = Some(Authorized {
+            issuer: issuer.to_owned(),
+            resource: resource.to_owned(),
+            scope: tokens.tokens.scope.clone(),
+            expires_at: tokens.tokens.expires_in.map(|ttl| tokens.obtained_at + ttl),
+            refreshable: tokens.tokens.refresh_token.is_some(),
+        });
         held.tokens = Some(tokens);
         *self.bearer.write().unwrap_or_else(|e| e.into_inner()) = (held.generation, Some(value));
         Ok(())

@@ -23,7 +23,7 @@ pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
-pub use flow::{AuthError, OAuth};
+pub use flow::{AuthError, Authorized, OAuth};
 pub use loopback::Loopback;
 pub use request::{AuthorizationError, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};

@@ -12,7 +12,9 @@
 //!       "approval": { "allow": ["time__get_current_time"] }
 //!     },
 //!     "docs": { "type": "http", "url": "https://docs.example/mcp",
-//!               "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } }
+//!               "headers": { "Authorization": "Bearer ${DOCS_TOKEN}" } },
+//!     "crm": { "url": "https://crm.example/mcp",
+//!              "oauth": { "clientId": "toolwire", "scope": "crm:read" } }
 //!   },
 //!   "approval": { "deny": ["*__delete_*"] },
 //!   "roots": ["${workspaceFolder}"],
@@ -25,6 +27,13 @@
 //! `${workspaceFolder}` and `${userHome}` as VS Code does. A variable that is not set (and has
 //! no default) is an error, never an empty string. Every error names the file, the server and
 //! the key.
+//!
+//! An HTTP server without an `Authorization` header is authorized by OAuth when it challenges
+//! (with the host's credential store and authorizer, [`HostOptions::oauth`]); `"oauth"` sets
+//! a registered client (`clientId`, `clientSecret`, its `issuer`), the `scope`, or
+//! `"grant": "client_credentials"` for a machine client, and `"oauth": false` turns it off.
+//!
+//! [`HostOptions::oauth`]: crate::HostOptions::oauth
 
 mod expand;
 mod read;
@@ -113,7 +122,29 @@ pub enum Transport {
         url: String,
         /// Headers sent with every request (for example `Authorization`).
         headers: BTreeMap<String, String>,
+        /// How it is authorized when it challenges.
+        oauth: OAuthSettings,
     },
+}
+
+/// How an HTTP server is authorized when it challenges (`"oauth"` in its entry). The default:
+/// OAuth with a registered identity per authorization server, found or made (dynamic
+/// registration), unless the entry sets an `Authorization` header.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OAuthSettings {
+    /// `"oauth": false`: never authorize; or an `Authorization` header is configured.
+    pub disabled: bool,
+    /// A client registered beforehand (`clientId`).
+    pub client_id: Option<String>,
+    /// Its secret (`clientSecret`), for a confidential client.
+    pub client_secret: Option<String>,
+    /// The authorization server it is registered at (`issuer`); without it, the one the server
+    /// names first.
+    pub issuer: Option<String>,
+    /// The scope to ask for instead of the server's (`scope`).
+    pub scope: Option<String>,
+    /// `"grant": "client_credentials"`: a machine client, no person (needs `clientId`).
+    pub client_credentials: bool,
 }
 
 /// Which tools of a server the model may see: those matching an `allow` glob (every tool when

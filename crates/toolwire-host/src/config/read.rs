@@ -7,8 +7,8 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 use super::{
-    ApprovalRules, AuditConfig, ConfigError, HostConfig, ServerConfig, ToolFilter, Transport,
-    Variables,
+    ApprovalRules, AuditConfig, ConfigError, HostConfig, OAuthSettings, ServerConfig, ToolFilter,
+    Transport, Variables,
 };
 
 /// The longest `timeoutMs` accepted: a day.
@@ -28,6 +28,7 @@ const OWN_KEYS: &[&str] = &[
     "timeoutMs",
     "approval",
     "disabled",
+    "oauth",
 ];
 
 /// Where a problem is: the file and, inside it, the server.
@@ -331,7 +332,21 @@ fn transport(
             }
             headers.insert(name.clone(), value);
         }
-        Ok(Transport::Http { url, headers })
+        let mut oauth = oauth(entry.get("oauth"), at, &expand)?;
+        // A configured Authorization header is the server's credential; OAuth stays out of
+        // its way unless the entry asks for both.
+        if entry.get("oauth").is_none()
+            && headers
+                .keys()
+                .any(|h| h.eq_ignore_ascii_case("authorization"))
+        {
+            oauth.disabled = true;
+        }
+        Ok(Transport::Http {
+            url,
+            headers,
+            oauth,
+        })
     }
 }
 
@@ -431,6 +446,73 @@ fn globs(value: Option<&Value>, at: &At<'_>, key: &str) -> Result<Vec<String>, C
         out.push(pattern.to_owned());
     }
     Ok(out)
+}
+
+/// `"oauth"`: `true` (the default), `false`, or the settings.
+fn oauth(
+    value: Option<&Value>,
+    at: &At<'_>,
+    expand: &dyn Fn(&str, &str) -> Result<String, ConfigError>,
+) -> Result<OAuthSettings, ConfigError> {
+    let map = match value {
+        None | Some(Value::Bool(true)) => return Ok(OAuthSettings::default()),
+        Some(Value::Bool(false)) => {
+            return Ok(OAuthSettings {
+                disabled: true,
+                ..OAuthSettings::default()
+            });
+        }
+        Some(Value::Object(map)) => map,
+        Some(other) => {
+            return Err(at.err(
+                "oauth".to_owned(),
+                format!("must be true, false or an object (got {other})"),
+            ));
+        }
+    };
+    only_keys(
+        map,
+        &["clientId", "clientSecret", "issuer", "scope", "grant"],
+        at,
+        "oauth",
+    )?;
+    let text = |name: &str| -> Result<Option<String>, ConfigError> {
+        let key = format!("oauth.{name}");
+        map.get(name)
+            .map(|v| string(v, at, &key).and_then(|s| expand(s, &key)))
+            .transpose()
+    };
+    let client_credentials = match text("grant")?.as_deref() {
+        None | Some("authorization_code") => false,
+        Some("client_credentials") => true,
+        Some(other) => {
+            return Err(at.err(
+                "oauth.grant".to_owned(),
+                format!("unknown grant {other:?} (want \"authorization_code\" or \"client_credentials\")"),
+            ));
+        }
+    };
+    let settings = OAuthSettings {
+        disabled: false,
+        client_id: text("clientId")?,
+        client_secret: text("clientSecret")?,
+        issuer: text("issuer")?,
+        scope: text("scope")?,
+        client_credentials,
+    };
+    if settings.client_credentials && settings.client_id.is_none() {
+        return Err(at.err(
+            "oauth.clientId".to_owned(),
+            "the client_credentials grant needs the client's id (and usually its clientSecret)",
+        ));
+    }
+    if settings.client_secret.is_some() && settings.client_id.is_none() {
+        return Err(at.err(
+            "oauth.clientSecret".to_owned(),
+            "a secret without a clientId",
+        ));
+    }
+    Ok(settings)
 }
 
 fn only_keys(

@@ -63,6 +63,11 @@ fn reads_claude_desktop_and_claude_code_files_with_toolwire_keys() {
         Transport::Http {
             url: "https://docs.example/mcp".into(),
             headers: [("Authorization".to_owned(), "Bearer s3cret".to_owned())].into(),
+            // A configured Authorization header keeps OAuth out of the way.
+            oauth: crate::OAuthSettings {
+                disabled: true,
+                ..Default::default()
+            },
         }
     );
     assert!(!docs.trust, "trust is off unless configured");
@@ -168,6 +173,26 @@ fn every_error_names_the_file_the_server_and_the_key() {
         (
             r#"{"mcpServers": {"a": {"url": "http://h/", "headers": {"Bad Name": "v"}}}}"#,
             "key \"headers.Bad Name\": is not a valid header name",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": "yes"}}}"#,
+            "key \"oauth\": must be true, false or an object",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"clientID": "x"}}}}"#,
+            "key \"oauth.clientID\": unknown key",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"grant": "password"}}}}"#,
+            "key \"oauth.grant\": unknown grant \"password\"",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"grant": "client_credentials"}}}}"#,
+            "key \"oauth.clientId\": the client_credentials grant needs",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"clientSecret": "s"}}}}"#,
+            "key \"oauth.clientSecret\": a secret without a clientId",
         ),
         (
             r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#,
@@ -295,4 +320,40 @@ fn a_missing_file_is_named() {
     let e = HostConfig::load("/nonexistent/mcp.json").unwrap_err();
     assert_eq!(e.file, Path::new("/nonexistent/mcp.json"));
     assert!(e.to_string().contains("cannot read it"), "{e}");
+}
+
+#[test]
+fn oauth_settings_are_read_per_http_server() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "open": {"url": "https://a.example/mcp"},
+            "off": {"url": "https://b.example/mcp", "oauth": false},
+            "machine": {"url": "https://c.example/mcp", "oauth": {
+                "clientId": "svc", "clientSecret": "${DOCS_TOKEN}",
+                "issuer": "https://as.example", "scope": "crm:read",
+                "grant": "client_credentials"}},
+            "both": {"url": "https://d.example/mcp", "headers": {"authorization": "Bearer t"},
+                     "oauth": true}
+        }}"#,
+    )
+    .unwrap();
+    let oauth = |name: &str| match &config.server(name).unwrap().transport {
+        Transport::Http { oauth, .. } => oauth.clone(),
+        other => panic!("{other:?}"),
+    };
+    assert_eq!(oauth("open"), crate::OAuthSettings::default());
+    assert!(oauth("off").disabled);
+    assert_eq!(
+        oauth("machine"),
+        crate::OAuthSettings {
+            disabled: false,
+            client_id: Some("svc".into()),
+            client_secret: Some("s3cret".into()),
+            issuer: Some("https://as.example".into()),
+            scope: Some("crm:read".into()),
+            client_credentials: true,
+        }
+    );
+    // An explicit "oauth" keeps the flow beside a configured Authorization header.
+    assert!(!oauth("both").disabled);
 }

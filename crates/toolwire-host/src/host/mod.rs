@@ -9,7 +9,7 @@ mod output;
 
 pub use call::{Called, Outcome};
 pub use listen::{ListChange, ListChanges};
-pub use options::HostOptions;
+pub use options::{AuthorizerFor, HostOptions};
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -82,6 +82,8 @@ pub struct ServerStatus {
     pub era: Option<ServerEra>,
     /// Tools it listed that the model does not see, with the reason.
     pub hidden: Vec<Hidden>,
+    /// The OAuth authorization its client holds, if it asked for one.
+    pub authorized: Option<toolwire_client::auth::Authorized>,
 }
 
 /// A listed tool the model does not see.
@@ -225,6 +227,7 @@ impl Host {
                         state: ServerState::Failed { error },
                         pins: PinReport::default(),
                         era: None,
+                        authorized: None,
                         hidden: Vec::new(),
                     });
                     self.unstarted.push(server);
@@ -259,6 +262,7 @@ impl Host {
                         state: ServerState::Failed { error },
                         pins: PinReport::default(),
                         era: None,
+                        authorized: None,
                         hidden: Vec::new(),
                     });
                     continue;
@@ -318,6 +322,7 @@ impl Host {
                 state: ServerState::Connected { tools: tools.len() },
                 pins: report,
                 era: client.era(),
+                authorized: client.authorized(),
                 hidden,
             });
             kept.extend(tools.into_iter().map(|t| {
@@ -427,6 +432,34 @@ impl Host {
     }
 }
 
+/// The OAuth flow of an HTTP server: the host's store and authorizer, the entry's settings.
+fn oauth_for(
+    name: &str,
+    settings: &crate::config::OAuthSettings,
+    options: &HostOptions,
+) -> toolwire_client::auth::OAuth {
+    let mut oauth = toolwire_client::auth::OAuth::new()
+        .store(options.credentials.clone())
+        .client_name(options.client_name.clone());
+    if let Some(authorizer) = &options.authorizer {
+        oauth = oauth.authorizer(authorizer(name));
+    }
+    if let Some(client_id) = &settings.client_id {
+        oauth = oauth.client(
+            settings.issuer.clone(),
+            client_id,
+            settings.client_secret.clone(),
+        );
+    }
+    if let Some(scope) = &settings.scope {
+        oauth = oauth.scope(scope);
+    }
+    if settings.client_credentials {
+        oauth = oauth.client_credentials();
+    }
+    oauth
+}
+
 /// A client for `server` (a stdio server is started; an HTTP one is first reached when its
 /// tools are listed).
 async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, String> {
@@ -467,9 +500,16 @@ async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, St
         builder = builder.on_roots(move || handler(name.clone(), ()));
     }
     let client = match &server.transport {
-        Transport::Http { url, headers } => {
+        Transport::Http {
+            url,
+            headers,
+            oauth,
+        } => {
             for (name, value) in headers {
                 builder = builder.header(name, value);
+            }
+            if !oauth.disabled {
+                builder = builder.oauth(oauth_for(&server.name, oauth, options));
             }
             builder.http(url).map_err(|e| e.to_string())?
         }

@@ -10,6 +10,8 @@ use toolwire_client::protocol::{
     ListRootsResult, LoggingLevel,
 };
 
+use toolwire_client::auth::{Authorizer, CredentialStore, MemoryStore};
+
 use super::{DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS};
 use crate::audit::Redaction;
 use crate::names::DEFAULT_NAME_BUDGET;
@@ -45,7 +47,12 @@ pub struct HostOptions {
     pub(super) probe_timeout: Option<Duration>,
     pub(super) clean_results: bool,
     pub(super) log_level: Option<LoggingLevel>,
+    pub(super) credentials: Arc<dyn CredentialStore>,
+    pub(super) authorizer: Option<AuthorizerFor>,
 }
+
+/// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
+pub type AuthorizerFor = Arc<dyn Fn(&str) -> Arc<dyn Authorizer> + Send + Sync>;
 
 impl std::fmt::Debug for HostOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -79,7 +86,24 @@ impl HostOptions {
             probe_timeout: None,
             clean_results: true,
             log_level: None,
+            credentials: Arc::new(MemoryStore::new()),
+            authorizer: None,
         }
+    }
+
+    /// OAuth for HTTP servers that challenge (unless their entry says `"oauth": false` or sets
+    /// an `Authorization` header): identities and tokens kept in `store` (default: memory, for
+    /// this host only), and `authorizer` making the [`Authorizer`] that has a person sign in
+    /// for a server, told its name. Without an authorizer, only kept tokens and client
+    /// credentials are used.
+    pub fn oauth(
+        mut self,
+        store: Arc<dyn CredentialStore>,
+        authorizer: Option<AuthorizerFor>,
+    ) -> Self {
+        self.credentials = store;
+        self.authorizer = authorizer;
+        self
     }
 
     /// Answers servers' form-mode elicitation requests, told which server asks (show its

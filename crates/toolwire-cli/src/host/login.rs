@@ -1,0 +1,166 @@
+//! Signing in to protected servers (OAuth): `toolwire login SERVER`, `toolwire logout SERVER`,
+//! and the sign-in any command starts when a server challenges it at a terminal. Identities
+//! and tokens are kept in `credentials.json` in the state directory (mode 0600), per
+//! authorization server and resource; the person signs in in a browser, whose redirect comes
+//! back to a listener on 127.0.0.1.
+
+use std::io::IsTerminal as _;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{Context as _, bail};
+use toolwire_client::auth::{Authorizer, CredentialStore as _, FileStore, LoopbackAuthorizer};
+use toolwire_host::{AuthorizerFor, ServerState, Transport};
+
+use super::HostArgs;
+use crate::terminal::{Layout, note, out, visible};
+use crate::ui::{Tone, Ui};
+
+/// The file of identities and tokens in the state directory.
+pub(crate) fn credentials_file(args: &HostArgs) -> anyhow::Result<PathBuf> {
+    Ok(args.state_dir()?.join("credentials.json"))
+}
+
+/// The authorizer of each server: the address is shown on stderr (and opened in a browser),
+/// and the browser's redirect is awaited on 127.0.0.1.
+pub(crate) fn authorizer_for(ui: &Arc<Ui>) -> AuthorizerFor {
+    let ui = ui.clone();
+    Arc::new(move |server: &str| -> Arc<dyn Authorizer> {
+        let (ui, server) = (ui.clone(), server.to_owned());
+        Arc::new(LoopbackAuthorizer::new(move |url: &str| {
+            ui.end_progress();
+            note(&format!(
+                "toolwire: {} asks you to sign in at its authorization server.",
+                ui.paint(Tone::Bold, &visible(&server, Layout::Line))
+            ));
+            note(&format!("  open  {}", visible(url, Layout::Line)));
+            note("  waiting up to 5 minutes for the browser to come back here (Ctrl-C gives up)");
+            open_in_browser(url);
+        }))
+    })
+}
+
+/// Whether commands other than `login` may ask the person to sign in: only with a terminal
+/// on stderr, where the address can be seen; a script gets an error naming `toolwire login`.
+pub(crate) fn signs_in_here() -> bool {
+    std::io::stderr().is_terminal()
+}
+
+/// Opens `url` with `$BROWSER`, else the desktop's opener; says so when there is none.
+fn open_in_browser(url: &str) {
+    let opened = match std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+    {
+        Some(browser) => std::process::Command::new("sh")
+            .args(["-c", &format!("{browser} \"$1\""), "browser"])
+            .arg(url)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn(),
+        None => std::process::Command::new(if cfg!(target_os = "macos") {
+            "open"
+        } else {
+            "xdg-open"
+        })
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn(),
+    };
+    if opened.is_err() {
+        note("  no browser opener here: open the address yourself");
+    }
+}
+
+/// The configured (or named) HTTP server `server`: its name and URL.
+fn http_server(
+    args: &HostArgs,
+    server: &str,
+) -> anyhow::Result<(toolwire_host::HostConfig, String)> {
+    let one_off = args.one_off(Some(server));
+    let mut config = args.configuration(one_off)?;
+    if one_off.is_none() {
+        config.servers.retain(|s| s.name == server);
+    }
+    let Some(entry) = config.servers.first() else {
+        bail!(
+            "no server named {server:?} in {} (`toolwire servers` lists them)",
+            config.file.display()
+        );
+    };
+    let url = match &entry.transport {
+        Transport::Http { url, oauth, .. } => {
+            if oauth.disabled {
+                bail!(
+                    "{server}: OAuth is off for this server (its entry sets an Authorization \
+                     header, or \"oauth\": false)"
+                );
+            }
+            url.clone()
+        }
+        Transport::Stdio { .. } => bail!(
+            "{server} is a stdio server: OAuth is for HTTP servers (a stdio server takes its \
+             credentials from its environment)"
+        ),
+    };
+    Ok((config, url))
+}
+
+/// `toolwire login SERVER`: connects to the server, signing in when it asks, and says with
+/// what.
+pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
+    let (config, _) = http_server(args, server)?;
+    let ui = Ui::new(false);
+    let host = args
+        .open_with(&config, args.one_off(Some(server)).is_some(), &ui, true)
+        .await?;
+    let status = host.servers().first().cloned().context("no server")?;
+    host.close().await;
+    let name = visible(&status.name, Layout::Line);
+    if let ServerState::Failed { error } = &status.state {
+        bail!("{name}: {error}");
+    }
+    let Some(authorized) = status.authorized else {
+        return Ok(out(&format!(
+            "{name} did not ask for authorization: there is nothing to sign in to"
+        ))?);
+    };
+    let mut line = format!(
+        "{} to {name} at {}",
+        ui.paint_out(Tone::Green, "signed in"),
+        visible(&authorized.issuer, Layout::Line)
+    );
+    if let Some(scope) = &authorized.scope {
+        line.push_str(&format!(", scope {}", visible(scope, Layout::Line)));
+    }
+    if let Some(expires) = authorized.expires_at {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs());
+        line.push_str(&format!(
+            "; the token lasts {} more minutes",
+            expires.saturating_sub(now).div_ceil(60)
+        ));
+    }
+    if authorized.refreshable {
+        line.push_str(" and is renewed without asking");
+    }
+    Ok(out(&line)?)
+}
+
+/// `toolwire logout SERVER`: forgets the server's tokens (the client's registration at the
+/// authorization server is kept, so the next sign-in does not register again).
+pub(crate) fn logout(args: &HostArgs, server: &str) -> anyhow::Result<()> {
+    let (_, url) = http_server(args, server)?;
+    let file = credentials_file(args)?;
+    let forgotten = FileStore::new(&file).forget(&url)?;
+    let name = visible(server, Layout::Line);
+    Ok(out(&match forgotten {
+        0 => format!("no tokens were kept for {name}"),
+        1 => format!("forgot the token of {name}"),
+        n => format!("forgot {n} tokens of {name}"),
+    })?)
+}

@@ -1,0 +1,172 @@
+//! `toolwire login` and `logout` against a real authorization server (npm `oidc-provider`,
+//! with its own login and consent pages) guarding a Toolwire server on 127.0.0.1, driven as a
+//! person does: the command runs in a pseudo-terminal and prints the address, the "browser"
+//! (a cookie jar that fills in the pages) goes there and comes back to the command's loopback
+//! port. Then commands without a terminal use the kept token, and after `logout` they say how
+//! to sign in again.
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use expectrl::Session;
+use serde_json::json;
+use toolwire_server::http::{HttpConfig, OAuth};
+use toolwire_server::{RequestContext, Server, Tool};
+
+#[path = "../../toolwire-client/tests/support/oidc.rs"]
+mod oidc;
+#[path = "support/pty.rs"]
+mod pty;
+use oidc::{Browser, Provider, deliver};
+use pty::{finish, see};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct NoArgs {}
+
+/// A home for the test: configuration and state.
+struct Home(PathBuf);
+
+impl Home {
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env("TOOLWIRE_CONFIG", self.0.join("mcp.json"))
+            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
+            // The "browser" is this test: nothing is opened.
+            .env("BROWSER", "true")
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("toolwire runs")
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn login_keeps_a_token_that_later_commands_use_until_logout() {
+    let provider = Provider::start(&[("OIDC_INTERACTIONS", "pages")]);
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let url = runtime.block_on(async {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let server = Server::builder("crm", "1")
+            .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
+                "hello"
+            }))
+            .build()
+            .unwrap();
+        let guard = OAuth::new(&provider.issuer, url.clone()).scopes_supported(["tools:read"]);
+        tokio::spawn(toolwire_server::http::serve(
+            server,
+            listener,
+            HttpConfig::default().oauth(guard),
+        ));
+        url
+    });
+    let dir = std::env::temp_dir().join(format!("toolwire-login-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let home = Home(dir);
+    let config = json!({"mcpServers": {"crm": {"url": url}}});
+    std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
+
+    // Without a terminal nobody can sign in: the error says how.
+    let output = home.run(&["call", "crm__hello", "--yes"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("toolwire login"), "{err}");
+
+    // `toolwire login crm` at a terminal: the address is shown; the person signs in.
+    let mut session = Session::spawn(home.command(&["login", "crm"])).unwrap();
+    session.set_expect_timeout(Some(Duration::from_secs(30)));
+    let asked = see(&mut session, "  open  ");
+    assert!(asked.contains("crm asks you to sign in"), "{asked}");
+    let address = see(&mut session, "\r\n").trim().to_owned();
+    assert!(
+        address.starts_with(&format!("{}/auth?", provider.issuer)),
+        "{address}"
+    );
+    let redirect_uri = url::Url::parse(&address)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .unwrap();
+    assert!(
+        redirect_uri.starts_with("http://127.0.0.1:"),
+        "{redirect_uri}"
+    );
+    let pages = runtime.block_on(async {
+        let mut browser = Browser::default();
+        let last = browser
+            .sign_in(&address, &provider.issuer, &redirect_uri)
+            .await;
+        assert_eq!(deliver(&last).await, 200);
+        browser.pages
+    });
+    assert!(pages.iter().any(|p| p.contains("name=\"password\"")));
+    see(
+        &mut session,
+        &format!("signed in to crm at {}", provider.issuer),
+    );
+    assert_eq!(finish(session), 0);
+
+    // The credentials are the user's alone.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        let file = home.0.join("state/credentials.json");
+        let mode = std::fs::metadata(&file).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+
+    // Later commands, even without a terminal, use the kept token.
+    let output = home.run(&["call", "crm__hello", "--yes"]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(out.trim(), "hello");
+    assert!(!err.contains("sign in"), "{err}");
+    let output = home.run(&["servers"]);
+    let (out, _) = text(&output);
+    assert!(
+        out.contains(&format!("signed in at {}", provider.issuer)),
+        "{out}"
+    );
+
+    // `logout` forgets it; then the commands say how to sign in again.
+    let output = home.run(&["logout", "crm"]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert_eq!(out.trim(), "forgot the token of crm");
+    let output = home.run(&["tools"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains("toolwire login"), "{err}");
+
+    // Mistakes are named.
+    let output = home.run(&["login", "nowhere"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(err.contains("no server named \"nowhere\""), "{err}");
+}

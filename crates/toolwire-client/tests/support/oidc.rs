@@ -1,0 +1,159 @@
+//! A real OAuth authorization server for tests, and a browser to go through it: the npm
+//! package `oidc-provider` (installed by `scripts/oidc`) on 127.0.0.1, and a cookie jar that
+//! follows its redirects and fills in its login and consent pages. Shared by the client's and
+//! the CLI's tests.
+
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+use serde_json::Value;
+use toolwire_client::auth::discovery;
+
+/// A running oidc-provider; it exits when its stdin closes (with the test process).
+pub(crate) struct Provider {
+    _child: Child,
+    pub(crate) issuer: String,
+}
+
+impl Provider {
+    pub(crate) fn start(env: &[(&str, &str)]) -> Provider {
+        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
+        let path = Command::new("bash")
+            .args([script, "path"])
+            .output()
+            .unwrap();
+        assert!(
+            path.status.success(),
+            "{}",
+            String::from_utf8_lossy(&path.stderr)
+        );
+        let text = String::from_utf8(path.stdout).unwrap();
+        let mut lines = text.lines();
+        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
+        let mut child = Command::new(node)
+            .args([provider, "0", "--watch-stdin"])
+            .envs(env.iter().copied())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        Provider {
+            issuer: ready["issuer"].as_str().unwrap().to_owned(),
+            _child: child,
+        }
+    }
+}
+
+/// A browser without JavaScript: a cookie jar, redirects followed by hand, and HTML forms
+/// filled in and posted. It signs in at the provider's real login page (any name and password
+/// are accepted there) and confirms its consent page.
+#[derive(Default)]
+pub(crate) struct Browser {
+    pub(crate) cookies: std::collections::BTreeMap<String, String>,
+    pub(crate) pages: Vec<String>,
+}
+
+impl Browser {
+    /// Goes from `start` until a redirect points under `stop`; returns that URL.
+    pub(crate) async fn sign_in(&mut self, start: &str, issuer: &str, stop: &str) -> String {
+        let http = discovery::metadata_client();
+        let mut next = (start.to_owned(), None::<String>);
+        for _ in 0..20 {
+            let (url, form) = next;
+            if url.starts_with(stop) {
+                return url;
+            }
+            let jar: Vec<String> = self
+                .cookies
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
+            let request = match form {
+                Some(body) => http
+                    .post(&url)
+                    .header("content-type", "application/x-www-form-urlencoded")
+                    .body(body),
+                None => http.get(&url),
+            };
+            let reply = request
+                .header("cookie", jar.join("; "))
+                .send()
+                .await
+                .unwrap();
+            for set in reply.headers().get_all("set-cookie") {
+                let pair = set.to_str().unwrap().split(';').next().unwrap();
+                if let Some((k, v)) = pair.split_once('=') {
+                    self.cookies
+                        .insert(k.trim().to_owned(), v.trim().to_owned());
+                }
+            }
+            let absolute = |location: &str| {
+                if location.starts_with('/') {
+                    format!("{issuer}{location}")
+                } else {
+                    location.to_owned()
+                }
+            };
+            if let Some(location) = reply.headers().get("location") {
+                next = (absolute(location.to_str().unwrap()), None);
+                continue;
+            }
+            assert_eq!(reply.status(), 200, "{url}");
+            let page = reply.text().await.unwrap();
+            let (action, body) = fill_form(&page);
+            self.pages.push(page);
+            next = (absolute(&action), Some(body));
+        }
+        panic!("no redirect to {stop} within 20 steps");
+    }
+}
+
+/// The page's form: its action, and its inputs as a form body (hidden ones as they are, the
+/// login and password filled in).
+fn fill_form(page: &str) -> (String, String) {
+    let attribute = |tag: &str, name: &str| {
+        let key = format!("{name}=\"");
+        tag.find(&key).map(|i| {
+            let rest = &tag[i + key.len()..];
+            rest[..rest.find('"').unwrap()].to_owned()
+        })
+    };
+    let form = &page[page
+        .find("<form")
+        .unwrap_or_else(|| panic!("no form in {page}"))..];
+    let action = attribute(&form[..form.find('>').unwrap()], "action").expect("an action");
+    let mut body = url::form_urlencoded::Serializer::new(String::new());
+    for input in form.split("<input").skip(1) {
+        let tag = &input[..input.find('>').unwrap()];
+        let Some(name) = attribute(tag, "name") else {
+            continue;
+        };
+        let value = match name.as_str() {
+            "login" => "alice".to_owned(),
+            "password" => "wonderland".to_owned(),
+            _ => attribute(tag, "value").unwrap_or_default(),
+        };
+        body.append_pair(&name, &value);
+    }
+    (action, body.finish())
+}
+
+/// The browser's last hop: the redirect delivered to the client's loopback listener; its
+/// status.
+pub(crate) async fn deliver(url: &str) -> u16 {
+    discovery::metadata_client()
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .status()
+        .as_u16()
+}
