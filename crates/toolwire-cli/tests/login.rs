@@ -154,15 +154,23 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
         "{out}"
     );
 
+    // So does a command given the URL.
+    let output = home.run(&["discover", &url]);
+    let (out, err) = text(&output);
+    assert_eq!(output.status.code(), Some(0), "{err}");
+    assert!(out.contains("crm"), "{out}");
+
     // `logout` forgets it; then the commands say how to sign in again.
     let output = home.run(&["logout", "crm"]);
     let (out, err) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert_eq!(out.trim(), "forgot the token of crm");
-    let output = home.run(&["tools"]);
-    let (_, err) = text(&output);
-    assert_eq!(output.status.code(), Some(2), "{err}");
-    assert!(err.contains("toolwire login"), "{err}");
+    for args in [&["tools"][..], &["discover", &url]] {
+        let output = home.run(args);
+        let (_, err) = text(&output);
+        assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("toolwire login"), "{args:?}: {err}");
+    }
 
     // Mistakes are named.
     let output = home.run(&["login", "nowhere"]);

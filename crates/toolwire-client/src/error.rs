@@ -23,7 +23,7 @@ pub enum Error {
     /// A client with [`ClientBuilder::oauth`](crate::ClientBuilder::oauth) answers it by
     /// authorizing; this error reaches the caller when there is no such flow or its attempts
     /// ran out.
-    #[error("HTTP {status}: the server wants authorization{}{}", challenge.as_deref().map(|c| format!(" (WWW-Authenticate: {c})")).unwrap_or_default(), if *status == 401 { "; configure OAuth (ClientBuilder::oauth) or a bearer token" } else { "" })]
+    #[error("HTTP {status}: {}{}", if *status == 401 { "the server wants authorization" } else { "the token does not cover this request" }, challenge.as_deref().map(|c| format!(" (WWW-Authenticate: {c})")).unwrap_or_default())]
     Unauthorized {
         /// 401 or 403.
         status: u16,

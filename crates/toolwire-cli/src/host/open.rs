@@ -68,19 +68,7 @@ impl HostArgs {
 
     /// The state directory.
     pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
-        if let Some(dir) = &self.state_dir {
-            return Ok(dir.clone());
-        }
-        let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-        if let Some(state) = var("XDG_STATE_HOME") {
-            return Ok(PathBuf::from(state).join("toolwire"));
-        }
-        match var("HOME") {
-            Some(home) => Ok(PathBuf::from(home).join(".local/state/toolwire")),
-            None => {
-                anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
-            }
-        }
+        state_dir(self.state_dir.as_deref())
     }
 
     /// The audit log.
@@ -212,6 +200,24 @@ impl HostArgs {
         dirs.iter()
             .map(|d| std::path::absolute(d).with_context(|| format!("--root {}", d.display())))
             .collect()
+    }
+}
+
+/// The state directory: `explicit` (`--state-dir`, TOOLWIRE_STATE_DIR), else
+/// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
+pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    if let Some(dir) = explicit {
+        return Ok(dir.to_owned());
+    }
+    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
+    if let Some(state) = var("XDG_STATE_HOME") {
+        return Ok(PathBuf::from(state).join("toolwire"));
+    }
+    match var("HOME") {
+        Some(home) => Ok(PathBuf::from(home).join(".local/state/toolwire")),
+        None => {
+            anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
+        }
     }
 }
 

@@ -75,9 +75,8 @@ pub enum AuthError {
     },
     /// The server wants a person to authorize, and the client has no [`Authorizer`].
     #[error(
-        "the server {server} needs an authorization by a person and this client has no \
-         authorizer (OAuth::authorizer); log in first (`toolwire login`) or configure client \
-         credentials"
+        "the server {server} needs a person to sign in, and this client has no one to ask (no \
+         Authorizer): sign in beforehand (`toolwire login`) or configure client credentials"
     )]
     NoAuthorizer {
         /// The MCP server.
