@@ -1,7 +1,8 @@
 //! Call any MCP 2026-07-28 server's tools from Rust, over Streamable HTTP or a child process on
 //! stdio, with the client-side rules handled: `_meta` on every request, version negotiation,
 //! timeouts, `input_required` rounds answered by your handlers, `x-mcp-header` mirroring,
-//! cached tool lists and validated structured output.
+//! cached tool lists, validated structured output, and OAuth for protected servers
+//! ([`ClientBuilder::oauth`], [`auth`]).
 //!
 //! ```
 //! # #[tokio::main(flavor = "current_thread")]

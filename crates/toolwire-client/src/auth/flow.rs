@@ -570,3 +570,61 @@ impl Flow {
         Ok(identity)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_401_or_an_insufficient_scope_403_is_answered() {
+        assert!(answerable(401, None));
+        assert!(answerable(401, Some(r#"Bearer error="invalid_token""#)));
+        assert!(answerable(
+            403,
+            Some(r#"Bearer error="insufficient_scope", scope="math""#)
+        ));
+        // Any other 403 is final: authorizing again would not change the answer.
+        assert!(!answerable(403, None));
+        assert!(!answerable(403, Some(r#"Bearer error="invalid_token""#)));
+        assert!(!answerable(403, Some(r#"Basic realm="x""#)));
+    }
+
+    #[test]
+    fn configured_credentials_bind_to_the_first_issuer() {
+        let flow = Flow::new(
+            OAuth::new()
+                .client(None, "svc", Some("s".into()))
+                .client_credentials(),
+            "https://mcp.example/mcp".into(),
+        );
+        let found = |issuer: &str| Discovered {
+            metadata_url: String::new(),
+            resource: serde_json::from_value(serde_json::json!({
+                "resource": "https://mcp.example/mcp",
+                "authorization_servers": [issuer]
+            }))
+            .unwrap(),
+            authorization_server: serde_json::from_value(serde_json::json!({"issuer": issuer}))
+                .unwrap(),
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let mut held = Held::default();
+        let first = runtime
+            .block_on(flow.identity(&mut held, &found("https://as1"), None))
+            .unwrap();
+        assert_eq!(
+            (first.issuer.as_str(), first.client_id.as_str()),
+            ("https://as1", "svc")
+        );
+        // The server moved: the secret is not taken to the new authorization server.
+        match runtime.block_on(flow.identity(&mut held, &found("https://as2"), None)) {
+            Err(AuthError::NoIdentity { issuer, why }) => {
+                assert_eq!(issuer, "https://as2");
+                assert!(why.contains("https://as1"), "{why}");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}
