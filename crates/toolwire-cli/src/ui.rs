@@ -193,3 +193,39 @@ fn paint(on: bool, tone: Tone, text: &str) -> String {
         text.to_owned()
     }
 }
+
+/// Opens `url` in a browser: `$BROWSER` (a command, given the URL) if set, else the desktop's
+/// opener (`open` on macOS, `xdg-open` elsewhere). Says to open it by hand when neither starts.
+pub(crate) fn open_in_browser(url: &str) {
+    let quiet = |mut command: std::process::Command| {
+        command
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+    };
+    let opened = match std::env::var("BROWSER")
+        .ok()
+        .filter(|b| !b.trim().is_empty())
+    {
+        Some(browser) => {
+            let mut command = std::process::Command::new("sh");
+            command
+                .args(["-c", &format!("{browser} \"$1\""), "browser"])
+                .arg(url);
+            quiet(command)
+        }
+        None => {
+            let mut command = std::process::Command::new(if cfg!(target_os = "macos") {
+                "open"
+            } else {
+                "xdg-open"
+            });
+            command.arg(url);
+            quiet(command)
+        }
+    };
+    if opened.is_err() {
+        note("  no browser opener here: open the address yourself");
+    }
+}

@@ -511,42 +511,26 @@ fn stdio_scopes_come_from_the_environment() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
-/// The npm oidc-provider on 127.0.0.1 (installed by `scripts/oidc`), killed on drop.
+#[path = "../../../interop/oidc/launch.rs"]
+mod launch;
+
+/// The npm oidc-provider on 127.0.0.1 (see `interop/oidc/provider.mjs`), killed on drop.
 struct Provider {
-    child: Child,
-    ready: serde_json::Value,
+    _launched: launch::Launched,
+    issuer: String,
 }
 
 impl Provider {
     fn start() -> Provider {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
-        let path = Command::new("bash")
-            .args([script, "path"])
-            .output()
-            .unwrap();
-        assert!(path.status.success(), "{}", stderr(&path));
-        let text = stdout(&path);
-        let mut lines = text.lines();
-        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
-        let mut child = Command::new(node)
-            .args([provider, "0", "--watch-stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let launched = launch::launch(&[]);
         Provider {
-            child,
-            ready: serde_json::from_str(&line).unwrap(),
+            issuer: launched.issuer(),
+            _launched: launched,
         }
     }
 
     fn issuer(&self) -> &str {
-        self.ready["issuer"].as_str().unwrap()
+        &self.issuer
     }
 
     /// POSTs to the provider: one HTTP/1.1 exchange on loopback, the reply as text.
@@ -560,13 +544,6 @@ impl Provider {
                 body.len()
             ),
         )
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -4,8 +4,8 @@
 //! cancelling a slow call (and the server seeing it); an image saved to a file; the audit log
 //! verified before and after a record is edited.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Command;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -13,14 +13,15 @@ use std::time::Duration;
 use base64::Engine as _;
 use expectrl::{ControlCode, Session};
 
+#[path = "support/home.rs"]
+mod home;
 #[path = "support/pty.rs"]
 mod pty;
+use home::{Home, text};
 use pty::{finish, see};
 use serde_json::{Value, json};
 use toolwire_protocol::{CallToolResult, ContentBlock, ToolAnnotations};
 use toolwire_server::{Elicited, InputRequired, RequestContext, Server, Tool, ToolError};
-
-const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
 /// A one-pixel PNG.
 const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
@@ -189,68 +190,6 @@ fn serve(server: Server) -> Running {
         url,
         _runtime: runtime,
     }
-}
-
-/// A home for one test: its configuration, state directory and output directory.
-struct Home(PathBuf);
-
-impl Home {
-    fn new(name: &str, url: &str) -> Home {
-        let dir =
-            std::env::temp_dir().join(format!("toolwire-host-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        let home = Home(dir);
-        home.configure(url);
-        home
-    }
-
-    fn configure(&self, url: &str) {
-        let config = json!({"mcpServers": {"demo": {"url": url}}});
-        std::fs::write(self.0.join("mcp.json"), config.to_string()).unwrap();
-    }
-
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .args(args)
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
-            .env("TOOLWIRE_CONFIG", self.0.join("mcp.json"))
-            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG");
-        command
-    }
-
-    /// Runs without a terminal.
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("toolwire runs")
-    }
-
-    /// Runs in a pseudo-terminal.
-    fn terminal(&self, args: &[&str]) -> Session {
-        let mut session = Session::spawn(self.command(args)).expect("toolwire starts in a pty");
-        session.set_expect_timeout(Some(Duration::from_secs(20)));
-        session
-    }
-
-    fn audit(&self) -> PathBuf {
-        self.0.join("state/audit.jsonl")
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
 }
 
 #[test]

@@ -5,8 +5,6 @@
 //! port. Then commands without a terminal use the kept token, and after `logout` they say how
 //! to sign in again.
 
-use std::path::PathBuf;
-use std::process::{Command, Output};
 use std::time::Duration;
 
 use expectrl::Session;
@@ -14,54 +12,18 @@ use serde_json::json;
 use toolwire_server::http::{HttpConfig, OAuth};
 use toolwire_server::{RequestContext, Server, Tool};
 
+#[path = "support/home.rs"]
+mod home;
 #[path = "../../toolwire-client/tests/support/oidc.rs"]
 mod oidc;
 #[path = "support/pty.rs"]
 mod pty;
+use home::{Home, text};
 use oidc::{Browser, Provider, deliver};
 use pty::{finish, see};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
-
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
-
-/// A home for the test: configuration and state.
-struct Home(PathBuf);
-
-impl Home {
-    fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(BIN);
-        command
-            .args(args)
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
-            .env("TOOLWIRE_CONFIG", self.0.join("mcp.json"))
-            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
-            // The "browser" is this test: nothing is opened.
-            .env("BROWSER", "true")
-            .env("NO_COLOR", "1")
-            .env_remove("RUST_LOG");
-        command
-    }
-
-    fn run(&self, args: &[&str]) -> Output {
-        self.command(args).output().expect("toolwire runs")
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
-    }
-}
-
-fn text(output: &Output) -> (String, String) {
-    (
-        String::from_utf8_lossy(&output.stdout).into_owned(),
-        String::from_utf8_lossy(&output.stderr).into_owned(),
-    )
-}
 
 #[test]
 fn login_keeps_a_token_that_later_commands_use_until_logout() {
@@ -84,10 +46,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
         ));
         url
     });
-    let dir = std::env::temp_dir().join(format!("toolwire-login-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    let home = Home(dir);
+    let home = Home::empty("login");
     let config = json!({"mcpServers": {"crm": {"url": url}}});
     std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
 

@@ -35,7 +35,7 @@ pub(crate) fn authorizer_for(ui: &Arc<Ui>) -> AuthorizerFor {
             ));
             note(&format!("  open  {}", visible(url, Layout::Line)));
             note("  waiting up to 5 minutes for the browser to come back here (Ctrl-C gives up)");
-            open_in_browser(url);
+            crate::ui::open_in_browser(url);
         }))
     })
 }
@@ -44,35 +44,6 @@ pub(crate) fn authorizer_for(ui: &Arc<Ui>) -> AuthorizerFor {
 /// on stderr, where the address can be seen; a script gets an error naming `toolwire login`.
 pub(crate) fn signs_in_here() -> bool {
     std::io::stderr().is_terminal()
-}
-
-/// Opens `url` with `$BROWSER`, else the desktop's opener; says so when there is none.
-fn open_in_browser(url: &str) {
-    let opened = match std::env::var("BROWSER")
-        .ok()
-        .filter(|b| !b.trim().is_empty())
-    {
-        Some(browser) => std::process::Command::new("sh")
-            .args(["-c", &format!("{browser} \"$1\""), "browser"])
-            .arg(url)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .spawn(),
-        None => std::process::Command::new(if cfg!(target_os = "macos") {
-            "open"
-        } else {
-            "xdg-open"
-        })
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn(),
-    };
-    if opened.is_err() {
-        note("  no browser opener here: open the address yourself");
-    }
 }
 
 /// The configured (or named) HTTP server `server`: its name and URL.

@@ -115,7 +115,7 @@ impl Questions {
             .await
         {
             Some("yes") => {
-                open_in_browser(&params.url);
+                crate::ui::open_in_browser(&params.url);
                 accept_without_content()
             }
             Some("no") => toolwire_client::declined(),
@@ -185,24 +185,6 @@ fn accept_without_content() -> ElicitResult {
         action: toolwire_client::protocol::ElicitAction::Accept,
         content: None,
         meta: None,
-    }
-}
-
-/// Opens `url` with the desktop's opener, if there is one; otherwise says to open it by hand.
-fn open_in_browser(url: &str) {
-    let opener = if cfg!(target_os = "macos") {
-        "open"
-    } else {
-        "xdg-open"
-    };
-    let opened = std::process::Command::new(opener)
-        .arg(url)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn();
-    if opened.is_err() {
-        note("  no browser opener here: open the URL yourself");
     }
 }
 

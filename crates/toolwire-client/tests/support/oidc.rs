@@ -5,49 +5,23 @@
 
 #![allow(dead_code)]
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-
-use serde_json::Value;
 use toolwire_client::auth::discovery;
 
-/// A running oidc-provider; it exits when its stdin closes (with the test process).
+#[path = "../../../../interop/oidc/launch.rs"]
+mod launch;
+
+/// A running oidc-provider (see `interop/oidc/provider.mjs`).
 pub(crate) struct Provider {
-    _child: Child,
+    _launched: launch::Launched,
     pub(crate) issuer: String,
 }
 
 impl Provider {
     pub(crate) fn start(env: &[(&str, &str)]) -> Provider {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
-        let path = Command::new("bash")
-            .args([script, "path"])
-            .output()
-            .unwrap();
-        assert!(
-            path.status.success(),
-            "{}",
-            String::from_utf8_lossy(&path.stderr)
-        );
-        let text = String::from_utf8(path.stdout).unwrap();
-        let mut lines = text.lines();
-        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
-        let mut child = Command::new(node)
-            .args([provider, "0", "--watch-stdin"])
-            .envs(env.iter().copied())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
+        let launched = launch::launch(env);
         Provider {
-            issuer: ready["issuer"].as_str().unwrap().to_owned(),
-            _child: child,
+            issuer: launched.issuer(),
+            _launched: launched,
         }
     }
 }

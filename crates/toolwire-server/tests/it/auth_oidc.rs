@@ -4,8 +4,6 @@
 //! resource indicator) or, for the claims no honest provider issues, from its test-only mint,
 //! signed with its own current key.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -13,44 +11,23 @@ use toolwire_server::http::{HttpConfig, OAuth};
 
 use crate::support::*;
 
-/// A running oidc-provider; killed on drop (it also exits when its stdin closes).
+#[path = "../../../../interop/oidc/launch.rs"]
+mod launch;
+
+/// A running oidc-provider (see `interop/oidc/provider.mjs`).
 struct Provider {
-    child: Child,
-    ready: Value,
+    launched: launch::Launched,
 }
 
 impl Provider {
     fn start() -> Provider {
-        let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
-        let path = Command::new("bash")
-            .args([script, "path"])
-            .output()
-            .expect("scripts/oidc runs");
-        assert!(
-            path.status.success(),
-            "scripts/oidc path: {}",
-            String::from_utf8_lossy(&path.stderr)
-        );
-        let text = String::from_utf8(path.stdout).unwrap();
-        let mut lines = text.lines();
-        let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
-        let mut child = Command::new(node)
-            .args([provider, "0", "--watch-stdin"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let ready: Value = serde_json::from_str(&line).unwrap_or_else(|e| panic!("{e}: {line:?}"));
-        Provider { child, ready }
+        Provider {
+            launched: launch::launch(&[]),
+        }
     }
 
     fn issuer(&self) -> String {
-        self.ready["issuer"].as_str().unwrap().to_owned()
+        self.launched.issuer()
     }
 
     /// A client-credentials token for `resource` with `scope`.
@@ -61,7 +38,7 @@ impl Provider {
             encode(scope)
         );
         let reply: Value = client_http()
-            .post(self.ready["token_endpoint"].as_str().unwrap())
+            .post(self.launched.ready["token_endpoint"].as_str().unwrap())
             .basic_auth(client, Some(secret))
             .header("content-type", "application/x-www-form-urlencoded")
             .body(form)
@@ -97,13 +74,6 @@ impl Provider {
             .as_str()
             .unwrap_or_else(|| panic!("{reply}"))
             .to_owned()
-    }
-}
-
-impl Drop for Provider {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 
@@ -269,7 +239,7 @@ async fn tokens_from_a_real_authorization_server() {
     let rotated = provider
         .test_endpoint("rotate", json!({"keep_old": false}))
         .await;
-    assert_ne!(rotated["kid"], provider.ready["kid"]);
+    assert_ne!(rotated["kid"], provider.launched.ready["kid"]);
     let fresh = provider
         .token("rs-test", "rs-secret", &g.resource, "tools:read")
         .await;

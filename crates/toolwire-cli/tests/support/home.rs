@@ -1,0 +1,83 @@
+//! A home for one `toolwire` test: its configuration, state directory and output directory,
+//! and the binary run there with or without a terminal. Shared by the host tests.
+
+#![allow(dead_code)]
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use expectrl::Session;
+use serde_json::json;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// A home for one test: its configuration, state directory and output directory.
+pub(crate) struct Home(pub(crate) PathBuf);
+
+impl Home {
+    /// A home whose configuration names one server, `demo`, at `url`.
+    pub(crate) fn new(name: &str, url: &str) -> Home {
+        let home = Home::empty(name);
+        home.configure(url);
+        home
+    }
+
+    /// A home without a configuration.
+    pub(crate) fn empty(name: &str) -> Home {
+        let dir =
+            std::env::temp_dir().join(format!("toolwire-host-cli-{name}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        Home(dir)
+    }
+
+    pub(crate) fn configure(&self, url: &str) {
+        let config = json!({"mcpServers": {"demo": {"url": url}}});
+        std::fs::write(self.0.join("mcp.json"), config.to_string()).unwrap();
+    }
+
+    pub(crate) fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(args)
+            .current_dir(&self.0)
+            .env("HOME", &self.0)
+            .env("TOOLWIRE_CONFIG", self.0.join("mcp.json"))
+            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
+            .env("NO_COLOR", "1")
+            // Nothing is opened in a browser: the tests play the person.
+            .env("BROWSER", "true")
+            .env_remove("RUST_LOG");
+        command
+    }
+
+    /// Runs without a terminal.
+    pub(crate) fn run(&self, args: &[&str]) -> Output {
+        self.command(args).output().expect("toolwire runs")
+    }
+
+    /// Runs in a pseudo-terminal.
+    pub(crate) fn terminal(&self, args: &[&str]) -> Session {
+        let mut session = Session::spawn(self.command(args)).expect("toolwire starts in a pty");
+        session.set_expect_timeout(Some(Duration::from_secs(20)));
+        session
+    }
+
+    pub(crate) fn audit(&self) -> PathBuf {
+        self.0.join("state/audit.jsonl")
+    }
+}
+
+impl Drop for Home {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+pub(crate) fn text(output: &Output) -> (String, String) {
+    (
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
