@@ -99,6 +99,9 @@ impl Client {
             };
             let failure = match self.exchange(&out, options).await {
                 Ok(reply) => {
+                    if let Some(flow) = self.inner.transport.auth() {
+                        flow.confirm(token);
+                    }
                     if !fell_back && self.is_legacy_signal(&era, &reply) {
                         fell_back = true;
                         if self.fall_back(&era, &reply_summary(&reply)).await? {

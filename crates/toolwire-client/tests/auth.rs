@@ -422,3 +422,61 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
     assert_eq!(asked.load(Ordering::SeqCst), 2);
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A server that refuses every token its authorization server issues (here: it accepts only
+/// ES256 signatures, and the provider signs with RS256): the person signs in once, the fresh
+/// token is refused, and the client stops with an error that says so instead of asking again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_token_refused_at_once_is_not_asked_for_again() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use toolwire_client::auth::{AuthError, LoopbackAuthorizer};
+
+    let provider = Provider::start(&[]);
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let server = Server::builder("picky", "1")
+        .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
+            "hello"
+        }))
+        .build()
+        .unwrap();
+    let guard = OAuth::new(&provider.issuer, url.clone())
+        .scopes_supported(["tools:read"])
+        .algorithms([jsonwebtoken::Algorithm::ES256]);
+    tokio::spawn(toolwire_server::http::serve(
+        server,
+        listener,
+        HttpConfig::default().oauth(guard),
+    ));
+    let asked = Arc::new(AtomicUsize::new(0));
+    let counter = asked.clone();
+    let issuer = provider.issuer.clone();
+    let authorizer = LoopbackAuthorizer::new(move |start: &str| {
+        counter.fetch_add(1, Ordering::SeqCst);
+        let (start, issuer) = (start.to_owned(), issuer.clone());
+        tokio::spawn(async move {
+            let redirect_uri = url::Url::parse(&start)
+                .unwrap()
+                .query_pairs()
+                .find(|(k, _)| k == "redirect_uri")
+                .map(|(_, v)| v.into_owned())
+                .unwrap();
+            let last = Browser::default()
+                .sign_in(&start, &issuer, &redirect_uri)
+                .await;
+            oidc::deliver(&last).await;
+        });
+    });
+    let client = toolwire_client::ClientBuilder::new("oauth-test", "1")
+        .oauth(toolwire_client::auth::OAuth::new().authorizer(Arc::new(authorizer)))
+        .http(&url)
+        .unwrap();
+    match client.list_tools().await {
+        Err(toolwire_client::Error::Authorization(AuthError::Refused { issuer, .. })) => {
+            assert_eq!(issuer, provider.issuer)
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(asked.load(Ordering::SeqCst), 1);
+}

@@ -20,6 +20,7 @@
 //! One flow runs at a time per client; requests refused meanwhile wait for it and then retry
 //! with its token.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
 use reqwest::header::HeaderValue;
@@ -72,6 +73,18 @@ pub enum AuthError {
         issuer: String,
         /// What was missing.
         why: String,
+    },
+    /// The server refused a token its authorization server had just issued, before accepting
+    /// one: no other is asked for (nor the person asked again).
+    #[error(
+        "the server {server} refused the token its authorization server {issuer} just issued \
+         (is the server configured for that authorization server and this resource?)"
+    )]
+    Refused {
+        /// The MCP server.
+        server: String,
+        /// The authorization server.
+        issuer: String,
     },
     /// The server wants a person to authorize, and the client has no [`Authorizer`].
     #[error(
@@ -248,6 +261,9 @@ struct Held {
     requested: Option<String>,
     /// The issuer configured credentials without one were first used at.
     bound: Option<String>,
+    /// The current token was just issued to this flow (by a grant or a refresh), not kept
+    /// from before.
+    fresh: bool,
 }
 
 /// The flow for one client's server.
@@ -259,6 +275,8 @@ pub(crate) struct Flow {
     bearer: RwLock<(u64, Option<HeaderValue>)>,
     /// What the current token is, for the client's owner.
     authorized: RwLock<Option<Authorized>>,
+    /// The newest token generation a request was answered with (not challenged).
+    confirmed: AtomicU64,
     held: tokio::sync::Mutex<Held>,
 }
 
@@ -278,6 +296,7 @@ impl Flow {
             http: discovery::metadata_client(),
             bearer: RwLock::new((0, None)),
             authorized: RwLock::new(None),
+            confirmed: AtomicU64::new(0),
             held: tokio::sync::Mutex::new(Held::default()),
         }
     }
@@ -317,14 +336,34 @@ impl Flow {
         let resource = found.resource.resource.clone();
         let step_up = status == 403;
         if !step_up {
-            if let Some(tokens) = self.kept(&held, &issuer, &resource).await? {
-                return self.install(&mut held, &issuer, &resource, tokens, None);
+            // A token just issued (not one kept from before), refused before the server
+            // accepted it once: another from the same authorization server for the same
+            // resource would be refused too, and asking the person again would only loop.
+            let unconfirmed = self.confirmed.load(Ordering::Acquire) < held.generation;
+            if held.fresh && unconfirmed && held.issuer == issuer && held.resource == resource {
+                return Err(AuthError::Refused {
+                    server: self.server.clone(),
+                    issuer,
+                });
+            }
+            if let Some((tokens, fresh)) = self.kept(&held, &issuer, &resource).await? {
+                self.install(&mut held, &issuer, &resource, tokens, None)?;
+                held.fresh = fresh;
+                return Ok(());
             }
         }
         let scope = self.scope(&held, &found, challenge.as_ref(), step_up);
         let tokens = self.grant(&mut held, &found, scope.as_deref()).await?;
         self.config.store.save_tokens(&issuer, &resource, &tokens)?;
-        self.install(&mut held, &issuer, &resource, tokens, scope)
+        self.install(&mut held, &issuer, &resource, tokens, scope)?;
+        held.fresh = true;
+        Ok(())
+    }
+
+    /// Records that a request sent with the token of `generation` was answered (not
+    /// challenged): the token works.
+    pub(crate) fn confirm(&self, generation: u64) {
+        self.confirmed.fetch_max(generation, Ordering::AcqRel);
     }
 
     fn install(
@@ -340,6 +379,7 @@ impl Flow {
                 TokenError::Transport("the access token is not a valid header value".into())
             })?;
         held.generation += 1;
+        held.fresh = false;
         held.issuer = issuer.to_owned();
         held.resource = resource.to_owned();
         if requested.is_some() || held.tokens.is_none() {
@@ -358,20 +398,20 @@ impl Flow {
     }
 
     /// Tokens for (issuer, resource) other than the refused ones: still valid in the store
-    /// (another run got them), or refreshed (A-17). A failed refresh is not an error: a new
-    /// authorization follows.
+    /// (another run got them), or refreshed (A-17; then `true`: just issued). A failed
+    /// refresh is not an error: a new authorization follows.
     async fn kept(
         &self,
         held: &Held,
         issuer: &str,
         resource: &str,
-    ) -> Result<Option<StoredTokens>, AuthError> {
+    ) -> Result<Option<(StoredTokens, bool)>, AuthError> {
         let refused = held.tokens.as_ref().map(|t| t.tokens.access_token.as_str());
         let Some(stored) = self.config.store.tokens(issuer, resource)? else {
             return Ok(None);
         };
         if Some(stored.tokens.access_token.as_str()) != refused && !stored.expired(30) {
-            return Ok(Some(stored));
+            return Ok(Some((stored, false)));
         }
         let Some(refresh_token) = stored.tokens.refresh_token.clone() else {
             return Ok(None);
@@ -390,7 +430,7 @@ impl Flow {
                 let tokens = StoredTokens::now(tokens);
                 self.config.store.save_tokens(issuer, resource, &tokens)?;
                 tracing::info!(%issuer, "access token refreshed");
-                Ok(Some(tokens))
+                Ok(Some((tokens, true)))
             }
             Err(error) => {
                 tracing::info!(%issuer, %error, "the refresh token was refused; authorizing again");
