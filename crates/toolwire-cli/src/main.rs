@@ -14,6 +14,7 @@ mod host;
 mod layers;
 mod notes;
 mod session;
+mod signin;
 mod target;
 mod terminal;
 mod ui;

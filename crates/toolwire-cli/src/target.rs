@@ -226,20 +226,19 @@ impl Target {
             });
             if self.connection.bearer.is_none() && !authorization_header {
                 // The tokens `toolwire login` keeps; signing in here only at a terminal.
-                let store = crate::host::open::state_dir(
+                let store = crate::signin::credentials_file(&crate::signin::state_dir(
                     std::env::var_os("TOOLWIRE_STATE_DIR")
                         .filter(|v| !v.is_empty())
                         .map(std::path::PathBuf::from)
                         .as_deref(),
-                )?
-                .join("credentials.json");
+                )?);
                 let mut oauth = toolwire_client::auth::OAuth::new()
                     .client_name("toolwire-cli")
                     .store(std::sync::Arc::new(toolwire_client::auth::FileStore::new(
                         store,
                     )));
-                if crate::host::login::signs_in_here() {
-                    let authorizer = crate::host::login::authorizer_for(&crate::ui::Ui::new(false));
+                if crate::signin::signs_in_here() {
+                    let authorizer = crate::signin::authorizer_for(&crate::ui::Ui::new(false));
                     oauth = oauth.authorizer(authorizer(&self.server));
                 }
                 builder = builder.oauth(oauth);

@@ -4,47 +4,13 @@
 //! authorization server and resource; the person signs in in a browser, whose redirect comes
 //! back to a listener on 127.0.0.1.
 
-use std::io::IsTerminal as _;
-use std::path::PathBuf;
-use std::sync::Arc;
-
 use anyhow::{Context as _, bail};
-use toolwire_client::auth::{Authorizer, CredentialStore as _, FileStore, LoopbackAuthorizer};
-use toolwire_host::{AuthorizerFor, ServerState, Transport};
+use toolwire_client::auth::{CredentialStore as _, FileStore};
+use toolwire_host::{ServerState, Transport};
 
 use super::HostArgs;
-use crate::terminal::{Layout, note, out, visible};
+use crate::terminal::{Layout, out, visible};
 use crate::ui::{Tone, Ui};
-
-/// The file of identities and tokens in the state directory.
-pub(crate) fn credentials_file(args: &HostArgs) -> anyhow::Result<PathBuf> {
-    Ok(args.state_dir()?.join("credentials.json"))
-}
-
-/// The authorizer of each server: the address is shown on stderr (and opened in a browser),
-/// and the browser's redirect is awaited on 127.0.0.1.
-pub(crate) fn authorizer_for(ui: &Arc<Ui>) -> AuthorizerFor {
-    let ui = ui.clone();
-    Arc::new(move |server: &str| -> Arc<dyn Authorizer> {
-        let (ui, server) = (ui.clone(), server.to_owned());
-        Arc::new(LoopbackAuthorizer::new(move |url: &str| {
-            ui.end_progress();
-            note(&format!(
-                "toolwire: {} asks you to sign in at its authorization server.",
-                ui.paint(Tone::Bold, &visible(&server, Layout::Line))
-            ));
-            note(&format!("  open  {}", visible(url, Layout::Line)));
-            note("  waiting up to 5 minutes for the browser to come back here (Ctrl-C gives up)");
-            crate::ui::open_in_browser(url);
-        }))
-    })
-}
-
-/// Whether commands other than `login` may ask the person to sign in: only with a terminal
-/// on stderr, where the address can be seen; a script gets an error naming `toolwire login`.
-pub(crate) fn signs_in_here() -> bool {
-    std::io::stderr().is_terminal()
-}
 
 /// The configured (or named) HTTP server `server`: its name and URL.
 fn http_server(
@@ -126,7 +92,7 @@ pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
 /// authorization server is kept, so the next sign-in does not register again).
 pub(crate) fn logout(args: &HostArgs, server: &str) -> anyhow::Result<()> {
     let (_, url) = http_server(args, server)?;
-    let file = credentials_file(args)?;
+    let file = crate::signin::credentials_file(&args.state_dir()?);
     let forgotten = FileStore::new(&file).forget(&url)?;
     let name = visible(server, Layout::Line);
     Ok(out(&match forgotten {

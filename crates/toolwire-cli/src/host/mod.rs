@@ -10,7 +10,7 @@ pub(crate) mod audit;
 pub(crate) mod call;
 mod form;
 pub(crate) mod login;
-pub(crate) mod open;
+mod open;
 pub(crate) mod pins;
 mod questions;
 mod render;

@@ -11,7 +11,8 @@ use toolwire_host::{Host, HostConfig, HostOptions};
 
 use toolwire_client::auth::FileStore;
 
-use super::{approve, login, questions};
+use super::{approve, questions};
+use crate::signin;
 use crate::target::{Connection, names_a_server};
 use crate::ui::Ui;
 
@@ -68,7 +69,7 @@ impl HostArgs {
 
     /// The state directory.
     pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
-        state_dir(self.state_dir.as_deref())
+        crate::signin::state_dir(self.state_dir.as_deref())
     }
 
     /// The audit log.
@@ -133,7 +134,7 @@ impl HostArgs {
         one_off: bool,
         ui: &Arc<Ui>,
     ) -> anyhow::Result<Host> {
-        self.open_with(config, one_off, ui, login::signs_in_here())
+        self.open_with(config, one_off, ui, signin::signs_in_here())
             .await
     }
 
@@ -156,8 +157,8 @@ impl HostArgs {
             .clean_results(false)
             // Tokens are kept across commands, also for a server named on the command line.
             .oauth(
-                Arc::new(FileStore::new(login::credentials_file(self)?)),
-                sign_in.then(|| login::authorizer_for(ui)),
+                Arc::new(FileStore::new(signin::credentials_file(&state))),
+                sign_in.then(|| signin::authorizer_for(ui)),
             );
         // A server named on the command line is this command's only: its pins and "always"
         // answers are not kept.
@@ -200,24 +201,6 @@ impl HostArgs {
         dirs.iter()
             .map(|d| std::path::absolute(d).with_context(|| format!("--root {}", d.display())))
             .collect()
-    }
-}
-
-/// The state directory: `explicit` (`--state-dir`, TOOLWIRE_STATE_DIR), else
-/// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
-pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = explicit {
-        return Ok(dir.to_owned());
-    }
-    let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(state) = var("XDG_STATE_HOME") {
-        return Ok(PathBuf::from(state).join("toolwire"));
-    }
-    match var("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/toolwire")),
-        None => {
-            anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
-        }
     }
 }
 
