@@ -1,6 +1,14 @@
 //! `mcp-ceiling`: the fastest a Rust MCP server could answer `tools/call` — a bare hyper handler
 //! that parses the JSON-RPC body with serde and returns a fixed `CallToolResult`. No headers are
 //! checked, no `_meta`, no schema: it is the ceiling, not a server.
+//!
+//! `mcp-ceiling ADDR` serves HTTP; `mcp-ceiling --stdio` is the same on stdin/stdout: read a
+//! line, parse it, write the fixed answer with its id (one write per answer, as a server that
+//! answers each request as it finishes must).
+
+/// mimalloc: a few percent less CPU per request than the system allocator (issue 15).
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
@@ -36,10 +44,7 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         }
     };
     let reply = match serde_json::from_slice::<Envelope<'_>>(&body) {
-        Ok(env) => format!(
-            r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","content":[{{"type":"text","text":"hello"}}]}}}}"#,
-            env.id
-        ),
+        Ok(env) => answer(&env),
         Err(_) => {
             return Ok(Response::builder()
                 .status(400)
@@ -53,12 +58,41 @@ async fn handle(req: Request<Incoming>) -> Result<Response<Full<Bytes>>, Infalli
         .unwrap())
 }
 
+/// The fixed answer to `env`.
+fn answer(env: &Envelope<'_>) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{},"result":{{"resultType":"complete","content":[{{"type":"text","text":"hello"}}]}}}}"#,
+        env.id
+    )
+}
+
+/// The stdio ceiling: one line in, one line out, until stdin ends.
+fn stdio() -> anyhow::Result<()> {
+    use std::io::{BufRead as _, Write as _};
+    let stdin = std::io::stdin().lock();
+    let mut stdout = std::io::stdout().lock();
+    for line in stdin.lines() {
+        let line = line?;
+        // Notifications (no id) and anything unreadable get no answer.
+        if let Ok(env) = serde_json::from_str::<Envelope<'_>>(&line) {
+            if !env.id.is_null() {
+                let mut reply = answer(&env);
+                reply.push('\n');
+                stdout.write_all(reply.as_bytes())?;
+                stdout.flush()?;
+            }
+        }
+    }
+    Ok(())
+}
+
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
-    let addr: SocketAddr = std::env::args()
-        .nth(1)
-        .unwrap_or_else(|| "127.0.0.1:0".into())
-        .parse()?;
+    let first = std::env::args().nth(1);
+    if first.as_deref() == Some("--stdio") {
+        return stdio();
+    }
+    let addr: SocketAddr = first.unwrap_or_else(|| "127.0.0.1:0".into()).parse()?;
     let listener = tokio::net::TcpListener::bind(addr).await?;
     eprintln!(
         "mcp-ceiling: listening on http://{}/mcp",
