@@ -13,10 +13,6 @@
 //! check still runs), `all` (the same plus audit events to a JSON Lines file, `--audit-file`),
 //! or `off` (no output guard, deadline, rate limit, flood limit or audit).
 
-/// mimalloc, as the `toolwire` binary uses (issue 15).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 

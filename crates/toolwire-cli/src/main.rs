@@ -1,10 +1,6 @@
 //! `toolwire`: serve the example tools over stdio or Streamable HTTP, and discover, list, call
 //! and watch the tools of any MCP server.
 
-/// mimalloc: a few percent less CPU per request than the system allocator (issue 15).
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 use std::net::SocketAddr;
 
 use anyhow::Context as _;
