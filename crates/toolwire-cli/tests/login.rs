@@ -19,7 +19,7 @@ mod oidc;
 #[path = "support/pty.rs"]
 mod pty;
 use home::{Home, text};
-use oidc::{Browser, Provider, deliver};
+use oidc::{Browser, Provider};
 use pty::{finish, see};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -66,22 +66,14 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
         address.starts_with(&format!("{}/auth?", provider.issuer)),
         "{address}"
     );
-    let redirect_uri = url::Url::parse(&address)
-        .unwrap()
-        .query_pairs()
-        .find(|(k, _)| k == "redirect_uri")
-        .map(|(_, v)| v.into_owned())
-        .unwrap();
+    let redirect_uri = oidc::redirect_uri(&address);
     assert!(
         redirect_uri.starts_with("http://127.0.0.1:"),
         "{redirect_uri}"
     );
     let pages = runtime.block_on(async {
         let mut browser = Browser::default();
-        let last = browser
-            .sign_in(&address, &provider.issuer, &redirect_uri)
-            .await;
-        assert_eq!(deliver(&last).await, 200);
+        assert_eq!(browser.authorize(&address, &provider.issuer).await, 200);
         browser.pages
     });
     assert!(pages.iter().any(|p| p.contains("name=\"password\"")));

@@ -15,23 +15,31 @@ use toolwire_server::{RequestContext, Server, Tool};
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
 
-/// A Toolwire server guarded by `issuer`; its URL.
-async fn guarded(issuer: &str) -> String {
+/// A server with the one tool `hello`, named `name`.
+fn hello_server(name: &str) -> toolwire_server::ServerBuilder {
+    Server::builder(name, "1").tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
+        "hello"
+    }))
+}
+
+/// `server` on 127.0.0.1, guarded by the OAuth settings `guard` makes for its URL; its URL.
+async fn serve_guarded(server: Server, guard: impl FnOnce(&str) -> OAuth) -> String {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let server = Server::builder("guarded", "1")
-        .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
-            "hello"
-        }))
-        .build()
-        .unwrap();
-    let oauth = OAuth::new(issuer, url.clone()).scopes_supported(["tools:read", "math"]);
     tokio::spawn(toolwire_server::http::serve(
         server,
         listener,
-        HttpConfig::default().oauth(oauth),
+        HttpConfig::default().oauth(guard(&url)),
     ));
     url
+}
+
+/// A Toolwire server guarded by `issuer`; its URL.
+async fn guarded(issuer: &str) -> String {
+    serve_guarded(hello_server("guarded").build().unwrap(), |url| {
+        OAuth::new(issuer, url).scopes_supported(["tools:read", "math"])
+    })
+    .await
 }
 
 /// The server's answer to a request without a token: its status and challenge.
@@ -284,12 +292,7 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
 
     const TTL: u64 = 4;
     let provider = Provider::start(&[("OIDC_INTERACTIONS", "pages"), ("OIDC_TOKEN_TTL", "4")]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let server = Server::builder("guarded", "1")
-        .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
-            "hello"
-        }))
+    let server = hello_server("guarded")
         .tool(
             Tool::new("add", |p: Pair, _: RequestContext| async move {
                 (p.a + p.b).to_string()
@@ -298,16 +301,14 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
         )
         .build()
         .unwrap();
-    let guard = OAuth::new(&provider.issuer, url.clone())
-        .scopes_supported(["tools:read", "math"])
-        .required_scopes(["tools:read"])
-        // Expired means expired (the default allows a minute of clock skew).
-        .leeway(std::time::Duration::ZERO);
-    tokio::spawn(toolwire_server::http::serve(
-        server,
-        listener,
-        HttpConfig::default().oauth(guard),
-    ));
+    let url = serve_guarded(server, |url| {
+        OAuth::new(&provider.issuer, url)
+            .scopes_supported(["tools:read", "math"])
+            .required_scopes(["tools:read"])
+            // Expired means expired (the default allows a minute of clock skew).
+            .leeway(std::time::Duration::ZERO)
+    })
+    .await;
 
     let dir = std::env::temp_dir().join(format!("toolwire-oauth-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -321,18 +322,11 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
             asked.fetch_add(1, Ordering::SeqCst);
             let (start, issuer, pages) = (start.to_owned(), issuer.clone(), pages.clone());
             tokio::spawn(async move {
-                let redirect_uri = url::Url::parse(&start)
-                    .unwrap()
-                    .query_pairs()
-                    .find(|(k, _)| k == "redirect_uri")
-                    .map(|(_, v)| v.into_owned())
-                    .expect("a redirect_uri");
                 let mut browser = Browser::default();
-                let last = browser.sign_in(&start, &issuer, &redirect_uri).await;
-                pages.lock().unwrap().extend(browser.pages);
                 // The browser's last hop reaches the client's loopback listener.
-                let page = reqwest::get(&last).await.unwrap();
-                assert_eq!(page.status(), 200);
+                let status = browser.authorize(&start, &issuer).await;
+                pages.lock().unwrap().extend(browser.pages);
+                assert_eq!(status, 200);
             });
         })
         .timeout(std::time::Duration::from_secs(30));
@@ -433,22 +427,12 @@ async fn a_token_refused_at_once_is_not_asked_for_again() {
     use toolwire_client::auth::{AuthError, LoopbackAuthorizer};
 
     let provider = Provider::start(&[]);
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let server = Server::builder("picky", "1")
-        .tool(Tool::new("hello", |_: NoArgs, _: RequestContext| async {
-            "hello"
-        }))
-        .build()
-        .unwrap();
-    let guard = OAuth::new(&provider.issuer, url.clone())
-        .scopes_supported(["tools:read"])
-        .algorithms([jsonwebtoken::Algorithm::ES256]);
-    tokio::spawn(toolwire_server::http::serve(
-        server,
-        listener,
-        HttpConfig::default().oauth(guard),
-    ));
+    let url = serve_guarded(hello_server("picky").build().unwrap(), |url| {
+        OAuth::new(&provider.issuer, url)
+            .scopes_supported(["tools:read"])
+            .algorithms([jsonwebtoken::Algorithm::ES256])
+    })
+    .await;
     let asked = Arc::new(AtomicUsize::new(0));
     let counter = asked.clone();
     let issuer = provider.issuer.clone();
@@ -456,16 +440,7 @@ async fn a_token_refused_at_once_is_not_asked_for_again() {
         counter.fetch_add(1, Ordering::SeqCst);
         let (start, issuer) = (start.to_owned(), issuer.clone());
         tokio::spawn(async move {
-            let redirect_uri = url::Url::parse(&start)
-                .unwrap()
-                .query_pairs()
-                .find(|(k, _)| k == "redirect_uri")
-                .map(|(_, v)| v.into_owned())
-                .unwrap();
-            let last = Browser::default()
-                .sign_in(&start, &issuer, &redirect_uri)
-                .await;
-            oidc::deliver(&last).await;
+            Browser::default().authorize(&start, &issuer).await;
         });
     });
     let client = toolwire_client::ClientBuilder::new("oauth-test", "1")

@@ -23,6 +23,8 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
+use arc_swap::ArcSwap;
+
 use reqwest::header::HeaderValue;
 
 use super::authorizer::{Authorizer, AuthorizerError};
@@ -271,8 +273,9 @@ pub(crate) struct Flow {
     config: OAuth,
     server: String,
     http: reqwest::Client,
-    /// The current `Authorization` value and its generation: read by every request.
-    bearer: RwLock<(u64, Option<HeaderValue>)>,
+    /// The current `Authorization` value and its generation: read by every request, without
+    /// a lock (written only when a token is installed).
+    bearer: ArcSwap<(u64, Option<HeaderValue>)>,
     /// What the current token is, for the client's owner.
     authorized: RwLock<Option<Authorized>>,
     /// The newest token generation a request was answered with (not challenged).
@@ -294,7 +297,7 @@ impl Flow {
             config,
             server,
             http: discovery::metadata_client(),
-            bearer: RwLock::new((0, None)),
+            bearer: ArcSwap::from_pointee((0, None)),
             authorized: RwLock::new(None),
             confirmed: AtomicU64::new(0),
             held: tokio::sync::Mutex::new(Held::default()),
@@ -303,10 +306,8 @@ impl Flow {
 
     /// The `Authorization` header to send and the generation of its token.
     pub(crate) fn bearer(&self) -> (u64, Option<HeaderValue>) {
-        self.bearer
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+        let current = self.bearer.load();
+        (current.0, current.1.clone())
     }
 
     /// The authorization the client holds, once it has one.
@@ -346,7 +347,7 @@ impl Flow {
                     issuer,
                 });
             }
-            if let Some((tokens, fresh)) = self.kept(&held, &issuer, &resource).await? {
+            if let Some((tokens, fresh)) = self.kept(&held, &found).await? {
                 self.install(&mut held, &issuer, &resource, tokens, None)?;
                 held.fresh = fresh;
                 return Ok(());
@@ -393,7 +394,7 @@ impl Flow {
             refreshable: tokens.tokens.refresh_token.is_some(),
         });
         held.tokens = Some(tokens);
-        *self.bearer.write().unwrap_or_else(|e| e.into_inner()) = (held.generation, Some(value));
+        self.bearer.store(Arc::new((held.generation, Some(value))));
         Ok(())
     }
 
@@ -403,9 +404,10 @@ impl Flow {
     async fn kept(
         &self,
         held: &Held,
-        issuer: &str,
-        resource: &str,
+        found: &Discovered,
     ) -> Result<Option<(StoredTokens, bool)>, AuthError> {
+        let server = &found.authorization_server;
+        let (issuer, resource) = (server.issuer.as_str(), found.resource.resource.as_str());
         let refused = held.tokens.as_ref().map(|t| t.tokens.access_token.as_str());
         let Some(stored) = self.config.store.tokens(issuer, resource)? else {
             return Ok(None);
@@ -419,8 +421,7 @@ impl Flow {
         let Some(identity) = self.config.store.identity(issuer)? else {
             return Ok(None);
         };
-        let server = discovery::server_metadata(&self.http, issuer).await?;
-        match token::refresh(&self.http, &server, &identity, &refresh_token, resource).await {
+        match token::refresh(&self.http, server, &identity, &refresh_token, resource).await {
             Ok(mut tokens) => {
                 // A server that issues no new refresh token keeps the old one valid.
                 tokens.refresh_token.get_or_insert(refresh_token);

@@ -131,3 +131,22 @@ pub(crate) async fn deliver(url: &str) -> u16 {
         .status()
         .as_u16()
 }
+
+/// The `redirect_uri` an authorization URL names.
+pub(crate) fn redirect_uri(start: &str) -> String {
+    url::Url::parse(start)
+        .unwrap()
+        .query_pairs()
+        .find(|(k, _)| k == "redirect_uri")
+        .map(|(_, v)| v.into_owned())
+        .expect("a redirect_uri")
+}
+
+impl Browser {
+    /// Goes through the authorization at `start` as a person does, then follows its last hop
+    /// to the redirect URI (the client's loopback listener); that listener's status.
+    pub(crate) async fn authorize(&mut self, start: &str, issuer: &str) -> u16 {
+        let last = self.sign_in(start, issuer, &redirect_uri(start)).await;
+        deliver(&last).await
+    }
+}
