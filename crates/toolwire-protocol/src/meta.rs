@@ -161,7 +161,7 @@ impl RequestMeta {
         // rather than failing the request.
         let client_info = partial
             .client_info
-            .and_then(|v| serde_json::from_value(v).ok());
+            .and_then(|raw| serde_json::from_str(raw.get()).ok());
         Ok(RequestMeta {
             protocol_version: partial
                 .protocol_version
@@ -186,7 +186,8 @@ pub fn is_object(raw: &RawValue) -> bool {
 struct PartialRequestMeta {
     protocol_version: Option<String>,
     client_capabilities: Option<ClientCapabilities>,
-    client_info: Option<serde_json::Value>,
+    /// Raw, read into an `Implementation` afterwards: a `Value` costs an allocation per key.
+    client_info: Option<Box<RawValue>>,
     log_level: Option<LoggingLevel>,
     progress_token: Option<ProgressToken>,
     extra: JsonObject,

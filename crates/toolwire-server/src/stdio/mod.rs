@@ -40,6 +40,9 @@ use crate::legacy::{
 };
 use crate::server::Server;
 
+#[cfg(unix)]
+mod pipes;
+
 /// How long requests still running at EOF may take to finish before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
@@ -109,8 +112,27 @@ pub async fn serve(server: Server) -> Result<()> {
 }
 
 /// [`serve`] for the caller `config` describes.
+///
+/// Where stdin and stdout are pipes (a client that started this process), they are driven by
+/// the runtime's reactor rather than its blocking thread pool, and made blocking again when
+/// serving ends. Serving runs as a task of the runtime, so that with `#[tokio::main]` the
+/// reading happens on a worker thread, beside the requests it starts, instead of on the main
+/// thread: each message then costs no thread hand-off.
 pub async fn serve_with(server: Server, config: StdioConfig) -> Result<()> {
-    serve_io_with(server, tokio::io::stdin(), tokio::io::stdout(), config).await
+    let serving = tokio::spawn(async move {
+        #[cfg(unix)]
+        {
+            let (reader, writer, _restore) = pipes::open();
+            serve_io_with(server, reader, writer, config).await
+        }
+        #[cfg(not(unix))]
+        serve_io_with(server, tokio::io::stdin(), tokio::io::stdout(), config).await
+    });
+    match serving.await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+        Err(e) => Err(std::io::Error::other(e).into()),
+    }
 }
 
 /// Serves `server` on any byte stream pair (a child's pipes, an in-memory duplex in tests).
