@@ -157,6 +157,27 @@ impl RequestMeta {
         }
         let partial: PartialRequestMeta =
             serde_json::from_str(meta.get()).map_err(|e| MetaError::Invalid(e.to_string()))?;
+        RequestMeta::try_from(ReadMeta(partial))
+    }
+}
+
+/// A request's `_meta` as read, before its required keys are checked: a params type can read
+/// `_meta` in the same pass as its other members, then check it with [`RequestMeta::try_from`].
+/// [`RequestMeta::from_params`] is the same check after a pass of its own.
+pub struct ReadMeta(PartialRequestMeta);
+
+impl<'de> Deserialize<'de> for ReadMeta {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        PartialRequestMeta::deserialize(d).map(ReadMeta)
+    }
+}
+
+impl TryFrom<ReadMeta> for RequestMeta {
+    type Error = MetaError;
+
+    /// Names the first required key that is missing (B-16).
+    fn try_from(read: ReadMeta) -> Result<Self, MetaError> {
+        let partial = read.0;
         // clientInfo is self-reported and optional (B-17, B-19): a malformed one is ignored
         // rather than failing the request.
         let client_info = partial

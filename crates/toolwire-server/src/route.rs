@@ -12,7 +12,7 @@ use toolwire_protocol::methods::{
 };
 use toolwire_protocol::{
     CompletionArgument, CompletionContext, CompletionReference, ErrorObject, InputResponses,
-    JsonObject, PROTOCOL_VERSION, SubscriptionFilter,
+    JsonObject, PROTOCOL_VERSION, ReadMeta, RequestMeta, SubscriptionFilter,
 };
 
 /// Protocol versions this server implements (V-01, V-02).
@@ -155,36 +155,7 @@ impl Route {
                 let p: P = params_of(method, params)?;
                 Ok(Route::ListTools { cursor: p.cursor })
             }
-            CallToolMethod::METHOD => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    name: String,
-                    #[serde(default, deserialize_with = "present")]
-                    arguments: Option<Value>,
-                    #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<JsonObject>,
-                    #[serde(default, rename = "requestState")]
-                    request_state: Option<String>,
-                }
-                let p: P = params_of(method, params)?;
-                let arguments = match p.arguments {
-                    None => Value::Object(JsonObject::new()),
-                    Some(args @ Value::Object(_)) => args,
-                    Some(_) => {
-                        return Err(ErrorObject::invalid_params(
-                            "Invalid params for tools/call: arguments must be an object",
-                        ));
-                    }
-                };
-                Ok(Route::CallTool(CallTool {
-                    name: p.name,
-                    arguments,
-                    round: RoundParams {
-                        answers: Answers::read(p.input_responses),
-                        request_state: p.request_state,
-                    },
-                }))
-            }
+            CallToolMethod::METHOD => params_of::<CallParams>(method, params)?.into_route(),
             ListPrompts::METHOD => Ok(Route::ListPrompts {
                 cursor: params_of::<Paginated>(method, params)?.cursor,
             }),
@@ -291,6 +262,80 @@ impl Route {
     }
 }
 
+/// `tools/call` params as sent.
+#[derive(serde::Deserialize)]
+struct CallParams {
+    name: String,
+    #[serde(default, deserialize_with = "present")]
+    arguments: Option<Value>,
+    #[serde(default, rename = "inputResponses")]
+    input_responses: Option<JsonObject>,
+    #[serde(default, rename = "requestState")]
+    request_state: Option<String>,
+}
+
+impl CallParams {
+    fn into_route(self) -> Result<Route, ErrorObject> {
+        let arguments = match self.arguments {
+            None => Value::Object(JsonObject::new()),
+            Some(args @ Value::Object(_)) => args,
+            Some(_) => {
+                return Err(ErrorObject::invalid_params(
+                    "Invalid params for tools/call: arguments must be an object",
+                ));
+            }
+        };
+        Ok(Route::CallTool(CallTool {
+            name: self.name,
+            arguments,
+            round: RoundParams {
+                answers: Answers::read(self.input_responses),
+                request_state: self.request_state,
+            },
+        }))
+    }
+}
+
+impl Route {
+    /// A well-formed `tools/call`'s `_meta` and route, read in one pass over its params: the
+    /// fast path of admission. The usual reading takes three passes (`_meta` found, `_meta`
+    /// read, the rest read): 13,100 instructions of a 68,500-instruction HTTP echo request in
+    /// callgrind, against 8,700 for this one. `None` for any other method and for anything
+    /// amiss, so that the usual reading reports the exact error in its order (B-16 before
+    /// -32602 for the params).
+    pub(crate) fn call_with_meta(
+        method: &str,
+        params: Option<&RawValue>,
+    ) -> Option<(RequestMeta, Route)> {
+        #[derive(serde::Deserialize)]
+        struct WithMeta {
+            name: String,
+            #[serde(default, deserialize_with = "present")]
+            arguments: Option<Value>,
+            #[serde(default, rename = "inputResponses")]
+            input_responses: Option<JsonObject>,
+            #[serde(default, rename = "requestState")]
+            request_state: Option<String>,
+            #[serde(rename = "_meta")]
+            meta: ReadMeta,
+        }
+        let params = params?;
+        // Serde would read a struct from an array too.
+        if method != CallToolMethod::METHOD || !toolwire_protocol::is_object(params) {
+            return None;
+        }
+        let read: WithMeta = serde_json::from_str(params.get()).ok()?;
+        let meta = RequestMeta::try_from(read.meta).ok()?;
+        let call = CallParams {
+            name: read.name,
+            arguments: read.arguments,
+            input_responses: read.input_responses,
+            request_state: read.request_state,
+        };
+        Some((meta, call.into_route().ok()?))
+    }
+}
+
 fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
     serde::Deserialize::deserialize(d).map(Some)
 }
@@ -326,4 +371,69 @@ pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Opti
         SUPPORTED_VERSIONS,
         &requested,
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use toolwire_protocol::RequestMeta as Meta;
+
+    /// The one-pass reading of a `tools/call` agrees with the usual reading: the same meta and
+    /// route when both succeed, and no fast answer whenever the usual reading refuses (so the
+    /// refusal is always the usual one).
+    #[test]
+    fn the_fast_reading_of_a_call_agrees_with_the_usual_one() {
+        let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"},"progressToken":7,"x.y/z":[1]}"#;
+        let cases = [
+            format!(r#"{{"name":"echo","arguments":{{"message":"hi"}},"_meta":{meta}}}"#),
+            format!(r#"{{"_meta":{meta},"name":"echo"}}"#),
+            format!(
+                r#"{{"name":"echo","arguments":{{}},"requestState":"s","inputResponses":{{"a":{{"action":"accept"}}}},"_meta":{meta}}}"#
+            ),
+            format!(r#"{{"name":"echo","extra":true,"_meta":{meta}}}"#),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"x","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":3}}}"#.to_owned(),
+            // Refused: the usual reading must answer these.
+            format!(r#"{{"name":"echo","arguments":null,"_meta":{meta}}}"#),
+            format!(r#"{{"name":"echo","arguments":[1],"_meta":{meta}}}"#),
+            format!(r#"{{"name":"echo","name":"again","_meta":{meta}}}"#),
+            format!(r#"{{"name":"echo","_meta":{meta},"_meta":{meta}}}"#),
+            format!(r#"{{"name":7,"_meta":{meta}}}"#),
+            format!(r#"{{"arguments":{{}},"_meta":{meta}}}"#),
+            r#"{"name":"echo"}"#.to_owned(),
+            r#"{"name":"echo","_meta":[]}"#.to_owned(),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}"#
+                .to_owned(),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/clientCapabilities":{}}}"#
+                .to_owned(),
+            format!(r#"["echo",{{}},null,null,{meta}]"#),
+            r#"{"name":"echo","_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/logLevel":"loud"}}"#.to_owned(),
+        ];
+        let mut fast_answers = 0;
+        for case in &cases {
+            let raw: &RawValue = serde_json::from_str(case).unwrap();
+            let usual = Meta::from_params(Some(raw))
+                .map_err(|e| e.to_string())
+                .and_then(|meta| {
+                    Route::parse(CallToolMethod::METHOD, Some(raw))
+                        .map(|route| (meta, route))
+                        .map_err(|e| e.message)
+                });
+            match (
+                Route::call_with_meta(CallToolMethod::METHOD, Some(raw)),
+                usual,
+            ) {
+                (Some((meta, route)), Ok((usual_meta, usual_route))) => {
+                    assert_eq!(meta, usual_meta, "{case}");
+                    assert_eq!(format!("{route:?}"), format!("{usual_route:?}"), "{case}");
+                    fast_answers += 1;
+                }
+                (None, Err(_)) => {}
+                (fast, usual) => panic!("{case}: fast {fast:?}, usual {usual:?}"),
+            }
+        }
+        assert_eq!(fast_answers, 5, "the well-formed calls take the fast path");
+        let list: &RawValue = serde_json::from_str(&cases[0]).unwrap();
+        assert!(Route::call_with_meta("tools/list", Some(list)).is_none());
+        assert!(Route::call_with_meta(CallToolMethod::METHOD, None).is_none());
+    }
 }

@@ -29,7 +29,6 @@ use axum::routing::post;
 use http::{HeaderValue, StatusCode, header};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use toolwire_protocol::headers as mcp_headers;
 use toolwire_protocol::{
     ErrorObject, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
     MISSING_REQUIRED_CLIENT_CAPABILITY, MessageKind, PARSE_ERROR, RawMessage, RequestId,
@@ -602,30 +601,28 @@ fn admit_request(
     raw: &RawMessage<'_>,
 ) -> Result<(RequestMeta, Route), Refusal> {
     let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
-    let bad = |error| Refusal::new(StatusCode::BAD_REQUEST, Some(id), error);
     let method = raw.method.as_deref().unwrap_or_default();
-    let meta =
-        read_meta(raw.params).map_err(|error| match legacy_initialize(method, raw.params) {
-            Some(unsupported) => refuse(unsupported),
-            None if server.serves_legacy() && legacy::names_a_legacy_version(headers) => {
-                bad(ErrorObject::invalid_request(
-                    "a 2025-11-25 request needs the Mcp-Session-Id of an initialized session: \
-                     send initialize first",
-                ))
-            }
-            None => bad(error),
-        })?;
+    // A well-formed `tools/call` is read in one pass; anything else, or anything amiss, the
+    // usual way, whose errors come in the order below.
+    let (meta, route) = match Route::call_with_meta(method, raw.params) {
+        Some((meta, route)) => (meta, Some(route)),
+        None => (read_meta_or_refuse(server, headers, id, raw)?, None),
+    };
     checks::exact_header(
         headers,
-        mcp_headers::PROTOCOL_VERSION,
+        &checks::PROTOCOL_VERSION,
         "MCP-Protocol-Version",
         &meta.protocol_version,
     )
     .map_err(refuse)?;
     server.check_version(&meta).map_err(refuse)?;
-    checks::exact_header(headers, mcp_headers::METHOD, "Mcp-Method", method).map_err(refuse)?;
-    let route =
-        Route::parse(method, raw.params).map_err(|e| refuse(removed_method_error(method, e)))?;
+    checks::exact_header(headers, &checks::METHOD, "Mcp-Method", method).map_err(refuse)?;
+    let route = match route {
+        Some(route) => route,
+        None => {
+            Route::parse(method, raw.params).map_err(|e| refuse(removed_method_error(method, e)))?
+        }
+    };
     if let Some(expected) = route.name_header() {
         checks::name_header(headers, expected).map_err(refuse)?;
     }
@@ -635,6 +632,28 @@ fn admit_request(
         }
     }
     Ok((meta, route))
+}
+
+/// The request's `_meta`, or the refusal that names what is wrong with it.
+fn read_meta_or_refuse(
+    server: &Server,
+    headers: &http::HeaderMap,
+    id: &RequestId,
+    raw: &RawMessage<'_>,
+) -> Result<RequestMeta, Refusal> {
+    let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
+    let bad = |error| Refusal::new(StatusCode::BAD_REQUEST, Some(id), error);
+    let method = raw.method.as_deref().unwrap_or_default();
+    read_meta(raw.params).map_err(|error| match legacy_initialize(method, raw.params) {
+        Some(unsupported) => refuse(unsupported),
+        None if server.serves_legacy() && legacy::names_a_legacy_version(headers) => {
+            bad(ErrorObject::invalid_request(
+                "a 2025-11-25 request needs the Mcp-Session-Id of an initialized session: \
+                     send initialize first",
+            ))
+        }
+        None => bad(error),
+    })
 }
 
 #[cfg(test)]

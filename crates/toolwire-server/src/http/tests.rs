@@ -161,10 +161,10 @@ fn accept_header() {
 #[test]
 fn mcp_headers() {
     let h = headers(&[("mcp-method", " tools/list "), ("mcp-name", "a\tb")]);
-    assert!(checks::exact_header(&h, "mcp-method", "Mcp-Method", "tools/list").is_ok());
-    assert!(checks::exact_header(&h, "mcp-method", "Mcp-Method", "tools/call").is_err());
+    assert!(checks::exact_header(&h, &checks::METHOD, "Mcp-Method", "tools/list").is_ok());
+    assert!(checks::exact_header(&h, &checks::METHOD, "Mcp-Method", "tools/call").is_err());
     assert!(
-        checks::exact_header(&h, "mcp-protocol-version", "MCP-Protocol-Version", "x").is_err(),
+        checks::exact_header(&h, &checks::PROTOCOL_VERSION, "MCP-Protocol-Version", "x").is_err(),
         "missing"
     );
     assert!(
