@@ -35,10 +35,10 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::dispatch::{Final, read_frame, read_meta};
+use crate::dispatch::{Final, Message, read_message, read_meta};
 use crate::legacy::{MemorySessionStore, SessionStore};
 use crate::limits::{Limiter, RateLimit};
-use crate::route::{Route, legacy_initialize, removed_method_error};
+use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
 
 /// Settings of the HTTP transport.
@@ -511,45 +511,58 @@ async fn admit_and_run(
             ));
             Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
         })?;
-    let raw = read_frame(&body, config.max_json_depth)
+    let message = read_message(&body, config.max_json_depth)
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
-    if let Some(sessions) = &state.sessions {
-        if legacy::claims(headers, &raw) {
-            let caller = match oauth_caller {
-                Some(caller) => caller,
-                None => Caller {
-                    address,
-                    ..caller_of(state, &parts.uri, headers, raw.request_id().as_ref()).await?
-                },
+    let (id, meta, route) = match message {
+        // The common case: a well-formed tools/call, read in one pass (a 2026-07-28 request,
+        // so never a legacy one).
+        Message::Call(call) => {
+            admit_call(&state.server, headers, &call)?;
+            let CallFrame { id, meta, route } = *call;
+            (id, meta, route)
+        }
+        Message::Raw(raw) => {
+            if let Some(sessions) = &state.sessions {
+                if legacy::claims(headers, &raw) {
+                    let caller = match oauth_caller {
+                        Some(caller) => caller,
+                        None => Caller {
+                            address,
+                            ..caller_of(state, &parts.uri, headers, raw.request_id().as_ref())
+                                .await?
+                        },
+                    };
+                    return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
+                }
+            }
+            let id = match raw.kind() {
+                Err(why) => {
+                    let error = ErrorObject::invalid_request(why);
+                    return Err(Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        raw.request_id().as_ref(),
+                        error,
+                    ));
+                }
+                // Notifications are accepted and need no answer (H-04); cancellation on HTTP is
+                // closing the stream (H-26), so `notifications/cancelled` has nothing to act on.
+                Ok(MessageKind::Notification) => return Ok(StatusCode::ACCEPTED.into_response()),
+                Ok(MessageKind::Response) => {
+                    let error = ErrorObject::invalid_request(
+                        "clients send requests and notifications, never responses (H-20)",
+                    );
+                    return Err(Refusal::new(
+                        StatusCode::BAD_REQUEST,
+                        raw.request_id().as_ref(),
+                        error,
+                    ));
+                }
+                Ok(MessageKind::Request(id)) => id,
             };
-            return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
+            let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
+            (id, meta, route)
         }
-    }
-    let id = match raw.kind() {
-        Err(why) => {
-            let error = ErrorObject::invalid_request(why);
-            return Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                raw.request_id().as_ref(),
-                error,
-            ));
-        }
-        // Notifications are accepted and need no answer (H-04); cancellation on HTTP is closing
-        // the stream (H-26), so `notifications/cancelled` has nothing to act on.
-        Ok(MessageKind::Notification) => return Ok(StatusCode::ACCEPTED.into_response()),
-        Ok(MessageKind::Response) => {
-            let error = ErrorObject::invalid_request(
-                "clients send requests and notifications, never responses (H-20)",
-            );
-            return Err(Refusal::new(
-                StatusCode::BAD_REQUEST,
-                raw.request_id().as_ref(),
-                error,
-            ));
-        }
-        Ok(MessageKind::Request(id)) => id,
     };
-    let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
     let caller = match oauth_caller {
         Some(caller) => caller,
         None => Caller {
@@ -600,14 +613,35 @@ fn admit_request(
     id: &RequestId,
     raw: &RawMessage<'_>,
 ) -> Result<(RequestMeta, Route), Refusal> {
-    let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
     let method = raw.method.as_deref().unwrap_or_default();
-    // A well-formed `tools/call` is read in one pass; anything else, or anything amiss, the
-    // usual way, whose errors come in the order below.
-    let (meta, route) = match Route::call_with_meta(method, raw.params) {
-        Some((meta, route)) => (meta, Some(route)),
-        None => (read_meta_or_refuse(server, headers, id, raw)?, None),
-    };
+    let meta = read_meta_or_refuse(server, headers, id, raw)?;
+    check_meta(server, headers, id, method, &meta)?;
+    let route = Route::parse(method, raw.params).map_err(|e| {
+        let error = removed_method_error(method, e);
+        Refusal::new(status_for(Some(error.code)), Some(id), error)
+    })?;
+    check_route(server, headers, id, &route)?;
+    Ok((meta, route))
+}
+
+/// The checks of [`admit_request`] for a call read in one pass: the same, in the same order,
+/// without the reading.
+fn admit_call(server: &Server, headers: &http::HeaderMap, call: &CallFrame) -> Result<(), Refusal> {
+    use toolwire_protocol::methods::{CallTool, Method as _};
+    let method = CallTool::METHOD;
+    check_meta(server, headers, &call.id, method, &call.meta)?;
+    check_route(server, headers, &call.id, &call.route)
+}
+
+/// The headers that mirror the version and the method, and the version itself (H-09, V-04).
+fn check_meta(
+    server: &Server,
+    headers: &http::HeaderMap,
+    id: &RequestId,
+    method: &str,
+    meta: &RequestMeta,
+) -> Result<(), Refusal> {
+    let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
     checks::exact_header(
         headers,
         &checks::PROTOCOL_VERSION,
@@ -615,23 +649,27 @@ fn admit_request(
         &meta.protocol_version,
     )
     .map_err(refuse)?;
-    server.check_version(&meta).map_err(refuse)?;
-    checks::exact_header(headers, &checks::METHOD, "Mcp-Method", method).map_err(refuse)?;
-    let route = match route {
-        Some(route) => route,
-        None => {
-            Route::parse(method, raw.params).map_err(|e| refuse(removed_method_error(method, e)))?
-        }
-    };
+    server.check_version(meta).map_err(refuse)?;
+    checks::exact_header(headers, &checks::METHOD, "Mcp-Method", method).map_err(refuse)
+}
+
+/// The headers that mirror the name and the `x-mcp-header` arguments (H-13…H-15).
+fn check_route(
+    server: &Server,
+    headers: &http::HeaderMap,
+    id: &RequestId,
+    route: &Route,
+) -> Result<(), Refusal> {
+    let refuse = |error: ErrorObject| Refusal::new(status_for(Some(error.code)), Some(id), error);
     if let Some(expected) = route.name_header() {
         checks::name_header(headers, expected).map_err(refuse)?;
     }
-    if let Route::CallTool(call) = &route {
+    if let Route::CallTool(call) = route {
         if let Some(tool) = server.inner.registry.snapshot().get(&call.name) {
             checks::param_headers(headers, &tool.header_params, &call.arguments).map_err(refuse)?;
         }
     }
-    Ok((meta, route))
+    Ok(())
 }
 
 /// The request's `_meta`, or the refusal that names what is wrong with it.

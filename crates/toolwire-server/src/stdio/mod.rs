@@ -27,17 +27,19 @@ use tokio_util::sync::CancellationToken;
 use toolwire_protocol::legacy::InitializeParams;
 use toolwire_protocol::{
     CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
+    RequestMeta,
 };
 
 use crate::catalog::insufficient_scope;
 use crate::catalog::permits;
 use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Final, read_frame};
+use crate::dispatch::{Final, Message, read_message};
 use crate::error::Result;
 use crate::legacy::{
     LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
     read_initialize,
 };
+use crate::route::{CallFrame, Route};
 use crate::server::Server;
 
 #[cfg(unix)]
@@ -226,8 +228,19 @@ impl LegacyConnection {
 
 impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
-        let raw = match read_frame(bytes, self.server.inner.config.max_json_depth) {
-            Ok(raw) => raw,
+        let raw = match read_message(bytes, self.server.inner.config.max_json_depth) {
+            Ok(Message::Raw(raw)) => raw,
+            Ok(Message::Call(call)) => {
+                let CallFrame { id, meta, route } = *call;
+                let started = self
+                    .server
+                    .check_version(&meta)
+                    .and_then(|()| self.start(id.clone(), meta, route));
+                if let Err(error) = started {
+                    self.send_error(Some(&id), &error).await;
+                }
+                return;
+            }
             Err(e) => {
                 tracing::debug!(error = %e.error, "unreadable stdio line");
                 return self.send_error(e.id.as_ref(), &e.error).await;
@@ -268,6 +281,12 @@ impl Connection {
             // Without a 2026-07-28 `_meta`, an initialized legacy client's request.
             Err(error) => return self.legacy_request(id, method, raw.params, error),
         };
+        self.start(id, meta, call)?;
+        Ok(None)
+    }
+
+    /// Runs an admitted request in its own task.
+    fn start(&mut self, id: RequestId, meta: RequestMeta, call: Route) -> Result<(), ErrorObject> {
         let (generation, cancel) = self.track(&id)?;
         let ctx = RequestContext::new(
             id.clone(),
@@ -288,7 +307,7 @@ impl Connection {
             done
         });
         self.spawn(id, generation, cancel, work);
-        Ok(None)
+        Ok(())
     }
 
     /// Notes a request as in flight, for `notifications/cancelled`; -32600 if its id is in use.
