@@ -12,6 +12,7 @@ mod checks;
 mod flood;
 mod legacy;
 mod reply;
+mod service;
 
 pub use auth::OAuth;
 use auth::{Caller, Guard};
@@ -246,6 +247,11 @@ struct HttpState {
 /// tool quotas of callers without a principal count per client address, and without one every
 /// anonymous caller shares a single bucket (logged once).
 pub fn router(server: Server, config: HttpConfig) -> Router {
+    build(server, config).0
+}
+
+/// The router, and the state its MCP handlers share.
+fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
     let hard_stop = CancellationToken::new();
     let (shutdown, grace, stop) = (
         server.shutdown_token(),
@@ -297,7 +303,7 @@ pub fn router(server: Server, config: HttpConfig) -> Router {
     for metadata in metadata_paths {
         router = router.route(&metadata, axum::routing::get(handle_metadata));
     }
-    router.with_state(state)
+    (router.with_state(state.clone()), state)
 }
 
 /// RFC 9728 Protected Resource Metadata; needs no token.
@@ -346,8 +352,8 @@ pub async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
-    let app = router(server, config).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app)
+    let (router, state) = build(server, config);
+    axum::serve(listener, service::MakeMcp { state, router })
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }
