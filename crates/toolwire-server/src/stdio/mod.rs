@@ -236,8 +236,10 @@ impl Connection {
                     .server
                     .check_version(&meta)
                     .and_then(|()| self.start(id.clone(), meta, route));
-                if let Err(error) = started {
-                    self.send_error(Some(&id), &error).await;
+                match started {
+                    Ok(Some(reply)) => self.send_final(reply).await,
+                    Ok(None) => {}
+                    Err(error) => self.send_error(Some(&id), &error).await,
                 }
                 return;
             }
@@ -281,13 +283,26 @@ impl Connection {
             // Without a 2026-07-28 `_meta`, an initialized legacy client's request.
             Err(error) => return self.legacy_request(id, method, raw.params, error),
         };
-        self.start(id, meta, call)?;
-        Ok(None)
+        self.start(id, meta, call)
     }
 
-    /// Runs an admitted request in its own task.
-    fn start(&mut self, id: RequestId, meta: RequestMeta, call: Route) -> Result<(), ErrorObject> {
-        let (generation, cancel) = self.track(&id)?;
+    /// Runs an admitted request: at once when it finishes on its first poll (the reply to
+    /// write), else in its own task.
+    ///
+    /// Most tools answer without waiting on anything (no I/O, no input asked), and for those a
+    /// task, an entry in the in-flight map and a cancellation select are pure cost: in
+    /// callgrind, 7,100 of the 40,600 instructions of the bench's stdio echo request. A
+    /// request that is still pending after the first poll is tracked and spawned, and its task
+    /// polls it again with its own waker (a future only wakes the waker of its latest poll). An
+    /// answered request cannot have been cancelled: nothing else ran in between.
+    fn start(
+        &mut self,
+        id: RequestId,
+        meta: RequestMeta,
+        call: Route,
+    ) -> Result<Option<Final>, ErrorObject> {
+        self.check_unused(&id)?;
+        let cancel = CancellationToken::new();
         let ctx = RequestContext::new(
             id.clone(),
             meta,
@@ -300,28 +315,38 @@ impl Connection {
         .with_scopes(self.caller.scopes.clone());
         let server = self.server.clone();
         let request_id = id.clone();
-        let work = Box::pin(async move {
+        let mut work = Box::pin(async move {
             let finisher = ctx.clone();
             let done = server.run(&request_id, call, ctx).await;
             finisher.finish().await;
             done
         });
+        let mut first = std::task::Context::from_waker(std::task::Waker::noop());
+        if let std::task::Poll::Ready(done) = work.as_mut().poll(&mut first) {
+            return Ok(done);
+        }
+        let generation = self.track(&id, &cancel);
         self.spawn(id, generation, cancel, work);
-        Ok(())
+        Ok(None)
     }
 
-    /// Notes a request as in flight, for `notifications/cancelled`; -32600 if its id is in use.
-    fn track(&mut self, id: &RequestId) -> Result<(u64, CancellationToken), ErrorObject> {
-        let cancel = CancellationToken::new();
-        self.generation += 1;
-        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
+    /// -32600 if a request with this id is still running (B-03).
+    fn check_unused(&self, id: &RequestId) -> Result<(), ErrorObject> {
+        let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         if inflight.contains_key(id) {
             return Err(ErrorObject::invalid_request(format!(
                 "request id {id} is already in use (B-03)"
             )));
         }
+        Ok(())
+    }
+
+    /// Notes a request as in flight, for `notifications/cancelled`.
+    fn track(&mut self, id: &RequestId, cancel: &CancellationToken) -> u64 {
+        self.generation += 1;
+        let mut inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         inflight.insert(id.clone(), (self.generation, cancel.clone()));
-        Ok((self.generation, cancel))
+        self.generation
     }
 
     /// Runs a tracked request's work in its own task and writes its final message, unless it
@@ -429,7 +454,9 @@ impl Connection {
             LegacyStep::Served => {
                 let session = legacy.session().clone();
                 let peer = legacy.peer.clone();
-                let (generation, cancel) = self.track(&id)?;
+                self.check_unused(&id)?;
+                let cancel = CancellationToken::new();
+                let generation = self.track(&id, &cancel);
                 let call = LegacyCall {
                     session,
                     scopes: self.caller.scopes.clone(),

@@ -298,3 +298,47 @@ async fn a_reused_id_can_be_cancelled_again() {
         "an array is not a request"
     );
 }
+
+/// A request id stays taken while its request runs (B-03), also now that requests which finish
+/// on their first poll are answered without a task: a quick call may reuse the id of a quick
+/// call that was answered, not the id of a slow one still running.
+#[tokio::test]
+async fn an_id_in_use_is_refused_and_a_finished_one_is_free() {
+    let mut s = StdioSession::start(builder().build().unwrap());
+    let add = |id: i64| {
+        request(
+            id,
+            "tools/call",
+            json!({"name": "add", "arguments": {"a": 1, "b": 2}}),
+        )
+    };
+    s.send(&add(7)).await;
+    s.send(&add(7)).await;
+    for _ in 0..2 {
+        let reply = s.recv().await;
+        assert_eq!(reply["id"], 7);
+        wire::check("tools/call", &reply);
+    }
+    s.send(&request(
+        8,
+        "tools/call",
+        json!({"name": "sleep", "arguments": {"ms": 300}}),
+    ))
+    .await;
+    s.send(&add(8)).await;
+    let refused = s.recv().await;
+    assert_eq!(refused["id"], 8);
+    assert_eq!(refused["error"]["code"], -32600, "{refused}");
+    assert!(
+        refused["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already in use"),
+        "{refused}"
+    );
+    let slow = s.recv().await;
+    assert_eq!(slow["id"], 8);
+    wire::check("tools/call", &slow);
+    s.send(&add(8)).await;
+    wire::check("tools/call", &s.recv().await);
+}
