@@ -55,9 +55,20 @@ impl<T: Entry> Serialize for ListPage<'_, T> {
 /// safe input: a string that never ends (even on a lone trailing backslash) ends the scan.
 pub(crate) fn json_too_deep(bytes: &[u8], max: usize) -> bool {
     // Each level of nesting needs an opener: with no more `{` and `[` bytes than the limit, as
-    // in most messages, the depth cannot exceed it. The count is one vectorized pass (about 100
-    // instructions for the bench's echo request, against 2,600 for the scan below).
-    if bytes.iter().filter(|&&b| b == b'{' || b == b'[').count() <= max {
+    // in most messages, the depth cannot exceed it. Counted without branches in byte-sized
+    // counters, so that the compiler vectorizes it: about 100 instructions for the bench's echo
+    // request in callgrind, against 2,600 for the scan below (and 1,500 for a plain
+    // `filter(..).count()`, which it does not vectorize).
+    let openers: usize = bytes
+        .chunks(u8::MAX as usize)
+        .map(|chunk| {
+            let count = chunk
+                .iter()
+                .fold(0u8, |n, &b| n + u8::from((b == b'{') | (b == b'[')));
+            usize::from(count)
+        })
+        .sum();
+    if openers <= max {
         return false;
     }
     // A plain loop over the bytes outside strings: messages are mostly short keys and values,
@@ -475,6 +486,25 @@ mod depth_props {
     use proptest::prelude::*;
 
     use super::json_too_deep;
+
+    /// Long inputs: the openers are counted in chunks of 255 bytes, and many openers side by
+    /// side are not deep.
+    #[test]
+    fn long_inputs_are_counted_and_scanned() {
+        let flat = "{}".repeat(1_000);
+        assert!(
+            !json_too_deep(flat.as_bytes(), 64),
+            "1,000 openers, depth 1"
+        );
+        let deep = format!("{}{}", "[".repeat(300), "]".repeat(300));
+        assert!(json_too_deep(deep.as_bytes(), 64));
+        assert!(!json_too_deep(deep.as_bytes(), 300));
+        let quoted = format!("\"{}\"", "[".repeat(600));
+        assert!(
+            !json_too_deep(quoted.as_bytes(), 64),
+            "openers inside a string"
+        );
+    }
 
     /// The obvious byte-at-a-time reading of the same rule, to check the fast scan against.
     fn reference(bytes: &[u8], max: usize) -> bool {
