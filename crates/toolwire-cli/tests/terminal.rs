@@ -84,19 +84,27 @@ fn server() -> String {
     shlex::try_join(["python3", script_path, &script().to_string()]).unwrap()
 }
 
-fn toolwire(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+/// `toolwire` with its state, notes and saved media in scratch directories: the `text` tool
+/// returns an image, which `call` saves in the current directory.
+fn command() -> Command {
+    let scratch = |what: &str| {
+        std::env::temp_dir().join(format!("toolwire-cli-{what}-{}", std::process::id()))
+    };
+    let media = scratch("media");
+    std::fs::create_dir_all(&media).unwrap();
+    let mut command = Command::new(BIN);
+    command
+        .env("TOOLWIRE_STATE_DIR", scratch("state"))
         // Notes go to a scratch directory, never the home directory.
-        .env(
-            "TOOLWIRE_DATA_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
-        )
+        .env("TOOLWIRE_DATA_DIR", scratch("data"))
+        .current_dir(media)
+        .env_remove("RUST_BACKTRACE");
+    command
+}
+
+fn toolwire(args: &[&str]) -> Output {
+    command()
         .args(args)
-        .env_remove("RUST_BACKTRACE")
         // Info-level logs include the server's stderr lines.
         .env("RUST_LOG", "info")
         .output()
@@ -232,18 +240,8 @@ fn answer_never_accepts_a_url_elicitation() {
 
 /// Runs `toolwire` with stdout (or stderr) a pipe whose reading end is already closed.
 fn with_closed(args: &[&str], close_stdout: bool) -> std::process::ExitStatus {
-    let mut child = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
-        // Notes go to a scratch directory, never the home directory.
-        .env(
-            "TOOLWIRE_DATA_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
-        )
+    let mut child = command()
         .args(args)
-        .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
