@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand};
 
+mod churn;
 mod http_load;
 mod list;
 mod listen;
@@ -35,6 +36,9 @@ enum Command {
     List(list::Args),
     /// Open many `subscriptions/listen` streams, change the tool set, time the fan-out.
     Listen(listen::Args),
+    /// Memory under churn: listen streams opened and closed in cycles, a million calls, and
+    /// unknown tool names; with `--check`, fails when memory does not come back.
+    Churn(churn::Args),
 }
 
 fn main() -> anyhow::Result<()> {
@@ -48,6 +52,7 @@ fn main() -> anyhow::Result<()> {
             Command::Stdio(args) => stdio_load::run(args).await,
             Command::List(args) => list::run(args).await,
             Command::Listen(args) => listen::run(args).await,
+            Command::Churn(args) => churn::run(args).await,
         }
     })?;
     #[allow(clippy::print_stdout)] // The report is this tool's output.

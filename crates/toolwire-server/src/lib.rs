@@ -52,6 +52,7 @@ pub mod handles;
 pub mod http;
 mod legacy;
 mod limits;
+pub mod memory;
 mod mrtr;
 mod offers;
 mod outcome;

@@ -7,8 +7,10 @@
 //! (-32020, 400), the version (-32022, 400), `Mcp-Method` (-32020), the method (-32601, 404),
 //! params (-32602), then `Mcp-Name` and `Mcp-Param-*` against the body (-32020, 400).
 
+mod accept;
 mod auth;
 mod checks;
+mod config;
 mod flood;
 mod legacy;
 mod reply;
@@ -16,6 +18,7 @@ mod service;
 
 pub use auth::OAuth;
 use auth::{Caller, Guard};
+pub use config::{DEFAULT_MAX_CONNECTIONS, HttpConfig};
 pub use flood::{DEFAULT_FLOOD_LIMIT, TOO_MANY_REQUESTS};
 
 use std::net::SocketAddr;
@@ -37,193 +40,10 @@ use toolwire_protocol::{
 };
 
 use crate::dispatch::{Final, Message, read_message, read_meta};
-use crate::legacy::{MemorySessionStore, SessionStore};
-use crate::limits::{Limiter, RateLimit};
+use crate::legacy::MemorySessionStore;
+use crate::limits::Limiter;
 use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
-
-/// Settings of the HTTP transport.
-#[derive(Debug, Clone)]
-pub struct HttpConfig {
-    path: String,
-    allowed_hosts: Vec<String>,
-    any_host: bool,
-    allowed_origins: Vec<String>,
-    any_origin: bool,
-    keep_alive: Duration,
-    shutdown_grace: Duration,
-    principal: Option<PrincipalFn>,
-    session_store: Option<SessionStoreHandle>,
-    max_sessions: usize,
-    session_idle: Duration,
-    oauth: Option<OAuth>,
-    /// Requests per client address; `None` for no limit.
-    flood_limit: Option<RateLimit>,
-    /// The header a trusted proxy puts the client's address in.
-    forwarded_header: Option<http::HeaderName>,
-}
-
-/// A session store, shared by the routers made from one config.
-#[derive(Clone)]
-struct SessionStoreHandle(Arc<dyn SessionStore>);
-
-impl std::fmt::Debug for SessionStoreHandle {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("SessionStore")
-    }
-}
-
-/// Derives the caller's principal from request headers (see [`HttpConfig::principal`]).
-#[derive(Clone)]
-struct PrincipalFn(Arc<Resolver>);
-
-/// A principal resolver.
-type Resolver = dyn Fn(&http::HeaderMap) -> Option<String> + Send + Sync;
-
-impl std::fmt::Debug for PrincipalFn {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PrincipalFn")
-    }
-}
-
-impl Default for HttpConfig {
-    /// `/mcp`; `Host` and `Origin` must name a loopback host (H-02); keep-alive comments every
-    /// 15 s (H-07); requests still running 10 s after shutdown begins are cancelled.
-    fn default() -> Self {
-        HttpConfig {
-            path: "/mcp".into(),
-            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
-            any_host: false,
-            allowed_origins: Vec::new(),
-            any_origin: false,
-            keep_alive: Duration::from_secs(15),
-            shutdown_grace: Duration::from_secs(10),
-            principal: None,
-            session_store: None,
-            max_sessions: MemorySessionStore::DEFAULT_MAX_SESSIONS,
-            session_idle: MemorySessionStore::DEFAULT_IDLE,
-            oauth: None,
-            flood_limit: Some(DEFAULT_FLOOD_LIMIT),
-            forwarded_header: None,
-        }
-    }
-}
-
-impl HttpConfig {
-    /// The endpoint path (default `/mcp`).
-    pub fn path(mut self, path: impl Into<String>) -> Self {
-        self.path = path.into();
-        self
-    }
-
-    /// Also accepts requests whose `Host` (and `Origin`) name `host`, with any port. Needed when
-    /// serving beyond loopback. Ports are ignored; IPv6 addresses may be given with or without
-    /// brackets.
-    pub fn allow_host(mut self, host: impl AsRef<str>) -> Self {
-        self.allowed_hosts
-            .push(checks::normalize_host(host.as_ref()));
-        self
-    }
-
-    /// Accepts any `Host`: only behind a proxy that checks it. `Origin` is still checked.
-    pub fn allow_any_host(mut self) -> Self {
-        self.any_host = true;
-        self
-    }
-
-    /// Also accepts this exact `Origin` (e.g. `https://app.example.com`).
-    pub fn allow_origin(mut self, origin: impl AsRef<str>) -> Self {
-        self.allowed_origins
-            .push(origin.as_ref().trim().to_ascii_lowercase());
-        self
-    }
-
-    /// Accepts any `Origin`: only behind a proxy that checks it.
-    pub fn allow_any_origin(mut self) -> Self {
-        self.any_origin = true;
-        self
-    }
-
-    /// Interval of `:` keep-alive comments on SSE replies.
-    pub fn keep_alive(mut self, interval: Duration) -> Self {
-        self.keep_alive = interval;
-        self
-    }
-
-    /// Who is calling, from the request headers: the identity an authentication layer in front
-    /// of the server established (e.g. a verified token's subject in a trusted header). It is
-    /// exposed as [`crate::RequestContext::principal`] and binds sealed request state, so state
-    /// issued to one principal is refused for another (M-07).
-    pub fn principal(
-        mut self,
-        principal: impl Fn(&http::HeaderMap) -> Option<String> + Send + Sync + 'static,
-    ) -> Self {
-        self.principal = Some(PrincipalFn(Arc::new(principal)));
-        self
-    }
-
-    /// Where the sessions of legacy (2025-11-25) clients live; by default in memory, bounded
-    /// by [`HttpConfig::max_sessions`] and [`HttpConfig::session_idle_timeout`]. A store shared
-    /// by several replicas lets any of them serve a session's requests (the GET stream and the
-    /// answers to the server's requests stay with the replica that holds the connection).
-    pub fn session_store(mut self, store: impl SessionStore) -> Self {
-        self.session_store = Some(SessionStoreHandle(Arc::new(store)));
-        self
-    }
-
-    /// The most legacy sessions the default store holds at once (default 10,000); beyond it
-    /// `initialize` gets 503 with `Retry-After`.
-    pub fn max_sessions(mut self, max: usize) -> Self {
-        self.max_sessions = max.max(1);
-        self
-    }
-
-    /// How long a legacy session of the default store lives without a request (default 30
-    /// minutes); an open GET stream keeps it in use. Later requests naming it get 404.
-    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
-        self.session_idle = idle;
-        self
-    }
-
-    /// Makes the endpoint an OAuth 2.1 resource server: every request needs a valid access
-    /// token of the issuer for this resource, metadata is served at the well-known URIs, the
-    /// token's issuer and subject become the principal (replacing [`HttpConfig::principal`])
-    /// and its scopes decide which tools a caller sees and may call ([`crate::Tool::scopes`]).
-    pub fn oauth(mut self, oauth: OAuth) -> Self {
-        self.oauth = Some(oauth);
-        self
-    }
-
-    /// How many requests each client address may send (default [`DEFAULT_FLOOD_LIMIT`], 200
-    /// per second with bursts of 400); over it, 429 with `Retry-After` before anything else is
-    /// read. Tool quotas per caller are the server's ([`crate::ServerBuilder::rate_limit`]).
-    pub fn flood_limit(mut self, limit: RateLimit) -> Self {
-        self.flood_limit = Some(limit);
-        self
-    }
-
-    /// No flood limit, for the stated reason (logged): for a server behind a proxy that
-    /// limits requests itself.
-    pub fn no_flood_limit(mut self, reason: impl Into<String>) -> Self {
-        tracing::warn!(reason = %reason.into(), "HTTP requests have no flood limit");
-        self.flood_limit = None;
-        self
-    }
-
-    /// Takes the client's address from this header (its rightmost entry: the one your proxy
-    /// adds, e.g. `x-forwarded-for`, or `forwarded`'s `for=`) instead of the TCP peer. Only
-    /// behind a proxy that sets it: otherwise clients choose their own address.
-    pub fn forwarded_header(mut self, name: http::HeaderName) -> Self {
-        self.forwarded_header = Some(name);
-        self
-    }
-
-    /// How long requests may keep running after [`Server::shutdown`] before they are cancelled.
-    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
-        self.shutdown_grace = grace;
-        self
-    }
-}
 
 struct HttpState {
     server: Server,
@@ -334,7 +154,11 @@ async fn caller_of(
 }
 
 /// Serves `server` on `listener` until [`Server::shutdown`]: listen streams end with their
-/// closing result (L-10), other requests get `shutdown_grace` to finish.
+/// closing result (L-10), other requests get `shutdown_grace` to finish, and no new connection
+/// is accepted. At most [`HttpConfig::max_connections`] connections are open at once (503
+/// past it); request headers and bodies must arrive within [`HttpConfig::header_timeout`] and
+/// [`HttpConfig::body_timeout`]; free heap memory goes back to the system after connections
+/// close ([`HttpConfig::release_memory`]).
 pub async fn serve(
     server: Server,
     listener: TcpListener,
@@ -352,10 +176,15 @@ pub async fn serve(
     let listener = listener.tap_io(|tcp| {
         let _ = tcp.set_nodelay(true);
     });
+    // Past the grace, requests are cancelled and answer at once; a little more for that.
+    let wait = config.shutdown_grace + Duration::from_secs(2);
     let (router, state) = build(server, config);
-    axum::serve(listener, service::MakeMcp { state, router })
-        .with_graceful_shutdown(async move { shutdown.cancelled().await })
-        .await
+    let make = service::MakeMcp {
+        state: state.clone(),
+        router,
+    };
+    accept::run(listener, make, &state.config, shutdown, wait).await;
+    Ok(())
 }
 
 /// Binds `addr` and serves; see [`serve`]. Bind to 127.0.0.1 unless the server must be reachable
@@ -407,6 +236,16 @@ impl IntoResponse for Refusal {
         }
         response
     }
+}
+
+/// The refusal of a body that did not arrive within `limit` ([`HttpConfig::body_timeout`]):
+/// 408, and hyper closes the connection, the rest of the body unread.
+fn body_too_slow(limit: Duration) -> Refusal {
+    let error = ErrorObject::invalid_request(format!(
+        "the request body did not arrive within {} ms",
+        limit.as_millis()
+    ));
+    Refusal::new(StatusCode::REQUEST_TIMEOUT, None, error)
 }
 
 fn json_response(status: StatusCode, json: String) -> Response {
@@ -508,15 +347,20 @@ async fn admit_and_run(
     checks::content_type(headers)?;
     let accept = checks::Accept::parse(headers)?;
     let config = &state.server.inner.config;
-    let body = axum::body::to_bytes(body, config.max_message_bytes)
-        .await
-        .map_err(|_| {
-            let error = ErrorObject::invalid_request(format!(
-                "the body exceeds {} bytes",
-                config.max_message_bytes
-            ));
-            Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
-        })?;
+    // The deadline is only armed if the body is not all there yet (`timeout` polls it first).
+    let body = tokio::time::timeout(
+        state.config.body_timeout,
+        axum::body::to_bytes(body, config.max_message_bytes),
+    )
+    .await
+    .map_err(|_| body_too_slow(state.config.body_timeout))?
+    .map_err(|_| {
+        let error = ErrorObject::invalid_request(format!(
+            "the body exceeds {} bytes",
+            config.max_message_bytes
+        ));
+        Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
+    })?;
     let message = read_message(&body, config.max_json_depth)
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
     let (id, meta, route) = match message {

@@ -75,7 +75,6 @@ async fn run_plain(
 ) -> Response {
     let server = &state.server;
     let cancel = CancellationToken::new();
-    let guard = cancel.clone().drop_guard();
     let ctx = RequestContext::new(
         id.clone(),
         meta,
@@ -87,9 +86,13 @@ async fn run_plain(
     .with_principal(caller.principal)
     .with_scopes(caller.scopes)
     .with_address(caller.address);
+    // When the client leaves, hyper drops this future. `guard` is declared after `work`, so it
+    // is dropped first: the handler's token has fired by the time the handler is dropped.
+    let mut work = std::pin::pin!(server.run(&id, route, ctx));
+    let guard = cancel.clone().drop_guard();
     tokio::select! {
         biased;
-        done = server.run(&id, route, ctx) => match done {
+        done = &mut work => match done {
             Some(f) if accept.json => json_response(status_for(f.error_code), f.json),
             Some(f) => sse_response(vec![frame(f, &cancel)], None, guard, state.config.keep_alive),
             None => StatusCode::NO_CONTENT.into_response(),

@@ -1,4 +1,5 @@
-//! What [`super::serve`] puts in front of the router: `POST` on the MCP path goes straight to
+//! What [`super::serve`] puts in front of the router (each connection's service, called by
+//! the accept loop of `accept.rs`): `POST` on the MCP path goes straight to
 //! its handler; everything else (GET and DELETE of legacy sessions, OAuth metadata, 404 and
 //! 405) goes through the axum router as before.
 //!
@@ -10,12 +11,10 @@
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::Arc;
-use std::task::{Context, Poll};
 
 use axum::Router;
 use axum::extract::{ConnectInfo, Request, State};
 use axum::response::Response;
-use axum::serve::{IncomingStream, Listener};
 use futures::future::BoxFuture;
 use http::Method;
 use tower::Service;
@@ -29,29 +28,18 @@ pub(super) struct MakeMcp {
     pub(super) router: Router,
 }
 
-impl<L> Service<IncomingStream<'_, L>> for MakeMcp
-where
-    L: Listener<Addr = SocketAddr>,
-{
-    type Response = Mcp;
-    type Error = Infallible;
-    type Future = std::future::Ready<Result<Mcp, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, stream: IncomingStream<'_, L>) -> Self::Future {
-        std::future::ready(Ok(Mcp {
+impl MakeMcp {
+    /// The service of a connection from `peer`.
+    pub(super) fn connection(&self, peer: SocketAddr) -> Mcp {
+        Mcp {
             state: self.state.clone(),
             router: self.router.clone(),
-            peer: ConnectInfo(*stream.remote_addr()),
-        }))
+            peer: ConnectInfo(peer),
+        }
     }
 }
 
 /// One connection's service.
-#[derive(Clone)]
 pub(super) struct Mcp {
     state: Arc<HttpState>,
     router: Router,
@@ -59,16 +47,12 @@ pub(super) struct Mcp {
     peer: ConnectInfo<SocketAddr>,
 }
 
-impl Service<Request> for Mcp {
-    type Response = Response;
-    type Error = Infallible;
-    type Future = BoxFuture<'static, Result<Response, Infallible>>;
-
-    fn poll_ready(&mut self, _: &mut Context<'_>) -> Poll<Result<(), Infallible>> {
-        Poll::Ready(Ok(()))
-    }
-
-    fn call(&mut self, mut request: Request) -> Self::Future {
+impl Mcp {
+    /// Answers one request of the connection.
+    pub(super) fn handle(
+        &self,
+        mut request: Request,
+    ) -> BoxFuture<'static, Result<Response, Infallible>> {
         request.extensions_mut().insert(self.peer);
         if request.method() == Method::POST && request.uri().path() == self.state.config.path {
             let state = self.state.clone();

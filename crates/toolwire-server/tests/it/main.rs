@@ -11,6 +11,7 @@ mod auth_oidc;
 mod deadlines;
 mod handles;
 mod http_errors;
+mod http_faults;
 mod http_listen;
 mod http_tools;
 mod legacy;

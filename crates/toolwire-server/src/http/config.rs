@@ -1,0 +1,248 @@
+//! The settings of the HTTP transport.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use super::{DEFAULT_FLOOD_LIMIT, OAuth, checks};
+use crate::legacy::{MemorySessionStore, SessionStore};
+use crate::limits::RateLimit;
+
+/// The default cap on open connections: room for 16,000 listen streams and other clients.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
+
+/// Settings of the HTTP transport.
+#[derive(Debug, Clone)]
+pub struct HttpConfig {
+    pub(super) path: String,
+    pub(super) allowed_hosts: Vec<String>,
+    pub(super) any_host: bool,
+    pub(super) allowed_origins: Vec<String>,
+    pub(super) any_origin: bool,
+    pub(super) keep_alive: Duration,
+    pub(super) shutdown_grace: Duration,
+    pub(super) principal: Option<PrincipalFn>,
+    pub(super) session_store: Option<SessionStoreHandle>,
+    pub(super) max_sessions: usize,
+    pub(super) session_idle: Duration,
+    pub(super) oauth: Option<OAuth>,
+    /// Requests per client address; `None` for no limit.
+    pub(super) flood_limit: Option<RateLimit>,
+    /// The header a trusted proxy puts the client's address in.
+    pub(super) forwarded_header: Option<http::HeaderName>,
+    /// Open connections at most; past it a new one gets 503 and is closed.
+    pub(super) max_connections: usize,
+    /// How long a client may take to send a request's headers (and an idle keep-alive
+    /// connection may wait for its next request).
+    pub(super) header_timeout: Duration,
+    /// How long a client may take to send a request's body once its headers are in.
+    pub(super) body_timeout: Duration,
+    /// Whether free memory is handed back to the system after connections close (glibc).
+    pub(super) release_memory: bool,
+}
+
+/// A session store, shared by the routers made from one config.
+#[derive(Clone)]
+pub(super) struct SessionStoreHandle(pub(super) Arc<dyn SessionStore>);
+
+impl std::fmt::Debug for SessionStoreHandle {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SessionStore")
+    }
+}
+
+/// Derives the caller's principal from request headers (see [`HttpConfig::principal`]).
+#[derive(Clone)]
+pub(super) struct PrincipalFn(pub(super) Arc<Resolver>);
+
+/// A principal resolver.
+pub(super) type Resolver = dyn Fn(&http::HeaderMap) -> Option<String> + Send + Sync;
+
+impl std::fmt::Debug for PrincipalFn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PrincipalFn")
+    }
+}
+
+impl Default for HttpConfig {
+    /// `/mcp`; `Host` and `Origin` must name a loopback host (H-02); keep-alive comments every
+    /// 15 s (H-07); requests still running 10 s after shutdown begins are cancelled; at most
+    /// [`DEFAULT_MAX_CONNECTIONS`] open connections; 30 s for a request's headers and 30 s for
+    /// its body; free memory handed back after connections close.
+    fn default() -> Self {
+        HttpConfig {
+            path: "/mcp".into(),
+            allowed_hosts: vec!["localhost".into(), "127.0.0.1".into(), "[::1]".into()],
+            any_host: false,
+            allowed_origins: Vec::new(),
+            any_origin: false,
+            keep_alive: Duration::from_secs(15),
+            shutdown_grace: Duration::from_secs(10),
+            principal: None,
+            session_store: None,
+            max_sessions: MemorySessionStore::DEFAULT_MAX_SESSIONS,
+            session_idle: MemorySessionStore::DEFAULT_IDLE,
+            oauth: None,
+            flood_limit: Some(DEFAULT_FLOOD_LIMIT),
+            forwarded_header: None,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            header_timeout: Duration::from_secs(30),
+            body_timeout: Duration::from_secs(30),
+            release_memory: true,
+        }
+    }
+}
+
+impl HttpConfig {
+    /// The endpoint path (default `/mcp`).
+    pub fn path(mut self, path: impl Into<String>) -> Self {
+        self.path = path.into();
+        self
+    }
+
+    /// Also accepts requests whose `Host` (and `Origin`) name `host`, with any port. Needed when
+    /// serving beyond loopback. Ports are ignored; IPv6 addresses may be given with or without
+    /// brackets.
+    pub fn allow_host(mut self, host: impl AsRef<str>) -> Self {
+        self.allowed_hosts
+            .push(checks::normalize_host(host.as_ref()));
+        self
+    }
+
+    /// Accepts any `Host`: only behind a proxy that checks it. `Origin` is still checked.
+    pub fn allow_any_host(mut self) -> Self {
+        self.any_host = true;
+        self
+    }
+
+    /// Also accepts this exact `Origin` (e.g. `https://app.example.com`).
+    pub fn allow_origin(mut self, origin: impl AsRef<str>) -> Self {
+        self.allowed_origins
+            .push(origin.as_ref().trim().to_ascii_lowercase());
+        self
+    }
+
+    /// Accepts any `Origin`: only behind a proxy that checks it.
+    pub fn allow_any_origin(mut self) -> Self {
+        self.any_origin = true;
+        self
+    }
+
+    /// Interval of `:` keep-alive comments on SSE replies.
+    pub fn keep_alive(mut self, interval: Duration) -> Self {
+        self.keep_alive = interval;
+        self
+    }
+
+    /// Who is calling, from the request headers: the identity an authentication layer in front
+    /// of the server established (e.g. a verified token's subject in a trusted header). It is
+    /// exposed as [`crate::RequestContext::principal`] and binds sealed request state, so state
+    /// issued to one principal is refused for another (M-07).
+    pub fn principal(
+        mut self,
+        principal: impl Fn(&http::HeaderMap) -> Option<String> + Send + Sync + 'static,
+    ) -> Self {
+        self.principal = Some(PrincipalFn(Arc::new(principal)));
+        self
+    }
+
+    /// Where the sessions of legacy (2025-11-25) clients live; by default in memory, bounded
+    /// by [`HttpConfig::max_sessions`] and [`HttpConfig::session_idle_timeout`]. A store shared
+    /// by several replicas lets any of them serve a session's requests (the GET stream and the
+    /// answers to the server's requests stay with the replica that holds the connection).
+    pub fn session_store(mut self, store: impl SessionStore) -> Self {
+        self.session_store = Some(SessionStoreHandle(Arc::new(store)));
+        self
+    }
+
+    /// The most legacy sessions the default store holds at once (default 10,000); beyond it
+    /// `initialize` gets 503 with `Retry-After`.
+    pub fn max_sessions(mut self, max: usize) -> Self {
+        self.max_sessions = max.max(1);
+        self
+    }
+
+    /// How long a legacy session of the default store lives without a request (default 30
+    /// minutes); an open GET stream keeps it in use. Later requests naming it get 404.
+    pub fn session_idle_timeout(mut self, idle: Duration) -> Self {
+        self.session_idle = idle;
+        self
+    }
+
+    /// Makes the endpoint an OAuth 2.1 resource server: every request needs a valid access
+    /// token of the issuer for this resource, metadata is served at the well-known URIs, the
+    /// token's issuer and subject become the principal (replacing [`HttpConfig::principal`])
+    /// and its scopes decide which tools a caller sees and may call ([`crate::Tool::scopes`]).
+    pub fn oauth(mut self, oauth: OAuth) -> Self {
+        self.oauth = Some(oauth);
+        self
+    }
+
+    /// How many requests each client address may send (default [`DEFAULT_FLOOD_LIMIT`], 200
+    /// per second with bursts of 400); over it, 429 with `Retry-After` before anything else is
+    /// read. Tool quotas per caller are the server's ([`crate::ServerBuilder::rate_limit`]).
+    pub fn flood_limit(mut self, limit: RateLimit) -> Self {
+        self.flood_limit = Some(limit);
+        self
+    }
+
+    /// No flood limit, for the stated reason (logged): for a server behind a proxy that
+    /// limits requests itself.
+    pub fn no_flood_limit(mut self, reason: impl Into<String>) -> Self {
+        tracing::warn!(reason = %reason.into(), "HTTP requests have no flood limit");
+        self.flood_limit = None;
+        self
+    }
+
+    /// Takes the client's address from this header (its rightmost entry: the one your proxy
+    /// adds, e.g. `x-forwarded-for`, or `forwarded`'s `for=`) instead of the TCP peer. Only
+    /// behind a proxy that sets it: otherwise clients choose their own address.
+    pub fn forwarded_header(mut self, name: http::HeaderName) -> Self {
+        self.forwarded_header = Some(name);
+        self
+    }
+
+    /// How long requests may keep running after [`crate::Server::shutdown`] before they are cancelled.
+    pub fn shutdown_grace(mut self, grace: Duration) -> Self {
+        self.shutdown_grace = grace;
+        self
+    }
+
+    /// At most `max` open connections (default [`DEFAULT_MAX_CONNECTIONS`]). A connection past
+    /// the cap is answered `503 Service Unavailable` with `Retry-After: 1` and a JSON-RPC error,
+    /// then closed; open listen streams count as connections. Raise the process's file limit
+    /// (`ulimit -n`) to match. Only [`serve`](super::serve) enforces it; a [`router`](super::router)
+    /// served by your own loop is capped by that loop.
+    pub fn max_connections(mut self, max: usize) -> Self {
+        self.max_connections = max.max(1);
+        self
+    }
+
+    /// How long a client may take to send a request's headers (default 30 s), counted from
+    /// when the server starts waiting for them; on a keep-alive connection that includes the
+    /// idle time before the next request. Past it the connection is closed: a client that
+    /// trickles its headers byte by byte cannot hold a connection open. Only
+    /// [`serve`](super::serve) enforces it.
+    pub fn header_timeout(mut self, timeout: Duration) -> Self {
+        self.header_timeout = timeout;
+        self
+    }
+
+    /// How long a client may take to send a request's body once its headers have arrived
+    /// (default 30 s). Past it the request is answered `408 Request Timeout` and the
+    /// connection is closed.
+    pub fn body_timeout(mut self, timeout: Duration) -> Self {
+        self.body_timeout = timeout;
+        self
+    }
+
+    /// Whether [`serve`](super::serve) hands free heap memory back to the system after
+    /// connections close (default on). glibc's allocator keeps the memory freed by closed
+    /// connections in its per-thread arenas, so after 1,000 listen streams come and go the
+    /// process would stay about 20 MB larger; with this on, `malloc_trim` runs (on a blocking
+    /// thread, at most every 2 s, after at least 64 connections closed). It does nothing with
+    /// another allocator or C library.
+    pub fn release_memory(mut self, on: bool) -> Self {
+        self.release_memory = on;
+        self
+    }
+}
