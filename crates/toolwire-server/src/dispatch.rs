@@ -234,7 +234,7 @@ impl Server {
             meta,
             cancel,
             self.shutdown_token(),
-            Some(Outbound(tx)),
+            Some(Outbound::new(tx)),
             self.inner.config.logging,
         );
         let finisher = ctx.clone();

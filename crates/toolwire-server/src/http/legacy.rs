@@ -428,7 +428,7 @@ async fn served(
         scopes: known.scopes,
         address: known.address,
         peer: live.peer.clone(),
-        outbound: accept.sse.then(|| Outbound(tx.clone())),
+        outbound: accept.sse.then(|| Outbound::new(tx.clone())),
         cancel: cancel.clone(),
         closing: state.server.shutdown_token(),
     };

@@ -116,7 +116,7 @@ async fn run_streaming(
     let cancel = CancellationToken::new();
     let (tx, rx) = mpsc::channel::<Frame>(64);
     let logging = server.inner.config.logging;
-    let outbound = Some(Outbound(tx.clone()));
+    let outbound = Some(Outbound::new(tx.clone()));
     let ctx = RequestContext::new(
         id.clone(),
         meta,
@@ -214,6 +214,7 @@ pub(super) fn frame(done: Final, cancel: &CancellationToken) -> Frame {
         last: true,
         error_code: done.error_code,
         cancel: cancel.clone(),
+        charge: None,
     }
 }
 

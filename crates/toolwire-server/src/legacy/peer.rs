@@ -66,8 +66,9 @@ impl Peer {
             last: false,
             error_code: None,
             cancel: cancel.clone(),
+            charge: None,
         };
-        if out.0.send(frame).await.is_err() {
+        if !out.send(frame).await {
             return Err(Unanswered::Gone);
         }
         tokio::select! {
@@ -124,7 +125,7 @@ mod tests {
     async fn answers_reach_their_request_and_nothing_is_left_behind() {
         let peer = Peer::default();
         let (tx, mut rx) = mpsc::channel(4);
-        let out = Outbound(tx);
+        let out = Outbound::new(tx);
         let cancel = CancellationToken::new();
         let params = serde_json::json!({});
         let asking = peer.ask(&out, "roots/list", &params, &cancel, Duration::from_secs(5));
@@ -153,7 +154,7 @@ mod tests {
     async fn a_silent_client_times_out_and_a_cancel_stops_the_wait() {
         let peer = Peer::default();
         let (tx, _rx) = mpsc::channel(4);
-        let out = Outbound(tx);
+        let out = Outbound::new(tx);
         let cancel = CancellationToken::new();
         let params = serde_json::json!({});
         let silent = peer

@@ -48,6 +48,15 @@ mod pipes;
 /// How long requests still running at EOF may take to finish before they are cancelled.
 const EOF_GRACE: Duration = Duration::from_secs(2);
 
+/// Bytes written to the client's queue and not yet written out, at most. A client that stops
+/// reading stdout fills the pipe, then this; then every request waits to answer, and the
+/// server stops reading stdin until the client reads again (issue 16).
+const OUTPUT_BUDGET: u32 = 8 * 1024 * 1024;
+
+/// Requests running at once on one connection, at most; past it the server reads no more
+/// requests until one finishes.
+const MAX_IN_FLIGHT: usize = 1024;
+
 /// The environment variable naming the stdio caller's principal.
 pub const PRINCIPAL_ENV: &str = "TOOLWIRE_PRINCIPAL";
 /// The environment variable listing the stdio caller's scopes, space-separated.
@@ -162,7 +171,7 @@ where
     let mut connection = Connection {
         closing: server.shutdown_token().child_token(),
         server,
-        tx,
+        tx: Outbound::bounded(tx, OUTPUT_BUDGET),
         inflight: Arc::new(Mutex::new(HashMap::new())),
         generation: 0,
         tasks: JoinSet::new(),
@@ -171,6 +180,13 @@ where
     };
     let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
     loop {
+        if connection.tasks.len() >= MAX_IN_FLIGHT {
+            // Backpressure: no more requests until one finishes.
+            tokio::select! {
+                _ = connection.tasks.join_next() => continue,
+                _ = connection.closing.cancelled() => break,
+            }
+        }
         let line = tokio::select! {
             line = lines.next() => line,
             _ = connection.closing.cancelled() => break,
@@ -200,7 +216,8 @@ where
 
 struct Connection {
     server: Server,
-    tx: mpsc::Sender<Frame>,
+    /// The writer's queue, bounded in frames and in bytes.
+    tx: Outbound,
     /// Cancellation tokens of running requests by id, for `notifications/cancelled`.
     inflight: Arc<Mutex<HashMap<RequestId, (u64, CancellationToken)>>>,
     /// Tags each admitted request, so a finishing request only removes its own entry.
@@ -308,7 +325,7 @@ impl Connection {
             meta,
             cancel.clone(),
             self.closing.clone(),
-            Some(Outbound(self.tx.clone())),
+            Some(self.tx.clone()),
             self.server.inner.config.logging,
         )
         .with_principal(self.caller.principal.clone())
@@ -379,6 +396,7 @@ impl Connection {
                         last: true,
                         error_code,
                         cancel,
+                        charge: None,
                     })
                     .await;
             }
@@ -462,7 +480,7 @@ impl Connection {
                     scopes: self.caller.scopes.clone(),
                     address: None,
                     peer,
-                    outbound: Some(Outbound(self.tx.clone())),
+                    outbound: Some(self.tx.clone()),
                     cancel: cancel.clone(),
                     closing: self.closing.clone(),
                 };
@@ -505,6 +523,7 @@ impl Connection {
             last: true,
             error_code: done.error_code,
             cancel: CancellationToken::new(),
+            charge: None,
         };
         let _ = self.tx.send(frame).await;
     }
@@ -565,7 +584,7 @@ impl Connection {
 async fn notify_changes(
     server: Server,
     session: Arc<Mutex<SessionRecord>>,
-    tx: mpsc::Sender<Frame>,
+    tx: Outbound,
     closing: CancellationToken,
 ) {
     let mut changes = server.inner.changes.subscribe();
@@ -591,8 +610,9 @@ async fn notify_changes(
                 last: false,
                 error_code: None,
                 cancel: closing.clone(),
+                charge: None,
             };
-            if tx.send(frame).await.is_err() {
+            if !tx.send(frame).await {
                 return;
             }
         }

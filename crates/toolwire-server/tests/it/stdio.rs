@@ -342,3 +342,43 @@ async fn an_id_in_use_is_refused_and_a_finished_one_is_free() {
     s.send(&add(8)).await;
     wire::check("tools/call", &s.recv().await);
 }
+
+/// A handler that panics, answered at once (its first poll panics) or after waiting: the call
+/// ends as a tool error that says nothing of the panic's message, and the connection keeps
+/// serving (issue 16).
+#[tokio::test]
+async fn a_panicking_handler_answers_an_internal_error_and_serving_goes_on() {
+    let late = Tool::new("panics_later", |_: NoArgs, _: RequestContext| async {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        if true {
+            panic!("late secret");
+        }
+        "unreachable"
+    })
+    .description("Panics after a pause");
+    let mut s = StdioSession::start(builder().tool(late).build().unwrap());
+    for (id, name) in [(1, "panics"), (2, "panics_later")] {
+        s.send(&request(
+            id,
+            "tools/call",
+            json!({"name": name, "arguments": {}}),
+        ))
+        .await;
+        let reply = s.recv().await;
+        wire::check("tools/call", &reply);
+        assert_eq!(reply["id"], id, "{reply}");
+        assert_eq!(reply["result"]["isError"], true, "{reply}");
+        assert_eq!(
+            reply["result"]["content"][0]["text"],
+            "The tool failed because of an internal error."
+        );
+        assert!(!reply.to_string().contains("secret"), "{reply}");
+    }
+    s.send(&request(
+        3,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 1, "b": 1}}),
+    ))
+    .await;
+    assert_eq!(s.recv().await["result"]["structuredContent"]["total"], 2);
+}
