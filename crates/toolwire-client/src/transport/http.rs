@@ -202,6 +202,15 @@ impl HttpTransport {
                     session,
                 })
             }
+            // A success status with a body that is not JSON: the server is broken, not refusing.
+            Err(error) if (200..300).contains(&status) => Err(Error::InvalidResponse(format!(
+                "HTTP {status} with a body that is not JSON ({error}): {}",
+                String::from_utf8_lossy(&body)
+                    .chars()
+                    .take(300)
+                    .collect::<String>()
+            ))
+            .into()),
             _ => Err(Error::Http {
                 status,
                 body: String::from_utf8_lossy(&body).chars().take(300).collect(),
