@@ -417,6 +417,36 @@ fn signing_key(jwk: &Jwk) -> Option<Key> {
     })
 }
 
+/// The fuzz target's entry (issue 16, `fuzz/`): a token's header as `verify` reads it, and its
+/// claims (the payload segment, or the input itself as JSON) through the same checks as a
+/// verified token's. The signature is jsonwebtoken's to check and is not reached.
+#[cfg(feature = "fuzzing")]
+pub(crate) fn fuzz_jwt(data: &[u8]) {
+    use base64::Engine as _;
+    static VERIFIER: std::sync::OnceLock<JwtVerifier> = std::sync::OnceLock::new();
+    let verifier = VERIFIER.get_or_init(|| {
+        JwtVerifier::new(JwtConfig::new(
+            "https://issuer.example",
+            "https://mcp.example/mcp",
+        ))
+    });
+    let check = |json: &[u8]| {
+        if let Ok(claims) = serde_json::from_slice::<Claims>(json) {
+            let _ = verifier.check_claims(claims, 1_800_000_000);
+        }
+    };
+    check(data);
+    let Ok(token) = std::str::from_utf8(data) else {
+        return;
+    };
+    let _ = jsonwebtoken::decode_header(token);
+    if let Some(payload) = token.split('.').nth(1) {
+        if let Ok(json) = base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(payload) {
+            check(&json);
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

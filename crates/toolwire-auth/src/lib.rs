@@ -30,6 +30,17 @@ mod discovery;
 mod introspect;
 mod jwt;
 
+/// Entry points for the fuzz targets in `fuzz/`; built only with the `fuzzing` feature, not a
+/// stable API.
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing {
+    /// JWT headers and claims, as verification reads them.
+    pub fn jwt(data: &[u8]) {
+        crate::jwt::fuzz_jwt(data)
+    }
+}
+
 use std::sync::Arc;
 
 use futures::future::BoxFuture;

@@ -32,6 +32,9 @@ mod client;
 mod connect;
 mod era;
 mod error;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod incoming;
 mod input;
 mod listen;

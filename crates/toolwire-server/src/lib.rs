@@ -47,6 +47,9 @@ mod cursor;
 mod dispatch;
 mod error;
 mod expiry;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 mod handler;
 pub mod handles;
 pub mod http;

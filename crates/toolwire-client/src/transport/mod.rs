@@ -2,7 +2,7 @@
 
 mod group;
 pub(crate) mod http;
-mod lines;
+pub(crate) mod lines;
 pub(crate) mod stdio;
 mod tls;
 
