@@ -50,7 +50,8 @@ pub(super) async fn run<L>(
     let mut http1 = hyper::server::conn::http1::Builder::new();
     http1
         .timer(TokioTimer::new())
-        .header_read_timeout(config.header_timeout);
+        .header_read_timeout(config.header_timeout)
+        .max_header_size(config.max_header_bytes);
     let http1 = Arc::new(http1);
     let max = config.max_connections;
     let open = Arc::new(Semaphore::new(max));

@@ -10,6 +10,9 @@ use crate::limits::RateLimit;
 /// The default cap on open connections: room for 16,000 listen streams and other clients.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;
 
+/// The default bound on a request's line and headers together: 64 KiB.
+pub const DEFAULT_MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// Settings of the HTTP transport.
 #[derive(Debug, Clone)]
 pub struct HttpConfig {
@@ -36,6 +39,8 @@ pub struct HttpConfig {
     pub(super) header_timeout: Duration,
     /// How long a client may take to send a request's body once its headers are in.
     pub(super) body_timeout: Duration,
+    /// The request line and headers together, at most.
+    pub(super) max_header_bytes: usize,
     /// Whether free memory is handed back to the system after connections close (glibc).
     pub(super) release_memory: bool,
 }
@@ -87,6 +92,7 @@ impl Default for HttpConfig {
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
+            max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             release_memory: true,
         }
     }
@@ -224,6 +230,15 @@ impl HttpConfig {
     /// [`serve`](super::serve) enforces it.
     pub fn header_timeout(mut self, timeout: Duration) -> Self {
         self.header_timeout = timeout;
+        self
+    }
+
+    /// At most `bytes` of request line and headers together (default
+    /// [`DEFAULT_MAX_HEADER_BYTES`], at least 8 KiB); past it the request is answered
+    /// `431 Request Header Fields Too Large` and the connection closed. Without it, hyper's
+    /// bound is its read buffer's, about 400 KiB. Only [`serve`](super::serve) enforces it.
+    pub fn max_header_bytes(mut self, bytes: usize) -> Self {
+        self.max_header_bytes = bytes.max(8 * 1024);
         self
     }
 

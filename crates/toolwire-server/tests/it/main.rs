@@ -10,6 +10,7 @@ mod auth;
 mod auth_oidc;
 mod deadlines;
 mod handles;
+mod hostile;
 mod http_errors;
 mod http_faults;
 mod http_listen;
