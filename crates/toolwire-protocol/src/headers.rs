@@ -602,5 +602,22 @@ mod props {
         fn any_text_is_safe(text in ".{0,24}") {
             let _ = exact_integer(&text);
         }
+
+        /// Any value survives a header: encoded, it is visible ASCII a header can carry, and it
+        /// decodes to itself, padded with spaces and tabs or not (H-14, H-23; issue 16).
+        #[test]
+        fn header_values_round_trip(value in any::<String>(), pad in "[ \t]{0,3}") {
+            let encoded = super::encode_value(&value);
+            prop_assert!(encoded.bytes().all(|b| (0x20..0x7f).contains(&b)), "{:?}", encoded);
+            prop_assert!(http_header_safe(&encoded));
+            let padded = format!("{pad}{encoded}{pad}");
+            let decoded = super::decode_value(&padded);
+            prop_assert_eq!(decoded.as_deref().ok(), Some(value.as_str()));
+        }
+    }
+
+    /// A value `http::HeaderValue` accepts as is.
+    fn http_header_safe(value: &str) -> bool {
+        !value.starts_with(' ') && !value.ends_with(' ') && !value.contains(['\r', '\n', '\0'])
     }
 }

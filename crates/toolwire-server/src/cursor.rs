@@ -185,3 +185,33 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    proptest! {
+        /// Any position round-trips through its cursor, for its own list only, and any change
+        /// to the cursor's bytes is refused (issue 16).
+        #[test]
+        fn cursors_round_trip_and_detect_tampering(
+            offset in 0usize..=u32::MAX as usize,
+            last in any::<String>(),
+            flip in any::<prop::sample::Index>(),
+            bit in 0u8..8,
+        ) {
+            let codec = CursorCodec::new([3; 32]);
+            let position = Position { offset, last };
+            let cursor = codec.encode(ListKind::Tools, &position);
+            prop_assert_eq!(codec.decode(ListKind::Tools, &cursor), Some(position.clone()));
+            prop_assert_eq!(codec.decode(ListKind::Templates, &cursor), None);
+            let mut bytes = URL_SAFE_NO_PAD.decode(&cursor).unwrap();
+            let at = flip.index(bytes.len());
+            bytes[at] ^= 1 << bit;
+            prop_assert_eq!(codec.decode(ListKind::Tools, &URL_SAFE_NO_PAD.encode(&bytes)), None);
+            prop_assert_eq!(CursorCodec::new([4; 32]).decode(ListKind::Tools, &cursor), None);
+        }
+    }
+}

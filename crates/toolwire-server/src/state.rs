@@ -514,3 +514,57 @@ mod tests {
         assert!(held <= 101, "only unexpired tokens are held: {held}");
     }
 }
+
+#[cfg(test)]
+mod props {
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    use super::*;
+
+    fn arguments() -> impl Strategy<Value = Value> {
+        prop_oneof![
+            Just(json!({})),
+            any::<i64>().prop_map(|n| json!({"n": n})),
+            ".{0,8}".prop_map(|s| json!({"s": s, "list": [1, 2]})),
+        ]
+    }
+
+    proptest! {
+        /// A state opens for exactly the request it was sealed for: the same method, name,
+        /// arguments (in any key order) and principal, before it expires; anything else is
+        /// refused with the reason, and any flipped bit is tampering (M-07; issue 16).
+        #[test]
+        fn request_state_is_bound_to_its_request(
+            name in "[a-z]{1,6}",
+            other_name in "[a-z]{1,6}",
+            args in arguments(),
+            other_args in arguments(),
+            principal in proptest::option::of("[a-z]{1,4}"),
+            other_principal in proptest::option::of("[a-z]{1,4}"),
+            expires in 1u64..u64::MAX / 2,
+            flip in any::<prop::sample::Index>(),
+        ) {
+            let keys = RequestStateKeys::new([5; 32]);
+            let bound = Binding::new("tools/call", &name, &args, principal.as_deref());
+            let token = keys.seal(&bound, Some(json!({"k": 1})), expires);
+            prop_assert!(keys.open(&token, &bound, expires - 1).is_ok());
+            prop_assert_eq!(keys.open(&token, &bound, expires).unwrap_err(), StateError::Expired);
+            let other = Binding::new("tools/call", &other_name, &other_args, principal.as_deref());
+            if other != bound {
+                prop_assert_eq!(keys.open(&token, &other, 0).unwrap_err(), StateError::OtherRequest);
+            }
+            let someone_else = Binding::new("tools/call", &name, &args, other_principal.as_deref());
+            if other_principal != principal {
+                prop_assert_eq!(keys.open(&token, &someone_else, 0).unwrap_err(), StateError::OtherPrincipal);
+            }
+            let mut raw = URL_SAFE_NO_PAD.decode(&token).unwrap();
+            let at = flip.index(raw.len());
+            raw[at] ^= 0x80;
+            prop_assert_eq!(
+                keys.open(&URL_SAFE_NO_PAD.encode(&raw), &bound, 0).unwrap_err(),
+                StateError::Tampered
+            );
+        }
+    }
+}

@@ -20,5 +20,6 @@ mod limits;
 mod mrtr;
 mod offers;
 mod output_guard;
+mod props;
 mod stdio;
 mod tasks;
