@@ -133,22 +133,32 @@ impl HeaderParam {
             (ParamKind::String, Value::String(s)) => header == s,
             (ParamKind::Boolean, Value::Bool(b)) => header == if *b { "true" } else { "false" },
             (ParamKind::Integer, Value::Number(n)) => {
-                let body = n
-                    .as_i64()
-                    .map(i128::from)
-                    .or_else(|| n.as_u64().map(i128::from))
-                    .or_else(|| n.as_f64().filter(|f| f.fract() == 0.0).map(|f| f as i128));
-                body.is_some() && exact_integer(header) == body
+                let Some(header) = exact_integer(header) else {
+                    return false;
+                };
+                match (n.as_i64(), n.as_u64(), n.as_f64()) {
+                    (Some(i), _, _) => header == i.to_string(),
+                    (_, Some(u), _) => header == u.to_string(),
+                    // An integral float beyond 64 bits: both sides through the same rounding,
+                    // so the digits a client renders for 4e302 match it, as does `4e302`
+                    // (found by the `headers` fuzz target; a cast saturated at i128::MAX).
+                    (_, _, Some(f)) if f.fract() == 0.0 => header.parse::<f64>() == Ok(f),
+                    _ => false,
+                }
             }
             _ => false,
         }
     }
 }
 
-/// The integer a decimal number denotes exactly (`42`, `042`, `+42`, `42.0`, `4.2e1`), or
-/// `None` if it is not an integer, not a number, or out of range. Exact digit arithmetic, not
-/// floating point, so large values compare correctly in both directions (H-15).
-fn exact_integer(text: &str) -> Option<i128> {
+/// The digits more than any JSON number a client can send has (an f64 reaches 309).
+const MAX_INTEGER_DIGITS: usize = 400;
+
+/// The integer a decimal number denotes exactly (`42`, `042`, `+42`, `42.0`, `4.2e1`), as its
+/// canonical decimal text (`-0` is `0`), or `None` if it is not an integer, not a number, or
+/// longer than [`MAX_INTEGER_DIGITS`]. Exact digit arithmetic, not floating point, so large
+/// values compare correctly in both directions (H-15).
+fn exact_integer(text: &str) -> Option<String> {
     let (negative, unsigned) = match text.as_bytes().first()? {
         b'-' => (true, &text[1..]),
         b'+' => (false, &text[1..]),
@@ -169,29 +179,33 @@ fn exact_integer(text: &str) -> Option<i128> {
     }
     // The value is digits × 10^scale; a negative scale must only drop zeros.
     let digits = format!("{whole}{fraction}");
+    let digits = digits.trim_start_matches('0');
+    if digits.is_empty() {
+        return Some("0".to_owned());
+    }
     let scale = i64::from(exponent) - fraction.len() as i64;
-    let kept = if scale < 0 {
+    let mut canonical = String::with_capacity(digits.len() + 1);
+    if negative {
+        canonical.push('-');
+    }
+    if scale < 0 {
         let cut = digits.len().checked_sub(usize::try_from(-scale).ok()?)?;
         if !digits[cut..].bytes().all(|b| b == b'0') {
             return None;
         }
-        &digits[..cut]
-    } else {
-        &digits
-    };
-    let kept = kept.trim_start_matches('0');
-    let mut value: i128 = if kept.is_empty() {
-        0
-    } else {
-        kept.parse().ok()?
-    };
-    for _ in 0..scale.max(0) {
-        if value == 0 {
-            break;
+        if cut == 0 {
+            return None;
         }
-        value = value.checked_mul(10)?;
+        canonical.push_str(&digits[..cut]);
+    } else {
+        let zeros = usize::try_from(scale).ok()?;
+        if digits.len().checked_add(zeros)? > MAX_INTEGER_DIGITS {
+            return None;
+        }
+        canonical.push_str(digits);
+        canonical.extend(std::iter::repeat_n('0', zeros));
     }
-    Some(if negative { -value } else { value })
+    Some(canonical)
 }
 
 /// Why an `x-mcp-header` declaration is invalid (T-20, C-08).
@@ -528,6 +542,21 @@ mod tests {
             (ParamKind::Integer, "42.5", json!(42), false),
             (ParamKind::Integer, "42.", json!(42), false),
             (ParamKind::Integer, "1e400", json!(42), false),
+            // Integral floats beyond i128 compare by their exact digits (found by fuzzing).
+            (
+                ParamKind::Integer,
+                &format!("4{}", "0".repeat(302)),
+                json!(4e302),
+                true,
+            ),
+            (ParamKind::Integer, "4e302", json!(4e302), true),
+            (
+                ParamKind::Integer,
+                "170141183460469231731687303715884105727",
+                json!(1.7e38),
+                false,
+            ),
+            (ParamKind::Integer, "-0", json!(0), true),
             (ParamKind::Integer, "NaN", json!(42), false),
             (ParamKind::Integer, "inf", json!(42), false),
             (
@@ -590,11 +619,12 @@ mod props {
         #[test]
         fn integers_read_back_in_every_notation(n in any::<i64>(), zeros in 0usize..4, shift in 0u32..4) {
             let n = i128::from(n);
-            prop_assert_eq!(exact_integer(&n.to_string()), Some(n));
-            prop_assert_eq!(exact_integer(&format!("{n}.{}", "0".repeat(zeros + 1))), Some(n));
+            let canonical = |v: i128| Some(v.to_string());
+            prop_assert_eq!(exact_integer(&n.to_string()), canonical(n));
+            prop_assert_eq!(exact_integer(&format!("{n}.{}", "0".repeat(zeros + 1))), canonical(n));
             let scaled = n * 10i128.pow(shift);
-            prop_assert_eq!(exact_integer(&format!("{scaled}e-{shift}")), Some(n));
-            prop_assert_eq!(exact_integer(&format!("{n}e{shift}")), Some(scaled));
+            prop_assert_eq!(exact_integer(&format!("{scaled}e-{shift}")), canonical(n));
+            prop_assert_eq!(exact_integer(&format!("{n}e{shift}")), canonical(scaled));
         }
 
         /// Arbitrary text never panics.
