@@ -179,13 +179,16 @@ mod digest_hex {
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {
         let text = String::deserialize(d)?;
+        let bad = || serde::de::Error::custom("bad digest");
         let mut out = [0u8; 32];
         if text.len() != 64 {
-            return Err(serde::de::Error::custom("bad digest"));
+            return Err(bad());
         }
-        for (i, byte) in out.iter_mut().enumerate() {
-            *byte = u8::from_str_radix(&text[2 * i..2 * i + 2], 16)
-                .map_err(serde::de::Error::custom)?;
+        // By bytes: slicing the text by byte offsets panicked on a multi-byte character
+        // (found by the `request_state` fuzz target; only reachable with the sealing key).
+        for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+            let digit = |b: u8| (b as char).to_digit(16).ok_or_else(bad);
+            *byte = (digit(pair[0])? * 16 + digit(pair[1])?) as u8;
         }
         Ok(out)
     }
@@ -382,6 +385,18 @@ mod tests {
             Binding::new("m", "n", &json!({"b": 1, "a": 2}), None),
             Binding::new("m", "n", &json!({"a": 2, "b": 1}), None)
         );
+    }
+
+    /// Found by the `request_state` fuzz target (issue 16): a digest with a multi-byte
+    /// character panicked the reader. Sealed with the key, such a plaintext is now refused.
+    #[test]
+    fn a_sealed_plaintext_with_a_bad_digest_is_refused_not_a_panic() {
+        let keys = RequestStateKeys::new([1; 32]);
+        let digest = format!("{}ΰ{}", "0".repeat(47), "0".repeat(15));
+        assert_eq!(digest.len(), 64);
+        let plain = json!({"m": "tools/call", "n": "t", "d": digest, "e": 5}).to_string();
+        let token = keys.seal_bytes(plain.as_bytes());
+        assert_eq!(keys.open(&token, &binding(), 0), Err(StateError::Tampered));
     }
 
     #[test]
