@@ -12,9 +12,16 @@ use serde_json::{Value, json};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
+/// `toolwire serve` on stdio, answering already, with state and data directories of its own:
+/// the tests run at once, and servers sharing one handle database raced to create it (in CI,
+/// one exited before it read a line).
 fn serve() -> (Child, ChildStdin, BufReader<ChildStdout>) {
-    let scratch =
-        std::env::temp_dir().join(format!("toolwire-stdio-faults-{}", std::process::id()));
+    static NEXT: AtomicU64 = AtomicU64::new(0);
+    let scratch = std::env::temp_dir().join(format!(
+        "toolwire-stdio-faults-{}-{}",
+        std::process::id(),
+        NEXT.fetch_add(1, Ordering::SeqCst)
+    ));
     let mut child = Command::new(BIN)
         .env("TOOLWIRE_STATE_DIR", scratch.join("state"))
         .env("TOOLWIRE_DATA_DIR", scratch.join("data"))
@@ -24,8 +31,12 @@ fn serve() -> (Child, ChildStdin, BufReader<ChildStdout>) {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let stdin = child.stdin.take().unwrap();
-    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    stdin
+        .write_all(request(0, "server/discover", json!({})).as_bytes())
+        .unwrap();
+    assert_eq!(read_reply(&mut stdout)["id"], 0, "the server answers");
     (child, stdin, stdout)
 }
 
