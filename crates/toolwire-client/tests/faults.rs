@@ -118,21 +118,30 @@ async fn hostile(fault: Fault) -> (String, Arc<AtomicUsize>) {
     (url, produced)
 }
 
-/// `server/discover` against `fault`, with a 1 s timeout: the error, after how long, and how
-/// many bytes the server produced by then.
-async fn discover(fault: Fault) -> (Error, Duration, usize) {
-    let (url, produced) = hostile(fault).await;
-    let client = ClientBuilder::new("faults-test", "1.0")
+/// A client with a 1 s timeout and no legacy fallback.
+fn builder() -> ClientBuilder {
+    ClientBuilder::new("faults-test", "1.0")
         .timeout(Duration::from_secs(1))
         .legacy_fallback(false)
-        .http(url)
-        .unwrap();
+}
+
+/// `server/discover` through `client`: the error, and after how long.
+async fn failed_discover(client: &toolwire_client::Client, what: &str) -> (Error, Duration) {
     let started = Instant::now();
     let outcome = tokio::time::timeout(Duration::from_secs(30), client.discover())
         .await
-        .unwrap_or_else(|_| panic!("{fault:?}: the call hung past 30 s"));
+        .unwrap_or_else(|_| panic!("{what}: the call hung past 30 s"));
     let error = outcome.expect_err("a hostile server cannot succeed");
-    (error, started.elapsed(), produced.load(Ordering::SeqCst))
+    (error, started.elapsed())
+}
+
+/// `server/discover` against `fault`: the error, after how long, and how many bytes the
+/// server produced by then.
+async fn discover(fault: Fault) -> (Error, Duration, usize) {
+    let (url, produced) = hostile(fault).await;
+    let client = builder().http(url).unwrap();
+    let (error, took) = failed_discover(&client, &format!("{fault:?}")).await;
+    (error, took, produced.load(Ordering::SeqCst))
 }
 
 #[tokio::test]
@@ -182,24 +191,17 @@ async fn invalid_json_is_an_invalid_response() {
     assert!(took < Duration::from_secs(3), "{took:?}");
 }
 
-/// `server/discover` against a stdio server made of `script` (sh), with a 1 s timeout: the
-/// error, and after how long.
+/// `server/discover` against a stdio server made of `script` (sh): the error, and after how
+/// long.
 async fn discover_stdio(script: &str) -> (Error, Duration) {
-    let client = ClientBuilder::new("faults-test", "1.0")
-        .timeout(Duration::from_secs(1))
-        .legacy_fallback(false)
+    let client = builder()
         .shutdown_grace(Duration::from_millis(200))
         .spawn_command(toolwire_client::StdioCommand::new("sh").args(["-c", script]))
         .await
         .unwrap();
-    let started = Instant::now();
-    let outcome = tokio::time::timeout(Duration::from_secs(30), client.discover())
-        .await
-        .unwrap_or_else(|_| panic!("{script}: the call hung past 30 s"));
-    let error = outcome.expect_err("a hostile server cannot succeed");
-    let took = started.elapsed();
+    let failed = failed_discover(&client, script).await;
     client.close().await;
-    (error, took)
+    failed
 }
 
 #[tokio::test]
