@@ -41,8 +41,9 @@ mod util;
 
 pub use audit::{AuditError, AuditLog, Head, Redaction, Tampering, Verified, verify};
 pub use config::{
-    ApprovalRules, AuditConfig, ConfigError, HostConfig, OAuthSettings, ServerConfig, ToolFilter,
-    Transport, Variables,
+    ApprovalRules, AuditConfig, ConfigError, Decision, FileTrust, HostConfig, IgnoredKey,
+    MemoryTrust, OAuthSettings, Origin, ProjectError, ProjectFile, Review, ServerConfig,
+    ToolFilter, Transport, TrustError, TrustStore, Variables,
 };
 pub use glob::Globs;
 pub use host::{

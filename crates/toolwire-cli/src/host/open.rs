@@ -101,14 +101,10 @@ impl HostArgs {
     /// The configuration: the file's, or one server's.
     pub(crate) fn configuration(&self, one_off: Option<&str>) -> anyhow::Result<HostConfig> {
         match one_off {
-            Some(server) => Ok(HostConfig {
-                servers: vec![self.connection.server_config(server)?],
-                approval: Default::default(),
-                audit: Default::default(),
-                roots: Vec::new(),
-                file: PathBuf::from("(the command line)"),
-                ignored: Vec::new(),
-            }),
+            Some(server) => Ok(HostConfig::one_server(
+                self.connection.server_config(server)?,
+                "(the command line)",
+            )),
             None => {
                 let file = self.config_file()?;
                 let config = HostConfig::load(&file)?;

@@ -64,6 +64,26 @@ impl Variables {
         Ok(out)
     }
 
+    /// The environment variables `text` would read, by name, in order, without reading them
+    /// (`${workspaceFolder}` and `${userHome}` are the host's own and left out): what a person
+    /// is shown before trusting a file that came with a project.
+    pub(crate) fn references(text: &str) -> Vec<String> {
+        let mut names = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else { break };
+            let reference = &after[..end];
+            let name = reference.split_once(":-").map_or(reference, |(n, _)| n);
+            let name = name.strip_prefix("env:").unwrap_or(name);
+            if !matches!(name, "workspaceFolder" | "userHome") && !name.starts_with("input:") {
+                names.push(name.to_owned());
+            }
+            rest = &after[end + 1..];
+        }
+        names
+    }
+
     /// The value of one reference (what is between `${` and `}`).
     fn value(&self, reference: &str) -> Result<String, String> {
         let (name, default) = match reference.split_once(":-") {
@@ -120,6 +140,15 @@ mod tests {
         );
         assert_eq!(v.expand("${userHome}").unwrap(), "/home/a");
         assert_eq!(v.expand("plain $HOME text").unwrap(), "plain $HOME text");
+    }
+
+    #[test]
+    fn names_the_environment_variables_a_text_would_read() {
+        assert_eq!(
+            Variables::references("Bearer ${TOKEN} ${env:OTHER}-${MISSING:-x}${workspaceFolder}"),
+            ["TOKEN", "OTHER", "MISSING"]
+        );
+        assert!(Variables::references("plain $HOME ${userHome} ${unclosed").is_empty());
     }
 
     #[test]

@@ -28,6 +28,13 @@
 //! no default) is an error, never an empty string. Every error names the file, the server and
 //! the key.
 //!
+//! A file that came with a project (a cloned repository's `.mcp.json`) is read as a
+//! [`ProjectFile`]: reviewed ([`Review`]) and trusted ([`TrustStore`]) before anything in it is
+//! started or expanded, and even then only able to narrow the approval rules
+//! ([`Origin::Project`]). Keys Toolwire does not know are refused with the nearest known one
+//! (a misspelled `"aproval"` is never skipped); keys of other hosts' formats it knowingly
+//! leaves alone are listed in [`HostConfig::ignored`].
+//!
 //! An HTTP server without an `Authorization` header is authorized by OAuth when it challenges
 //! (with the host's credential store and authorizer, [`HostOptions::oauth`]); `"oauth"` sets
 //! a registered client (`clientId`, `clientSecret`, its `issuer`), the `scope`, or
@@ -36,13 +43,21 @@
 //! [`HostOptions::oauth`]: crate::HostOptions::oauth
 
 mod expand;
+mod keys;
+mod project;
 mod read;
+mod trust;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 pub use expand::Variables;
+pub use keys::IgnoredKey;
+pub use project::{
+    Launch, Origin, ProjectError, ProjectFile, Review, ServerReview, Setting, VariableUse,
+};
+pub use trust::{Decision, FileTrust, MemoryTrust, TrustError, TrustRecord, TrustStore};
 
 /// A configuration file, read and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,9 +73,13 @@ pub struct HostConfig {
     pub roots: Vec<PathBuf>,
     /// The file read.
     pub file: PathBuf,
-    /// Keys this reader does not know and left alone (another host's, or a typo), as
-    /// `server "NAME": key "KEY"` or `key "KEY"`: worth showing to a person.
-    pub ignored: Vec<String>,
+    /// Keys of other hosts' formats that Toolwire does not read and left alone: worth naming
+    /// to a person, since a setting they expected to apply does not.
+    pub ignored: Vec<IgnoredKey>,
+    /// Who wrote the file.
+    pub origin: Origin,
+    /// What a project file set that only the person's own configuration may, left out.
+    pub set_aside: Vec<Setting>,
 }
 
 /// What the audit log keeps of a call's arguments (the top-level `audit` key):
@@ -186,8 +205,9 @@ pub struct ConfigError {
 }
 
 impl HostConfig {
-    /// Reads `file`, expanding variables from the process environment; `${workspaceFolder}`
-    /// is the file's directory (its parent, for a file in `.vscode/`).
+    /// Reads `file` as the person's own configuration, expanding variables from the process
+    /// environment; `${workspaceFolder}` is the file's directory (its parent, for a file in
+    /// `.vscode/`). A file that came with a project is read with [`ProjectFile`] instead.
     pub fn load(file: impl AsRef<Path>) -> Result<HostConfig, ConfigError> {
         let file = file.as_ref();
         let text = std::fs::read_to_string(file).map_err(|e| ConfigError {
@@ -199,13 +219,39 @@ impl HostConfig {
         HostConfig::parse(&text, file, &Variables::from_process(file))
     }
 
-    /// Reads configuration `text` as if from `file`, expanding with `variables`.
+    /// Reads configuration `text` as if from the person's own `file`, expanding with
+    /// `variables`.
     pub fn parse(
         text: &str,
         file: impl AsRef<Path>,
         variables: &Variables,
     ) -> Result<HostConfig, ConfigError> {
-        read::parse(text, file.as_ref(), variables)
+        read::parse(text, file.as_ref(), variables, Origin::Own)
+    }
+
+    /// [`HostConfig::parse`] for a file of `origin`: a project file's widening settings are
+    /// set aside.
+    pub fn parse_as(
+        text: &str,
+        file: impl AsRef<Path>,
+        variables: &Variables,
+        origin: Origin,
+    ) -> Result<HostConfig, ConfigError> {
+        read::parse(text, file.as_ref(), variables, origin)
+    }
+
+    /// A configuration of one server, as named on a command line: nothing else is configured.
+    pub fn one_server(server: ServerConfig, file: impl Into<PathBuf>) -> HostConfig {
+        HostConfig {
+            servers: vec![server],
+            approval: ApprovalRules::default(),
+            audit: AuditConfig::default(),
+            roots: Vec::new(),
+            file: file.into(),
+            ignored: Vec::new(),
+            origin: Origin::Own,
+            set_aside: Vec::new(),
+        }
     }
 
     /// The server called `name`.

@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
+use super::keys::{self, IgnoredKey, Verdict};
+use super::project::{self, Origin};
 use super::{
     ApprovalRules, AuditConfig, ConfigError, HostConfig, OAuthSettings, ServerConfig, ToolFilter,
     Transport, Variables,
@@ -15,21 +17,6 @@ use super::{
 const MAX_TIMEOUT_MS: u64 = 24 * 60 * 60 * 1000;
 /// The longest prefix: leaves room for the tool's name in a 64-character budget.
 const MAX_PREFIX: usize = 32;
-
-/// Keys of a server entry that other hosts use and Toolwire reads or knowingly skips.
-const FOREIGN_KEYS: &[&str] = &[
-    "type", "command", "args", "env", "envFile", "cwd", "url", "headers",
-];
-/// Toolwire's own keys of a server entry.
-const OWN_KEYS: &[&str] = &[
-    "prefix",
-    "tools",
-    "trust",
-    "timeoutMs",
-    "approval",
-    "disabled",
-    "oauth",
-];
 
 /// Where a problem is: the file and, inside it, the server.
 struct At<'a> {
@@ -48,7 +35,12 @@ impl At<'_> {
     }
 }
 
-pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostConfig, ConfigError> {
+pub(super) fn parse(
+    text: &str,
+    file: &Path,
+    vars: &Variables,
+    origin: Origin,
+) -> Result<HostConfig, ConfigError> {
     let at = At { file, server: None };
     let root: Value =
         serde_json::from_str(text).map_err(|e| at.err(None, format!("not JSON: {e}")))?;
@@ -74,21 +66,14 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
     let Value::Object(entries) = servers else {
         return Err(at.err(key.to_owned(), "must be an object of servers by name"));
     };
-    let mut ignored: Vec<String> = root
-        .keys()
-        .filter(|k| {
-            ![
-                "mcpServers",
-                "servers",
-                "approval",
-                "audit",
-                "roots",
-                "inputs",
-            ]
-            .contains(&k.as_str())
-        })
-        .map(|k| format!("key \"{k}\""))
-        .collect();
+    let mut ignored = Vec::new();
+    for (key, value) in &root {
+        match keys::top_key(key) {
+            Verdict::Read => {}
+            Verdict::Ignored(key) => ignored.extend(holds_something(value).then_some(key)),
+            Verdict::Unknown(message) => return Err(at.err(key.clone(), message)),
+        }
+    }
     let approval = match root.get("approval") {
         Some(v) => approval(v, &at, "approval")?,
         None => ApprovalRules::default(),
@@ -120,14 +105,21 @@ pub(super) fn parse(text: &str, file: &Path, vars: &Variables) -> Result<HostCon
         }
     }
     check_prefixes(&servers, file)?;
-    Ok(HostConfig {
+    let mut config = HostConfig {
         servers,
         approval,
         audit,
         roots,
         file: file.to_owned(),
         ignored,
-    })
+        origin,
+        set_aside: Vec::new(),
+    };
+    if origin == Origin::Project {
+        config.set_aside = project::widening(&root);
+        project::narrow(&mut config);
+    }
+    Ok(config)
 }
 
 /// One server entry; `None` when it is disabled.
@@ -136,11 +128,19 @@ fn server(
     entry: &Value,
     at: &At<'_>,
     vars: &Variables,
-    ignored: &mut Vec<String>,
+    ignored: &mut Vec<IgnoredKey>,
 ) -> Result<Option<ServerConfig>, ConfigError> {
     let Value::Object(entry) = entry else {
         return Err(at.err(None, "must be an object"));
     };
+    // Before anything else, a misspelled `disabled` among them.
+    for (key, value) in entry {
+        match keys::server_key(name, key) {
+            Verdict::Read => {}
+            Verdict::Ignored(key) => ignored.extend(holds_something(value).then_some(key)),
+            Verdict::Unknown(message) => return Err(at.err(key.clone(), message)),
+        }
+    }
     if entry
         .get("disabled")
         .map(|v| boolean(v, at, "disabled"))
@@ -148,11 +148,6 @@ fn server(
         == Some(true)
     {
         return Ok(None);
-    }
-    for key in entry.keys() {
-        if !FOREIGN_KEYS.contains(&key.as_str()) && !OWN_KEYS.contains(&key.as_str()) {
-            ignored.push(format!("server \"{name}\": key \"{key}\""));
-        }
     }
     let transport = transport(entry, at, vars)?;
     let prefix = match entry.get("prefix") {
@@ -524,9 +519,20 @@ fn only_keys(
     match map.keys().find(|k| !allowed.contains(&k.as_str())) {
         Some(k) => Err(at.err(
             format!("{key}.{k}"),
-            format!("unknown key (want {})", allowed.join(", ")),
+            keys::unknown(k, allowed, &format!("\"{key}\"")),
         )),
         None => Ok(()),
+    }
+}
+
+/// Whether leaving `value` out loses anything: `[]`, `{}`, `""` and `null` hold nothing.
+fn holds_something(value: &Value) -> bool {
+    match value {
+        Value::Null => false,
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+        _ => true,
     }
 }
 
