@@ -119,6 +119,12 @@ enum Command {
         #[command(subcommand)]
         action: host::audit::AuditAction,
     },
+    /// Trust the project configuration found here (./.mcp.json, ./.cursor/mcp.json or
+    /// ./.vscode/mcp.json), or FILE, after seeing what it would start, where it would connect
+    /// and which of your environment variables it would send. A project's file is never used
+    /// until trusted, and is asked about again when it changes; its rules may only narrow
+    /// yours (its approval "allow" rules and "trust" are set aside).
+    Trust(host::trust::TrustArgs),
     /// Sign in to a protected HTTP server (OAuth): its authorization server's address is
     /// printed and opened in a browser ($BROWSER, else the desktop's opener), and the browser
     /// comes back to 127.0.0.1. Tokens are kept in the state directory (credentials.json,
@@ -239,8 +245,9 @@ async fn run() -> anyhow::Result<()> {
         },
         Command::Pins { host, action } => host::pins::pins(&host, &action).await,
         Command::Audit { host, action } => host::audit::audit(&host, &action),
+        Command::Trust(args) => host::trust::trust(&args).await,
         Command::Login { host, name } => host::login::login(&host, &name).await,
-        Command::Logout { host, name } => host::login::logout(&host, &name),
+        Command::Logout { host, name } => host::login::logout(&host, &name).await,
     }
 }
 

@@ -85,6 +85,14 @@ impl Drop for Home {
 fn the_terminal_host_over_real_servers() {
     let home = Home::new();
 
+    // A project's file: nothing starts until the person trusts it.
+    let (code, _, err) = home.run(&["servers"]);
+    assert_eq!(code, 2, "{err}");
+    assert!(err.contains("nothing in it runs until you trust it"), "{err}");
+    let (code, trusted, err) = home.run(&["trust"]);
+    assert_eq!(code, 0, "{err}");
+    assert!(trusted.starts_with("trusted ./.mcp.json"), "{trusted}");
+
     let (code, servers, err) = home.run(&["servers"]);
     assert_eq!(code, 0, "{err}");
     eprintln!("$ toolwire servers\n{servers}");
@@ -119,15 +127,23 @@ fn the_terminal_host_over_real_servers() {
     ] {
         assert!(tools.contains(name), "{name} in\n{tools}");
     }
-    // Only the trusted server's annotations go unmarked.
+    // A project's file may not trust a server's annotations: they are marked as claims.
     assert!(tools.contains("(untrusted: the server's claim)"), "{tools}");
 
-    // Allowed by a rule: no question, even without a terminal.
+    // A project's file may not allow a call: its rule is set aside, and without a terminal
+    // the call is refused.
     let file = home.0.join("files/hello.txt");
+    let path = format!("path={}", file.display());
+    let (code, _, err) = home.run(&["call", "filesystem__read_text_file", &path]);
+    assert_eq!(code, 3, "{err}");
+    // The same file named by the person (--config) is theirs: allowed by its rule, no
+    // question even without a terminal.
     let (code, read, err) = home.run(&[
         "call",
+        "--config",
+        ".mcp.json",
         "filesystem__read_text_file",
-        &format!("path={}", file.display()),
+        &path,
     ]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(read.trim(), "hello from a real file");

@@ -13,12 +13,13 @@ use crate::terminal::{Layout, out, visible};
 use crate::ui::{Tone, Ui};
 
 /// The configured (or named) HTTP server `server`: its name and URL.
-fn http_server(
+async fn http_server(
     args: &HostArgs,
     server: &str,
+    ui: &Ui,
 ) -> anyhow::Result<(toolwire_host::HostConfig, String)> {
     let one_off = args.one_off(Some(server));
-    let mut config = args.configuration(one_off)?;
+    let mut config = args.configuration(one_off, ui).await?;
     if one_off.is_none() {
         config.servers.retain(|s| s.name == server);
     }
@@ -49,8 +50,8 @@ fn http_server(
 /// `toolwire login SERVER`: connects to the server, signing in when it asks, and says with
 /// what.
 pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
-    let (config, _) = http_server(args, server)?;
     let ui = Ui::new(false);
+    let (config, _) = http_server(args, server, &ui).await?;
     let host = args
         .open_with(&config, args.one_off(Some(server)).is_some(), &ui, true)
         .await?;
@@ -90,8 +91,8 @@ pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
 
 /// `toolwire logout SERVER`: forgets the server's tokens (the client's registration at the
 /// authorization server is kept, so the next sign-in does not register again).
-pub(crate) fn logout(args: &HostArgs, server: &str) -> anyhow::Result<()> {
-    let (_, url) = http_server(args, server)?;
+pub(crate) async fn logout(args: &HostArgs, server: &str) -> anyhow::Result<()> {
+    let (_, url) = http_server(args, server, &Ui::new(false)).await?;
     let file = crate::signin::credentials_file(&args.state_dir()?);
     let forgotten = FileStore::new(&file).forget(&url)?;
     let name = visible(server, Layout::Line);

@@ -7,13 +7,14 @@ use std::sync::Arc;
 
 use anyhow::Context as _;
 use clap::Args;
-use toolwire_host::{Host, HostConfig, HostOptions};
+use toolwire_host::{Host, HostConfig, HostOptions, Origin, ProjectFile};
 
 use toolwire_client::auth::FileStore;
 
-use super::{approve, questions};
+use super::{approve, project, questions};
 use crate::signin;
 use crate::target::{Connection, names_a_server};
+use crate::terminal::{Layout, note, visible};
 use crate::ui::Ui;
 
 /// Where the configuration is looked for, in this order, without `--config`.
@@ -54,6 +55,11 @@ pub(crate) struct HostArgs {
     /// warning, error, critical, alert, emergency; or off.
     #[arg(long, value_name = "LEVEL", default_value = "info")]
     pub(crate) log_level: String,
+    /// Use the project configuration found here (./.mcp.json, ./.cursor/mcp.json or
+    /// ./.vscode/mcp.json) for this command without being asked, and without remembering it:
+    /// for a file you have read. `toolwire trust` remembers the decision instead.
+    #[arg(long)]
+    pub(crate) trust_project: bool,
     #[command(flatten)]
     pub(crate) connection: Connection,
 }
@@ -77,48 +83,55 @@ impl HostArgs {
         Ok(self.state_dir()?.join("audit.jsonl"))
     }
 
-    /// The configuration file: `--config`, else the first of [`SEARCH_ORDER`] that exists.
-    pub(crate) fn config_file(&self) -> anyhow::Result<PathBuf> {
+    /// The configuration file and who wrote it: `--config` (the person's, since they named
+    /// it), else the first of [`SEARCH_ORDER`] that exists (a project's, but for the last).
+    pub(crate) fn config_file(&self) -> anyhow::Result<(PathBuf, Origin)> {
         if let Some(file) = &self.config {
-            return Ok(file.clone());
+            return Ok((file.clone(), Origin::Own));
         }
-        let home = std::env::var_os("XDG_CONFIG_HOME")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")));
-        let mut candidates: Vec<PathBuf> = SEARCH_ORDER[..3].iter().map(PathBuf::from).collect();
-        if let Some(home) = home {
-            candidates.push(home.join("toolwire/config.json"));
+        if let Some(file) = project_file() {
+            return Ok((file, Origin::Project));
         }
-        candidates.into_iter().find(|f| f.is_file()).with_context(|| {
-            format!(
-                "no servers configured: pass --config FILE, create one of {}, or name one server with --server URL|COMMAND",
-                SEARCH_ORDER.join(", ")
-            )
-        })
+        own_file()
+            .map(|file| (file, Origin::Own))
+            .with_context(|| {
+                format!(
+                    "no servers configured: pass --config FILE, create one of {}, or name one server with --server URL|COMMAND",
+                    SEARCH_ORDER.join(", ")
+                )
+            })
     }
 
-    /// The configuration: the file's, or one server's.
-    pub(crate) fn configuration(&self, one_off: Option<&str>) -> anyhow::Result<HostConfig> {
-        match one_off {
-            Some(server) => Ok(HostConfig::one_server(
+    /// The configuration: the file's, or one server's. A project's file is used only if the
+    /// person trusts it (asked at the terminal when they have not decided).
+    pub(crate) async fn configuration(
+        &self,
+        one_off: Option<&str>,
+        ui: &Ui,
+    ) -> anyhow::Result<HostConfig> {
+        if let Some(server) = one_off {
+            return Ok(HostConfig::one_server(
                 self.connection.server_config(server)?,
                 "(the command line)",
-            )),
-            None => {
-                let file = self.config_file()?;
-                let config = HostConfig::load(&file)?;
-                for key in &config.ignored {
-                    tracing::debug!(file = %file.display(), "ignored: {key}");
-                }
-                Ok(config)
-            }
+            ));
         }
+        let (file, origin) = self.config_file()?;
+        let config = match origin {
+            Origin::Own => HostConfig::load(&file)?,
+            _ => {
+                let own = own_file();
+                project::load(&file, ui, &self.state_dir()?, self.trust_project, own).await?
+            }
+        };
+        if !config.ignored.is_empty() {
+            name_ignored_once(&config, &self.state_dir()?);
+        }
+        Ok(config)
     }
 
     /// Connects to the servers, with `ui` answering approvals and the servers' questions.
     pub(crate) async fn open(&self, one_off: Option<&str>, ui: &Arc<Ui>) -> anyhow::Result<Host> {
-        let config = self.configuration(one_off)?;
+        let config = self.configuration(one_off, ui).await?;
         self.open_config(&config, one_off.is_some(), ui).await
     }
 
@@ -198,6 +211,72 @@ impl HostArgs {
             .map(|d| std::path::absolute(d).with_context(|| format!("--root {}", d.display())))
             .collect()
     }
+}
+
+/// The first of the project files of [`SEARCH_ORDER`] found in the working directory.
+pub(crate) fn project_file() -> Option<PathBuf> {
+    SEARCH_ORDER[..3]
+        .iter()
+        .map(PathBuf::from)
+        .find(|f| f.is_file())
+}
+
+/// The person's own configuration file, `$XDG_CONFIG_HOME/toolwire/config.json` (else under
+/// `~/.config`), when it exists.
+fn own_file() -> Option<PathBuf> {
+    let home = std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
+    Some(home.join("toolwire/config.json")).filter(|f| f.is_file())
+}
+
+/// Names the keys of other hosts' formats that `config` left alone, once for each version of
+/// the file: kept in `STATE/noticed.json` by the file's path and hash.
+fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
+    let Ok(file) = ProjectFile::read(&config.file) else {
+        return;
+    };
+    let noticed = state_dir.join("noticed.json");
+    let mut seen: std::collections::BTreeMap<PathBuf, String> = std::fs::read(&noticed)
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default();
+    if seen.get(file.canonical()).map(String::as_str) == Some(file.sha256()) {
+        return;
+    }
+    let keys: Vec<String> = config
+        .ignored
+        .iter()
+        .map(|k| format!("  {}", visible(&k.to_string(), Layout::Line)))
+        .collect();
+    note(&format!(
+        "toolwire: {} holds keys Toolwire does not read (said once for this version of the file):\n{}",
+        shown(&config.file),
+        keys.join("\n")
+    ));
+    seen.insert(file.canonical().to_owned(), file.sha256().to_owned());
+    if let Ok(text) = serde_json::to_vec_pretty(&seen) {
+        let _ = write_private(state_dir, &noticed, &text);
+    }
+}
+
+/// Writes `bytes` to `file` in `dir` (created 0700), readable by this user only, through a
+/// file beside it renamed into place.
+fn write_private(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    let temp = file.with_extension("json.new");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&temp)?.write_all(bytes)?;
+    std::fs::rename(&temp, file)
 }
 
 /// A path for messages, with `~` for the home directory.

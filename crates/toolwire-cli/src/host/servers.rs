@@ -12,7 +12,7 @@ use crate::ui::{Tone, Ui};
 /// Runs `toolwire servers`.
 pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
     let ui = Ui::new(false);
-    let config = args.configuration(args.server.as_deref())?;
+    let config = args.configuration(args.server.as_deref(), &ui).await?;
     let host = args
         .open_config(&config, args.server.is_some(), &ui)
         .await?;

@@ -15,7 +15,7 @@ use crate::ui::{Tone, Ui};
 pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let one_off = args.one_off(server);
-    let config = args.configuration(one_off)?;
+    let config = args.configuration(one_off, &ui).await?;
     // A configured server's name shows only its tools.
     let only = server.filter(|_| one_off.is_none());
     if let Some(name) = only {
