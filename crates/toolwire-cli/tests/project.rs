@@ -42,7 +42,9 @@ impl Listener {
                 kept.lock()
                     .unwrap()
                     .push(String::from_utf8_lossy(&head[..n]).into_owned());
-                let _ = stream.write_all(b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+                let _ = stream.write_all(
+                    b"HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\nconnection: close\r\n\r\n",
+                );
             }
         });
         Listener { url, seen }
@@ -59,7 +61,8 @@ struct Project(PathBuf);
 
 impl Project {
     fn new(name: &str, listener: &Listener) -> Project {
-        let dir = std::env::temp_dir().join(format!("toolwire-project-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("toolwire-project-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(dir.join("home")).unwrap();
         let project = Project(dir);
@@ -171,7 +174,10 @@ fn a_project_file_runs_nothing_until_trusted_and_is_asked_about_again_when_it_ch
     ] {
         assert!(err.contains(want), "{want:?} in:\n{err}");
     }
-    assert!(!err.contains(SECRET), "the secret itself is never shown:\n{err}");
+    assert!(
+        !err.contains(SECRET),
+        "the secret itself is never shown:\n{err}"
+    );
     nothing_ran(&project, &listener, "servers without a terminal");
 
     // --yes answers calls, not the question of trusting a file.
@@ -184,7 +190,10 @@ fn a_project_file_runs_nothing_until_trusted_and_is_asked_about_again_when_it_ch
     see(&mut asked, "nothing in it runs until you trust it");
     see(&mut asked, "Trust it and start its servers? [y]es / [n]o: ");
     asked.send_line("n").unwrap();
-    see(&mut asked, "not trusted; `toolwire trust` there trusts it later");
+    see(
+        &mut asked,
+        "not trusted; `toolwire trust` there trusts it later",
+    );
     assert_eq!(finish(asked), 2);
     nothing_ran(&project, &listener, "after a no");
     let (code, _, err) = project.run(&["tools"]);
@@ -219,7 +228,10 @@ fn a_project_file_runs_nothing_until_trusted_and_is_asked_about_again_when_it_ch
     // `toolwire trust` shows the file and asks; a yes is kept.
     let mut trusting = project.terminal(&["trust"]);
     see(&mut trusting, "./.mcp.json would do this:");
-    see(&mut trusting, "Trust it and start its servers? [y]es / [n]o: ");
+    see(
+        &mut trusting,
+        "Trust it and start its servers? [y]es / [n]o: ",
+    );
     trusting.send_line("y").unwrap();
     see(&mut trusting, "trusted ./.mcp.json");
     assert_eq!(finish(trusting), 0);
@@ -227,7 +239,11 @@ fn a_project_file_runs_nothing_until_trusted_and_is_asked_about_again_when_it_ch
     let (code, out, err) = project.run(&["servers"]);
     assert_eq!(code, 0, "{err}");
     assert!(out.contains("build "), "{out}");
-    assert_eq!(project.started().as_deref(), Some(SECRET), "trusted: started with the variable");
+    assert_eq!(
+        project.started().as_deref(),
+        Some(SECRET),
+        "trusted: started with the variable"
+    );
     assert!(
         listener
             .requests()
@@ -269,7 +285,10 @@ fn a_project_file_runs_nothing_until_trusted_and_is_asked_about_again_when_it_ch
     project.forget_start();
     let (code, _, err) = project.run(&["servers", "--trust-project"]);
     assert_eq!(code, 0, "{err}");
-    assert!(err.contains("for this command only (--trust-project)"), "{err}");
+    assert!(
+        err.contains("for this command only (--trust-project)"),
+        "{err}"
+    );
     project.forget_start();
     let (code, _, _) = project.run(&["servers"]);
     assert_eq!(code, 2);
@@ -297,7 +316,14 @@ fn a_misspelled_rule_in_the_persons_own_file_is_an_error() {
     )
     .unwrap();
     let own = own.display().to_string();
-    let (code, _, err) = project.run(&["call", "--yes", "--config", &own, "build__echo", "message=hi"]);
+    let (code, _, err) = project.run(&[
+        "call",
+        "--yes",
+        "--config",
+        &own,
+        "build__echo",
+        "message=hi",
+    ]);
     assert_eq!(code, 2, "{err}");
     assert!(
         err.contains(&format!(

@@ -88,7 +88,10 @@ fn the_terminal_host_over_real_servers() {
     // A project's file: nothing starts until the person trusts it.
     let (code, _, err) = home.run(&["servers"]);
     assert_eq!(code, 2, "{err}");
-    assert!(err.contains("nothing in it runs until you trust it"), "{err}");
+    assert!(
+        err.contains("nothing in it runs until you trust it"),
+        "{err}"
+    );
     let (code, trusted, err) = home.run(&["trust"]);
     assert_eq!(code, 0, "{err}");
     assert!(trusted.starts_with("trusted ./.mcp.json"), "{trusted}");

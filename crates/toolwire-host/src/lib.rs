@@ -9,7 +9,7 @@
 //!
 //! ```no_run
 //! use std::{future::Future, pin::Pin};
-//! use toolwire_host::{Answer, ApprovalRequest, Approver, Host, HostConfig, HostOptions};
+//! use toolwire_host::{Answer, ApprovalRequest, Approver, FileTrust, Host, HostOptions, ProjectFile};
 //!
 //! struct AllowOnce;
 //!
@@ -21,7 +21,10 @@
 //! }
 //!
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
-//! let config = HostConfig::load(".mcp.json")?;
+//! // A project's .mcp.json runs nothing until the person has trusted it, as it is now (show
+//! // them `ProjectFile::review` and record their answer with `ProjectFile::decide`).
+//! let trusted = FileTrust::new("/home/me/.local/state/my-agent");
+//! let config = ProjectFile::read(".mcp.json")?.load(&trusted)?;
 //! let host = Host::connect(&config, HostOptions::new(AllowOnce).audit_log("audit.jsonl")).await?;
 //! let tools: Vec<_> = host.tools().iter().map(|t| t.for_model()).collect();
 //! let result = host.call("time__get_current_time", serde_json::json!({"timezone": "UTC"})).await;

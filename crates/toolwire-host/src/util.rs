@@ -38,9 +38,6 @@ pub(crate) fn private_file(file: &std::path::Path) -> std::io::Result<std::fs::F
     let opened = options.open(file)?;
     // A file left by an earlier run keeps its mode through `open`: set it.
     #[cfg(unix)]
-    std::fs::set_permissions(
-        file,
-        std::os::unix::fs::PermissionsExt::from_mode(0o600),
-    )?;
+    std::fs::set_permissions(file, std::os::unix::fs::PermissionsExt::from_mode(0o600))?;
     Ok(opened)
 }

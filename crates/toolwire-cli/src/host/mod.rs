@@ -15,11 +15,11 @@ pub(crate) mod login;
 mod open;
 pub(crate) mod pins;
 mod project;
-pub(crate) mod trust;
 mod questions;
 mod render;
 pub(crate) mod servers;
 pub(crate) mod tools;
+pub(crate) mod trust;
 pub(crate) mod watch;
 
 pub(crate) use call::Ended;

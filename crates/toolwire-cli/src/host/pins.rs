@@ -41,8 +41,11 @@ pub(crate) async fn pins(args: &HostArgs, action: &PinsAction) -> anyhow::Result
     if args.server.is_some() {
         anyhow::bail!("pins are kept for configured servers only, not for --server");
     }
+    let ui = Ui::new(false);
     if let PinsAction::Forget { server, tool } = action {
-        let pins = Pins::new(FilePins::new(args.state_dir()?));
+        // Nothing is started: the configuration only says where its pins are kept.
+        let config = args.configuration(None, &ui).await?;
+        let pins = Pins::new(FilePins::new(config.state_dir_in(&args.state_dir()?)));
         pins.forget(server, tool)?;
         return Ok(out(&format!(
             "forgot the pin of {} of server {}",
@@ -50,7 +53,6 @@ pub(crate) async fn pins(args: &HostArgs, action: &PinsAction) -> anyhow::Result
             visible(server, Layout::Line)
         ))?);
     }
-    let ui = Ui::new(false);
     let host = args.open(None, &ui).await?;
     let done = act(&host, &ui, action);
     host.close().await;

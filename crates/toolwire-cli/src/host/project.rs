@@ -147,7 +147,11 @@ pub(crate) fn describe(review: &Review, ui: &Ui) -> String {
                 Tone::Yellow,
                 &format!(
                     "it reads from your environment: {}",
-                    variables.iter().map(|n| v(n)).collect::<Vec<_>>().join(", ")
+                    variables
+                        .iter()
+                        .map(|n| v(n))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             )
         ));
@@ -191,7 +195,9 @@ fn describe_server(server: &ServerReview, width: usize, ui: &Ui, lines: &mut Vec
         Launch::Program { command, args, .. } => {
             let line: Vec<String> = std::iter::once(command)
                 .chain(args)
-                .map(|word| v(&shlex::try_quote(word).map_or_else(|_| word.clone(), |q| q.into_owned())))
+                .map(|word| {
+                    v(&shlex::try_quote(word).map_or_else(|_| word.clone(), |q| q.into_owned()))
+                })
                 .collect();
             format!("{} {}", ui.paint(Tone::Bold, "runs"), line.join(" "))
         }

@@ -68,9 +68,7 @@ pub(crate) async fn trust(args: &TrustArgs) -> anyhow::Result<()> {
     let ui = Ui::new(args.yes);
     if args.refuse {
         project.decide(&store, Decision::Refused)?;
-        return Ok(out(&format!(
-            "{name} will not be used as it is now"
-        ))?);
+        return Ok(out(&format!("{name} will not be used as it is now"))?);
     }
     note(&format!(
         "toolwire: {}\n{}",

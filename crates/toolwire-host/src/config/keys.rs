@@ -89,7 +89,10 @@ impl fmt::Display for IgnoredKey {
         write!(f, "key \"{}\"", self.key)?;
         match (self.whose, self.instead) {
             (Some(whose), Some(instead)) => {
-                write!(f, " is {whose}'s and not read here (Toolwire's is \"{instead}\")")
+                write!(
+                    f,
+                    " is {whose}'s and not read here (Toolwire's is \"{instead}\")"
+                )
             }
             (Some(whose), None) => write!(f, " is {whose}'s and not read here"),
             (None, _) => write!(f, " is not one Toolwire reads"),
@@ -215,7 +218,16 @@ mod tests {
         };
         assert!(!message.contains("did you mean"), "{message}");
         assert!(matches!(top_key("aproval"), Verdict::Unknown(_)));
-        assert!(matches!(top_key("inputs"), Verdict::Ignored(IgnoredKey { whose: Some("VS Code"), .. })));
-        assert!(matches!(top_key("somethingElse"), Verdict::Ignored(IgnoredKey { whose: None, .. })));
+        assert!(matches!(
+            top_key("inputs"),
+            Verdict::Ignored(IgnoredKey {
+                whose: Some("VS Code"),
+                ..
+            })
+        ));
+        assert!(matches!(
+            top_key("somethingElse"),
+            Verdict::Ignored(IgnoredKey { whose: None, .. })
+        ));
     }
 }

@@ -254,6 +254,22 @@ impl HostConfig {
         }
     }
 
+    /// Where a host keeps this configuration's pins and "allow always" answers, given its
+    /// state directory `dir`: `dir` itself for the person's own configuration, and
+    /// `dir/projects/HASH` for a project's file (by the hash of where the file really is). A
+    /// project's server may share a name, and even its tool definitions, with a server of
+    /// the person's, but not what the person approved of theirs.
+    pub fn state_dir_in(&self, dir: &Path) -> PathBuf {
+        match self.origin {
+            Origin::Own => dir.to_owned(),
+            Origin::Project => {
+                let file = std::fs::canonicalize(&self.file).unwrap_or_else(|_| self.file.clone());
+                let hash = crate::util::sha256_hex(file.as_os_str().as_encoded_bytes());
+                dir.join("projects").join(&hash[..16])
+            }
+        }
+    }
+
     /// The server called `name`.
     pub fn server(&self, name: &str) -> Option<&ServerConfig> {
         self.servers.iter().find(|s| s.name == name)

@@ -180,7 +180,8 @@ impl Review {
             key: None,
             message,
         };
-        let root: Value = serde_json::from_str(text).map_err(|e| error(format!("not JSON: {e}")))?;
+        let root: Value =
+            serde_json::from_str(text).map_err(|e| error(format!("not JSON: {e}")))?;
         let Value::Object(root) = root else {
             return Err(error("the file must hold a JSON object".to_owned()));
         };
@@ -242,7 +243,9 @@ impl ServerReview {
         let text = |key: &str| entry.get(key).map(written);
         let pairs = |key: &str| -> Vec<(String, String)> {
             match entry.get(key) {
-                Some(Value::Object(map)) => map.iter().map(|(k, v)| (k.clone(), written(v))).collect(),
+                Some(Value::Object(map)) => {
+                    map.iter().map(|(k, v)| (k.clone(), written(v))).collect()
+                }
                 Some(other) => vec![(String::new(), written(other))],
                 None => Vec::new(),
             }

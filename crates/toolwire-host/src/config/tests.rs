@@ -477,7 +477,12 @@ fn a_project_file_is_reviewed_without_expanding_anything() {
     );
     assert_eq!(
         review.variables(),
-        ["SECRET_TOKEN", "HOST_PART", "AWS_SECRET_ACCESS_KEY", "GITHUB_TOKEN"]
+        [
+            "SECRET_TOKEN",
+            "HOST_PART",
+            "AWS_SECRET_ACCESS_KEY",
+            "GITHUB_TOKEN"
+        ]
     );
     let aside: Vec<String> = review.set_aside.iter().map(|s| s.to_string()).collect();
     assert_eq!(
@@ -568,4 +573,28 @@ fn a_trusted_project_file_may_only_narrow_the_rules() {
     assert_eq!(own.approval.allow, ["*"]);
     assert!(own.server("build").unwrap().trust);
     assert!(own.set_aside.is_empty());
+}
+
+#[test]
+fn a_project_keeps_its_pins_and_answers_apart_from_the_persons() {
+    let vars = Variables::new([
+        ("AWS_SECRET_ACCESS_KEY", "a"),
+        ("GITHUB_TOKEN", "g"),
+        ("SECRET_TOKEN", "s"),
+    ]);
+    let state = Path::new("/state");
+    let own = HostConfig::parse(HOSTILE_PROJECT, "/p/.mcp.json", &vars).unwrap();
+    assert_eq!(own.state_dir_in(state), state);
+    let project =
+        HostConfig::parse_as(HOSTILE_PROJECT, "/p/.mcp.json", &vars, Origin::Project).unwrap();
+    let other =
+        HostConfig::parse_as(HOSTILE_PROJECT, "/q/.mcp.json", &vars, Origin::Project).unwrap();
+    let dir = project.state_dir_in(state);
+    assert!(dir.starts_with("/state/projects"), "{}", dir.display());
+    assert_eq!(
+        dir,
+        project.state_dir_in(state),
+        "the same project, the same place"
+    );
+    assert_ne!(dir, other.state_dir_in(state), "two projects, two places");
 }

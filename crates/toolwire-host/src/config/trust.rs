@@ -264,7 +264,8 @@ mod tests {
     }
 
     fn temp_dir(name: &str) -> PathBuf {
-        let dir = std::env::temp_dir().join(format!("toolwire-trust-{name}-{}", std::process::id()));
+        let dir =
+            std::env::temp_dir().join(format!("toolwire-trust-{name}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         dir
     }

@@ -160,10 +160,14 @@ impl Host {
     /// fails is reported in [`Host::servers`]; the others work.
     pub async fn connect(config: &HostConfig, options: HostOptions) -> Result<Host, HostError> {
         let (pins, remembered): (Arc<dyn PinStore>, Arc<dyn crate::policy::Remembered>) =
-            match &options.state_dir {
+            match options
+                .state_dir
+                .as_deref()
+                .map(|dir| config.state_dir_in(dir))
+            {
                 Some(dir) => (
-                    Arc::new(FilePins::new(dir)),
-                    Arc::new(FileRemembered::new(dir)),
+                    Arc::new(FilePins::new(&dir)),
+                    Arc::new(FileRemembered::new(&dir)),
                 ),
                 None => (
                     Arc::new(MemoryPins::new()),

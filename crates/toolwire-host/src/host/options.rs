@@ -172,7 +172,9 @@ impl HostOptions {
         self
     }
 
-    /// Keeps pins (`DIR/pins/`) and "allow always" answers (`DIR/approvals.json`) in `dir`.
+    /// Keeps pins (`DIR/pins/`) and "allow always" answers (`DIR/approvals.json`) in `dir`;
+    /// those of a project's configuration in a directory of its own under it
+    /// ([`HostConfig::state_dir_in`](crate::HostConfig::state_dir_in)).
     pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
         self
