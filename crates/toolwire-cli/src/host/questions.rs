@@ -1,7 +1,8 @@
 //! What servers ask of the person: forms (elicitation), a URL to open, a message for a model
 //! (sampling), and the directories they may work in (roots). Each question names the server
 //! that asks. With no terminal, forms are answered with `--answer` or declined, URLs and
-//! sampling declined.
+//! sampling declined. A URL is opened only when it is a web page (`ui::may_open`): anything
+//! else is shown, said to be refused and why, and declined without a question.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,9 +74,14 @@ impl Questions {
             visible(&form.message, Layout::Text)
         );
         if let Some(answer) = &self.answer {
-            note(&format!("{asks}\n  answering with --answer {answer}"));
+            let shown = safe_json(answer, false).unwrap_or_default();
+            note(&format!("{asks}\n  answering with --answer {shown}"));
             return toolwire_client::accepted(answer).unwrap_or_else(|e| {
-                note(&format!("toolwire: --answer: {e}; declining"));
+                let problem = e.to_string();
+                note(&format!(
+                    "toolwire: --answer: {}; declining",
+                    visible(&problem, Layout::Line)
+                ));
                 toolwire_client::declined()
             });
         }
@@ -90,17 +96,40 @@ impl Questions {
     }
 
     async fn url(&self, server: &str, params: ElicitUrlParams) -> ElicitResult {
-        let domain = url::Url::parse(&params.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_else(|| "(no domain)".into());
+        // The URL as it would be opened: the parser's reading of it (`ui::may_open` opens
+        // the same), else the text as sent.
+        let parsed = url::Url::parse(&params.url).ok();
+        let shown = parsed
+            .as_ref()
+            .map_or(params.url.as_str(), url::Url::as_str);
+        let domain = parsed
+            .as_ref()
+            .and_then(url::Url::host_str)
+            .unwrap_or("(no domain)");
         note(&format!(
             "toolwire: server {} asks you to open a web page: {}\n  URL     {}\n  domain  {}",
             self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),
             visible(&params.message, Layout::Text),
-            visible(&params.url, Layout::Line),
-            self.ui.paint(Tone::Bold, &visible(&domain, Layout::Line)),
+            visible(shown, Layout::Line),
+            self.ui.paint(Tone::Bold, &visible(domain, Layout::Line)),
         ));
+        if domain.split('.').any(|label| label.starts_with("xn--")) {
+            note(&self.ui.paint(
+                Tone::Yellow,
+                "  the domain is written in Punycode (xn--): its letters may imitate a familiar one's",
+            ));
+        }
+        let url = match crate::ui::may_open(&params.url) {
+            Ok(url) => url,
+            Err(refusal) => {
+                note(&self.ui.paint(
+                    Tone::Red,
+                    &format!("  will not be opened: {refusal} ({})", crate::ui::OPENABLE),
+                ));
+                note("  declined");
+                return toolwire_client::declined();
+            }
+        };
         if !self.ui.interactive {
             note("  declined: no terminal to ask on");
             return toolwire_client::declined();
@@ -115,7 +144,7 @@ impl Questions {
             .await
         {
             Some("yes") => {
-                crate::ui::open_in_browser(&params.url);
+                crate::ui::open_in_browser(url.as_str());
                 accept_without_content()
             }
             Some("no") => toolwire_client::declined(),
