@@ -113,7 +113,7 @@ impl Questions {
             visible(shown, Layout::Line),
             self.ui.paint(Tone::Bold, &visible(domain, Layout::Line)),
         ));
-        if domain.split('.').any(|label| label.starts_with("xn--")) {
+        if is_punycode(domain) {
             note(&self.ui.paint(
                 Tone::Yellow,
                 "  the domain is written in Punycode (xn--): its letters may imitate a familiar one's",
@@ -208,6 +208,16 @@ impl Questions {
     }
 }
 
+/// Whether a domain has a label in Punycode (`xn--`), whose letters once decoded may imitate
+/// a familiar domain's (the spec asks clients to warn of it).
+fn is_punycode(domain: &str) -> bool {
+    domain.split('.').any(|label| {
+        label
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("xn--"))
+    })
+}
+
 /// An accepted URL elicitation: consent, no content.
 fn accept_without_content() -> ElicitResult {
     ElicitResult {
@@ -247,4 +257,25 @@ async fn run_sampler(
     }
     serde_json::from_slice(&output.stdout)
         .map_err(|e| failed(format!("did not print a sampling result: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn punycode_domains_are_recognised() {
+        let cases = [
+            ("xn--pple-43d.com", true),
+            ("login.XN--80ak6aa92e.com", true),
+            ("apple.com", false),
+            ("xn-.example", false),
+            ("(no domain)", false),
+            ("127.0.0.1", false),
+            ("ab\u{20ac}d.example", false),
+        ];
+        for (domain, expected) in cases {
+            assert_eq!(is_punycode(domain), expected, "{domain}");
+        }
+    }
 }
