@@ -13,6 +13,7 @@ mod examples;
 mod host;
 mod layers;
 mod notes;
+mod private;
 mod session;
 mod signin;
 mod target;
@@ -208,9 +209,18 @@ async fn run() -> anyhow::Result<()> {
             let in_memory = handles.is_some_and(|h| h.in_memory);
             let data_dir = match data_dir {
                 _ if in_memory => None,
-                Some(dir) => Some(dir),
-                None => Some(default_data_dir()?),
+                Some(dir) => Some((dir, false)),
+                None => Some((default_data_dir()?, true)),
             };
+            if let Some((dir, own)) = &data_dir {
+                private::dir(dir, *own).with_context(|| {
+                    format!(
+                        "--data-dir: cannot create {} (pass another directory)",
+                        dir.display()
+                    )
+                })?;
+            }
+            let data_dir = data_dir.map(|(dir, _)| dir);
             let lifetimes = handles
                 .map(layers::HandlesConfig::lifetimes)
                 .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());

@@ -32,7 +32,7 @@ pub(crate) fn store(
     let backend: Arc<dyn HandleBackend> =
         match data_dir {
             Some(dir) => {
-                std::fs::create_dir_all(dir).with_context(|| {
+                crate::private::dir(dir, false).with_context(|| {
                     format!(
                         "--data-dir: cannot create {} (pass another directory)",
                         dir.display()

@@ -14,21 +14,23 @@ use crate::terminal::{Layout, note, visible};
 use crate::ui::{Tone, Ui};
 
 /// The state directory: `explicit` (`--state-dir`, TOOLWIRE_STATE_DIR), else
-/// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
+/// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire; created private (the default one
+/// made private if it is not: see `private::dir`).
 pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
-    if let Some(dir) = explicit {
-        return Ok(dir.to_owned());
-    }
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    if let Some(state) = var("XDG_STATE_HOME") {
-        return Ok(PathBuf::from(state).join("toolwire"));
-    }
-    match var("HOME") {
-        Some(home) => Ok(PathBuf::from(home).join(".local/state/toolwire")),
-        None => {
+    let (dir, own) = match (explicit, var("XDG_STATE_HOME"), var("HOME")) {
+        (Some(dir), _, _) => (dir.to_owned(), false),
+        (None, Some(state), _) => (PathBuf::from(state).join("toolwire"), true),
+        (None, None, Some(home)) => (PathBuf::from(home).join(".local/state/toolwire"), true),
+        (None, None, None) => {
             anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
         }
+    };
+    // A directory that cannot be made is reported by what writes in it, if anything does.
+    if let Err(e) = crate::private::dir(&dir, own) {
+        tracing::debug!("cannot create the state directory {}: {e}", dir.display());
     }
+    Ok(dir)
 }
 
 /// The file of identities and tokens in the state directory.

@@ -201,8 +201,9 @@ impl Target {
                 };
                 match answer {
                     Some(answer) => {
+                        let shown = crate::terminal::json(&answer, false).unwrap_or_default();
                         note(&format!(
-                            "toolwire: the server asks: {question} -> answering {answer}"
+                            "toolwire: the server asks: {question} -> answering {shown}"
                         ));
                         toolwire_client::accepted(&answer)
                     }

@@ -194,9 +194,81 @@ fn paint(on: bool, tone: Tone, text: &str) -> String {
     }
 }
 
+/// What may be opened in a browser, said to the person when a URL is refused.
+pub(crate) const OPENABLE: &str = "only https: pages, and http: pages on this computer, are opened";
+
+/// Why a URL is not opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// It does not read as an absolute URL.
+    NotAUrl,
+    /// Its scheme is not a web page's: `file:` (a local file), `javascript:`, `ssh:`, a
+    /// desktop application's own scheme.
+    Scheme(String),
+    /// Plain `http:` to another computer: anyone on the way can read and change the page.
+    PlainHttp,
+    /// A user name or password before the host (`https://bank.example@evil.example/`), which
+    /// disguises where the URL leads.
+    Credentials,
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Refusal::NotAUrl => f.write_str("it is not a URL"),
+            // A parsed scheme is ASCII letters, digits, `+`, `-` and `.` only.
+            Refusal::Scheme(scheme) => write!(f, "it is a {scheme}: address, not a web page"),
+            Refusal::PlainHttp => f.write_str(
+                "it is plain http: to another computer, so anyone on the way could read or change the page",
+            ),
+            Refusal::Credentials => f.write_str(
+                "it carries a user name or password before its host, which disguises where it leads",
+            ),
+        }
+    }
+}
+
+impl std::error::Error for Refusal {}
+
+/// Whether `url` may be opened in a browser: `https:`, or `http:` to this computer
+/// (127.0.0.0/8, ::1, `localhost`), with no user name or password. On success, the URL as it
+/// will be opened (parsed and written out again, so what was checked is what is opened).
+pub(crate) fn may_open(url: &str) -> Result<url::Url, Refusal> {
+    let parsed = url::Url::parse(url).map_err(|_| Refusal::NotAUrl)?;
+    match parsed.scheme() {
+        "https" => {}
+        "http" if is_loopback(&parsed) => {}
+        "http" => return Err(Refusal::PlainHttp),
+        other => return Err(Refusal::Scheme(other.to_owned())),
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err(Refusal::Credentials);
+    }
+    Ok(parsed)
+}
+
+/// Whether `url`'s host is this computer.
+fn is_loopback(url: &url::Url) -> bool {
+    match url.host() {
+        Some(url::Host::Ipv4(ip)) => ip.is_loopback(),
+        Some(url::Host::Ipv6(ip)) => ip.is_loopback(),
+        Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+        None => false,
+    }
+}
+
 /// Opens `url` in a browser: `$BROWSER` (a command, given the URL) if set, else the desktop's
 /// opener (`open` on macOS, `xdg-open` elsewhere). Says to open it by hand when neither starts.
+/// Whoever asks, only what [`may_open`] allows is opened: anything else is refused with a
+/// line saying why.
 pub(crate) fn open_in_browser(url: &str) {
+    let url = match may_open(url) {
+        Ok(url) => url,
+        Err(refusal) => {
+            note(&format!("  not opened: {refusal} ({OPENABLE})"));
+            return;
+        }
+    };
     let quiet = |mut command: std::process::Command| {
         command
             .stdin(std::process::Stdio::null())
@@ -212,7 +284,7 @@ pub(crate) fn open_in_browser(url: &str) {
             let mut command = std::process::Command::new("sh");
             command
                 .args(["-c", &format!("{browser} \"$1\""), "browser"])
-                .arg(url);
+                .arg(url.as_str());
             quiet(command)
         }
         None => {
@@ -221,11 +293,76 @@ pub(crate) fn open_in_browser(url: &str) {
             } else {
                 "xdg-open"
             });
-            command.arg(url);
+            command.arg(url.as_str());
             quiet(command)
         }
     };
     if opened.is_err() {
         note("  no browser opener here: open the address yourself");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_web_pages_may_be_opened() {
+        let opened = |url: &str| may_open(url).map(String::from);
+        let cases: [(&str, Result<&str, Refusal>); 22] = [
+            (
+                "https://auth.example/login?session=1",
+                Ok("https://auth.example/login?session=1"),
+            ),
+            ("HTTPS://Auth.Example", Ok("https://auth.example/")),
+            ("http://127.0.0.1:8080/cb", Ok("http://127.0.0.1:8080/cb")),
+            ("http://127.9.9.9/", Ok("http://127.9.9.9/")),
+            ("http://[::1]:3000/", Ok("http://[::1]:3000/")),
+            ("http://LocalHost/x", Ok("http://localhost/x")),
+            // What is checked is what is opened: the parser's reading, not the raw text.
+            ("  https://a.example/\tpath\n", Ok("https://a.example/path")),
+            ("file:///etc/shadow", Err(Refusal::Scheme("file".into()))),
+            ("FILE:///etc/passwd", Err(Refusal::Scheme("file".into()))),
+            (
+                "javascript:alert(1)",
+                Err(Refusal::Scheme("javascript".into())),
+            ),
+            (
+                "data:text/html,<script>x</script>",
+                Err(Refusal::Scheme("data".into())),
+            ),
+            ("ssh://host.example/", Err(Refusal::Scheme("ssh".into()))),
+            (
+                "vscode://extension/install",
+                Err(Refusal::Scheme("vscode".into())),
+            ),
+            ("smb://share.example/x", Err(Refusal::Scheme("smb".into()))),
+            ("http://intranet.example/reset", Err(Refusal::PlainHttp)),
+            ("http://localhost.evil.example/", Err(Refusal::PlainHttp)),
+            (
+                "http://169.254.169.254/latest/meta-data/",
+                Err(Refusal::PlainHttp),
+            ),
+            ("http://[::ffff:7f00:1]/", Err(Refusal::PlainHttp)),
+            (
+                "https://bank.example@evil.example/",
+                Err(Refusal::Credentials),
+            ),
+            ("https://user:pass@site.example/", Err(Refusal::Credentials)),
+            ("/relative/path", Err(Refusal::NotAUrl)),
+            ("not a url", Err(Refusal::NotAUrl)),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(opened(url), expected.map(str::to_owned), "{url:?}");
+        }
+    }
+
+    #[test]
+    fn a_refusal_says_why() {
+        assert_eq!(
+            Refusal::Scheme("file".into()).to_string(),
+            "it is a file: address, not a web page"
+        );
+        assert!(Refusal::PlainHttp.to_string().contains("plain http:"));
     }
 }

@@ -903,3 +903,90 @@ fn serve_limits_calls_as_configured() {
     assert!(echoed.status.success(), "{}", stderr(&echoed));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// Every directory and file `toolwire call` and the `toolwire serve` it starts create in
+/// fresh state and data directories is readable by its owner only (0700, 0600), however
+/// permissive the umask: the audit log holds call arguments, the handle database notes.
+#[cfg(unix)]
+#[test]
+fn state_and_data_files_are_readable_by_their_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let root = std::env::temp_dir().join(format!("toolwire-cli-private-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&root);
+    std::fs::create_dir_all(&root).unwrap();
+    let (state, data) = (root.join("state/nested"), root.join("data/nested"));
+    let config = root.join("mcp.json");
+    let server = serde_json::json!({"mcpServers": {"notes": {
+        "command": BIN, "args": ["serve"], "env": {"TOOLWIRE_DATA_DIR": data}
+    }}});
+    std::fs::write(&config, server.to_string()).unwrap();
+    // A umask of 0 leaves every mode as the program asks for it.
+    let called = Command::new("sh")
+        .args(["-c", "umask 000 && exec \"$0\" \"$@\""])
+        .args([BIN, "call", "--yes", "--config"])
+        .arg(&config)
+        .args(["notes__note_create", "text=a private note"])
+        .env("TOOLWIRE_STATE_DIR", &state)
+        .env_remove("TOOLWIRE_DATA_DIR")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(called.status.success(), "{}", stderr(&called));
+    let mut seen = Vec::new();
+    let mut loose = Vec::new();
+    let mut stack = vec![root.join("state"), root.join("data")];
+    while let Some(path) = stack.pop() {
+        let meta = std::fs::symlink_metadata(&path).unwrap();
+        let mode = meta.permissions().mode() & 0o777;
+        let expected = if meta.is_dir() { 0o700 } else { 0o600 };
+        if mode != expected {
+            loose.push(format!("{} {mode:04o}", path.display()));
+        }
+        if meta.is_dir() {
+            stack.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        }
+        seen.push(path.file_name().unwrap().to_string_lossy().into_owned());
+    }
+    for name in [
+        "audit.jsonl",
+        "audit.jsonl.head",
+        "audit.jsonl.lock",
+        "pins",
+        "handles.sqlite3",
+    ] {
+        assert!(seen.iter().any(|s| s == name), "{name} in {seen:?}");
+    }
+    assert_eq!(loose, Vec::<String>::new());
+
+    // The default state directory, Toolwire's own, is made private if an older version left
+    // it open, and says so; a directory the person named keeps its mode.
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    let (xdg, named) = (root.join("xdg"), root.join("named"));
+    for dir in [xdg.join("toolwire"), named.clone()] {
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let shown = Command::new(BIN)
+        .args(["audit", "show"])
+        .env("XDG_STATE_HOME", &xdg)
+        .env_remove("TOOLWIRE_STATE_DIR")
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(mode(&xdg.join("toolwire")), 0o700);
+    assert!(
+        stderr(&shown).contains("it is now private"),
+        "{}",
+        stderr(&shown)
+    );
+    let shown = Command::new(BIN)
+        .args(["audit", "show"])
+        .env("TOOLWIRE_STATE_DIR", &named)
+        .output()
+        .unwrap();
+    assert!(shown.status.success(), "{}", stderr(&shown));
+    assert_eq!(mode(&named), 0o755);
+    let _ = std::fs::remove_dir_all(&root);
+}

@@ -1,14 +1,22 @@
 //! The `toolwire` binary against a hostile stdio server that puts terminal escape sequences in
 //! every piece of text it sends: nothing of them may reach the terminal raw. Also: a closed
 //! stdout or stderr ends a command quietly, never with a panic (status 101), and `--answer`
-//! never accepts a URL-mode elicitation.
+//! never accepts a URL-mode elicitation. At a terminal (a pseudo-terminal): forms built from
+//! hostile schemas show every keyword safely, and a URL that is not a web page is shown and
+//! refused, never opened.
 //!
 //! The server is the client crate's scripted stdio server (`scripted_stdio.py`).
 
 use std::io::Read as _;
 use std::process::{Command, Output, Stdio};
+use std::time::Duration;
 
+use expectrl::Session;
 use serde_json::{Value, json};
+
+#[path = "support/pty.rs"]
+mod pty;
+use pty::{finish, see};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
@@ -29,7 +37,21 @@ fn script() -> Value {
         }})
     };
     let text = |text: &str| json!({"type": "text", "text": text});
-    json!({
+    let asks = |request: Value| {
+        json!([{"result": {
+            "resultType": "input_required", "requestState": "s",
+            "inputRequests": {"ask": request}
+        }}])
+    };
+    let open = |url: &str| {
+        asks(json!({"method": "elicitation/create", "params": {
+            "mode": "url", "message": h, "url": url
+        }}))
+    };
+    let answered = json!([{"result": {
+        "resultType": "complete", "content": [text("{INPUT_RESPONSES}")]
+    }}]);
+    let mut script = json!({
         "server/discover": [{"result": {
             "resultType": "complete", "supportedVersions": ["2026-07-28", h],
             "capabilities": {"tools": {"listChanged": true}, "experimental": {h: {}}},
@@ -72,8 +94,60 @@ fn script() -> Value {
             {"method": "notifications/tools/list_changed", "params": {"_meta": meta("{ID}")}},
             {"result": {"resultType": "complete", "_meta": meta("{ID}")}}
         ],
-    })
+        "tools/call:form": asks(json!({"method": "elicitation/create", "params": {
+            "mode": "form", "message": h, "requestedSchema": hostile_form()
+        }})),
+        "tools/call:form#retry": answered,
+    });
+    let mut tools = vec![
+        json!({"name": "bounds", "inputSchema": hostile_bounds()}),
+        json!({"name": "form", "inputSchema": {"type": "object"}}),
+    ];
+    for (tool, url) in URLS {
+        tools.push(json!({"name": tool, "inputSchema": {"type": "object"}}));
+        script[format!("tools/call:{tool}")] = open(url);
+        script[format!("tools/call:{tool}#retry")] = answered.clone();
+    }
+    if let Some(listed) = script["tools/list"][0]["result"]["tools"].as_array_mut() {
+        listed.extend(tools);
+    }
+    script
 }
+
+/// A tool's input schema whose every keyword carries `HOSTILE`, also where a number belongs:
+/// the missing arguments are asked for at the terminal from it, as is.
+fn hostile_bounds() -> Value {
+    let h = HOSTILE;
+    json!({"type": "object", "properties": {
+        "n": {"type": "integer", "title": h, "description": h, "minimum": h, "maximum": h,
+              "exclusiveMinimum": h, "multipleOf": h, "default": h, "const": h},
+        "s": {"type": "string", "minLength": h, "maxLength": h, "pattern": h, "format": h,
+              "default": {h: [h]}, "enum": [h, 7], "examples": [h]},
+        "k": {"type": "array", "minItems": h, "items": {"enum": [h]}, "default": [h]},
+    }, "required": ["n", "s", "k"]})
+}
+
+/// An elicitation form with `HOSTILE` in every string it may carry: the message, titles,
+/// descriptions, formats, defaults, options and their titles.
+fn hostile_form() -> Value {
+    let h = HOSTILE;
+    json!({"type": "object", "properties": {
+        "a": {"type": "string", "title": h, "description": h, "format": h, "default": h,
+              "minLength": 0, "maxLength": 100},
+        "b": {"type": "string", "enum": [h, "x"], "enumNames": [h, h], "default": h},
+        "c": {"type": "string", "oneOf": [{"const": h, "title": h}], "default": h},
+        "d": {"type": "array", "items": {"anyOf": [{"const": h, "title": h}]}, "default": [h]},
+        "e": {"type": "number", "title": h, "minimum": -1.5, "maximum": 1e300, "default": 0.5},
+    }})
+}
+
+/// Tools that ask the person to open a URL: only the last may be opened.
+const URLS: [(&str, &str); 4] = [
+    ("shadow", "file:///etc/shadow"),
+    ("plain", "http://intranet.example/reset"),
+    ("script", "javascript:alert(document.cookie)"),
+    ("page", "https://auth.example/start"),
+];
 
 /// The command line that starts the hostile server.
 fn server() -> String {
@@ -292,4 +366,156 @@ fn a_closed_stderr_is_no_panic() {
     assert_eq!(status.code(), Some(0));
     let status = with_closed(&["call", "--yes", &server, "fail"], false);
     assert_eq!(status.code(), Some(2));
+}
+
+/// `toolwire ARGS` in a pseudo-terminal, without colours; `BROWSER` appends each URL it is
+/// asked to open to the file `opened`.
+fn at_terminal(args: &[&str], opened: &std::path::Path) -> Session {
+    let mut command = command();
+    let record = shlex::try_quote(opened.to_str().unwrap())
+        .unwrap()
+        .into_owned();
+    command
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env("BROWSER", format!("printf '%s\\n' >> {record}"));
+    let mut session = Session::spawn(command).expect("toolwire starts in a pty");
+    session.set_expect_timeout(Some(Duration::from_secs(20)));
+    session
+}
+
+/// Everything the command still writes, and its exit status.
+fn rest(mut session: Session) -> (String, i32) {
+    let mut text = match session.expect(expectrl::Eof) {
+        Ok(found) => found.as_bytes().to_vec(),
+        Err(expectrl::Error::Eof) => Vec::new(),
+        Err(error) => panic!("the command does not end: {error}"),
+    };
+    let _ = session.read_to_end(&mut text);
+    let status = match session.get_process().wait().expect("its status") {
+        expectrl::WaitStatus::Exited(_, code) => code,
+        other => panic!("ended by {other:?}"),
+    };
+    (String::from_utf8_lossy(&text).into_owned(), status)
+}
+
+/// Answers each of a form's questions (each ends with `): `) with the next of `answers`;
+/// returns everything shown up to the last question.
+fn answer(session: &mut Session, answers: &[&str]) -> String {
+    let mut shown = String::new();
+    for answer in answers {
+        shown += &see(session, "): ");
+        shown += "): ";
+        session.send_line(answer).unwrap();
+    }
+    shown
+}
+
+/// The end of a long output, for a failure's message: the server's name, which these
+/// commands show, is its whole command line with its script.
+fn last(text: &str) -> &str {
+    let mut at = text.len().saturating_sub(1500);
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    &text[at..]
+}
+
+fn scratch(what: &str) -> std::path::PathBuf {
+    std::env::temp_dir().join(format!("toolwire-cli-{what}-{}", std::process::id()))
+}
+
+#[test]
+fn a_form_from_a_hostile_schema_shows_every_keyword_safely() {
+    let server = server();
+    let opened = scratch("form-opened");
+    // Missing arguments are asked for from the tool's input schema, whatever it holds: a
+    // string where a number belongs too. Enter takes the defaults; the last question stops.
+    let mut bounds = at_terminal(&["call", "--yes", &server, "bounds"], &opened);
+    let mut shown = see(&mut bounds, "needs n, s, k");
+    shown += &answer(&mut bounds, &["", "", ":cancel"]);
+    let (end, status) = rest(bounds);
+    shown += &end;
+    assert_eq!(status, 3, "the call was not made: {}", last(&shown));
+    assert_eq!(raw_controls(shown.as_bytes()), [], "{:?}", last(&shown));
+    assert!(
+        shown.contains("<U+009B>31m<U+202E>evil"),
+        "{:?}",
+        last(&shown)
+    );
+    assert!(
+        shown.contains("the call was not made"),
+        "{:?}",
+        last(&shown)
+    );
+
+    // An elicitation form: every string of it shown safely, the defaults taken, then declined.
+    let mut form = at_terminal(&["call", "--yes", &server, "form"], &opened);
+    let mut shown = see(&mut form, "asks: ");
+    shown += &answer(&mut form, &["", "", "", "", ""]);
+    shown += &see(&mut form, "Send these answers?");
+    form.send_line("n").unwrap();
+    let (end, status) = rest(form);
+    shown += &end;
+    assert_eq!(status, 0, "{}", last(&shown));
+    assert_eq!(raw_controls(shown.as_bytes()), [], "{:?}", last(&shown));
+    assert!(
+        shown.contains("<U+009B>31m<U+202E>evil"),
+        "{:?}",
+        last(&shown)
+    );
+    assert!(
+        shown.contains(r#"{"ask": {"action": "decline"}}"#),
+        "{:?}",
+        last(&shown)
+    );
+}
+
+#[test]
+fn only_a_web_page_is_opened_and_only_after_a_yes() {
+    let server = server();
+    let opened = scratch("url-opened");
+    let _ = std::fs::remove_file(&opened);
+    for (tool, url) in &URLS[..3] {
+        let mut session = at_terminal(&["call", "--yes", &server, tool], &opened);
+        let mut shown = see(&mut session, "asks you to open a web page");
+        // Shown, then refused before any question.
+        let next = session
+            .expect(expectrl::Regex("Open it\\?|will not be opened[^\r\n]*"))
+            .unwrap_or_else(|e| panic!("{tool}: neither asked nor refused: {e}"));
+        shown += &String::from_utf8_lossy(next.as_bytes());
+        let said = String::from_utf8_lossy(next.get(0).unwrap()).into_owned();
+        assert!(
+            said.starts_with("will not be opened"),
+            "{url} was offered to be opened: {:?}",
+            last(&shown)
+        );
+        let (end, status) = rest(session);
+        shown += &end;
+        assert_eq!(status, 0, "{}", last(&shown));
+        assert!(shown.contains(url), "the URL is shown: {:?}", last(&shown));
+        assert!(!shown.contains("Open it?"), "{:?}", last(&shown));
+        assert!(
+            shown.contains(r#"{"ask": {"action": "decline"}}"#),
+            "declined: {:?}",
+            last(&shown)
+        );
+        assert_eq!(raw_controls(shown.as_bytes()), [], "{:?}", last(&shown));
+    }
+    // A web page is asked about, and opened after a yes.
+    let (tool, url) = URLS[3];
+    let mut page = at_terminal(&["call", "--yes", &server, tool], &opened);
+    see(&mut page, &format!("URL     {url}"));
+    see(&mut page, "domain  auth.example");
+    see(&mut page, "Open it? [y]es / [n]o (decline) / [c]ancel: ");
+    page.send_line("y").unwrap();
+    see(&mut page, r#"{"ask": {"action": "accept"}}"#);
+    assert_eq!(finish(page), 0);
+    // Only the web page ever reached the opener.
+    let reached = std::fs::read_to_string(&opened).unwrap_or_default();
+    assert!(
+        reached.lines().all(|line| line == url),
+        "the opener was given {reached:?}"
+    );
+    let _ = std::fs::remove_file(&opened);
 }

@@ -40,6 +40,7 @@ pub mod host;
 pub mod names;
 pub mod pins;
 pub mod policy;
+mod private;
 mod util;
 
 pub use audit::{AuditError, AuditLog, Head, Redaction, Tampering, Verified, verify};

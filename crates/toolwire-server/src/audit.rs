@@ -138,13 +138,16 @@ impl std::fmt::Debug for JsonlAuditSink {
 }
 
 impl JsonlAuditSink {
-    /// Opens (creating, appending) `path`.
+    /// Opens (creating, appending) `path`. Events carry the calls' arguments: a new file is
+    /// readable by its owner only (0600 on Unix) from its creation; an existing one keeps the
+    /// mode it has (its operator may have opened it to a log shipper).
     pub fn open(path: impl AsRef<Path>) -> std::io::Result<Self> {
         let path = path.as_ref().to_owned();
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.create(true).append(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        let file = options.open(&path)?;
         let shared = Arc::new(Shared {
             pending: std::sync::Mutex::new(Vec::with_capacity(WRITE_AT)),
             wake: std::sync::Condvar::new(),

@@ -95,7 +95,9 @@ pub(crate) fn describe(ui: &Ui, request: &ApprovalRequest<'_>) -> String {
         };
         lines.push(format!("  annotations  {} {trust}", hints.join(", ")));
     }
-    lines.push(format!("  asked        {}", request.reason));
+    // A rule's pattern comes from a configuration file, perhaps a cloned project's.
+    let reason = request.reason.to_string();
+    lines.push(format!("  asked        {}", visible(&reason, Layout::Line)));
     let arguments = json(request.arguments, true).unwrap_or_else(|_| "?".into());
     lines.push("  arguments, exactly as they will be sent:".into());
     lines.extend(arguments.lines().map(|l| format!("    {l}")));

@@ -81,32 +81,31 @@ pub(crate) fn audit(args: &HostArgs, action: &AuditAction) -> anyhow::Result<()>
     }
 }
 
-/// One record as a line: number, time, event, then its fields.
+/// One record as a line: number, time, event, then its fields. Every piece is shown safely:
+/// records hold servers' text, and a log edited by hand may hold anything anywhere.
 fn describe(ui: &Ui, record: &Value) -> String {
     let Value::Object(fields) = record else {
         return String::new();
     };
+    let text = |value: &Value| -> String {
+        let text = match value {
+            Value::String(s) => s.clone(),
+            other => json(other, false).unwrap_or_default(),
+        };
+        visible(&text, Layout::Line).into_owned()
+    };
+    let field = |key: &str| fields.get(key).map(text).unwrap_or_default();
     let mut line = format!(
         "#{} {} {}",
-        fields
-            .get("seq")
-            .map(ToString::to_string)
-            .unwrap_or_default(),
-        fields.get("time").and_then(Value::as_str).unwrap_or(""),
-        ui.paint_out(
-            Tone::Bold,
-            fields.get("event").and_then(Value::as_str).unwrap_or("")
-        ),
+        field("seq"),
+        field("time"),
+        ui.paint_out(Tone::Bold, &field("event")),
     );
     for (key, value) in fields {
         if ["seq", "time", "event", "prev"].contains(&key.as_str()) {
             continue;
         }
-        let value = match value {
-            Value::String(s) => s.clone(),
-            other => json(other, false).unwrap_or_default(),
-        };
-        line.push_str(&format!(" {key}={}", visible(&value, Layout::Line)));
+        line.push_str(&format!(" {}={}", visible(key, Layout::Line), text(value)));
     }
     line
 }

@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use toolwire_client::protocol::{ElicitResult, RequestedSchema};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaLimits};
 
-use crate::terminal::{Layout, note, visible};
+use crate::terminal::{Layout, json as safe_json, note, visible};
 use crate::ui::{Tone, Ui};
 
 /// One field of the form.
@@ -62,7 +62,12 @@ pub(crate) async fn fill(ui: &Ui, schema: &RequestedSchema) -> ElicitResult {
     }
     match ui.choose(&question, &["yes", "no", "cancel"], None).await {
         Some("yes") => toolwire_client::accepted(&content).unwrap_or_else(|e| {
-            note(&format!("toolwire: {e}; declining"));
+            // The answers hold the server's defaults.
+            let problem = e.to_string();
+            note(&format!(
+                "toolwire: {}; declining",
+                visible(&problem, Layout::Line)
+            ));
             toolwire_client::declined()
         }),
         Some("no") => toolwire_client::declined(),
@@ -208,7 +213,11 @@ async fn ask_field(ui: &Ui, field: &Field) -> Answered {
         let value = match parse(field, answer) {
             Ok(value) => value,
             Err(problem) => {
-                note(&ui.paint(Tone::Red, &format!("  ✗ {problem}")));
+                // The problem quotes the answer, which may be pasted text.
+                note(&ui.paint(
+                    Tone::Red,
+                    &format!("  ✗ {}", visible(&problem, Layout::Line)),
+                ));
                 continue;
             }
         };
@@ -256,13 +265,14 @@ fn hint(field: &Field) -> String {
             }
         }
     }
-    match (schema.get("minimum"), schema.get("maximum")) {
+    let bound = |key: &str| schema.get(key).map(shown_bound);
+    match (bound("minimum"), bound("maximum")) {
         (Some(min), Some(max)) => parts.push(format!("{min} to {max}")),
         (Some(min), None) => parts.push(format!("at least {min}")),
         (None, Some(max)) => parts.push(format!("at most {max}")),
         _ => {}
     }
-    match (schema.get("minLength"), schema.get("maxLength")) {
+    match (bound("minLength"), bound("maxLength")) {
         (Some(min), Some(max)) => parts.push(format!("{min} to {max} characters")),
         (Some(min), None) => parts.push(format!("at least {min} characters")),
         (None, Some(max)) => parts.push(format!("at most {max} characters")),
@@ -279,6 +289,16 @@ fn hint(field: &Field) -> String {
         name.into_owned()
     } else {
         format!("{name} ({})", parts.join(", "))
+    }
+}
+
+/// A bound (`minimum`, `maxLength`, …) as the person reads it. It should be a number, but it
+/// is the server's JSON, which may hold a string of any characters where a number belongs:
+/// anything but a number is shown as JSON with its control characters escaped.
+fn shown_bound(value: &Value) -> String {
+    match value {
+        Value::Number(n) => n.to_string(),
+        other => safe_json(other, false).unwrap_or_else(|_| "?".into()),
     }
 }
 
@@ -384,6 +404,39 @@ mod tests {
         assert!(fields[4].multi);
         assert_eq!(hint(&fields[2]), "age (a whole number, 0 to 150)");
         assert_eq!(hint(&fields[1]), "color (a number 1-2, required)");
+    }
+
+    #[test]
+    fn bounds_that_are_not_numbers_are_shown_escaped() {
+        let field = |schema: Value| Field {
+            name: "n".into(),
+            schema,
+            required: false,
+            options: Vec::new(),
+            multi: false,
+        };
+        let cases = [
+            (
+                json!({"type": "integer", "minimum": 1, "maximum": 2.5}),
+                "n (a whole number, 1 to 2.5)",
+            ),
+            (
+                json!({"type": "integer", "minimum": "\u{9b}31m", "maximum": "\u{1b}[2J"}),
+                r#"n (a whole number, "\u009b31m" to "\u001b[2J")"#,
+            ),
+            (
+                json!({"minLength": "\u{202e}", "maxLength": {"k": ["\u{7f}"]}}),
+                r#"n ("\u202e" to {"k":["\u007f"]} characters)"#,
+            ),
+            (json!({"maximum": null}), "n (at most null)"),
+            (
+                json!({"format": "\u{85}x", "default": "\u{2066}d"}),
+                "n (<U+0085>x, default <U+2066>d)",
+            ),
+        ];
+        for (schema, expected) in cases {
+            assert_eq!(hint(&field(schema.clone())), expected, "{schema}");
+        }
     }
 
     #[test]

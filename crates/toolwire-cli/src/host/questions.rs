@@ -1,7 +1,8 @@
 //! What servers ask of the person: forms (elicitation), a URL to open, a message for a model
 //! (sampling), and the directories they may work in (roots). Each question names the server
 //! that asks. With no terminal, forms are answered with `--answer` or declined, URLs and
-//! sampling declined.
+//! sampling declined. A URL is opened only when it is a web page (`ui::may_open`): anything
+//! else is shown, said to be refused and why, and declined without a question.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -73,9 +74,14 @@ impl Questions {
             visible(&form.message, Layout::Text)
         );
         if let Some(answer) = &self.answer {
-            note(&format!("{asks}\n  answering with --answer {answer}"));
+            let shown = safe_json(answer, false).unwrap_or_default();
+            note(&format!("{asks}\n  answering with --answer {shown}"));
             return toolwire_client::accepted(answer).unwrap_or_else(|e| {
-                note(&format!("toolwire: --answer: {e}; declining"));
+                let problem = e.to_string();
+                note(&format!(
+                    "toolwire: --answer: {}; declining",
+                    visible(&problem, Layout::Line)
+                ));
                 toolwire_client::declined()
             });
         }
@@ -90,17 +96,40 @@ impl Questions {
     }
 
     async fn url(&self, server: &str, params: ElicitUrlParams) -> ElicitResult {
-        let domain = url::Url::parse(&params.url)
-            .ok()
-            .and_then(|u| u.host_str().map(str::to_owned))
-            .unwrap_or_else(|| "(no domain)".into());
+        // The URL as it would be opened: the parser's reading of it (`ui::may_open` opens
+        // the same), else the text as sent.
+        let parsed = url::Url::parse(&params.url).ok();
+        let shown = parsed
+            .as_ref()
+            .map_or(params.url.as_str(), url::Url::as_str);
+        let domain = parsed
+            .as_ref()
+            .and_then(url::Url::host_str)
+            .unwrap_or("(no domain)");
         note(&format!(
             "toolwire: server {} asks you to open a web page: {}\n  URL     {}\n  domain  {}",
             self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),
             visible(&params.message, Layout::Text),
-            visible(&params.url, Layout::Line),
-            self.ui.paint(Tone::Bold, &visible(&domain, Layout::Line)),
+            visible(shown, Layout::Line),
+            self.ui.paint(Tone::Bold, &visible(domain, Layout::Line)),
         ));
+        if is_punycode(domain) {
+            note(&self.ui.paint(
+                Tone::Yellow,
+                "  the domain is written in Punycode (xn--): its letters may imitate a familiar one's",
+            ));
+        }
+        let url = match crate::ui::may_open(&params.url) {
+            Ok(url) => url,
+            Err(refusal) => {
+                note(&self.ui.paint(
+                    Tone::Red,
+                    &format!("  will not be opened: {refusal} ({})", crate::ui::OPENABLE),
+                ));
+                note("  declined");
+                return toolwire_client::declined();
+            }
+        };
         if !self.ui.interactive {
             note("  declined: no terminal to ask on");
             return toolwire_client::declined();
@@ -115,7 +144,7 @@ impl Questions {
             .await
         {
             Some("yes") => {
-                crate::ui::open_in_browser(&params.url);
+                crate::ui::open_in_browser(url.as_str());
                 accept_without_content()
             }
             Some("no") => toolwire_client::declined(),
@@ -179,6 +208,16 @@ impl Questions {
     }
 }
 
+/// Whether a domain has a label in Punycode (`xn--`), whose letters once decoded may imitate
+/// a familiar domain's (the spec asks clients to warn of it).
+fn is_punycode(domain: &str) -> bool {
+    domain.split('.').any(|label| {
+        label
+            .get(..4)
+            .is_some_and(|p| p.eq_ignore_ascii_case("xn--"))
+    })
+}
+
 /// An accepted URL elicitation: consent, no content.
 fn accept_without_content() -> ElicitResult {
     ElicitResult {
@@ -218,4 +257,25 @@ async fn run_sampler(
     }
     serde_json::from_slice(&output.stdout)
         .map_err(|e| failed(format!("did not print a sampling result: {e}")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn punycode_domains_are_recognised() {
+        let cases = [
+            ("xn--pple-43d.com", true),
+            ("login.XN--80ak6aa92e.com", true),
+            ("apple.com", false),
+            ("xn-.example", false),
+            ("(no domain)", false),
+            ("127.0.0.1", false),
+            ("ab\u{20ac}d.example", false),
+        ];
+        for (domain, expected) in cases {
+            assert_eq!(is_punycode(domain), expected, "{domain}");
+        }
+    }
 }

@@ -77,9 +77,10 @@ fn line(ui: &Ui, config: &HostConfig, status: &ServerStatus, width: usize) -> St
     };
     let era = status.era.as_ref().map(era).unwrap_or_else(|| "-".into());
     format!(
-        "{}{pad}  {}  {era}  {state}",
+        "{}{pad}  {}  {}  {state}",
         ui.paint_out(Tone::Bold, &name),
-        visible(&reached(config, &status.name), Layout::Line)
+        visible(&reached(config, &status.name), Layout::Line),
+        visible(&era, Layout::Line)
     )
 }
 

@@ -8,6 +8,10 @@
 //! When the log passes its size limit it is renamed `PATH.N` (N = 1, 2, … oldest first) and a
 //! new one starts; the chain runs on across the files.
 //!
+//! Every file of the log, and the directories made for it, are readable by their owner only:
+//! records carry calls' arguments. Files of an existing log that others could read are made
+//! private when it is opened.
+//!
 //! What this proves: nobody changed the log without also rewriting every record after the
 //! change and the head. A host that must resist that too publishes [`AuditLog::head`]
 //! elsewhere (a ticket, another machine) and checks it with [`verify`].
@@ -20,6 +24,7 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::private;
 use crate::util::sha256_hex;
 use serde_json::{Map, Value};
 
@@ -81,7 +86,7 @@ impl AuditLog {
     pub fn open(path: impl Into<PathBuf>) -> Result<AuditLog, AuditError> {
         let path = path.into();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|source| AuditError::Io {
+            private::create_dir_all(dir).map_err(|source| AuditError::Io {
                 path: dir.to_owned(),
                 source,
             })?;
@@ -103,14 +108,8 @@ impl AuditLog {
             path: path.clone(),
             source,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(io)?;
-        }
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .map_err(io)?;
+        make_log_private(&path).map_err(io)?;
+        let file = private::open_append(&path).map_err(io)?;
         let bytes = file.metadata().map_err(io)?.len();
         Ok(AuditLog {
             path,
@@ -200,11 +199,7 @@ impl AuditLog {
         {
             return Ok(());
         }
-        state.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(io)?;
+        state.file = private::open_append(&self.path).map_err(io)?;
         state.bytes = state.file.metadata().map_err(io)?.len();
         state.head = match last_line(&self.path).map_err(io)? {
             Some(line) => Head {
@@ -235,11 +230,7 @@ impl AuditLog {
         };
         let next = verify::rotated(&self.path).map_err(io)?.len() + 1;
         std::fs::rename(&self.path, verify::numbered(&self.path, next)).map_err(io)?;
-        state.file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&self.path)
-            .map_err(io)?;
+        state.file = private::open_append(&self.path).map_err(io)?;
         state.bytes = 0;
         Ok(())
     }
@@ -259,11 +250,10 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
 
 /// Locks `PATH.lock` (created if missing), exclusively or shared, until the file is closed.
 pub(crate) fn lock(path: &Path, exclusive: bool) -> std::io::Result<File> {
-    let file = OpenOptions::new()
-        .create(true)
-        .truncate(false)
-        .write(true)
-        .open(lock_path(path))?;
+    let file = private::open(
+        &lock_path(path),
+        OpenOptions::new().create(true).truncate(false).write(true),
+    )?;
     let operation = if exclusive {
         rustix::fs::FlockOperation::LockExclusive
     } else {
@@ -336,12 +326,20 @@ pub(crate) fn head_path(path: &Path) -> PathBuf {
 
 /// Replaces the head file (written whole, then renamed over the old one).
 fn write_head(path: &Path, head: &Head) -> std::io::Result<()> {
-    let target = head_path(path);
-    let mut temp = target.as_os_str().to_owned();
-    temp.push(".tmp");
-    let temp = PathBuf::from(temp);
-    std::fs::write(&temp, format!("{} {}\n", head.seq, head.hash))?;
-    std::fs::rename(&temp, &target)
+    private::replace(
+        &head_path(path),
+        format!("{} {}\n", head.seq, head.hash).as_bytes(),
+    )
+}
+
+/// Makes every file of the log at `path` that exists private: its rotations, itself and its
+/// head (its lock is made private when it is taken).
+fn make_log_private(path: &Path) -> std::io::Result<()> {
+    for file in verify::rotated(path)? {
+        private::make_private(&file)?;
+    }
+    private::make_private(path)?;
+    private::make_private(&head_path(path))
 }
 
 #[cfg(test)]

@@ -276,3 +276,45 @@ fn two_writers_of_one_log_keep_one_chain_across_rotations() {
     assert_eq!(two.append("done", Map::new()).unwrap().seq, 82);
     assert_eq!(verify(dir.log()).unwrap().records, 82);
 }
+
+/// Every record of a rotated log in a directory made for it: the log, its rotations, its head
+/// and its lock, and the directories, are readable by their owner only (they hold the calls'
+/// arguments).
+#[cfg(unix)]
+#[test]
+fn the_log_and_everything_beside_it_are_private() {
+    let dir = Dir::new("private");
+    let path = dir.0.join("state/audit/audit.jsonl");
+    let log = AuditLog::open(&path).unwrap().rotate_at(4096);
+    for i in 0..60 {
+        let arguments = json!({"path": "/home/me/secret", "text": "x".repeat(100)});
+        log.append("call", fields(json!({"arguments": arguments, "i": i})))
+            .unwrap();
+    }
+    assert!(!verify::rotated(&path).unwrap().is_empty(), "rotated");
+    verify(&path).unwrap();
+    assert_eq!(crate::private::not_private(&dir.0.join("state")), []);
+}
+
+/// A log written before its files were private (or by another program) is made private when
+/// the log is opened: every rotation, the head and the lock too.
+#[cfg(unix)]
+#[test]
+fn a_log_others_could_read_is_made_private_when_opened() {
+    let dir = Dir::new("loose");
+    let path = dir.log();
+    let log = AuditLog::open(&path).unwrap().rotate_at(4096);
+    for i in 0..60 {
+        log.append("call", fields(json!({"text": "x".repeat(100), "i": i})))
+            .unwrap();
+    }
+    drop(log);
+    let mut files = verify::rotated(&path).unwrap();
+    files.extend([path.clone(), head_path(&path), lock_path(&path)]);
+    for file in &files {
+        crate::private::set_mode(file, 0o644);
+    }
+    AuditLog::open(&path).unwrap();
+    crate::private::set_mode(&dir.0, 0o700);
+    assert_eq!(crate::private::not_private(&dir.0), []);
+}

@@ -109,7 +109,8 @@ impl PinStore for MemoryPins {
 }
 
 /// Pins in `DIR/pins/NAME-HASH.json`, one file per server, replaced whole on every change
-/// (written beside, then renamed), so a crash never leaves half a file.
+/// (written beside, then renamed), so a crash never leaves half a file. The directories and
+/// files are readable by their owner only; ones others could read are made private when used.
 #[derive(Debug)]
 pub struct FilePins {
     dir: PathBuf,
@@ -163,16 +164,19 @@ impl FilePins {
             .collect();
         let text = serde_json::to_string_pretty(&json!({"server": server, "tools": tools}))
             .map_err(|e| self.error(server, e))?;
-        let path = self.file(server);
-        std::fs::create_dir_all(&self.dir).map_err(|e| self.error(server, e))?;
-        let temp = path.with_extension("json.tmp");
-        std::fs::write(&temp, text + "\n").map_err(|e| self.error(server, e))?;
-        std::fs::rename(&temp, &path).map_err(|e| self.error(server, e))
+        // `pins/` is the store's own: made private whatever made it.
+        crate::private::own_dir(&self.dir).map_err(|e| self.error(server, e))?;
+        crate::private::replace(&self.file(server), (text + "\n").as_bytes())
+            .map_err(|e| self.error(server, e))
     }
 }
 
 impl PinStore for FilePins {
     fn load(&self, server: &str) -> Result<BTreeMap<String, Pin>, PinStoreError> {
+        // Pins kept by an older version may be readable by others.
+        crate::private::make_private(&self.dir)
+            .and_then(|()| crate::private::make_private(&self.file(server)))
+            .map_err(|e| self.error(server, e))?;
         let text = match std::fs::read_to_string(self.file(server)) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),

@@ -155,3 +155,26 @@ fn a_damaged_pin_file_is_an_error_naming_the_server() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// The pins directory and every pins file are readable by their owner only; a pins directory
+/// or file others could read (an older version's) is made private when it is next used.
+#[cfg(unix)]
+#[test]
+fn pins_files_are_private() {
+    let dir = std::env::temp_dir().join(format!("toolwire-host-pins-mode-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let state = dir.join("state");
+    let store = FilePins::new(&state);
+    let definition = tool("Reads a file");
+    let pin = Pin::new(definition_hash(&definition), &definition);
+    store.save("fs", "read_file", &pin).unwrap();
+    store.save("web", "fetch", &pin).unwrap();
+    store.remove("web", "fetch").unwrap();
+    assert_eq!(crate::private::not_private(&state), []);
+
+    crate::private::set_mode(&state.join("pins"), 0o755);
+    crate::private::set_mode(&store.file("fs"), 0o644);
+    assert_eq!(FilePins::new(&state).load("fs").unwrap().len(), 1);
+    assert_eq!(crate::private::not_private(&state), []);
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -56,8 +56,9 @@ impl Remembered for MemoryRemembered {
 }
 
 /// Answers kept in `DIR/approvals.json` (`{server: {qualified name: hash}}`), replaced whole
-/// on every change. Only the latest hash of a tool is kept: approving a new definition
-/// forgets the old one.
+/// on every change, readable by its owner only (a file others could read is made private when
+/// it is read). Only the latest hash of a tool is kept: approving a new definition forgets
+/// the old one.
 #[derive(Debug)]
 pub struct FileRemembered {
     path: PathBuf,
@@ -74,6 +75,9 @@ impl FileRemembered {
     }
 
     fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, String> {
+        // Answers kept by an older version may be readable by others.
+        crate::private::make_private(&self.path)
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
@@ -121,12 +125,11 @@ impl Remembered for FileRemembered {
             .or_default()
             .insert(qualified.to_owned(), hash.to_owned());
         let text = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
-        if let Some(dir) = self.path.parent() {
-            std::fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            crate::private::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
         }
-        let temp = self.path.with_extension("json.tmp");
-        std::fs::write(&temp, text + "\n").map_err(|e| format!("{}: {e}", temp.display()))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| format!("{}: {e}", self.path.display()))?;
+        crate::private::replace(&self.path, (text + "\n").as_bytes())
+            .map_err(|e| format!("{}: {e}", self.path.display()))?;
         *cache = Some(all);
         Ok(())
     }

@@ -230,3 +230,28 @@ fn remembered_answers_survive_in_the_state_directory() {
     );
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// "Always" answers are readable by their owner only, in a state directory created private;
+/// a file others could read (an older version's) is made private when it is next read.
+#[cfg(unix)]
+#[test]
+fn remembered_answers_are_private() {
+    let dir = std::env::temp_dir().join(format!(
+        "toolwire-host-remembered-mode-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    let state = dir.join("state");
+    FileRemembered::new(&state)
+        .remember("fs", "fs__run", "h1")
+        .unwrap();
+    FileRemembered::new(&state)
+        .remember("fs", "fs__run", "h2")
+        .unwrap();
+    assert_eq!(crate::private::not_private(&dir), []);
+
+    crate::private::set_mode(&state.join("approvals.json"), 0o644);
+    assert!(FileRemembered::new(&state).allowed("fs", "fs__run", "h2"));
+    assert_eq!(crate::private::not_private(&dir), []);
+    let _ = std::fs::remove_dir_all(&dir);
+}

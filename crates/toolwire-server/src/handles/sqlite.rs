@@ -37,9 +37,17 @@ CREATE INDEX IF NOT EXISTS toolwire_handles_expiry ON toolwire_handles (min(expi
 ";
 
 impl SqliteHandles {
-    /// Opens (or creates) the database at `path`, and its table.
+    /// Opens (or creates) the database at `path`, and its table. The database and the files
+    /// SQLite keeps beside it (`-wal`, `-shm`, `-journal`) hold every handle's value: they are
+    /// readable by their owner only (0600 on Unix), and existing ones others could read are
+    /// made private, with a warning. (`:memory:` is a database in memory; a `file:` URI is
+    /// opened as SQLite reads it, its mode left to SQLite.)
     pub fn open(path: impl AsRef<Path>) -> Result<Self, BackendError> {
-        let connection = Connection::open(path.as_ref())?;
+        let path = path.as_ref();
+        if is_a_file(path) {
+            prepare_private(path)?;
+        }
+        let connection = Connection::open(path)?;
         connection.busy_timeout(std::time::Duration::from_secs(5))?;
         connection.pragma_update(None, "journal_mode", "WAL")?;
         connection.pragma_update(None, "synchronous", "FULL")?;
@@ -66,6 +74,63 @@ impl SqliteHandles {
             .map_err(BackendError::from)?
         })
     }
+}
+
+/// Whether `path` names a database file (not `:memory:`, a temporary database or a URI).
+fn is_a_file(path: &Path) -> bool {
+    let text = path.to_string_lossy();
+    !(text.is_empty() || text == ":memory:" || text.starts_with("file:"))
+}
+
+/// Creates the database file private before SQLite opens it, and makes an existing one and its
+/// side files private. SQLite creates its `-wal`, `-shm` and `-journal` files itself with the
+/// mode of the database file (`findCreateFileMode` and `unixOpenSharedMemory` in its Unix
+/// VFS), so they are private from their creation too; a umask would not do, being the whole
+/// process's.
+fn prepare_private(path: &Path) -> std::io::Result<()> {
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    match options.open(path) {
+        Ok(_) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(e) => return Err(e),
+    }
+    #[cfg(unix)]
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        make_private(Path::new(&file))?;
+    }
+    Ok(())
+}
+
+/// Takes group and other permissions away from the file at `path`, if it exists and has any.
+#[cfg(unix)]
+fn make_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let meta = match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() => meta,
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+        Err(e) => return Err(e),
+    };
+    let bits = meta.permissions().mode() & 0o777;
+    if bits & 0o077 == 0 {
+        return Ok(());
+    }
+    match std::fs::set_permissions(path, std::fs::Permissions::from_mode(bits & 0o700)) {
+        Ok(()) => tracing::warn!(
+            "{}: others could read it (mode {bits:04o}); it is now readable by its owner only",
+            path.display()
+        ),
+        Err(e) => tracing::warn!(
+            "{}: others can read it (mode {bits:04o}) and it cannot be made private: {e}",
+            path.display()
+        ),
+    }
+    Ok(())
 }
 
 fn u(value: u64) -> i64 {

@@ -153,3 +153,60 @@ fn kinds_retention_and_durations_read_well() {
     assert_eq!(human(Duration::from_secs(90)), "90 seconds");
     assert_eq!(shown(&"x".repeat(100)).chars().count(), 65);
 }
+
+/// The modes of the files in `dir`, by name.
+#[cfg(all(feature = "sqlite", unix))]
+fn modes(dir: &std::path::Path) -> Vec<(String, String)> {
+    use std::os::unix::fs::PermissionsExt as _;
+    let mut modes: Vec<(String, String)> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| {
+            let entry = entry.unwrap();
+            let mode = entry.metadata().unwrap().permissions().mode() & 0o777;
+            (
+                entry.file_name().into_string().unwrap(),
+                format!("{mode:04o}"),
+            )
+        })
+        .collect();
+    modes.sort();
+    modes
+}
+
+/// The database and the files SQLite keeps beside it (`-wal`, `-shm`) hold every handle's
+/// value: readable by their owner only, from their creation. A database others could read
+/// (an older version's) is made private, side files too, when it is opened.
+#[cfg(all(feature = "sqlite", unix))]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sqlite_files_are_private() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = std::env::temp_dir().join(format!("toolwire-handles-mode-{}", rand::random::<u64>()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("handles.db");
+    let clock = Arc::new(ManualClock::new(1_000_000));
+    let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
+    store
+        .create_as(Some("alice"), &vec!["a secret".into()])
+        .await
+        .unwrap();
+    let private = |names: &[&str]| -> Vec<(String, String)> {
+        names
+            .iter()
+            .map(|n| (n.to_string(), "0600".to_owned()))
+            .collect()
+    };
+    let all = ["handles.db", "handles.db-shm", "handles.db-wal"];
+    assert_eq!(modes(&dir), private(&all), "while open");
+
+    for name in all {
+        std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
+    }
+    let again = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
+    again
+        .create_as(Some("bob"), &vec!["b".into()])
+        .await
+        .unwrap();
+    assert_eq!(modes(&dir), private(&all), "made private when opened");
+    drop((store, again));
+    let _ = std::fs::remove_dir_all(&dir);
+}

@@ -158,6 +158,26 @@ async fn events_over_stdio_reach_a_jsonl_file() {
     let _ = std::fs::remove_file(&path);
 }
 
+/// Events carry the calls' arguments: a new audit file is readable by its owner only, from
+/// its creation. An existing file keeps the mode its operator gave it (a log shipper may read
+/// it).
+#[cfg(unix)]
+#[test]
+fn a_new_jsonl_file_is_readable_by_its_owner_only() {
+    use std::os::unix::fs::PermissionsExt as _;
+    let path =
+        std::env::temp_dir().join(format!("toolwire-audit-mode-{}.jsonl", std::process::id()));
+    let _ = std::fs::remove_file(&path);
+    let mode =
+        |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
+    drop(JsonlAuditSink::open(&path).unwrap());
+    assert_eq!(mode(&path), 0o600);
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
+    drop(JsonlAuditSink::open(&path).unwrap());
+    assert_eq!(mode(&path), 0o640, "the operator's choice");
+    let _ = std::fs::remove_file(&path);
+}
+
 /// A call refused for a missing scope, before it runs, is audited too, with its principal.
 #[tokio::test]
 async fn a_refused_call_is_audited_with_its_principal() {

@@ -1,0 +1,33 @@
+//! The directories Toolwire keeps its state and data in: readable by their owner only (0700
+//! on Unix), as the files the libraries write in them are (0600): call arguments, pins,
+//! remembered answers, tokens, handles.
+
+use std::io;
+use std::path::Path;
+
+/// Creates `dir` and its missing parents readable by their owner only. When `own` (the
+/// default directory, which Toolwire names and fills alone), an existing `dir` that others
+/// could open is made private too, with a warning; a directory the person named is left as it
+/// is (it may be shared on purpose: the files in it are private all the same).
+pub(crate) fn dir(dir: &Path, own: bool) -> io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir)?;
+    #[cfg(unix)]
+    if own {
+        use std::os::unix::fs::PermissionsExt as _;
+        let bits = std::fs::metadata(dir)?.permissions().mode() & 0o777;
+        if bits & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(bits & 0o700))?;
+            tracing::warn!(
+                "{}: others could open it (mode {bits:04o}); it is now private",
+                dir.display()
+            );
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = own;
+    Ok(())
+}
