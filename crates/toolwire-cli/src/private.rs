@@ -31,3 +31,18 @@ pub(crate) fn dir(dir: &Path, own: bool) -> io::Result<()> {
     let _ = own;
     Ok(())
 }
+
+/// Replaces `file` with `bytes`, readable by its owner only from its creation: written to a
+/// file beside it, then renamed into place.
+pub(crate) fn replace(file: &Path, bytes: &[u8]) -> io::Result<()> {
+    use std::io::Write as _;
+    let mut temp = file.as_os_str().to_owned();
+    temp.push(format!(".{}.tmp", std::process::id()));
+    let temp = std::path::PathBuf::from(temp);
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options.open(&temp)?.write_all(bytes)?;
+    std::fs::rename(&temp, file)
+}

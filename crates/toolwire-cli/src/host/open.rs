@@ -257,26 +257,9 @@ fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
     ));
     seen.insert(file.canonical().to_owned(), file.sha256().to_owned());
     if let Ok(text) = serde_json::to_vec_pretty(&seen) {
-        let _ = write_private(state_dir, &noticed, &text);
+        let _ = crate::private::dir(state_dir, false)
+            .and_then(|()| crate::private::replace(&noticed, &text));
     }
-}
-
-/// Writes `bytes` to `file` in `dir` (created 0700), readable by this user only, through a
-/// file beside it renamed into place.
-fn write_private(dir: &Path, file: &Path, bytes: &[u8]) -> std::io::Result<()> {
-    use std::io::Write as _;
-    let mut builder = std::fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
-    builder.create(dir)?;
-    let temp = file.with_extension("json.new");
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create(true).truncate(true);
-    #[cfg(unix)]
-    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
-    options.open(&temp)?.write_all(bytes)?;
-    std::fs::rename(&temp, file)
 }
 
 /// A path for messages, with `~` for the home directory.

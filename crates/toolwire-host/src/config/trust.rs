@@ -2,7 +2,6 @@
 //! its contents: a file that changes is asked about again.
 
 use std::collections::BTreeMap;
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -158,7 +157,7 @@ impl FileTrust {
     /// Reads, changes and writes the file under the lock.
     fn change<T>(&self, change: impl FnOnce(&mut Stored) -> T) -> Result<T, TrustError> {
         if let Some(dir) = self.path.parent() {
-            crate::util::private_dir(dir).map_err(|e| self.io(e))?;
+            crate::private::create_dir_all(dir).map_err(|e| self.io(e))?;
         }
         let _locked = crate::audit::lock(&self.path, true).map_err(|e| self.io(e))?;
         let mut stored = self.read()?;
@@ -167,14 +166,7 @@ impl FileTrust {
             path: self.path.clone(),
             source,
         })?;
-        let mut temp = self.path.clone().into_os_string();
-        temp.push(".new");
-        let temp = PathBuf::from(temp);
-        let mut file = crate::util::private_file(&temp).map_err(|e| self.io(e))?;
-        file.write_all(&text)
-            .and_then(|()| file.sync_all())
-            .map_err(|e| self.io(e))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| self.io(e))?;
+        crate::private::replace(&self.path, &text).map_err(|e| self.io(e))?;
         Ok(out)
     }
 }
