@@ -199,8 +199,13 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     // native client's registered 127.0.0.1 redirect matches any port, RFC 8252 §7.3).
     let loopback = toolwire_client::auth::Loopback::bind().await.unwrap();
     let caught_uri = loopback.redirect_uri().to_owned();
-    let waiting = tokio::spawn(loopback.wait(std::time::Duration::from_secs(20)));
     let (pkce, state) = (Pkce::new(), request::random_token());
+    let expected = state.clone();
+    let waiting = tokio::spawn(async move {
+        loopback
+            .wait(&expected, std::time::Duration::from_secs(20))
+            .await
+    });
     let start = request::authorization_url(
         server,
         &found.resource,
