@@ -656,6 +656,67 @@ mod tests {
         assert!(!answerable(403, Some(r#"Basic realm="x""#)));
     }
 
+    /// Two processes hold the same expired token: the other refreshed first, and this one's
+    /// refresh, with the refresh token the other spent, is refused (a server that rotates
+    /// refresh tokens). The tokens the other kept are used, nobody is asked again.
+    #[tokio::test]
+    async fn a_refresh_lost_to_another_process_uses_its_tokens() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let (issuer, resource) = (origin.clone(), format!("{origin}/mcp"));
+        let store = Arc::new(MemoryStore::new());
+        let tokens = |access: &str, refresh: &str, ttl: u64| {
+            StoredTokens::now(Tokens {
+                access_token: access.into(),
+                token_type: "Bearer".into(),
+                expires_in: Some(ttl),
+                refresh_token: Some(refresh.into()),
+                scope: None,
+            })
+        };
+        store
+            .save_tokens(&issuer, &resource, &tokens("old", "spent", 0))
+            .unwrap();
+        store
+            .save_identity(&ClientIdentity::new(issuer.clone(), "c", None))
+            .unwrap();
+        // The token endpoint: meanwhile the other process kept its new tokens.
+        let other = (store.clone(), issuer.clone(), resource.clone());
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move || {
+                let (store, issuer, resource) = other.clone();
+                async move {
+                    store
+                        .save_tokens(&issuer, &resource, &tokens("theirs", "next", 3600))
+                        .unwrap();
+                    (
+                        axum::http::StatusCode::BAD_REQUEST,
+                        [("content-type", "application/json")],
+                        r#"{"error":"invalid_grant"}"#,
+                    )
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let flow = Flow::new(OAuth::new().store(store.clone()), resource.clone());
+        let found = Discovered {
+            metadata_url: String::new(),
+            resource: serde_json::from_value(serde_json::json!({
+                "resource": resource, "authorization_servers": [issuer]
+            }))
+            .unwrap(),
+            authorization_server: serde_json::from_value(serde_json::json!({
+                "issuer": issuer, "token_endpoint": format!("{issuer}/token")
+            }))
+            .unwrap(),
+        };
+        let kept = flow.kept(&Held::default(), &found).await.unwrap();
+        let (tokens, fresh) = kept.expect("the other process's tokens");
+        assert_eq!(tokens.tokens.access_token, "theirs");
+        assert!(!fresh);
+    }
+
     #[test]
     fn configured_credentials_bind_to_the_first_issuer() {
         let flow = Flow::new(
