@@ -178,7 +178,9 @@ pub fn check_authorization_endpoint(url: &str) -> Result<(), UrlError> {
 /// redirects; 10 s per request unless one says otherwise.
 #[derive(Clone)]
 pub struct AuthHttp {
-    client: reqwest::Client,
+    /// The client, or why it could not be built (then nothing is sent: a client built
+    /// otherwise would lack the resolver and the redirect policy).
+    client: Result<reqwest::Client, String>,
     server: String,
     origin: url::Origin,
     insecure_http: bool,
@@ -208,7 +210,7 @@ impl AuthHttp {
             .redirect(reqwest::redirect::Policy::none())
             .dns_resolver(resolver)
             .build()
-            .unwrap_or_default();
+            .map_err(|e| format!("the OAuth HTTP client cannot be built: {}", describe(&e)));
         AuthHttp {
             client,
             server,
@@ -247,8 +249,8 @@ impl AuthHttp {
     }
 
     /// A POST to `url`.
-    pub(crate) fn post(&self, url: &Checked) -> reqwest::RequestBuilder {
-        self.client.post(url.0.clone())
+    pub(crate) fn post(&self, url: &Checked) -> Result<reqwest::RequestBuilder, String> {
+        Ok(self.client.as_ref()?.post(url.0.clone()))
     }
 
     /// GETs `url` and reads a JSON document of at most [`MAX_DOCUMENT_BYTES`]. What went wrong
@@ -256,6 +258,7 @@ impl AuthHttp {
     pub(crate) async fn get_json<T: DeserializeOwned>(&self, url: &Checked) -> Result<T, String> {
         let mut response = self
             .client
+            .as_ref()?
             .get(url.0.clone())
             .header("accept", "application/json")
             .send()

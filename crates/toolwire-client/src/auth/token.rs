@@ -208,6 +208,7 @@ pub async fn register(
     });
     let reply = http
         .post(&endpoint)
+        .map_err(TokenError::Transport)?
         .json(&body)
         .timeout(Duration::from_secs(10))
         .send()
@@ -349,6 +350,7 @@ async fn token_request(
     let (body, basic) = authenticated_form(server, client, fields)?;
     let mut request = http
         .post(&endpoint)
+        .map_err(TokenError::Transport)?
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .timeout(Duration::from_secs(30));
