@@ -52,6 +52,12 @@ pub(crate) struct Connection {
     /// Print results as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Development only: let OAuth reach authorization servers and their metadata on plain
+    /// http anywhere. Without it they are reached over https, and over plain http only at the
+    /// server's own origin. Link-local addresses stay refused, and the sign-in page must still
+    /// be https or on this machine.
+    #[arg(long)]
+    pub(crate) insecure_oauth_http: bool,
 }
 
 /// A server named on the command line.
@@ -238,6 +244,9 @@ impl Target {
                     .store(std::sync::Arc::new(toolwire_client::auth::FileStore::new(
                         store,
                     )));
+                if self.connection.insecure_oauth_http {
+                    oauth = oauth.allow_insecure_http();
+                }
                 if crate::signin::signs_in_here() {
                     let authorizer = crate::signin::authorizer_for(&crate::ui::Ui::new(false));
                     oauth = oauth.authorizer(authorizer(&self.server));

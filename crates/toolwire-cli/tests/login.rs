@@ -3,7 +3,9 @@
 //! person does: the command runs in a pseudo-terminal and prints the address, the "browser"
 //! (a cookie jar that fills in the pages) goes there and comes back to the command's loopback
 //! port. Then commands without a terminal use the kept token, and after `logout` they say how
-//! to sign in again.
+//! to sign in again. The provider is on plain http at another origin than the server, so every
+//! command here passes `--insecure-oauth-http`; without it the sign-in is refused, and the
+//! error names the flag.
 
 use std::time::Duration;
 
@@ -24,6 +26,9 @@ use pty::{finish, see};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct NoArgs {}
+
+/// The development opt-in: the provider is on plain http at another origin.
+const DEV: &str = "--insecure-oauth-http";
 
 #[test]
 fn login_keeps_a_token_that_later_commands_use_until_logout() {
@@ -50,17 +55,36 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     let config = json!({"mcpServers": {"crm": {"url": url}}});
     std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
 
+    // An authorization server on plain http elsewhere than the server is refused unless
+    // allowed for development, and the error says how.
+    let output = home.run(&["login", "crm"]);
+    let (_, err) = text(&output);
+    assert_eq!(output.status.code(), Some(2), "{err}");
+    assert!(err.contains(&provider.issuer), "{err}");
+    assert!(err.contains("plain http"), "{err}");
+    assert!(err.contains("--insecure-oauth-http"), "{err}");
+    assert!(
+        !home.0.join("state/credentials.json").exists(),
+        "nothing was registered"
+    );
+
     // Without a terminal nobody can sign in: the error says how.
-    let output = home.run(&["call", "crm__hello", "--yes"]);
+    let output = home.run(&["call", "crm__hello", "--yes", DEV]);
     let (_, err) = text(&output);
     assert_eq!(output.status.code(), Some(2), "{err}");
     assert!(err.contains("toolwire login"), "{err}");
 
     // `toolwire login crm` at a terminal: the address is shown; the person signs in.
-    let mut session = Session::spawn(home.command(&["login", "crm"])).unwrap();
+    let mut session = Session::spawn(home.command(&["login", "crm", DEV])).unwrap();
     session.set_expect_timeout(Some(Duration::from_secs(30)));
     let asked = see(&mut session, "  open  ");
-    assert!(asked.contains("crm asks you to sign in"), "{asked}");
+    let site = provider.issuer.trim_start_matches("http://");
+    assert!(
+        asked.contains(&format!(
+            "crm asks you to sign in at its authorization server, {site}."
+        )),
+        "{asked}"
+    );
     let address = see(&mut session, "\r\n").trim().to_owned();
     assert!(
         address.starts_with(&format!("{}/auth?", provider.issuer)),
@@ -93,12 +117,12 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     }
 
     // Later commands, even without a terminal, use the kept token.
-    let output = home.run(&["call", "crm__hello", "--yes"]);
+    let output = home.run(&["call", "crm__hello", "--yes", DEV]);
     let (out, err) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert_eq!(out.trim(), "hello");
     assert!(!err.contains("sign in"), "{err}");
-    let output = home.run(&["servers"]);
+    let output = home.run(&["servers", DEV]);
     let (out, _) = text(&output);
     assert!(
         out.contains(&format!("signed in at {}", provider.issuer)),
@@ -106,7 +130,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     );
 
     // So does a command given the URL.
-    let output = home.run(&["discover", &url]);
+    let output = home.run(&["discover", &url, DEV]);
     let (out, err) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert!(out.contains("crm"), "{out}");
@@ -116,7 +140,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     let (out, err) = text(&output);
     assert_eq!(output.status.code(), Some(0), "{err}");
     assert_eq!(out.trim(), "forgot the token of crm");
-    for args in [&["tools"][..], &["discover", &url]] {
+    for args in [&["tools", DEV][..], &["discover", &url, DEV]] {
         let output = home.run(args);
         let (_, err) = text(&output);
         assert_eq!(output.status.code(), Some(2), "{args:?}: {err}");

@@ -1,14 +1,17 @@
 //! Finding a protected server's authorization server, against a real one: the npm package
 //! `oidc-provider` (installed by `scripts/oidc`) guarding a Toolwire server on 127.0.0.1. The
 //! server's 401 challenge leads to its Protected Resource Metadata, which names the provider,
-//! whose metadata is found by RFC 8414 or, when that is missing, by OpenID discovery.
+//! whose metadata is found by RFC 8414 or, when that is missing, by OpenID discovery. The
+//! provider is on plain http at another origin than the server, so every client here allows
+//! plain http for development (`AuthHttp::allow_insecure_http`, `OAuth::allow_insecure_http`);
+//! without it the same discovery is refused.
 
 #[path = "support/oidc.rs"]
 mod oidc;
 use oidc::{Browser, Provider};
 
 use serde_json::json;
-use toolwire_client::auth::{self, DiscoveryError, discovery};
+use toolwire_client::auth::{self, AuthHttp, DiscoveryError, discovery};
 use toolwire_server::http::{HttpConfig, OAuth};
 use toolwire_server::{RequestContext, Server, Tool};
 
@@ -78,8 +81,18 @@ async fn a_401_leads_to_the_real_authorization_server() {
     let challenge = challenge.expect("a Bearer challenge");
     assert!(challenge.resource_metadata().is_some(), "{challenge:?}");
 
-    let http = discovery::metadata_client();
-    let found = auth::discover(&http, &url, Some(&challenge)).await.unwrap();
+    // The provider is on plain http at another origin than the server: refused, unless plain
+    // http is allowed for development.
+    match auth::discover(&AuthHttp::new(&url), Some(&challenge)).await {
+        Err(DiscoveryError::Refused { error, .. }) => {
+            let message = error.to_string();
+            assert!(message.contains(&provider.issuer), "{message}");
+            assert!(message.contains("--insecure-oauth-http"), "{message}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let http = AuthHttp::new(&url).allow_insecure_http(true);
+    let found = auth::discover(&http, Some(&challenge)).await.unwrap();
     assert_eq!(found.resource.resource, url);
     assert_eq!(found.resource.authorization_servers.len(), 1);
     assert_eq!(found.resource.authorization_servers[0], provider.issuer);
@@ -98,7 +111,7 @@ async fn a_401_leads_to_the_real_authorization_server() {
     assert!(server.supports_s256(), "{server:?}");
 
     // Without the header's hint, the well-known URIs find the same metadata.
-    let again = auth::discover(&http, &url, None).await.unwrap();
+    let again = auth::discover(&http, None).await.unwrap();
     assert_eq!(again.resource, found.resource);
     assert!(
         again
@@ -109,7 +122,7 @@ async fn a_401_leads_to_the_real_authorization_server() {
     // Metadata for another server is refused before anything reaches its issuer.
     let other = guarded(&provider.issuer).await;
     let (_, theirs) = challenged(&other).await;
-    match auth::discover(&http, &url, theirs.as_ref()).await {
+    match auth::discover(&http, theirs.as_ref()).await {
         Err(DiscoveryError::WrongResource { resource, .. }) => assert_eq!(resource, other),
         wrong => panic!("{wrong:?}"),
     }
@@ -118,7 +131,7 @@ async fn a_401_leads_to_the_real_authorization_server() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn without_rfc_8414_the_openid_configuration_is_used() {
     let provider = Provider::start(&[("OIDC_RFC8414", "0")]);
-    let http = discovery::metadata_client();
+    let http = AuthHttp::new("https://mcp.example.com/mcp").allow_insecure_http(true);
     let metadata = discovery::server_metadata(&http, &provider.issuer)
         .await
         .unwrap();
@@ -143,10 +156,8 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     let provider = Provider::start(&[]);
     let url = guarded(&provider.issuer).await;
     let (_, challenge) = challenged(&url).await;
-    let http = discovery::metadata_client();
-    let found = auth::discover(&http, &url, challenge.as_ref())
-        .await
-        .unwrap();
+    let http = AuthHttp::new(&url).allow_insecure_http(true);
+    let found = auth::discover(&http, challenge.as_ref()).await.unwrap();
     let server = &found.authorization_server;
     let resource = &found.resource.resource;
 
@@ -199,8 +210,13 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     // native client's registered 127.0.0.1 redirect matches any port, RFC 8252 §7.3).
     let loopback = toolwire_client::auth::Loopback::bind().await.unwrap();
     let caught_uri = loopback.redirect_uri().to_owned();
-    let waiting = tokio::spawn(loopback.wait(std::time::Duration::from_secs(20)));
     let (pkce, state) = (Pkce::new(), request::random_token());
+    let expected = state.clone();
+    let waiting = tokio::spawn(async move {
+        loopback
+            .wait(&expected, std::time::Duration::from_secs(20))
+            .await
+    });
     let start = request::authorization_url(
         server,
         &found.resource,
@@ -333,6 +349,7 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
         toolwire_client::ClientBuilder::new("oauth-test", "1")
             .oauth(
                 toolwire_client::auth::OAuth::new()
+                    .allow_insecure_http()
                     .client_name("toolwire oauth test")
                     .store(store)
                     .authorizer(Arc::new(authorizer)),
@@ -444,7 +461,11 @@ async fn a_token_refused_at_once_is_not_asked_for_again() {
         });
     });
     let client = toolwire_client::ClientBuilder::new("oauth-test", "1")
-        .oauth(toolwire_client::auth::OAuth::new().authorizer(Arc::new(authorizer)))
+        .oauth(
+            toolwire_client::auth::OAuth::new()
+                .allow_insecure_http()
+                .authorizer(Arc::new(authorizer)),
+        )
         .http(&url)
         .unwrap();
     match client.list_tools().await {

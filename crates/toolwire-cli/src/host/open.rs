@@ -177,6 +177,9 @@ impl HostArgs {
         for file in &self.connection.ca_files {
             options = options.ca_file(file);
         }
+        if self.connection.insecure_oauth_http {
+            options = options.oauth_insecure_http();
+        }
         if self.log_level != "off" {
             let level = serde_json::from_value(serde_json::Value::String(self.log_level.clone()))
                 .with_context(|| {

@@ -38,7 +38,7 @@ pub type ShowUrl = Arc<dyn Fn(&str) + Send + Sync>;
 
 /// An [`Authorizer`] for a program on the person's machine: each authorization listens on a
 /// fresh 127.0.0.1 port ([`Loopback`]), `show` is called with the URL, and the browser's
-/// redirect to the listener ends it, or the wait does (5 minutes unless
+/// redirect to the listener (the one with the authorization's `state`) ends it, or the wait does (5 minutes unless
 /// [`timeout`](LoopbackAuthorizer::timeout) says otherwise).
 pub struct LoopbackAuthorizer {
     show: ShowUrl,
@@ -101,11 +101,83 @@ impl Authorizer for LoopbackAuthorizer {
                     ));
                 }
             };
+            // Only the redirect of this authorization, the one carrying its state, ends
+            // the wait.
+            let state = url::Url::parse(url)
+                .ok()
+                .and_then(|u| {
+                    u.query_pairs()
+                        .find(|(k, _)| k == "state")
+                        .map(|(_, v)| v.into_owned())
+                })
+                .ok_or_else(|| AuthorizerError("the authorization URL has no state".into()))?;
             (self.show)(url);
             loopback
-                .wait(self.timeout)
+                .wait(&state, self.timeout)
                 .await
                 .map_err(|e| AuthorizerError(format!("{e}: it was not finished in the browser")))
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A query parameter of an authorization URL.
+    fn param(url: &str, name: &str) -> String {
+        url::Url::parse(url)
+            .unwrap()
+            .query_pairs()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.into_owned())
+            .unwrap()
+    }
+
+    /// Requests to the callback that do not carry the authorization's `state` (a local
+    /// process, a page guessing the port) are answered 400 and waited past; the browser's
+    /// redirect with the right state ends the wait.
+    #[tokio::test]
+    async fn only_the_callback_with_the_requests_state_ends_the_wait() {
+        let (statuses_tx, mut statuses_rx) = tokio::sync::mpsc::unbounded_channel();
+        let authorizer = LoopbackAuthorizer::new(move |url: &str| {
+            let (url, statuses) = (url.to_owned(), statuses_tx.clone());
+            tokio::spawn(async move {
+                let (callback, state) = (param(&url, "redirect_uri"), param(&url, "state"));
+                let http = reqwest::Client::new();
+                for forged in [
+                    callback.clone(),
+                    format!("{callback}?code=evil"),
+                    format!("{callback}?code=evil&state=guess"),
+                    format!("{callback}?error=access_denied&state=guess"),
+                    format!("{callback}?code=evil&state=guess&state={state}"),
+                ] {
+                    let status = http.get(&forged).send().await.map(|r| r.status().as_u16());
+                    statuses.send((forged, status.ok())).unwrap();
+                }
+                let real = format!("{callback}?code=good&state={state}");
+                let status = http.get(&real).send().await.map(|r| r.status().as_u16());
+                statuses.send((real, status.ok())).unwrap();
+            });
+        })
+        .timeout(Duration::from_secs(20));
+        let redirect_uri = authorizer.redirect_uri().await.unwrap();
+        let url = format!(
+            "https://as.example/authorize?state=s3cret-state&redirect_uri={}",
+            url::form_urlencoded::byte_serialize(redirect_uri.as_bytes()).collect::<String>()
+        );
+        let redirect = authorizer.authorize(&url).await.unwrap();
+        assert_eq!(
+            redirect,
+            format!("{redirect_uri}?code=good&state=s3cret-state")
+        );
+        let mut statuses = Vec::new();
+        while statuses.len() < 6 {
+            statuses.push(statuses_rx.recv().await.unwrap());
+        }
+        for (sent, status) in &statuses[..5] {
+            assert_eq!(*status, Some(400), "{sent}");
+        }
+        assert_eq!(statuses[5].1, Some(200));
     }
 }

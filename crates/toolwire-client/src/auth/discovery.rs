@@ -3,17 +3,16 @@
 //! else the path-inserted well-known URI, else the root one — whose `resource` must be the
 //! server being called; then the issuer's RFC 8414 or OpenID metadata, tried in the order of
 //! the path-insertion rules, whose `issuer` must be exactly the issuer it was built from.
-//! Nothing is sent to an authorization server before both checks pass.
-
-use std::time::Duration;
+//! Nothing is sent to an authorization server before both checks pass. Every URL is fetched
+//! through [`AuthHttp`], under its rules (`https:`, plain `http:` only at the server's own
+//! origin or with the development opt-in, never a link-local address), and the endpoints the
+//! issuer's metadata names are held to the same rules before the metadata is used: a document
+//! naming one it may not use is refused whole.
 
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 
 use super::challenge::Challenge;
-
-/// The largest metadata document read (a metadata document is a few KiB).
-const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+use super::http::{AuthHttp, UrlError, check_authorization_endpoint};
 
 /// RFC 9728 Protected Resource Metadata, as a client reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
@@ -95,7 +94,8 @@ pub enum DiscoveryError {
         tried: String,
     },
     /// The metadata describes another resource: nothing is sent to its authorization server.
-    #[error("the protected resource metadata at {url} is for {resource}, not for {server}")]
+    /// (The message does not repeat the resource it names: that is the answer's text.)
+    #[error("the protected resource metadata at {url} is for another resource than {server}")]
     WrongResource {
         /// The metadata's URL.
         url: String,
@@ -114,6 +114,16 @@ pub enum DiscoveryError {
         issuer: String,
         /// Each URL tried and what it answered (a document naming another issuer is refused).
         tried: String,
+    },
+    /// A URL the server or its metadata names is not one the client may use (plain http
+    /// elsewhere than the server's origin, a link-local address, another scheme): nothing is
+    /// sent there.
+    #[error("refused {what}: {error}")]
+    Refused {
+        /// Which URL: the challenge's metadata URL, the authorization server, an endpoint.
+        what: &'static str,
+        /// Why.
+        error: UrlError,
     },
 }
 
@@ -166,16 +176,28 @@ pub fn names_server(resource: &str, server: &str) -> bool {
                 .is_some_and(|rest| rest.starts_with('/')))
 }
 
-/// Finds the authorization server of `server`, which answered with `challenge` (if any).
+/// Finds the authorization server of the server `http` is for, which answered with
+/// `challenge` (if any).
 pub async fn discover(
-    http: &reqwest::Client,
-    server: &str,
+    http: &AuthHttp,
     challenge: Option<&Challenge>,
 ) -> Result<Discovered, DiscoveryError> {
+    let server = http.server();
+    let named = challenge.and_then(Challenge::resource_metadata).is_some();
     let mut tried = Vec::new();
     let mut found = None;
     for url in resource_metadata_urls(server, challenge) {
-        match get_json::<ResourceMetadata>(http, &url).await {
+        let checked = http
+            .checked(&url)
+            .map_err(|error| DiscoveryError::Refused {
+                what: if named {
+                    "the protected resource metadata URL the server's challenge names"
+                } else {
+                    "the protected resource metadata URL"
+                },
+                error,
+            })?;
+        match http.get_json::<ResourceMetadata>(&checked).await {
             Ok(metadata) => {
                 found = Some((url, metadata));
                 break;
@@ -208,19 +230,30 @@ pub async fn discover(
 }
 
 /// The metadata of `issuer`: the first document, in [`server_metadata_urls`] order, whose
-/// `issuer` is exactly `issuer` (RFC 8414 §3.3).
+/// `issuer` is exactly `issuer` (RFC 8414 §3.3), and whose endpoints the client may use.
 pub async fn server_metadata(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     issuer: &str,
 ) -> Result<AuthorizationServerMetadata, DiscoveryError> {
+    http.check(issuer)
+        .map_err(|error| DiscoveryError::Refused {
+            what: "the authorization server the resource metadata names",
+            error,
+        })?;
     let mut tried = Vec::new();
     for url in server_metadata_urls(issuer) {
-        match get_json::<AuthorizationServerMetadata>(http, &url).await {
-            Ok(metadata) if metadata.issuer == issuer => return Ok(metadata),
-            Ok(metadata) => tried.push(format!(
-                "{url}: names the issuer {:?} (refused)",
-                metadata.issuer
-            )),
+        let checked = http
+            .checked(&url)
+            .map_err(|error| DiscoveryError::Refused {
+                what: "the authorization server's metadata URL",
+                error,
+            })?;
+        match http.get_json::<AuthorizationServerMetadata>(&checked).await {
+            Ok(metadata) if metadata.issuer == issuer => {
+                check_endpoints(http, &metadata)?;
+                return Ok(metadata);
+            }
+            Ok(_) => tried.push(format!("{url}: names another issuer (refused)")),
             Err(why) => tried.push(format!("{url}: {why}")),
         }
     }
@@ -230,34 +263,35 @@ pub async fn server_metadata(
     })
 }
 
-/// A client for metadata: no redirects followed, 10 s at most per document.
-pub fn metadata_client() -> reqwest::Client {
-    reqwest::Client::builder()
-        .timeout(Duration::from_secs(10))
-        .redirect(reqwest::redirect::Policy::none())
-        .build()
-        .unwrap_or_default()
-}
-
-/// GETs `url` and reads a JSON document of at most [`MAX_DOCUMENT_BYTES`].
-async fn get_json<T: DeserializeOwned>(http: &reqwest::Client, url: &str) -> Result<T, String> {
-    let mut response = http
-        .get(url)
-        .header("accept", "application/json")
-        .send()
-        .await
-        .map_err(|e| e.to_string())?;
-    if !response.status().is_success() {
-        return Err(format!("HTTP {}", response.status().as_u16()));
+/// Whether every endpoint `metadata` names is one the client may use: the authorization
+/// endpoint one a browser may open, the others ones `http` may send to.
+fn check_endpoints(
+    http: &AuthHttp,
+    metadata: &AuthorizationServerMetadata,
+) -> Result<(), DiscoveryError> {
+    if let Some(endpoint) = &metadata.authorization_endpoint {
+        check_authorization_endpoint(endpoint).map_err(|error| DiscoveryError::Refused {
+            what: "the authorization server's authorization endpoint",
+            error,
+        })?;
     }
-    let mut body = Vec::new();
-    while let Some(chunk) = response.chunk().await.map_err(|e| e.to_string())? {
-        if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-            return Err(format!("larger than {MAX_DOCUMENT_BYTES} bytes"));
+    let fetched = [
+        (
+            "the authorization server's token endpoint",
+            &metadata.token_endpoint,
+        ),
+        (
+            "the authorization server's registration endpoint",
+            &metadata.registration_endpoint,
+        ),
+    ];
+    for (what, endpoint) in fetched {
+        if let Some(endpoint) = endpoint {
+            http.check(endpoint)
+                .map_err(|error| DiscoveryError::Refused { what, error })?;
         }
-        body.extend_from_slice(&chunk);
     }
-    serde_json::from_slice(&body).map_err(|e| format!("not the expected JSON: {e}"))
+    Ok(())
 }
 
 /// `scheme://authority` and the rest of a URL.

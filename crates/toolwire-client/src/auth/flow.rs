@@ -30,6 +30,7 @@ use reqwest::header::HeaderValue;
 use super::authorizer::{Authorizer, AuthorizerError};
 use super::challenge::{self, Challenge};
 use super::discovery::{self, Discovered, DiscoveryError};
+use super::http::AuthHttp;
 use super::request::{self, AuthorizationError, Pkce};
 use super::store::{CredentialStore, MemoryStore, StoreError, StoredTokens};
 use super::token::{self, ClientIdentity, PrivateKey, TokenError, Tokens};
@@ -122,6 +123,7 @@ pub struct OAuth {
     metadata_document: Option<String>,
     machine: bool,
     scope: Option<String>,
+    insecure_http: bool,
 }
 
 impl std::fmt::Debug for OAuth {
@@ -130,6 +132,7 @@ impl std::fmt::Debug for OAuth {
             .field("client_name", &self.client_name)
             .field("authorizer", &self.authorizer.is_some())
             .field("machine", &self.machine)
+            .field("insecure_http", &self.insecure_http)
             .finish_non_exhaustive()
     }
 }
@@ -152,6 +155,7 @@ impl OAuth {
             metadata_document: None,
             machine: false,
             scope: None,
+            insecure_http: false,
         }
     }
 
@@ -232,6 +236,15 @@ impl OAuth {
         self.scope = Some(scope.into());
         self
     }
+
+    /// Development only: authorization servers and metadata on plain `http:` anywhere. By
+    /// default they are reached over `https:`, and over plain `http:` only at the MCP server's
+    /// own origin (see [`AuthHttp`]). Link-local addresses stay refused, and the sign-in page
+    /// must still be `https:` or on this machine.
+    pub fn allow_insecure_http(mut self) -> OAuth {
+        self.insecure_http = true;
+        self
+    }
 }
 
 /// The authorization a client holds: where its token comes from and what it allows.
@@ -272,7 +285,7 @@ struct Held {
 pub(crate) struct Flow {
     config: OAuth,
     server: String,
-    http: reqwest::Client,
+    http: AuthHttp,
     /// The current `Authorization` value and its generation: read by every request, without
     /// a lock (written only when a token is installed).
     bearer: ArcSwap<(u64, Option<HeaderValue>)>,
@@ -293,10 +306,11 @@ impl std::fmt::Debug for Flow {
 
 impl Flow {
     pub(crate) fn new(config: OAuth, server: String) -> Flow {
+        let http = AuthHttp::new(server.clone()).allow_insecure_http(config.insecure_http);
         Flow {
             config,
             server,
-            http: discovery::metadata_client(),
+            http,
             bearer: ArcSwap::from_pointee((0, None)),
             authorized: RwLock::new(None),
             confirmed: AtomicU64::new(0),
@@ -332,7 +346,7 @@ impl Flow {
             // Another request renewed the token meanwhile.
             return Ok(());
         }
-        let found = discovery::discover(&self.http, &self.server, challenge.as_ref()).await?;
+        let found = discovery::discover(&self.http, challenge.as_ref()).await?;
         let issuer = found.authorization_server.issuer.clone();
         let resource = found.resource.resource.clone();
         let step_up = status == 403;
@@ -434,6 +448,18 @@ impl Flow {
                 Ok(Some((tokens, true)))
             }
             Err(error) => {
+                // Another process may have spent the same refresh token a moment ago (a server
+                // that rotates them refuses it the second time): its tokens are in the store.
+                if let Some(newer) = self.config.store.tokens(issuer, resource)? {
+                    let token = newer.tokens.access_token.as_str();
+                    if token != stored.tokens.access_token
+                        && Some(token) != refused
+                        && !newer.expired(30)
+                    {
+                        tracing::info!(%issuer, "tokens renewed by another process are used");
+                        return Ok(Some((newer, false)));
+                    }
+                }
                 tracing::info!(%issuer, %error, "the refresh token was refused; authorizing again");
                 Ok(None)
             }
@@ -628,6 +654,67 @@ mod tests {
         assert!(!answerable(403, None));
         assert!(!answerable(403, Some(r#"Bearer error="invalid_token""#)));
         assert!(!answerable(403, Some(r#"Basic realm="x""#)));
+    }
+
+    /// Two processes hold the same expired token: the other refreshed first, and this one's
+    /// refresh, with the refresh token the other spent, is refused (a server that rotates
+    /// refresh tokens). The tokens the other kept are used, nobody is asked again.
+    #[tokio::test]
+    async fn a_refresh_lost_to_another_process_uses_its_tokens() {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let (issuer, resource) = (origin.clone(), format!("{origin}/mcp"));
+        let store = Arc::new(MemoryStore::new());
+        let tokens = |access: &str, refresh: &str, ttl: u64| {
+            StoredTokens::now(Tokens {
+                access_token: access.into(),
+                token_type: "Bearer".into(),
+                expires_in: Some(ttl),
+                refresh_token: Some(refresh.into()),
+                scope: None,
+            })
+        };
+        store
+            .save_tokens(&issuer, &resource, &tokens("old", "spent", 0))
+            .unwrap();
+        store
+            .save_identity(&ClientIdentity::new(issuer.clone(), "c", None))
+            .unwrap();
+        // The token endpoint: meanwhile the other process kept its new tokens.
+        let other = (store.clone(), issuer.clone(), resource.clone());
+        let app = axum::Router::new().route(
+            "/token",
+            axum::routing::post(move || {
+                let (store, issuer, resource) = other.clone();
+                async move {
+                    store
+                        .save_tokens(&issuer, &resource, &tokens("theirs", "next", 3600))
+                        .unwrap();
+                    (
+                        axum::http::StatusCode::BAD_REQUEST,
+                        [("content-type", "application/json")],
+                        r#"{"error":"invalid_grant"}"#,
+                    )
+                }
+            }),
+        );
+        tokio::spawn(async move { axum::serve(listener, app).await });
+        let flow = Flow::new(OAuth::new().store(store.clone()), resource.clone());
+        let found = Discovered {
+            metadata_url: String::new(),
+            resource: serde_json::from_value(serde_json::json!({
+                "resource": resource, "authorization_servers": [issuer]
+            }))
+            .unwrap(),
+            authorization_server: serde_json::from_value(serde_json::json!({
+                "issuer": issuer, "token_endpoint": format!("{issuer}/token")
+            }))
+            .unwrap(),
+        };
+        let kept = flow.kept(&Held::default(), &found).await.unwrap();
+        let (tokens, fresh) = kept.expect("the other process's tokens");
+        assert_eq!(tokens.tokens.access_token, "theirs");
+        assert!(!fresh);
     }
 
     #[test]

@@ -9,6 +9,7 @@ use sha2::{Digest as _, Sha256};
 
 use super::challenge::Challenge;
 use super::discovery::{AuthorizationServerMetadata, ResourceMetadata};
+use super::http::{UrlError, check_authorization_endpoint};
 
 /// A PKCE pair (RFC 7636): the verifier stays with the client, the challenge goes out.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -56,6 +57,10 @@ pub enum AuthorizationError {
     /// The server has no authorization endpoint.
     #[error("the authorization server {0} has no authorization endpoint")]
     NoEndpoint(String),
+    /// The authorization endpoint is not one to open in a browser: not `https:` (nor `http:`
+    /// on this machine), or a link-local address, or with a user name in it.
+    #[error("refused the authorization server's authorization endpoint: {0}")]
+    RefusedEndpoint(UrlError),
     /// The redirect is not a URL.
     #[error("the redirect is not a URL: {0}")]
     BadRedirect(String),
@@ -85,7 +90,9 @@ pub enum AuthorizationError {
 }
 
 /// The authorization URL for a code with PKCE S256 (A-12), `state`, and `resource` exactly as
-/// the resource metadata names it (A-13); `scope` when there is one to ask for.
+/// the resource metadata names it (A-13); `scope` when there is one to ask for. Only on an
+/// endpoint a browser may be sent to ([`check_authorization_endpoint`]): never `file:`,
+/// `javascript:` or plain `http:` to another machine.
 pub fn authorization_url(
     server: &AuthorizationServerMetadata,
     resource: &ResourceMetadata,
@@ -102,6 +109,7 @@ pub fn authorization_url(
         .authorization_endpoint
         .as_deref()
         .ok_or_else(|| AuthorizationError::NoEndpoint(server.issuer.clone()))?;
+    check_authorization_endpoint(endpoint).map_err(AuthorizationError::RefusedEndpoint)?;
     let mut url = url::Url::parse(endpoint)
         .map_err(|e| AuthorizationError::NoEndpoint(format!("{} ({e})", server.issuer)))?;
     {
@@ -254,6 +262,21 @@ mod tests {
         assert_eq!(query["state"], "st4te");
         assert_eq!(query["resource"], "https://mcp.example.com/mcp");
         assert_eq!(query["scope"], "files:read files:write");
+
+        for endpoint in [
+            "file:///etc/passwd",
+            "javascript:alert(1)",
+            "http://auth.example.com/authorize",
+        ] {
+            let mut unsafe_endpoint = server(true);
+            unsafe_endpoint.authorization_endpoint = Some(endpoint.into());
+            let refused =
+                authorization_url(&unsafe_endpoint, &resource(&[]), "c", "r", None, "s", &pkce);
+            assert!(
+                matches!(refused, Err(AuthorizationError::RefusedEndpoint(_))),
+                "{endpoint}: {refused:?}"
+            );
+        }
 
         let mut no_pkce = server(true);
         no_pkce.code_challenge_methods_supported = vec!["plain".into()];

@@ -1,8 +1,8 @@
 //! Where identities and tokens are kept: identities by issuer, tokens by (issuer,
 //! resource), so a token is only ever sent to the server it was issued for. Behind a trait, so
 //! an OS keyring or a shared store can stand in; [`FileStore`] keeps one JSON file readable
-//! only by the user (mode 0600, written whole and renamed into place), [`MemoryStore`] nothing
-//! beyond the process.
+//! only by the user (mode 0600, changed under a lock shared with other processes, written whole
+//! and renamed into place), [`MemoryStore`] nothing beyond the process.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -163,22 +163,22 @@ impl CredentialStore for MemoryStore {
     }
 }
 
-/// One JSON file readable and writable only by the user. Each change reads the file, changes
-/// it and writes it whole to a temporary file (mode 0600 from its creation) renamed over the
-/// old one, so a crash never leaves half a file.
+/// One JSON file readable and writable only by the user, shared by every process that uses it
+/// (two `toolwire` commands at once, a host and a `toolwire login`). Each change takes an
+/// exclusive advisory lock on `PATH.lock` beside it, reads the file afresh under the lock,
+/// changes it and writes it whole to a new temporary file (mode 0600 from its creation) renamed
+/// over the old one: no process drops another's update (a rotated refresh token among them),
+/// and a crash never leaves half a file. Reads take no lock: a rename replaces the file at
+/// once, so a reader sees the old file or the new one.
 #[derive(Debug)]
 pub struct FileStore {
     path: PathBuf,
-    writing: Mutex<()>,
 }
 
 impl FileStore {
     /// The store in `path` (created when first written).
     pub fn new(path: impl Into<PathBuf>) -> FileStore {
-        FileStore {
-            path: path.into(),
-            writing: Mutex::new(()),
-        }
+        FileStore { path: path.into() }
     }
 
     /// Its file.
@@ -202,37 +202,74 @@ impl FileStore {
         }
     }
 
+    /// `PATH` with `suffix` appended to its name.
+    fn beside(&self, suffix: &str) -> PathBuf {
+        let mut name = self.path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    }
+
+    /// Holds `PATH.lock` exclusively until the returned file is closed (every process that
+    /// changes the store does the same; the lock goes with the process if it dies).
+    fn lock(&self) -> Result<std::fs::File, StoreError> {
+        let path = self.beside(".lock");
+        let io = |e: std::io::Error| self.error(format!("{}: {e}", path.display()));
+        let file = private_file()
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+            .map_err(io)?;
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
+            .map_err(|e| io(e.into()))?;
+        Ok(file)
+    }
+
     fn change<T>(&self, f: impl FnOnce(&mut Credentials) -> T) -> Result<T, StoreError> {
-        let _one_writer = self.writing.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            let mut builder = std::fs::DirBuilder::new();
+            builder.recursive(true);
+            #[cfg(unix)]
+            std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+            builder.create(dir).map_err(|e| self.error(e))?;
+        }
+        let _locked = self.lock()?;
+        // Read under the lock: what another process wrote a moment ago is kept.
         let mut credentials = self.read()?;
         let out = f(&mut credentials);
         let text = serde_json::to_vec_pretty(&credentials).map_err(|e| self.error(e))?;
+        // A name no one else uses, created afresh (never an existing file or link followed).
+        let temp = self.beside(&format!(
+            ".{}.{:016x}.tmp",
+            std::process::id(),
+            rand::random::<u64>()
+        ));
+        let written = write_new(&temp, &text).and_then(|()| std::fs::rename(&temp, &self.path));
+        if let Err(e) = written {
+            let _ = std::fs::remove_file(&temp);
+            return Err(self.error(e));
+        }
+        // The rename itself survives a crash once the directory is on disk.
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            std::fs::create_dir_all(dir).map_err(|e| self.error(e))?;
+            let _ = std::fs::File::open(dir).and_then(|d| d.sync_all());
         }
-        let mut temp = self.path.as_os_str().to_owned();
-        temp.push(".tmp");
-        let temp = PathBuf::from(temp);
-        let mut options = std::fs::OpenOptions::new();
-        options.write(true).create(true).truncate(true);
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::OpenOptionsExt as _;
-            options.mode(0o600);
-        }
-        let mut file = options.open(&temp).map_err(|e| self.error(e))?;
-        #[cfg(unix)]
-        {
-            // A temporary file left by another umask or user: made private before writing.
-            use std::os::unix::fs::PermissionsExt as _;
-            file.set_permissions(std::fs::Permissions::from_mode(0o600))
-                .map_err(|e| self.error(e))?;
-        }
-        std::io::Write::write_all(&mut file, &text).map_err(|e| self.error(e))?;
-        file.sync_all().map_err(|e| self.error(e))?;
-        std::fs::rename(&temp, &self.path).map_err(|e| self.error(e))?;
         Ok(out)
     }
+}
+
+/// Options for a file only the user may read and write (mode 0600 from its creation).
+fn private_file() -> std::fs::OpenOptions {
+    let mut options = std::fs::OpenOptions::new();
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    options
+}
+
+/// Writes `bytes` to the new file `path` (0600) and flushes it to disk.
+fn write_new(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let mut file = private_file().write(true).create_new(true).open(path)?;
+    std::io::Write::write_all(&mut file, bytes)?;
+    file.sync_all()
 }
 
 impl CredentialStore for FileStore {
@@ -340,12 +377,138 @@ mod tests {
                 .mode();
             assert_eq!(mode & 0o777, 0o600, "readable by the user only");
         }
+        // Beside it only its lock: no temporary file is left behind.
+        let mut names: Vec<String> = std::fs::read_dir(dir.join("nested"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        assert_eq!(names, ["credentials.json", "credentials.json.lock"]);
         std::fs::write(store.path(), "{not json").unwrap();
         let broken = store.identity("https://as1").unwrap_err().to_string();
         assert!(
             broken.contains("credentials.json") && broken.contains("not a credentials file"),
             "{broken}"
         );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Two handles on one file (as two `toolwire` processes have: a lock in one is not seen
+    /// by the other's mutex) each keep tokens under their own keys at the same time: every
+    /// update survives, none is dropped by the other's read-modify-write.
+    #[test]
+    fn concurrent_writers_on_one_file_lose_no_update() {
+        const WRITERS: usize = 4;
+        const UPDATES: usize = 25;
+        let dir = std::env::temp_dir().join(format!("toolwire-creds-race-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let file = dir.join("credentials.json");
+        let start = std::sync::Arc::new(std::sync::Barrier::new(WRITERS));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|w| {
+                let (file, start) = (file.clone(), start.clone());
+                std::thread::spawn(move || {
+                    let store = FileStore::new(file);
+                    start.wait();
+                    let mut failed = Vec::new();
+                    for u in 0..UPDATES {
+                        let resource = format!("https://mcp/{w}/{u}");
+                        if let Err(e) =
+                            store.save_tokens("https://as", &resource, &tokens(&resource, None))
+                        {
+                            failed.push(e.to_string());
+                        }
+                    }
+                    failed
+                })
+            })
+            .collect();
+        let failed: Vec<String> = writers
+            .into_iter()
+            .flat_map(|w| w.join().unwrap())
+            .collect();
+        let store = FileStore::new(&file);
+        let mut lost = Vec::new();
+        for w in 0..WRITERS {
+            for u in 0..UPDATES {
+                let resource = format!("https://mcp/{w}/{u}");
+                if store.tokens("https://as", &resource).unwrap().is_none() {
+                    lost.push(resource);
+                }
+            }
+        }
+        assert!(
+            lost.is_empty() && failed.is_empty(),
+            "{} of {} updates lost, {} writes failed: {:?}",
+            lost.len(),
+            WRITERS * UPDATES,
+            failed.len(),
+            failed.first()
+        );
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// Each of [`two_processes_lose_no_update`]'s writers, run in a child process of this test
+    /// binary: `TOOLWIRE_STORE_WRITER` is the file and the writer's number.
+    #[test]
+    #[ignore = "a child process of two_processes_lose_no_update"]
+    fn store_writer_process() {
+        let Some(job) = std::env::var("TOOLWIRE_STORE_WRITER").ok() else {
+            return;
+        };
+        let (file, writer) = job.split_once('\n').unwrap();
+        let store = FileStore::new(file);
+        for u in 0..PROCESS_UPDATES {
+            let resource = format!("https://mcp/{writer}/{u}");
+            store
+                .save_tokens("https://as", &resource, &tokens(&resource, None))
+                .unwrap();
+        }
+    }
+
+    const PROCESS_UPDATES: usize = 40;
+
+    /// Two processes keep tokens in one file at the same time, as two `toolwire` commands do:
+    /// each keeps every one of its own, neither's update is dropped by the other's.
+    #[test]
+    fn two_processes_lose_no_update() {
+        let dir = std::env::temp_dir().join(format!("toolwire-creds-procs-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let file = dir.join("credentials.json");
+        let children: Vec<_> = (0..2)
+            .map(|writer| {
+                std::process::Command::new(std::env::current_exe().unwrap())
+                    .args([
+                        "--exact",
+                        "auth::store::tests::store_writer_process",
+                        "--ignored",
+                        "--quiet",
+                    ])
+                    .env(
+                        "TOOLWIRE_STORE_WRITER",
+                        format!("{}\n{writer}", file.display()),
+                    )
+                    .stdout(std::process::Stdio::piped())
+                    .stderr(std::process::Stdio::piped())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect();
+        for child in children {
+            let output = child.wait_with_output().unwrap();
+            assert!(
+                output.status.success(),
+                "a writer failed: {}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let store = FileStore::new(&file);
+        let lost: Vec<String> = (0..2)
+            .flat_map(|w| (0..PROCESS_UPDATES).map(move |u| format!("https://mcp/{w}/{u}")))
+            .filter(|r| store.tokens("https://as", r).unwrap().is_none())
+            .collect();
+        assert!(lost.is_empty(), "{} updates lost: {lost:?}", lost.len());
         std::fs::remove_dir_all(&dir).unwrap();
     }
 

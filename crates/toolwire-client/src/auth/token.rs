@@ -3,7 +3,9 @@
 //! yet, then the authorization code (with its PKCE verifier and the same `resource`), a
 //! refresh token when one was issued, or client credentials for a machine client — each
 //! authenticated the way the server lists (`client_secret_basic`, `client_secret_post`,
-//! `none`).
+//! `none`). Requests go through [`AuthHttp`], so only to endpoints its rules allow; an error
+//! repeats nothing of an answer but its status, its content type, and a well-formed OAuth
+//! error code and description (RFC 6749 §5.2).
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 
 use super::discovery::AuthorizationServerMetadata;
+use super::http::{AuthHttp, UrlError, content_type, describe, unexpected};
 
 /// A client's identity at one authorization server (keyed by its issuer, never used at
 /// another, A-10).
@@ -148,6 +151,14 @@ pub enum TokenError {
         /// The server asked.
         issuer: String,
     },
+    /// The endpoint is not one the client may send to (see [`AuthHttp`]).
+    #[error("refused {what}: {error}")]
+    RefusedEndpoint {
+        /// Which endpoint.
+        what: &'static str,
+        /// Why.
+        error: UrlError,
+    },
     /// The request could not be made or read.
     #[error("{0}")]
     Transport(String),
@@ -168,7 +179,7 @@ pub enum TokenError {
 /// `application_type`). `refresh_token` is among its grants, so a refresh token may be issued
 /// (the conformance suite's offline-access scenario).
 pub async fn register(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client_name: &str,
     redirect_uris: &[String],
@@ -181,6 +192,12 @@ pub async fn register(
                 issuer: server.issuer.clone(),
                 endpoint: "registration endpoint",
             })?;
+    let endpoint = http
+        .checked(endpoint)
+        .map_err(|error| TokenError::RefusedEndpoint {
+            what: "the authorization server's registration endpoint",
+            error,
+        })?;
     let body = json!({
         "client_name": client_name,
         "redirect_uris": redirect_uris,
@@ -190,19 +207,20 @@ pub async fn register(
         "application_type": "native",
     });
     let reply = http
-        .post(endpoint)
+        .post(&endpoint)
+        .map_err(TokenError::Transport)?
         .json(&body)
         .timeout(Duration::from_secs(10))
         .send()
         .await
-        .map_err(|e| TokenError::Transport(e.to_string()))?;
+        .map_err(|e| TokenError::Transport(describe(&e)))?;
     #[derive(Deserialize)]
     struct Registered {
         client_id: String,
         #[serde(default)]
         client_secret: Option<String>,
     }
-    let registered: Registered = read(reply).await?;
+    let registered: Registered = read("the registration endpoint", reply).await?;
     Ok(ClientIdentity::new(
         server.issuer.clone(),
         registered.client_id,
@@ -213,7 +231,7 @@ pub async fn register(
 /// The tokens for an authorization `code`: with the PKCE `verifier`, the same `redirect_uri`
 /// and the same `resource` as the authorization request (A-13).
 pub async fn exchange_code(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client: &ClientIdentity,
     code: &str,
@@ -238,7 +256,7 @@ pub async fn exchange_code(
 
 /// New tokens from a refresh token, for the same `resource`.
 pub async fn refresh(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client: &ClientIdentity,
     refresh_token: &str,
@@ -259,7 +277,7 @@ pub async fn refresh(
 
 /// Tokens for a machine client (client credentials), for `resource` with `scope`.
 pub async fn client_credentials(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client: &ClientIdentity,
     resource: &str,
@@ -305,7 +323,7 @@ pub fn auth_method(server: &AuthorizationServerMetadata, client: &ClientIdentity
 }
 
 async fn token_request(
-    http: &reqwest::Client,
+    http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client: &ClientIdentity,
     fields: &[(&str, &str)],
@@ -323,9 +341,16 @@ async fn token_request(
             issuer: server.issuer.clone(),
             endpoint: "token endpoint",
         })?;
+    let endpoint = http
+        .checked(endpoint)
+        .map_err(|error| TokenError::RefusedEndpoint {
+            what: "the authorization server's token endpoint",
+            error,
+        })?;
     let (body, basic) = authenticated_form(server, client, fields)?;
     let mut request = http
-        .post(endpoint)
+        .post(&endpoint)
+        .map_err(TokenError::Transport)?
         .header("content-type", "application/x-www-form-urlencoded")
         .header("accept", "application/json")
         .timeout(Duration::from_secs(30));
@@ -336,8 +361,8 @@ async fn token_request(
         .body(body)
         .send()
         .await
-        .map_err(|e| TokenError::Transport(e.to_string()))?;
-    read(reply).await
+        .map_err(|e| TokenError::Transport(describe(&e)))?;
+    read("the token endpoint", reply).await
 }
 
 /// The token request's form with the client authenticated as the server lists, and the
@@ -387,30 +412,60 @@ fn authenticated_form(
     Ok((form.finish(), basic))
 }
 
-/// A JSON reply, or the server's OAuth error.
-async fn read<T: serde::de::DeserializeOwned>(reply: reqwest::Response) -> Result<T, TokenError> {
+/// A JSON reply from the endpoint `what`, or the server's OAuth error. Nothing else of the
+/// body reaches an error.
+async fn read<T: serde::de::DeserializeOwned>(
+    what: &str,
+    reply: reqwest::Response,
+) -> Result<T, TokenError> {
     let status = reply.status();
+    let kind = content_type(&reply);
     let body = reply
         .bytes()
         .await
-        .map_err(|e| TokenError::Transport(e.to_string()))?;
+        .map_err(|e| TokenError::Transport(describe(&e)))?;
     if !status.is_success() {
-        #[derive(Deserialize)]
-        struct OAuthError {
-            error: String,
-            #[serde(default)]
-            error_description: Option<String>,
-        }
-        return Err(match serde_json::from_slice::<OAuthError>(&body) {
-            Ok(e) => TokenError::Refused {
-                error: e.error,
-                description: e.error_description,
-            },
-            Err(_) => TokenError::Transport(format!("HTTP {}", status.as_u16())),
-        });
+        return Err(oauth_error(&body).unwrap_or_else(|| {
+            TokenError::Transport(format!(
+                "{what} answered HTTP {}{kind}, not an OAuth error response",
+                status.as_u16()
+            ))
+        }));
     }
-    serde_json::from_slice(&body)
-        .map_err(|e| TokenError::Transport(format!("not the expected JSON: {e}")))
+    serde_json::from_slice(&body).map_err(|e| {
+        TokenError::Transport(format!(
+            "{what} answered HTTP {}{kind}: {}",
+            status.as_u16(),
+            unexpected(&e)
+        ))
+    })
+}
+
+/// The OAuth error response in `body`, if it is one (RFC 6749 §5.2): an `error` code and an
+/// optional `error_description`, each of the characters the RFC allows (printable ASCII but
+/// `"` and `\`) and short. Anything else is not shown.
+fn oauth_error(body: &[u8]) -> Option<TokenError> {
+    #[derive(Deserialize)]
+    struct OAuthError {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    let allowed = |text: &str, max: usize| {
+        !text.is_empty()
+            && text.len() <= max
+            && text
+                .bytes()
+                .all(|b| (0x20..=0x7e).contains(&b) && b != b'"' && b != b'\\')
+    };
+    let parsed: OAuthError = serde_json::from_slice(body).ok()?;
+    if !allowed(&parsed.error, 64) || parsed.error.contains(' ') {
+        return None;
+    }
+    Some(TokenError::Refused {
+        error: parsed.error,
+        description: parsed.error_description.filter(|d| allowed(d, 300)),
+    })
 }
 
 #[cfg(test)]
@@ -452,12 +507,44 @@ mod tests {
         );
     }
 
+    #[test]
+    fn only_a_well_formed_oauth_error_is_repeated() {
+        let read = |body: serde_json::Value| oauth_error(body.to_string().as_bytes());
+        assert_eq!(
+            read(json!({"error": "invalid_grant", "error_description": "expired"})),
+            Some(TokenError::Refused {
+                error: "invalid_grant".into(),
+                description: Some("expired".into())
+            })
+        );
+        // A description out of the RFC's characters is left out; a code out of them, or a
+        // body that is no OAuth error, is not an OAuth error at all.
+        assert_eq!(
+            read(json!({"error": "invalid_grant", "error_description": "line\nbreak \"q\""})),
+            Some(TokenError::Refused {
+                error: "invalid_grant".into(),
+                description: None
+            })
+        );
+        for body in [
+            json!({"error": "two words"}),
+            json!({"error": "x".repeat(65)}),
+            json!({"error": "é"}),
+            json!({"error": ""}),
+            json!({"error": 1}),
+            json!({"message": "invalid_grant"}),
+        ] {
+            assert_eq!(read(body.clone()), None, "{body}");
+        }
+        assert_eq!(oauth_error(b"<html>"), None);
+    }
+
     #[tokio::test]
     async fn an_identity_is_never_used_at_another_server() {
         let mut other = client(None);
         other.issuer = "https://other.example.com".into();
         let refused = refresh(
-            &reqwest::Client::new(),
+            &AuthHttp::new("https://mcp"),
             &server(&[]),
             &other,
             "r",

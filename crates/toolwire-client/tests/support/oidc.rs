@@ -5,8 +5,6 @@
 
 #![allow(dead_code)]
 
-use toolwire_client::auth::discovery;
-
 #[path = "../../../../interop/oidc/launch.rs"]
 mod launch;
 
@@ -38,7 +36,7 @@ pub(crate) struct Browser {
 impl Browser {
     /// Goes from `start` until a redirect points under `stop`; returns that URL.
     pub(crate) async fn sign_in(&mut self, start: &str, issuer: &str, stop: &str) -> String {
-        let http = discovery::metadata_client();
+        let http = no_redirects();
         let mut next = (start.to_owned(), None::<String>);
         for _ in 0..20 {
             let (url, form) = next;
@@ -120,10 +118,18 @@ fn fill_form(page: &str) -> (String, String) {
     (action, body.finish())
 }
 
+/// A client that follows no redirect: the browser follows them by hand.
+fn no_redirects() -> reqwest::Client {
+    reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap()
+}
+
 /// The browser's last hop: the redirect delivered to the client's loopback listener; its
 /// status.
 pub(crate) async fn deliver(url: &str) -> u16 {
-    discovery::metadata_client()
+    no_redirects()
         .get(url)
         .send()
         .await

@@ -461,6 +461,9 @@ fn oauth_for(
     if settings.client_credentials {
         oauth = oauth.client_credentials();
     }
+    if options.oauth_insecure_http {
+        oauth = oauth.allow_insecure_http();
+    }
     oauth
 }
 

@@ -49,6 +49,7 @@ pub struct HostOptions {
     pub(super) log_level: Option<LoggingLevel>,
     pub(super) credentials: Arc<dyn CredentialStore>,
     pub(super) authorizer: Option<AuthorizerFor>,
+    pub(super) oauth_insecure_http: bool,
 }
 
 /// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
@@ -88,6 +89,7 @@ impl HostOptions {
             log_level: None,
             credentials: Arc::new(MemoryStore::new()),
             authorizer: None,
+            oauth_insecure_http: false,
         }
     }
 
@@ -103,6 +105,15 @@ impl HostOptions {
     ) -> Self {
         self.credentials = store;
         self.authorizer = authorizer;
+        self
+    }
+
+    /// Development only: every server's OAuth may reach authorization servers and metadata on
+    /// plain `http:` anywhere, not only at the server's own origin
+    /// ([`OAuth::allow_insecure_http`](toolwire_client::auth::OAuth::allow_insecure_http)).
+    /// The host's own choice, never a configuration file's.
+    pub fn oauth_insecure_http(mut self) -> Self {
+        self.oauth_insecure_http = true;
         self
     }
 
