@@ -9,9 +9,10 @@
 
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::extract::ConnectInfo;
-use axum::response::{IntoResponse as _, Response};
+use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 use toolwire_protocol::ErrorObject;
@@ -57,12 +58,13 @@ impl Admission {
         &self,
         parts: &http::request::Parts,
         clock: &dyn Clock,
-    ) -> Result<Option<ClientId>, Response> {
-        let client = self
-            .client(parts)
-            .map_err(|why| self.unreadable(why, parts, clock))?;
-        match refusal(self.limiter.as_ref(), client.as_ref()) {
-            Some(response) => Err(response),
+    ) -> Result<Option<ClientId>, Turned> {
+        let client = self.client(parts).map_err(|why| {
+            self.log_unreadable(&why, parts, clock);
+            Turned::Unreadable(why)
+        })?;
+        match flooded(self.limiter.as_ref(), client.as_ref()) {
+            Some(turned) => Err(turned),
             None => Ok(client),
         }
     }
@@ -77,13 +79,9 @@ impl Admission {
         }
     }
 
-    /// The 400 answer to a request whose forwarding header names no client.
-    fn unreadable(
-        &self,
-        why: Unreadable,
-        parts: &http::request::Parts,
-        clock: &dyn Clock,
-    ) -> Response {
+    /// A request whose forwarding header names no client, in the log: at debug level each
+    /// time, as a warning at most once a minute.
+    fn log_unreadable(&self, why: &Unreadable, parts: &http::request::Parts, clock: &dyn Clock) {
         tracing::debug!(target: "toolwire::limits", peer = ?peer(parts), %why, "no client address: 400");
         if let Some(held) = self.unreadable.pass(clock.now_ms()) {
             tracing::warn!(
@@ -95,10 +93,50 @@ impl Admission {
                  minute; held_back counts the others.)"
             );
         }
-        let error = ErrorObject::invalid_request(format!(
-            "{why}; this server takes the client's address from it, as set by the proxy in front of it"
-        ));
-        super::json_response(StatusCode::BAD_REQUEST, Final::error(None, &error).json)
+    }
+}
+
+/// A request turned away before anything else is read.
+#[derive(Debug)]
+pub(super) enum Turned {
+    /// The forwarding header names no client: 400.
+    Unreadable(Unreadable),
+    /// The client's bucket is empty: 429 with `Retry-After`.
+    Flooded {
+        /// Until the bucket holds a request again.
+        wait: Duration,
+        /// The flood limit.
+        limit: RateLimit,
+    },
+}
+
+impl IntoResponse for Turned {
+    fn into_response(self) -> Response {
+        match self {
+            Turned::Unreadable(why) => {
+                let error = ErrorObject::invalid_request(format!(
+                    "{why}; this server takes the client's address from it, as set by the proxy in front of it"
+                ));
+                super::json_response(StatusCode::BAD_REQUEST, Final::error(None, &error).json)
+            }
+            Turned::Flooded { wait, limit } => {
+                let error = ErrorObject::new(
+                    TOO_MANY_REQUESTS,
+                    format!("too many requests from this address: at most {limit}; retry later"),
+                )
+                .with_data(json!({ "retryAfterMs": wait.as_millis().max(1) as u64 }));
+                let mut response = super::json_response(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    Final::error(None, &error).json,
+                );
+                // Whole seconds, rounded up (RFC 9110 §10.2.3).
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+                response
+            }
+        }
     }
 }
 
@@ -150,9 +188,8 @@ pub(super) fn limiter(config: &HttpConfig) -> Result<Option<Limiter>, String> {
         .transpose()
 }
 
-/// Takes one request from the address's bucket; when it is empty, the 429 answer with
-/// `Retry-After`.
-fn refusal(limiter: Option<&Limiter>, client: Option<&ClientId>) -> Option<Response> {
+/// Takes one request from the client's bucket; when it is empty, the refusal.
+fn flooded(limiter: Option<&Limiter>, client: Option<&ClientId>) -> Option<Turned> {
     if client.is_none() {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
@@ -162,22 +199,10 @@ fn refusal(limiter: Option<&Limiter>, client: Option<&ClientId>) -> Option<Respo
     let limiter = limiter?;
     let wait = limiter.check(CallerBucket::of(None, client), 1).err()?;
     tracing::debug!(target: "toolwire::limits", client = ?client, wait_ms = wait.as_millis() as u64, "flood limit: 429");
-    let limit = limiter.limit();
-    let error = ErrorObject::new(
-        TOO_MANY_REQUESTS,
-        format!("too many requests from this address: at most {limit}; retry later"),
-    )
-    .with_data(json!({ "retryAfterMs": wait.as_millis().max(1) as u64 }));
-    let mut response = super::json_response(
-        StatusCode::TOO_MANY_REQUESTS,
-        Final::error(None, &error).json,
-    );
-    // Whole seconds, rounded up (RFC 9110 §10.2.3).
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-    Some(response.into_response())
+    Some(Turned::Flooded {
+        wait,
+        limit: limiter.limit(),
+    })
 }
 
 #[cfg(test)]
@@ -248,7 +273,8 @@ mod tests {
         for headers in [&[][..], &[("x-forwarded-for", "not an address")][..]] {
             let response = xff
                 .admit(&parts(headers, Some("10.0.0.5:4000")), &clock)
-                .unwrap_err();
+                .unwrap_err()
+                .into_response();
             assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{headers:?}");
         }
     }
@@ -267,9 +293,11 @@ mod tests {
     fn a_flood_gets_429_with_retry_after() {
         let limiter = Limiter::new(RateLimit::per_minute(2), 1).unwrap();
         let client = ip("192.0.2.1");
-        assert!(refusal(Some(&limiter), client.as_ref()).is_none());
-        assert!(refusal(Some(&limiter), client.as_ref()).is_none());
-        let response = refusal(Some(&limiter), client.as_ref()).unwrap();
+        assert!(flooded(Some(&limiter), client.as_ref()).is_none());
+        assert!(flooded(Some(&limiter), client.as_ref()).is_none());
+        let response = flooded(Some(&limiter), client.as_ref())
+            .unwrap()
+            .into_response();
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         let retry: u64 = response.headers()[header::RETRY_AFTER]
             .to_str()
@@ -277,6 +305,6 @@ mod tests {
             .parse()
             .unwrap();
         assert!((1..=30).contains(&retry), "{retry}");
-        assert!(refusal(None, client.as_ref()).is_none());
+        assert!(flooded(None, client.as_ref()).is_none());
     }
 }

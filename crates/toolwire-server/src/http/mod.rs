@@ -284,7 +284,7 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
     let (parts, _) = request.into_parts();
     let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
         Ok(address) => address,
-        Err(response) => return response,
+        Err(turned) => return turned.into_response(),
     };
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
@@ -304,8 +304,8 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
-    if let Err(response) = state.admission.admit(&parts, &*state.server.inner.clock) {
-        return response;
+    if let Err(turned) = state.admission.admit(&parts, &*state.server.inner.clock) {
+        return turned.into_response();
     }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
@@ -321,7 +321,7 @@ async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> R
     // A flood is turned away before anything else is looked at (T-15).
     let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
         Ok(address) => address,
-        Err(response) => return response,
+        Err(turned) => return turned.into_response(),
     };
     match admit_and_run(&state, parts, body, address).await {
         Ok(response) => response,
