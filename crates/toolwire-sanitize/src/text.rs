@@ -25,7 +25,7 @@ pub fn needs_cleaning(text: &str) -> bool {
         });
         if suspect {
             for (offset, &b) in block.iter().enumerate() {
-                if (b < 0x20 || b >= 0x7f) && needs_cleaning_at(text, start + offset) {
+                if !(0x20..0x7f).contains(&b) && needs_cleaning_at(text, start + offset) {
                     return true;
                 }
             }
