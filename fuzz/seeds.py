@@ -113,6 +113,9 @@ def main():
     add("jwt", b64({"alg": "RS256", "typ": "at+jwt", "kid": "k1"}) + "." + b64(claims) + ".c2ln")
     add("jwt", claims)
     add("cursor", "AQAAAAR4eHh4eHh4eHh4eHh4eHh4eHh4")
+    for lines in ('for=192.0.2.60;proto=http;by=203.0.113.43', 'For="[2001:db8:cafe::17]:4711", for=unknown',
+                  'for=_hidden;host="a,b\\"c"\nfor="192.0.2.43:47011"', '203.0.113.9, 2001:db8::1'):
+        add("forwarded", lines)
     add("request_state", json.dumps({"m": "tools/call", "n": "t", "d": "00" * 32, "e": 5, "s": {"k": 1}}))
     for target, items in seeds.items():
         directory = OUT / target

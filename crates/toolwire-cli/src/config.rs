@@ -48,6 +48,8 @@
 //! # http_burst = 400
 //! # http_off = "why"
 //! # forwarded_header = "x-forwarded-for"   # the client address, as your proxy sets it
+//! #                                        # ("forwarded": RFC 7239); 400 when missing
+//! # trusted_proxies = 1                    # proxies in front that add to it
 //!
 //! [handles]                                # the notes' handles
 //! # idle_seconds = 1800                    # valid this long after their last use
@@ -583,6 +585,14 @@ mod tests {
             (
                 "[limits]\nforwarded_header = \"a b\"\n",
                 "limits.forwarded_header",
+            ),
+            (
+                "[limits]\nforwarded_header = \"forwarded\"\ntrusted_proxies = 0\n",
+                "limits.trusted_proxies",
+            ),
+            (
+                "[limits]\ntrusted_proxies = 2\n",
+                "needs limits.forwarded_header",
             ),
             (
                 "[limits]\ntool_calls = 1\ntool_period_seconds = 0\n",

@@ -33,6 +33,9 @@ pub(crate) struct LimitsConfig {
     /// The header a trusted proxy puts the client's address in.
     #[serde(default)]
     forwarded_header: Option<String>,
+    /// How many proxies in front of the server add to `forwarded_header`.
+    #[serde(default)]
+    trusted_proxies: Option<usize>,
 }
 
 /// `rate_limit = { calls = 10, period_seconds = 60, burst = 10 }` of `[tools.NAME]`.
@@ -131,6 +134,11 @@ impl LimitsConfig {
             http::HeaderName::from_bytes(name.as_bytes())
                 .map_err(|_| anyhow!("limits.forwarded_header: {name:?} is not a header name"))?;
         }
+        match (self.trusted_proxies, &self.forwarded_header) {
+            (Some(0), _) => bail!("limits.trusted_proxies: must be at least 1"),
+            (Some(_), None) => bail!("limits.trusted_proxies: needs limits.forwarded_header"),
+            _ => {}
+        }
         Ok(())
     }
 
@@ -187,6 +195,9 @@ impl LimitsConfig {
             if let Ok(name) = http::HeaderName::from_bytes(name.as_bytes()) {
                 config = config.forwarded_header(name);
             }
+        }
+        if let Some(hops) = self.trusted_proxies {
+            config = config.trusted_proxies(hops);
         }
         config
     }

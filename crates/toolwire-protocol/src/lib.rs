@@ -34,6 +34,7 @@ mod resources;
 mod results;
 #[cfg(feature = "schema")]
 pub mod schema;
+pub mod strings;
 mod subscriptions;
 mod tasks;
 mod tools;

@@ -48,7 +48,7 @@ impl Server {
         }
         // Then its quota, before any of the call's work is done (T-15).
         if let Some(limit) = &tool.limit {
-            let caller = CallerBucket::of(ctx.principal(), ctx.client_address());
+            let caller = CallerBucket::of(ctx.principal(), ctx.client());
             if let Err(wait) = limit.limiter.check(caller, limit.cost) {
                 return Ok(Outcome::Complete(
                     self.with_meta(limited_result(&name, limit, wait)),

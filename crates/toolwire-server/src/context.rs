@@ -99,8 +99,9 @@ struct Inner {
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
-    /// The client's network address (HTTP); `None` on stdio.
-    address: Option<std::net::IpAddr>,
+    /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
+    /// stdio.
+    address: Option<crate::limits::ClientId>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -153,8 +154,8 @@ impl RequestContext {
         self
     }
 
-    /// Sets the client's address; only on a context nobody else holds yet.
-    pub(crate) fn with_address(mut self, address: Option<std::net::IpAddr>) -> Self {
+    /// Sets the client; only on a context nobody else holds yet.
+    pub(crate) fn with_address(mut self, address: Option<crate::limits::ClientId>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.address = address;
         }
@@ -162,10 +163,19 @@ impl RequestContext {
     }
 
     /// The client's network address as the HTTP transport saw it (or as the configured
-    /// forwarding header named it); `None` on stdio. Rate limits count against it when there
-    /// is no principal.
+    /// forwarding header named it); `None` on stdio, and when the proxy named the client
+    /// `unknown` or by an obfuscated identifier. Rate limits count against the client when
+    /// there is no principal.
     pub fn client_address(&self) -> Option<std::net::IpAddr> {
-        self.inner.address
+        self.inner
+            .address
+            .as_ref()
+            .and_then(|client| client.address())
+    }
+
+    /// The client as rate limits count it.
+    pub(crate) fn client(&self) -> Option<&crate::limits::ClientId> {
+        self.inner.address.as_ref()
     }
 
     /// Who is calling, as the transport established it (for example from an authenticated

@@ -1,6 +1,6 @@
 //! Entry points for the fuzz targets in `fuzz/` (issue 16), for the decoders of untrusted input
 //! that are not public API: the frame reader and its one-pass `tools/call` reading, cursors,
-//! request state and URI templates. Built only with the `fuzzing` feature; not a stable API.
+//! request state, URI templates and forwarding headers. Built only with the `fuzzing` feature; not a stable API.
 //!
 //! Each function must not panic, hang or allocate without bound on any input; where two
 //! readings of the same input exist, they must agree.
@@ -82,5 +82,36 @@ pub fn uri_template(data: &[u8]) {
     let (template, uri) = text.split_once('\n').unwrap_or((text, ""));
     if let Ok(template) = UriTemplate::parse(template) {
         let _ = template.matches(uri);
+    }
+}
+
+/// Forwarding headers: each line of the input is a line of the header. Reading the client
+/// from them, as RFC 7239 `Forwarded` and as an `X-Forwarded-For` list, behind one to three
+/// proxies, gives a client or a reason and never panics; and a client once read stays the same
+/// whatever a client adds on a line of its own before the proxies' (it is never read).
+pub fn forwarded(data: &[u8]) {
+    use crate::http::forwarded::Source;
+    use http::header::FORWARDED;
+
+    let list_name = http::HeaderName::from_static("x-forwarded-for");
+    let (mut forwarded, mut list) = (http::HeaderMap::new(), http::HeaderMap::new());
+    for line in data.split(|&b| b == b'\n') {
+        if let Ok(value) = http::HeaderValue::from_bytes(line) {
+            forwarded.append(FORWARDED, value.clone());
+            list.append(list_name.clone(), value);
+        }
+    }
+    let claim = http::HeaderValue::from_static("for=\"[::1]\", for=\"unclosed");
+    for trusted in 1..=3 {
+        let _ = Source::new(list_name.clone(), trusted).client(&list);
+        let source = Source::new(FORWARDED, trusted);
+        if let Ok(client) = source.client(&forwarded) {
+            let mut claimed = http::HeaderMap::new();
+            claimed.append(FORWARDED, claim.clone());
+            for value in forwarded.get_all(FORWARDED) {
+                claimed.append(FORWARDED, value.clone());
+            }
+            assert_eq!(source.client(&claimed), Ok(client));
+        }
     }
 }

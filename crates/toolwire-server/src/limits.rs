@@ -9,8 +9,8 @@
 use std::hash::{BuildHasher as _, Hash, Hasher as _};
 use std::net::IpAddr;
 use std::num::NonZeroU32;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use governor::clock::{Clock as _, DefaultClock};
@@ -112,18 +112,52 @@ impl std::fmt::Display for RateLimit {
     }
 }
 
-/// Who a limit counts against: the principal when there is one, else the client address,
-/// else everyone anonymous together (one stdio client).
+/// Who a caller without a principal is, for limits: its address, or what a trusted proxy gave
+/// in place of one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum ClientId {
+    /// The TCP peer's address, or the one a trusted proxy named.
+    Address(IpAddr),
+    /// An obfuscated identifier a trusted proxy gave in place of the address (RFC 7239 §6.3,
+    /// `for=_hidden`): a bucket of its own, as the proxy means it to stand for one client.
+    Obfuscated(Arc<str>),
+    /// `for=unknown` (RFC 7239 §6.2): the proxy does not know the client or will not say. Such
+    /// callers share one bucket, apart from every address's.
+    Unknown,
+}
+
+impl ClientId {
+    /// The address, if the client has one.
+    pub(crate) fn address(&self) -> Option<IpAddr> {
+        match self {
+            ClientId::Address(address) => Some(*address),
+            ClientId::Obfuscated(_) | ClientId::Unknown => None,
+        }
+    }
+}
+
+impl From<IpAddr> for ClientId {
+    fn from(address: IpAddr) -> Self {
+        ClientId::Address(address)
+    }
+}
+
+/// Who a limit counts against: the principal when there is one, else the client (its address
+/// or what its proxy said of it), else everyone anonymous together (one stdio client).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct CallerBucket(u32);
 
 impl CallerBucket {
-    pub(crate) fn of(principal: Option<&str>, address: Option<IpAddr>) -> Self {
+    pub(crate) fn of(principal: Option<&str>, client: Option<&ClientId>) -> Self {
         let mut hasher = seed().build_hasher();
-        match (principal, address) {
+        match (principal, client) {
             (Some(principal), _) => (0u8, principal).hash(&mut hasher),
-            (None, Some(address)) => (1u8, network_of(address)).hash(&mut hasher),
+            (None, Some(ClientId::Address(address))) => {
+                (1u8, network_of(*address)).hash(&mut hasher)
+            }
             (None, None) => 2u8.hash(&mut hasher),
+            (None, Some(ClientId::Obfuscated(id))) => (3u8, id.as_ref()).hash(&mut hasher),
+            (None, Some(ClientId::Unknown)) => 4u8.hash(&mut hasher),
         }
         CallerBucket((hasher.finish() as u32) & (CALLER_BUCKETS - 1))
     }
@@ -256,6 +290,10 @@ pub(crate) fn is_limited(result: &CallToolResult) -> bool {
 mod tests {
     use super::*;
 
+    fn address(text: &str) -> ClientId {
+        ClientId::Address(text.parse().unwrap())
+    }
+
     #[test]
     fn a_bucket_runs_out_and_says_when_it_refills() {
         let limiter = Limiter::new(RateLimit::per_minute(3), 1).unwrap();
@@ -280,7 +318,7 @@ mod tests {
     #[test]
     fn a_costly_call_takes_several_tokens_and_one_that_never_fits_is_refused() {
         let limiter = Limiter::new(RateLimit::per_minute(10), 4).unwrap();
-        let caller = CallerBucket::of(None, Some("192.0.2.1".parse().unwrap()));
+        let caller = CallerBucket::of(None, Some(&address("192.0.2.1")));
         assert_eq!(limiter.check(caller, 4), Ok(()));
         assert_eq!(limiter.check(caller, 4), Ok(()));
         assert!(limiter.check(caller, 4).is_err());
@@ -305,12 +343,27 @@ mod tests {
 
     #[test]
     fn ipv6_callers_are_counted_by_their_64_network() {
-        let a = CallerBucket::of(None, Some("2001:db8:1:2::1".parse().unwrap()));
-        let b = CallerBucket::of(None, Some("2001:db8:1:2:ffff::9".parse().unwrap()));
+        let a = CallerBucket::of(None, Some(&address("2001:db8:1:2::1")));
+        let b = CallerBucket::of(None, Some(&address("2001:db8:1:2:ffff::9")));
         assert_eq!(a, b);
-        let mapped = CallerBucket::of(None, Some("::ffff:192.0.2.7".parse().unwrap()));
-        let v4 = CallerBucket::of(None, Some("192.0.2.7".parse().unwrap()));
+        let mapped = CallerBucket::of(None, Some(&address("::ffff:192.0.2.7")));
+        let v4 = CallerBucket::of(None, Some(&address("192.0.2.7")));
         assert_eq!(mapped, v4);
+    }
+
+    #[test]
+    fn an_obfuscated_identifier_names_one_client() {
+        let hidden = |id: &str| CallerBucket::of(None, Some(&ClientId::Obfuscated(id.into())));
+        assert_eq!(hidden("_a"), hidden("_a"));
+        // Ten identifiers in 16,384 buckets: they share one only if the identifier were ignored.
+        let buckets: std::collections::HashSet<u32> =
+            (0..10).map(|i| hidden(&format!("_{i}")).0).collect();
+        assert!(buckets.len() > 1, "{buckets:?}");
+        assert_eq!(ClientId::Unknown.address(), None);
+        assert_eq!(
+            address("192.0.2.7").address(),
+            Some("192.0.2.7".parse().unwrap())
+        );
     }
 
     #[test]

@@ -1,14 +1,17 @@
 //! What the audit log keeps of a call's arguments: by default, everything but secrets. A value
 //! under a sensitive name (`password`, `api_key`, …) is replaced whole by `[REDACTED:key]`;
 //! inside every other string, credentials that look like one (tokens, keys, passwords in URLs:
-//! [`toolwire_sanitize::DEFAULT_SECRET_PATTERNS`]) become `[REDACTED:kind]`. Both lists take
-//! the configuration's additions (`audit.redactKeys`, `audit.redactPatterns`); `"arguments":
-//! "full"` logs arguments as sent. The approver and the server always get them whole.
+//! [`toolwire_sanitize::DEFAULT_SECRET_PATTERNS`]) become `[REDACTED:kind]`, and so does a key
+//! that is itself a credential. Names are matched and secrets found with invisible characters
+//! (zero-width spaces, joiners…) read past, so `pass\u{200b}word` is still a sensitive name.
+//! Both lists take the configuration's additions (`audit.redactKeys`, `audit.redactPatterns`);
+//! `"arguments": "full"` logs arguments as sent. The approver and the server always get them
+//! whole.
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolwire_sanitize::Redactor;
+use toolwire_sanitize::{Redactor, text};
 
 use crate::config::AuditConfig;
 use crate::glob::Globs;
@@ -94,19 +97,44 @@ impl Redaction {
 }
 
 impl Rules {
+    /// Values under sensitive names go whole; the others are redacted inside.
+    fn redact_entries(&self, map: &mut serde_json::Map<String, Value>) -> usize {
+        map.iter_mut()
+            .map(|(key, value)| {
+                let name = text::without_ignorable(key).to_lowercase();
+                if !value.is_null() && self.keys.matches(&name) {
+                    *value = Value::String("[REDACTED:key]".into());
+                    1
+                } else {
+                    self.redact(value)
+                }
+            })
+            .sum()
+    }
+
     fn redact(&self, value: &mut Value) -> usize {
         match value {
-            Value::Object(map) => map
-                .iter_mut()
-                .map(|(key, value)| {
-                    if !value.is_null() && self.keys.matches(&key.to_lowercase()) {
-                        *value = Value::String("[REDACTED:key]".into());
-                        1
-                    } else {
-                        self.redact(value)
+            Value::Object(map) => {
+                let mut count = self.redact_entries(map);
+                // A key can be a credential too (`{"ghp_…": true}`): it goes under its
+                // redacted name, once its value has been judged by the name it came with.
+                let secret_keys: Vec<(String, String, usize)> = map
+                    .keys()
+                    .filter_map(|key| match self.patterns.redact(key) {
+                        (std::borrow::Cow::Owned(redacted), found) => {
+                            Some((key.clone(), redacted, found))
+                        }
+                        (std::borrow::Cow::Borrowed(_), _) => None,
+                    })
+                    .collect();
+                for (key, redacted, found) in secret_keys {
+                    if let Some(value) = map.remove(&key) {
+                        map.insert(redacted, value);
+                        count += found;
                     }
-                })
-                .sum(),
+                }
+                count
+            }
             Value::Array(items) => items.iter_mut().map(|v| self.redact(v)).sum(),
             Value::String(text) => {
                 let (clean, found) = self.patterns.redact(text);
@@ -178,5 +206,27 @@ mod tests {
             ..AuditConfig::default()
         };
         assert!(Redaction::new(&bad).unwrap_err().contains("compile"));
+    }
+
+    #[test]
+    fn invisible_characters_hide_neither_a_sensitive_name_nor_a_secret() {
+        let redaction = Redaction::defaults().unwrap();
+        let split = "ghp_0123456789abcdef\u{200b}ghijklmnopqrstuvwxyz";
+        let (logged, count) = redaction.apply(&json!({
+            "pass\u{200b}word": "hunter2",
+            "api\u{2060}_key": "k",
+            "note": format!("use {split} here"),
+            "list": [format!("AKIA\u{feff}IOSFODNN7EXAMPLE")],
+            "ghp_0123456789abcdefghijklmnopqrstuvwxyz": true,
+            "nested": {split: 1},
+        }));
+        assert_eq!(count, 6, "{logged}");
+        assert_eq!(logged["pass\u{200b}word"], "[REDACTED:key]");
+        assert_eq!(logged["api\u{2060}_key"], "[REDACTED:key]");
+        assert_eq!(logged["note"], "use [REDACTED:github-token] here");
+        assert_eq!(logged["list"][0], "[REDACTED:aws-access-key]");
+        assert_eq!(logged["[REDACTED:github-token]"], true);
+        assert_eq!(logged["nested"], json!({"[REDACTED:github-token]": 1}));
+        assert!(!logged.to_string().contains("ghp_"), "{logged}");
     }
 }

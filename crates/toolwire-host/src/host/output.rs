@@ -1,47 +1,25 @@
-//! What reaches the model of a result: terminal escapes and control characters removed, and
-//! the text capped with a visible note.
+//! What reaches the model of a result: terminal escapes, control characters and hidden format
+//! characters removed from every string, and the text capped with a visible note.
 
-use serde_json::Value;
-use toolwire_client::protocol::{CallToolResult, ContentBlock, ResourceContents};
+use std::borrow::Cow;
+
+use toolwire_client::protocol::{CallToolResult, ContentBlock};
 use toolwire_sanitize::text;
 
-/// Removes ANSI escape sequences and control characters (newline and tab stay) from every text
-/// the model reads: text blocks, embedded text resources and the strings of
-/// `structuredContent`. Returns how many characters went.
+/// Removes ANSI escape sequences, control characters (newline and tab stay) and hidden format
+/// characters (zero-width spaces and joiners, bidi controls, tag characters…) from every
+/// string of the result the model may read: text blocks, link and resource URIs, names and
+/// descriptions, `_meta`, and `structuredContent` at any depth, keys included. Returns how
+/// many characters went.
 pub(super) fn clean(result: &mut CallToolResult) -> usize {
     let mut removed = 0;
-    for block in &mut result.content {
-        let text = match block {
-            ContentBlock::Text(t) => &mut t.text,
-            ContentBlock::EmbeddedResource(r) => match &mut r.resource {
-                ResourceContents::Text(t) => &mut t.text,
-                ResourceContents::Blob(_) => continue,
-            },
-            _ => continue,
-        };
-        removed += clean_string(text);
-    }
-    if let Some(structured) = &mut result.structured_content {
-        removed += clean_value(structured);
-    }
-    removed
-}
-
-fn clean_value(value: &mut Value) -> usize {
-    match value {
-        Value::String(s) => clean_string(s),
-        Value::Array(items) => items.iter_mut().map(clean_value).sum(),
-        Value::Object(map) => map.values_mut().map(clean_value).sum(),
-        _ => 0,
-    }
-}
-
-fn clean_string(s: &mut String) -> usize {
-    if !text::needs_cleaning(s) {
-        return 0;
-    }
-    let (clean, removed) = text::clean(s);
-    *s = clean.into_owned();
+    result.rewrite_strings(&mut |string| match text::clean(string) {
+        (Cow::Owned(clean), count) => {
+            removed += count;
+            Some(clean)
+        }
+        (Cow::Borrowed(_), _) => None,
+    });
     removed
 }
 
@@ -119,6 +97,50 @@ mod tests {
         assert_eq!(result.structured_content.unwrap()["a"][0], "xy");
         let mut plain = CallToolResult::text("plain ✓");
         assert_eq!(clean(&mut plain), 0);
+    }
+
+    #[test]
+    fn hidden_characters_go_from_every_string_of_the_result() {
+        use toolwire_client::protocol::{ResourceContents, ResourceLink};
+        // A right-to-left override and a zero-width space: what the model reads is not what
+        // the text says.
+        let hidden = "pay\u{202e}\u{200b}lia\u{2066}";
+        let mut meta = serde_json::Map::new();
+        meta.insert(format!("note{hidden}"), serde_json::json!([hidden]));
+        let mut result = CallToolResult::new(vec![
+            ContentBlock::text(hidden),
+            ContentBlock::ResourceLink(ResourceLink {
+                uri: format!("https://example.com/{hidden}"),
+                name: hidden.into(),
+                description: Some(hidden.into()),
+                meta: Some(meta.clone()),
+                ..Default::default()
+            }),
+            ContentBlock::resource(ResourceContents::text(
+                format!("notes://{hidden}"),
+                "text/plain",
+                hidden,
+            )),
+        ]);
+        result.structured_content = Some(serde_json::json!({hidden: {"deep": [hidden]}}));
+        result.meta = Some(toolwire_client::protocol::ResultMeta {
+            extra: meta,
+            ..Default::default()
+        });
+        assert_eq!(
+            clean(&mut result),
+            12 * 3,
+            "twelve strings, three characters each"
+        );
+        let json = serde_json::to_string(&result).unwrap();
+        for c in ['\u{202e}', '\u{200b}', '\u{2066}'] {
+            assert!(!json.contains(c), "{json}");
+        }
+        assert!(json.contains("https://example.com/paylia"), "{json}");
+        assert_eq!(
+            result.structured_content.unwrap(),
+            serde_json::json!({"paylia": {"deep": ["paylia"]}})
+        );
     }
 
     #[test]

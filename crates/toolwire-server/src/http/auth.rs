@@ -201,7 +201,7 @@ pub(super) struct Caller {
     pub(super) principal: Option<Arc<str>>,
     pub(super) scopes: Option<Arc<[String]>>,
     /// The client's address, for rate limits when there is no principal.
-    pub(super) address: Option<std::net::IpAddr>,
+    pub(super) address: Option<crate::limits::ClientId>,
 }
 
 /// The resource server of one router.

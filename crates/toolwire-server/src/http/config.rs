@@ -32,6 +32,8 @@ pub struct HttpConfig {
     pub(super) flood_limit: Option<RateLimit>,
     /// The header a trusted proxy puts the client's address in.
     pub(super) forwarded_header: Option<http::HeaderName>,
+    /// How many proxies in front of the server add an entry to it (at least 1).
+    pub(super) trusted_proxies: usize,
     /// Open connections at most; past it a new one gets 503 and is closed.
     pub(super) max_connections: usize,
     /// How long a client may take to send a request's headers (and an idle keep-alive
@@ -89,6 +91,7 @@ impl Default for HttpConfig {
             oauth: None,
             flood_limit: Some(DEFAULT_FLOOD_LIMIT),
             forwarded_header: None,
+            trusted_proxies: 1,
             max_connections: DEFAULT_MAX_CONNECTIONS,
             header_timeout: Duration::from_secs(30),
             body_timeout: Duration::from_secs(30),
@@ -199,11 +202,28 @@ impl HttpConfig {
         self
     }
 
-    /// Takes the client's address from this header (its rightmost entry: the one your proxy
-    /// adds, e.g. `x-forwarded-for`, or `forwarded`'s `for=`) instead of the TCP peer. Only
-    /// behind a proxy that sets it: otherwise clients choose their own address.
+    /// Takes the client's address from this header, as a trusted proxy sets it, instead of the
+    /// TCP peer's: `forwarded` is read as RFC 7239 (`for=192.0.2.7;proto=https`, quoted
+    /// `"[2001:db8::1]:4711"`, `for=unknown` and obfuscated `for=_hidden` identifiers, each of
+    /// which counts as a client of its own), any other header as a comma-separated list of
+    /// addresses (`x-forwarded-for`). The entry read is the one your proxy added, the rightmost
+    /// (see [`HttpConfig::trusted_proxies`]); entries left of it are the client's own claims.
+    ///
+    /// Only behind a proxy that sets it: otherwise clients choose their own address. A request
+    /// whose header is missing or names no client is refused with 400 (a warning is logged at
+    /// most once a minute): it did not come through the proxy, or the proxy is misconfigured,
+    /// and counting it against the peer, the proxy itself, would put every client in one bucket.
     pub fn forwarded_header(mut self, name: http::HeaderName) -> Self {
         self.forwarded_header = Some(name);
+        self
+    }
+
+    /// How many proxies in front of the server each add an entry to the
+    /// [`forwarded_header`](HttpConfig::forwarded_header) (default 1, at least 1): with a CDN
+    /// in front of a load balancer, 2. The client is the entry the outermost of them added,
+    /// the `hops`-th from the right; a request with fewer entries is refused with 400.
+    pub fn trusted_proxies(mut self, hops: usize) -> Self {
+        self.trusted_proxies = hops.max(1);
         self
     }
 

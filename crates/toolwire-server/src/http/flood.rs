@@ -1,18 +1,27 @@
-//! The flood limit (T-15): a token bucket per client address over every request, answered
-//! with 429 and `Retry-After` once it runs dry, before anything else is read. The client
-//! address is the peer's, or the rightmost entry of a forwarding header set by a trusted proxy.
+//! What every request meets first (T-15): who the client is, and a token bucket per client
+//! answered with 429 and `Retry-After` once it runs dry, before anything else is read.
+//!
+//! The client is the TCP peer's address, or, when [`HttpConfig::forwarded_header`] is set, the
+//! one the trusted proxy names in that header (`forwarded.rs`). A request whose header is
+//! missing or names no client is refused with 400 and never counted as the peer's: behind a
+//! proxy the peer is the proxy, and all its clients would share one bucket. Such refusals are
+//! logged as a warning at most once a minute, with how many were held back.
 
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use axum::extract::ConnectInfo;
-use axum::response::{IntoResponse as _, Response};
-use http::{HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use http::{HeaderValue, StatusCode, header};
 use serde_json::json;
 use toolwire_protocol::ErrorObject;
 
 use super::HttpConfig;
+use super::forwarded::{Source, Unreadable};
+use crate::clock::Clock;
 use crate::dispatch::Final;
-use crate::limits::{CallerBucket, Limiter, RateLimit};
+use crate::limits::{CallerBucket, ClientId, Limiter, RateLimit};
 
 /// Requests each client address may send unless [`HttpConfig::flood_limit`] says otherwise:
 /// 200 per second, 400 at once.
@@ -22,34 +31,153 @@ pub const DEFAULT_FLOOD_LIMIT: RateLimit = RateLimit::per_second(200).burst(400)
 /// range JSON-RPC and MCP reserve (E-06), with `data.retryAfterMs`.
 pub const TOO_MANY_REQUESTS: i64 = -31429;
 
-/// The client's address: from the forwarding header when one is configured (its rightmost
-/// entry, the one the proxy added), else the peer's (known when served through
-/// [`super::serve`], or a router made into a service with connect info).
-pub(super) fn client_address(
-    forwarded: Option<&HeaderName>,
-    parts: &http::request::Parts,
-) -> Option<IpAddr> {
-    let from_header = forwarded.and_then(|name| {
-        let last = parts.headers.get_all(name).iter().next_back()?;
-        let entry = last.to_str().ok()?.rsplit(',').next()?.trim();
-        // `for=` of RFC 7239 Forwarded, bracketed IPv6, or a plain address.
-        let entry = entry
-            .strip_prefix("for=")
-            .unwrap_or(entry)
-            .trim_matches('"');
-        let entry = entry.trim_start_matches('[');
-        let entry = entry.split(']').next().unwrap_or(entry);
-        entry
-            .parse::<IpAddr>()
-            .ok()
-            .or_else(|| entry.parse::<SocketAddr>().ok().map(|a| a.ip()))
-    });
-    from_header.or_else(|| {
-        parts
-            .extensions
-            .get::<ConnectInfo<SocketAddr>>()
-            .map(|info| info.0.ip())
-    })
+/// The client and the flood limit of one router.
+#[derive(Debug)]
+pub(super) struct Admission {
+    limiter: Option<Limiter>,
+    source: Option<Source>,
+    unreadable: Throttle,
+}
+
+impl Admission {
+    /// With `limiter` (none: no flood limit) and the configured forwarding header.
+    pub(super) fn new(config: &HttpConfig, limiter: Option<Limiter>) -> Admission {
+        Admission {
+            limiter,
+            source: config
+                .forwarded_header
+                .clone()
+                .map(|header| Source::new(header, config.trusted_proxies)),
+            unreadable: Throttle::default(),
+        }
+    }
+
+    /// The client, once its request has passed the flood limit; else the answer: 400 when the
+    /// forwarding header names no client, 429 when the client's bucket is empty.
+    pub(super) fn admit(
+        &self,
+        parts: &http::request::Parts,
+        clock: &dyn Clock,
+    ) -> Result<Option<ClientId>, Turned> {
+        let client = self.client(parts).map_err(|why| {
+            self.log_unreadable(&why, parts, clock);
+            Turned::Unreadable(why)
+        })?;
+        match flooded(self.limiter.as_ref(), client.as_ref()) {
+            Some(turned) => Err(turned),
+            None => Ok(client),
+        }
+    }
+
+    /// From the forwarding header when one is configured, else the peer's address (known
+    /// when served through [`super::serve`], or a router made into a service with connect
+    /// info).
+    fn client(&self, parts: &http::request::Parts) -> Result<Option<ClientId>, Unreadable> {
+        match &self.source {
+            Some(source) => source.client(&parts.headers).map(Some),
+            None => Ok(peer(parts).map(|peer| ClientId::Address(peer.ip()))),
+        }
+    }
+
+    /// A request whose forwarding header names no client, in the log: at debug level each
+    /// time, as a warning at most once a minute.
+    fn log_unreadable(&self, why: &Unreadable, parts: &http::request::Parts, clock: &dyn Clock) {
+        tracing::debug!(target: "toolwire::limits", peer = ?peer(parts), %why, "no client address: 400");
+        if let Some(held) = self.unreadable.pass(clock.now_ms()) {
+            tracing::warn!(
+                target: "toolwire::limits",
+                peer = ?peer(parts),
+                held_back = held,
+                "refused a request with no readable client address: {why}. Does it come around \
+                 the proxy, or does the proxy not set the header? (At most one such warning a \
+                 minute; held_back counts the others.)"
+            );
+        }
+    }
+}
+
+/// A request turned away before anything else is read.
+#[derive(Debug)]
+pub(super) enum Turned {
+    /// The forwarding header names no client: 400.
+    Unreadable(Unreadable),
+    /// The client's bucket is empty: 429 with `Retry-After`.
+    Flooded {
+        /// Until the bucket holds a request again.
+        wait: Duration,
+        /// The flood limit.
+        limit: RateLimit,
+    },
+}
+
+impl IntoResponse for Turned {
+    fn into_response(self) -> Response {
+        match self {
+            Turned::Unreadable(why) => {
+                let error = ErrorObject::invalid_request(format!(
+                    "{why}; this server takes the client's address from it, as set by the proxy in front of it"
+                ));
+                super::json_response(StatusCode::BAD_REQUEST, Final::error(None, &error).json)
+            }
+            Turned::Flooded { wait, limit } => {
+                let error = ErrorObject::new(
+                    TOO_MANY_REQUESTS,
+                    format!("too many requests from this address: at most {limit}; retry later"),
+                )
+                .with_data(json!({ "retryAfterMs": wait.as_millis().max(1) as u64 }));
+                let mut response = super::json_response(
+                    StatusCode::TOO_MANY_REQUESTS,
+                    Final::error(None, &error).json,
+                );
+                // Whole seconds, rounded up (RFC 9110 §10.2.3).
+                let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
+                response
+                    .headers_mut()
+                    .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
+                response
+            }
+        }
+    }
+}
+
+fn peer(parts: &http::request::Parts) -> Option<SocketAddr> {
+    parts
+        .extensions
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|info| info.0)
+}
+
+/// A warning logged at most once a minute, counting the ones it held back.
+#[derive(Debug, Default)]
+struct Throttle {
+    /// When the next warning may be logged, in ms since the epoch.
+    next_ms: AtomicU64,
+    held: AtomicU64,
+}
+
+impl Throttle {
+    const EVERY_MS: u64 = 60_000;
+
+    /// Whether to log now, and if so how many warnings were held back since the last.
+    fn pass(&self, now_ms: u64) -> Option<u64> {
+        let next = self.next_ms.load(Ordering::Relaxed);
+        let due = now_ms >= next
+            && self
+                .next_ms
+                .compare_exchange(
+                    next,
+                    now_ms.saturating_add(Self::EVERY_MS),
+                    Ordering::Relaxed,
+                    Ordering::Relaxed,
+                )
+                .is_ok();
+        if due {
+            Some(self.held.swap(0, Ordering::Relaxed))
+        } else {
+            self.held.fetch_add(1, Ordering::Relaxed);
+            None
+        }
+    }
 }
 
 /// The router's flood limiter, if any.
@@ -60,39 +188,28 @@ pub(super) fn limiter(config: &HttpConfig) -> Result<Option<Limiter>, String> {
         .transpose()
 }
 
-/// Takes one request from the address's bucket; when it is empty, the 429 answer with
-/// `Retry-After`.
-pub(super) fn refusal(limiter: Option<&Limiter>, address: Option<IpAddr>) -> Option<Response> {
-    if address.is_none() {
+/// Takes one request from the client's bucket; when it is empty, the refusal.
+fn flooded(limiter: Option<&Limiter>, client: Option<&ClientId>) -> Option<Turned> {
+    if client.is_none() {
         static WARNED: std::sync::Once = std::sync::Once::new();
         WARNED.call_once(|| {
             tracing::warn!(target: "toolwire::limits", "the client address is unknown (a router served without connect info, and no forwarded_header): every anonymous caller shares one flood limit and one quota per tool");
         });
     }
     let limiter = limiter?;
-    let wait = limiter.check(CallerBucket::of(None, address), 1).err()?;
-    tracing::debug!(target: "toolwire::limits", address = ?address, wait_ms = wait.as_millis() as u64, "flood limit: 429");
-    let limit = limiter.limit();
-    let error = ErrorObject::new(
-        TOO_MANY_REQUESTS,
-        format!("too many requests from this address: at most {limit}; retry later"),
-    )
-    .with_data(json!({ "retryAfterMs": wait.as_millis().max(1) as u64 }));
-    let mut response = super::json_response(
-        StatusCode::TOO_MANY_REQUESTS,
-        Final::error(None, &error).json,
-    );
-    // Whole seconds, rounded up (RFC 9110 §10.2.3).
-    let seconds = wait.as_secs() + u64::from(wait.subsec_nanos() > 0);
-    response
-        .headers_mut()
-        .insert(header::RETRY_AFTER, HeaderValue::from(seconds.max(1)));
-    Some(response.into_response())
+    let wait = limiter.check(CallerBucket::of(None, client), 1).err()?;
+    tracing::debug!(target: "toolwire::limits", client = ?client, wait_ms = wait.as_millis() as u64, "flood limit: 429");
+    Some(Turned::Flooded {
+        wait,
+        limit: limiter.limit(),
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::clock::ManualClock;
+    use http::HeaderName;
 
     fn parts(headers: &[(&str, &str)], peer: Option<&str>) -> http::request::Parts {
         let mut request = http::Request::builder().uri("/mcp");
@@ -108,40 +225,79 @@ mod tests {
         parts
     }
 
+    fn admission(config: HttpConfig) -> Admission {
+        Admission::new(&config, None)
+    }
+
+    fn ip(text: &str) -> Option<ClientId> {
+        Some(ClientId::Address(text.parse().unwrap()))
+    }
+
     #[test]
-    fn the_address_is_the_peer_unless_a_forwarding_header_is_trusted() {
+    fn the_client_is_the_peer_unless_a_forwarding_header_is_trusted() {
         let peer = Some("10.0.0.5:4000");
+        let clock = ManualClock::new(0);
+        let direct = admission(HttpConfig::default());
         let p = parts(&[("x-forwarded-for", "203.0.113.9")], peer);
-        assert_eq!(client_address(None, &p), Some("10.0.0.5".parse().unwrap()));
-        let name = HeaderName::from_static("x-forwarded-for");
+        assert_eq!(direct.admit(&p, &clock).unwrap(), ip("10.0.0.5"));
+        assert_eq!(direct.admit(&parts(&[], None), &clock).unwrap(), None);
+
+        let xff = admission(
+            HttpConfig::default().forwarded_header(HeaderName::from_static("x-forwarded-for")),
+        );
         // The rightmost entry is the one the trusted proxy added; the others are the client's.
         let p = parts(&[("x-forwarded-for", "1.2.3.4, 203.0.113.9")], peer);
-        assert_eq!(
-            client_address(Some(&name), &p),
-            Some("203.0.113.9".parse().unwrap())
+        assert_eq!(xff.admit(&p, &clock).unwrap(), ip("203.0.113.9"));
+
+        let forwarded = admission(
+            HttpConfig::default()
+                .forwarded_header(header::FORWARDED)
+                .trusted_proxies(2),
         );
-        let forwarded = HeaderName::from_static("forwarded");
-        let p = parts(&[("forwarded", "for=\"[2001:db8::1]:443\"")], peer);
-        assert_eq!(
-            client_address(Some(&forwarded), &p),
-            Some("2001:db8::1".parse().unwrap())
+        let p = parts(
+            &[(
+                "forwarded",
+                "for=6.6.6.6, for=\"[2001:db8::1]:443\";proto=https, for=10.0.0.9",
+            )],
+            peer,
         );
-        // A header that is missing or unreadable falls back to the peer.
-        let p = parts(&[("x-forwarded-for", "not an address")], peer);
-        assert_eq!(
-            client_address(Some(&name), &p),
-            Some("10.0.0.5".parse().unwrap())
+        assert_eq!(forwarded.admit(&p, &clock).unwrap(), ip("2001:db8::1"));
+    }
+
+    #[test]
+    fn a_trusted_header_that_names_no_client_is_refused_never_replaced_by_the_peer() {
+        let clock = ManualClock::new(0);
+        let xff = admission(
+            HttpConfig::default().forwarded_header(HeaderName::from_static("x-forwarded-for")),
         );
-        assert_eq!(client_address(Some(&name), &parts(&[], None)), None);
+        for headers in [&[][..], &[("x-forwarded-for", "not an address")][..]] {
+            let response = xff
+                .admit(&parts(headers, Some("10.0.0.5:4000")), &clock)
+                .unwrap_err()
+                .into_response();
+            assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn the_warning_about_unreadable_headers_comes_at_most_once_a_minute() {
+        let throttle = Throttle::default();
+        assert_eq!(throttle.pass(1_000), Some(0));
+        assert_eq!(throttle.pass(2_000), None);
+        assert_eq!(throttle.pass(60_999), None);
+        assert_eq!(throttle.pass(61_000), Some(2));
+        assert_eq!(throttle.pass(61_001), None);
     }
 
     #[test]
     fn a_flood_gets_429_with_retry_after() {
         let limiter = Limiter::new(RateLimit::per_minute(2), 1).unwrap();
-        let address = Some("192.0.2.1".parse().unwrap());
-        assert!(refusal(Some(&limiter), address).is_none());
-        assert!(refusal(Some(&limiter), address).is_none());
-        let response = refusal(Some(&limiter), address).unwrap();
+        let client = ip("192.0.2.1");
+        assert!(flooded(Some(&limiter), client.as_ref()).is_none());
+        assert!(flooded(Some(&limiter), client.as_ref()).is_none());
+        let response = flooded(Some(&limiter), client.as_ref())
+            .unwrap()
+            .into_response();
         assert_eq!(response.status(), StatusCode::TOO_MANY_REQUESTS);
         let retry: u64 = response.headers()[header::RETRY_AFTER]
             .to_str()
@@ -149,6 +305,6 @@ mod tests {
             .parse()
             .unwrap();
         assert!((1..=30).contains(&retry), "{retry}");
-        assert!(refusal(None, address).is_none());
+        assert!(flooded(None, client.as_ref()).is_none());
     }
 }

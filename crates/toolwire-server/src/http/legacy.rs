@@ -329,7 +329,7 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
 struct Known {
     record: SessionRecord,
     scopes: Option<Arc<[String]>>,
-    address: Option<std::net::IpAddr>,
+    address: Option<crate::limits::ClientId>,
 }
 
 /// A request in a session.

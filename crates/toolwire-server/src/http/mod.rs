@@ -12,6 +12,7 @@ mod auth;
 mod checks;
 mod config;
 mod flood;
+pub(crate) mod forwarded;
 mod legacy;
 mod reply;
 mod service;
@@ -41,7 +42,7 @@ use toolwire_protocol::{
 
 use crate::dispatch::{Final, Message, read_message, read_meta};
 use crate::legacy::MemorySessionStore;
-use crate::limits::Limiter;
+use crate::limits::{ClientId, Limiter};
 use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
 
@@ -54,8 +55,8 @@ struct HttpState {
     sessions: Option<legacy::Sessions>,
     /// The resource server; `None` without OAuth.
     guard: Option<Arc<Guard>>,
-    /// Requests per client address; `None` without a limit.
-    flood: Option<Limiter>,
+    /// Who the client is, and the flood limit per client.
+    admission: flood::Admission,
 }
 
 /// An axum router serving `server` at the configured path. GET and DELETE serve legacy
@@ -108,13 +109,14 @@ fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
         tracing::error!(%error, "invalid flood limit; using the default");
         Limiter::new(DEFAULT_FLOOD_LIMIT, 1).ok()
     });
+    let admission = flood::Admission::new(&config, flood);
     let state = Arc::new(HttpState {
         server,
         config,
         hard_stop,
         sessions,
         guard,
-        flood,
+        admission,
     });
     let mut router = Router::new().route(
         &path,
@@ -280,10 +282,10 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
-    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
-        return response;
-    }
+    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
+        Ok(address) => address,
+        Err(turned) => return turned.into_response(),
+    };
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
     }
@@ -302,9 +304,8 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
-    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
-        return response;
+    if let Err(turned) = state.admission.admit(&parts, &*state.server.inner.clock) {
+        return turned.into_response();
     }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
         return refusal.into_response();
@@ -318,10 +319,10 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // A flood is turned away before anything else is looked at (T-15).
-    let address = flood::client_address(state.config.forwarded_header.as_ref(), &parts);
-    if let Some(response) = flood::refusal(state.flood.as_ref(), address) {
-        return response;
-    }
+    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
+        Ok(address) => address,
+        Err(turned) => return turned.into_response(),
+    };
     match admit_and_run(&state, parts, body, address).await {
         Ok(response) => response,
         Err(refusal) => refusal.into_response(),
@@ -332,14 +333,14 @@ async fn admit_and_run(
     state: &HttpState,
     parts: http::request::Parts,
     body: Body,
-    address: Option<std::net::IpAddr>,
+    address: Option<ClientId>,
 ) -> Result<Response, Refusal> {
     let headers = &parts.headers;
     checks::host_and_origin(&state.config, &parts.uri, headers)?;
     // Without a usable token nothing else is read.
     let oauth_caller = match &state.guard {
         Some(guard) => Some(Caller {
-            address,
+            address: address.clone(),
             ..guard.admit(&parts.uri, headers).await?
         }),
         None => None,

@@ -96,7 +96,7 @@ pub(crate) struct LegacyCall {
     /// The OAuth scopes of the caller's token; `None` without OAuth.
     pub(crate) scopes: Option<Arc<[String]>>,
     /// The client's address (HTTP), for rate limits.
-    pub(crate) address: Option<std::net::IpAddr>,
+    pub(crate) address: Option<crate::limits::ClientId>,
     /// Where requests to the client are matched with their answers.
     pub(crate) peer: Arc<Peer>,
     /// The request's stream (stdio, or an SSE reply): its notifications and the server's
@@ -207,7 +207,7 @@ impl Server {
             )
             .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone())
-            .with_address(call.address);
+            .with_address(call.address.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;
             finisher.finish().await;

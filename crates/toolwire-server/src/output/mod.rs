@@ -1,10 +1,13 @@
 //! The output guard: what happens to every tool result before it leaves (T-15: servers MUST
 //! sanitize outputs; T-22: media is base64 with a MIME type). On by default, for every tool:
 //!
-//! - ANSI escape sequences and control characters (except newline and tab) are removed from
-//!   text: content blocks, embedded resource text, and the strings of structured content;
-//! - secrets are redacted (`[REDACTED:kind]`) with [`DEFAULT_SECRET_PATTERNS`] and the server
-//!   author's own patterns;
+//! - ANSI escape sequences, control characters (except newline and tab) and hidden format
+//!   characters (zero-width spaces and joiners, bidi controls, tag characters, the soft
+//!   hyphen…) are removed from every string the result carries: text, link and resource URIs,
+//!   names and descriptions, `_meta`, and structured content at any depth, keys included;
+//! - secrets are redacted (`[REDACTED:kind]`) in every such string, with
+//!   [`DEFAULT_SECRET_PATTERNS`] and the server author's own patterns; a secret split by
+//!   invisible characters is found with them read past;
 //! - image and audio blocks must be base64 with a plausible MIME type of their kind (and the
 //!   file signature of the well-known types), else they become a text block saying why;
 //! - a resource link's URI scheme must be allowed (`https`, `http`, and the schemes of the
@@ -145,21 +148,26 @@ impl OutputGuard {
 }
 
 /// A short, safe excerpt of `text` for logs: at most `max` bytes (cut at a character, with
-/// `…`), control characters removed and secrets redacted with the default patterns.
+/// `…`), control and hidden format characters removed and secrets redacted with the default
+/// patterns. Secrets are redacted before the cut, so one that straddles it is not left half
+/// shown; [`PREVIEW_WINDOW`] bytes past the cut bound the work on a large text.
 pub(crate) fn preview(text: &str, max: usize) -> String {
-    let cut = if text.len() <= max {
-        std::borrow::Cow::Borrowed(text)
-    } else {
-        let mut cut = text.to_owned();
-        text::truncate(&mut cut, max, "…");
-        std::borrow::Cow::Owned(cut)
-    };
-    let (clean, _) = text::clean(&cut);
-    match Redactor::defaults() {
+    let mut end = text.len().min(max.saturating_add(PREVIEW_WINDOW));
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    let (clean, _) = text::clean(&text[..end]);
+    let mut excerpt = match Redactor::defaults() {
         Ok(redactor) => redactor.redact(&clean).0.into_owned(),
         Err(_) => clean.into_owned(),
-    }
+    };
+    text::truncate(&mut excerpt, max, "…");
+    excerpt
 }
+
+/// How far past a preview's cut secrets are looked for: longer than any default pattern's
+/// match in practice (a 4096-bit RSA private key block is about 3.3 KB).
+const PREVIEW_WINDOW: usize = 16 * 1024;
 
 /// A guard ready to apply.
 #[derive(Debug)]
@@ -203,11 +211,11 @@ impl CompiledGuard {
         if self.off {
             return report;
         }
-        for block in &mut result.content {
-            self.block(block, &own_scheme, &mut report);
+        if self.strip_controls || self.redactor.is_some() {
+            result.rewrite_strings(&mut |text| self.fix(text, &mut report));
         }
-        if let Some(value) = &mut result.structured_content {
-            self.value(value, &mut report);
+        for block in &mut result.content {
+            self.check(block, &own_scheme, &mut report);
         }
         self.limit(result, &mut report);
         if report.any() {
@@ -225,35 +233,34 @@ impl CompiledGuard {
         report
     }
 
-    /// Cleans and redacts one text in place.
-    fn text(&self, text: &mut String, report: &mut Report) {
+    /// One string cleaned and redacted: `Some` when that changed it.
+    fn fix(&self, text: &str, report: &mut Report) -> Option<String> {
+        let mut fixed = None;
         if self.strip_controls {
-            let (clean, removed) = text::clean(text);
-            if let Cow::Owned(clean) = clean {
+            if let (Cow::Owned(clean), removed) = text::clean(text) {
                 report.controls += removed;
-                *text = clean;
+                fixed = Some(clean);
             }
         }
         if let Some(redactor) = &self.redactor {
-            let (redacted, found) = redactor.redact(text);
-            if let Cow::Owned(redacted) = redacted {
+            if let (Cow::Owned(redacted), found) = redactor.redact(fixed.as_deref().unwrap_or(text))
+            {
                 report.secrets += found;
-                *text = redacted;
+                fixed = Some(redacted);
             }
         }
+        fixed
     }
 
-    fn block(
+    /// Media that is not what it says and links of schemes not allowed become a text block
+    /// saying why.
+    fn check(
         &self,
         block: &mut ContentBlock,
         own_scheme: &impl Fn(&str) -> bool,
         report: &mut Report,
     ) {
         let refused = match block {
-            ContentBlock::Text(t) => {
-                self.text(&mut t.text, report);
-                None
-            }
             ContentBlock::Image(i) if self.check_media => {
                 media::check("image", &i.data, &i.mime_type)
                     .err()
@@ -272,66 +279,22 @@ impl CompiledGuard {
                     .unwrap_or_default();
                 let allowed = !scheme.is_empty()
                     && (self.link_schemes.contains(&scheme) || own_scheme(&scheme));
-                if allowed {
-                    for text in [&mut link.name]
-                        .into_iter()
-                        .chain(link.title.as_mut())
-                        .chain(link.description.as_mut())
-                    {
-                        self.text(text, report);
-                    }
-                    None
-                } else {
-                    report.links += 1;
-                    Some(format!(
+                (!allowed).then(|| {
+                    format!(
                         "[link removed by the server: the URI scheme {scheme:?} is not allowed]"
-                    ))
-                }
+                    )
+                })
             }
-            ContentBlock::EmbeddedResource(embedded) => match &mut embedded.resource {
-                ResourceContents::Text(t) => {
-                    self.text(&mut t.text, report);
-                    None
-                }
-                ResourceContents::Blob(_) => None,
-            },
             _ => None,
         };
         if let Some(replacement) = refused {
-            if !matches!(block, ContentBlock::ResourceLink(_)) {
+            if matches!(block, ContentBlock::ResourceLink(_)) {
+                report.links += 1;
+            } else {
                 report.media += 1;
             }
             *block = ContentBlock::text(replacement);
         }
-    }
-
-    /// Cleans and redacts every string of a JSON value, keys included.
-    fn value(&self, value: &mut Value, report: &mut Report) {
-        match value {
-            Value::String(s) => self.text(s, report),
-            Value::Array(items) => items.iter_mut().for_each(|v| self.value(v, report)),
-            Value::Object(map) => {
-                let dirty: Vec<String> = map
-                    .keys()
-                    .filter(|k| self.would_change(k))
-                    .cloned()
-                    .collect();
-                for key in dirty {
-                    if let Some(v) = map.remove(&key) {
-                        let mut clean = key;
-                        self.text(&mut clean, report);
-                        map.insert(clean, v);
-                    }
-                }
-                map.values_mut().for_each(|v| self.value(v, report));
-            }
-            _ => {}
-        }
-    }
-
-    fn would_change(&self, text: &str) -> bool {
-        (self.strip_controls && text::needs_cleaning(text))
-            || self.redactor.as_ref().is_some_and(|r| r.matches(text))
     }
 
     /// Cuts the result to `max_result_bytes`: text blocks are cut (with a marker) and blocks
@@ -546,5 +509,66 @@ mod tests {
         let before = result.clone();
         assert_eq!(g.apply("t", &mut result, |_| false), Report::default());
         assert_eq!(result, before);
+    }
+
+    #[test]
+    fn every_string_of_a_result_is_cleaned_and_redacted() {
+        let g = guard(OutputGuard::default());
+        let split = "AKIA\u{200b}IOSFODNN7EXAMPLE";
+        let mut meta = serde_json::Map::new();
+        meta.insert("key".into(), json!({"deep": [split]}));
+        let mut result = CallToolResult::new(vec![
+            ContentBlock::ResourceLink(toolwire_protocol::ResourceLink {
+                uri: format!("https://example.com/?k={split}"),
+                name: format!("\u{1b}[1m{split}"),
+                mime_type: Some(split.into()),
+                meta: Some(meta.clone()),
+                ..Default::default()
+            }),
+            ContentBlock::resource(ResourceContents::text(
+                format!("https://example.com/{split}"),
+                "text/plain",
+                split,
+            )),
+            ContentBlock::image("iVBORw0KGgoAAAANSUhEUg==", "image/png"),
+        ]);
+        result.meta = Some(toolwire_protocol::ResultMeta {
+            extra: meta,
+            ..Default::default()
+        });
+        result.structured_content = Some(json!({ split: [split] }));
+        let report = g.apply("t", &mut result, |_| false);
+        let json = serde_json::to_string(&result).unwrap();
+        assert!(
+            !json.contains("AKIA") && !json.contains('\u{200b}'),
+            "{json}"
+        );
+        assert_eq!(report.secrets, 9, "{json}");
+        assert_eq!(
+            report.controls,
+            9 + 4,
+            "a zero-width space in each string and ESC [ 1 m"
+        );
+        assert!(
+            json.contains("https://example.com/?k=[REDACTED:aws-access-key]"),
+            "{json}"
+        );
+        // The image's base64 is bytes, not text: left to the media check.
+        assert_eq!(
+            result.content[2],
+            ContentBlock::image("iVBORw0KGgoAAAANSUhEUg==", "image/png")
+        );
+    }
+
+    #[test]
+    fn a_preview_never_shows_half_a_secret_at_its_cut() {
+        let token = "ghp_0123456789abcdefghijklmnopqrstuvwxyz";
+        for at in [0, 230, 245, 250, 255] {
+            let text = format!("{} {token} and more", "x".repeat(at));
+            let excerpt = preview(&text, 256);
+            assert!(!excerpt.contains("ghp_"), "{at}: {excerpt}");
+            assert!(excerpt.len() <= 256 + "…".len(), "{at}: {}", excerpt.len());
+        }
+        assert_eq!(preview("short \u{200b}text", 256), "short text");
     }
 }

@@ -204,16 +204,10 @@ async fn without_a_principal_the_quota_is_the_client_addresss() {
             .await
             .last(),
     );
-    // Without the header, the TCP peer (127.0.0.1) is the client.
-    for id in 4..6 {
-        assert_ok(post(&s.url, &call(id, "scarce")).await.last());
-    }
-    assert_limited(
-        post(&s.url, &call(6, "scarce")).await.last(),
-        "scarce",
-        2,
-        60_000,
-    );
+    // Without the header the request did not come through the proxy: refused, not counted
+    // as the TCP peer's (which behind a proxy is the proxy, shared by every client).
+    let direct = post(&s.url, &call(4, "scarce")).await;
+    assert_eq!(direct.status, 400, "{}", direct.body);
     s.stop().await;
 }
 
@@ -296,4 +290,111 @@ fn a_limit_that_cannot_work_is_refused_at_registration() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("at least one call"), "{error}");
+}
+
+/// Behind a proxy that names each client in an RFC 7239 `Forwarded` element (with the other
+/// parameters proxies add), each client gets its own flood bucket; before, the element did
+/// not parse, the proxy's own address was used, and one client used up the limit for all.
+#[tokio::test]
+async fn each_client_named_by_forwarded_gets_its_own_flood_bucket() {
+    let s = TestServer::start_with(
+        server(None),
+        HttpConfig::default()
+            .forwarded_header(http::HeaderName::from_static("forwarded"))
+            .flood_limit(RateLimit::per_minute(2)),
+    )
+    .await;
+    let clients = [
+        "for=10.0.0.4;proto=https",
+        "For=\"10.0.0.5:50123\";Proto=https;by=\"[2001:db8::9]\"",
+        // A client's own claim on the left; the proxy's element, the last one, is trusted.
+        "for=192.0.2.1, for=\"[2001:db8::1]:4711\";host=\"mcp.example.com\"",
+    ];
+    for (n, forwarded) in clients.into_iter().enumerate() {
+        let from = move |h: &mut Vec<(String, String)>| set_header(h, "forwarded", Some(forwarded));
+        for id in 0..2 {
+            let reply = post_with(&s.url, &call(id, "free"), from).await;
+            assert_eq!(
+                reply.status, 200,
+                "client {n}, request {id}: {}",
+                reply.body
+            );
+            assert_ok(reply.last());
+        }
+        let reply = post_with(&s.url, &call(2, "free"), from).await;
+        assert_eq!(reply.status, 429, "client {n}: {}", reply.body);
+    }
+    s.stop().await;
+}
+
+/// A forwarding header configured as the source of the client address that is missing or
+/// unreadable is refused with 400, never replaced by the TCP peer's address (the proxy's, in
+/// the setting the header exists for).
+#[tokio::test]
+async fn a_missing_or_unreadable_forwarded_header_is_refused_not_replaced_by_the_peer() {
+    let s = TestServer::start_with(
+        server(None),
+        HttpConfig::default().forwarded_header(http::HeaderName::from_static("forwarded")),
+    )
+    .await;
+    let cases: [(Option<&str>, &str); 4] = [
+        (None, "has no `forwarded` header"),
+        (Some("for=\"10.0.0.4"), "`forwarded` header"),
+        (Some("proto=https;by=10.0.0.1"), "no `for=`"),
+        (Some("for=not-an-address"), "`forwarded` header"),
+    ];
+    for (value, expected) in cases {
+        let reply = post_with(&s.url, &call(1, "free"), |h| {
+            set_header(h, "forwarded", value)
+        })
+        .await;
+        assert_eq!(reply.status, 400, "{value:?}: {}", reply.body);
+        let message = reply.last()["error"]["message"].as_str().unwrap();
+        assert!(message.contains(expected), "{value:?}: {message}");
+    }
+    s.stop().await;
+}
+
+/// Tool quotas follow the same client: an obfuscated identifier (`for=_hidden`) is a client of
+/// its own, and every `for=unknown` request shares one quota, apart from any address's.
+#[tokio::test]
+async fn a_proxy_that_hides_its_clients_still_gives_each_its_own_quota() {
+    let s = TestServer::start_with(
+        server(None),
+        HttpConfig::default()
+            .forwarded_header(http::HeaderName::from_static("forwarded"))
+            .trusted_proxies(2),
+    )
+    .await;
+    // A CDN then a load balancer: the CDN's element (the second from the right) names the client.
+    let from = |client: &'static str| {
+        move |h: &mut Vec<(String, String)>| {
+            let value = format!("for={client};proto=https, for=10.0.0.2");
+            set_header(h, "forwarded", Some(&value))
+        }
+    };
+    for client in ["_client-a", "_client-b", "unknown"] {
+        for id in 0..2 {
+            assert_ok(
+                post_with(&s.url, &call(id, "scarce"), from(client))
+                    .await
+                    .last(),
+            );
+        }
+        assert_limited(
+            post_with(&s.url, &call(2, "scarce"), from(client))
+                .await
+                .last(),
+            "scarce",
+            2,
+            60_000,
+        );
+    }
+    // The load balancer's element alone is one entry short of the two trusted proxies.
+    let short = post_with(&s.url, &call(3, "scarce"), |h| {
+        set_header(h, "forwarded", Some("for=10.0.0.2"))
+    })
+    .await;
+    assert_eq!(short.status, 400, "{}", short.body);
+    s.stop().await;
 }

@@ -69,6 +69,7 @@ fn server(guard: Option<OutputGuard>) -> Server {
             .description("Becomes a task, then leaks")
             .task_support(toolwire_server::TaskSupport::Optional),
         )
+        .tool(split_secrets())
         .tool(
             Tool::new("huge", |_: NoArgs, _: RequestContext| async {
                 "x".repeat(toolwire_server::DEFAULT_MAX_RESULT_BYTES + 10)
@@ -86,6 +87,47 @@ fn server(guard: Option<OutputGuard>) -> Server {
         builder = builder.output_guard(guard);
     }
     builder.build().unwrap()
+}
+
+/// A GitHub token with a zero-width space in the middle: invisible to a reader, and enough
+/// to break a pattern match on the text as sent.
+const SPLIT: &str = "ghp_0123456789abcdef\u{200B}ghijklmnopqrstuvwxyz";
+
+/// Puts [`SPLIT`] in every string a result can carry: a text block, a resource link's URI
+/// and `_meta`, an embedded resource's URI and text, the result's `_meta`, and
+/// `structuredContent` at depth, as a value and as a key.
+fn split_secrets() -> Tool {
+    Tool::raw("split", json!({"type": "object"}), |_, _| async {
+        let meta = || {
+            let mut meta = serde_json::Map::new();
+            meta.insert("dev.example/source".into(), json!({"token": SPLIT}));
+            meta
+        };
+        let mut result = CallToolResult::new(vec![
+            ContentBlock::text(format!("token {SPLIT}")),
+            ContentBlock::ResourceLink(ResourceLink {
+                uri: format!("https://example.com/repo?token={SPLIT}"),
+                name: "repo".into(),
+                meta: Some(meta()),
+                ..Default::default()
+            }),
+            ContentBlock::resource(ResourceContents::text(
+                format!("https://example.com/raw?token={SPLIT}"),
+                "text/plain",
+                format!("GITHUB_TOKEN={SPLIT}"),
+            )),
+        ]);
+        result.structured_content = Some(json!({
+            "deep": [{"token": SPLIT}],
+            SPLIT: "the token as a key",
+        }));
+        result.meta = Some(toolwire_server::protocol::ResultMeta {
+            extra: meta(),
+            ..Default::default()
+        });
+        result
+    })
+    .description("Returns a token split by a zero-width space everywhere a string goes")
 }
 
 fn call(id: i64, name: &str) -> Value {
@@ -215,5 +257,50 @@ async fn a_tasks_result_is_sanitized_too() {
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
     assert_eq!(done["result"]["content"][0]["text"], CLEAN, "{done}");
+    s.stop().await;
+}
+
+/// A secret split by a zero-width space (or another invisible format character) is still a
+/// secret, wherever in the result it is: the guard removes the format characters before
+/// matching and walks every string, `_meta` and link URIs included.
+#[tokio::test]
+async fn a_secret_split_by_a_zero_width_space_is_redacted_in_every_string() {
+    let s = TestServer::start(server(None)).await;
+    let reply = post(&s.url, &call(1, "split")).await;
+    let result = &reply.last()["result"];
+    let redacted = "[REDACTED:github-token]";
+    let content = &result["content"];
+    let strings = [
+        ("text", &content[0]["text"]),
+        ("link uri", &content[1]["uri"]),
+        (
+            "link _meta",
+            &content[1]["_meta"]["dev.example/source"]["token"],
+        ),
+        ("embedded uri", &content[2]["resource"]["uri"]),
+        ("embedded text", &content[2]["resource"]["text"]),
+        (
+            "result _meta",
+            &result["_meta"]["dev.example/source"]["token"],
+        ),
+        (
+            "structured",
+            &result["structuredContent"]["deep"][0]["token"],
+        ),
+    ];
+    for (place, value) in strings {
+        let value = value
+            .as_str()
+            .unwrap_or_else(|| panic!("{place}: {result}"));
+        assert!(value.contains(redacted), "{place}: {value:?}");
+        assert!(!value.contains("ghp_"), "{place}: {value:?}");
+    }
+    let keys: Vec<&String> = result["structuredContent"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .collect();
+    assert!(keys.contains(&&redacted.to_owned()), "{keys:?}");
+    assert!(!reply.body.contains("ghp_"), "{}", reply.body);
     s.stop().await;
 }
