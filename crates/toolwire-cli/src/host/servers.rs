@@ -10,7 +10,7 @@ use crate::terminal::{Layout, json as safe_json, out, visible};
 use crate::ui::{Tone, Ui};
 
 /// Runs `toolwire servers`.
-pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
+pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let config = args.configuration(args.server.as_deref(), &ui).await?;
     let host = args
@@ -18,7 +18,7 @@ pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
         .await?;
     let statuses = host.servers().to_vec();
     host.close().await;
-    if args.connection.json {
+    if as_json {
         let list: Vec<_> = statuses
             .iter()
             .map(|s| {
