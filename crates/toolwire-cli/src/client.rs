@@ -93,12 +93,28 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
         tools_list_changed: announced(caps.tools.as_ref().and_then(|c| c.list_changed)),
         prompts_list_changed: announced(caps.prompts.as_ref().and_then(|c| c.list_changed)),
         resources_list_changed: announced(caps.resources.as_ref().and_then(|c| c.list_changed)),
-        resource_subscriptions: (!resources.is_empty()).then_some(resources),
+        resource_subscriptions: (!resources.is_empty()).then_some(resources.clone()),
     };
     let mut subscription = client.listen(filter).await?;
+    let acknowledged = subscription.acknowledged();
+    let followed = acknowledged
+        .resource_subscriptions
+        .as_deref()
+        .unwrap_or_default();
+    let dropped: Vec<&str> = resources
+        .iter()
+        .filter(|r| !followed.contains(r))
+        .map(String::as_str)
+        .collect();
+    if !dropped.is_empty() {
+        note(&format!(
+            "toolwire: the server does not send updates of {} (it did not accept the subscription)",
+            visible(&dropped.join(", "), Layout::Line)
+        ));
+    }
     note(&format!(
         "toolwire: {} (Ctrl-C to stop)",
-        watching(subscription.acknowledged())
+        watching(acknowledged)
     ));
     loop {
         match subscription.next().await {

@@ -31,7 +31,7 @@ struct Cli {
     /// Show the libraries' log lines on stderr, with their time and source: -v from info,
     /// -vv debug, -vvv trace (RUST_LOG, when set, says instead). Without it only what needs
     /// your attention is said.
-    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, display_order = 1000)]
     verbose: u8,
     #[command(subcommand)]
     command: Command,
@@ -315,9 +315,21 @@ async fn serve(
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        let what_to_do = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "; another program listens there: stop it, or pass another --http ADDR (port 0 picks a free one)"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "; this machine has no such address: pass one of its own, e.g. 127.0.0.1:8080"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "; ports below 1024 need privileges: pass a higher one, e.g. 127.0.0.1:8080"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("--http {addr}: cannot listen there: {e}{what_to_do}")
+    })?;
     let addr = listener.local_addr()?;
     let mut config = allow_hosts
         .into_iter()

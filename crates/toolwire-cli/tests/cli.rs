@@ -409,7 +409,7 @@ fn discover_call_and_watch_over_http() {
     );
     let watched = stderr_lines(&mut watch.0);
     let first = line_with(&watched, "toolwire: watching");
-    assert!(first.contains("toolsListChanged"), "{first}");
+    assert!(first.contains("the server's tool list"), "{first}");
     let interrupted = Command::new("kill")
         .args(["-INT", &server.child.id().to_string()])
         .status()
@@ -1041,12 +1041,18 @@ fn watch_says_what_it_watches_and_stops_nothing_over_http() {
                 "TOOLWIRE_STATE_DIR",
                 std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
             )
-            .args(["watch", &server.url])
+            .args(["watch", &server.url, "--resource", "file:///notes.txt"])
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
     );
     let watched = stderr_lines(&mut watch.0);
+    // The example server offers no resource subscriptions: the person is told.
+    let dropped = line_with(&watched, "file:///notes.txt");
+    assert_eq!(
+        dropped,
+        "toolwire: the server does not send updates of file:///notes.txt (it did not accept the subscription)"
+    );
     let first = line_with(&watched, "toolwire: watching");
     assert_eq!(
         first,
@@ -1071,4 +1077,23 @@ fn watch_says_what_it_watches_and_stops_nothing_over_http() {
         std::thread::sleep(Duration::from_millis(20));
     };
     assert_eq!(status.code(), Some(130));
+}
+
+/// `serve --http` on an address in use said `binding ADDR: Address already in use`, with no
+/// word on what to do.
+#[test]
+fn serve_on_a_busy_address_says_what_to_do() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let refused = toolwire(&["serve", "--http", &addr]);
+    let error = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{error}");
+    assert!(
+        error.starts_with(&format!("toolwire: --http {addr}: cannot listen there: ")),
+        "{error}"
+    );
+    assert!(
+        error.contains("stop it, or pass another --http ADDR"),
+        "{error}"
+    );
 }

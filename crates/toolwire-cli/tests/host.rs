@@ -388,6 +388,8 @@ fn ctrl_c_cancels_a_slow_call_and_the_server_sees_it() {
     slow.send(ControlCode::EndOfText).unwrap();
     see(&mut slow, "cancelling the call");
     see(&mut slow, "the call was cancelled");
+    // An HTTP server is disconnected from, not stopped: nothing of its stops.
+    see(&mut slow, "interrupted by SIGINT: closing the connection");
     assert_eq!(finish(slow), 130);
     let waited = std::time::Instant::now();
     while !seen.cancelled.load(Ordering::SeqCst) {

@@ -13,7 +13,7 @@ use toolwire_client::CallOptions;
 use toolwire_client::CancellationToken;
 use toolwire_host::{Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport};
 
-use super::open::Asks;
+use super::open::{Asks, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
 use crate::terminal::{Layout, json, note, out, visible};
@@ -288,7 +288,7 @@ fn find(host: &Host, config: &HostConfig, name: &str, one_off: bool) -> anyhow::
     let shown_name = visible(name, Layout::Line);
     let mut others = Vec::new();
     for server in host.servers() {
-        let shown_server = visible(&server.name, Layout::Line);
+        let shown_server = server_name(&server.name);
         if let Some(hidden) = server.hidden.iter().find(|h| h.tool == name) {
             anyhow::bail!(
                 "{shown_name} of server {shown_server} is hidden: {}",
@@ -305,12 +305,9 @@ fn find(host: &Host, config: &HostConfig, name: &str, one_off: bool) -> anyhow::
                 name.strip_prefix(e.prefix.as_str())
                     .is_some_and(|rest| rest.starts_with("__"))
             });
-        let failed = match entry.map(|e| &e.transport) {
-            Some(Transport::Stdio { .. }) => "could not start",
-            _ => "could not be reached",
-        };
         let why = format!(
-            "server {shown_server} {failed}: {}",
+            "server {shown_server} {}: {}",
+            failed_how(config, &server.name),
             visible(error, Layout::Line)
         );
         if theirs {

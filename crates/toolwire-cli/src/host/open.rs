@@ -332,6 +332,26 @@ fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
     }
 }
 
+/// A server's name for messages: made visible, and quoted when it is a command line (one
+/// server named on the command line goes by it), so that it reads as one name.
+pub(crate) fn server_name(name: &str) -> String {
+    let name = visible(name, Layout::Line);
+    if name.contains(char::is_whitespace) {
+        format!("\"{name}\"")
+    } else {
+        name.into_owned()
+    }
+}
+
+/// How a server failed, in words: a stdio server could not start, an HTTP one could not be
+/// reached.
+pub(crate) fn failed_how(config: &HostConfig, server: &str) -> &'static str {
+    match config.server(server).map(|s| &s.transport) {
+        Some(toolwire_host::Transport::Stdio { .. }) => "could not start",
+        _ => "could not be reached",
+    }
+}
+
 /// A path for messages, with `~` for the home directory.
 pub(crate) fn shown(path: &Path) -> String {
     if let Some(home) = std::env::var_os("HOME") {

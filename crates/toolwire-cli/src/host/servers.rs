@@ -102,7 +102,11 @@ fn reached(config: &HostConfig, name: &str) -> String {
 
 /// An error when every server wanted (all, or `only`) failed: there is nothing to show but
 /// the failures, and a script should know.
-pub(crate) fn all_failed(host: &toolwire_host::Host, only: Option<&str>) -> anyhow::Result<()> {
+pub(crate) fn all_failed(
+    host: &toolwire_host::Host,
+    config: &HostConfig,
+    only: Option<&str>,
+) -> anyhow::Result<()> {
     let wanted: Vec<&ServerStatus> = host
         .servers()
         .iter()
@@ -112,15 +116,16 @@ pub(crate) fn all_failed(host: &toolwire_host::Host, only: Option<&str>) -> anyh
         .iter()
         .filter_map(|s| match &s.state {
             ServerState::Failed { error } => Some(format!(
-                "{}: {}",
-                visible(&s.name, Layout::Line),
+                "server {} {}: {}",
+                super::open::server_name(&s.name),
+                super::open::failed_how(config, &s.name),
                 visible(error, Layout::Line)
             )),
             ServerState::Connected { .. } => None,
         })
         .collect();
     if !wanted.is_empty() && errors.len() == wanted.len() {
-        anyhow::bail!("no server could be reached: {}", errors.join("; "));
+        anyhow::bail!("{}", errors.join("; "));
     }
     Ok(())
 }

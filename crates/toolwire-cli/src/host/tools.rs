@@ -33,7 +33,7 @@ pub(crate) async fn tools(
     }
     let host = args.open_config(&config, one_off.is_some(), &ui).await?;
     // When no server could be reached, the error says why, once.
-    let failed = super::servers::all_failed(&host, only);
+    let failed = super::servers::all_failed(&host, &config, only);
     let shown = match failed {
         Ok(()) => show(&host, &ui, as_json, &config, only, one_off.is_some()),
         Err(_) => Ok(()),
