@@ -13,14 +13,14 @@ use crate::target::Target;
 use crate::terminal::{Layout, json, note, out, visible};
 
 /// `toolwire discover`: the era, version, server and capabilities.
-pub(crate) async fn discover(target: &Target) -> anyhow::Result<()> {
-    session(target, async |client| discover_with(target, client).await).await
+pub(crate) async fn discover(target: &Target, as_json: bool) -> anyhow::Result<()> {
+    session(target, async |client| discover_with(client, as_json).await).await
 }
 
-async fn discover_with(target: &Target, client: &Client) -> anyhow::Result<()> {
+async fn discover_with(client: &Client, as_json: bool) -> anyhow::Result<()> {
     let discover = client.discover().await?;
     let era = client.era();
-    if target.connection.json {
+    if as_json {
         return Ok(out(&json(&discover, true)?)?);
     }
     let mut lines = Vec::new();
@@ -93,12 +93,28 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
         tools_list_changed: announced(caps.tools.as_ref().and_then(|c| c.list_changed)),
         prompts_list_changed: announced(caps.prompts.as_ref().and_then(|c| c.list_changed)),
         resources_list_changed: announced(caps.resources.as_ref().and_then(|c| c.list_changed)),
-        resource_subscriptions: (!resources.is_empty()).then_some(resources),
+        resource_subscriptions: (!resources.is_empty()).then_some(resources.clone()),
     };
     let mut subscription = client.listen(filter).await?;
+    let acknowledged = subscription.acknowledged();
+    let followed = acknowledged
+        .resource_subscriptions
+        .as_deref()
+        .unwrap_or_default();
+    let dropped: Vec<&str> = resources
+        .iter()
+        .filter(|r| !followed.contains(r))
+        .map(String::as_str)
+        .collect();
+    if !dropped.is_empty() {
+        note(&format!(
+            "toolwire: the server does not send updates of {} (it did not accept the subscription)",
+            visible(&dropped.join(", "), Layout::Line)
+        ));
+    }
     note(&format!(
-        "toolwire: watching {} (Ctrl-C to stop)",
-        json(subscription.acknowledged(), false)?
+        "toolwire: {} (Ctrl-C to stop)",
+        watching(acknowledged)
     ));
     loop {
         match subscription.next().await {
@@ -113,6 +129,46 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
     }
 }
 
+/// What a subscription the server acknowledged follows, in words.
+fn watching(acknowledged: &SubscriptionFilter) -> String {
+    let on = |flag: Option<bool>| flag == Some(true);
+    let lists: Vec<&str> = [
+        (on(acknowledged.tools_list_changed), "tool"),
+        (on(acknowledged.prompts_list_changed), "prompt"),
+        (on(acknowledged.resources_list_changed), "resource"),
+    ]
+    .into_iter()
+    .filter_map(|(on, name)| on.then_some(name))
+    .collect();
+    let resources = acknowledged
+        .resource_subscriptions
+        .as_deref()
+        .unwrap_or_default();
+    let mut what = Vec::new();
+    match lists.as_slice() {
+        [] => {}
+        [one] => what.push(format!("the server's {one} list for changes")),
+        [first @ .., last] => what.push(format!(
+            "the server's {} and {last} lists for changes",
+            first.join(", ")
+        )),
+    }
+    match resources {
+        [] => {}
+        [one] => what.push(format!("{} for updates", visible(one, Layout::Line))),
+        many => what.push(format!(
+            "{} resources for updates ({})",
+            many.len(),
+            visible(&many.join(", "), Layout::Line)
+        )),
+    }
+    if what.is_empty() {
+        return "the server sends no change notifications; waiting until it ends the subscription"
+            .to_owned();
+    }
+    format!("watching {}", what.join(", and "))
+}
+
 fn describe(notification: &Notification) -> String {
     let described = match notification {
         Notification::ToolsListChanged => "tools/list_changed".into(),
@@ -124,4 +180,45 @@ fn describe(notification: &Notification) -> String {
         _ => format!("{notification:?}"),
     };
     visible(&described, Layout::Line).into_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_is_watched_is_said_in_words() {
+        let filter = |tools, prompts, resources, uris: &[&str]| SubscriptionFilter {
+            tools_list_changed: tools,
+            prompts_list_changed: prompts,
+            resources_list_changed: resources,
+            resource_subscriptions: (!uris.is_empty())
+                .then(|| uris.iter().map(|u| u.to_string()).collect()),
+        };
+        let cases = [
+            (
+                filter(Some(true), None, None, &[]),
+                "watching the server's tool list for changes",
+            ),
+            (
+                filter(Some(true), Some(true), Some(true), &[]),
+                "watching the server's tool, prompt and resource lists for changes",
+            ),
+            (
+                filter(None, Some(true), Some(false), &["file:///notes.txt"]),
+                "watching the server's prompt list for changes, and file:///notes.txt for updates",
+            ),
+            (
+                filter(None, None, None, &["a:1", "b:\u{1b}"]),
+                "watching 2 resources for updates (a:1, b:^[)",
+            ),
+            (
+                filter(None, None, None, &[]),
+                "the server sends no change notifications; waiting until it ends the subscription",
+            ),
+        ];
+        for (acknowledged, said) in cases {
+            assert_eq!(watching(&acknowledged), said);
+        }
+    }
 }

@@ -247,7 +247,10 @@ fn load_with_env(path: &Path, env: impl Fn(&str) -> Option<String>) -> anyhow::R
     let shown = path.display();
     let text = std::fs::read_to_string(path).with_context(|| format!("{shown}: cannot read"))?;
     let mut config: ServeConfig =
-        toml::from_str(&text).map_err(|e| anyhow!("{shown}: {}", e.to_string().trim_end()))?;
+        // The parser shows the line and a caret under the column: its lines are kept.
+        toml::from_str(&text).map_err(|e| {
+            crate::terminal::Lines(format!("{shown}: {}", e.to_string().trim_end()))
+        })?;
     config.check().map_err(|e| anyhow!("{shown}: {e}"))?;
     config.secret = config
         .read_secret(env)

@@ -12,6 +12,7 @@ mod config;
 mod examples;
 mod host;
 mod layers;
+mod logs;
 mod notes;
 mod private;
 mod session;
@@ -27,6 +28,11 @@ mod ui;
     about = "MCP 2026-07-28 tools: serve them, call them"
 )]
 struct Cli {
+    /// Show the libraries' log lines on stderr, with their time and source: -v from info,
+    /// -vv debug, -vvv trace (RUST_LOG, when set, says instead). Without it only what needs
+    /// your attention is said.
+    #[arg(short, long, action = clap::ArgAction::Count, global = true, display_order = 1000)]
+    verbose: u8,
     #[command(subcommand)]
     command: Command,
 }
@@ -61,15 +67,30 @@ enum Command {
         data_dir: Option<std::path::PathBuf>,
     },
     /// Show a server's era, protocol version, identity and capabilities.
-    Discover(target::Target),
+    Discover {
+        #[command(flatten)]
+        target: target::Target,
+        /// Print the server's answer as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The configured servers: how each is reached, its protocol era, whether it is connected
     /// and how many tools the model sees.
-    Servers(host::HostArgs),
+    Servers {
+        #[command(flatten)]
+        host: host::HostArgs,
+        /// Print the list as JSON.
+        #[arg(long)]
+        json: bool,
+    },
     /// The tools a model could use: qualified name, title, description, annotations (marked
     /// untrusted unless the server is trusted) and pin state; then the hidden ones and why.
     Tools {
         #[command(flatten)]
         host: host::HostArgs,
+        /// Print the definitions as JSON.
+        #[arg(long)]
+        json: bool,
         /// Only this configured server's tools; or one server for this command, as an
         /// http(s):// URL or a command line (e.g. "uvx mcp-server-time").
         #[arg(value_name = "SERVER")]
@@ -77,7 +98,8 @@ enum Command {
     },
     /// Call a tool: shown with its arguments exactly as they will be sent, and asked about
     /// unless a rule allows it (yes / no / always). Exit status: 0 done, 1 the tool reported
-    /// an error, 2 it could not be made, 3 refused, 130 cancelled with Ctrl-C.
+    /// an error, 2 it could not be made (bad arguments, no such tool, a server that could not
+    /// be reached or started), 3 refused, 130 cancelled with Ctrl-C.
     ///
     /// NAME is a qualified name from `toolwire tools`. For one server without a
     /// configuration: `toolwire call URL|"COMMAND LINE" TOOL ARGS…`. ARGS are one JSON object,
@@ -106,17 +128,18 @@ enum Command {
         #[arg(long = "resource", value_name = "URI")]
         resources: Vec<String>,
     },
-    /// The approved tool definitions (pins): list, diff, approve, forget.
+    /// The approved tool definitions (pins) of the configured servers: list, diff, approve,
+    /// forget.
     Pins {
         #[command(flatten)]
-        host: host::HostArgs,
+        host: host::ConnectArgs,
         #[command(subcommand)]
         action: host::pins::PinsAction,
     },
     /// The host's hash-chained audit log: show, verify.
     Audit {
         #[command(flatten)]
-        host: host::HostArgs,
+        state: host::StateArgs,
         #[command(subcommand)]
         action: host::audit::AuditAction,
     },
@@ -133,7 +156,7 @@ enum Command {
     /// server asks and stderr is a terminal.
     Login {
         #[command(flatten)]
-        host: host::HostArgs,
+        host: host::ConnectArgs,
         /// A configured server's name, or an http(s):// URL.
         #[arg(value_name = "SERVER")]
         name: String,
@@ -141,7 +164,7 @@ enum Command {
     /// Forget the tokens kept for a server (the next command that needs them signs in again).
     Logout {
         #[command(flatten)]
-        host: host::HostArgs,
+        config: host::ConfigArgs,
         /// A configured server's name, or an http(s):// URL.
         #[arg(value_name = "SERVER")]
         name: String,
@@ -165,35 +188,16 @@ async fn main() {
             // Whoever read stdout has seen enough, as `head` has: end quietly.
             std::process::exit(0);
         }
-        // Error messages carry the server's text.
-        let message = format!("{error:#}");
-        terminal::note(&format!(
-            "toolwire: {}",
-            terminal::visible(&message, terminal::Layout::Line)
-        ));
+        // Error messages may carry a server's text: shown safe (see `error_report`).
+        terminal::note(&terminal::error_report(&error));
         std::process::exit(2);
     }
 }
 
 async fn run() -> anyhow::Result<()> {
-    let serving = std::env::args().nth(1).as_deref() == Some("serve");
-    // Client commands print results; only warnings belong on stderr.
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| (if serving { "info" } else { "warn" }).into());
-    // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
-    let logs = tracing_subscriber::fmt().with_env_filter(filter);
-    if serving {
-        logs.with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
-    } else {
-        // A client's logs carry the server's text (its log messages, its stderr): shown safe,
-        // without colours of our own.
-        logs.with_writer(terminal::SafeStderr)
-            .with_ansi(false)
-            .init();
-    }
-    match Cli::parse().command {
+    let cli = Cli::parse();
+    logs::init(matches!(cli.command, Command::Serve { .. }), cli.verbose);
+    match cli.command {
         Command::Serve {
             http,
             allow_hosts,
@@ -227,9 +231,11 @@ async fn run() -> anyhow::Result<()> {
             let notes = notes::store(data_dir.as_deref(), lifetimes)?;
             serve(http, allow_hosts, modern_only, config, notes).await
         }
-        Command::Discover(target) => client::discover(&target).await,
-        Command::Servers(host) => host::servers::servers(&host).await,
-        Command::Tools { host, only } => host::tools::tools(&host, only.as_deref()).await,
+        Command::Discover { target, json } => client::discover(&target, json).await,
+        Command::Servers { host, json } => host::servers::servers(&host, json).await,
+        Command::Tools { host, json, only } => {
+            host::tools::tools(&host, json, only.as_deref()).await
+        }
         Command::Call {
             host,
             call,
@@ -244,7 +250,9 @@ async fn run() -> anyhow::Result<()> {
             Some(one) => {
                 let target = target::Target {
                     server: one.to_owned(),
+                    named: host.named.clone(),
                     connection: host.connection.clone(),
+                    state: host.config.state.clone(),
                 };
                 client::watch(&target, resources).await
             }
@@ -254,10 +262,10 @@ async fn run() -> anyhow::Result<()> {
             None => host::watch::watch(&host, only.as_deref()).await,
         },
         Command::Pins { host, action } => host::pins::pins(&host, &action).await,
-        Command::Audit { host, action } => host::audit::audit(&host, &action),
+        Command::Audit { state, action } => host::audit::audit(&state, &action),
         Command::Trust(args) => host::trust::trust(&args).await,
-        Command::Login { host, name } => host::login::login(&host, &name).await,
-        Command::Logout { host, name } => host::login::logout(&host, &name).await,
+        Command::Login { host, name } => host::login::login(&host.host(), &name).await,
+        Command::Logout { config, name } => host::login::logout(&config, &name).await,
     }
 }
 
@@ -307,9 +315,21 @@ async fn serve(
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("binding {addr}"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        let what_to_do = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "; another program listens there: stop it, or pass another --http ADDR (port 0 picks a free one)"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "; this machine has no such address: pass one of its own, e.g. 127.0.0.1:8080"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "; ports below 1024 need privileges: pass a higher one, e.g. 127.0.0.1:8080"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("--http {addr}: cannot listen there: {e}{what_to_do}")
+    })?;
     let addr = listener.local_addr()?;
     let mut config = allow_hosts
         .into_iter()

@@ -95,12 +95,18 @@ pub(crate) async fn session<T>(
             done
         }
         Err(signal) => {
-            note(&format!("toolwire: {signal}: stopping the server"));
+            // Closing stops a stdio server; an HTTP server is only disconnected from.
+            let (closing, at_once) = if target.is_http() {
+                ("closing the connection", "closing it at once")
+            } else {
+                ("stopping the server", "killing the server")
+            };
+            note(&format!("toolwire: {signal}: {closing}"));
             // A second signal drops the unfinished close, and with it the server process it
             // holds: its group is killed at once.
             tokio::select! {
                 () = client.close() => {}
-                again = signals.next() => note(&format!("toolwire: {again}: killing the server")),
+                again = signals.next() => note(&format!("toolwire: {again}: {at_once}")),
             }
             Err(signal.into())
         }

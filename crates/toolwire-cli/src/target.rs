@@ -5,25 +5,20 @@ use std::time::Duration;
 
 use anyhow::{Context as _, bail};
 use clap::Args;
-use serde_json::Value;
 use toolwire_client::protocol::ElicitRequestParams;
 use toolwire_client::{Client, ClientBuilder, StdioCommand};
 use toolwire_host::{ServerConfig, Transport};
 
 use crate::terminal::{Layout, note, visible};
 
-/// How to reach a server named on the command line (a URL or a command line), shared by the
-/// client commands.
-#[derive(Args, Debug, Clone)]
-pub(crate) struct Connection {
-    /// An HTTP header for every request, as NAME:VALUE (repeatable).
+/// How a server named on the command line is reached: a URL's headers and credentials, a
+/// command's environment.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct Named {
+    /// An HTTP header for every request to a server named by URL, as NAME:VALUE (repeatable).
     #[arg(long = "header", short = 'H', value_name = "NAME:VALUE")]
     pub(crate) headers: Vec<String>,
-    /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
-    /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
-    #[arg(long = "ca-file", value_name = "PEM")]
-    pub(crate) ca_files: Vec<std::path::PathBuf>,
-    /// A bearer token for HTTP servers (or set TOOLWIRE_BEARER_TOKEN).
+    /// A bearer token for a server named by URL (or set TOOLWIRE_BEARER_TOKEN).
     #[arg(
         long,
         env = "TOOLWIRE_BEARER_TOKEN",
@@ -31,33 +26,51 @@ pub(crate) struct Connection {
         allow_hyphen_values = true
     )]
     pub(crate) bearer: Option<String>,
-    /// An environment variable for a stdio server, as NAME=VALUE, or NAME to pass on this
-    /// process's value (repeatable). Otherwise the server gets only HOME, LOGNAME, PATH, SHELL,
-    /// TERM and USER from this environment.
+    /// An environment variable for a server named by command line, as NAME=VALUE, or NAME to
+    /// pass on this process's value (repeatable). Otherwise the server gets only HOME, LOGNAME,
+    /// PATH, SHELL, TERM and USER from this environment.
     #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
     pub(crate) env: Vec<String>,
+}
+
+/// The default of `--timeout`, in seconds.
+const TIMEOUT_SECONDS: f64 = 60.0;
+/// The default of `--probe-timeout`, in seconds.
+const PROBE_TIMEOUT_SECONDS: f64 = 30.0;
+
+/// How every server is reached: the CAs trusted, how long answers may take, the development
+/// opt-in for OAuth on plain http. Global, so that they may follow a subcommand.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct Connection {
+    /// Trust the CA certificates in this PEM file for HTTPS, besides the system's (repeatable;
+    /// SSL_CERT_FILE and SSL_CERT_DIR are honoured too).
+    #[arg(long = "ca-file", value_name = "PEM", global = true)]
+    pub(crate) ca_files: Vec<std::path::PathBuf>,
     /// Seconds to wait for each answer (progress restarts the wait).
-    #[arg(long, default_value_t = 60.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = TIMEOUT_SECONDS, value_name = "SECONDS", global = true)]
     pub(crate) timeout: f64,
     /// Seconds a stdio server may take to answer its first `server/discover` before it is
     /// spoken to as a 2025-11-25 server (slow starters: a first `npx -y`, a container, a JVM).
     /// The first request's --timeout bounds it too.
-    #[arg(long, default_value_t = 30.0, value_name = "SECONDS")]
+    #[arg(long, default_value_t = PROBE_TIMEOUT_SECONDS, value_name = "SECONDS", global = true)]
     pub(crate) probe_timeout: f64,
-    /// The answer to every form elicitation, as a JSON object, instead of a form (for
-    /// scripts: without a terminal and without it, forms are printed and declined). A URL-mode request is
-    /// never answered by it: opening a URL needs a person's yes at a terminal (M-16).
-    #[arg(long, value_name = "JSON")]
-    pub(crate) answer: Option<String>,
-    /// Print results as JSON.
-    #[arg(long)]
-    pub(crate) json: bool,
     /// Development only: let OAuth reach authorization servers and their metadata on plain
     /// http anywhere. Without it they are reached over https, and over plain http only at the
     /// server's own origin. Link-local addresses stay refused, and the sign-in page must still
     /// be https or on this machine.
-    #[arg(long)]
+    #[arg(long, global = true)]
     pub(crate) insecure_oauth_http: bool,
+}
+
+impl Default for Connection {
+    fn default() -> Self {
+        Connection {
+            ca_files: Vec::new(),
+            timeout: TIMEOUT_SECONDS,
+            probe_timeout: PROBE_TIMEOUT_SECONDS,
+            insecure_oauth_http: false,
+        }
+    }
 }
 
 /// A server named on the command line.
@@ -68,7 +81,12 @@ pub(crate) struct Target {
     #[arg(value_name = "SERVER")]
     pub(crate) server: String,
     #[command(flatten)]
+    pub(crate) named: Named,
+    #[command(flatten)]
     pub(crate) connection: Connection,
+    /// Where sign-in tokens are read from (`toolwire login` keeps them there).
+    #[command(flatten)]
+    pub(crate) state: crate::host::StateArgs,
 }
 
 /// Whether a command-line argument names a server rather than a configured name: a URL, or a
@@ -93,20 +111,16 @@ impl Connection {
             .filter(|t| !t.is_zero())
             .context("--probe-timeout must be a positive number of seconds")
     }
+}
 
-    /// `--answer`, parsed.
-    pub(crate) fn answer(&self) -> anyhow::Result<Option<Value>> {
-        match &self.answer {
-            Some(text) => Ok(Some(
-                serde_json::from_str(text).context("--answer is not JSON")?,
-            )),
-            None => Ok(None),
-        }
-    }
-
+impl Named {
     /// `server` (a URL or a command line) as the one server of a host configuration.
-    pub(crate) fn server_config(&self, server: &str) -> anyhow::Result<ServerConfig> {
-        let transport = if server.starts_with("http://") || server.starts_with("https://") {
+    pub(crate) fn server_config(
+        &self,
+        server: &str,
+        connection: &Connection,
+    ) -> anyhow::Result<ServerConfig> {
+        let transport = if is_url(server) {
             if !self.env.is_empty() {
                 bail!("--env applies to stdio servers only");
             }
@@ -156,89 +170,69 @@ impl Connection {
             prefix: "server".into(),
             tools: Default::default(),
             trust: false,
-            timeout: Some(self.timeout()?),
+            timeout: Some(connection.timeout()?),
             tool_timeouts: Default::default(),
             approval: Default::default(),
         })
     }
 }
 
+/// Whether `server` is a URL (else a command line).
+pub(crate) fn is_url(server: &str) -> bool {
+    server.starts_with("http://") || server.starts_with("https://")
+}
+
 impl Target {
+    /// Whether the server is reached over HTTP (a URL), rather than started on stdio.
+    pub(crate) fn is_http(&self) -> bool {
+        is_url(&self.server)
+    }
+
     /// Connects: HTTP for a URL, else a child process.
     pub(crate) async fn connect(&self) -> anyhow::Result<Client> {
-        let timeout = Duration::try_from_secs_f64(self.connection.timeout)
-            .ok()
-            .filter(|t| !t.is_zero())
-            .context("--timeout must be a positive number of seconds")?;
-        let probe_timeout = Duration::try_from_secs_f64(self.connection.probe_timeout)
-            .ok()
-            .filter(|t| !t.is_zero())
-            .context("--probe-timeout must be a positive number of seconds")?;
         let mut builder = ClientBuilder::new("toolwire-cli", env!("CARGO_PKG_VERSION"))
-            .timeout(timeout)
-            .probe_timeout(probe_timeout);
-        for header in &self.connection.headers {
+            .timeout(self.connection.timeout()?)
+            .probe_timeout(self.connection.probe_timeout()?);
+        for header in &self.named.headers {
             let (name, value) = header
                 .split_once(':')
                 .with_context(|| format!("--header {header:?} is not NAME:VALUE"))?;
             builder = builder.header(name.trim(), value.trim());
         }
-        if let Some(token) = &self.connection.bearer {
+        if let Some(token) = &self.named.bearer {
             builder = builder.bearer_token(token);
         }
         for path in &self.connection.ca_files {
             builder = builder.ca_file(path);
         }
-        let answer: Option<Value> = match &self.connection.answer {
-            Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
-            None => None,
-        };
         // Form mode only: only forms reach this handler, and URL mode is not declared (M-16).
-        builder = builder.on_elicit(move |request| {
-            let answer = answer.clone();
-            async move {
-                let question = match &request {
-                    ElicitRequestParams::Form(form) => visible(&form.message, Layout::Line),
-                    ElicitRequestParams::Url(_) => {
-                        return Err(toolwire_client::Error::Input(
-                            "URL-mode elicitation is not offered".into(),
-                        ));
-                    }
-                };
-                match answer {
-                    Some(answer) => {
-                        let shown = crate::terminal::json(&answer, false).unwrap_or_default();
-                        note(&format!(
-                            "toolwire: the server asks: {question} -> answering {shown}"
-                        ));
-                        toolwire_client::accepted(&answer)
-                    }
-                    None => {
-                        note(&format!(
-                            "toolwire: the server asks: {question} -> declined (pass --answer JSON to answer)"
-                        ));
-                        Ok(toolwire_client::declined())
-                    }
+        // These commands make no call, so a form is only shown and declined.
+        builder = builder.on_elicit(move |request| async move {
+            let question = match &request {
+                ElicitRequestParams::Form(form) => visible(&form.message, Layout::Line),
+                ElicitRequestParams::Url(_) => {
+                    return Err(toolwire_client::Error::Input(
+                        "URL-mode elicitation is not offered".into(),
+                    ));
                 }
-            }
+            };
+            note(&format!(
+                "toolwire: the server asks: {question} -> declined"
+            ));
+            Ok(toolwire_client::declined())
         });
-        if self.server.starts_with("http://") || self.server.starts_with("https://") {
-            if !self.connection.env.is_empty() {
+        if self.is_http() {
+            if !self.named.env.is_empty() {
                 bail!("--env applies to stdio servers only");
             }
-            let authorization_header = self.connection.headers.iter().any(|h| {
+            let authorization_header = self.named.headers.iter().any(|h| {
                 h.trim_start()
                     .to_ascii_lowercase()
                     .starts_with("authorization:")
             });
-            if self.connection.bearer.is_none() && !authorization_header {
+            if self.named.bearer.is_none() && !authorization_header {
                 // The tokens `toolwire login` keeps; signing in here only at a terminal.
-                let store = crate::signin::credentials_file(&crate::signin::state_dir(
-                    std::env::var_os("TOOLWIRE_STATE_DIR")
-                        .filter(|v| !v.is_empty())
-                        .map(std::path::PathBuf::from)
-                        .as_deref(),
-                )?);
+                let store = crate::signin::credentials_file(&self.state.dir()?);
                 let mut oauth = toolwire_client::auth::OAuth::new()
                     .client_name("toolwire-cli")
                     .store(std::sync::Arc::new(toolwire_client::auth::FileStore::new(
@@ -259,7 +253,7 @@ impl Target {
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
-        for pair in &self.connection.env {
+        for pair in &self.named.env {
             command = match pair.split_once('=') {
                 Some((name, value)) => command.env(name, value),
                 None => command.inherit_env(pair),

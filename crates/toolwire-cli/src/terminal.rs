@@ -111,6 +111,40 @@ pub(crate) fn note(line: &str) {
         .and_then(|()| stderr.write_all(b"\n"));
 }
 
+/// An error whose message keeps its line breaks where `main` prints it: text Toolwire wrote, or
+/// the person's own file quoted by a parser (a TOML error shows the line and a caret under
+/// the column). Every other error is printed on one line, since the libraries' errors may
+/// quote a server (its error message, its stderr, an authorization server's description) or a
+/// project's configuration file, whose line breaks could start a line that looks like ours.
+#[derive(Debug)]
+pub(crate) struct Lines(pub(crate) String);
+
+impl std::fmt::Display for Lines {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for Lines {}
+
+/// `error` as `main` prints it: `toolwire: ` and each cause after a colon (as anyhow's `{:#}`
+/// does), every control character made visible; line breaks kept in [`Lines`] only.
+pub(crate) fn error_report(error: &anyhow::Error) -> String {
+    let mut report = String::from("toolwire: ");
+    for (index, cause) in error.chain().enumerate() {
+        if index > 0 {
+            report.push_str(": ");
+        }
+        let layout = if cause.is::<Lines>() {
+            Layout::Text
+        } else {
+            Layout::Line
+        };
+        report.push_str(&visible(&cause.to_string(), layout));
+    }
+    report
+}
+
 /// Whether `error` comes from writing to a closed pipe.
 pub(crate) fn is_broken_pipe(error: &anyhow::Error) -> bool {
     error.chain().any(|cause| {
@@ -218,6 +252,24 @@ mod tests {
             let back: serde_json::Value = serde_json::from_str(text).unwrap();
             assert_eq!(back, value, "the same JSON");
         }
+    }
+
+    #[test]
+    fn errors_keep_line_breaks_only_where_toolwire_vouches_for_them() {
+        let ours = anyhow::Error::new(Lines("bad.toml: at line 1\n1 | [auth\n  |      ^".into()))
+            .context("--config");
+        assert_eq!(
+            error_report(&ours),
+            "toolwire: --config: bad.toml: at line 1\n1 | [auth\n  |      ^"
+        );
+        // A server's words (here, inside a message of ours): one line, controls visible.
+        let theirs = anyhow::anyhow!("failed\ntoolwire: forged \u{1b}[2J").context("calling");
+        assert_eq!(
+            error_report(&theirs),
+            "toolwire: calling: failed^Jtoolwire: forged ^[[2J"
+        );
+        let escape = anyhow::Error::new(Lines("a\u{1b}]0;title\u{7}\rb".into()));
+        assert_eq!(error_report(&escape), "toolwire: a^[]0;title^G^Mb");
     }
 
     #[test]

@@ -409,7 +409,7 @@ fn discover_call_and_watch_over_http() {
     );
     let watched = stderr_lines(&mut watch.0);
     let first = line_with(&watched, "toolwire: watching");
-    assert!(first.contains("toolsListChanged"), "{first}");
+    assert!(first.contains("the server's tool list"), "{first}");
     let interrupted = Command::new("kill")
         .args(["-INT", &server.child.id().to_string()])
         .status()
@@ -976,10 +976,11 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
         .unwrap();
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert_eq!(mode(&xdg.join("toolwire")), 0o700);
+    // Said as this program's own line, not as a timestamped log line.
+    let said = stderr(&shown);
     assert!(
-        stderr(&shown).contains("it is now private"),
-        "{}",
-        stderr(&shown)
+        said.starts_with("toolwire: warning: ") && said.trim_end().ends_with("it is now private"),
+        "{said}"
     );
     let shown = Command::new(BIN)
         .args(["audit", "show"])
@@ -989,4 +990,111 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert_eq!(mode(&named), 0o755);
     let _ = std::fs::remove_dir_all(&root);
+}
+
+/// A TOML error spans lines (the line, a caret under the column): it was printed on one line
+/// with `^J` for each newline.
+#[test]
+fn a_config_error_keeps_its_lines() {
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-toml-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let bad = dir.join("bad.toml");
+    std::fs::write(&bad, "[auth\nissuer = 3\n").unwrap();
+    let refused = toolwire(&["serve", "--config", bad.to_str().unwrap()]);
+    let error = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{error}");
+    assert!(!error.contains("^J"), "{error}");
+    assert!(error.starts_with("toolwire: "), "{error}");
+    assert!(error.contains("\n1 | [auth\n"), "{error}");
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// `a=two` for a number said `a: "two" is not a number: expected ident at line 1 column 2`.
+#[test]
+fn a_mistyped_argument_is_explained_without_parser_internals() {
+    let server = stdio_server();
+    for (word, said) in [
+        (
+            "a=two",
+            r#"a: "two" is not a number (the tool's schema says a is a number)"#,
+        ),
+        (
+            "a=",
+            r#"a: "" is not a number (the tool's schema says a is a number)"#,
+        ),
+    ] {
+        let refused = toolwire(&["call", "--yes", &server, "add", word, "b=1"]);
+        let error = stderr(&refused);
+        assert_eq!(refused.status.code(), Some(2), "{error}");
+        assert!(error.contains(said), "{error}");
+        assert!(!error.contains("line 1 column"), "{error}");
+    }
+}
+
+/// `watch` said `watching {"toolsListChanged":true}`; and on Ctrl-C an HTTP target was said to
+/// be stopped ("stopping the server"), where nothing is stopped.
+#[test]
+fn watch_says_what_it_watches_and_stops_nothing_over_http() {
+    let server = HttpServer::start();
+    let mut watch = Killed(
+        Command::new(BIN)
+            .env(
+                "TOOLWIRE_STATE_DIR",
+                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
+            )
+            .args(["watch", &server.url, "--resource", "file:///notes.txt"])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let watched = stderr_lines(&mut watch.0);
+    // The example server offers no resource subscriptions: the person is told.
+    let dropped = line_with(&watched, "file:///notes.txt");
+    assert_eq!(
+        dropped,
+        "toolwire: the server does not send updates of file:///notes.txt (it did not accept the subscription)"
+    );
+    let first = line_with(&watched, "toolwire: watching");
+    assert_eq!(
+        first,
+        "toolwire: watching the server's tool list for changes (Ctrl-C to stop)"
+    );
+    let interrupted = Command::new("kill")
+        .args(["-INT", &watch.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(interrupted.success());
+    let said = line_with(&watched, "interrupted by SIGINT");
+    assert_eq!(
+        said,
+        "toolwire: interrupted by SIGINT: closing the connection"
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Some(status) = watch.0.try_wait().unwrap() {
+            break status;
+        }
+        assert!(std::time::Instant::now() < deadline, "watch exits");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(status.code(), Some(130));
+}
+
+/// `serve --http` on an address in use said `binding ADDR: Address already in use`, with no
+/// word on what to do.
+#[test]
+fn serve_on_a_busy_address_says_what_to_do() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = taken.local_addr().unwrap().to_string();
+    let refused = toolwire(&["serve", "--http", &addr]);
+    let error = stderr(&refused);
+    assert_eq!(refused.status.code(), Some(2), "{error}");
+    assert!(
+        error.starts_with(&format!("toolwire: --http {addr}: cannot listen there: ")),
+        "{error}"
+    );
+    assert!(
+        error.contains("stop it, or pass another --http ADDR"),
+        "{error}"
+    );
 }

@@ -388,6 +388,8 @@ fn ctrl_c_cancels_a_slow_call_and_the_server_sees_it() {
     slow.send(ControlCode::EndOfText).unwrap();
     see(&mut slow, "cancelling the call");
     see(&mut slow, "the call was cancelled");
+    // An HTTP server is disconnected from, not stopped: nothing of its stops.
+    see(&mut slow, "interrupted by SIGINT: closing the connection");
     assert_eq!(finish(slow), 130);
     let waited = std::time::Instant::now();
     while !seen.cancelled.load(Ordering::SeqCst) {
@@ -649,4 +651,195 @@ fn server_log_messages_are_shown_from_the_level_asked() {
         "{:?}",
         text(&bad)
     );
+}
+
+/// `audit show --json` and `--state-dir` after the subcommand once failed with "unexpected
+/// argument", although `audit --help` listed them, with some 15 options of other commands.
+#[test]
+fn audit_options_go_where_they_are_typed_and_help_lists_only_its_own() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("audit-options", &server.url);
+    let called = home.run(&["call", "--yes", "demo__echo", "message=one"]);
+    assert_eq!(called.status.code(), Some(0), "{:?}", text(&called));
+
+    let json = home.run(&["audit", "show", "--json"]);
+    let (out, err) = text(&json);
+    assert_eq!(json.status.code(), Some(0), "{err}");
+    let records: Vec<Value> = out
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert!(records.iter().any(|r| r["event"] == "call"), "{out}");
+
+    // The state directory given after the subcommand (and not through the environment).
+    let state = home.0.join("state").display().to_string();
+    for args in [
+        ["audit", "show", "--state-dir", &state],
+        ["audit", "verify", "--state-dir", &state],
+        ["audit", "--state-dir", &state, "verify"],
+    ] {
+        let ran = home
+            .command(&args)
+            .env_remove("TOOLWIRE_STATE_DIR")
+            .output()
+            .unwrap();
+        let (out, err) = text(&ran);
+        assert_eq!(ran.status.code(), Some(0), "{args:?}: {err}");
+        assert!(
+            out.contains("demo__echo") || out.starts_with("intact: "),
+            "{out}"
+        );
+    }
+
+    let help = text(&home.run(&["audit", "--help"])).0;
+    for foreign in [
+        "--bearer",
+        "--answer",
+        "--header",
+        "--config",
+        "--server",
+        "--log-level",
+    ] {
+        assert!(
+            !help.contains(foreign),
+            "{foreign} in audit --help:\n{help}"
+        );
+    }
+    assert!(help.contains("--state-dir"), "{help}");
+    let show = text(&home.run(&["audit", "show", "--help"])).0;
+    assert!(show.contains("--json") && show.contains("--last"), "{show}");
+    // Each command lists what applies to it.
+    let pins = text(&home.run(&["pins", "--help"])).0;
+    assert!(
+        !pins.contains("--answer") && !pins.contains("--server"),
+        "{pins}"
+    );
+    let servers = text(&home.run(&["servers", "--help"])).0;
+    assert!(
+        !servers.contains("--answer") && !servers.contains("--sampling-command"),
+        "{servers}"
+    );
+    let call = text(&home.run(&["call", "--help"])).0;
+    assert!(
+        call.contains("--answer") && call.contains("--log-level"),
+        "{call}"
+    );
+    // Options of pins after its subcommand, too.
+    let forget = home.run(&["pins", "forget", "demo", "echo", "--state-dir", &state]);
+    assert_eq!(forget.status.code(), Some(0), "{:?}", text(&forget));
+}
+
+/// `audit verify` on a fresh state directory said `TAMPERED … no such log` (exit 1) while
+/// `audit show` said "no audit log yet".
+#[test]
+fn audit_verify_of_no_log_yet_is_not_tampering() {
+    let home = Home::empty("audit-none");
+    let verified = home.run(&["audit", "verify"]);
+    let (out, err) = text(&verified);
+    assert_eq!(verified.status.code(), Some(0), "{out}{err}");
+    assert!(out.starts_with("no audit log yet at "), "{out}");
+    assert!(!out.contains("TAMPERED"), "{out}");
+
+    // A log deleted while its head stays is tampering.
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    home.configure(&server.url);
+    home.run(&["call", "--yes", "demo__echo", "message=one"]);
+    std::fs::remove_file(home.audit()).unwrap();
+    let deleted = home.run(&["audit", "verify"]);
+    let (out, _) = text(&deleted);
+    assert_eq!(deleted.status.code(), Some(1), "{out}");
+    assert!(out.starts_with("TAMPERED: "), "{out}");
+}
+
+/// `pins forget nosuch add` reported success for a server that does not exist.
+#[test]
+fn forgetting_a_pin_that_is_not_there_says_so() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("forget-none", &server.url);
+    home.run(&["tools"]);
+    let nosuch = home.run(&["pins", "forget", "nosuch", "add"]);
+    let (out, err) = text(&nosuch);
+    assert_eq!(nosuch.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("no server named nosuch"), "{err}");
+    assert!(!out.contains("forgot"), "{out}");
+    let no_pin = home.run(&["pins", "forget", "demo", "nosuch"]);
+    let (out, err) = text(&no_pin);
+    assert_eq!(no_pin.status.code(), Some(2), "{out}{err}");
+    assert!(err.contains("no pin of nosuch"), "{err}");
+}
+
+/// A stdio server that could not start ended with "there is no tool named note_create" after a
+/// retry warning: the cause must be the last thing said, and the status 2.
+#[test]
+fn a_server_that_cannot_start_is_the_last_thing_said() {
+    let home = Home::empty("cannot-start");
+    let server = format!(
+        "{} serve --data-dir /proc/nope",
+        env!("CARGO_BIN_EXE_toolwire")
+    );
+    let called = home.run(&["call", "--yes", &server, "note_create", "text=hi"]);
+    let (out, err) = text(&called);
+    assert_eq!(called.status.code(), Some(2), "{out}{err}");
+    let last = err.lines().last().unwrap_or_default();
+    assert!(last.contains("could not start"), "{err}");
+    assert!(last.contains("cannot create /proc/nope"), "{err}");
+    assert!(last.contains("(exit status 2)"), "{err}");
+    assert!(!err.contains("there is no tool named"), "{err}");
+    assert!(!err.contains("WARN"), "{err}");
+}
+
+/// Library log lines (timestamped `WARN toolwire_client::…`) reached the terminal on every
+/// command: a server that does not exit when its stdin closes (as npx does) warned on every
+/// `servers`, `tools` and `call`. They stay off unless asked for.
+#[test]
+fn library_logs_stay_off_the_terminal_unless_asked_for() {
+    let server = serve(demo("Returns the message unchanged", Arc::default()));
+    let home = Home::new("quiet", &server.url);
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/hang_server.py");
+    let config = json!({"mcpServers": {
+        "demo": {"url": server.url},
+        "stays": {"command": "python3", "args": [script, home.0.join("pid")]},
+    }});
+    std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
+    let timestamp = regex_like_timestamp;
+    for args in [
+        &["servers"][..],
+        &["tools"],
+        &["call", "--yes", "demo__echo", "message=hi"],
+    ] {
+        let ran = home.run(args);
+        let (out, err) = text(&ran);
+        assert_eq!(ran.status.code(), Some(0), "{args:?}: {out}{err}");
+        assert!(
+            !err.contains("WARN") && !err.contains("toolwire_client"),
+            "{args:?}: {err}"
+        );
+        assert!(!timestamp(&err), "{args:?}: {err}");
+    }
+    // Asked for: -v, or RUST_LOG.
+    let (_, err) = text(&home.run(&["servers", "-v"]));
+    assert!(err.contains("did not exit when its stdin closed"), "{err}");
+    let ran = home
+        .command(&["servers"])
+        .env("RUST_LOG", "info")
+        .output()
+        .unwrap();
+    assert!(
+        text(&ran).1.contains("did not exit when its stdin closed"),
+        "{:?}",
+        text(&ran)
+    );
+}
+
+/// Whether `text` holds a log line's RFC 3339 timestamp (`2026-12-04T21:31:15.848671Z`).
+fn regex_like_timestamp(text: &str) -> bool {
+    text.as_bytes().windows(20).any(|w| {
+        let digits = |r: std::ops::Range<usize>| w[r].iter().all(u8::is_ascii_digit);
+        digits(0..4)
+            && w[4] == b'-'
+            && digits(5..7)
+            && w[10] == b'T'
+            && w[13] == b':'
+            && w[19] == b'.'
+    })
 }

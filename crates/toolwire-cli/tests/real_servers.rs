@@ -98,6 +98,9 @@ fn the_terminal_host_over_real_servers() {
 
     let (code, servers, err) = home.run(&["servers"]);
     assert_eq!(code, 0, "{err}");
+    // The libraries' log lines (a roots request answered as the host closes, a server slow to
+    // exit) stay off the terminal: nothing was asked of the person, nothing is said.
+    assert_eq!(err, "", "servers says nothing on stderr");
     eprintln!("$ toolwire servers\n{servers}");
     let line = |name: &str| {
         servers
@@ -122,6 +125,7 @@ fn the_terminal_host_over_real_servers() {
 
     let (code, tools, err) = home.run(&["tools"]);
     assert_eq!(code, 0, "{err}");
+    assert_eq!(err, "", "tools says nothing on stderr");
     for name in [
         "everything__echo(message: string)",
         "filesystem__read_text_file(",

@@ -110,7 +110,13 @@ impl Client {
             legacy: true,
         };
         if let Err(error) = self.inner.transport.send(&out).await {
-            tracing::warn!(%method, %error, "could not answer the server's request");
+            if self.is_closed() {
+                // Closed while the handler ran (a server asks for roots as it starts, and a
+                // short command is done by then): nobody is left to answer.
+                tracing::debug!(%method, %error, "the client closed before the server's request was answered");
+            } else {
+                tracing::warn!(%method, %error, "could not answer the server's request");
+            }
         }
     }
 

@@ -211,6 +211,27 @@ async fn a_child_that_never_answers_times_out() {
     assert!(took < Duration::from_secs(4), "{took:?}");
 }
 
+/// A server that cannot start (a bad option, a directory it cannot create) says why on stderr
+/// and exits: both its words and its exit status are in the error, so that a person sees why.
+#[tokio::test]
+async fn a_child_that_exits_says_its_status_and_last_words() {
+    let (error, _) = discover_stdio("echo 'cannot create /nope' >&2; exit 3").await;
+    let said = error.to_string();
+    assert!(
+        said.contains("the server exited before answering (exit status 3)"),
+        "{said}"
+    );
+    assert!(
+        said.contains("its last words on stderr: cannot create /nope"),
+        "{said}"
+    );
+    let (error, _) = discover_stdio("kill -9 $$").await;
+    assert!(
+        error.to_string().contains("(killed by signal 9)"),
+        "{error}"
+    );
+}
+
 #[tokio::test]
 async fn a_child_that_exits_in_the_middle_of_a_line_says_so() {
     let (error, took) = discover_stdio(r#"read line; printf '{"jsonrpc":"2.0","id":1,"res'"#).await;

@@ -64,6 +64,19 @@ pub struct ProgressParams {
     pub meta: Option<NotificationMeta>,
 }
 
+/// How far along, as a person reads it: `1/3`, or `1` when the total is unknown (`2.5/10` for
+/// fractions). The message is left out: it is the server's text, for the caller to show
+/// safely (`progress.message`).
+impl std::fmt::Display for ProgressParams {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}", self.progress)?;
+        if let Some(total) = self.total {
+            write!(f, "/{total}")?;
+        }
+        Ok(())
+    }
+}
+
 /// Params of `notifications/cancelled` (S-07, L-09).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -114,6 +127,20 @@ pub struct ResourceUpdatedParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn progress_reads_as_a_fraction() {
+        let progress = |progress, total| ProgressParams {
+            progress_token: ProgressToken::Number(1),
+            progress,
+            total,
+            message: Some("looking up".into()),
+            meta: None,
+        };
+        assert_eq!(progress(1.0, Some(3.0)).to_string(), "1/3");
+        assert_eq!(progress(2.5, Some(10.0)).to_string(), "2.5/10");
+        assert_eq!(progress(7.0, None).to_string(), "7");
+    }
 
     #[test]
     fn levels_are_ordered_by_severity() {

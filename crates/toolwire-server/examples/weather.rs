@@ -21,8 +21,23 @@ struct Weather {
     celsius: f64,
 }
 
+/// Where the example listens on HTTP.
+const ADDR: &str = "127.0.0.1:8080";
+
+/// Runs the example. A failure is printed as its message, as a person reads it (`main`
+/// returning the error would print its `Debug` form: `Os { code: 98, kind: AddrInUse, … }`).
 #[tokio::main]
-async fn main() -> Result<(), Box<dyn std::error::Error>> {
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("weather: {error}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run() -> Result<(), Box<dyn std::error::Error>> {
     let server = Server::builder("weather", "1.0.0")
         .instructions("Forecasts for European cities.")
         .tool(
@@ -47,7 +62,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--stdio") {
         stdio::serve(server).await?;
     } else {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+        let listener = tokio::net::TcpListener::bind(ADDR).await.map_err(|e| {
+            format!("cannot listen on {ADDR}: {e}; is another server running there? Stop it, or serve on stdio with --stdio")
+        })?;
         http::serve(server, listener, http::HttpConfig::default()).await?;
     }
     Ok(())

@@ -1,12 +1,12 @@
 //! `toolwire audit`: the host's hash-chained log of what happened — `show` prints its records
 //! (the last ones with `--last N`), `verify` checks that none was edited, deleted, reordered or
-//! cut off. Exit status of `verify`: 0 intact, 1 tampered with.
+//! cut off. Exit status of `verify`: 0 intact (or no log yet), 1 tampered with.
 
 use clap::Subcommand;
 use serde_json::Value;
-use toolwire_host::verify;
+use toolwire_host::{Tampering, verify};
 
-use super::HostArgs;
+use super::StateArgs;
 use super::call::Ended;
 use super::open::shown;
 use crate::terminal::{Layout, json, out, visible};
@@ -20,17 +20,28 @@ pub(crate) enum AuditAction {
         /// Only the last N records.
         #[arg(long, value_name = "N")]
         last: Option<usize>,
+        /// Each record as it is kept: one JSON object a line.
+        #[arg(long)]
+        json: bool,
     },
-    /// Check the log's hash chain and its head.
+    /// Check the log's hash chain and its head. Exit status: 0 intact, or no log yet (no log
+    /// and no head file: nothing was recorded in this state directory); 1 tampered with — a
+    /// record edited, deleted, reordered or cut off, or the whole log deleted while its head
+    /// file remains. Deleting both files cannot be told from never having had a log: keep the
+    /// head this prints (record number and hash) elsewhere to tell.
     Verify,
 }
 
 /// Runs `toolwire audit`.
-pub(crate) fn audit(args: &HostArgs, action: &AuditAction) -> anyhow::Result<()> {
-    let path = args.audit_log()?;
+pub(crate) fn audit(state: &StateArgs, action: &AuditAction) -> anyhow::Result<()> {
+    let path = state.audit_log()?;
     let ui = Ui::new(false);
     match action {
         AuditAction::Verify => match verify(&path) {
+            Err(Tampering::Missing { .. }) => Ok(out(&format!(
+                "no audit log yet at {}: nothing to verify",
+                shown(&path)
+            ))?),
             Ok(verified) => Ok(out(&format!(
                 "{} {} records in {}; the last is #{} ({})",
                 ui.paint_out(Tone::Green, "intact:"),
@@ -48,7 +59,10 @@ pub(crate) fn audit(args: &HostArgs, action: &AuditAction) -> anyhow::Result<()>
                 Err(Ended(1).into())
             }
         },
-        AuditAction::Show { last } => {
+        AuditAction::Show {
+            last,
+            json: as_json,
+        } => {
             let text = match std::fs::read_to_string(&path) {
                 Ok(text) => text,
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
@@ -67,7 +81,7 @@ pub(crate) fn audit(args: &HostArgs, action: &AuditAction) -> anyhow::Result<()>
                         continue;
                     }
                 };
-                if args.connection.json {
+                if *as_json {
                     shown_lines.push(json(&record, false)?);
                 } else {
                     shown_lines.push(describe(&ui, &record));

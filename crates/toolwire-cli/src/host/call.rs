@@ -11,8 +11,9 @@ use clap::Args;
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::CancellationToken;
-use toolwire_host::{Host, HostTool, Outcome, PinState};
+use toolwire_host::{Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport};
 
+use super::open::{Asks, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
 use crate::terminal::{Layout, json, note, out, visible};
@@ -31,6 +32,48 @@ pub(crate) struct CallArgs {
     /// Where images, audio and binary resources are written (default: the current directory).
     #[arg(long, value_name = "DIR", default_value = ".")]
     pub(crate) out: PathBuf,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+    /// The answer to every form elicitation, as a JSON object, instead of a form (for
+    /// scripts: without a terminal and without it, forms are printed and declined). A URL-mode
+    /// request is never answered by it: opening a URL needs a person's yes at a terminal (M-16).
+    #[arg(long, value_name = "JSON")]
+    pub(crate) answer: Option<String>,
+    /// A command that answers servers' sampling requests: it gets the request as JSON on
+    /// stdin and prints a `sampling/createMessage` result as JSON. Each request is shown and
+    /// confirmed first. Without it, sampling requests are declined.
+    #[arg(long, value_name = "COMMAND")]
+    pub(crate) sampling_command: Option<String>,
+    /// The least severe server log messages shown during the call: debug, info, notice,
+    /// warning, error, critical, alert, emergency; or off.
+    #[arg(long, value_name = "LEVEL", default_value = "info")]
+    pub(crate) log_level: String,
+}
+
+impl CallArgs {
+    /// How the servers' questions and logs are met during the call.
+    fn asks(&self) -> anyhow::Result<Asks> {
+        let answer = match &self.answer {
+            Some(text) => Some(serde_json::from_str(text).context("--answer is not JSON")?),
+            None => None,
+        };
+        let log_level = match self.log_level.as_str() {
+            "off" => None,
+            level => Some(
+                serde_json::from_value(Value::String(level.to_owned())).with_context(|| {
+                    format!(
+                        "--log-level {level:?}: one of debug, info, notice, warning, error, critical, alert, emergency, off"
+                    )
+                })?,
+            ),
+        };
+        Ok(Asks {
+            answer,
+            sampling_command: self.sampling_command.clone(),
+            log_level,
+        })
+    }
 }
 
 /// How a command ended, for the exit status.
@@ -62,16 +105,25 @@ pub(crate) async fn call(
         }
         other => (other.map(str::to_owned), name, words),
     };
+    let args = &HostArgs {
+        asks: call.asks()?,
+        ..args.clone()
+    };
     let ui = Ui::new(call.yes);
     let mut signals = Signals::listen()?;
-    let host = tokio::select! {
-        host = args.open(one_off.as_deref(), &ui) => host?,
+    let opened = async {
+        let config = args.configuration(one_off.as_deref(), &ui).await?;
+        let host = args.open_config(&config, one_off.is_some(), &ui).await?;
+        anyhow::Ok((config, host))
+    };
+    let (config, host) = tokio::select! {
+        opened = opened => opened?,
         signal = signals.next() => return Err(signal.into()),
     };
     let outcome = run(
         &host,
+        &config,
         &ui,
-        args,
         call,
         one_off.is_some(),
         name,
@@ -80,38 +132,55 @@ pub(crate) async fn call(
     )
     .await;
     ui.end_progress();
+    let (closing, at_once) = closing_words(&config);
     if let Some(signal) = outcome
         .as_ref()
         .err()
         .and_then(|e| e.downcast_ref::<Interrupted>())
     {
-        note(&format!("toolwire: {signal}: stopping the server"));
+        note(&format!("toolwire: {signal}: {closing}"));
     }
     // Stopping a stdio server takes a grace period or two; another signal cuts it short
     // (dropping the host kills the servers' process groups at once).
     tokio::select! {
         () = host.close() => {}
-        again = signals.next() => note(&format!("toolwire: {again}: killing the server")),
+        again = signals.next() => note(&format!("toolwire: {again}: {at_once}")),
     }
     outcome
+}
+
+/// What closing the host does, in words, and what a second signal does: stdio servers are
+/// stopped (then killed); HTTP servers are only disconnected from, nothing of theirs stops.
+fn closing_words(config: &HostConfig) -> (&'static str, &'static str) {
+    let started = config
+        .servers
+        .iter()
+        .filter(|s| matches!(s.transport, Transport::Stdio { .. }))
+        .count();
+    match (started, config.servers.len()) {
+        (0, 1) => ("closing the connection", "closing it at once"),
+        (0, _) => ("closing the connections", "closing them at once"),
+        (1, _) => ("stopping the server", "killing the server"),
+        _ => ("stopping the servers", "killing the servers"),
+    }
 }
 
 #[allow(clippy::too_many_arguments)]
 async fn run(
     host: &Host,
+    config: &HostConfig,
     ui: &Arc<Ui>,
-    args: &HostArgs,
     call: &CallArgs,
     one_off: bool,
     name: &str,
     words: &[String],
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
-    let tool = find(host, name, one_off)?;
+    let tool = find(host, config, name, one_off)?;
     let schema = Value::Object(tool.definition.input_schema.clone());
     let mut arguments = arguments::parse(words, &schema)?;
     let missing = arguments::missing(&arguments, &schema);
-    if !missing.is_empty() && ui.interactive && !args.connection.json {
+    if !missing.is_empty() && ui.interactive && !call.json {
         note(&format!(
             "toolwire: {} needs {}",
             visible(&tool.qualified, Layout::Line),
@@ -184,12 +253,13 @@ async fn run(
             note("toolwire: the call was cancelled");
             return Err(Ended(130).into());
         }
+        // The server's (or the host's) words: one line, made visible.
         Outcome::Unknown | Outcome::Failed => {
-            anyhow::bail!("{}", first_text(result));
+            anyhow::bail!("{}", visible(&first_text(result), Layout::Line));
         }
         _ => {}
     }
-    if args.connection.json {
+    if call.json {
         out(&json(result, true)?)?;
     } else {
         if result.is_error() {
@@ -204,8 +274,9 @@ async fn run(
 }
 
 /// The listed tool `name` stands for: a qualified name, or for one server named on the
-/// command line, the server's own name of the tool.
-fn find(host: &Host, name: &str, one_off: bool) -> anyhow::Result<HostTool> {
+/// command line, the server's own name of the tool. When it is not listed because its server
+/// could not be started or reached, that failure is the error: it is why.
+fn find(host: &Host, config: &HostConfig, name: &str, one_off: bool) -> anyhow::Result<HostTool> {
     if let Some(tool) = host.tool(name) {
         return Ok(tool.clone());
     }
@@ -214,27 +285,40 @@ fn find(host: &Host, name: &str, one_off: bool) -> anyhow::Result<HostTool> {
             return Ok(tool.clone());
         }
     }
+    let shown_name = visible(name, Layout::Line);
+    let mut others = Vec::new();
     for server in host.servers() {
-        if let toolwire_host::ServerState::Failed { error } = &server.state {
-            note(&format!(
-                "toolwire: server {} is not available: {}",
-                visible(&server.name, Layout::Line),
-                visible(error, Layout::Line)
-            ));
-        }
+        let shown_server = server_name(&server.name);
         if let Some(hidden) = server.hidden.iter().find(|h| h.tool == name) {
             anyhow::bail!(
-                "{} of server {} is hidden: {}",
-                visible(name, Layout::Line),
-                visible(&server.name, Layout::Line),
-                hidden.reason
+                "{shown_name} of server {shown_server} is hidden: {}",
+                visible(&hidden.reason, Layout::Line)
             );
         }
+        let ServerState::Failed { error } = &server.state else {
+            continue;
+        };
+        let entry = config.server(&server.name);
+        // The tool would be this server's: the only one, or one named by its prefix.
+        let theirs = one_off
+            || entry.is_some_and(|e| {
+                name.strip_prefix(e.prefix.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+            });
+        let why = format!(
+            "server {shown_server} {}: {}",
+            failed_how(config, &server.name),
+            visible(error, Layout::Line)
+        );
+        if theirs {
+            anyhow::bail!("cannot call {shown_name}: {why}");
+        }
+        others.push(why);
     }
-    anyhow::bail!(
-        "there is no tool named {} (see `toolwire tools`)",
-        visible(name, Layout::Line)
-    )
+    for why in others {
+        note(&format!("toolwire: {why}"));
+    }
+    anyhow::bail!("there is no tool named {shown_name} (see `toolwire tools`)")
 }
 
 /// A tool whose definition changed since it was pinned: the diff, then the person accepts the

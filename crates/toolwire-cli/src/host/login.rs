@@ -8,7 +8,7 @@ use anyhow::{Context as _, bail};
 use toolwire_client::auth::{CredentialStore as _, FileStore};
 use toolwire_host::{ServerState, Transport};
 
-use super::HostArgs;
+use super::{ConfigArgs, ConnectArgs, HostArgs};
 use crate::terminal::{Layout, out, visible};
 use crate::ui::{Tone, Ui};
 
@@ -59,7 +59,7 @@ pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
     host.close().await;
     let name = visible(&status.name, Layout::Line);
     if let ServerState::Failed { error } = &status.state {
-        bail!("{name}: {error}");
+        bail!("{name}: {}", visible(error, Layout::Line));
     }
     let Some(authorized) = status.authorized else {
         return Ok(out(&format!(
@@ -91,8 +91,14 @@ pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
 
 /// `toolwire logout SERVER`: forgets the server's tokens (the client's registration at the
 /// authorization server is kept, so the next sign-in does not register again).
-pub(crate) async fn logout(args: &HostArgs, server: &str) -> anyhow::Result<()> {
-    let (_, url) = http_server(args, server, &Ui::new(false)).await?;
+pub(crate) async fn logout(config: &ConfigArgs, server: &str) -> anyhow::Result<()> {
+    // Nothing is connected to: the configuration (or the URL) only says which tokens.
+    let args = ConnectArgs {
+        config: config.clone(),
+        connection: Default::default(),
+    }
+    .host();
+    let (_, url) = http_server(&args, server, &Ui::new(false)).await?;
     let file = crate::signin::credentials_file(&args.state_dir()?);
     let forgotten = FileStore::new(&file).forget(&url)?;
     let name = visible(server, Layout::Line);

@@ -23,4 +23,4 @@ pub(crate) mod trust;
 pub(crate) mod watch;
 
 pub(crate) use call::Ended;
-pub(crate) use open::HostArgs;
+pub(crate) use open::{ConfigArgs, ConnectArgs, HostArgs, StateArgs};

@@ -13,7 +13,7 @@ use toolwire_client::auth::FileStore;
 
 use super::{approve, project, questions};
 use crate::signin;
-use crate::target::{Connection, names_a_server};
+use crate::target::{Connection, Named, names_a_server};
 use crate::terminal::{Layout, note, visible};
 use crate::ui::Ui;
 
@@ -25,62 +25,116 @@ pub(crate) const SEARCH_ORDER: [&str; 4] = [
     "~/.config/toolwire/config.json",
 ];
 
-/// The servers and the state of the terminal host, shared by its commands.
-#[derive(Args, Debug)]
-pub(crate) struct HostArgs {
-    /// The servers' configuration: an `mcpServers` (Claude, Cursor) or `servers` (VS Code) JSON
-    /// file. Without it, the first found of ./.mcp.json, ./.cursor/mcp.json, ./.vscode/mcp.json,
-    /// ~/.config/toolwire/config.json ($XDG_CONFIG_HOME/toolwire/config.json).
-    #[arg(long, short = 'c', env = "TOOLWIRE_CONFIG", value_name = "FILE")]
-    pub(crate) config: Option<PathBuf>,
-    /// Where pins, "always" answers and the audit log (audit.jsonl) are kept. Default:
-    /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
-    #[arg(long, env = "TOOLWIRE_STATE_DIR", value_name = "DIR")]
+/// Where the terminal host keeps its state: every command that reads or writes it. Global, so
+/// that it may follow a subcommand (`toolwire audit show --state-dir DIR`).
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct StateArgs {
+    /// Where pins, "always" answers, the audit log (audit.jsonl), sign-in tokens and project
+    /// trust decisions are kept. Default: $XDG_STATE_HOME/toolwire, else
+    /// ~/.local/state/toolwire.
+    #[arg(long, env = "TOOLWIRE_STATE_DIR", value_name = "DIR", global = true)]
     pub(crate) state_dir: Option<PathBuf>,
-    /// One server for this command instead of the configuration: an http(s):// URL or a
-    /// command line that starts it on stdio. Its pins and "always" answers last for this
-    /// command only.
-    #[arg(long, value_name = "URL|COMMAND")]
-    pub(crate) server: Option<String>,
-    /// A directory the servers may work in (`roots`; repeatable). Default: the
-    /// configuration's `roots`, else the current directory.
-    #[arg(long = "root", value_name = "DIR")]
-    pub(crate) roots: Vec<PathBuf>,
-    /// A command that answers servers' sampling requests: it gets the request as JSON on
-    /// stdin and prints a `sampling/createMessage` result as JSON. Each request is shown and
-    /// confirmed first. Without it, sampling requests are declined.
-    #[arg(long, value_name = "COMMAND")]
-    pub(crate) sampling_command: Option<String>,
-    /// The least severe server log messages shown during a call: debug, info, notice,
-    /// warning, error, critical, alert, emergency; or off.
-    #[arg(long, value_name = "LEVEL", default_value = "info")]
-    pub(crate) log_level: String,
-    /// Use the project configuration found here (./.mcp.json, ./.cursor/mcp.json or
-    /// ./.vscode/mcp.json) for this command without being asked, and without remembering it:
-    /// for a file you have read. `toolwire trust` remembers the decision instead.
-    #[arg(long)]
-    pub(crate) trust_project: bool,
-    #[command(flatten)]
-    pub(crate) connection: Connection,
 }
 
-impl HostArgs {
-    /// The one server named on the command line: `--server`, else `first` when it is a URL or
-    /// a command line.
-    pub(crate) fn one_off<'a>(&'a self, first: Option<&'a str>) -> Option<&'a str> {
-        self.server
-            .as_deref()
-            .or(first.filter(|f| names_a_server(f)))
-    }
-
+impl StateArgs {
     /// The state directory.
-    pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
+    pub(crate) fn dir(&self) -> anyhow::Result<PathBuf> {
         crate::signin::state_dir(self.state_dir.as_deref())
     }
 
     /// The audit log.
     pub(crate) fn audit_log(&self) -> anyhow::Result<PathBuf> {
-        Ok(self.state_dir()?.join("audit.jsonl"))
+        Ok(self.dir()?.join("audit.jsonl"))
+    }
+}
+
+/// Which configuration file, and the state kept for it: every command that reads it.
+#[derive(Args, Debug, Clone, Default)]
+pub(crate) struct ConfigArgs {
+    /// The servers' configuration: an `mcpServers` (Claude, Cursor) or `servers` (VS Code) JSON
+    /// file. Without it, the first found of ./.mcp.json, ./.cursor/mcp.json, ./.vscode/mcp.json,
+    /// ~/.config/toolwire/config.json ($XDG_CONFIG_HOME/toolwire/config.json).
+    #[arg(
+        long,
+        short = 'c',
+        env = "TOOLWIRE_CONFIG",
+        value_name = "FILE",
+        global = true
+    )]
+    pub(crate) config: Option<PathBuf>,
+    /// Use the project configuration found here (./.mcp.json, ./.cursor/mcp.json or
+    /// ./.vscode/mcp.json) for this command without being asked, and without remembering it:
+    /// for a file you have read. `toolwire trust` remembers the decision instead.
+    #[arg(long, global = true)]
+    pub(crate) trust_project: bool,
+    #[command(flatten)]
+    pub(crate) state: StateArgs,
+}
+
+/// The configured servers, connected to: `pins` and `login`, which take no server named on
+/// the command line (or take it as their argument).
+#[derive(Args, Debug, Clone)]
+pub(crate) struct ConnectArgs {
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+}
+
+impl ConnectArgs {
+    /// The same as the host's arguments, with no server named on the command line.
+    pub(crate) fn host(&self) -> HostArgs {
+        HostArgs {
+            config: self.config.clone(),
+            server: None,
+            named: Named::default(),
+            roots: Vec::new(),
+            connection: self.connection.clone(),
+            asks: Asks::default(),
+        }
+    }
+}
+
+/// The servers of the terminal host — configured, or one named on the command line — and how
+/// they are reached: `servers`, `tools`, `call` and `watch`.
+#[derive(Args, Debug, Clone)]
+pub(crate) struct HostArgs {
+    #[command(flatten)]
+    pub(crate) config: ConfigArgs,
+    /// One server for this command instead of the configuration: an http(s):// URL or a
+    /// command line that starts it on stdio. Its pins and "always" answers last for this
+    /// command only.
+    #[arg(long, value_name = "URL|COMMAND")]
+    pub(crate) server: Option<String>,
+    #[command(flatten)]
+    pub(crate) named: Named,
+    /// A directory the servers may work in (`roots`; repeatable). Default: the
+    /// configuration's `roots`, else the current directory.
+    #[arg(long = "root", value_name = "DIR")]
+    pub(crate) roots: Vec<PathBuf>,
+    #[command(flatten)]
+    pub(crate) connection: Connection,
+    /// How the servers' questions and log messages are met (set by `call`).
+    #[arg(skip)]
+    pub(crate) asks: Asks,
+}
+
+/// How the servers' questions and log messages are met: `call` sets them from its options;
+/// other commands decline forms without a terminal, decline sampling and ask for no logs.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Asks {
+    /// The answer to every form (`--answer`).
+    pub(crate) answer: Option<serde_json::Value>,
+    /// The command that answers sampling requests (`--sampling-command`).
+    pub(crate) sampling_command: Option<String>,
+    /// The least severe server log message asked for (`--log-level`).
+    pub(crate) log_level: Option<toolwire_client::protocol::LoggingLevel>,
+}
+
+impl ConfigArgs {
+    /// The state directory.
+    pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        self.state.dir()
     }
 
     /// The configuration file and who wrote it: `--config` (the person's, since they named
@@ -102,19 +156,9 @@ impl HostArgs {
             })
     }
 
-    /// The configuration: the file's, or one server's. A project's file is used only if the
-    /// person trusts it (asked at the terminal when they have not decided).
-    pub(crate) async fn configuration(
-        &self,
-        one_off: Option<&str>,
-        ui: &Ui,
-    ) -> anyhow::Result<HostConfig> {
-        if let Some(server) = one_off {
-            return Ok(HostConfig::one_server(
-                self.connection.server_config(server)?,
-                "(the command line)",
-            ));
-        }
+    /// The configuration file's servers. A project's file is used only if the person trusts
+    /// it (asked at the terminal when they have not decided).
+    pub(crate) async fn configured(&self, ui: &Ui) -> anyhow::Result<HostConfig> {
         let (file, origin) = self.config_file()?;
         let config = match origin {
             Origin::Own => HostConfig::load(&file)?,
@@ -127,6 +171,36 @@ impl HostArgs {
             name_ignored_once(&config, &self.state_dir()?);
         }
         Ok(config)
+    }
+}
+
+impl HostArgs {
+    /// The one server named on the command line: `--server`, else `first` when it is a URL or
+    /// a command line.
+    pub(crate) fn one_off<'a>(&'a self, first: Option<&'a str>) -> Option<&'a str> {
+        self.server
+            .as_deref()
+            .or(first.filter(|f| names_a_server(f)))
+    }
+
+    /// The state directory.
+    pub(crate) fn state_dir(&self) -> anyhow::Result<PathBuf> {
+        self.config.state_dir()
+    }
+
+    /// The configuration: the file's, or one server's (see [`ConfigArgs::configured`]).
+    pub(crate) async fn configuration(
+        &self,
+        one_off: Option<&str>,
+        ui: &Ui,
+    ) -> anyhow::Result<HostConfig> {
+        match one_off {
+            Some(server) => Ok(HostConfig::one_server(
+                self.named.server_config(server, &self.connection)?,
+                "(the command line)",
+            )),
+            None => self.config.configured(ui).await,
+        }
     }
 
     /// Connects to the servers, with `ui` answering approvals and the servers' questions.
@@ -180,21 +254,14 @@ impl HostArgs {
         if self.connection.insecure_oauth_http {
             options = options.oauth_insecure_http();
         }
-        if self.log_level != "off" {
-            let level = serde_json::from_value(serde_json::Value::String(self.log_level.clone()))
-                .with_context(|| {
-                    format!(
-                        "--log-level {:?}: one of debug, info, notice, warning, error, critical, alert, emergency, off",
-                        self.log_level
-                    )
-                })?;
+        if let Some(level) = self.asks.log_level {
             options = options.log_level(level);
         }
         let questions = questions::Questions::new(
             ui.clone(),
-            self.connection.answer()?,
+            self.asks.answer.clone(),
             self.roots(&config.roots)?,
-            self.sampling_command.clone(),
+            self.asks.sampling_command.clone(),
         );
         options = questions.install(options);
         Ok(Host::connect(config, options).await?)
@@ -262,6 +329,26 @@ fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
     if let Ok(text) = serde_json::to_vec_pretty(&seen) {
         let _ = crate::private::dir(state_dir, false)
             .and_then(|()| crate::private::replace(&noticed, &text));
+    }
+}
+
+/// A server's name for messages: made visible, and quoted when it is a command line (one
+/// server named on the command line goes by it), so that it reads as one name.
+pub(crate) fn server_name(name: &str) -> String {
+    let name = visible(name, Layout::Line);
+    if name.contains(char::is_whitespace) {
+        format!("\"{name}\"")
+    } else {
+        name.into_owned()
+    }
+}
+
+/// How a server failed, in words: a stdio server could not start, an HTTP one could not be
+/// reached.
+pub(crate) fn failed_how(config: &HostConfig, server: &str) -> &'static str {
+    match config.server(server).map(|s| &s.transport) {
+        Some(toolwire_host::Transport::Stdio { .. }) => "could not start",
+        _ => "could not be reached",
     }
 }
 

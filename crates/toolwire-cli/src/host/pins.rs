@@ -5,7 +5,7 @@
 use clap::Subcommand;
 use toolwire_host::{FilePins, Host, HostTool, Pins};
 
-use super::HostArgs;
+use super::ConnectArgs;
 use super::tools::pin_word;
 use crate::terminal::{Layout, note, out, visible};
 use crate::ui::{Tone, Ui};
@@ -37,23 +37,32 @@ pub(crate) enum PinsAction {
 }
 
 /// Runs `toolwire pins`.
-pub(crate) async fn pins(args: &HostArgs, action: &PinsAction) -> anyhow::Result<()> {
-    if args.server.is_some() {
-        anyhow::bail!("pins are kept for configured servers only, not for --server");
-    }
+pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     if let PinsAction::Forget { server, tool } = action {
         // Nothing is started: the configuration only says where its pins are kept.
-        let config = args.configuration(None, &ui).await?;
-        let pins = Pins::new(FilePins::new(config.state_dir_in(&args.state_dir()?)));
-        pins.forget(server, tool)?;
+        let config = args.config.configured(&ui).await?;
+        let (server_shown, tool_shown) =
+            (visible(server, Layout::Line), visible(tool, Layout::Line));
+        if config.server(server).is_none() {
+            anyhow::bail!(
+                "no server named {server_shown} in {} (`toolwire servers` lists them)",
+                super::open::shown(&config.file)
+            );
+        }
+        let pins = Pins::new(FilePins::new(
+            config.state_dir_in(&args.config.state_dir()?),
+        ));
+        if !pins.forget(server, tool)? {
+            anyhow::bail!(
+                "server {server_shown} has no pin of {tool_shown} (`toolwire pins list` shows them)"
+            );
+        }
         return Ok(out(&format!(
-            "forgot the pin of {} of server {}",
-            visible(tool, Layout::Line),
-            visible(server, Layout::Line)
+            "forgot the pin of {tool_shown} of server {server_shown}"
         ))?);
     }
-    let host = args.open(None, &ui).await?;
+    let host = args.host().open(None, &ui).await?;
     let done = act(&host, &ui, action);
     host.close().await;
     done

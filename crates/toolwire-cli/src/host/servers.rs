@@ -10,7 +10,7 @@ use crate::terminal::{Layout, json as safe_json, out, visible};
 use crate::ui::{Tone, Ui};
 
 /// Runs `toolwire servers`.
-pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
+pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let config = args.configuration(args.server.as_deref(), &ui).await?;
     let host = args
@@ -18,7 +18,7 @@ pub(crate) async fn servers(args: &HostArgs) -> anyhow::Result<()> {
         .await?;
     let statuses = host.servers().to_vec();
     host.close().await;
-    if args.connection.json {
+    if as_json {
         let list: Vec<_> = statuses
             .iter()
             .map(|s| {
@@ -102,7 +102,11 @@ fn reached(config: &HostConfig, name: &str) -> String {
 
 /// An error when every server wanted (all, or `only`) failed: there is nothing to show but
 /// the failures, and a script should know.
-pub(crate) fn all_failed(host: &toolwire_host::Host, only: Option<&str>) -> anyhow::Result<()> {
+pub(crate) fn all_failed(
+    host: &toolwire_host::Host,
+    config: &HostConfig,
+    only: Option<&str>,
+) -> anyhow::Result<()> {
     let wanted: Vec<&ServerStatus> = host
         .servers()
         .iter()
@@ -112,15 +116,16 @@ pub(crate) fn all_failed(host: &toolwire_host::Host, only: Option<&str>) -> anyh
         .iter()
         .filter_map(|s| match &s.state {
             ServerState::Failed { error } => Some(format!(
-                "{}: {}",
-                visible(&s.name, Layout::Line),
+                "server {} {}: {}",
+                super::open::server_name(&s.name),
+                super::open::failed_how(config, &s.name),
                 visible(error, Layout::Line)
             )),
             ServerState::Connected { .. } => None,
         })
         .collect();
     if !wanted.is_empty() && errors.len() == wanted.len() {
-        anyhow::bail!("no server could be reached: {}", errors.join("; "));
+        anyhow::bail!("{}", errors.join("; "));
     }
     Ok(())
 }

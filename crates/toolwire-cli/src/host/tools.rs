@@ -12,7 +12,11 @@ use crate::terminal::{Layout, json as safe_json, note, out, visible};
 use crate::ui::{Tone, Ui};
 
 /// Runs `toolwire tools`.
-pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Result<()> {
+pub(crate) async fn tools(
+    args: &HostArgs,
+    as_json: bool,
+    server: Option<&str>,
+) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let one_off = args.one_off(server);
     let config = args.configuration(one_off, &ui).await?;
@@ -29,9 +33,9 @@ pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Resu
     }
     let host = args.open_config(&config, one_off.is_some(), &ui).await?;
     // When no server could be reached, the error says why, once.
-    let failed = super::servers::all_failed(&host, only);
+    let failed = super::servers::all_failed(&host, &config, only);
     let shown = match failed {
-        Ok(()) => show(&host, &ui, args, &config, only, one_off.is_some()),
+        Ok(()) => show(&host, &ui, as_json, &config, only, one_off.is_some()),
         Err(_) => Ok(()),
     };
     host.close().await;
@@ -42,7 +46,7 @@ pub(crate) async fn tools(args: &HostArgs, server: Option<&str>) -> anyhow::Resu
 fn show(
     host: &Host,
     ui: &Ui,
-    args: &HostArgs,
+    as_json: bool,
     config: &HostConfig,
     only: Option<&str>,
     one_off: bool,
@@ -50,13 +54,13 @@ fn show(
     let trusted = |server: &str| config.server(server).is_some_and(|s| s.trust);
     let wanted = |server: &str| only.is_none_or(|o| o == server);
     let tools: Vec<&HostTool> = host.tools().iter().filter(|t| wanted(&t.server)).collect();
-    if args.connection.json && one_off {
+    if as_json && one_off {
         // One server: its own definitions, as it lists them.
         let list: Vec<&toolwire_client::protocol::Tool> =
             tools.iter().map(|t| &t.definition).collect();
         return Ok(out(&safe_json(&list, true)?)?);
     }
-    if args.connection.json {
+    if as_json {
         let list: Vec<Value> = tools
             .iter()
             .map(|t| {

@@ -236,17 +236,34 @@ impl std::fmt::Debug for StderrTail {
     }
 }
 
-/// Why a request got no answer, with the server's last stderr lines when it had any.
-async fn exited(tail: &StderrTail) -> Failure {
-    let lines = tail.read(Duration::from_millis(500)).await;
-    if lines.is_empty() {
-        return Failure::Lost("the server exited before answering".into());
+/// Why a request got no answer: the server's exit status when it is known, and its last
+/// stderr lines when it had any.
+fn exited(status: Option<std::process::ExitStatus>, lines: &[String]) -> Failure {
+    let mut why = "the server exited before answering".to_owned();
+    match status.map(|s| (s.code(), signal_of(s))) {
+        Some((Some(code), _)) => why.push_str(&format!(" (exit status {code})")),
+        Some((None, Some(signal))) => why.push_str(&format!(" (killed by signal {signal})")),
+        _ => {}
     }
-    // One line: error messages are printed on one line (a newline would be shown escaped).
-    Failure::Lost(format!(
-        "the server exited before answering; its last words on stderr: {}",
-        lines.join(" | ")
-    ))
+    if !lines.is_empty() {
+        // One line: error messages are printed on one line (a newline would be shown escaped).
+        why.push_str("; its last words on stderr: ");
+        why.push_str(&lines.join(" | "));
+    }
+    Failure::Lost(why)
+}
+
+/// The signal that ended a process, on Unix.
+fn signal_of(status: std::process::ExitStatus) -> Option<i32> {
+    #[cfg(unix)]
+    {
+        std::os::unix::process::ExitStatusExt::signal(&status)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = status;
+        None
+    }
 }
 
 /// A child-process server.
@@ -331,7 +348,7 @@ impl StdioTransport {
         let id = out
             .id
             .ok_or_else(|| Error::Transport("a request needs an id".into()))?;
-        let (mut rx, mut cancel, tail) = {
+        let (mut rx, mut cancel, tail, generation) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
             let (route, rx) = Route::new();
@@ -352,7 +369,7 @@ impl StdioTransport {
                 routes: process.routes.clone(),
                 done: false,
             };
-            (rx, cancel, process.tail.clone())
+            (rx, cancel, process.tail.clone(), self.generation())
         };
         while let Some(message) = rx.recv().await {
             if message.get("method").is_none() {
@@ -366,7 +383,25 @@ impl StdioTransport {
             on_message(message);
         }
         cancel.done = true;
-        Err(exited(&tail).await)
+        // Stdout ended: the process is gone or going. Its status and its last words say why.
+        let wait = Duration::from_millis(500);
+        let (lines, status) = tokio::join!(tail.read(wait), self.exit_status(generation, wait));
+        Err(exited(status, &lines))
+    }
+
+    /// The exit status of the process of `generation`, once it exits within `wait`; `None` if
+    /// it has not, or was replaced since.
+    async fn exit_status(
+        &self,
+        generation: u64,
+        wait: Duration,
+    ) -> Option<std::process::ExitStatus> {
+        let mut guard = self.process.lock().await;
+        if self.generation() != generation {
+            return None;
+        }
+        let child = &mut guard.as_mut()?.child;
+        tokio::time::timeout(wait, child.wait()).await.ok()?.ok()
     }
 
     /// Writes a notification or a response to the running process; never starts one (a new
@@ -398,7 +433,9 @@ impl StdioTransport {
             .await
             .is_ok();
         if !exited {
-            tracing::warn!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
+            // Common and harmless (wrappers such as npx stay until signalled): the next step
+            // of closing, not a fault.
+            tracing::info!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
         }
         if !process.group.terminate(&mut process.child, grace).await {
             tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");

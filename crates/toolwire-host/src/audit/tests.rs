@@ -250,6 +250,27 @@ fn reserved_fields_and_missing_logs_are_refused() {
     assert_eq!(verify(dir.log()).unwrap().records, 0);
 }
 
+/// A log deleted whole while its head stays was reported as missing, the word for a log never
+/// written, and opened afresh over the evidence.
+#[test]
+fn a_log_deleted_while_its_head_stays_is_tampering() {
+    let dir = Dir::new("deleted-whole");
+    let path = written(&dir, 3);
+    std::fs::remove_file(&path).unwrap();
+    assert!(
+        matches!(verify(&path), Err(Tampering::Truncated { ref detail, .. }) if detail.contains("record 3")),
+        "{:?}",
+        verify(&path)
+    );
+    assert!(matches!(
+        AuditLog::open(&path),
+        Err(AuditError::Tampered(Tampering::Truncated { .. }))
+    ));
+    // With its head gone too, nothing tells it from a log never written.
+    std::fs::remove_file(head_path(&path)).unwrap();
+    assert!(matches!(verify(&path), Err(Tampering::Missing { .. })));
+}
+
 #[test]
 fn two_writers_of_one_log_keep_one_chain_across_rotations() {
     // Two handles on one file stand for two processes (two `toolwire call`s at once).

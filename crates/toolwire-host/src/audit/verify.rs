@@ -21,7 +21,9 @@ pub struct Verified {
 /// What is wrong with a log. `line` counts from 1 within `file`.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum Tampering {
-    /// There is no log (nor rotated files) at the path.
+    /// There is no log at the path: no file, no rotated files and no head. Nothing was ever
+    /// recorded there, as far as can be told (a log deleted with its head looks the same); a
+    /// log deleted while its head remains is [`Tampering::Truncated`].
     #[error("{}: no such log", path.display())]
     Missing {
         /// The path.
@@ -118,7 +120,8 @@ pub(crate) fn verify_unlocked(path: &Path) -> Result<Verified, Tampering> {
     if path.exists() {
         files.push(path.to_owned());
     }
-    if files.is_empty() {
+    // A head without a log: the log was deleted; the head check below says how much of it.
+    if files.is_empty() && !head_path(path).exists() {
         return Err(Tampering::Missing {
             path: path.to_owned(),
         });

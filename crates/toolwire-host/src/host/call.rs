@@ -193,7 +193,12 @@ impl Host {
         };
         let seen = connection.starts.swap(starts, Ordering::AcqRel);
         if starts > seen {
-            tracing::warn!(server = %connection.config.name, starts, "the server's process had exited; it was started again");
+            tracing::warn!(
+                server = %connection.config.name,
+                starts,
+                "server {}: its process had exited; it was started again for this call",
+                connection.config.name
+            );
             self.record(
                 "server_restarted",
                 json!({"server": connection.config.name, "starts": starts,

@@ -431,7 +431,10 @@ impl Host {
             _ => Map::new(),
         };
         if let Err(e) = log.append(event, fields) {
-            tracing::error!(error = %e, event, "cannot write the host's audit log");
+            tracing::error!(
+                event,
+                "cannot write the host's audit log ({event} record): {e}"
+            );
         }
     }
 }

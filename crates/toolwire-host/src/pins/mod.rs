@@ -157,9 +157,14 @@ impl<S: PinStore> Pins<S> {
         Ok(pin.hash)
     }
 
-    /// Forgets a tool's pin (a removed tool a person no longer wants reported).
-    pub fn forget(&self, server: &str, tool: &str) -> Result<(), PinStoreError> {
-        self.store.remove(server, tool)
+    /// Forgets a tool's pin (a removed tool a person no longer wants reported); `false` when
+    /// there was no such pin, so that a mistyped name is not taken for done.
+    pub fn forget(&self, server: &str, tool: &str) -> Result<bool, PinStoreError> {
+        if !self.store.load(server)?.contains_key(tool) {
+            return Ok(false);
+        }
+        self.store.remove(server, tool)?;
+        Ok(true)
     }
 }
 

@@ -85,7 +85,13 @@ fn a_changed_description_is_blocked_with_a_diff_until_approved() {
             pins.state("other", "read_file", &tool("x")).unwrap(),
             PinState::Unknown
         );
-        pins.forget("fs", "ls").unwrap();
+        assert!(pins.forget("fs", "ls").unwrap(), "the removed tool's pin");
+        // Nothing to forget: said so, not taken for done.
+        assert!(!pins.forget("fs", "ls").unwrap(), "forgotten already");
+        assert!(
+            !pins.forget("nosuch", "read_file").unwrap(),
+            "no such server"
+        );
         assert!(pins.check("fs", &BTreeMap::new()).unwrap().removed == ["read_file"]);
     });
 }

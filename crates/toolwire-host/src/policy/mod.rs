@@ -283,7 +283,11 @@ impl Policy {
             Answer::AllowAlways if !hash.is_empty() => {
                 if let Err(e) = self.remembered.remember(call.server, call.qualified, hash) {
                     // The call goes ahead as allowed; the next one is asked about again.
-                    tracing::warn!(tool = call.qualified, error = %e, "cannot remember an approval");
+                    tracing::warn!(
+                        tool = call.qualified,
+                        "cannot remember \"always\" for {}: {e}; the next call is asked about again",
+                        call.qualified
+                    );
                     return Ok(Approved::ByPerson(Answer::AllowOnce));
                 }
                 Ok(Approved::ByPerson(Answer::AllowAlways))

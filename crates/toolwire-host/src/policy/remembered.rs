@@ -107,7 +107,9 @@ impl Remembered for FileRemembered {
                 Ok(all) => *cache = Some(all),
                 // An unreadable file allows nothing: the person is asked.
                 Err(e) => {
-                    tracing::warn!(error = %e, "cannot read remembered approvals");
+                    tracing::warn!(
+                        "cannot read the remembered \"always\" answers: {e}; calls are asked about"
+                    );
                     return false;
                 }
             }
