@@ -47,7 +47,11 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--stdio") {
         stdio::serve(server).await?;
     } else {
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:8080").await?;
+        let addr = "127.0.0.1:8080";
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|e| format!("cannot listen on {addr}: {e}"))?;
+        eprintln!("weather: serving at http://{addr}/mcp");
         http::serve(server, listener, http::HttpConfig::default()).await?;
     }
     Ok(())
