@@ -603,8 +603,8 @@ fn a_project_keeps_its_pins_and_answers_apart_from_the_persons() {
 /// with every server it names, and no key of it is set aside or ignored.
 #[test]
 fn the_readme_configurations_read() {
-    let readme = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md"))
-        .unwrap();
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
     let mut blocks = Vec::new();
     // (the fence's line, its indentation, its language, its lines)
     let mut open: Option<(usize, usize, String, Vec<&str>)> = None;
@@ -630,6 +630,10 @@ fn the_readme_configurations_read() {
         let config = parse(&text).unwrap_or_else(|e| panic!("README line {at}: {e}\n{text}"));
         let named = text.matches("\"command\"").count() + text.matches("\"url\"").count();
         assert_eq!(config.servers.len(), named, "README line {at}");
-        assert!(config.ignored.is_empty(), "README line {at}: {:?}", config.ignored);
+        assert!(
+            config.ignored.is_empty(),
+            "README line {at}: {:?}",
+            config.ignored
+        );
     }
 }
