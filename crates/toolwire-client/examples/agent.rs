@@ -43,9 +43,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
                 .await
                 .map_err(|e| {
                     format!(
-                        "{e}; is `{program}` installed? `cargo install --locked --path \
+                        "{e}. Is {program} installed? `cargo install --locked --path \
                          crates/toolwire-cli` puts toolwire in ~/.cargo/bin, which must be on \
-                         PATH, or give its command line: agent \"/path/to/toolwire serve\""
+                         your PATH; or give the server's command line as the argument"
                     )
                 })?
         }
