@@ -86,8 +86,7 @@ impl StdioConfig {
 
     /// From the environment (A-01: stdio takes its credentials from the environment):
     /// `TOOLWIRE_PRINCIPAL` and `TOOLWIRE_SCOPES` (space-separated). Unset means none; set but
-    /// empty or not Unicode is an [`Error::Environment`](crate::Error::Environment) naming the
-    /// variable.
+    /// empty or not Unicode is an [`Error::Environment`] naming the variable.
     pub fn from_env() -> Result<Self> {
         Self::from_vars(|name| std::env::var_os(name))
     }
