@@ -56,7 +56,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
         /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
-        /// survive a restart. Default: $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
+        /// survive a restart, and a relative `[audit] file` of --config. Default:
+        /// $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
         #[arg(long, value_name = "DIR", env = "TOOLWIRE_DATA_DIR")]
         data_dir: Option<std::path::PathBuf>,
     },
