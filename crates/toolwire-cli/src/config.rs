@@ -33,7 +33,7 @@
 //! # off = "why"                            # turns it off for every tool, with the reason
 //!
 //! [audit]                                  # one JSON line per tools/call (also in the logs)
-//! # file = "toolwire-audit.jsonl"          # relative to the working directory
+//! # file = "audit.jsonl"                   # a relative path is in --data-dir
 //!
 //! [deadlines]                              # how long a tool may run per call
 //! # tool_timeout_ms = 60000
@@ -165,7 +165,8 @@ pub(crate) struct ToolConfig {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct AuditConfig {
-    /// The JSON Lines file audit events are appended to.
+    /// The JSON Lines file audit events are appended to; a relative path is in the data
+    /// directory.
     pub(crate) file: Option<std::path::PathBuf>,
 }
 
@@ -437,6 +438,50 @@ impl ServeConfig {
         }
         Some(oauth)
     }
+
+    /// The audit log's file: `[audit] file`, a relative path taken as one in the data
+    /// directory (`data_dir`), so that the server never writes into wherever it was started.
+    pub(crate) fn audit_file(&self, data_dir: Option<&Path>) -> Option<std::path::PathBuf> {
+        let file = self.audit.as_ref()?.file.as_ref()?;
+        match data_dir {
+            Some(dir) if file.is_relative() => Some(dir.join(file)),
+            _ => Some(file.clone()),
+        }
+    }
+
+    /// Whether `[audit] file` is a relative path, which needs the data directory.
+    pub(crate) fn audit_in_data_dir(&self) -> bool {
+        self.audit
+            .as_ref()
+            .and_then(|a| a.file.as_ref())
+            .is_some_and(|file| file.is_relative())
+    }
+
+    /// What a token for calling `tool` must be, when `[auth]` asks for one: its issuer, its
+    /// audience and the scopes the call needs (the tool's and those every request needs).
+    pub(crate) fn token_for(&self, tool: &str) -> Option<TokenNeeds<'_>> {
+        let auth = self.auth.as_ref()?;
+        let scopes = auth
+            .required_scopes
+            .iter()
+            .chain(self.tools.get(tool).into_iter().flat_map(|t| &t.scopes))
+            .map(String::as_str)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        Some(TokenNeeds {
+            issuer: &auth.issuer,
+            resource: &auth.resource,
+            scopes,
+        })
+    }
+}
+
+/// What an access token must be for a call: see [`ServeConfig::token_for`].
+pub(crate) struct TokenNeeds<'a> {
+    pub(crate) issuer: &'a str,
+    pub(crate) resource: &'a str,
+    pub(crate) scopes: Vec<&'a str>,
 }
 
 fn url(key: &str, value: &str) -> anyhow::Result<()> {
@@ -505,13 +550,11 @@ mod tests {
             "/../../examples/serve.toml"
         ));
         let text = std::fs::read_to_string(path).unwrap();
-        let config = parse_with_env(&text, |name| {
-            (name == "TOOLWIRE_INTROSPECTION_SECRET").then(|| "s3cret".to_owned())
-        })
-        .unwrap();
+        // As the README runs it: nothing needed from the environment.
+        let config = parse_with_env(&text, |_| None).unwrap();
         assert!(config.oauth().is_some());
-        assert_eq!(config.secret.as_deref(), Some("s3cret"));
         assert!(!config.tools.is_empty());
+        assert!(config.audit_in_data_dir(), "never written where it is run");
         assert!(config.limits.is_some() && config.handles.is_some());
         assert!(config.tools["add"].rate_limit.is_some());
     }
@@ -631,6 +674,62 @@ mod tests {
             let error = parse(text).unwrap_err().to_string();
             assert!(error.contains(needle), "{text:?}: {error}");
             assert!(error.contains(".toml"), "names the file: {error}");
+        }
+    }
+
+    #[test]
+    fn a_relative_audit_file_is_in_the_data_directory() {
+        let data = Path::new("/home/ann/.local/share/toolwire");
+        let cases = [
+            ("", None),
+            ("[audit]\n", None),
+            (
+                "[audit]\nfile = \"audit.jsonl\"\n",
+                Some("/home/ann/.local/share/toolwire/audit.jsonl"),
+            ),
+            (
+                "[audit]\nfile = \"logs/a.jsonl\"\n",
+                Some("/home/ann/.local/share/toolwire/logs/a.jsonl"),
+            ),
+            (
+                "[audit]\nfile = \"/var/log/toolwire.jsonl\"\n",
+                Some("/var/log/toolwire.jsonl"),
+            ),
+        ];
+        for (text, want) in cases {
+            let config = parse(text).unwrap();
+            let file = config.audit_file(Some(data));
+            assert_eq!(file.as_deref(), want.map(Path::new), "{text:?}");
+            assert_eq!(
+                config.audit_in_data_dir(),
+                want.is_some_and(|w| w.starts_with("/home"))
+            );
+        }
+    }
+
+    #[test]
+    fn the_token_a_call_needs_names_the_issuer_the_resource_and_the_scopes() {
+        let auth = "[auth]\nissuer = \"http://127.0.0.1:9400\"\nresource = \"http://127.0.0.1:8080/mcp\"\n";
+        assert!(
+            parse("[tools.add]\nscopes = [\"math\"]\n")
+                .unwrap()
+                .token_for("add")
+                .is_none()
+        );
+        let cases = [
+            ("", vec![]),
+            ("[tools.add]\nscopes = [\"math\"]\n", vec!["math"]),
+            (
+                "required_scopes = [\"tools:read\", \"math\"]\n[tools.add]\nscopes = [\"math\"]\n",
+                vec!["math", "tools:read"],
+            ),
+        ];
+        for (rest, scopes) in cases {
+            let config = parse(&format!("{auth}{rest}")).unwrap();
+            let token = config.token_for("add").unwrap();
+            assert_eq!(token.issuer, "http://127.0.0.1:9400");
+            assert_eq!(token.resource, "http://127.0.0.1:8080/mcp");
+            assert_eq!(token.scopes, scopes, "{rest:?}");
         }
     }
 }

@@ -62,7 +62,8 @@ enum Command {
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
         /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
-        /// survive a restart. Default: $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
+        /// survive a restart, and a relative `[audit] file` of --config. Default:
+        /// $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
         #[arg(long, value_name = "DIR", env = "TOOLWIRE_DATA_DIR")]
         data_dir: Option<std::path::PathBuf>,
     },
@@ -212,7 +213,7 @@ async fn run() -> anyhow::Result<()> {
             let handles = config.handles.as_ref();
             let in_memory = handles.is_some_and(|h| h.in_memory);
             let data_dir = match data_dir {
-                _ if in_memory => None,
+                _ if in_memory && !config.audit_in_data_dir() => None,
                 Some(dir) => Some((dir, false)),
                 None => Some((default_data_dir()?, true)),
             };
@@ -228,8 +229,9 @@ async fn run() -> anyhow::Result<()> {
             let lifetimes = handles
                 .map(layers::HandlesConfig::lifetimes)
                 .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
-            let notes = notes::store(data_dir.as_deref(), lifetimes)?;
-            serve(http, allow_hosts, modern_only, config, notes).await
+            let notes = notes::store(data_dir.as_deref().filter(|_| !in_memory), lifetimes)?;
+            let audit = config.audit_file(data_dir.as_deref());
+            serve(http, allow_hosts, modern_only, config, audit, notes).await
         }
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
@@ -288,9 +290,10 @@ async fn serve(
     allow_hosts: Vec<String>,
     modern_only: bool,
     settings: config::ServeConfig,
+    audit_file: Option<std::path::PathBuf>,
     notes: notes::Notes,
 ) -> anyhow::Result<()> {
-    let audit = match settings.audit.as_ref().and_then(|a| a.file.as_ref()) {
+    let audit = match &audit_file {
         Some(file) => Some(std::sync::Arc::new(
             toolwire_server::JsonlAuditSink::open(file)
                 .with_context(|| format!("audit.file: cannot open {}", file.display()))?,
@@ -343,7 +346,12 @@ async fn serve(
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));
-    terminal::note(&try_it(addr));
+    if let Some(file) = &audit_file {
+        terminal::note(&format!("toolwire: audit events go to {}", file.display()));
+    }
+    for line in try_it(addr, &settings) {
+        terminal::note(&line);
+    }
     let served = http::serve(server.clone(), listener, config)
         .await
         .context("HTTP transport");
@@ -351,14 +359,36 @@ async fn serve(
     served
 }
 
-/// A curl command that calls a tool on the running server.
-fn try_it(addr: SocketAddr) -> String {
+/// What to try on the running server: a curl command that calls `add`, presenting the access
+/// token it needs when `[auth]` asks for one (and saying which token that is), since without
+/// one it would only get 401.
+fn try_it(addr: SocketAddr, settings: &config::ServeConfig) -> Vec<String> {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
-    format!(
-        "try: curl -s http://{addr}/mcp -H 'content-type: application/json' \
-         -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
-         -H 'mcp-method: tools/call' -H 'mcp-name: add' -d '{body}'"
-    )
+    let curl = |auth: &str| {
+        format!(
+            "curl -s http://{addr}/mcp{auth} -H 'content-type: application/json' \
+             -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
+             -H 'mcp-method: tools/call' -H 'mcp-name: add' -d '{body}'"
+        )
+    };
+    let Some(token) = settings.token_for("add") else {
+        return vec![format!("try: {}", curl(""))];
+    };
+    let scopes = match token.scopes.as_slice() {
+        [] => String::new(),
+        [one] => format!(" with the scope {one}"),
+        many => format!(" with the scopes {}", many.join(" ")),
+    };
+    vec![
+        format!(
+            "toolwire: calls need an access token from {} for {}; add needs one{scopes}",
+            token.issuer, token.resource
+        ),
+        format!(
+            "try, with the token in $TOKEN: {}",
+            curl(r#" -H "authorization: Bearer $TOKEN""#)
+        ),
+    ]
 }
 
 #[cfg(test)]

@@ -651,6 +651,154 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
     let _ = std::fs::remove_dir_all(&dir);
 }
 
+/// What the README's "serve --config" walk-through does, with ports of this test's choosing:
+/// `examples/serve.toml` as committed (its issuer the test authorization server), a token from
+/// that server by client credentials, and the curl command the server prints, run with the
+/// token. The audit log goes to the data directory, never to the working directory.
+#[test]
+fn the_example_serve_config_runs_as_the_readme_shows() {
+    let _ports = fixed_ports();
+    let provider = Provider::start();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let example = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/serve.toml"
+    ))
+    .unwrap();
+    // What the README tells a person to run, with the ports of the file.
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    for step in [
+        "scripts/oidc start 9400\n",
+        "toolwire serve --config examples/serve.toml --http 127.0.0.1:8080\n",
+        "TOKEN=$(curl -s -u rs-test:rs-secret -d grant_type=client_credentials -d scope=math \\\n  -d resource=http://127.0.0.1:8080/mcp http://127.0.0.1:9400/token | jq -r .access_token)",
+    ] {
+        assert!(readme.contains(step), "the README says {step:?}");
+    }
+    // The README starts the authorization server on 9400 and serves on 8080: the file says so.
+    let issuer_line = "issuer = \"http://127.0.0.1:9400\"";
+    let resource_line = "resource = \"http://127.0.0.1:8080/mcp\"";
+    assert!(
+        example.contains(issuer_line) && example.contains(resource_line),
+        "examples/serve.toml names the README's issuer and endpoint"
+    );
+    let dir = std::env::temp_dir().join(format!("toolwire-cli-example-{}", std::process::id()));
+    let data = dir.join("data");
+    std::fs::create_dir_all(&dir).unwrap();
+    let config = dir.join("serve.toml");
+    std::fs::write(
+        &config,
+        example
+            .replace(issuer_line, &format!("issuer = \"{}\"", provider.issuer()))
+            .replace(resource_line, &format!("resource = \"{resource}\"")),
+    )
+    .unwrap();
+
+    // Run from a directory of its own, to see that nothing is written there.
+    let cwd = dir.join("cwd");
+    std::fs::create_dir_all(&cwd).unwrap();
+    let mut child = Command::new(BIN)
+        .current_dir(&cwd)
+        .env("TOOLWIRE_DATA_DIR", &data)
+        .env_remove("RUST_LOG")
+        .args(["serve", "--config", config.to_str().unwrap()])
+        .args(["--http", &format!("127.0.0.1:{port}")])
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = stderr_lines(&mut child);
+    let mut server = Killed(child);
+    line_with(&lines, "serving the example tools at ");
+    let needs = line_with(&lines, "access token");
+    let hint = line_with(&lines, "curl ");
+    std::thread::spawn(move || while lines.recv().is_ok() {});
+    assert!(
+        needs.contains(provider.issuer())
+            && needs.contains(&resource)
+            && needs.contains("scope math"),
+        "which token the call needs: {needs}"
+    );
+    assert!(hint.contains("$TOKEN"), "the command presents it: {hint}");
+
+    // The README's token request: client credentials of the test server's client rs-test.
+    let reply = provider.post(
+        "/token",
+        "application/x-www-form-urlencoded",
+        Some("cnMtdGVzdDpycy1zZWNyZXQ="), // rs-test:rs-secret
+        &format!(
+            "grant_type=client_credentials&scope=math&resource={}",
+            resource.replace(':', "%3A").replace('/', "%2F")
+        ),
+    );
+    let body = &reply[reply.find("\r\n\r\n").unwrap() + 4..];
+    let token: serde_json::Value = serde_json::from_str(body.trim()).unwrap();
+    let token = token["access_token"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{reply}"));
+
+    // The printed curl command, as a shell would run it with $TOKEN set.
+    let command = &hint[hint.find("curl ").unwrap()..];
+    let words = shlex::split(command).unwrap_or_else(|| panic!("a shell command: {command}"));
+    let (mut url, mut headers, mut body) = (None, Vec::new(), None);
+    let mut words = words.into_iter().skip(1);
+    while let Some(word) = words.next() {
+        match word.as_str() {
+            "-s" => {}
+            "-H" => headers.push(words.next().unwrap().replace("$TOKEN", token)),
+            "-d" => body = words.next(),
+            _ if word.starts_with("http://") => url = Some(word),
+            _ => panic!("curl option {word} in {command}"),
+        }
+    }
+    assert_eq!(url.as_deref(), Some(resource.as_str()), "{command}");
+    let body = body.unwrap();
+    let call = |headers: &[String]| {
+        let addr = format!("127.0.0.1:{port}");
+        let headers: String = headers.iter().map(|h| format!("{h}\r\n")).collect();
+        raw_http(
+            &addr,
+            &format!(
+                "POST /mcp HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            ),
+        )
+    };
+    let answered = call(&headers);
+    assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
+    assert!(
+        answered.contains(r#""structuredContent":{"sum":5.0}"#),
+        "{answered}"
+    );
+    let without: Vec<String> = headers
+        .into_iter()
+        .filter(|h| !h.to_ascii_lowercase().starts_with("authorization:"))
+        .collect();
+    let refused = call(&without);
+    assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
+
+    // Stopped as Ctrl-C stops it (the audit sink is flushed on the way out), its audit log is
+    // in the data directory.
+    let status = Command::new("kill")
+        .args(["-INT", &server.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    server.0.wait().unwrap();
+    let audit = std::fs::read_to_string(data.join("audit.jsonl")).unwrap_or_default();
+    assert!(audit.contains("\"add\""), "{audit}");
+    assert_eq!(
+        std::fs::read_dir(&cwd).unwrap().count(),
+        0,
+        "nothing written to the working directory"
+    );
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
 /// The output guard as a CLI user meets it: `toolwire serve` redacts a secret the echo tool
 /// would hand back, and `--config` can add patterns or let a tool's output through with a reason.
 #[test]

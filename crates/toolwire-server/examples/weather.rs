@@ -65,6 +65,7 @@ async fn run() -> Result<(), Box<dyn std::error::Error>> {
         let listener = tokio::net::TcpListener::bind(ADDR).await.map_err(|e| {
             format!("cannot listen on {ADDR}: {e}; is another server running there? Stop it, or serve on stdio with --stdio")
         })?;
+        eprintln!("weather: serving at http://{ADDR}/mcp");
         http::serve(server, listener, http::HttpConfig::default()).await?;
     }
     Ok(())

@@ -139,6 +139,14 @@ pub enum Error {
     /// A transport failed.
     #[error("transport I/O: {0}")]
     Io(#[from] std::io::Error),
+    /// An environment variable the server reads is set to something it cannot use.
+    #[error("{variable} is {problem}")]
+    Environment {
+        /// The variable.
+        variable: &'static str,
+        /// What is wrong with its value: `set but empty`, `not valid Unicode`.
+        problem: &'static str,
+    },
 }
 
 /// `Result` with [`Error`].

@@ -598,3 +598,42 @@ fn a_project_keeps_its_pins_and_answers_apart_from_the_persons() {
     );
     assert_ne!(dir, other.state_dir_in(state), "two projects, two places");
 }
+
+/// Every ```json block of the README is a host configuration a person may copy: each reads,
+/// with every server it names, and no key of it is set aside or ignored.
+#[test]
+fn the_readme_configurations_read() {
+    let readme =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let mut blocks = Vec::new();
+    // (the fence's line, its indentation, its language, its lines)
+    let mut open: Option<(usize, usize, String, Vec<&str>)> = None;
+    for (n, line) in readme.lines().enumerate() {
+        let trimmed = line.trim_start();
+        match &mut open {
+            None if trimmed.starts_with("```") => {
+                let indent = line.len() - trimmed.len();
+                open = Some((n + 1, indent, trimmed[3..].trim().to_owned(), Vec::new()))
+            }
+            None => {}
+            Some(_) if trimmed == "```" => {
+                let (at, _, language, text) = open.take().unwrap();
+                if language == "json" {
+                    blocks.push((at, text.join("\n")));
+                }
+            }
+            Some((_, indent, _, text)) => text.push(line.get(*indent..).unwrap_or("")),
+        }
+    }
+    assert!(blocks.len() >= 2, "the README's configurations: {blocks:?}");
+    for (at, text) in blocks {
+        let config = parse(&text).unwrap_or_else(|e| panic!("README line {at}: {e}\n{text}"));
+        let named = text.matches("\"command\"").count() + text.matches("\"url\"").count();
+        assert_eq!(config.servers.len(), named, "README line {at}");
+        assert!(
+            config.ignored.is_empty(),
+            "README line {at}: {:?}",
+            config.ignored
+        );
+    }
+}

@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use futures::future::BoxFuture;
 use rusqlite::{Connection, OptionalExtension as _, params};
 
-use super::{BackendError, HandleBackend, HandleRecord};
+use super::{BackendError, HandleBackend, HandleError, HandleRecord};
 
 /// A [`HandleBackend`] in a SQLite database file. Writes are synchronous to disk
 /// (`synchronous=FULL` in WAL mode): a handle that was handed out is there after a crash.
@@ -42,8 +42,15 @@ impl SqliteHandles {
     /// readable by their owner only (0600 on Unix), and existing ones others could read are
     /// made private, with a warning. (`:memory:` is a database in memory; a `file:` URI is
     /// opened as SQLite reads it, its mode left to SQLite.)
-    pub fn open(path: impl AsRef<Path>) -> Result<Self, BackendError> {
-        let path = path.as_ref();
+    ///
+    /// Fails with [`HandleError::Backend`]: a `HandleError` is a `std::error::Error`, so `?`
+    /// takes it into a `main`'s `Box<dyn Error>` (a bare [`BackendError`], a boxed trait
+    /// object, does not go there).
+    pub fn open(path: impl AsRef<Path>) -> Result<Self, HandleError> {
+        Self::open_path(path.as_ref()).map_err(HandleError::Backend)
+    }
+
+    fn open_path(path: &Path) -> Result<Self, BackendError> {
         if is_a_file(path) {
             prepare_private(path)?;
         }

@@ -34,7 +34,7 @@ use crate::catalog::insufficient_scope;
 use crate::catalog::permits;
 use crate::context::{Frame, Outbound, RequestContext};
 use crate::dispatch::{Final, Message, read_message};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::legacy::{
     LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
     read_initialize,
@@ -86,27 +86,31 @@ impl StdioConfig {
 
     /// From the environment (A-01: stdio takes its credentials from the environment):
     /// `TOOLWIRE_PRINCIPAL` and `TOOLWIRE_SCOPES` (space-separated). Unset means none; set but
-    /// empty or not Unicode is an error naming the variable.
-    pub fn from_env() -> std::result::Result<Self, String> {
+    /// empty or not Unicode is an [`Error::Environment`] naming the variable.
+    pub fn from_env() -> Result<Self> {
         Self::from_vars(|name| std::env::var_os(name))
     }
 
-    fn from_vars(
-        var: impl Fn(&str) -> Option<std::ffi::OsString>,
-    ) -> std::result::Result<Self, String> {
-        let read = |name: &str| -> std::result::Result<Option<String>, String> {
-            match var(name) {
+    fn from_vars(var: impl Fn(&str) -> Option<std::ffi::OsString>) -> Result<Self> {
+        let read = |variable: &'static str| -> Result<Option<String>> {
+            match var(variable) {
                 None => Ok(None),
                 Some(value) => value
                     .into_string()
                     .map(Some)
-                    .map_err(|_| format!("{name} is not valid Unicode")),
+                    .map_err(|_| Error::Environment {
+                        variable,
+                        problem: "not valid Unicode",
+                    }),
             }
         };
         let mut config = StdioConfig::default();
         if let Some(principal) = read(PRINCIPAL_ENV)? {
             if principal.trim().is_empty() {
-                return Err(format!("{PRINCIPAL_ENV} is set but empty"));
+                return Err(Error::Environment {
+                    variable: PRINCIPAL_ENV,
+                    problem: "set but empty",
+                });
             }
             config = config.principal(principal.trim());
         }
@@ -739,8 +743,19 @@ mod tests {
             0,
             "set but empty: no scopes"
         );
-        let err = StdioConfig::from_vars(env(&[(PRINCIPAL_ENV, "  ")])).unwrap_err();
-        assert!(err.contains(PRINCIPAL_ENV), "{err}");
+        // A typed error, so that `?` takes it into anyhow or a `main`'s error as any other.
+        let err: crate::Error = StdioConfig::from_vars(env(&[(PRINCIPAL_ENV, "  ")])).unwrap_err();
+        assert!(
+            matches!(
+                err,
+                crate::Error::Environment {
+                    variable: PRINCIPAL_ENV,
+                    ..
+                }
+            ),
+            "{err:?}"
+        );
+        assert_eq!(err.to_string(), "TOOLWIRE_PRINCIPAL is set but empty");
     }
 
     async fn lines(input: &[u8], max: usize) -> Vec<Line> {

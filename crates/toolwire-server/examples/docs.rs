@@ -1,36 +1,16 @@
-//! The README's other examples in one server: a tool that asks for confirmation (MRTR), a
-//! prompt with completion, a resource and a resource template. Serves stdio.
+//! The README's prompts and resources example: a prompt with completion, a resource and a
+//! resource template, served on stdio.
 //!
-//! `cargo run -p toolwire-server --example library`
+//! `cargo run -p toolwire-server --example docs`
 
 use toolwire_server::protocol::ResourceContents;
 use toolwire_server::{
-    Elicited, InputRequired, NoArgs, Prompt, RequestContext, Resource, ResourceTemplate, Server,
-    Tool, ToolError, stdio,
+    Prompt, RequestContext, Resource, ResourceTemplate, Server, ToolError, stdio,
 };
-
-#[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Confirm {
-    ok: bool,
-}
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let tool = Tool::new("delete_all", |_: NoArgs, ctx: RequestContext| async move {
-        match ctx.elicited::<Confirm>("confirm")? {
-            Some(Elicited::Accepted(c)) if c.ok => Ok("Deleted.".to_owned()),
-            Some(_) => Ok("Kept everything.".to_owned()),
-            None => Err(ToolError::from(
-                InputRequired::new()
-                    .elicit::<Confirm>("confirm", "Really delete everything?")
-                    .state("step-1"),
-            )),
-        }
-    })
-    .description("Deletes everything after the user confirms");
-
     let server = Server::builder("docs", "1.0.0")
-        .tool(tool)
         .prompt(
             Prompt::new("summarize", |args, _: RequestContext| async move {
                 Ok::<_, ToolError>(format!("Summarize {} in three sentences.", args["topic"]))
@@ -58,7 +38,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             },
         ))
         .build()?;
-    server.notify_resource_updated("docs://readme");
+    server.notify_resource_updated("docs://readme"); // listen streams subscribed to it are told
     stdio::serve(server).await?;
     Ok(())
 }
