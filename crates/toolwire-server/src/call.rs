@@ -61,7 +61,8 @@ impl Server {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
         if !tool.input.is_valid(&arguments) {
-            // The first few violations and a count of the rest (issue 8, item 3).
+            // The first few violations and a count of the rest: a long array of wrong items
+            // would otherwise make a message of millions of lines.
             let violations = tool.input.violations(&arguments, REPORTED_VIOLATIONS);
             let text = format!("Invalid arguments for tool {name}:\n{violations}");
             return Ok(Outcome::Complete(
@@ -69,7 +70,7 @@ impl Server {
             ));
         }
         // Request state is bound to the arguments by a digest computed only when state is
-        // opened or sealed, never on a plain call (issue 8, item 25).
+        // opened or sealed, never on a plain call, which would pay for a digest it never uses.
         let principal = ctx.shared_principal();
         let bind = || {
             Binding::new(
@@ -80,7 +81,7 @@ impl Server {
             )
         };
         // A task outlives its request: its handler gets a cancellation of its own, which a
-        // shutdown fires too (issue 8, item 2).
+        // shutdown fires too, so that no task outlives the server.
         let (ctx, task) = if as_task {
             let (task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
             (task_ctx, Some((rerun, cancel)))
@@ -432,7 +433,7 @@ mod tests {
     }
 
     /// The arguments are serialized and hashed only when request state is sealed or opened,
-    /// not on every call (issue 8, item 25).
+    /// not on every call.
     #[tokio::test]
     async fn plain_calls_compute_no_argument_digest() {
         let server = Server::builder("t", "1")

@@ -194,7 +194,7 @@ mod props {
 
     proptest! {
         /// Any position round-trips through its cursor, for its own list only, and any change
-        /// to the cursor's bytes is refused (issue 16).
+        /// to the cursor's bytes is refused.
         #[test]
         fn cursors_round_trip_and_detect_tampering(
             offset in 0usize..=u32::MAX as usize,

@@ -395,7 +395,7 @@ impl Server {
 mod tests {
     use super::*;
 
-    /// Found by the `frame` fuzz target (issue 16): invalid UTF-8 in a member serde skips
+    /// Found by the `frame` fuzz target: invalid UTF-8 in a member serde skips
     /// (an unknown key's value) was accepted by the one-pass reading of a call and refused by
     /// the usual one. Any frame that is not UTF-8 is now a parse error, whichever way it goes.
     #[test]
@@ -447,7 +447,7 @@ mod tests {
             ("{\"a\\\\\":[[[\"}", 1, true),
             ("\"unterminated [[[[", 1, false),
             ("{\"k\":\"v\"}}}}[[", 2, false),
-            // A backslash as the very last byte once stepped past the end (issue 8, item 1).
+            // A backslash as the very last byte once stepped past the end (a panic).
             ("{\"a\":\"\\", 4, false),
             ("\"\\", 1, false),
             ("[\"\\\\\\", 1, false),
@@ -601,7 +601,7 @@ mod depth_props {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         /// Any bytes, built mostly from the characters the scan cares about: no panic, and the
-        /// same answer as the byte-at-a-time reference (issue 8, item 1).
+        /// same answer as the byte-at-a-time reference (a lone trailing backslash once panicked).
         #[test]
         fn depth_scan_matches_reference_on_any_bytes(
             bytes in proptest::collection::vec(

@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets in `fuzz/` (issue 16), for the decoders of untrusted input
+//! Entry points for the fuzz targets in `fuzz/`, for the decoders of untrusted input
 //! that are not public API: the frame reader and its one-pass `tools/call` reading, cursors,
 //! request state, URI templates and forwarding headers. Built only with the `fuzzing` feature; not a stable API.
 //!

@@ -497,7 +497,7 @@ impl Server {
             },
         };
         // Completers are user code too: a panic is contained and logged, never an aborted
-        // connection or a lost stdio answer (ARCHITECTURE invariant 6; issue 8, item 24).
+        // connection or a lost stdio answer (ARCHITECTURE invariant 6).
         let completed = completer.map(|c| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 c(&argument.value, &context)
@@ -538,7 +538,7 @@ pub(crate) fn covers(subscribed: &str, updated: &str) -> bool {
 
 /// Whether a URI names something that others can sit under: it has an authority, or a path
 /// with more than slashes. A bare scheme (`users:`), `file://` and `file:///` do not, so a
-/// subscription to them is not a subscription to everything (issue 8, item 7).
+/// subscription to them is not a subscription to everything.
 fn names_a_container(uri: &str) -> bool {
     let Some((_scheme, rest)) = uri.split_once(':') else {
         return false;
@@ -561,7 +561,7 @@ mod tests {
             ("file:///a", "file:///ab", false),
             ("file:///a/b", "file:///a", false),
             // A bare scheme, or a URI with no authority and no path, names no resource that
-            // others sit under (issue 8, item 7).
+            // others sit under: a subscription to them must not cover everything.
             ("users:", "users:/alice", false),
             ("users:", "users:alice", false),
             ("users:", "users:", true),

@@ -36,7 +36,7 @@ pub(crate) struct RoundParams {
 
 /// `inputResponses` as sent: the answers that parse, and why each other one did not. A handler
 /// that reads a malformed key gets -32602; a key nobody asked about is ignored whatever its
-/// shape (M-10; issue 8, item 4).
+/// shape (M-10).
 #[derive(Debug, Default)]
 pub(crate) struct Answers {
     pub(crate) parsed: InputResponses,

@@ -103,7 +103,7 @@ pub(crate) struct Running {
 
 /// Where `tasks/update` leaves answers for a task's driver. It holds answers only while the task
 /// waits for input, and only for the keys it asked for, so what it holds is bounded by the
-/// task's own input requests however many updates arrive (issue 8, item 2).
+/// task's own input requests however many updates arrive.
 #[derive(Default)]
 pub(crate) struct Inbox {
     pub(crate) waiting: Mutex<Option<Waiting>>,

@@ -126,7 +126,7 @@ impl Server {
     /// Runs a task to its end: each step's outcome completes, fails or pauses it for input.
     /// Whatever it is doing, the task ends when it is cancelled, when the server shuts down
     /// (its token is a child of the server's), or when its TTL runs out: nothing outlives the
-    /// record that lets its owner see and cancel it (issue 8, item 2).
+    /// record that lets its owner see and cancel it, so no task runs on unseen.
     async fn drive(
         &self,
         task_id: &str,

@@ -163,7 +163,7 @@ impl JsonSchema for NoArgs {
 
 /// The type-erased handler: validated JSON arguments in, a result out. The arguments are lent,
 /// not given, so that the call can still bind request state to them afterwards without a copy
-/// or a digest up front (issue 8, item 25).
+/// or a digest up front.
 pub(crate) type Handler = Arc<
     dyn Fn(&Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
         + Send

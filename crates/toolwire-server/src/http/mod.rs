@@ -439,7 +439,8 @@ async fn admit_and_run(
 
 /// The caller's principal from the configured resolver. The resolver is the server author's
 /// code: a panic in it is contained and refuses the request (500, -32603) rather than ending
-/// the connection or letting the request through as anonymous (issue 8, item 24).
+/// the connection or letting the request through as anonymous (invariant 6: the author's code
+/// runs with panics contained).
 fn resolve_principal(
     config: &HttpConfig,
     headers: &http::HeaderMap,

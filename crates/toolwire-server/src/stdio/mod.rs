@@ -50,7 +50,7 @@ const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// Bytes written to the client's queue and not yet written out, at most. A client that stops
 /// reading stdout fills the pipe, then this; then every request waits to answer, and the
-/// server stops reading stdin until the client reads again (issue 16).
+/// server stops reading stdin until the client reads again, instead of growing without bound.
 const OUTPUT_BUDGET: u32 = 8 * 1024 * 1024;
 
 /// Requests running at once on one connection, at most; past it the server reads no more
