@@ -10,21 +10,21 @@ use toolwire_protocol::{
     CacheScope, DiscoverResult, Implementation, JsonObject, ResultMeta, ResultType,
 };
 
-use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::cursor::CursorCodec;
 use crate::error::Result;
-use crate::offers::{add_prompts, add_resources, add_templates};
-use crate::prompt::Prompt;
-use crate::registry::{ToolDefaults, ToolRegistry};
-use crate::resource::{Resource, ResourceTemplate};
-use crate::route::SUPPORTED_VERSIONS;
+use crate::request::cursor::CursorCodec;
+use crate::request::route::SUPPORTED_VERSIONS;
 use crate::server::{
     Config, DEFAULT_TOOL_TIMEOUT, Offers, RequestStateConfig, Server, ServerInner, capabilities_of,
 };
-use crate::state::{ReplayGuard, RequestStateKeys};
-use crate::task_store::{MemoryTaskStore, TaskStore, Tasks};
-use crate::tool::Tool;
+use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::task_store::{MemoryTaskStore, TaskStore, Tasks};
+use crate::tools::catalog::Catalog;
+use crate::tools::offers::{add_prompts, add_resources, add_templates};
+use crate::tools::prompt::Prompt;
+use crate::tools::registry::{ToolDefaults, ToolRegistry};
+use crate::tools::resource::{Resource, ResourceTemplate};
+use crate::tools::tool::Tool;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 impl Server {
@@ -47,9 +47,9 @@ impl Server {
             clock: Arc::new(SystemClock),
             task_store: None,
             task_ttl: Duration::from_secs(300),
-            output_guard: crate::output::OutputGuard::default(),
+            output_guard: crate::safety::output::OutputGuard::default(),
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
-            rate_limit: Some(crate::limits::DEFAULT_TOOL_RATE_LIMIT),
+            rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
             audit: None,
         }
     }
@@ -73,10 +73,10 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Duration,
-    output_guard: crate::output::OutputGuard,
+    output_guard: crate::safety::output::OutputGuard,
     tool_timeout: Option<Duration>,
-    rate_limit: Option<crate::limits::RateLimit>,
-    audit: Option<Arc<dyn crate::audit::AuditSink>>,
+    rate_limit: Option<crate::safety::limits::RateLimit>,
+    audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
 }
 
 impl ServerBuilder {
@@ -284,14 +284,14 @@ impl ServerBuilder {
 
     /// How every tool's results are sanitized before they leave (default: every check on; see
     /// [`crate::OutputGuard`]). A tool can override it with [`crate::Tool::output_guard`].
-    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+    pub fn output_guard(mut self, guard: crate::safety::output::OutputGuard) -> Self {
         self.output_guard = guard;
         self
     }
 
     /// Sends every `tools/call` audit event to `sink` as well as to `tracing` (target
     /// `toolwire::audit`); e.g. a [`crate::JsonlAuditSink`].
-    pub fn audit_sink(mut self, sink: Arc<dyn crate::audit::AuditSink>) -> Self {
+    pub fn audit_sink(mut self, sink: Arc<dyn crate::safety::audit::AuditSink>) -> Self {
         self.audit = Some(sink);
         self
     }
@@ -313,7 +313,7 @@ impl ServerBuilder {
     /// How often each caller (its principal, else its client address) may call each tool
     /// (default [`crate::DEFAULT_TOOL_RATE_LIMIT`], 300 per minute); a tool can set its own
     /// with [`crate::Tool::rate_limit`] and a cost per call with [`crate::Tool::cost`].
-    pub fn rate_limit(mut self, limit: crate::limits::RateLimit) -> Self {
+    pub fn rate_limit(mut self, limit: crate::safety::limits::RateLimit) -> Self {
         self.rate_limit = Some(limit);
         self
     }

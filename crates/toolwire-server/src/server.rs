@@ -11,19 +11,19 @@ use toolwire_protocol::{
     ServerCapabilities, TASKS_EXTENSION,
 };
 
-use crate::catalog::Catalog;
 use crate::clock::Clock;
-use crate::cursor::CursorCodec;
 use crate::error::Result;
-use crate::prompt::RegisteredPrompt;
-use crate::registry::ToolRegistry;
-use crate::resource::{RegisteredResource, RegisteredTemplate};
-use crate::state::{ReplayGuard, RequestStateKeys};
-use crate::task_store::Tasks;
-use crate::tool::Tool;
+use crate::request::cursor::CursorCodec;
+use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::task_store::Tasks;
+use crate::tools::catalog::Catalog;
+use crate::tools::prompt::RegisteredPrompt;
+use crate::tools::registry::ToolRegistry;
+use crate::tools::resource::{RegisteredResource, RegisteredTemplate};
+use crate::tools::tool::Tool;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
-pub use crate::route::SUPPORTED_VERSIONS;
+pub use crate::request::route::SUPPORTED_VERSIONS;
 
 /// A change that listen streams may be told about.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,9 +113,9 @@ pub(crate) struct ServerInner {
     /// The instructions of `server/discover` and of a legacy `initialize`.
     pub(crate) instructions: Option<String>,
     /// What every tool result goes through, unless its tool has its own (T-15).
-    pub(crate) output_guard: Arc<crate::output::CompiledGuard>,
+    pub(crate) output_guard: Arc<crate::safety::output::CompiledGuard>,
     /// Where audit events go besides `tracing`.
-    pub(crate) audit: Option<Arc<dyn crate::audit::AuditSink>>,
+    pub(crate) audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
 }
 
 /// Which capabilities beside tools the server declares.

@@ -28,13 +28,13 @@ use toolwire_protocol::{
 use super::checks::Accept;
 use super::reply::{frame, sse_events, sse_response, streaming_reply};
 use super::{Caller, HttpState, Refusal, json_response};
-use crate::context::{Frame, Outbound};
-use crate::dispatch::{Final, read_meta};
 use crate::legacy::{
-    LegacyCall, LegacyStep, Peer, SessionRecord, SessionStore, SessionStoreError, empty_result,
-    new_session_id, notifications_for, read_initialize,
+    LegacyCall, LegacyStep, Peer, empty_result, new_session_id, notifications_for, read_initialize,
 };
+use crate::request::context::{Frame, Outbound};
+use crate::request::dispatch::{Final, read_meta};
 use crate::server::Server;
+use crate::state::sessions::{SessionRecord, SessionStore, SessionStoreError};
 
 /// `Mcp-Session-Id`, parsed once.
 const SESSION_ID: http::HeaderName = http::HeaderName::from_static(SESSION_ID_HEADER);
@@ -329,7 +329,7 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
 struct Known {
     record: SessionRecord,
     scopes: Option<Arc<[String]>>,
-    address: Option<crate::limits::ClientId>,
+    address: Option<crate::safety::limits::ClientId>,
 }
 
 /// A request in a session.
@@ -349,7 +349,7 @@ async fn request(
         Ok(step) => step,
         Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
     };
-    let update = |change: crate::legacy::SessionChange| async {
+    let update = |change: crate::state::sessions::SessionChange| async {
         if sessions.store.update(&known.record.id, now, change).await {
             single_reply(empty_result(&id), accept, state)
         } else {
@@ -400,9 +400,9 @@ async fn served(
     // As for a 2026-07-28 request: without the scopes of what it addresses, 403 with a
     // challenge the client can step up with, before anything runs.
     if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
-        if let Ok(route) = crate::route::Route::parse(method, raw.params) {
+        if let Ok(route) = crate::request::route::Route::parse(method, raw.params) {
             if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
-                if let crate::route::Route::CallTool(call) = &route {
+                if let crate::request::route::Route::CallTool(call) = &route {
                     let principal = known.record.principal.as_deref();
                     let code = refusal.error.code;
                     state.server.audit_refused(&id, call, principal, None, code);

@@ -40,11 +40,11 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::dispatch::{Final, Message, read_message, read_meta};
-use crate::legacy::MemorySessionStore;
-use crate::limits::{ClientId, Limiter};
-use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::request::dispatch::{Final, Message, read_message, read_meta};
+use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
+use crate::state::sessions::MemorySessionStore;
 
 struct HttpState {
     server: Server,
@@ -451,7 +451,7 @@ fn resolve_principal(
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (resolver.0)(headers))).map_err(
         |panic| {
-            crate::handler::panicked("principal resolver", &panic);
+            crate::safety::deadline::panicked("principal resolver", &panic);
             let error = ErrorObject::internal("Internal error");
             Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, Some(id), error)
         },

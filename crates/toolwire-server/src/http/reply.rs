@@ -17,9 +17,9 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 
 use super::checks::Accept;
 use super::{Caller, HttpState, Refusal, json_response, status_for};
-use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::Final;
-use crate::route::Route;
+use crate::request::context::{Frame, Outbound, RequestContext};
+use crate::request::dispatch::Final;
+use crate::request::route::Route;
 
 pub(super) async fn run(
     state: &HttpState,

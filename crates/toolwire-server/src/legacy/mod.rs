@@ -3,7 +3,7 @@
 //! Initialization-Based Versions").
 //!
 //! A legacy client starts with `initialize`; the transport keeps what it declared (a
-//! [`SessionRecord`]) and runs each later request through the 2026-07-28 machinery with a `_meta`
+//! [`SessionRecord`](crate::SessionRecord)) and runs each later request through the 2026-07-28 machinery with a `_meta`
 //! made from the session. When a handler needs input, the server asks the client itself
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list` as server-to-client requests on
 //! the request's stream), collects the answers and runs the handler again with them, so one
@@ -16,7 +16,6 @@
 
 mod notify;
 mod peer;
-mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,14 +39,12 @@ use toolwire_protocol::{
 pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
 use peer::Unanswered;
-pub use store::{
-    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
-};
 
-use crate::context::{Outbound, RequestContext};
-use crate::dispatch::{Final, read_meta};
-use crate::route::Route;
+use crate::request::context::{Outbound, RequestContext};
+use crate::request::dispatch::{Final, read_meta};
+use crate::request::route::Route;
 use crate::server::Server;
+use crate::state::sessions::SessionRecord;
 
 /// How many times one legacy request may ask the client for input before it is stopped.
 const MAX_INPUT_ROUNDS: usize = 16;
@@ -96,7 +93,7 @@ pub(crate) struct LegacyCall {
     /// The OAuth scopes of the caller's token; `None` without OAuth.
     pub(crate) scopes: Option<Arc<[String]>>,
     /// The client's address (HTTP), for rate limits.
-    pub(crate) address: Option<crate::limits::ClientId>,
+    pub(crate) address: Option<crate::safety::limits::ClientId>,
     /// Where requests to the client are matched with their answers.
     pub(crate) peer: Arc<Peer>,
     /// The request's stream (stdio, or an SSE reply): its notifications and the server's

@@ -273,10 +273,9 @@ async fn tolerated_header_forms() {
         ("Mcp-Name in base64", |h| {
             set_header(h, "mcp-name", Some("=?base64?aGVhZGVycw==?="))
         }),
-        (
-            "an integer header written as a decimal",
-            |h| set_header(h, "mcp-param-priority", Some("42.0")),
-        ),
+        ("an integer header written as a decimal", |h| {
+            set_header(h, "mcp-param-priority", Some("42.0"))
+        }),
         ("an integer header in exponent form", |h| {
             set_header(h, "mcp-param-priority", Some("4.2e1"))
         }),

@@ -13,21 +13,21 @@ use toolwire_protocol::{
     ResultType,
 };
 
-use crate::catalog::{Catalog, insufficient_scope, permits};
-use crate::context::RequestContext;
-use crate::cursor::ListKind;
 use crate::error::{Error, Result};
-use crate::handler::{contained, panicked};
-use crate::outcome::Final;
-use crate::prompt::{Prompt, PromptArgs, RegisteredPrompt};
-use crate::resource::{
+use crate::request::context::RequestContext;
+use crate::request::cursor::ListKind;
+use crate::request::outcome::Final;
+use crate::request::route::{Complete, GetPrompt, ReadResource, Route};
+use crate::safety::deadline::{contained, panicked};
+use crate::server::{Change, Server};
+use crate::state::request_state::Binding;
+use crate::tools::catalog::{Catalog, insufficient_scope, permits};
+use crate::tools::prompt::{Prompt, PromptArgs, RegisteredPrompt};
+use crate::tools::resource::{
     Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
     UriTemplate,
 };
-use crate::route::{Complete, GetPrompt, ReadResource, Route};
-use crate::server::{Change, Server};
-use crate::state::Binding;
-use crate::tool::ToolError;
+use crate::tools::tool::ToolError;
 
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;

@@ -12,8 +12,8 @@ use toolwire_protocol::{
     Resource as ResourceDefinition, ResourceContents, ResourceTemplate as TemplateDefinition,
 };
 
-use crate::catalog::Entry;
-use crate::prompt::Completer;
+use crate::tools::catalog::Entry;
+use crate::tools::prompt::Completer;
 use crate::{RequestContext, ToolError};
 
 /// What a resource reader may return: one contents or several (never none, R-04).

@@ -180,7 +180,7 @@ pub struct Tool {
     /// OAuth scopes a caller needs to see and call the tool (HTTP with OAuth only).
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, instead of the server's.
-    pub(crate) output_guard: Option<crate::output::OutputGuard>,
+    pub(crate) output_guard: Option<crate::safety::output::OutputGuard>,
     /// Its own time limit, instead of the server's.
     pub(crate) timeout: Option<Timeout>,
     /// Its own rate limit per caller, instead of the server's.
@@ -202,7 +202,7 @@ pub struct HandleRetention {
 /// How often a caller may call a tool.
 #[derive(Debug, Clone)]
 pub(crate) enum Limit {
-    To(crate::limits::RateLimit),
+    To(crate::safety::limits::RateLimit),
     /// No limit, for the stated reason.
     Unlimited(String),
 }
@@ -347,7 +347,7 @@ impl Tool {
     }
 
     /// Sanitizes this tool's results with `guard` instead of the server's (T-15).
-    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+    pub fn output_guard(mut self, guard: crate::safety::output::OutputGuard) -> Self {
         self.output_guard = Some(guard);
         self
     }
@@ -391,7 +391,7 @@ impl Tool {
     /// Says that this tool hands out `store`'s handles: the retention sentence ("Note handles
     /// stay valid for 30 minutes after their last use and for 1 day at most; …") is appended to
     /// the description the model reads, and the lifetimes are listed in the definition's
-    /// `_meta` ([`crate::handles::HANDLES_META_KEY`]) (T-21).
+    /// `_meta` ([`crate::state::handles::HANDLES_META_KEY`]) (T-21).
     pub fn creates_handles(mut self, handles: impl Into<HandleRetention>) -> Self {
         self.handles.push(handles.into());
         self
@@ -401,7 +401,7 @@ impl Tool {
     /// (logged when the tool is registered): for a tool whose output is already safe or must
     /// stay byte-exact.
     pub fn raw_output(self, reason: impl Into<String>) -> Self {
-        self.output_guard(crate::output::OutputGuard::off(reason))
+        self.output_guard(crate::safety::output::OutputGuard::off(reason))
     }
 
     /// Lets the tool run as a task (tasks extension): a call that does not finish on its first

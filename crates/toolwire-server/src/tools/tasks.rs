@@ -4,7 +4,7 @@
 //! its input requests (the handler then runs again with the answers, as in MRTR), and
 //! `tasks/cancel` stops it. Records live in a pluggable [`TaskStore`].
 
-use crate::catalog::{insufficient_scope, permits};
+use crate::tools::catalog::{insufficient_scope, permits};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,14 +15,14 @@ use toolwire_protocol::{
     RequestId, ResultType, TASKS_EXTENSION, TaskInfo, TaskStatus, iso8601,
 };
 
-use crate::context::RequestContext;
-use crate::handler::{contained, internal_failure, with_deadline};
-use crate::mrtr::{InputRequired, Round};
-use crate::outcome::Final;
+use crate::request::context::RequestContext;
+use crate::request::mrtr::{InputRequired, Round};
+use crate::request::outcome::Final;
+use crate::safety::deadline::{contained, internal_failure, with_deadline};
 use crate::server::Server;
-use crate::tool::ToolError;
+use crate::tools::tool::ToolError;
 
-use crate::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
+use crate::state::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
 
 impl Server {
     /// Makes the audit events recorded so far durable (see [`crate::AuditSink::flush`]): call

@@ -16,11 +16,11 @@ use toolwire_protocol::{
     NotificationMeta, RequestId, ResourceUpdatedParams, ResultMeta, ResultType, SubscriptionFilter,
 };
 
-use crate::catalog::permits;
-use crate::context::RequestContext;
-use crate::dispatch::Final;
-use crate::offers::covers;
+use crate::request::context::RequestContext;
+use crate::request::dispatch::Final;
 use crate::server::{Change, Server};
+use crate::tools::catalog::permits;
+use crate::tools::offers::covers;
 
 /// One message of a subscription stream; the closing result is `last`.
 pub(crate) struct ListenMessage {

@@ -14,9 +14,9 @@ use toolwire_protocol::{
     RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo,
 };
 
-use crate::expiry::ExpiringMap;
-use crate::registry::RegisteredTool;
-use crate::tool::ToolError;
+use crate::state::expiry::ExpiringMap;
+use crate::tools::registry::RegisteredTool;
+use crate::tools::tool::ToolError;
 
 /// A task as stored: its public view and what `tasks/get` reports by status.
 #[derive(Debug, Clone, PartialEq)]

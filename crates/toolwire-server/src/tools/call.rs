@@ -12,19 +12,19 @@ use toolwire_protocol::{
     ResultMeta, ResultType, TASKS_EXTENSION, iso8601,
 };
 
-use crate::audit::{self, AuditOutcome};
-use crate::catalog::{insufficient_scope, permits};
-use crate::context::RequestContext;
-use crate::handler::{contained, internal_failure, is_timed_out, with_deadline};
-use crate::limits::{CallerBucket, is_limited, limited_result};
-use crate::mrtr::{InputRequired, Round};
-use crate::outcome::{Final, Outcome};
-use crate::registry::RegisteredTool;
-use crate::route::{CallTool, RoundParams};
+use crate::request::context::RequestContext;
+use crate::request::mrtr::{InputRequired, Round};
+use crate::request::outcome::{Final, Outcome};
+use crate::request::route::{CallTool, RoundParams};
+use crate::safety::audit::{self, AuditOutcome};
+use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
+use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
-use crate::state::{Binding, StateError};
-use crate::task_store::{Rerun, tasks_capability};
-use crate::tool::{TaskSupport, ToolError};
+use crate::state::request_state::{Binding, StateError};
+use crate::state::task_store::{Rerun, tasks_capability};
+use crate::tools::catalog::{insufficient_scope, permits};
+use crate::tools::registry::RegisteredTool;
+use crate::tools::tool::{TaskSupport, ToolError};
 
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
@@ -415,7 +415,7 @@ impl Server {
 mod tests {
     use serde_json::json;
 
-    use crate::state::DIGESTS;
+    use crate::state::request_state::DIGESTS;
     use crate::{InputRequired, RequestContext, Server, Tool, ToolError};
 
     fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {

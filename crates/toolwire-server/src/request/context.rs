@@ -94,14 +94,14 @@ struct Inner {
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
     /// The answers and state of the previous round (MRTR), set once before the handler runs.
-    round: std::sync::OnceLock<crate::mrtr::Round>,
+    round: std::sync::OnceLock<crate::request::mrtr::Round>,
     /// Who is calling, as established by the transport (authentication); binds request state.
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
-    address: Option<crate::limits::ClientId>,
+    address: Option<crate::safety::limits::ClientId>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -155,7 +155,7 @@ impl RequestContext {
     }
 
     /// Sets the client; only on a context nobody else holds yet.
-    pub(crate) fn with_address(mut self, address: Option<crate::limits::ClientId>) -> Self {
+    pub(crate) fn with_address(mut self, address: Option<crate::safety::limits::ClientId>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.address = address;
         }
@@ -174,7 +174,7 @@ impl RequestContext {
     }
 
     /// The client as rate limits count it.
-    pub(crate) fn client(&self) -> Option<&crate::limits::ClientId> {
+    pub(crate) fn client(&self) -> Option<&crate::safety::limits::ClientId> {
         self.inner.address.as_ref()
     }
 
@@ -201,11 +201,11 @@ impl RequestContext {
         self.inner.scopes.as_deref()
     }
 
-    pub(crate) fn round(&self) -> Option<&crate::mrtr::Round> {
+    pub(crate) fn round(&self) -> Option<&crate::request::mrtr::Round> {
         self.inner.round.get()
     }
 
-    pub(crate) fn set_round(&self, round: crate::mrtr::Round) {
+    pub(crate) fn set_round(&self, round: crate::request::mrtr::Round) {
         let _ = self.inner.round.set(round);
     }
 

@@ -8,11 +8,11 @@ use std::time::Duration;
 use serde_json::value::RawValue;
 use toolwire_protocol::headers::{self, HeaderParam};
 
-use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
-use crate::handles::HANDLES_META_KEY;
-use crate::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
-use crate::tool::{Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
+use crate::safety::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
+use crate::state::handles::HANDLES_META_KEY;
+use crate::tools::catalog::{Catalog, Entry, Snapshot};
+use crate::tools::tool::{Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
@@ -29,7 +29,7 @@ pub(crate) struct RegisteredTool {
     /// OAuth scopes needed to see and call it.
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, if it has one (else the server's).
-    pub(crate) guard: Option<Arc<crate::output::CompiledGuard>>,
+    pub(crate) guard: Option<Arc<crate::safety::output::CompiledGuard>>,
     /// How long its handler may run per call (or per task step).
     pub(crate) timeout: Option<Duration>,
     /// SHA-256 (hex) of `listed`, for audit events.
@@ -282,7 +282,7 @@ fn prepare(
         .collect();
     let definition_sha256 = {
         use sha2::Digest as _;
-        crate::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
+        crate::safety::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
     };
     Ok(RegisteredTool {
         name,

@@ -12,7 +12,7 @@ use toolwire_protocol::{
     Role,
 };
 
-use crate::catalog::Entry;
+use crate::tools::catalog::Entry;
 use crate::{RequestContext, ToolError};
 
 /// The string arguments of a `prompts/get`.

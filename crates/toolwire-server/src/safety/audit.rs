@@ -311,7 +311,7 @@ impl Pending {
                 tool: tool.to_owned(),
                 definition_sha256,
                 arguments_sha256: digest,
-                arguments_preview: crate::output::preview(&canonical, PREVIEW_BYTES),
+                arguments_preview: crate::safety::output::preview(&canonical, PREVIEW_BYTES),
                 outcome: AuditOutcome::Complete,
                 error_code: None,
                 latency_us: 0,

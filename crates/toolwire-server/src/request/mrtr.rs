@@ -281,7 +281,7 @@ fn malformed(key: &str, why: &str) -> ToolError {
 
 /// The flat form schema of `T` (J-10), or why `T` is not flat.
 fn form_schema<T: JsonSchema>() -> Result<RequestedSchema, String> {
-    let schema = crate::tool::schema_object::<T>();
+    let schema = crate::tools::tool::schema_object::<T>();
     let mut properties = BTreeMap::new();
     let props = schema
         .get("properties")

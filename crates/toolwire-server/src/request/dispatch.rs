@@ -13,13 +13,13 @@ use toolwire_protocol::{
     ErrorObject, MessageKind, RawMessage, RequestId, RequestMeta, ResultMeta, ResultType,
 };
 
-use crate::catalog::{Entry, Snapshot, permits};
-use crate::context::{Outbound, RequestContext};
-use crate::cursor::ListKind;
-pub(crate) use crate::outcome::Final;
-use crate::route::SUPPORTED_VERSIONS;
-use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::request::context::{Outbound, RequestContext};
+use crate::request::cursor::ListKind;
+pub(crate) use crate::request::outcome::Final;
+use crate::request::route::SUPPORTED_VERSIONS;
+use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
+use crate::tools::catalog::{Entry, Snapshot, permits};
 
 /// A list result page, its items spliced from their pre-serialized definitions.
 struct ListPage<'a, T> {

@@ -8,7 +8,7 @@
 //! associated data. Keys live in a ring: the newest seals, all open, so rotation never breaks a
 //! round in flight.
 
-use crate::expiry::ExpiringMap;
+use crate::state::expiry::ExpiringMap;
 use std::sync::Mutex;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
