@@ -37,7 +37,6 @@
 
 #![warn(missing_docs)]
 
-mod builder;
 mod clock;
 mod error;
 #[cfg(feature = "fuzzing")]
@@ -53,7 +52,6 @@ mod state;
 pub mod stdio;
 mod tools;
 
-pub use builder::ServerBuilder;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use request::context::RequestContext;
@@ -66,6 +64,7 @@ pub use safety::limits::{
 pub use safety::output::{
     DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
 };
+pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
 pub use state::handles;
 pub use state::handles::{HandleError, HandleStore};

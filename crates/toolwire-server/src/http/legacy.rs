@@ -223,7 +223,7 @@ async fn session_of(
     caller: &Caller,
 ) -> Option<SessionRecord> {
     let session_id = session_id.to_str().ok()?;
-    let now = state.server.inner.clock.now_ms();
+    let now = state.server.clock().now_ms();
     let Some(record) = sessions.store.touch(session_id, now).await else {
         sessions.forget(session_id);
         return None;
@@ -285,7 +285,7 @@ async fn initialize(
         principal,
     );
     let session_id = record.id.clone();
-    let now = state.server.inner.clock.now_ms();
+    let now = state.server.clock().now_ms();
     match sessions.store.create(record, now).await {
         Ok(()) => {}
         Err(e @ SessionStoreError::Full(_)) => {
@@ -344,7 +344,7 @@ async fn request(
 ) -> Response {
     let method = raw.method.as_deref().unwrap_or_default();
     let server = &state.server;
-    let now = server.inner.clock.now_ms();
+    let now = server.clock().now_ms();
     let step = match server.legacy_step(method, raw.params) {
         Ok(step) => step,
         Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
@@ -515,7 +515,7 @@ fn session_stream(
     }
     async_stream::stream! {
         let close = Close(live);
-        let mut changes = server.inner.changes.subscribe();
+        let mut changes = server.subscribe_changes();
         let mut touch = tokio::time::interval(touch_every);
         touch.tick().await;
         let shutdown = server.shutdown_token();
@@ -524,14 +524,14 @@ fn session_stream(
                 _ = close.0.ended.cancelled() => break,
                 _ = shutdown.cancelled() => break,
                 _ = touch.tick() => {
-                    if store.touch(&session_id, server.inner.clock.now_ms()).await.is_none() {
+                    if store.touch(&session_id, server.clock().now_ms()).await.is_none() {
                         break;
                     }
                     continue;
                 }
                 change = changes.recv() => change,
             };
-            let Some(record) = store.touch(&session_id, server.inner.clock.now_ms()).await else {
+            let Some(record) = store.touch(&session_id, server.clock().now_ms()).await else {
                 break;
             };
             for json in notifications_for(&server, &change, &record.subscriptions) {

@@ -282,7 +282,7 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
-    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
+    let address = match state.admission.admit(&parts, &*state.server.clock()) {
         Ok(address) => address,
         Err(turned) => return turned.into_response(),
     };
@@ -304,7 +304,7 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
         return legacy::method_not_allowed();
     };
     let (parts, _) = request.into_parts();
-    if let Err(turned) = state.admission.admit(&parts, &*state.server.inner.clock) {
+    if let Err(turned) = state.admission.admit(&parts, &*state.server.clock()) {
         return turned.into_response();
     }
     if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
@@ -319,7 +319,7 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // A flood is turned away before anything else is looked at (T-15).
-    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
+    let address = match state.admission.admit(&parts, &*state.server.clock()) {
         Ok(address) => address,
         Err(turned) => return turned.into_response(),
     };
@@ -347,7 +347,7 @@ async fn admit_and_run(
     };
     checks::content_type(headers)?;
     let accept = checks::Accept::parse(headers)?;
-    let config = &state.server.inner.config;
+    let config = state.server.config();
     // The deadline is only armed if the body is not all there yet (`timeout` polls it first).
     let body = tokio::time::timeout(
         state.config.body_timeout,
@@ -517,7 +517,7 @@ fn check_route(
         checks::name_header(headers, expected).map_err(refuse)?;
     }
     if let Route::CallTool(call) = route {
-        if let Some(tool) = server.inner.registry.snapshot().get(&call.name) {
+        if let Some(tool) = server.registry().snapshot().get(&call.name) {
             checks::param_headers(headers, &tool.header_params, &call.arguments).map_err(refuse)?;
         }
     }

@@ -54,7 +54,7 @@ pub(super) async fn run(
     }
     // Only progress and logs travel before the response; a request that can have neither gets
     // a plain reply without a channel (the common, fast case).
-    let logging = state.server.inner.config.logging;
+    let logging = state.server.config().logging;
     let may_stream =
         accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
     if may_stream {
@@ -81,7 +81,7 @@ async fn run_plain(
         cancel.clone(),
         server.shutdown_token(),
         None,
-        server.inner.config.logging,
+        server.config().logging,
     )
     .with_principal(caller.principal)
     .with_scopes(caller.scopes)
@@ -115,7 +115,7 @@ async fn run_streaming(
     let server = state.server.clone();
     let cancel = CancellationToken::new();
     let (tx, rx) = mpsc::channel::<Frame>(64);
-    let logging = server.inner.config.logging;
+    let logging = server.config().logging;
     let outbound = Some(Outbound::new(tx.clone()));
     let ctx = RequestContext::new(
         id.clone(),

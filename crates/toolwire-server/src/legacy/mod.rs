@@ -125,7 +125,7 @@ impl Server {
     /// Whether this server answers legacy clients (the default; see
     /// [`crate::ServerBuilder::modern_only`]).
     pub(crate) fn serves_legacy(&self) -> bool {
-        self.inner.config.legacy
+        self.config().legacy
     }
 
     /// Reads a legacy request: -32601 for a method this session cannot use (including
@@ -136,11 +136,11 @@ impl Server {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<LegacyStep, ErrorObject> {
-        let offers = self.inner.offers;
+        let offers = self.offers();
         match method {
             METHOD_INITIALIZE => Ok(LegacyStep::Initialize),
             METHOD_PING => Ok(LegacyStep::Ping),
-            METHOD_SET_LEVEL if self.inner.config.logging => Ok(LegacyStep::SetLevel(
+            METHOD_SET_LEVEL if self.config().logging => Ok(LegacyStep::SetLevel(
                 parse::<SetLevelParams>(method, params)?.level,
             )),
             METHOD_SUBSCRIBE if offers.resources => Ok(LegacyStep::Subscribe(
@@ -162,8 +162,8 @@ impl Server {
         InitializeResult {
             protocol_version: negotiate_legacy_version(&params.protocol_version).to_owned(),
             capabilities,
-            server_info: self.inner.info.clone(),
-            instructions: self.inner.instructions.clone(),
+            server_info: self.info().clone(),
+            instructions: self.instructions().map(str::to_owned),
             extra: JsonObject::new(),
         }
     }
@@ -200,7 +200,7 @@ impl Server {
                 call.cancel.clone(),
                 call.closing.clone(),
                 call.outbound.clone(),
-                self.inner.config.logging,
+                self.config().logging,
             )
             .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone())
@@ -247,7 +247,7 @@ impl Server {
             ));
         };
         // An answer that comes later than the sealed state lives would be refused anyway.
-        let timeout = Duration::from_millis(self.inner.request_state.ttl_ms);
+        let timeout = Duration::from_millis(self.request_state().ttl_ms);
         let mut answers = JsonObject::new();
         for (key, request) in requests {
             let method = request

@@ -17,7 +17,7 @@ pub(crate) fn notifications_for(
     change: &Result<Change, RecvError>,
     subscriptions: &BTreeSet<String>,
 ) -> Vec<String> {
-    let offers = server.inner.offers;
+    let offers = server.offers();
     let follows = SubscriptionFilter {
         tools_list_changed: Some(true),
         prompts_list_changed: offers.prompts.then_some(true),

@@ -222,13 +222,9 @@ impl Server {
         Ok((meta, route))
     }
 
-    /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
-    /// would be written: the request's notifications and then its response. A notification
-    /// yields nothing; `subscriptions/listen` runs until the server shuts down.
-    ///
-    /// Handy for tests, benchmarks and embedding Toolwire behind a transport of your own.
-    pub async fn handle_message(&self, message: &[u8]) -> Vec<String> {
-        let max_depth = self.inner.config.max_json_depth;
+    /// [`Server::handle_message`]: one message in memory, what would be written out.
+    pub(crate) async fn handle_in_memory(&self, message: &[u8]) -> Vec<String> {
+        let max_depth = self.config().max_json_depth;
         let raw = match read_frame(message, max_depth) {
             Ok(raw) => raw,
             Err(e) => return vec![Final::error(e.id.as_ref(), &e.error).json],
@@ -259,7 +255,7 @@ impl Server {
             cancel,
             self.shutdown_token(),
             Some(Outbound::new(tx)),
-            self.inner.config.logging,
+            self.config().logging,
         );
         let finisher = ctx.clone();
         let mut work = std::pin::pin!(self.run(&id, route, ctx));
@@ -291,11 +287,6 @@ impl Server {
         }
     }
 
-    /// The `_meta` every result carries.
-    pub(crate) fn result_meta(&self) -> Option<ResultMeta> {
-        self.inner.result_meta.clone()
-    }
-
     /// Runs a call to its final message; `None` when the request ended without one (a listen
     /// stream the client cancelled).
     pub(crate) async fn run(
@@ -305,10 +296,10 @@ impl Server {
         ctx: RequestContext,
     ) -> Option<Final> {
         match call {
-            Route::Discover => Some(Final::result(id, &*self.inner.discover)),
+            Route::Discover => Some(Final::result(id, &*self.discover())),
             Route::ListTools { cursor } => Some(self.list_page(
                 id,
-                &self.inner.registry.snapshot(),
+                &self.registry().snapshot(),
                 cursor.as_deref(),
                 ListKind::Tools,
                 "tools",
@@ -357,7 +348,7 @@ impl Server {
                 self.list_page_in(id, &visible, cursor, kind, field, scope)
             }
             _ => {
-                let scope = self.inner.config.cache_scope;
+                let scope = self.config().cache_scope;
                 self.list_page_in(id, snapshot, cursor, kind, field, scope)
             }
         }
@@ -373,8 +364,8 @@ impl Server {
         field: &'static str,
         cache_scope: toolwire_protocol::CacheScope,
     ) -> Final {
-        let inner = &self.inner;
-        match snapshot.page(cursor, kind, inner.config.page_size, &inner.cursors) {
+        let config = self.config();
+        match snapshot.page(cursor, kind, config.page_size, self.cursors()) {
             Err(error) => Final::error(Some(id), &error),
             Ok((items, next_cursor)) => Final::result(
                 id,
@@ -382,9 +373,9 @@ impl Server {
                     field,
                     items,
                     next_cursor,
-                    ttl_ms: inner.config.list_ttl_ms,
+                    ttl_ms: config.list_ttl_ms,
                     cache_scope,
-                    meta: inner.result_meta.as_ref(),
+                    meta: self.result_meta(),
                 },
             ),
         }

@@ -37,7 +37,7 @@ impl Server {
         filter: &SubscriptionFilter,
         granted: Option<&[String]>,
     ) -> SubscriptionFilter {
-        let offers = self.inner.offers;
+        let offers = self.offers();
         let readable = |uri: &String| permits(granted, &self.resource_scopes(uri));
         let asked =
             |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
@@ -71,8 +71,8 @@ impl Server {
     ) -> impl Stream<Item = ListenMessage> + Send + 'static {
         let honoured = self.honoured(filter, granted);
         // Subscribe before acknowledging so no change between the two is missed.
-        let mut changes = self.inner.changes.subscribe();
-        let result_meta = self.result_meta();
+        let mut changes = self.subscribe_changes();
+        let result_meta = self.result_meta().cloned();
         async_stream::stream! {
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };

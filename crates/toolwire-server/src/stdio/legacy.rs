@@ -159,7 +159,7 @@ async fn notify_changes(
     tx: Outbound,
     closing: CancellationToken,
 ) {
-    let mut changes = server.inner.changes.subscribe();
+    let mut changes = server.subscribe_changes();
     loop {
         let change = tokio::select! {
             _ = closing.cancelled() => return,

@@ -175,7 +175,7 @@ where
         legacy: None,
         caller: config,
     };
-    let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
+    let mut lines = LineReader::new(reader, connection.server.config().max_message_bytes);
     loop {
         if connection.tasks.len() >= MAX_IN_FLIGHT {
             // Backpressure: no more requests until one finishes.
@@ -191,7 +191,7 @@ where
         match line {
             Ok(Some(Line::Message(bytes))) => connection.handle(&bytes).await,
             Ok(Some(Line::TooLong)) => {
-                let max = connection.server.inner.config.max_message_bytes;
+                let max = connection.server.config().max_message_bytes;
                 let error = ErrorObject::invalid_request(format!("message exceeds {max} bytes"));
                 connection.send_error(None, &error).await;
             }
@@ -230,7 +230,7 @@ struct Connection {
 
 impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
-        let raw = match read_message(bytes, self.server.inner.config.max_json_depth) {
+        let raw = match read_message(bytes, self.server.config().max_json_depth) {
             Ok(Message::Raw(raw)) => raw,
             Ok(Message::Call(call)) => {
                 let CallFrame { id, meta, route } = *call;
@@ -311,7 +311,7 @@ impl Connection {
             cancel.clone(),
             self.closing.clone(),
             Some(self.tx.clone()),
-            self.server.inner.config.logging,
+            self.server.config().logging,
         )
         .with_principal(self.caller.principal.clone())
         .with_scopes(self.caller.scopes.clone());

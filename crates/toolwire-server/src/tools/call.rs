@@ -39,7 +39,7 @@ impl Server {
             arguments,
             round,
         } = call;
-        let Some(tool) = self.inner.registry.snapshot().get(&name).cloned() else {
+        let Some(tool) = self.registry().snapshot().get(&name).cloned() else {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
         // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
@@ -137,7 +137,7 @@ impl Server {
         tool: &Arc<RegisteredTool>,
         ctx: &RequestContext,
     ) -> (RequestContext, Rerun, CancellationToken) {
-        let cancel = self.inner.shutdown.child_token();
+        let cancel = self.shutdown_token().child_token();
         let rerun = Rerun {
             tool: tool.clone(),
             arguments: Value::Null,
@@ -189,7 +189,7 @@ impl Server {
         ctx: RequestContext,
     ) -> Final {
         use tracing::Instrument as _;
-        let sink = self.inner.audit.as_ref();
+        let sink = self.audit();
         let Some(pending) = audit::wanted(sink).then(|| self.audit_start(id, &call, &ctx)) else {
             return self.call_final(id, self.call_tool(call, ctx).await);
         };
@@ -226,14 +226,13 @@ impl Server {
     /// What the audit event of a call knows before it runs.
     fn audit_start(&self, id: &RequestId, call: &CallTool, ctx: &RequestContext) -> audit::Pending {
         let definition = self
-            .inner
-            .registry
+            .registry()
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = ctx.meta().extra.get("traceparent").and_then(Value::as_str);
         audit::Pending::start(
-            iso8601(self.inner.clock.now_ms()),
+            iso8601(self.clock().now_ms()),
             id.to_string(),
             ctx.principal(),
             &call.name,
@@ -252,19 +251,18 @@ impl Server {
         meta: Option<&RequestMeta>,
         code: i64,
     ) {
-        let sink = self.inner.audit.as_ref();
+        let sink = self.audit();
         if !audit::wanted(sink) {
             return;
         }
         let definition = self
-            .inner
-            .registry
+            .registry()
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = meta.and_then(|m| m.extra.get("traceparent")?.as_str());
         let pending = audit::Pending::start(
-            iso8601(self.inner.clock.now_ms()),
+            iso8601(self.clock().now_ms()),
             id.to_string(),
             principal,
             &call.name,
@@ -281,7 +279,7 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> CallToolResult {
-        let guard = tool.guard.as_ref().unwrap_or(&self.inner.output_guard);
+        let guard = tool.guard.as_ref().unwrap_or(self.output_guard());
         guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
         result
     }
@@ -293,15 +291,13 @@ impl Server {
             uri.split_once(':')
                 .is_some_and(|(s, _)| s.eq_ignore_ascii_case(scheme))
         };
-        self.inner
-            .resources
+        self.resources()
             .snapshot()
             .items
             .iter()
             .any(|r| of(&r.resource.definition.uri))
             || self
-                .inner
-                .templates
+                .templates()
                 .snapshot()
                 .items
                 .iter()
@@ -316,11 +312,11 @@ impl Server {
         round: RoundParams,
         ctx: &RequestContext,
     ) -> Result<(), ErrorObject> {
-        let config = &self.inner.request_state;
+        let config = self.request_state();
         let state = match round.request_state {
             None => None,
             Some(token) => {
-                let now = self.inner.clock.now_ms();
+                let now = self.clock().now_ms();
                 let opened = config
                     .keys
                     .open(&token, &bind(), now)
@@ -364,16 +360,16 @@ impl Server {
         if let Some(missing) = input.missing_capabilities(declared) {
             return Err(ErrorObject::missing_capability(&missing));
         }
-        let config = &self.inner.request_state;
+        let config = self.request_state();
         let request_state = input.state.map(|state| {
-            let expires = self.inner.clock.now_ms().saturating_add(config.ttl_ms);
+            let expires = self.clock().now_ms().saturating_add(config.ttl_ms);
             config.keys.seal(&bind(), Some(state), expires)
         });
         Ok(Some(InputRequiredResult {
             result_type: ResultType::InputRequired,
             input_requests: (!input.requests.is_empty()).then_some(input.requests),
             request_state,
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         }))
     }
 
@@ -393,11 +389,11 @@ impl Server {
     /// The response to a call, with serverInfo in the result's `_meta` (B-18). A result without
     /// `_meta` gets the pre-serialized one spliced in; one the handler gave `_meta` is merged.
     pub(crate) fn call_result(&self, id: &RequestId, result: &CallToolResult) -> Final {
-        let Some(server_meta) = &self.inner.result_meta else {
+        let Some(server_meta) = self.result_meta() else {
             return Final::result(id, result);
         };
         match &result.meta {
-            None => Final::result_with_meta(id, result, &self.inner.result_meta_json),
+            None => Final::result_with_meta(id, result, self.result_meta_json()),
             Some(meta) if meta.server_info.is_some() => Final::result(id, result),
             Some(meta) => {
                 let mut merged = result.clone();

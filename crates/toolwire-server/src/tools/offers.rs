@@ -21,7 +21,7 @@ use crate::request::route::{Complete, GetPrompt, ReadResource, Route};
 use crate::safety::deadline::{contained, panicked};
 use crate::server::{Change, Server};
 use crate::state::request_state::Binding;
-use crate::tools::catalog::{Catalog, insufficient_scope, permits};
+use crate::tools::catalog::{Catalog, Entry, insufficient_scope, permits};
 use crate::tools::prompt::{Prompt, PromptArgs, RegisteredPrompt};
 use crate::tools::resource::{
     Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
@@ -32,41 +32,61 @@ use crate::tools::tool::ToolError;
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;
 
-pub(crate) fn add_prompts(catalog: &Catalog<RegisteredPrompt>, prompts: Vec<Prompt>) -> Result<()> {
-    let mut entries = Vec::with_capacity(prompts.len());
-    for prompt in prompts {
-        entries.push(Arc::new(
-            RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?,
-        ));
-    }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "prompt",
-        key,
-    })
+/// Which capability registering a prompt, resource or template needs.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Offer {
+    Prompts,
+    Resources,
 }
 
-pub(crate) fn add_resources(
-    catalog: &Catalog<RegisteredResource>,
-    resources: Vec<Resource>,
-) -> Result<()> {
-    let mut entries = Vec::with_capacity(resources.len());
-    for resource in resources {
+/// A prompt, resource or template as registered: what it is made from, how it is checked on the
+/// way in, and what its registration and removal tell listen streams. One shape for the three,
+/// so that adding and removing them is written once.
+pub(crate) trait Offered: Entry + Sized {
+    /// What the server author registers.
+    type Value;
+    /// Its kind, as errors name it.
+    const KIND: &'static str;
+    /// The capability it needs.
+    const OFFER: Offer;
+    /// What listen streams are told when the set changes.
+    const CHANGE: Change;
+
+    /// Checks and prepares one value for its catalog.
+    fn register(value: Self::Value) -> Result<Self>;
+}
+
+impl Offered for RegisteredPrompt {
+    type Value = Prompt;
+    const KIND: &'static str = "prompt";
+    const OFFER: Offer = Offer::Prompts;
+    const CHANGE: Change = Change::Prompts;
+
+    fn register(prompt: Prompt) -> Result<Self> {
+        Ok(RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?)
+    }
+}
+
+impl Offered for RegisteredResource {
+    type Value = Resource;
+    const KIND: &'static str = "resource";
+    const OFFER: Offer = Offer::Resources;
+    const CHANGE: Change = Change::Resources;
+
+    fn register(resource: Resource) -> Result<Self> {
         let listed =
             serde_json::value::to_raw_value(&resource.definition).map_err(std::io::Error::other)?;
-        entries.push(Arc::new(RegisteredResource { resource, listed }));
+        Ok(RegisteredResource { resource, listed })
     }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "resource",
-        key,
-    })
 }
 
-pub(crate) fn add_templates(
-    catalog: &Catalog<RegisteredTemplate>,
-    templates: Vec<ResourceTemplate>,
-) -> Result<()> {
-    let mut entries = Vec::with_capacity(templates.len());
-    for template in templates {
+impl Offered for RegisteredTemplate {
+    type Value = ResourceTemplate;
+    const KIND: &'static str = "resource template";
+    const OFFER: Offer = Offer::Resources;
+    const CHANGE: Change = Change::Resources;
+
+    fn register(template: ResourceTemplate) -> Result<Self> {
         let uri_template = &template.definition.uri_template;
         let parsed = UriTemplate::parse(uri_template).map_err(|reason| Error::InvalidTemplate {
             template: uri_template.clone(),
@@ -74,109 +94,26 @@ pub(crate) fn add_templates(
         })?;
         let listed =
             serde_json::value::to_raw_value(&template.definition).map_err(std::io::Error::other)?;
-        entries.push(Arc::new(RegisteredTemplate {
+        Ok(RegisteredTemplate {
             template,
             parsed,
             listed,
-        }));
+        })
     }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "resource template",
-        key,
-    })
+}
+
+/// Registers several prompts, resources or templates: all or none.
+pub(crate) fn register_all<E: Offered>(catalog: &Catalog<E>, values: Vec<E::Value>) -> Result<()> {
+    let entries = values
+        .into_iter()
+        .map(|value| E::register(value).map(Arc::new))
+        .collect::<Result<Vec<_>>>()?;
+    catalog
+        .add_all(entries)
+        .map_err(|key| Error::Duplicate { kind: E::KIND, key })
 }
 
 impl Server {
-    fn offers(&self, prompts: bool) -> Result<()> {
-        let offers = self.inner.offers;
-        match (prompts, offers.prompts, offers.resources) {
-            (true, false, _) => Err(Error::NotOffered("prompts")),
-            (false, _, false) => Err(Error::NotOffered("resources")),
-            _ => Ok(()),
-        }
-    }
-
-    fn changed(&self, change: Change) {
-        let _ = self.inner.changes.send(change);
-    }
-
-    /// Registers a prompt at runtime; listen streams that asked are told (promptsListChanged).
-    pub fn add_prompt(&self, prompt: Prompt) -> Result<()> {
-        self.offers(true)?;
-        add_prompts(&self.inner.prompts, vec![prompt])?;
-        self.changed(Change::Prompts);
-        Ok(())
-    }
-
-    /// Removes a prompt at runtime.
-    pub fn remove_prompt(&self, name: &str) -> Result<()> {
-        if !self.inner.prompts.remove(name) {
-            return Err(Error::Unknown {
-                kind: "prompt",
-                key: name.to_owned(),
-            });
-        }
-        self.changed(Change::Prompts);
-        Ok(())
-    }
-
-    /// The registered prompt names in listing order.
-    pub fn prompt_names(&self) -> Vec<String> {
-        self.inner
-            .prompts
-            .snapshot()
-            .items
-            .iter()
-            .map(|p| p.prompt.definition.name.clone())
-            .collect()
-    }
-
-    /// Registers a resource at runtime; listen streams that asked are told (resourcesListChanged).
-    pub fn add_resource(&self, resource: Resource) -> Result<()> {
-        self.offers(false)?;
-        add_resources(&self.inner.resources, vec![resource])?;
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Removes a resource at runtime.
-    pub fn remove_resource(&self, uri: &str) -> Result<()> {
-        if !self.inner.resources.remove(uri) {
-            return Err(Error::Unknown {
-                kind: "resource",
-                key: uri.to_owned(),
-            });
-        }
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Registers a resource template at runtime.
-    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<()> {
-        self.offers(false)?;
-        add_templates(&self.inner.templates, vec![template])?;
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Removes a resource template at runtime.
-    pub fn remove_resource_template(&self, uri_template: &str) -> Result<()> {
-        if !self.inner.templates.remove(uri_template) {
-            return Err(Error::Unknown {
-                kind: "resource template",
-                key: uri_template.to_owned(),
-            });
-        }
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Tells listen streams subscribed to `uri` (or to a resource it is under) that its
-    /// contents changed (`notifications/resources/updated`, R-08).
-    pub fn notify_resource_updated(&self, uri: &str) {
-        self.changed(Change::ResourceUpdated(uri.into()));
-    }
-
     fn not_offered(method: &str) -> ErrorObject {
         ErrorObject::method_not_found(method)
             .with_data(json!({"reason": "capability not offered by this server"}))
@@ -188,12 +125,12 @@ impl Server {
         cursor: Option<&str>,
         granted: Option<&[String]>,
     ) -> Final {
-        if !self.inner.offers.prompts {
+        if !self.offers().prompts {
             return Final::error(Some(id), &Self::not_offered("prompts/list"));
         }
         self.list_page(
             id,
-            &self.inner.prompts.snapshot(),
+            &self.prompts().snapshot(),
             cursor,
             ListKind::Prompts,
             "prompts",
@@ -207,12 +144,12 @@ impl Server {
         cursor: Option<&str>,
         granted: Option<&[String]>,
     ) -> Final {
-        if !self.inner.offers.resources {
+        if !self.offers().resources {
             return Final::error(Some(id), &Self::not_offered("resources/list"));
         }
         self.list_page(
             id,
-            &self.inner.resources.snapshot(),
+            &self.resources().snapshot(),
             cursor,
             ListKind::Resources,
             "resources",
@@ -226,10 +163,10 @@ impl Server {
         cursor: Option<&str>,
         granted: Option<&[String]>,
     ) -> Final {
-        if !self.inner.offers.resources {
+        if !self.offers().resources {
             return Final::error(Some(id), &Self::not_offered("resources/templates/list"));
         }
-        let templates = self.inner.templates.snapshot();
+        let templates = self.templates().snapshot();
         self.list_page(
             id,
             &templates,
@@ -247,7 +184,7 @@ impl Server {
         get: GetPrompt,
         ctx: RequestContext,
     ) -> Final {
-        if !self.inner.offers.prompts {
+        if !self.offers().prompts {
             return Final::error(Some(id), &Self::not_offered(GetPromptMethod::METHOD));
         }
         let GetPrompt {
@@ -255,7 +192,7 @@ impl Server {
             arguments,
             round,
         } = get;
-        let Some(entry) = self.inner.prompts.snapshot().get(&name).cloned() else {
+        let Some(entry) = self.prompts().snapshot().get(&name).cloned() else {
             return Final::error(
                 Some(id),
                 &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
@@ -291,7 +228,7 @@ impl Server {
             Some(Ok(mut result)) => {
                 result.result_type = ResultType::Complete;
                 if result.meta.is_none() {
-                    result.meta = self.result_meta();
+                    result.meta = self.result_meta().cloned();
                 }
                 Final::result(id, &result)
             }
@@ -308,7 +245,7 @@ impl Server {
         read: ReadResource,
         ctx: RequestContext,
     ) -> Final {
-        if !self.inner.offers.resources {
+        if !self.offers().resources {
             return Final::error(Some(id), &Self::not_offered(ReadResourceMethod::METHOD));
         }
         let ReadResource { uri, round } = read;
@@ -344,9 +281,9 @@ impl Server {
                 &ReadResourceResult {
                     result_type: ResultType::Complete,
                     contents,
-                    ttl_ms: self.inner.config.read_ttl_ms,
-                    cache_scope: self.inner.config.read_cache_scope,
-                    meta: self.result_meta(),
+                    ttl_ms: self.config().read_ttl_ms,
+                    cache_scope: self.config().read_cache_scope,
+                    meta: self.result_meta().cloned(),
                 },
             ),
             Some(Err(error)) => self.handler_error(id, &uri, &bind, &declared, error, Some(&uri)),
@@ -357,13 +294,13 @@ impl Server {
     /// The reader of `uri`: a fixed resource, else the first template that matches, with the
     /// variables matched and the scopes it needs.
     fn resource_reader(&self, uri: &str) -> Option<(Reader, TemplateVars, Vec<String>)> {
-        match self.inner.resources.snapshot().get(uri) {
+        match self.resources().snapshot().get(uri) {
             Some(entry) => Some((
                 entry.resource.reader.clone(),
                 TemplateVars::default(),
                 entry.resource.scopes.clone(),
             )),
-            None => self.inner.templates.snapshot().items.iter().find_map(|t| {
+            None => self.templates().snapshot().items.iter().find_map(|t| {
                 t.parsed
                     .matches(uri)
                     .map(|vars| (t.template.reader.clone(), vars, t.template.scopes.clone()))
@@ -385,28 +322,24 @@ impl Server {
     pub(crate) fn needed_scopes(&self, route: &Route) -> Vec<String> {
         match route {
             Route::CallTool(call) => self
-                .inner
-                .registry
+                .registry()
                 .snapshot()
                 .get(&call.name)
                 .map(|t| t.scopes.clone()),
             Route::GetPrompt(get) => self
-                .inner
-                .prompts
+                .prompts()
                 .snapshot()
                 .get(&get.name)
                 .map(|p| p.prompt.scopes.clone()),
             Route::ReadResource(read) => self.resource_reader(&read.uri).map(|(_, _, s)| s),
             Route::Complete(complete) => match &complete.reference {
                 CompletionReference::Prompt { name, .. } => self
-                    .inner
-                    .prompts
+                    .prompts()
                     .snapshot()
                     .get(name)
                     .map(|p| p.prompt.scopes.clone()),
                 CompletionReference::Resource { uri } => self
-                    .inner
-                    .templates
+                    .templates()
                     .snapshot()
                     .get(uri)
                     .map(|t| t.template.scopes.clone()),
@@ -457,7 +390,7 @@ impl Server {
         complete: Complete,
         granted: Option<&[String]>,
     ) -> Final {
-        if !(self.inner.offers.prompts || self.inner.offers.resources) {
+        if !(self.offers().prompts || self.offers().resources) {
             return Final::error(Some(id), &Self::not_offered("completion/complete"));
         }
         let context: PromptArgs = complete
@@ -466,23 +399,20 @@ impl Server {
             .unwrap_or_default();
         let argument = &complete.argument;
         let completer = match &complete.reference {
-            CompletionReference::Prompt { name, .. } => {
-                match self.inner.prompts.snapshot().get(name) {
-                    Some(entry) if !permits(granted, &entry.prompt.scopes) => {
-                        let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
-                        return Final::error(Some(id), &error);
-                    }
-                    Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
-                    None => {
-                        return Final::error(
-                            Some(id),
-                            &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
-                        );
-                    }
+            CompletionReference::Prompt { name, .. } => match self.prompts().snapshot().get(name) {
+                Some(entry) if !permits(granted, &entry.prompt.scopes) => {
+                    let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
+                    return Final::error(Some(id), &error);
                 }
-            }
-            CompletionReference::Resource { uri } => match self.inner.templates.snapshot().get(uri)
-            {
+                Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
+                None => {
+                    return Final::error(
+                        Some(id),
+                        &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+                    );
+                }
+            },
+            CompletionReference::Resource { uri } => match self.templates().snapshot().get(uri) {
                 Some(entry) if !permits(granted, &entry.template.scopes) => {
                     let error =
                         insufficient_scope("resource template", uri, &entry.template.scopes);
@@ -520,7 +450,7 @@ impl Server {
                 total: Some(total as u64),
                 values,
             },
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         };
         Final::result(id, &result)
     }

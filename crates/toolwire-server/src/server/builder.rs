@@ -20,40 +20,12 @@ use crate::server::{
 use crate::state::request_state::{ReplayGuard, RequestStateKeys};
 use crate::state::task_store::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tools::catalog::Catalog;
-use crate::tools::offers::{add_prompts, add_resources, add_templates};
+use crate::tools::offers::register_all;
 use crate::tools::prompt::Prompt;
 use crate::tools::registry::{ToolDefaults, ToolRegistry};
 use crate::tools::resource::{Resource, ResourceTemplate};
 use crate::tools::tool::Tool;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
-
-impl Server {
-    /// Starts building a server that calls itself `name` at `version`.
-    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
-        ServerBuilder {
-            info: Implementation::new(name, version),
-            instructions: None,
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            offers: Offers::default(),
-            config: Config::default(),
-            cursor_key: None,
-            server_info_in_results: true,
-            state_keys: None,
-            state_ttl: Duration::from_secs(300),
-            replay_guard: None,
-            clock: Arc::new(SystemClock),
-            task_store: None,
-            task_ttl: Duration::from_secs(300),
-            output_guard: crate::safety::output::OutputGuard::default(),
-            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
-            rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
-            audit: None,
-        }
-    }
-}
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -80,6 +52,32 @@ pub struct ServerBuilder {
 }
 
 impl ServerBuilder {
+    /// A builder with every default, for [`Server::builder`].
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            offers: Offers::default(),
+            config: Config::default(),
+            cursor_key: None,
+            server_info_in_results: true,
+            state_keys: None,
+            state_ttl: Duration::from_secs(300),
+            replay_guard: None,
+            clock: Arc::new(SystemClock),
+            task_store: None,
+            task_ttl: Duration::from_secs(300),
+            output_guard: crate::safety::output::OutputGuard::default(),
+            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
+            rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
+            audit: None,
+        }
+    }
+
     /// Sets the display name in serverInfo.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.info.title = Some(title.into());
@@ -377,11 +375,11 @@ impl ServerBuilder {
         let mut offers = self.offers;
         offers.tasks |= tasks_offered;
         let prompts = Catalog::default();
-        add_prompts(&prompts, self.prompts)?;
+        register_all(&prompts, self.prompts)?;
         let resources = Catalog::default();
-        add_resources(&resources, self.resources)?;
+        register_all(&resources, self.resources)?;
         let templates = Catalog::default();
-        add_templates(&templates, self.templates)?;
+        register_all(&templates, self.templates)?;
         let capabilities = capabilities_of(offers, self.config.logging);
         let discover = DiscoverResult {
             result_type: ResultType::Complete,
