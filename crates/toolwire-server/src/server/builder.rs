@@ -14,6 +14,7 @@ use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
 use crate::request::cursor::CursorCodec;
 use crate::request::route::SUPPORTED_VERSIONS;
+use crate::safety::output::CompiledGuard;
 use crate::server::{
     Config, DEFAULT_TOOL_TIMEOUT, Offers, RequestStateConfig, Server, ServerInner, capabilities_of,
 };
@@ -335,8 +336,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Checks every tool and builds the server.
-    pub fn build(self) -> Result<Server> {
+    /// The server-wide output guard, compiled, and the default rate limit, checked; turning
+    /// the guard off is logged with its reason.
+    fn checked_policies(&self) -> Result<Arc<CompiledGuard>> {
         let output_guard = self
             .output_guard
             .compile()
@@ -349,18 +351,12 @@ impl ServerBuilder {
                 .quota()
                 .map_err(crate::error::Error::InvalidRateLimit)?;
         }
-        let registry = ToolRegistry::new(
-            self.config.schema_limits,
-            self.config.formats,
-            ToolDefaults {
-                timeout: self.tool_timeout,
-                rate_limit: self.rate_limit,
-            },
-        );
-        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
-        registry.add_all(self.tools)?;
-        let key = self.cursor_key.unwrap_or_else(rand::random);
-        let (changes, _) = broadcast::channel(1024);
+        Ok(output_guard)
+    }
+
+    /// The `_meta` of every result (serverInfo unless turned off, B-18), and the same as a JSON
+    /// member to splice into serialized results.
+    fn result_meta(&self) -> Result<(Option<ResultMeta>, String)> {
         let result_meta = self.server_info_in_results.then(|| ResultMeta {
             server_info: Some(self.info.clone()),
             ..Default::default()
@@ -372,26 +368,53 @@ impl ServerBuilder {
             ),
             None => String::new(),
         };
-        let mut offers = self.offers;
-        offers.tasks |= tasks_offered;
-        let prompts = Catalog::default();
-        register_all(&prompts, self.prompts)?;
-        let resources = Catalog::default();
-        register_all(&resources, self.resources)?;
-        let templates = Catalog::default();
-        register_all(&templates, self.templates)?;
-        let capabilities = capabilities_of(offers, self.config.logging);
+        Ok((result_meta, result_meta_json))
+    }
+
+    /// The `server/discover` result, serialized once: nothing in it changes at runtime.
+    fn discover(
+        &self,
+        offers: Offers,
+        meta: Option<ResultMeta>,
+    ) -> Result<Box<serde_json::value::RawValue>> {
         let discover = DiscoverResult {
             result_type: ResultType::Complete,
             supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-            capabilities,
+            capabilities: capabilities_of(offers, self.config.logging),
             instructions: self.instructions.clone(),
             ttl_ms: self.config.discover_ttl_ms,
             cache_scope: self.config.cache_scope,
-            meta: result_meta.clone(),
+            meta,
             extra: JsonObject::new(),
         };
-        let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
+        Ok(serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?)
+    }
+
+    /// Checks every tool and builds the server.
+    pub fn build(mut self) -> Result<Server> {
+        let output_guard = self.checked_policies()?;
+        let registry = ToolRegistry::new(
+            self.config.schema_limits,
+            self.config.formats,
+            ToolDefaults {
+                timeout: self.tool_timeout,
+                rate_limit: self.rate_limit,
+            },
+        );
+        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
+        registry.add_all(std::mem::take(&mut self.tools))?;
+        let key = self.cursor_key.unwrap_or_else(rand::random);
+        let (changes, _) = broadcast::channel(1024);
+        let (result_meta, result_meta_json) = self.result_meta()?;
+        let mut offers = self.offers;
+        offers.tasks |= tasks_offered;
+        let prompts = Catalog::default();
+        register_all(&prompts, std::mem::take(&mut self.prompts))?;
+        let resources = Catalog::default();
+        register_all(&resources, std::mem::take(&mut self.resources))?;
+        let templates = Catalog::default();
+        register_all(&templates, std::mem::take(&mut self.templates))?;
+        let discover = self.discover(offers, result_meta.clone())?;
         Ok(Server {
             inner: Arc::new(ServerInner {
                 audit: self.audit,

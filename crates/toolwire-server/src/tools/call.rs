@@ -39,35 +39,17 @@ impl Server {
             arguments,
             round,
         } = call;
-        let Some(tool) = self.registry().snapshot().get(&name).cloned() else {
-            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
-        };
-        // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
-        if !permits(ctx.scopes(), &tool.scopes) {
-            return Err(insufficient_scope("tool", &name, &tool.scopes));
-        }
-        // Then its quota, before any of the call's work is done (T-15).
-        if let Some(limit) = &tool.limit {
-            let caller = CallerBucket::of(ctx.principal(), ctx.client());
-            if let Err(wait) = limit.limiter.check(caller, limit.cost) {
-                return Ok(Outcome::Complete(
-                    self.with_meta(limited_result(&name, limit, wait)),
-                ));
-            }
+        let tool = self.permitted_tool(&name, &ctx)?;
+        if let Some(limited) = over_quota(&tool, &name, &ctx) {
+            return Ok(Outcome::Complete(self.with_meta(limited)));
         }
         let declared = ctx.client_capabilities().clone();
         let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
         if tool.task_support == Some(TaskSupport::Required) && !as_task {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
-        if !tool.input.is_valid(&arguments) {
-            // The first few violations and a count of the rest: a long array of wrong items
-            // would otherwise make a message of millions of lines.
-            let violations = tool.input.violations(&arguments, REPORTED_VIOLATIONS);
-            let text = format!("Invalid arguments for tool {name}:\n{violations}");
-            return Ok(Outcome::Complete(
-                self.with_meta(CallToolResult::error(text)),
-            ));
+        if let Some(invalid) = invalid_arguments(&tool, &name, &arguments) {
+            return Ok(Outcome::Complete(self.with_meta(invalid)));
         }
         // Request state is bound to the arguments by a digest computed only when state is
         // opened or sealed, never on a plain call, which would pay for a digest it never uses.
@@ -108,6 +90,35 @@ impl Server {
             },
             None => step.await,
         };
+        self.first_step_outcome(&tool, &name, outcome, bind, &declared)
+    }
+
+    /// The tool named, if it exists (T-14) and the caller holds its scopes: with OAuth they are
+    /// checked on every call (T-21), whatever the transport did.
+    fn permitted_tool(
+        &self,
+        name: &str,
+        ctx: &RequestContext,
+    ) -> Result<Arc<RegisteredTool>, ErrorObject> {
+        let Some(tool) = self.registry().snapshot().get(name).cloned() else {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
+        };
+        if !permits(ctx.scopes(), &tool.scopes) {
+            return Err(insufficient_scope("tool", name, &tool.scopes));
+        }
+        Ok(tool)
+    }
+
+    /// What the handler's first (or only) step ended with, as the call's outcome: a result,
+    /// checked against the output schema and guarded; a protocol error; or a request for input.
+    fn first_step_outcome(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        outcome: Option<Result<CallToolResult, ToolError>>,
+        bind: impl FnOnce() -> Binding,
+        declared: &ClientCapabilities,
+    ) -> Result<Outcome, ErrorObject> {
         let result = match outcome {
             None => return Ok(Outcome::Complete(self.with_meta(internal_failure()))),
             Some(Err(ToolError::Protocol(error))) => return Err(error),
@@ -117,7 +128,7 @@ impl Server {
                 internal_failure()
             }
             Some(Err(ToolError::InputRequired(input))) => {
-                return match self.ask(&name, bind, *input, &declared) {
+                return match self.ask(name, bind, *input, declared) {
                     Ok(Some(result)) => Ok(Outcome::InputRequired(result)),
                     Ok(None) => Ok(Outcome::Complete(self.with_meta(internal_failure()))),
                     Err(error) => Err(error),
@@ -125,7 +136,7 @@ impl Server {
             }
             Some(Ok(result)) => result,
         };
-        let result = self.guarded(&tool, self.checked_result(&tool, result));
+        let result = self.guarded(tool, self.checked_result(tool, result));
         Ok(Outcome::Complete(self.with_meta(result)))
     }
 
@@ -405,6 +416,31 @@ impl Server {
             }
         }
     }
+}
+
+/// The tool's quota, checked before any of the call's work is done (T-15): the result that
+/// tells the model to wait, if the caller is over it.
+fn over_quota(tool: &RegisteredTool, name: &str, ctx: &RequestContext) -> Option<CallToolResult> {
+    let limit = tool.limit.as_ref()?;
+    let caller = CallerBucket::of(ctx.principal(), ctx.client());
+    let wait = limit.limiter.check(caller, limit.cost).err()?;
+    Some(limited_result(name, limit, wait))
+}
+
+/// The tool error that tells the model what is wrong with its arguments, if anything is: the
+/// first few violations and a count of the rest, since a long array of wrong items would
+/// otherwise make a message of millions of lines.
+fn invalid_arguments(
+    tool: &RegisteredTool,
+    name: &str,
+    arguments: &Value,
+) -> Option<CallToolResult> {
+    if tool.input.is_valid(arguments) {
+        return None;
+    }
+    let violations = tool.input.violations(arguments, REPORTED_VIOLATIONS);
+    let text = format!("Invalid arguments for tool {name}:\n{violations}");
+    Some(CallToolResult::error(text))
 }
 
 #[cfg(test)]
