@@ -17,7 +17,7 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 
 use super::checks::Accept;
 use super::{Caller, HttpState, Refusal, json_response, status_for};
-use crate::request::context::{Frame, Outbound, RequestContext};
+use crate::request::context::{Frame, Logging, Outbound, RequestContext};
 use crate::request::dispatch::Final;
 use crate::request::route::Route;
 
@@ -55,8 +55,9 @@ pub(super) async fn run(
     // Only progress and logs travel before the response; a request that can have neither gets
     // a plain reply without a channel (the common, fast case).
     let logging = state.server.config().logging;
-    let may_stream =
-        accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
+    let may_stream = accept.sse
+        && (meta.progress_token.is_some()
+            || (logging == Logging::Declared && meta.log_level.is_some()));
     if may_stream {
         run_streaming(state, id, meta, route, accept, caller).await
     } else {

@@ -40,7 +40,7 @@ pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
 use peer::Unanswered;
 
-use crate::request::context::{Outbound, RequestContext};
+use crate::request::context::{Logging, Outbound, RequestContext};
 use crate::request::dispatch::{Final, read_meta};
 use crate::request::route::Route;
 use crate::server::Server;
@@ -140,9 +140,9 @@ impl Server {
         match method {
             METHOD_INITIALIZE => Ok(LegacyStep::Initialize),
             METHOD_PING => Ok(LegacyStep::Ping),
-            METHOD_SET_LEVEL if self.config().logging => Ok(LegacyStep::SetLevel(
-                parse::<SetLevelParams>(method, params)?.level,
-            )),
+            METHOD_SET_LEVEL if self.config().logging == Logging::Declared => Ok(
+                LegacyStep::SetLevel(parse::<SetLevelParams>(method, params)?.level),
+            ),
             METHOD_SUBSCRIBE if offers.resources => Ok(LegacyStep::Subscribe(
                 parse::<ResourceSubscriptionParams>(method, params)?.uri,
             )),

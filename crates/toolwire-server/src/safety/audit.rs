@@ -128,6 +128,15 @@ const MAX_PENDING: usize = 8 * 1024 * 1024;
 /// How often written lines are synced to disk while events keep coming.
 const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// When a write of the audit log is synced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syncing {
+    /// Now: a flush, or the sink is closing.
+    Now,
+    /// If the last sync is [`SYNC_EVERY`] old.
+    WhenDue,
+}
+
 impl std::fmt::Debug for JsonlAuditSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JsonlAuditSink")
@@ -201,7 +210,11 @@ impl Shared {
                 drop(pending);
                 self.closed.load(Ordering::Acquire)
             };
-            self.write_out(closed);
+            self.write_out(if closed {
+                Syncing::Now
+            } else {
+                Syncing::WhenDue
+            });
             if closed {
                 return;
             }
@@ -209,7 +222,7 @@ impl Shared {
     }
 
     /// Writes what is pending; syncs when asked, or when the last sync is a second old.
-    fn write_out(&self, sync: bool) {
+    fn write_out(&self, sync: Syncing) {
         let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let writer = &mut *writer;
         // Taken while the file is held: batches reach the file in the order they were taken.
@@ -221,7 +234,7 @@ impl Shared {
             writer.spare.clear();
             writer.unsynced = true;
         }
-        if writer.unsynced && (sync || writer.synced.elapsed() >= SYNC_EVERY) {
+        if writer.unsynced && (sync == Syncing::Now || writer.synced.elapsed() >= SYNC_EVERY) {
             if let Err(e) = writer.file.sync_data() {
                 tracing::error!(path = %self.path.display(), error = %e, "cannot sync the audit log");
             }
@@ -273,7 +286,7 @@ impl AuditSink for JsonlAuditSink {
 
     /// Writes and syncs every event recorded before it returns.
     fn flush(&self) {
-        self.shared.write_out(true);
+        self.shared.write_out(Syncing::Now);
     }
 }
 

@@ -12,6 +12,7 @@ use toolwire_protocol::{
 
 use crate::clock::{Clock, SystemClock};
 use crate::error::Result;
+use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
 use crate::request::route::SUPPORTED_VERSIONS;
 use crate::safety::output::CompiledGuard;
@@ -191,7 +192,11 @@ impl ServerBuilder {
     /// Declares the (deprecated) `logging` capability so handlers may send log messages to
     /// clients that ask with `io.modelcontextprotocol/logLevel` (P-16, P-17). Off by default.
     pub fn logging(mut self, enabled: bool) -> Self {
-        self.config.logging = enabled;
+        self.config.logging = if enabled {
+            Logging::Declared
+        } else {
+            Logging::Undeclared
+        };
         self
     }
 

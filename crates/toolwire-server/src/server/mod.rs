@@ -14,6 +14,7 @@ use toolwire_protocol::{
 
 use crate::clock::Clock;
 use crate::error::{Error, Result};
+use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
 use crate::safety::audit::AuditSink;
 use crate::safety::output::CompiledGuard;
@@ -52,7 +53,7 @@ pub(crate) struct Config {
     pub(crate) list_ttl_ms: u64,
     pub(crate) discover_ttl_ms: u64,
     pub(crate) cache_scope: CacheScope,
-    pub(crate) logging: bool,
+    pub(crate) logging: Logging,
     pub(crate) schema_limits: SchemaLimits,
     pub(crate) formats: FormatMode,
     pub(crate) max_message_bytes: usize,
@@ -70,7 +71,7 @@ impl Default for Config {
             list_ttl_ms: 300_000,
             discover_ttl_ms: 300_000,
             cache_scope: CacheScope::Public,
-            logging: false,
+            logging: Logging::Undeclared,
             schema_limits: SchemaLimits::default(),
             formats: FormatMode::Annotate,
             max_message_bytes: 4 * 1024 * 1024,
@@ -417,12 +418,12 @@ impl Server {
 }
 
 /// The capabilities a server with these offers declares.
-pub(crate) fn capabilities_of(offers: Offers, logging: bool) -> ServerCapabilities {
+pub(crate) fn capabilities_of(offers: Offers, logging: Logging) -> ServerCapabilities {
     ServerCapabilities {
         tools: Some(ListChangedCapability {
             list_changed: Some(true),
         }),
-        logging: logging.then(JsonObject::new),
+        logging: (logging == Logging::Declared).then(JsonObject::new),
         prompts: offers.prompts.then_some(ListChangedCapability {
             list_changed: Some(true),
         }),
