@@ -485,9 +485,8 @@ mod tests {
 
     #[test]
     fn the_jsonl_sink_writes_one_line_per_event() {
-        let path =
-            std::env::temp_dir().join(format!("toolwire-audit-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
         let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
         for i in 0..3 {
             let pending = Pending::start(
@@ -518,14 +517,12 @@ mod tests {
         assert_eq!(events[0]["principal"], "alice");
         assert_eq!(events[0]["outcome"], "complete");
         assert_eq!(events[0]["trace_id"], "0af7651916cd43dd8448eb211c80319c");
-        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
     fn concurrent_events_are_whole_lines_and_flush_writes_them_at_once() {
-        let path =
-            std::env::temp_dir().join(format!("toolwire-audit-flush-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
         let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
         std::thread::scope(|scope| {
             for t in 0..4 {
@@ -575,6 +572,5 @@ mod tests {
             assert!(Instant::now() < deadline, "the last event was not written");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let _ = std::fs::remove_file(&path);
     }
 }

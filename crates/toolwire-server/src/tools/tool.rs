@@ -274,22 +274,12 @@ impl Tool {
                     ))))),
                 },
             );
-        Tool {
-            definition: ToolDefinition {
-                name: name.into(),
-                input_schema: input_schema_of::<A>(),
-                output_schema: O::output_schema(),
-                ..Default::default()
-            },
+        Tool::with_handler(
+            name.into(),
+            input_schema_of::<A>(),
+            O::output_schema(),
             handler,
-            task_support: None,
-            scopes: Vec::new(),
-            output_guard: None,
-            timeout: None,
-            rate_limit: None,
-            cost: 1,
-            handles: Vec::new(),
-        }
+        )
     }
 
     /// A raw tool: `input_schema` as given (kept verbatim, unknown keywords included) and a
@@ -310,11 +300,22 @@ impl Tool {
             // Registration refuses a schema without `type: object` at its root (T-06).
             _ => JsonObject::new(),
         };
+        Tool::with_handler(name.into(), input_schema, O::output_schema(), handler)
+    }
+
+    /// A tool with every option at its default: what [`Tool::new`] and [`Tool::raw`] share once
+    /// they have a schema and a type-erased handler.
+    fn with_handler(
+        name: String,
+        input_schema: JsonObject,
+        output_schema: Option<JsonObject>,
+        handler: Handler,
+    ) -> Tool {
         Tool {
             definition: ToolDefinition {
-                name: name.into(),
+                name,
                 input_schema,
-                output_schema: O::output_schema(),
+                output_schema,
                 ..Default::default()
             },
             handler,
