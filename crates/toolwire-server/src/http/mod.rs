@@ -397,7 +397,8 @@ async fn admit_and_run(
         },
     };
     check_scopes(state, &caller, &id, &meta, &route)?;
-    Ok(reply::run(state, id, meta, route, accept, caller).await)
+    let request = reply::Admitted { id, meta, route };
+    Ok(reply::run(state, request, accept, caller).await)
 }
 
 /// The body, whole, within the size and time limits. The deadline is only armed if the body is

@@ -302,19 +302,18 @@ impl Server {
                 &self.registry().snapshot(),
                 cursor.as_deref(),
                 ListKind::Tools,
-                "tools",
                 ctx.scopes(),
             )),
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
-                Some(self.list_prompts(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.prompts(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::ListResources { cursor } => {
-                Some(self.list_resources(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.resources(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::ListResourceTemplates { cursor } => {
-                Some(self.list_templates(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.templates(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
@@ -338,18 +337,17 @@ impl Server {
         snapshot: &Snapshot<T>,
         cursor: Option<&str>,
         kind: ListKind,
-        field: &'static str,
         granted: Option<&[String]>,
     ) -> Final {
         match granted {
             Some(granted) if snapshot.items.iter().any(|t| !t.scopes().is_empty()) => {
                 let visible = snapshot.filtered(|t| permits(Some(granted), t.scopes()));
                 let scope = toolwire_protocol::CacheScope::Private;
-                self.list_page_in(id, &visible, cursor, kind, field, scope)
+                self.list_page_in(id, &visible, cursor, kind, scope)
             }
             _ => {
                 let scope = self.config().cache_scope;
-                self.list_page_in(id, snapshot, cursor, kind, field, scope)
+                self.list_page_in(id, snapshot, cursor, kind, scope)
             }
         }
     }
@@ -361,7 +359,6 @@ impl Server {
         snapshot: &Snapshot<T>,
         cursor: Option<&str>,
         kind: ListKind,
-        field: &'static str,
         cache_scope: toolwire_protocol::CacheScope,
     ) -> Final {
         let config = self.config();
@@ -370,7 +367,7 @@ impl Server {
             Ok((items, next_cursor)) => Final::result(
                 id,
                 &ListPage {
-                    field,
+                    field: kind.field(),
                     items,
                     next_cursor,
                     ttl_ms: config.list_ttl_ms,

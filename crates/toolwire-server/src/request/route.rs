@@ -43,6 +43,16 @@ pub(crate) struct Answers {
     pub(crate) malformed: BTreeMap<String, String>,
 }
 
+impl RoundParams {
+    /// The MRTR members as sent.
+    fn read(input_responses: Option<JsonObject>, request_state: Option<String>) -> RoundParams {
+        RoundParams {
+            answers: Answers::read(input_responses),
+            request_state,
+        }
+    }
+}
+
 impl Answers {
     pub(crate) fn read(raw: Option<JsonObject>) -> Answers {
         let mut answers = Answers::default();
@@ -221,10 +231,7 @@ impl From<GetPromptParams> for GetPrompt {
         GetPrompt {
             name: p.name,
             arguments: p.arguments.unwrap_or_default(),
-            round: RoundParams {
-                answers: Answers::read(p.input_responses),
-                request_state: p.request_state,
-            },
+            round: RoundParams::read(p.input_responses, p.request_state),
         }
     }
 }
@@ -243,10 +250,7 @@ impl From<ReadParams> for ReadResource {
     fn from(p: ReadParams) -> ReadResource {
         ReadResource {
             uri: p.uri,
-            round: RoundParams {
-                answers: Answers::read(p.input_responses),
-                request_state: p.request_state,
-            },
+            round: RoundParams::read(p.input_responses, p.request_state),
         }
     }
 }
@@ -299,10 +303,7 @@ impl CallParams {
         Ok(Route::CallTool(CallTool {
             name: self.name,
             arguments,
-            round: RoundParams {
-                answers: Answers::read(self.input_responses),
-                request_state: self.request_state,
-            },
+            round: RoundParams::read(self.input_responses, self.request_state),
         }))
     }
 }

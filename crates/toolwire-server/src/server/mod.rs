@@ -134,6 +134,16 @@ pub(crate) struct Offers {
     pub(crate) tasks: bool,
 }
 
+impl Offers {
+    /// Whether the server declared the capability.
+    pub(crate) fn has(self, offer: Offer) -> bool {
+        match offer {
+            Offer::Prompts => self.prompts,
+            Offer::Resources => self.resources,
+        }
+    }
+}
+
 /// How request state is sealed and checked.
 pub(crate) struct RequestStateConfig {
     pub(crate) keys: RequestStateKeys,
@@ -322,12 +332,13 @@ impl Server {
 
     /// Whether the server declared the capability that registering at runtime needs.
     fn check_offered(&self, offer: Offer) -> Result<()> {
-        let offers = self.inner.offers;
-        match offer {
-            Offer::Prompts if !offers.prompts => Err(Error::NotOffered("prompts")),
-            Offer::Resources if !offers.resources => Err(Error::NotOffered("resources")),
-            _ => Ok(()),
+        if self.inner.offers.has(offer) {
+            return Ok(());
         }
+        Err(Error::NotOffered(match offer {
+            Offer::Prompts => "prompts",
+            Offer::Resources => "resources",
+        }))
     }
 
     /// Tells listen streams (and legacy sessions) about a change; nobody listening is fine.

@@ -6,7 +6,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 use toolwire_protocol::methods::{
-    GetPrompt as GetPromptMethod, Method, ReadResource as ReadResourceMethod,
+    GetPrompt as GetPromptMethod, ListPrompts, ListResourceTemplates, ListResources, Method,
+    ReadResource as ReadResourceMethod,
 };
 use toolwire_protocol::{
     CompleteResult, Completion, CompletionReference, ErrorObject, ReadResourceResult, RequestId,
@@ -51,6 +52,10 @@ pub(crate) trait Offered: Entry + Sized {
     const OFFER: Offer;
     /// What listen streams are told when the set changes.
     const CHANGE: Change;
+    /// Which list it is on, for cursors and the result's member.
+    const LIST: ListKind;
+    /// The method that lists it.
+    const LIST_METHOD: &'static str;
 
     /// Checks and prepares one value for its catalog.
     fn register(value: Self::Value) -> Result<Self>;
@@ -61,6 +66,8 @@ impl Offered for RegisteredPrompt {
     const KIND: &'static str = "prompt";
     const OFFER: Offer = Offer::Prompts;
     const CHANGE: Change = Change::Prompts;
+    const LIST: ListKind = ListKind::Prompts;
+    const LIST_METHOD: &'static str = ListPrompts::METHOD;
 
     fn register(prompt: Prompt) -> Result<Self> {
         Ok(RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?)
@@ -72,6 +79,8 @@ impl Offered for RegisteredResource {
     const KIND: &'static str = "resource";
     const OFFER: Offer = Offer::Resources;
     const CHANGE: Change = Change::Resources;
+    const LIST: ListKind = ListKind::Resources;
+    const LIST_METHOD: &'static str = ListResources::METHOD;
 
     fn register(resource: Resource) -> Result<Self> {
         let listed =
@@ -85,6 +94,8 @@ impl Offered for RegisteredTemplate {
     const KIND: &'static str = "resource template";
     const OFFER: Offer = Offer::Resources;
     const CHANGE: Change = Change::Resources;
+    const LIST: ListKind = ListKind::Templates;
+    const LIST_METHOD: &'static str = ListResourceTemplates::METHOD;
 
     fn register(template: ResourceTemplate) -> Result<Self> {
         let uri_template = &template.definition.uri_template;
@@ -119,62 +130,19 @@ impl Server {
             .with_data(json!({"reason": "capability not offered by this server"}))
     }
 
-    pub(crate) fn list_prompts(
+    /// `prompts/list`, `resources/list` or `resources/templates/list`: one page, or -32601
+    /// when the server does not offer them.
+    pub(crate) fn list_offered<E: Offered>(
         &self,
+        catalog: &Catalog<E>,
         id: &RequestId,
         cursor: Option<&str>,
         granted: Option<&[String]>,
     ) -> Final {
-        if !self.offers().prompts {
-            return Final::error(Some(id), &Self::not_offered("prompts/list"));
+        if !self.offers().has(E::OFFER) {
+            return Final::error(Some(id), &Self::not_offered(E::LIST_METHOD));
         }
-        self.list_page(
-            id,
-            &self.prompts().snapshot(),
-            cursor,
-            ListKind::Prompts,
-            "prompts",
-            granted,
-        )
-    }
-
-    pub(crate) fn list_resources(
-        &self,
-        id: &RequestId,
-        cursor: Option<&str>,
-        granted: Option<&[String]>,
-    ) -> Final {
-        if !self.offers().resources {
-            return Final::error(Some(id), &Self::not_offered("resources/list"));
-        }
-        self.list_page(
-            id,
-            &self.resources().snapshot(),
-            cursor,
-            ListKind::Resources,
-            "resources",
-            granted,
-        )
-    }
-
-    pub(crate) fn list_templates(
-        &self,
-        id: &RequestId,
-        cursor: Option<&str>,
-        granted: Option<&[String]>,
-    ) -> Final {
-        if !self.offers().resources {
-            return Final::error(Some(id), &Self::not_offered("resources/templates/list"));
-        }
-        let templates = self.templates().snapshot();
-        self.list_page(
-            id,
-            &templates,
-            cursor,
-            ListKind::Templates,
-            "resourceTemplates",
-            granted,
-        )
+        self.list_page(id, &catalog.snapshot(), cursor, E::LIST, granted)
     }
 
     /// `prompts/get`: unknown prompt or missing required arguments are -32602.
