@@ -207,10 +207,11 @@ pub(super) async fn post(
         Ok(MessageKind::Request(id)) => {
             let known = Known {
                 record,
+                live,
                 scopes: caller.scopes,
                 address: caller.address,
             };
-            request(state, sessions, known, live, id, &raw, accept).await
+            request(state, sessions, known, id, &raw, accept).await
         }
     }
 }
@@ -325,9 +326,10 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
     )
 }
 
-/// A live session and what the caller's token grants.
+/// A live session, what only this process holds of it, and what the caller's token grants.
 struct Known {
     record: SessionRecord,
+    live: Arc<Live>,
     scopes: Option<Arc<[String]>>,
     address: Option<crate::safety::limits::ClientId>,
 }
@@ -337,7 +339,6 @@ async fn request(
     state: &HttpState,
     sessions: &Sessions,
     known: Known,
-    live: Arc<Live>,
     id: RequestId,
     raw: &RawMessage<'_>,
     accept: Accept,
@@ -382,7 +383,7 @@ async fn request(
             }))
             .await
         }
-        LegacyStep::Served => served(state, known, live, id, method, raw, accept).await,
+        LegacyStep::Served => served(state, known, id, raw, accept).await,
     }
 }
 
@@ -391,12 +392,11 @@ async fn request(
 async fn served(
     state: &HttpState,
     known: Known,
-    live: Arc<Live>,
     id: RequestId,
-    method: &str,
     raw: &RawMessage<'_>,
     accept: Accept,
 ) -> Response {
+    let method = raw.method.as_deref().unwrap_or_default();
     // As for a 2026-07-28 request: without the scopes of what it addresses, 403 with a
     // challenge the client can step up with, before anything runs.
     if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
@@ -411,6 +411,12 @@ async fn served(
             }
         }
     }
+    let Known {
+        record,
+        live,
+        scopes,
+        address,
+    } = known;
     let cancel = CancellationToken::new();
     {
         let mut inflight = live.inflight();
@@ -424,9 +430,9 @@ async fn served(
     }
     let (tx, rx) = mpsc::channel::<Frame>(64);
     let call = LegacyCall {
-        session: known.record,
-        scopes: known.scopes,
-        address: known.address,
+        session: record,
+        scopes,
+        address,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound::new(tx.clone())),
         cancel: cancel.clone(),

@@ -296,7 +296,7 @@ impl Server {
         ctx: RequestContext,
     ) -> Option<Final> {
         match call {
-            Route::Discover => Some(Final::result(id, &*self.discover())),
+            Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_page(
                 id,
                 &self.registry().snapshot(),

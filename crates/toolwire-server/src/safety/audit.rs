@@ -290,6 +290,20 @@ impl AuditSink for JsonlAuditSink {
     }
 }
 
+/// What the audit record of a call knows before the call runs.
+pub(crate) struct CallSeen<'a> {
+    /// When the call arrived (ISO-8601 UTC).
+    pub(crate) time: String,
+    pub(crate) request_id: String,
+    pub(crate) principal: Option<&'a str>,
+    pub(crate) tool: &'a str,
+    /// SHA-256 (hex) of the tool's definition as listed; `None` for an unknown tool.
+    pub(crate) definition_sha256: Option<String>,
+    pub(crate) arguments: &'a Value,
+    /// The W3C `traceparent` the request carried in `_meta`, if any.
+    pub(crate) traceparent: Option<&'a str>,
+}
+
 /// The audit of one call in progress: what is known before it runs.
 pub(crate) struct Pending {
     started: Instant,
@@ -303,15 +317,16 @@ pub(crate) fn wanted(sink: Option<&Arc<dyn AuditSink>>) -> bool {
 
 impl Pending {
     /// Starts the record of a call of `tool` with `arguments`.
-    pub(crate) fn start(
-        time: String,
-        request_id: String,
-        principal: Option<&str>,
-        tool: &str,
-        definition_sha256: Option<String>,
-        arguments: &Value,
-        traceparent: Option<&str>,
-    ) -> Pending {
+    pub(crate) fn start(call: CallSeen<'_>) -> Pending {
+        let CallSeen {
+            time,
+            request_id,
+            principal,
+            tool,
+            definition_sha256,
+            arguments,
+            traceparent,
+        } = call;
         let canonical = serde_json::to_string(arguments).unwrap_or_default();
         let digest = hex(&Sha256::digest(canonical.as_bytes()));
         let (trace_id, parent_span_id) = traceparent.and_then(parse_traceparent).unzip();
@@ -440,24 +455,25 @@ mod tests {
 
     #[test]
     fn arguments_are_digested_canonically_and_previewed_without_secrets() {
-        let a = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &json!({"b": 1, "a": "AKIAIOSFODNN7EXAMPLE"}),
-            None,
-        );
-        let b = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &serde_json::from_str::<Value>(r#"{ "a" : "AKIAIOSFODNN7EXAMPLE", "b":1 }"#).unwrap(),
-            None,
-        );
+        let a = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &json!({"b": 1, "a": "AKIAIOSFODNN7EXAMPLE"}),
+            traceparent: None,
+        });
+        let b = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &serde_json::from_str::<Value>(r#"{ "a" : "AKIAIOSFODNN7EXAMPLE", "b":1 }"#)
+                .unwrap(),
+            traceparent: None,
+        });
         assert_eq!(
             a.event.arguments_sha256, b.event.arguments_sha256,
             "key order and spacing"
@@ -467,15 +483,15 @@ mod tests {
             a.event.arguments_preview,
             r#"{"a":"[REDACTED:aws-access-key]","b":1}"#
         );
-        let long = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &json!({"s": "x".repeat(1000)}),
-            None,
-        );
+        let long = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &json!({"s": "x".repeat(1000)}),
+            traceparent: None,
+        });
         assert!(
             long.event.arguments_preview.len() < 300,
             "{}",
@@ -489,15 +505,15 @@ mod tests {
         let path = dir.path().join("audit.jsonl");
         let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
         for i in 0..3 {
-            let pending = Pending::start(
-                "t".into(),
-                i.to_string(),
-                Some("alice"),
-                "echo",
-                Some("ab".into()),
-                &json!({"i": i}),
-                Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
-            );
+            let pending = Pending::start(CallSeen {
+                time: "t".into(),
+                request_id: i.to_string(),
+                principal: Some("alice"),
+                tool: "echo",
+                definition_sha256: Some("ab".into()),
+                arguments: &json!({"i": i}),
+                traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            });
             pending.finish(AuditOutcome::Complete, None, Some(&sink));
         }
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
@@ -529,15 +545,15 @@ mod tests {
                 let sink = &sink;
                 scope.spawn(move || {
                     for i in 0..500 {
-                        let pending = Pending::start(
-                            "t".into(),
-                            format!("{t}-{i}"),
-                            None,
-                            "echo",
-                            None,
-                            &json!({"text": "x".repeat(i % 300)}),
-                            None,
-                        );
+                        let pending = Pending::start(CallSeen {
+                            time: "t".into(),
+                            request_id: format!("{t}-{i}"),
+                            principal: None,
+                            tool: "echo",
+                            definition_sha256: None,
+                            arguments: &json!({"text": "x".repeat(i % 300)}),
+                            traceparent: None,
+                        });
                         pending.finish(AuditOutcome::Complete, None, Some(sink));
                     }
                 });
@@ -556,15 +572,15 @@ mod tests {
         assert_eq!(text.lines().count(), 2000);
         assert_eq!(ids.len(), 2000);
         // Events recorded after a flush are written when the sink is dropped.
-        Pending::start(
-            "t".into(),
-            "last".into(),
-            None,
-            "echo",
-            None,
-            &json!({}),
-            None,
-        )
+        Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "last".into(),
+            principal: None,
+            tool: "echo",
+            definition_sha256: None,
+            arguments: &json!({}),
+            traceparent: None,
+        })
         .finish(AuditOutcome::Complete, None, Some(&sink));
         drop(sink);
         let deadline = Instant::now() + std::time::Duration::from_secs(5);

@@ -16,7 +16,7 @@ use crate::request::context::RequestContext;
 use crate::request::mrtr::{InputRequired, Round};
 use crate::request::outcome::{Final, Outcome};
 use crate::request::route::{CallTool, RoundParams};
-use crate::safety::audit::{self, AuditOutcome};
+use crate::safety::audit::{self, AuditOutcome, CallSeen};
 use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
@@ -242,15 +242,15 @@ impl Server {
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = ctx.meta().extra.get("traceparent").and_then(Value::as_str);
-        audit::Pending::start(
-            iso8601(self.clock().now_ms()),
-            id.to_string(),
-            ctx.principal(),
-            &call.name,
-            definition,
-            &call.arguments,
+        audit::Pending::start(CallSeen {
+            time: iso8601(self.clock().now_ms()),
+            request_id: id.to_string(),
+            principal: ctx.principal(),
+            tool: &call.name,
+            definition_sha256: definition,
+            arguments: &call.arguments,
             traceparent,
-        )
+        })
     }
 
     /// Records a call a transport refused before it ran (a 403 for a missing scope).
@@ -272,15 +272,15 @@ impl Server {
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = meta.and_then(|m| m.extra.get("traceparent")?.as_str());
-        let pending = audit::Pending::start(
-            iso8601(self.clock().now_ms()),
-            id.to_string(),
+        let pending = audit::Pending::start(CallSeen {
+            time: iso8601(self.clock().now_ms()),
+            request_id: id.to_string(),
             principal,
-            &call.name,
-            definition,
-            &call.arguments,
+            tool: &call.name,
+            definition_sha256: definition,
+            arguments: &call.arguments,
             traceparent,
-        );
+        });
         pending.finish(AuditOutcome::Refused, Some(code), sink);
     }
 

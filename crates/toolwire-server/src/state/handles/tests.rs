@@ -194,7 +194,7 @@ async fn the_sqlite_files_are_private() {
             .collect()
     };
     let all = ["handles.db", "handles.db-shm", "handles.db-wal"];
-    assert_eq!(modes(&dir), private(&all), "while open");
+    assert_eq!(modes(dir), private(&all), "while open");
 
     for name in all {
         std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -204,6 +204,6 @@ async fn the_sqlite_files_are_private() {
         .create_as(Some("bob"), &vec!["b".into()])
         .await
         .unwrap();
-    assert_eq!(modes(&dir), private(&all), "made private when opened");
+    assert_eq!(modes(dir), private(&all), "made private when opened");
     drop((store, again));
 }
