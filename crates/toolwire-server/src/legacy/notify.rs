@@ -8,7 +8,8 @@ use tokio::sync::broadcast::error::RecvError;
 use toolwire_protocol::SubscriptionFilter;
 
 use crate::request::subscriptions::{message_for, missed};
-use crate::server::{Change, Server};
+use crate::server::Server;
+use crate::tools::offered::Change;
 
 /// The notifications (serialized) that a change, or a gap in the changes seen (`Lagged`),
 /// means for a legacy session subscribed to `subscriptions`.

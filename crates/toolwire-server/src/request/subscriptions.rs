@@ -18,8 +18,9 @@ use toolwire_protocol::{
 
 use crate::request::context::RequestContext;
 use crate::request::dispatch::Final;
-use crate::server::{Change, Server};
+use crate::server::Server;
 use crate::tools::catalog::permits;
+use crate::tools::offered::Change;
 use crate::tools::offers::covers;
 
 /// One message of a subscription stream; the closing result is `last`.

@@ -22,7 +22,7 @@ use crate::server::{
 use crate::state::request_state::{ReplayGuard, RequestStateKeys};
 use crate::state::task_store::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tools::catalog::Catalog;
-use crate::tools::offers::register_all;
+use crate::tools::offered::register_all;
 use crate::tools::prompt::Prompt;
 use crate::tools::registry::{ToolDefaults, ToolRegistry};
 use crate::tools::resource::{Resource, ResourceTemplate};

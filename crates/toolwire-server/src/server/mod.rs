@@ -21,7 +21,7 @@ use crate::safety::output::CompiledGuard;
 use crate::state::request_state::{ReplayGuard, RequestStateKeys};
 use crate::state::task_store::Tasks;
 use crate::tools::catalog::Catalog;
-use crate::tools::offers::{Offer, Offered, register_all};
+use crate::tools::offered::{Change, Offer, Offered, register_all};
 use crate::tools::prompt::{Prompt, RegisteredPrompt};
 use crate::tools::registry::ToolRegistry;
 use crate::tools::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
@@ -32,19 +32,6 @@ use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 pub(crate) mod builder;
 
 pub use crate::request::route::SUPPORTED_VERSIONS;
-
-/// A change that listen streams may be told about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Change {
-    /// The tool set changed.
-    Tools,
-    /// The prompt set changed.
-    Prompts,
-    /// The resource or template set changed.
-    Resources,
-    /// A resource's contents changed.
-    ResourceUpdated(Arc<str>),
-}
 
 /// Tunables; every field has a sensible default.
 #[derive(Debug, Clone)]

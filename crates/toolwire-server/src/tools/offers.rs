@@ -1,128 +1,30 @@
-//! Prompts, resources and completion (CHECKLIST §12): registration, the list methods,
-//! `prompts/get`, `resources/read` (both may answer `input_required`, R-03) and
-//! `completion/complete`.
-
-use std::sync::Arc;
+//! Prompts, resources and completion (CHECKLIST §12): the list methods, `prompts/get`,
+//! `resources/read` (both may answer `input_required`, R-03) and `completion/complete`.
+//! Registration is in `offered.rs`.
 
 use serde_json::{Value, json};
 use toolwire_protocol::methods::{
-    GetPrompt as GetPromptMethod, ListPrompts, ListResourceTemplates, ListResources, Method,
-    ReadResource as ReadResourceMethod,
+    GetPrompt as GetPromptMethod, Method, ReadResource as ReadResourceMethod,
 };
 use toolwire_protocol::{
     CompleteResult, Completion, CompletionReference, ErrorObject, ReadResourceResult, RequestId,
     ResultType,
 };
 
-use crate::error::{Error, Result};
 use crate::request::context::RequestContext;
-use crate::request::cursor::ListKind;
 use crate::request::outcome::Final;
 use crate::request::route::{Complete, GetPrompt, ReadResource, Route};
 use crate::safety::deadline::{contained, panicked};
-use crate::server::{Change, Server};
+use crate::server::Server;
 use crate::state::request_state::Binding;
-use crate::tools::catalog::{Catalog, Entry, insufficient_scope, permits};
-use crate::tools::prompt::{Prompt, PromptArgs, RegisteredPrompt};
-use crate::tools::resource::{
-    Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
-    UriTemplate,
-};
+use crate::tools::catalog::{Catalog, insufficient_scope, permits};
+use crate::tools::offered::Offered;
+use crate::tools::prompt::PromptArgs;
+use crate::tools::resource::{Reader, TemplateVars};
 use crate::tools::tool::ToolError;
 
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;
-
-/// Which capability registering a prompt, resource or template needs.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Offer {
-    Prompts,
-    Resources,
-}
-
-/// A prompt, resource or template as registered: what it is made from, how it is checked on the
-/// way in, and what its registration and removal tell listen streams. One shape for the three,
-/// so that adding and removing them is written once.
-pub(crate) trait Offered: Entry + Sized {
-    /// What the server author registers.
-    type Value;
-    /// Its kind, as errors name it.
-    const KIND: &'static str;
-    /// The capability it needs.
-    const OFFER: Offer;
-    /// What listen streams are told when the set changes.
-    const CHANGE: Change;
-    /// Which list it is on, for cursors and the result's member.
-    const LIST: ListKind;
-    /// The method that lists it.
-    const LIST_METHOD: &'static str;
-
-    /// Checks and prepares one value for its catalog.
-    fn register(value: Self::Value) -> Result<Self>;
-}
-
-impl Offered for RegisteredPrompt {
-    type Value = Prompt;
-    const KIND: &'static str = "prompt";
-    const OFFER: Offer = Offer::Prompts;
-    const CHANGE: Change = Change::Prompts;
-    const LIST: ListKind = ListKind::Prompts;
-    const LIST_METHOD: &'static str = ListPrompts::METHOD;
-
-    fn register(prompt: Prompt) -> Result<Self> {
-        Ok(RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?)
-    }
-}
-
-impl Offered for RegisteredResource {
-    type Value = Resource;
-    const KIND: &'static str = "resource";
-    const OFFER: Offer = Offer::Resources;
-    const CHANGE: Change = Change::Resources;
-    const LIST: ListKind = ListKind::Resources;
-    const LIST_METHOD: &'static str = ListResources::METHOD;
-
-    fn register(resource: Resource) -> Result<Self> {
-        let listed =
-            serde_json::value::to_raw_value(&resource.definition).map_err(std::io::Error::other)?;
-        Ok(RegisteredResource { resource, listed })
-    }
-}
-
-impl Offered for RegisteredTemplate {
-    type Value = ResourceTemplate;
-    const KIND: &'static str = "resource template";
-    const OFFER: Offer = Offer::Resources;
-    const CHANGE: Change = Change::Resources;
-    const LIST: ListKind = ListKind::Templates;
-    const LIST_METHOD: &'static str = ListResourceTemplates::METHOD;
-
-    fn register(template: ResourceTemplate) -> Result<Self> {
-        let uri_template = &template.definition.uri_template;
-        let parsed = UriTemplate::parse(uri_template).map_err(|reason| Error::InvalidTemplate {
-            template: uri_template.clone(),
-            reason,
-        })?;
-        let listed =
-            serde_json::value::to_raw_value(&template.definition).map_err(std::io::Error::other)?;
-        Ok(RegisteredTemplate {
-            template,
-            parsed,
-            listed,
-        })
-    }
-}
-
-/// Registers several prompts, resources or templates: all or none.
-pub(crate) fn register_all<E: Offered>(catalog: &Catalog<E>, values: Vec<E::Value>) -> Result<()> {
-    let entries = values
-        .into_iter()
-        .map(|value| E::register(value).map(Arc::new))
-        .collect::<Result<Vec<_>>>()?;
-    catalog
-        .add_all(entries)
-        .map_err(|key| Error::Duplicate { kind: E::KIND, key })
-}
 
 impl Server {
     fn not_offered(method: &str) -> ErrorObject {
