@@ -1,4 +1,4 @@
-//! The Streamable HTTP transport (CHECKLIST §4): one POST endpoint; a JSON reply, or a
+//! The Streamable HTTP transport (H-02…H-31): one POST endpoint; a JSON reply, or a
 //! request-scoped SSE reply once the request streams progress, logs or listen notifications.
 //!
 //! Checks run in the order the spec and the conformance suite expect: Host/Origin (403, before

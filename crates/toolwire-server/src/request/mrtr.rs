@@ -1,4 +1,4 @@
-//! Multi round-trip requests, the handler side (CHECKLIST §6): a handler asks for input with
+//! Multi round-trip requests, the handler side (M-01…M-19): a handler asks for input with
 //! [`InputRequired`] (returned as an error, so `?` works) and reads the answers of the previous
 //! round from its [`RequestContext`]. The server checks what it asks for against the
 //! capabilities the client declared (M-05) and seals the handler's state (M-06, M-07).

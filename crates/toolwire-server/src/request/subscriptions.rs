@@ -1,4 +1,4 @@
-//! `subscriptions/listen` (CHECKLIST §7): acknowledge the honoured filter, then forward matching
+//! `subscriptions/listen` (L-01…L-12): acknowledge the honoured filter, then forward matching
 //! changes, each tagged with the subscription id, until the client cancels or the server shuts
 //! down (then a closing result). The server keeps no subscription state beyond the open stream.
 //!

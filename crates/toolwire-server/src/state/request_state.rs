@@ -1,4 +1,4 @@
-//! Sealed request state (CHECKLIST M-06…M-08): the `requestState` a server hands out in an
+//! Sealed request state (M-06…M-08): the `requestState` a server hands out in an
 //! `input_required` result is encrypted and authenticated (AES-256-GCM), and bound to the method,
 //! the tool/prompt/resource name, a digest of the arguments, the principal and an expiry. A
 //! client can neither read nor forge it, nor replay it on another request, for another

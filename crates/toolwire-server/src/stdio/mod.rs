@@ -1,4 +1,4 @@
-//! The stdio transport (CHECKLIST §3): newline-delimited JSON-RPC on a byte stream. Requests run
+//! The stdio transport (S-01…S-13): newline-delimited JSON-RPC on a byte stream. Requests run
 //! concurrently and are answered as they finish; `notifications/cancelled` stops one and nothing
 //! more is written for it (S-08); EOF ends listen streams with their closing result and returns
 //! promptly (S-10). Only MCP messages are written; logs go through `tracing`, never to stdout.

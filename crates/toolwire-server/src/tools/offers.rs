@@ -1,4 +1,4 @@
-//! Prompts, resources and completion (CHECKLIST §12): the list methods, `prompts/get`,
+//! Prompts, resources and completion (R-01…R-09): the list methods, `prompts/get`,
 //! `resources/read` (both may answer `input_required`, R-03) and `completion/complete`.
 //! Registration is in `offered.rs`.
 

@@ -1,4 +1,4 @@
-//! Prompts as values (CHECKLIST §12): a definition with arguments and an async handler that
+//! Prompts as values (R-01…R-09): a definition with arguments and an async handler that
 //! renders messages; optional completions for its arguments.
 
 use std::collections::{BTreeMap, HashMap};

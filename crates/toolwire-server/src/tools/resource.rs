@@ -1,4 +1,4 @@
-//! Resources as values (CHECKLIST §12): fixed resources by URI and families of resources by
+//! Resources as values (R-01…R-09): fixed resources by URI and families of resources by
 //! RFC 6570 URI template (simple `{var}` and reserved `{+var}` expansions), each with an async
 //! reader.
 
