@@ -82,17 +82,10 @@ pub const REMOVED_METHODS: &[&str] = &[
     "tasks/list",
 ];
 
-/// The tasks extension's methods (`io.modelcontextprotocol/tasks`), spelled once like the others.
-mod task_methods {
-    use super::Method;
-    use crate::{EmptyResult, GetTaskResult, TaskParams, UpdateTaskParams};
-
-    method!(/// `tasks/get`: a task's status and, by status, its input requests, result or error.
-        GetTask, "tasks/get", TaskParams, GetTaskResult);
-    method!(/// `tasks/update`: answers to a task's input requests.
-        UpdateTask, "tasks/update", UpdateTaskParams, EmptyResult);
-    method!(/// `tasks/cancel`: stops a task.
-        CancelTask, "tasks/cancel", TaskParams, EmptyResult);
-}
-
-pub use task_methods::{CancelTask, GetTask, UpdateTask};
+// The tasks extension's methods (`io.modelcontextprotocol/tasks`), spelled once like the others.
+method!(/// `tasks/get`: a task's status and, by status, its input requests, result or error.
+    GetTask, "tasks/get", crate::TaskParams, crate::GetTaskResult);
+method!(/// `tasks/update`: answers to a task's input requests.
+    UpdateTask, "tasks/update", crate::UpdateTaskParams, crate::EmptyResult);
+method!(/// `tasks/cancel`: stops a task.
+    CancelTask, "tasks/cancel", crate::TaskParams, crate::EmptyResult);
