@@ -81,3 +81,11 @@ pub const REMOVED_METHODS: &[&str] = &[
     "tasks/result",
     "tasks/list",
 ];
+
+// The tasks extension's methods (`io.modelcontextprotocol/tasks`), spelled once like the others.
+method!(/// `tasks/get`: a task's status and, by status, its input requests, result or error.
+    GetTask, "tasks/get", crate::TaskParams, crate::GetTaskResult);
+method!(/// `tasks/update`: answers to a task's input requests.
+    UpdateTask, "tasks/update", crate::UpdateTaskParams, crate::EmptyResult);
+method!(/// `tasks/cancel`: stops a task.
+    CancelTask, "tasks/cancel", crate::TaskParams, crate::EmptyResult);

@@ -1,6 +1,6 @@
 //! The in-memory stores under load: one `redeem` of a request-state token and one task insert
 //! while 1,000 and 100,000 unexpired entries are held. The cost per operation must not grow
-//! with the number held (issue 8, item 5: a full sweep per call made them quadratic).
+//! with the number held (a full sweep per call would make them quadratic).
 
 use std::hint::black_box;
 

@@ -20,7 +20,7 @@ impl fmt::Display for SchemaRole {
     }
 }
 
-/// The rule a tool definition breaks; each names the checklist item it enforces.
+/// The rule a tool definition breaks; each names the requirement it enforces (docs/requirements.md).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum ToolRule {

@@ -1,4 +1,4 @@
-//! Entry points for the fuzz targets in `fuzz/` (issue 16), for the decoders of untrusted input
+//! Entry points for the fuzz targets in `fuzz/`, for the decoders of untrusted input
 //! that are not public API: the frame reader and its one-pass `tools/call` reading, cursors,
 //! request state, URI templates and forwarding headers. Built only with the `fuzzing` feature; not a stable API.
 //!
@@ -8,11 +8,11 @@
 use serde_json::Value;
 use toolwire_protocol::{MessageKind, RequestMeta};
 
-use crate::cursor::{CursorCodec, ListKind, Position};
-use crate::dispatch::{Message, read_frame, read_message};
-use crate::resource::UriTemplate;
-use crate::route::Route;
-use crate::state::{Binding, RequestStateKeys};
+use crate::request::cursor::{CursorCodec, ListKind, Position};
+use crate::request::dispatch::{Message, read_frame, read_message};
+use crate::request::route::Route;
+use crate::state::request_state::{Binding, RequestStateKeys};
+use crate::tools::resource::UriTemplate;
 
 /// The frame reader with its depth bound, and the one-pass reading of a `tools/call` held to
 /// the usual reading: the same id, `_meta` and route when it reads a frame, and no reading of

@@ -37,64 +37,45 @@
 
 #![warn(missing_docs)]
 
-mod audit;
-mod builder;
-mod call;
-mod catalog;
 mod clock;
-mod context;
-mod cursor;
-mod dispatch;
 mod error;
-mod expiry;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod handler;
-pub mod handles;
 pub mod http;
 mod legacy;
-mod limits;
 pub mod memory;
-mod mrtr;
-mod offers;
-mod outcome;
-mod output;
-mod prompt;
-mod registry;
-mod resource;
-mod route;
+mod request;
+mod safety;
 mod server;
 mod state;
 pub mod stdio;
-mod subscriptions;
-mod task_store;
-mod tasks;
-mod tool;
+mod tools;
 
-pub use audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
-pub use builder::ServerBuilder;
 pub use clock::{Clock, ManualClock, SystemClock};
-pub use context::RequestContext;
 pub use error::{Error, Result, SchemaRole, ToolRule};
-pub use handler::TIMED_OUT_META_KEY;
-pub use handles::{HandleError, HandleStore};
-pub use legacy::{
-    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
-};
-pub use limits::{
+pub use request::context::RequestContext;
+pub use request::mrtr::{Elicited, InputRequired};
+pub use safety::audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
+pub use safety::deadline::TIMED_OUT_META_KEY;
+pub use safety::limits::{
     CALLER_BUCKETS, DEFAULT_TOOL_RATE_LIMIT, RATE_LIMIT_META_KEY, RATE_LIMITED_META_KEY, RateLimit,
 };
-pub use mrtr::{Elicited, InputRequired};
-pub use output::{
+pub use safety::output::{
     DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
 };
-pub use prompt::{Completer, Prompt, PromptArgs, PromptOutput};
-pub use resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
+pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
-pub use state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
-pub use task_store::{MemoryTaskStore, TaskRecord, TaskStore};
-pub use tool::{
+pub use state::handles;
+pub use state::handles::{HandleError, HandleStore};
+pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
+pub use state::sessions::{
+    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
+};
+pub use state::task_store::{MemoryTaskStore, TaskRecord, TaskStore};
+pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
+pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
+pub use tools::tool::{
     HandleRetention, NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError,
     ToolOutput, structured_result,
 };

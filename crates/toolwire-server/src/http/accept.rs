@@ -1,6 +1,6 @@
-//! The accept loop of [`super::serve`] (issue 16): a cap on open connections, a deadline for
-//! request headers, graceful shutdown, and the heap's free memory handed back after
-//! connections close.
+//! The accept loop of [`super::serve`], so that slow or many clients cannot hold the server: a
+//! cap on open connections, a deadline for request headers, graceful shutdown, and the heap's
+//! free memory handed back after connections close.
 //!
 //! axum's own `serve` has none of the first three knobs: with it, a client that sends its
 //! headers one byte a minute holds a connection forever, and nothing bounds how many do so.

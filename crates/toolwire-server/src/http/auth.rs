@@ -201,7 +201,7 @@ pub(super) struct Caller {
     pub(super) principal: Option<Arc<str>>,
     pub(super) scopes: Option<Arc<[String]>>,
     /// The client's address, for rate limits when there is no principal.
-    pub(super) address: Option<crate::limits::ClientId>,
+    pub(super) address: Option<crate::safety::limits::ClientId>,
 }
 
 /// The resource server of one router.
@@ -334,7 +334,7 @@ impl Guard {
     pub(super) fn check_scopes(
         &self,
         server: &crate::Server,
-        route: &crate::route::Route,
+        route: &crate::request::route::Route,
         granted: &[String],
         id: &RequestId,
     ) -> Result<(), Refusal> {

@@ -4,8 +4,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::{DEFAULT_FLOOD_LIMIT, OAuth, checks};
-use crate::legacy::{MemorySessionStore, SessionStore};
-use crate::limits::RateLimit;
+use crate::safety::limits::RateLimit;
+use crate::state::sessions::{MemorySessionStore, SessionStore};
 
 /// The default cap on open connections: room for 16,000 listen streams and other clients.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 16_384;

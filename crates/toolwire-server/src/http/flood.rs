@@ -20,8 +20,8 @@ use toolwire_protocol::ErrorObject;
 use super::HttpConfig;
 use super::forwarded::{Source, Unreadable};
 use crate::clock::Clock;
-use crate::dispatch::Final;
-use crate::limits::{CallerBucket, ClientId, Limiter, RateLimit};
+use crate::request::dispatch::Final;
+use crate::safety::limits::{CallerBucket, ClientId, Limiter, RateLimit};
 
 /// Requests each client address may send unless [`HttpConfig::flood_limit`] says otherwise:
 /// 200 per second, 400 at once.

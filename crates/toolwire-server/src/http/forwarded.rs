@@ -16,7 +16,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 use http::{HeaderMap, HeaderName};
 
-use crate::limits::ClientId;
+use crate::safety::limits::ClientId;
 
 /// How much of a value an error message quotes.
 const QUOTED_BYTES: usize = 64;

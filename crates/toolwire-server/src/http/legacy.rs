@@ -28,13 +28,13 @@ use toolwire_protocol::{
 use super::checks::Accept;
 use super::reply::{frame, sse_events, sse_response, streaming_reply};
 use super::{Caller, HttpState, Refusal, json_response};
-use crate::context::{Frame, Outbound};
-use crate::dispatch::{Final, read_meta};
 use crate::legacy::{
-    LegacyCall, LegacyStep, Peer, SessionRecord, SessionStore, SessionStoreError, empty_result,
-    new_session_id, notifications_for, read_initialize,
+    LegacyCall, LegacyStep, Peer, empty_result, new_session_id, notifications_for, read_initialize,
 };
+use crate::request::context::{Frame, Outbound};
+use crate::request::dispatch::{Final, read_meta};
 use crate::server::Server;
+use crate::state::sessions::{SessionRecord, SessionStore, SessionStoreError};
 
 /// `Mcp-Session-Id`, parsed once.
 const SESSION_ID: http::HeaderName = http::HeaderName::from_static(SESSION_ID_HEADER);
@@ -207,10 +207,11 @@ pub(super) async fn post(
         Ok(MessageKind::Request(id)) => {
             let known = Known {
                 record,
+                live,
                 scopes: caller.scopes,
                 address: caller.address,
             };
-            request(state, sessions, known, live, id, &raw, accept).await
+            request(state, sessions, known, id, &raw, accept).await
         }
     }
 }
@@ -223,7 +224,7 @@ async fn session_of(
     caller: &Caller,
 ) -> Option<SessionRecord> {
     let session_id = session_id.to_str().ok()?;
-    let now = state.server.inner.clock.now_ms();
+    let now = state.server.clock().now_ms();
     let Some(record) = sessions.store.touch(session_id, now).await else {
         sessions.forget(session_id);
         return None;
@@ -285,7 +286,7 @@ async fn initialize(
         principal,
     );
     let session_id = record.id.clone();
-    let now = state.server.inner.clock.now_ms();
+    let now = state.server.clock().now_ms();
     match sessions.store.create(record, now).await {
         Ok(()) => {}
         Err(e @ SessionStoreError::Full(_)) => {
@@ -325,11 +326,12 @@ fn single_reply(done: Final, accept: Accept, state: &HttpState) -> Response {
     )
 }
 
-/// A live session and what the caller's token grants.
+/// A live session, what only this process holds of it, and what the caller's token grants.
 struct Known {
     record: SessionRecord,
+    live: Arc<Live>,
     scopes: Option<Arc<[String]>>,
-    address: Option<crate::limits::ClientId>,
+    address: Option<crate::safety::limits::ClientId>,
 }
 
 /// A request in a session.
@@ -337,19 +339,18 @@ async fn request(
     state: &HttpState,
     sessions: &Sessions,
     known: Known,
-    live: Arc<Live>,
     id: RequestId,
     raw: &RawMessage<'_>,
     accept: Accept,
 ) -> Response {
     let method = raw.method.as_deref().unwrap_or_default();
     let server = &state.server;
-    let now = server.inner.clock.now_ms();
+    let now = server.clock().now_ms();
     let step = match server.legacy_step(method, raw.params) {
         Ok(step) => step,
         Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
     };
-    let update = |change: crate::legacy::SessionChange| async {
+    let update = |change: crate::state::sessions::SessionChange| async {
         if sessions.store.update(&known.record.id, now, change).await {
             single_reply(empty_result(&id), accept, state)
         } else {
@@ -382,7 +383,7 @@ async fn request(
             }))
             .await
         }
-        LegacyStep::Served => served(state, known, live, id, method, raw, accept).await,
+        LegacyStep::Served => served(state, known, id, raw, accept).await,
     }
 }
 
@@ -391,18 +392,17 @@ async fn request(
 async fn served(
     state: &HttpState,
     known: Known,
-    live: Arc<Live>,
     id: RequestId,
-    method: &str,
     raw: &RawMessage<'_>,
     accept: Accept,
 ) -> Response {
+    let method = raw.method.as_deref().unwrap_or_default();
     // As for a 2026-07-28 request: without the scopes of what it addresses, 403 with a
     // challenge the client can step up with, before anything runs.
     if let (Some(guard), Some(granted)) = (&state.guard, &known.scopes) {
-        if let Ok(route) = crate::route::Route::parse(method, raw.params) {
+        if let Ok(route) = crate::request::route::Route::parse(method, raw.params) {
             if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
-                if let crate::route::Route::CallTool(call) = &route {
+                if let crate::request::route::Route::CallTool(call) = &route {
                     let principal = known.record.principal.as_deref();
                     let code = refusal.error.code;
                     state.server.audit_refused(&id, call, principal, None, code);
@@ -411,6 +411,12 @@ async fn served(
             }
         }
     }
+    let Known {
+        record,
+        live,
+        scopes,
+        address,
+    } = known;
     let cancel = CancellationToken::new();
     {
         let mut inflight = live.inflight();
@@ -424,9 +430,9 @@ async fn served(
     }
     let (tx, rx) = mpsc::channel::<Frame>(64);
     let call = LegacyCall {
-        session: known.record,
-        scopes: known.scopes,
-        address: known.address,
+        session: record,
+        scopes,
+        address,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound::new(tx.clone())),
         cancel: cancel.clone(),
@@ -515,7 +521,7 @@ fn session_stream(
     }
     async_stream::stream! {
         let close = Close(live);
-        let mut changes = server.inner.changes.subscribe();
+        let mut changes = server.subscribe_changes();
         let mut touch = tokio::time::interval(touch_every);
         touch.tick().await;
         let shutdown = server.shutdown_token();
@@ -524,14 +530,14 @@ fn session_stream(
                 _ = close.0.ended.cancelled() => break,
                 _ = shutdown.cancelled() => break,
                 _ = touch.tick() => {
-                    if store.touch(&session_id, server.inner.clock.now_ms()).await.is_none() {
+                    if store.touch(&session_id, server.clock().now_ms()).await.is_none() {
                         break;
                     }
                     continue;
                 }
                 change = changes.recv() => change,
             };
-            let Some(record) = store.touch(&session_id, server.inner.clock.now_ms()).await else {
+            let Some(record) = store.touch(&session_id, server.clock().now_ms()).await else {
                 break;
             };
             for json in notifications_for(&server, &change, &record.subscriptions) {

@@ -1,4 +1,4 @@
-//! The Streamable HTTP transport (CHECKLIST §4): one POST endpoint; a JSON reply, or a
+//! The Streamable HTTP transport (H-02…H-31): one POST endpoint; a JSON reply, or a
 //! request-scoped SSE reply once the request streams progress, logs or listen notifications.
 //!
 //! Checks run in the order the spec and the conformance suite expect: Host/Origin (403, before
@@ -40,11 +40,11 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::dispatch::{Final, Message, read_message, read_meta};
-use crate::legacy::MemorySessionStore;
-use crate::limits::{ClientId, Limiter};
-use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::request::dispatch::{Final, Message, read_message, read_meta};
+use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
+use crate::state::sessions::MemorySessionStore;
 
 struct HttpState {
     server: Server,
@@ -281,17 +281,9 @@ async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Re
     let Some(sessions) = &state.sessions else {
         return legacy::method_not_allowed();
     };
-    let (parts, _) = request.into_parts();
-    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
-        Ok(address) => address,
-        Err(turned) => return turned.into_response(),
-    };
-    if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
-        return refusal.into_response();
-    }
-    let caller = match caller_of(&state, &parts.uri, &parts.headers, None).await {
-        Ok(caller) => Caller { address, ..caller },
-        Err(refusal) => return refusal.into_response(),
+    let (parts, caller) = match admit_session_request(&state, request).await {
+        Ok(admitted) => admitted,
+        Err(refused) => return refused,
     };
     match checks::Accept::parse(&parts.headers) {
         Ok(accept) => legacy::get(&state, sessions, &parts.headers, accept, &caller).await,
@@ -303,23 +295,35 @@ async fn handle_delete(State(state): State<Arc<HttpState>>, request: Request) ->
     let Some(sessions) = &state.sessions else {
         return legacy::method_not_allowed();
     };
+    match admit_session_request(&state, request).await {
+        Ok((parts, caller)) => legacy::delete(&state, sessions, &parts.headers, &caller).await,
+        Err(refused) => refused,
+    }
+}
+
+/// What a GET or a DELETE (legacy sessions only) passes before anything else: the flood limit,
+/// Host and Origin, and who the caller is.
+async fn admit_session_request(
+    state: &HttpState,
+    request: Request,
+) -> Result<(http::request::Parts, Caller), Response> {
     let (parts, _) = request.into_parts();
-    if let Err(turned) = state.admission.admit(&parts, &*state.server.inner.clock) {
-        return turned.into_response();
-    }
-    if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
-        return refusal.into_response();
-    }
-    match caller_of(&state, &parts.uri, &parts.headers, None).await {
-        Ok(caller) => legacy::delete(&state, sessions, &parts.headers, &caller).await,
-        Err(refusal) => refusal.into_response(),
-    }
+    let address = state
+        .admission
+        .admit(&parts, state.server.clock())
+        .map_err(IntoResponse::into_response)?;
+    checks::host_and_origin(&state.config, &parts.uri, &parts.headers)
+        .map_err(IntoResponse::into_response)?;
+    let caller = caller_of(state, &parts.uri, &parts.headers, None)
+        .await
+        .map_err(IntoResponse::into_response)?;
+    Ok((parts, Caller { address, ..caller }))
 }
 
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     // A flood is turned away before anything else is looked at (T-15).
-    let address = match state.admission.admit(&parts, &*state.server.inner.clock) {
+    let address = match state.admission.admit(&parts, state.server.clock()) {
         Ok(address) => address,
         Err(turned) => return turned.into_response(),
     };
@@ -329,6 +333,8 @@ async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> R
     }
 }
 
+/// A POST: checked, read, admitted and run, in the order the checks must come (the token
+/// before anything else is read, A-03; the body after its headers).
 async fn admit_and_run(
     state: &HttpState,
     parts: http::request::Parts,
@@ -347,22 +353,8 @@ async fn admit_and_run(
     };
     checks::content_type(headers)?;
     let accept = checks::Accept::parse(headers)?;
-    let config = &state.server.inner.config;
-    // The deadline is only armed if the body is not all there yet (`timeout` polls it first).
-    let body = tokio::time::timeout(
-        state.config.body_timeout,
-        axum::body::to_bytes(body, config.max_message_bytes),
-    )
-    .await
-    .map_err(|_| body_too_slow(state.config.body_timeout))?
-    .map_err(|_| {
-        let error = ErrorObject::invalid_request(format!(
-            "the body exceeds {} bytes",
-            config.max_message_bytes
-        ));
-        Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
-    })?;
-    let message = read_message(&body, config.max_json_depth)
+    let body = read_body(state, body).await?;
+    let message = read_message(&body, state.server.config().max_json_depth)
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
     let (id, meta, route) = match message {
         // The common case: a well-formed tools/call, read in one pass (a 2026-07-28 request,
@@ -386,29 +378,11 @@ async fn admit_and_run(
                     return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
                 }
             }
-            let id = match raw.kind() {
-                Err(why) => {
-                    let error = ErrorObject::invalid_request(why);
-                    return Err(Refusal::new(
-                        StatusCode::BAD_REQUEST,
-                        raw.request_id().as_ref(),
-                        error,
-                    ));
-                }
-                // Notifications are accepted and need no answer (H-04); cancellation on HTTP is
-                // closing the stream (H-26), so `notifications/cancelled` has nothing to act on.
-                Ok(MessageKind::Notification) => return Ok(StatusCode::ACCEPTED.into_response()),
-                Ok(MessageKind::Response) => {
-                    let error = ErrorObject::invalid_request(
-                        "clients send requests and notifications, never responses (H-20)",
-                    );
-                    return Err(Refusal::new(
-                        StatusCode::BAD_REQUEST,
-                        raw.request_id().as_ref(),
-                        error,
-                    ));
-                }
-                Ok(MessageKind::Request(id)) => id,
+            let Some(id) = request_id(&raw)? else {
+                // Notifications are accepted and need no answer (H-04); cancellation on HTTP
+                // is closing the stream (H-26), so `notifications/cancelled` has nothing to
+                // act on.
+                return Ok(StatusCode::ACCEPTED.into_response());
             };
             let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
             (id, meta, route)
@@ -422,24 +396,67 @@ async fn admit_and_run(
             address,
         },
     };
-    if let (Some(guard), Some(granted)) = (&state.guard, &caller.scopes) {
-        if let Err(refusal) = guard.check_scopes(&state.server, &route, granted, &id) {
-            if let Route::CallTool(call) = &route {
+    check_scopes(state, &caller, &id, &meta, &route)?;
+    let request = reply::Admitted { id, meta, route };
+    Ok(reply::run(state, request, accept, caller).await)
+}
+
+/// The body, whole, within the size and time limits. The deadline is only armed if the body is
+/// not all there yet (`timeout` polls it first).
+async fn read_body(state: &HttpState, body: Body) -> Result<axum::body::Bytes, Refusal> {
+    let max = state.server.config().max_message_bytes;
+    tokio::time::timeout(state.config.body_timeout, axum::body::to_bytes(body, max))
+        .await
+        .map_err(|_| body_too_slow(state.config.body_timeout))?
+        .map_err(|_| {
+            let error = ErrorObject::invalid_request(format!("the body exceeds {max} bytes"));
+            Refusal::new(StatusCode::PAYLOAD_TOO_LARGE, None, error)
+        })
+}
+
+/// The id of a request; `None` for a notification. A response from the client, or a message
+/// that is neither, is refused.
+fn request_id(raw: &RawMessage<'_>) -> Result<Option<RequestId>, Refusal> {
+    let refuse = |error| Refusal::new(StatusCode::BAD_REQUEST, raw.request_id().as_ref(), error);
+    match raw.kind() {
+        Err(why) => Err(refuse(ErrorObject::invalid_request(why))),
+        Ok(MessageKind::Notification) => Ok(None),
+        Ok(MessageKind::Response) => Err(refuse(ErrorObject::invalid_request(
+            "clients send requests and notifications, never responses (H-20)",
+        ))),
+        Ok(MessageKind::Request(id)) => Ok(Some(id)),
+    }
+}
+
+/// With OAuth, the scopes of what the request addresses (403 without them); a refused
+/// `tools/call` is audited.
+fn check_scopes(
+    state: &HttpState,
+    caller: &Caller,
+    id: &RequestId,
+    meta: &RequestMeta,
+    route: &Route,
+) -> Result<(), Refusal> {
+    let (Some(guard), Some(granted)) = (&state.guard, &caller.scopes) else {
+        return Ok(());
+    };
+    guard
+        .check_scopes(&state.server, route, granted, id)
+        .inspect_err(|refusal| {
+            if let Route::CallTool(call) = route {
                 let principal = caller.principal.as_deref();
                 let code = refusal.error.code;
                 state
                     .server
-                    .audit_refused(&id, call, principal, Some(&meta), code);
+                    .audit_refused(id, call, principal, Some(meta), code);
             }
-            return Err(refusal);
-        }
-    }
-    Ok(reply::run(state, id, meta, route, accept, caller).await)
+        })
 }
 
 /// The caller's principal from the configured resolver. The resolver is the server author's
 /// code: a panic in it is contained and refuses the request (500, -32603) rather than ending
-/// the connection or letting the request through as anonymous (issue 8, item 24).
+/// the connection or letting the request through as anonymous (invariant 6: the author's code
+/// runs with panics contained).
 fn resolve_principal(
     config: &HttpConfig,
     headers: &http::HeaderMap,
@@ -450,7 +467,7 @@ fn resolve_principal(
     };
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| (resolver.0)(headers))).map_err(
         |panic| {
-            crate::handler::panicked("principal resolver", &panic);
+            crate::safety::deadline::panicked("principal resolver", &panic);
             let error = ErrorObject::internal("Internal error");
             Refusal::new(StatusCode::INTERNAL_SERVER_ERROR, Some(id), error)
         },
@@ -516,7 +533,7 @@ fn check_route(
         checks::name_header(headers, expected).map_err(refuse)?;
     }
     if let Route::CallTool(call) = route {
-        if let Some(tool) = server.inner.registry.snapshot().get(&call.name) {
+        if let Some(tool) = server.registry().snapshot().get(&call.name) {
             checks::param_headers(headers, &tool.header_params, &call.arguments).map_err(refuse)?;
         }
     }

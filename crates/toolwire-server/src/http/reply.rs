@@ -17,18 +17,25 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 
 use super::checks::Accept;
 use super::{Caller, HttpState, Refusal, json_response, status_for};
-use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::Final;
-use crate::route::Route;
+use crate::request::context::{Frame, Logging, Outbound, RequestContext};
+use crate::request::dispatch::Final;
+use crate::request::route::Route;
+use crate::server::Server;
+
+/// A request that passed every check: its id, its `_meta` and the method it runs.
+pub(super) struct Admitted {
+    pub(super) id: RequestId,
+    pub(super) meta: RequestMeta,
+    pub(super) route: Route,
+}
 
 pub(super) async fn run(
     state: &HttpState,
-    id: RequestId,
-    meta: RequestMeta,
-    route: Route,
+    request: Admitted,
     accept: Accept,
     caller: Caller,
 ) -> Response {
+    let Admitted { id, meta, route } = request;
     let listen = matches!(route, Route::Listen { .. });
     if listen && !accept.sse {
         let error = ErrorObject::invalid_request(format!(
@@ -54,38 +61,29 @@ pub(super) async fn run(
     }
     // Only progress and logs travel before the response; a request that can have neither gets
     // a plain reply without a channel (the common, fast case).
-    let logging = state.server.inner.config.logging;
-    let may_stream =
-        accept.sse && (meta.progress_token.is_some() || (logging && meta.log_level.is_some()));
+    let logging = state.server.config().logging;
+    let may_stream = accept.sse
+        && (meta.progress_token.is_some()
+            || (logging == Logging::Declared && meta.log_level.is_some()));
+    let request = Admitted { id, meta, route };
     if may_stream {
-        run_streaming(state, id, meta, route, accept, caller).await
+        run_streaming(state, request, accept, caller).await
     } else {
-        run_plain(state, id, meta, route, accept, caller).await
+        run_plain(state, request, accept, caller).await
     }
 }
 
 /// A request that cannot stream: run it inline and answer once.
 async fn run_plain(
     state: &HttpState,
-    id: RequestId,
-    meta: RequestMeta,
-    route: Route,
+    request: Admitted,
     accept: Accept,
     caller: Caller,
 ) -> Response {
+    let Admitted { id, meta, route } = request;
     let server = &state.server;
     let cancel = CancellationToken::new();
-    let ctx = RequestContext::new(
-        id.clone(),
-        meta,
-        cancel.clone(),
-        server.shutdown_token(),
-        None,
-        server.inner.config.logging,
-    )
-    .with_principal(caller.principal)
-    .with_scopes(caller.scopes)
-    .with_address(caller.address);
+    let ctx = context(server, (&id, meta), &cancel, None, caller);
     // When the client leaves, hyper drops this future. `guard` is declared after `work`, so it
     // is dropped first: the handler's token has fired by the time the handler is dropped.
     let mut work = std::pin::pin!(server.run(&id, route, ctx));
@@ -106,28 +104,16 @@ async fn run_plain(
 /// in a task whose cancellation is tied to the stream (H-08).
 async fn run_streaming(
     state: &HttpState,
-    id: RequestId,
-    meta: RequestMeta,
-    route: Route,
+    request: Admitted,
     accept: Accept,
     caller: Caller,
 ) -> Response {
+    let Admitted { id, meta, route } = request;
     let server = state.server.clone();
     let cancel = CancellationToken::new();
     let (tx, rx) = mpsc::channel::<Frame>(64);
-    let logging = server.inner.config.logging;
     let outbound = Some(Outbound::new(tx.clone()));
-    let ctx = RequestContext::new(
-        id.clone(),
-        meta,
-        cancel.clone(),
-        server.shutdown_token(),
-        outbound,
-        logging,
-    )
-    .with_principal(caller.principal)
-    .with_scopes(caller.scopes)
-    .with_address(caller.address);
+    let ctx = context(&server, (&id, meta), &cancel, outbound, caller);
     let finisher = ctx.clone();
     let request_id = id.clone();
     let work = Box::pin(async move {
@@ -137,6 +123,28 @@ async fn run_streaming(
     });
     let channel = (tx, rx);
     streaming_reply(state, &id, cancel, channel, work, accept, status_for).await
+}
+
+/// The handler's context for a request over HTTP: cancelled with `cancel` or at shutdown,
+/// its notifications sent on `outbound` if it may stream, and the caller's identity.
+fn context(
+    server: &Server,
+    (id, meta): (&RequestId, RequestMeta),
+    cancel: &CancellationToken,
+    outbound: Option<Outbound>,
+    caller: Caller,
+) -> RequestContext {
+    RequestContext::new(
+        id.clone(),
+        meta,
+        cancel.clone(),
+        server.shutdown_token(),
+        outbound,
+        server.config().logging,
+    )
+    .with_principal(caller.principal)
+    .with_scopes(caller.scopes)
+    .with_address(caller.address)
 }
 
 /// The reply to `work`, a request whose notifications (and, for a legacy session, requests to

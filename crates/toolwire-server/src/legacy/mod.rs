@@ -3,7 +3,7 @@
 //! Initialization-Based Versions").
 //!
 //! A legacy client starts with `initialize`; the transport keeps what it declared (a
-//! [`SessionRecord`]) and runs each later request through the 2026-07-28 machinery with a `_meta`
+//! [`SessionRecord`](crate::SessionRecord)) and runs each later request through the 2026-07-28 machinery with a `_meta`
 //! made from the session. When a handler needs input, the server asks the client itself
 //! (`elicitation/create`, `sampling/createMessage`, `roots/list` as server-to-client requests on
 //! the request's stream), collects the answers and runs the handler again with them, so one
@@ -16,7 +16,6 @@
 
 mod notify;
 mod peer;
-mod store;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,14 +39,12 @@ use toolwire_protocol::{
 pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
 use peer::Unanswered;
-pub use store::{
-    MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
-};
 
-use crate::context::{Outbound, RequestContext};
-use crate::dispatch::{Final, read_meta};
-use crate::route::Route;
+use crate::request::context::{Logging, Outbound, RequestContext};
+use crate::request::dispatch::{Final, read_meta};
+use crate::request::route::Route;
 use crate::server::Server;
+use crate::state::sessions::SessionRecord;
 
 /// How many times one legacy request may ask the client for input before it is stopped.
 const MAX_INPUT_ROUNDS: usize = 16;
@@ -96,7 +93,7 @@ pub(crate) struct LegacyCall {
     /// The OAuth scopes of the caller's token; `None` without OAuth.
     pub(crate) scopes: Option<Arc<[String]>>,
     /// The client's address (HTTP), for rate limits.
-    pub(crate) address: Option<crate::limits::ClientId>,
+    pub(crate) address: Option<crate::safety::limits::ClientId>,
     /// Where requests to the client are matched with their answers.
     pub(crate) peer: Arc<Peer>,
     /// The request's stream (stdio, or an SSE reply): its notifications and the server's
@@ -128,7 +125,7 @@ impl Server {
     /// Whether this server answers legacy clients (the default; see
     /// [`crate::ServerBuilder::modern_only`]).
     pub(crate) fn serves_legacy(&self) -> bool {
-        self.inner.config.legacy
+        self.config().legacy
     }
 
     /// Reads a legacy request: -32601 for a method this session cannot use (including
@@ -139,13 +136,13 @@ impl Server {
         method: &str,
         params: Option<&RawValue>,
     ) -> Result<LegacyStep, ErrorObject> {
-        let offers = self.inner.offers;
+        let offers = self.offers();
         match method {
             METHOD_INITIALIZE => Ok(LegacyStep::Initialize),
             METHOD_PING => Ok(LegacyStep::Ping),
-            METHOD_SET_LEVEL if self.inner.config.logging => Ok(LegacyStep::SetLevel(
-                parse::<SetLevelParams>(method, params)?.level,
-            )),
+            METHOD_SET_LEVEL if self.config().logging == Logging::Declared => Ok(
+                LegacyStep::SetLevel(parse::<SetLevelParams>(method, params)?.level),
+            ),
             METHOD_SUBSCRIBE if offers.resources => Ok(LegacyStep::Subscribe(
                 parse::<ResourceSubscriptionParams>(method, params)?.uri,
             )),
@@ -165,8 +162,8 @@ impl Server {
         InitializeResult {
             protocol_version: negotiate_legacy_version(&params.protocol_version).to_owned(),
             capabilities,
-            server_info: self.inner.info.clone(),
-            instructions: self.inner.instructions.clone(),
+            server_info: self.info().clone(),
+            instructions: self.instructions().map(str::to_owned),
             extra: JsonObject::new(),
         }
     }
@@ -203,7 +200,7 @@ impl Server {
                 call.cancel.clone(),
                 call.closing.clone(),
                 call.outbound.clone(),
-                self.inner.config.logging,
+                self.config().logging,
             )
             .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone())
@@ -250,7 +247,7 @@ impl Server {
             ));
         };
         // An answer that comes later than the sealed state lives would be refused anyway.
-        let timeout = Duration::from_millis(self.inner.request_state.ttl_ms);
+        let timeout = Duration::from_millis(self.request_state().ttl_ms);
         let mut answers = JsonObject::new();
         for (key, request) in requests {
             let method = request

@@ -7,8 +7,9 @@ use std::collections::BTreeSet;
 use tokio::sync::broadcast::error::RecvError;
 use toolwire_protocol::SubscriptionFilter;
 
-use crate::server::{Change, Server};
-use crate::subscriptions::{message_for, missed};
+use crate::request::subscriptions::{message_for, missed};
+use crate::server::Server;
+use crate::tools::offered::Change;
 
 /// The notifications (serialized) that a change, or a gap in the changes seen (`Lagged`),
 /// means for a legacy session subscribed to `subscriptions`.
@@ -17,7 +18,7 @@ pub(crate) fn notifications_for(
     change: &Result<Change, RecvError>,
     subscriptions: &BTreeSet<String>,
 ) -> Vec<String> {
-    let offers = server.inner.offers;
+    let offers = server.offers();
     let follows = SubscriptionFilter {
         tools_list_changed: Some(true),
         prompts_list_changed: offers.prompts.then_some(true),

@@ -13,7 +13,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{ErrorObject, RequestId};
 
-use crate::context::{Frame, Outbound};
+use crate::request::context::{Frame, Outbound};
 
 /// What the client answered: its result, or its error.
 type Answer = Result<Box<RawValue>, ErrorObject>;

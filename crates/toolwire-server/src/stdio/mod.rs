@@ -1,12 +1,10 @@
-//! The stdio transport (CHECKLIST §3): newline-delimited JSON-RPC on a byte stream. Requests run
+//! The stdio transport (S-01…S-13): newline-delimited JSON-RPC on a byte stream. Requests run
 //! concurrently and are answered as they finish; `notifications/cancelled` stops one and nothing
 //! more is written for it (S-08); EOF ends listen streams with their closing result and returns
 //! promptly (S-10). Only MCP messages are written; logs go through `tracing`, never to stdout.
 //!
 //! A connection that begins with a legacy `initialize` (2025-11-25 and earlier) becomes a legacy
-//! session: its requests without a 2026-07-28 `_meta` run with what it declared at
-//! `initialize`, list changes and updates of subscribed resources are sent on it, and the
-//! server's own requests to the client (input for a handler) are answered on it.
+//! session; `legacy.rs` serves it.
 //!
 //! stdio has no OAuth: whoever started the process is the caller. [`StdioConfig`] names
 //! that caller's principal and, optionally, the scopes it holds, usually from the environment
@@ -18,30 +16,25 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
-use serde_json::value::RawValue;
 
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use toolwire_protocol::legacy::InitializeParams;
 use toolwire_protocol::{
     CancelledParams, ErrorObject, MessageKind, NOTIFICATION_CANCELLED, RawMessage, RequestId,
     RequestMeta,
 };
 
-use crate::catalog::insufficient_scope;
-use crate::catalog::permits;
-use crate::context::{Frame, Outbound, RequestContext};
-use crate::dispatch::{Final, Message, read_message};
 use crate::error::{Error, Result};
-use crate::legacy::{
-    LegacyCall, LegacyStep, Peer, SessionRecord, empty_result, is_legacy_initialize,
-    read_initialize,
-};
-use crate::route::{CallFrame, Route};
+use crate::legacy::is_legacy_initialize;
+use crate::request::context::{Frame, Outbound, RequestContext};
+use crate::request::dispatch::{Final, Message, read_message};
+use crate::request::route::{CallFrame, Route};
 use crate::server::Server;
+use legacy::LegacyConnection;
 
+mod legacy;
 #[cfg(unix)]
 mod pipes;
 
@@ -50,7 +43,7 @@ const EOF_GRACE: Duration = Duration::from_secs(2);
 
 /// Bytes written to the client's queue and not yet written out, at most. A client that stops
 /// reading stdout fills the pipe, then this; then every request waits to answer, and the
-/// server stops reading stdin until the client reads again (issue 16).
+/// server stops reading stdin until the client reads again, instead of growing without bound.
 const OUTPUT_BUDGET: u32 = 8 * 1024 * 1024;
 
 /// Requests running at once on one connection, at most; past it the server reads no more
@@ -182,7 +175,7 @@ where
         legacy: None,
         caller: config,
     };
-    let mut lines = LineReader::new(reader, connection.server.inner.config.max_message_bytes);
+    let mut lines = LineReader::new(reader, connection.server.config().max_message_bytes);
     loop {
         if connection.tasks.len() >= MAX_IN_FLIGHT {
             // Backpressure: no more requests until one finishes.
@@ -198,7 +191,7 @@ where
         match line {
             Ok(Some(Line::Message(bytes))) => connection.handle(&bytes).await,
             Ok(Some(Line::TooLong)) => {
-                let max = connection.server.inner.config.max_message_bytes;
+                let max = connection.server.config().max_message_bytes;
                 let error = ErrorObject::invalid_request(format!("message exceeds {max} bytes"));
                 connection.send_error(None, &error).await;
             }
@@ -235,21 +228,9 @@ struct Connection {
     caller: StdioConfig,
 }
 
-/// A legacy client's session on this connection.
-struct LegacyConnection {
-    session: Arc<Mutex<SessionRecord>>,
-    peer: Arc<Peer>,
-}
-
-impl LegacyConnection {
-    fn session(&self) -> std::sync::MutexGuard<'_, SessionRecord> {
-        self.session.lock().unwrap_or_else(|p| p.into_inner())
-    }
-}
-
 impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
-        let raw = match read_message(bytes, self.server.inner.config.max_json_depth) {
+        let raw = match read_message(bytes, self.server.config().max_json_depth) {
             Ok(Message::Raw(raw)) => raw,
             Ok(Message::Call(call)) => {
                 let CallFrame { id, meta, route } = *call;
@@ -330,7 +311,7 @@ impl Connection {
             cancel.clone(),
             self.closing.clone(),
             Some(self.tx.clone()),
-            self.server.inner.config.logging,
+            self.server.config().logging,
         )
         .with_principal(self.caller.principal.clone())
         .with_scopes(self.caller.scopes.clone());
@@ -407,119 +388,6 @@ impl Connection {
         });
     }
 
-    /// A legacy `initialize`: the connection becomes a legacy session, told about list changes
-    /// and subscribed resources from now on.
-    fn legacy_initialize(
-        &mut self,
-        id: &RequestId,
-        params: Option<&RawValue>,
-    ) -> Result<Final, ErrorObject> {
-        if self.legacy.is_some() {
-            return Err(ErrorObject::invalid_request(
-                "this connection is already initialized",
-            ));
-        }
-        let params: InitializeParams = read_initialize(params)?;
-        let result = self.server.initialize_result(&params);
-        tracing::debug!(version = %result.protocol_version, client = ?params.client_info, "legacy client initialized over stdio");
-        let session = SessionRecord::new(
-            "stdio".into(),
-            result.protocol_version.clone(),
-            params.capabilities,
-            params.client_info,
-            self.caller.principal.as_deref().map(str::to_owned),
-        );
-        let legacy = LegacyConnection {
-            session: Arc::new(Mutex::new(session)),
-            peer: Arc::new(Peer::default()),
-        };
-        self.tasks.spawn(notify_changes(
-            self.server.clone(),
-            legacy.session.clone(),
-            self.tx.clone(),
-            self.closing.clone(),
-        ));
-        self.legacy = Some(legacy);
-        Ok(Final::result(id, &result))
-    }
-
-    /// A request without a 2026-07-28 `_meta`: a legacy session's, or refused with `modern`
-    /// (the reason a 2026-07-28 request would be refused) if the connection is not one.
-    fn legacy_request(
-        &mut self,
-        id: RequestId,
-        method: &str,
-        params: Option<&RawValue>,
-        modern: ErrorObject,
-    ) -> Result<Option<Final>, ErrorObject> {
-        let Some(legacy) = &self.legacy else {
-            return Err(modern);
-        };
-        match self.server.legacy_step(method, params)? {
-            LegacyStep::Initialize => {
-                return Err(ErrorObject::invalid_request(
-                    "this connection is already initialized",
-                ));
-            }
-            LegacyStep::Ping => {}
-            LegacyStep::SetLevel(level) => legacy.session().log_level = Some(level),
-            LegacyStep::Subscribe(uri) => {
-                let needed = self.server.resource_scopes(&uri);
-                if !permits(self.caller.scopes.as_deref(), &needed) {
-                    return Err(insufficient_scope("resource", &uri, &needed));
-                }
-                legacy.session().subscriptions.insert(uri);
-            }
-            LegacyStep::Unsubscribe(uri) => {
-                legacy.session().subscriptions.remove(&uri);
-            }
-            LegacyStep::Served => {
-                let session = legacy.session().clone();
-                let peer = legacy.peer.clone();
-                self.check_unused(&id)?;
-                let cancel = CancellationToken::new();
-                let generation = self.track(&id, &cancel);
-                let call = LegacyCall {
-                    session,
-                    scopes: self.caller.scopes.clone(),
-                    address: None,
-                    peer,
-                    outbound: Some(self.tx.clone()),
-                    cancel: cancel.clone(),
-                    closing: self.closing.clone(),
-                };
-                let (server, method) = (self.server.clone(), method.to_owned());
-                let params = params.map(|p| p.to_owned());
-                let request_id = id.clone();
-                let work = Box::pin(async move {
-                    server
-                        .run_legacy(&request_id, &method, params.as_deref(), call)
-                        .await
-                });
-                self.spawn(id, generation, cancel, work);
-                return Ok(None);
-            }
-        }
-        Ok(Some(empty_result(&id)))
-    }
-
-    /// A response from the client: the answer to one of the server's requests in a legacy
-    /// session (B-09: a 2026-07-28 server sends no requests, so otherwise it is ignored).
-    fn response(&self, raw: &RawMessage<'_>) {
-        let (Some(legacy), Some(id)) = (&self.legacy, raw.request_id()) else {
-            tracing::warn!("ignoring a JSON-RPC response to no request of this server (B-09)");
-            return;
-        };
-        let answer = match (&raw.error, raw.result) {
-            (Some(error), _) => Err(error.clone()),
-            (None, Some(result)) => Ok(result.to_owned()),
-            (None, None) => Err(ErrorObject::invalid_request("a response without a result")),
-        };
-        if !legacy.peer.answer(&id, answer) {
-            tracing::debug!(%id, "a response to no waiting request");
-        }
-    }
-
     /// Writes the reply to a request answered at once.
     async fn send_final(&self, done: Final) {
         let frame = Frame {
@@ -563,7 +431,7 @@ impl Connection {
     async fn close(mut self) {
         self.closing.cancel();
         if let Some(legacy) = &self.legacy {
-            legacy.peer.close();
+            legacy.close();
         }
         let drained = tokio::time::timeout(EOF_GRACE, async {
             while self.tasks.join_next().await.is_some() {}
@@ -579,46 +447,6 @@ impl Connection {
                 token.1.cancel();
             }
             self.tasks.shutdown().await;
-        }
-    }
-}
-
-/// Sends a legacy session the list changes and updates of the resources it subscribed to,
-/// until the connection closes.
-async fn notify_changes(
-    server: Server,
-    session: Arc<Mutex<SessionRecord>>,
-    tx: Outbound,
-    closing: CancellationToken,
-) {
-    let mut changes = server.inner.changes.subscribe();
-    loop {
-        let change = tokio::select! {
-            _ = closing.cancelled() => return,
-            change = changes.recv() => change,
-        };
-        if matches!(
-            change,
-            Err(tokio::sync::broadcast::error::RecvError::Closed)
-        ) {
-            return;
-        }
-        let subscriptions = session
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .subscriptions
-            .clone();
-        for json in crate::legacy::notifications_for(&server, &change, &subscriptions) {
-            let frame = Frame {
-                json,
-                last: false,
-                error_code: None,
-                cancel: closing.clone(),
-                charge: None,
-            };
-            if !tx.send(frame).await {
-                return;
-            }
         }
     }
 }

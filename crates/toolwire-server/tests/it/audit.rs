@@ -128,8 +128,8 @@ async fn every_call_leaves_an_event_over_http() {
 
 #[tokio::test]
 async fn events_over_stdio_reach_a_jsonl_file() {
-    let path = std::env::temp_dir().join(format!("toolwire-audit-it-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
     let sink = Arc::new(JsonlAuditSink::open(&path).unwrap());
     let mut session = StdioSession::start(server(sink.clone()));
     session
@@ -155,7 +155,6 @@ async fn events_over_stdio_reach_a_jsonl_file() {
     assert_eq!(events[0]["outcome"], "complete");
     assert_eq!(events[1]["outcome"], "is_error");
     assert_eq!(sink.dropped(), 0);
-    let _ = std::fs::remove_file(&path);
 }
 
 /// Events carry the calls' arguments: a new audit file is readable by its owner only, from
@@ -165,9 +164,8 @@ async fn events_over_stdio_reach_a_jsonl_file() {
 #[test]
 fn a_new_jsonl_file_is_readable_by_its_owner_only() {
     use std::os::unix::fs::PermissionsExt as _;
-    let path =
-        std::env::temp_dir().join(format!("toolwire-audit-mode-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&path);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
     let mode =
         |path: &std::path::Path| std::fs::metadata(path).unwrap().permissions().mode() & 0o777;
     drop(JsonlAuditSink::open(&path).unwrap());
@@ -175,7 +173,6 @@ fn a_new_jsonl_file_is_readable_by_its_owner_only() {
     std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o640)).unwrap();
     drop(JsonlAuditSink::open(&path).unwrap());
     assert_eq!(mode(&path), 0o640, "the operator's choice");
-    let _ = std::fs::remove_file(&path);
 }
 
 /// A call refused for a missing scope, before it runs, is audited too, with its principal.

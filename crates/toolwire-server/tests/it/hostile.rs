@@ -1,4 +1,4 @@
-//! A hostile-input suite (issue 16), beyond the refusals `http_errors.rs` lists one by one:
+//! A hostile-input suite, beyond the refusals `http_errors.rs` lists one by one:
 //! every position of a request given every wrong type, request smuggling and malformed
 //! headers on a raw connection, oversized headers. Each answer has a known status and
 //! JSON-RPC code, never a 500 or an internal error, and the server keeps serving.

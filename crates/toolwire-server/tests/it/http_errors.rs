@@ -273,10 +273,9 @@ async fn tolerated_header_forms() {
         ("Mcp-Name in base64", |h| {
             set_header(h, "mcp-name", Some("=?base64?aGVhZGVycw==?="))
         }),
-        (
-            "an integer header written as a decimal (issue 8, item 6)",
-            |h| set_header(h, "mcp-param-priority", Some("42.0")),
-        ),
+        ("an integer header written as a decimal", |h| {
+            set_header(h, "mcp-param-priority", Some("42.0"))
+        }),
         ("an integer header in exponent form", |h| {
             set_header(h, "mcp-param-priority", Some("4.2e1"))
         }),
@@ -319,7 +318,7 @@ async fn transport_level_refusals() {
         ("an array shaped like a request", json!(["2.0", 1, "server/discover", {"_meta": meta()}]).to_string(), std.clone(), 400, Some(-32600)),
         ("jsonrpc 1.0", json!({"jsonrpc": "1.0", "id": 1, "method": "server/discover"}).to_string(), std.clone(), 400, Some(-32600)),
         ("a response from the client", json!({"jsonrpc": "2.0", "id": 1, "result": {}}).to_string(), std.clone(), 400, Some(-32600)),
-        ("a string ending in a lone backslash (issue 8, item 1)", "{\"a\":\"\\".into(), std.clone(), 400, Some(-32700)),
+        ("a string ending in a lone backslash", "{\"a\":\"\\".into(), std.clone(), 400, Some(-32700)),
         ("nesting too deep", format!("{}{}", "[".repeat(100), "]".repeat(100)), std.clone(), 400, Some(-32700)),
         ("wrong content type", discover.to_string(), with(|h| set_header(h, "content-type", Some("text/plain"))), 415, Some(-32600)),
         ("unacceptable Accept", discover.to_string(), with(|h| set_header(h, "accept", Some("text/html"))), 406, Some(-32600)),
@@ -398,7 +397,7 @@ async fn allowlisted_origin_and_host_pass() {
 }
 
 /// The principal resolver is the server author's code: a panic in it refuses the request with
-/// 500 / -32603 and the server goes on (issue 8, item 24).
+/// 500 / -32603 and the server goes on.
 #[tokio::test]
 async fn a_panicking_principal_resolver_refuses_the_request() {
     let config = HttpConfig::default().principal(|h| {

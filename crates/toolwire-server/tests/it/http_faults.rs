@@ -1,4 +1,4 @@
-//! Faults of the HTTP transport (issue 16): clients that send their headers or body too
+//! Faults of the HTTP transport: clients that send their headers or body too
 //! slowly, more connections than the cap, a client that leaves while its handler runs, and
 //! graceful shutdown with a call in flight. Each test ends with the server still serving.
 

@@ -385,7 +385,7 @@ struct Tags {
 }
 
 /// Every violation was once collected and joined: a 4 MiB array of numbers against
-/// `items: {type: string}` became millions of lines (issue 8, item 3). Now the model gets the
+/// `items: {type: string}` became millions of lines. Now the model gets the
 /// first few, over real HTTP, in a reply of a few hundred bytes.
 #[tokio::test]
 async fn a_huge_invalid_argument_gets_a_short_report() {
@@ -426,7 +426,7 @@ struct Mail {
 }
 
 /// `format` is an annotation in 2020-12, so by default `format: email` takes any string; with
-/// `assert_formats(true)` the model is told which values break their formats (issue 8, item 29).
+/// `assert_formats(true)` the model is told which values break their formats.
 #[tokio::test]
 async fn formats_are_enforced_when_the_server_asks_for_it() {
     let mail = || {

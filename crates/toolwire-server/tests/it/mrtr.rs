@@ -113,8 +113,8 @@ async fn rounds_complete_and_missing_answers_are_asked_again() {
             .error_code(),
         Some(-32602)
     );
-    // An unrecognised key of any shape is ignored, next to a good answer (M-10; issue 8,
-    // item 4: it once failed the whole request with -32602).
+    // An unrecognised key of any shape is ignored, next to a good answer (M-10: it
+    // once failed the whole request with -32602).
     for junk in [
         json!(5),
         json!("x"),

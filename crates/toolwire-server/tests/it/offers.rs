@@ -334,7 +334,7 @@ async fn completion() {
     .await;
     assert_eq!(reply.error_code(), Some(-32602));
     // A completer that panics is contained like every other handler: a generic -32603, on
-    // HTTP and in memory (stdio), and the server goes on (issue 8, item 24).
+    // HTTP and in memory (stdio), and the server goes on.
     let boom = complete(
         json!({"type": "ref/prompt", "name": "review"}),
         "style",
@@ -402,7 +402,7 @@ async fn listen_follows_prompts_resources_and_updates() {
         ack["params"]["notifications"],
         json!({"promptsListChanged": true, "resourcesListChanged": true, "resourceSubscriptions": ["mem://users", "mem:"]})
     );
-    // A bare scheme covers no other resource (issue 8, item 7): mem://notes is not sent.
+    // A bare scheme covers no other resource: mem://notes is not sent.
     s.server.notify_resource_updated("mem://notes");
     s.server.notify_resource_updated("mem://users/7");
     let updated: Value = next().await;

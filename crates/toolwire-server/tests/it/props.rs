@@ -1,4 +1,4 @@
-//! Properties of the server's lists (issue 16): however many tools and whatever the page size,
+//! Properties of the server's lists: however many tools and whatever the page size,
 //! walking `tools/list` page by page returns every tool exactly once, in the same order each
 //! time.
 

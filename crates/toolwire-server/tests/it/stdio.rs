@@ -50,7 +50,7 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
     let mut s = StdioSession::start(builder().max_message_bytes(1024).build().unwrap());
     let cases = [
         ("{not json".to_owned(), None, -32700),
-        // A lone trailing backslash once panicked the depth scan (issue 8, item 1).
+        // A lone trailing backslash once panicked the depth scan.
         ("{\"a\":\"\\".to_owned(), None, -32700),
         ("[1,2]".to_owned(), None, -32600),
         (
@@ -103,7 +103,7 @@ async fn bad_lines_get_errors_and_the_server_keeps_going() {
 /// Cancelling stops the handler (its token fires before it is dropped), and a handler that
 /// ignores its token and would answer after 300 ms gets no answer out within a second (S-08).
 /// Once, the handler slept 10 s and the test waited 0.5 s for silence, which it would have had
-/// without any cancellation (issue 8, item 26).
+/// without any cancellation.
 #[tokio::test]
 async fn cancelled_requests_get_no_answer() {
     let (saw, mut saw_cancel) = tokio::sync::mpsc::unbounded_channel();
@@ -345,7 +345,7 @@ async fn an_id_in_use_is_refused_and_a_finished_one_is_free() {
 
 /// A handler that panics, answered at once (its first poll panics) or after waiting: the call
 /// ends as a tool error that says nothing of the panic's message, and the connection keeps
-/// serving (issue 16).
+/// serving.
 #[tokio::test]
 async fn a_panicking_handler_answers_an_internal_error_and_serving_goes_on() {
     let late = Tool::new("panics_later", |_: NoArgs, _: RequestContext| async {

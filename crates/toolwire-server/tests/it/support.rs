@@ -352,7 +352,7 @@ pub fn sse_messages(body: &str) -> Vec<Value> {
 
 /// A stdio session over an in-memory pipe with `serve_io` on the other end.
 /// A stdio connection in memory. Every message received is checked against the official
-/// schema, for the method of the request it answers or accompanies (issue 8, item 26).
+/// schema, for the method of the request it answers or accompanies.
 pub struct StdioSession {
     pub writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
     pub reader: tokio::io::Lines<BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,

@@ -318,7 +318,7 @@ async fn until_in_memory(server: &Server, task_id: &str, status: &str) -> Value 
 }
 
 /// A task parked in `input_required` that nobody answers once waited forever, holding a Tokio
-/// task, its arguments and metadata (issue 8, item 2): its TTL now ends it.
+/// task, its arguments and metadata: its TTL now ends it.
 #[tokio::test(start_paused = true)]
 async fn an_unanswered_task_ends_at_its_ttl() {
     let clock = ManualClock::new(1_000_000);
@@ -367,7 +367,7 @@ async fn shutdown_stops_running_tasks() {
 }
 
 /// `tasks/update` while the task is working was queued without bound and later answered
-/// questions the client had not seen yet (issue 8, item 2): it is acknowledged and dropped.
+/// questions the client had not seen yet: it is acknowledged and dropped.
 #[tokio::test(start_paused = true)]
 async fn updates_to_a_working_task_are_not_queued() {
     let server = server(None);

@@ -1,4 +1,4 @@
-//! Resources as values (CHECKLIST §12): fixed resources by URI and families of resources by
+//! Resources as values (R-01…R-09): fixed resources by URI and families of resources by
 //! RFC 6570 URI template (simple `{var}` and reserved `{+var}` expansions), each with an async
 //! reader.
 
@@ -12,8 +12,8 @@ use toolwire_protocol::{
     Resource as ResourceDefinition, ResourceContents, ResourceTemplate as TemplateDefinition,
 };
 
-use crate::catalog::Entry;
-use crate::prompt::Completer;
+use crate::tools::catalog::Entry;
+use crate::tools::prompt::Completer;
 use crate::{RequestContext, ToolError};
 
 /// What a resource reader may return: one contents or several (never none, R-04).

@@ -21,6 +21,18 @@ pub(crate) enum ListKind {
     Templates = 4,
 }
 
+impl ListKind {
+    /// The member of the list result that holds the page's items.
+    pub(crate) fn field(self) -> &'static str {
+        match self {
+            ListKind::Tools => "tools",
+            ListKind::Prompts => "prompts",
+            ListKind::Resources => "resources",
+            ListKind::Templates => "resourceTemplates",
+        }
+    }
+}
+
 /// Where a page ends: the offset after it and the name of its last item.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Position {
@@ -194,7 +206,7 @@ mod props {
 
     proptest! {
         /// Any position round-trips through its cursor, for its own list only, and any change
-        /// to the cursor's bytes is refused (issue 16).
+        /// to the cursor's bytes is refused.
         #[test]
         fn cursors_round_trip_and_detect_tampering(
             offset in 0usize..=u32::MAX as usize,

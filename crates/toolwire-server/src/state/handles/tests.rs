@@ -101,9 +101,8 @@ async fn memory_keeps_the_contract() {
 #[cfg(feature = "sqlite")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sqlite_keeps_the_contract_and_survives_reopening() {
-    let dir = std::env::temp_dir().join(format!("toolwire-handles-{}", rand::random::<u64>()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let path = dir.join("handles.db");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("handles.db");
     the_contract(Arc::new(SqliteHandles::open(&path).unwrap())).await;
 
     let clock = Arc::new(ManualClock::new(5_000_000));
@@ -116,7 +115,6 @@ async fn sqlite_keeps_the_contract_and_survives_reopening() {
     };
     let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
     assert_eq!(store.get_as(Some("alice"), &id).await.unwrap(), ["kept"]);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[tokio::test]
@@ -180,8 +178,8 @@ fn modes(dir: &std::path::Path) -> Vec<(String, String)> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_sqlite_files_are_private() {
     use std::os::unix::fs::PermissionsExt as _;
-    let dir = std::env::temp_dir().join(format!("toolwire-handles-mode-{}", rand::random::<u64>()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path();
     let path = dir.join("handles.db");
     let clock = Arc::new(ManualClock::new(1_000_000));
     let store = notes(Arc::new(SqliteHandles::open(&path).unwrap()), &clock);
@@ -196,7 +194,7 @@ async fn the_sqlite_files_are_private() {
             .collect()
     };
     let all = ["handles.db", "handles.db-shm", "handles.db-wal"];
-    assert_eq!(modes(&dir), private(&all), "while open");
+    assert_eq!(modes(dir), private(&all), "while open");
 
     for name in all {
         std::fs::set_permissions(dir.join(name), std::fs::Permissions::from_mode(0o644)).unwrap();
@@ -206,7 +204,6 @@ async fn the_sqlite_files_are_private() {
         .create_as(Some("bob"), &vec!["b".into()])
         .await
         .unwrap();
-    assert_eq!(modes(&dir), private(&all), "made private when opened");
+    assert_eq!(modes(dir), private(&all), "made private when opened");
     drop((store, again));
-    let _ = std::fs::remove_dir_all(&dir);
 }

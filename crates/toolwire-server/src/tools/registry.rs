@@ -6,13 +6,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::value::RawValue;
+use toolwire_protocol::Tool as ToolDefinition;
 use toolwire_protocol::headers::{self, HeaderParam};
 
-use crate::catalog::{Catalog, Entry, Snapshot};
 use crate::error::{Error, SchemaRole, ToolRule};
-use crate::handles::HANDLES_META_KEY;
-use crate::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
-use crate::tool::{Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
+use crate::safety::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
+use crate::safety::output::{CompiledGuard, OutputGuard};
+use crate::state::handles::HANDLES_META_KEY;
+use crate::tools::catalog::{Catalog, Entry, Snapshot};
+use crate::tools::tool::{
+    HandleRetention, Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool,
+};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
@@ -29,7 +33,7 @@ pub(crate) struct RegisteredTool {
     /// OAuth scopes needed to see and call it.
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, if it has one (else the server's).
-    pub(crate) guard: Option<Arc<crate::output::CompiledGuard>>,
+    pub(crate) guard: Option<Arc<crate::safety::output::CompiledGuard>>,
     /// How long its handler may run per call (or per task step).
     pub(crate) timeout: Option<Duration>,
     /// SHA-256 (hex) of `listed`, for audit events.
@@ -147,7 +151,8 @@ const SECRET_HINTS: &[&str] = &[
     "credential",
 ];
 
-/// Checks a definition and compiles its schemas.
+/// Checks a definition and compiles its schemas. The checks run in a fixed order, so that a
+/// definition that breaks several rules is refused for the first one.
 fn prepare(
     tool: Tool,
     limits: SchemaLimits,
@@ -160,111 +165,16 @@ fn prepare(
         tool: name.clone(),
         rule,
     };
-    if !is_valid_name(&name) {
-        return Err(reject(ToolRule::InvalidName));
-    }
-    if definition.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
-        return Err(reject(ToolRule::InputSchemaNotObject));
-    }
-    let input = CompiledSchema::compile_with_formats(&definition.input_schema, limits, formats)
-        .map_err(|e| schema_rule(SchemaRole::Input, e))
-        .map_err(reject)?;
-    let output = match &definition.output_schema {
-        Some(schema) => Some(
-            CompiledSchema::compile_with_formats(schema, limits, formats)
-                .map_err(|e| reject(schema_rule(SchemaRole::Output, e)))?,
-        ),
-        None => None,
-    };
-    let guard = match &tool.output_guard {
-        None => None,
-        Some(guard) => {
-            if let Some(reason) = guard.off_reason() {
-                tracing::warn!(target: "toolwire::output", tool = %name, %reason, "output sanitization is off for this tool");
-            }
-            Some(
-                guard
-                    .compile()
-                    .map_err(|e| reject(ToolRule::InvalidOutputGuard(e)))?,
-            )
-        }
-    };
-    let header_params = headers::header_params(&definition.input_schema)
-        .map_err(|e| reject(ToolRule::InvalidHeaderDeclaration(e.to_string())))?;
-    for param in &header_params {
-        let lower = format!("{} {}", param.name, param.path.join(".")).to_ascii_lowercase();
-        if SECRET_HINTS.iter().any(|hint| lower.contains(hint)) {
-            tracing::warn!(
-                tool = %name,
-                header = %param.name,
-                "x-mcp-header parameter looks like a secret; header values are visible to intermediaries (T-19)"
-            );
-        }
-    }
-    let timeout = match tool.timeout {
-        None => defaults.timeout,
-        Some(Timeout::After(limit)) => Some(limit),
-        Some(Timeout::Never(reason)) => {
-            tracing::warn!(tool = %name, %reason, "this tool has no time limit");
-            None
-        }
-    };
-    // The limit is advertised, so that a client can wait as long as the server will.
-    if let Some(limit) = timeout {
-        definition.meta.get_or_insert_with(Default::default).insert(
-            TIMEOUT_META_KEY.to_owned(),
-            (limit.as_millis() as u64).into(),
-        );
-    }
-    // The model reads how long the handles this tool creates stay valid (T-21).
-    if !tool.handles.is_empty() {
-        let mut description = definition.description.take().unwrap_or_default();
-        for retention in &tool.handles {
-            if !description.is_empty() && !description.ends_with([' ', '\n']) {
-                description.push_str(if description.ends_with('.') {
-                    " "
-                } else {
-                    ". "
-                });
-            }
-            description.push_str(&retention.sentence);
-        }
-        definition.description = Some(description);
-        let listed: Vec<_> = tool.handles.iter().map(|r| r.meta.clone()).collect();
-        definition
-            .meta
-            .get_or_insert_with(Default::default)
-            .insert(HANDLES_META_KEY.to_owned(), listed.into());
-    }
-    let limit = match tool.rate_limit {
-        None => defaults.rate_limit,
-        Some(Limit::To(limit)) => Some(limit),
-        Some(Limit::Unlimited(reason)) => {
-            tracing::warn!(tool = %name, %reason, "this tool has no rate limit");
-            None
-        }
-    };
-    let limit = match limit {
-        None => None,
-        Some(limit) => Some(ToolLimit {
-            limiter: Limiter::new(limit, tool.cost)
-                .map_err(|e| reject(ToolRule::InvalidRateLimit(e)))?,
-            cost: tool.cost,
-        }),
-    };
-    // Advertised too, so a client can pace itself rather than run into the limit.
-    if let Some(limit) = &limit {
-        let quota = limit.limiter.limit();
-        definition.meta.get_or_insert_with(Default::default).insert(
-            RATE_LIMIT_META_KEY.to_owned(),
-            serde_json::json!({
-                "calls": quota.calls(),
-                "periodMs": quota.period().as_millis() as u64,
-                "burst": quota.burst_size(),
-                "cost": limit.cost,
-            }),
-        );
-    }
+    check_shape(&definition).map_err(reject)?;
+    let (input, output) = compile_schemas(&definition, limits, formats).map_err(reject)?;
+    let guard = compile_guard(&name, tool.output_guard.as_ref()).map_err(reject)?;
+    let header_params = read_header_params(&name, &definition).map_err(reject)?;
+    let timeout = time_limit(&name, tool.timeout, defaults.timeout);
+    advertise_time_limit(&mut definition, timeout);
+    describe_handles(&mut definition, &tool.handles);
+    let limit =
+        rate_limit(&name, tool.rate_limit, tool.cost, defaults.rate_limit).map_err(reject)?;
+    advertise_rate_limit(&mut definition, limit.as_ref());
     let listed = serde_json::value::to_raw_value(&definition).map_err(|e| {
         reject(ToolRule::InvalidSchema {
             role: SchemaRole::Input,
@@ -282,7 +192,7 @@ fn prepare(
         .collect();
     let definition_sha256 = {
         use sha2::Digest as _;
-        crate::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
+        crate::safety::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
     };
     Ok(RegisteredTool {
         name,
@@ -298,6 +208,162 @@ fn prepare(
         timeout,
         definition_sha256,
     })
+}
+
+/// A valid name (T-08) and an input schema whose root is an object.
+fn check_shape(definition: &ToolDefinition) -> Result<(), ToolRule> {
+    if !is_valid_name(&definition.name) {
+        return Err(ToolRule::InvalidName);
+    }
+    if definition.input_schema.get("type").and_then(|t| t.as_str()) != Some("object") {
+        return Err(ToolRule::InputSchemaNotObject);
+    }
+    Ok(())
+}
+
+/// The input schema and the output schema, if any, compiled once for every call.
+fn compile_schemas(
+    definition: &ToolDefinition,
+    limits: SchemaLimits,
+    formats: FormatMode,
+) -> Result<(CompiledSchema, Option<CompiledSchema>), ToolRule> {
+    let input = CompiledSchema::compile_with_formats(&definition.input_schema, limits, formats)
+        .map_err(|e| schema_rule(SchemaRole::Input, e))?;
+    let output = match &definition.output_schema {
+        Some(schema) => Some(
+            CompiledSchema::compile_with_formats(schema, limits, formats)
+                .map_err(|e| schema_rule(SchemaRole::Output, e))?,
+        ),
+        None => None,
+    };
+    Ok((input, output))
+}
+
+/// The tool's own output guard, compiled; turning it off is logged with its reason.
+fn compile_guard(
+    name: &str,
+    guard: Option<&OutputGuard>,
+) -> Result<Option<Arc<CompiledGuard>>, ToolRule> {
+    let Some(guard) = guard else {
+        return Ok(None);
+    };
+    if let Some(reason) = guard.off_reason() {
+        tracing::warn!(target: "toolwire::output", tool = %name, %reason, "output sanitization is off for this tool");
+    }
+    guard
+        .compile()
+        .map(Some)
+        .map_err(ToolRule::InvalidOutputGuard)
+}
+
+/// The `x-mcp-header` parameters the input schema declares; one that looks like a secret is
+/// logged, since header values are visible to intermediaries (T-19).
+fn read_header_params(
+    name: &str,
+    definition: &ToolDefinition,
+) -> Result<Vec<HeaderParam>, ToolRule> {
+    let header_params = headers::header_params(&definition.input_schema)
+        .map_err(|e| ToolRule::InvalidHeaderDeclaration(e.to_string()))?;
+    for param in &header_params {
+        let lower = format!("{} {}", param.name, param.path.join(".")).to_ascii_lowercase();
+        if SECRET_HINTS.iter().any(|hint| lower.contains(hint)) {
+            tracing::warn!(
+                tool = %name,
+                header = %param.name,
+                "x-mcp-header parameter looks like a secret; header values are visible to intermediaries (T-19)"
+            );
+        }
+    }
+    Ok(header_params)
+}
+
+/// How long the handler may run: the tool's own limit, else the server's default; none at all
+/// is logged with its reason.
+fn time_limit(name: &str, own: Option<Timeout>, default: Option<Duration>) -> Option<Duration> {
+    match own {
+        None => default,
+        Some(Timeout::After(limit)) => Some(limit),
+        Some(Timeout::Never(reason)) => {
+            tracing::warn!(tool = %name, %reason, "this tool has no time limit");
+            None
+        }
+    }
+}
+
+/// The limit is advertised, so that a client can wait as long as the server will.
+fn advertise_time_limit(definition: &mut ToolDefinition, timeout: Option<Duration>) {
+    if let Some(limit) = timeout {
+        definition.meta.get_or_insert_with(Default::default).insert(
+            TIMEOUT_META_KEY.to_owned(),
+            (limit.as_millis() as u64).into(),
+        );
+    }
+}
+
+/// The model reads how long the handles this tool creates stay valid (T-21): a sentence each
+/// in the description, and the list in `_meta`.
+fn describe_handles(definition: &mut ToolDefinition, handles: &[HandleRetention]) {
+    if handles.is_empty() {
+        return;
+    }
+    let mut description = definition.description.take().unwrap_or_default();
+    for retention in handles {
+        if !description.is_empty() && !description.ends_with([' ', '\n']) {
+            description.push_str(if description.ends_with('.') {
+                " "
+            } else {
+                ". "
+            });
+        }
+        description.push_str(&retention.sentence);
+    }
+    definition.description = Some(description);
+    let listed: Vec<_> = handles.iter().map(|r| r.meta.clone()).collect();
+    definition
+        .meta
+        .get_or_insert_with(Default::default)
+        .insert(HANDLES_META_KEY.to_owned(), listed.into());
+}
+
+/// How often each caller may call the tool: its own limit, else the server's default; none at
+/// all is logged with its reason.
+fn rate_limit(
+    name: &str,
+    own: Option<Limit>,
+    cost: u32,
+    default: Option<RateLimit>,
+) -> Result<Option<ToolLimit>, ToolRule> {
+    let limit = match own {
+        None => default,
+        Some(Limit::To(limit)) => Some(limit),
+        Some(Limit::Unlimited(reason)) => {
+            tracing::warn!(tool = %name, %reason, "this tool has no rate limit");
+            None
+        }
+    };
+    let Some(limit) = limit else {
+        return Ok(None);
+    };
+    Ok(Some(ToolLimit {
+        limiter: Limiter::new(limit, cost).map_err(ToolRule::InvalidRateLimit)?,
+        cost,
+    }))
+}
+
+/// Advertised too, so a client can pace itself rather than run into the limit.
+fn advertise_rate_limit(definition: &mut ToolDefinition, limit: Option<&ToolLimit>) {
+    if let Some(limit) = limit {
+        let quota = limit.limiter.limit();
+        definition.meta.get_or_insert_with(Default::default).insert(
+            RATE_LIMIT_META_KEY.to_owned(),
+            serde_json::json!({
+                "calls": quota.calls(),
+                "periodMs": quota.period().as_millis() as u64,
+                "burst": quota.burst_size(),
+                "cost": limit.cost,
+            }),
+        );
+    }
 }
 
 #[cfg(test)]

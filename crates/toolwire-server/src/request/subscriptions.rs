@@ -1,4 +1,4 @@
-//! `subscriptions/listen` (CHECKLIST §7): acknowledge the honoured filter, then forward matching
+//! `subscriptions/listen` (L-01…L-12): acknowledge the honoured filter, then forward matching
 //! changes, each tagged with the subscription id, until the client cancels or the server shuts
 //! down (then a closing result). The server keeps no subscription state beyond the open stream.
 //!
@@ -16,11 +16,12 @@ use toolwire_protocol::{
     NotificationMeta, RequestId, ResourceUpdatedParams, ResultMeta, ResultType, SubscriptionFilter,
 };
 
-use crate::catalog::permits;
-use crate::context::RequestContext;
-use crate::dispatch::Final;
-use crate::offers::covers;
-use crate::server::{Change, Server};
+use crate::request::context::RequestContext;
+use crate::request::dispatch::Final;
+use crate::server::Server;
+use crate::tools::catalog::permits;
+use crate::tools::offered::Change;
+use crate::tools::offers::covers;
 
 /// One message of a subscription stream; the closing result is `last`.
 pub(crate) struct ListenMessage {
@@ -37,7 +38,7 @@ impl Server {
         filter: &SubscriptionFilter,
         granted: Option<&[String]>,
     ) -> SubscriptionFilter {
-        let offers = self.inner.offers;
+        let offers = self.offers();
         let readable = |uri: &String| permits(granted, &self.resource_scopes(uri));
         let asked =
             |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
@@ -71,8 +72,8 @@ impl Server {
     ) -> impl Stream<Item = ListenMessage> + Send + 'static {
         let honoured = self.honoured(filter, granted);
         // Subscribe before acknowledging so no change between the two is missed.
-        let mut changes = self.inner.changes.subscribe();
-        let result_meta = self.result_meta();
+        let mut changes = self.subscribe_changes();
+        let result_meta = self.result_meta().cloned();
         async_stream::stream! {
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };

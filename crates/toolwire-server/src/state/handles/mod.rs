@@ -29,8 +29,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::clock::{Clock, SystemClock};
-use crate::context::RequestContext;
-use crate::tool::{HandleRetention, ToolError};
+use crate::request::context::RequestContext;
+use crate::tools::tool::{HandleRetention, ToolError};
 
 pub use memory::MemoryHandles;
 #[cfg(feature = "sqlite")]

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::CallToolResult;
 
-use crate::tool::ToolError;
+use crate::tools::tool::ToolError;
 
 /// Starts a handler with panics contained, in the call that builds its future and while it
 /// runs: the future yields `None` (logged) if it panicked. `make` runs now, so it may borrow.

@@ -128,6 +128,15 @@ const MAX_PENDING: usize = 8 * 1024 * 1024;
 /// How often written lines are synced to disk while events keep coming.
 const SYNC_EVERY: std::time::Duration = std::time::Duration::from_secs(1);
 
+/// When a write of the audit log is synced to disk.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Syncing {
+    /// Now: a flush, or the sink is closing.
+    Now,
+    /// If the last sync is [`SYNC_EVERY`] old.
+    WhenDue,
+}
+
 impl std::fmt::Debug for JsonlAuditSink {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("JsonlAuditSink")
@@ -201,7 +210,11 @@ impl Shared {
                 drop(pending);
                 self.closed.load(Ordering::Acquire)
             };
-            self.write_out(closed);
+            self.write_out(if closed {
+                Syncing::Now
+            } else {
+                Syncing::WhenDue
+            });
             if closed {
                 return;
             }
@@ -209,7 +222,7 @@ impl Shared {
     }
 
     /// Writes what is pending; syncs when asked, or when the last sync is a second old.
-    fn write_out(&self, sync: bool) {
+    fn write_out(&self, sync: Syncing) {
         let mut writer = self.file.lock().unwrap_or_else(|e| e.into_inner());
         let writer = &mut *writer;
         // Taken while the file is held: batches reach the file in the order they were taken.
@@ -221,7 +234,7 @@ impl Shared {
             writer.spare.clear();
             writer.unsynced = true;
         }
-        if writer.unsynced && (sync || writer.synced.elapsed() >= SYNC_EVERY) {
+        if writer.unsynced && (sync == Syncing::Now || writer.synced.elapsed() >= SYNC_EVERY) {
             if let Err(e) = writer.file.sync_data() {
                 tracing::error!(path = %self.path.display(), error = %e, "cannot sync the audit log");
             }
@@ -273,8 +286,22 @@ impl AuditSink for JsonlAuditSink {
 
     /// Writes and syncs every event recorded before it returns.
     fn flush(&self) {
-        self.shared.write_out(true);
+        self.shared.write_out(Syncing::Now);
     }
+}
+
+/// What the audit record of a call knows before the call runs.
+pub(crate) struct CallSeen<'a> {
+    /// When the call arrived (ISO-8601 UTC).
+    pub(crate) time: String,
+    pub(crate) request_id: String,
+    pub(crate) principal: Option<&'a str>,
+    pub(crate) tool: &'a str,
+    /// SHA-256 (hex) of the tool's definition as listed; `None` for an unknown tool.
+    pub(crate) definition_sha256: Option<String>,
+    pub(crate) arguments: &'a Value,
+    /// The W3C `traceparent` the request carried in `_meta`, if any.
+    pub(crate) traceparent: Option<&'a str>,
 }
 
 /// The audit of one call in progress: what is known before it runs.
@@ -290,15 +317,16 @@ pub(crate) fn wanted(sink: Option<&Arc<dyn AuditSink>>) -> bool {
 
 impl Pending {
     /// Starts the record of a call of `tool` with `arguments`.
-    pub(crate) fn start(
-        time: String,
-        request_id: String,
-        principal: Option<&str>,
-        tool: &str,
-        definition_sha256: Option<String>,
-        arguments: &Value,
-        traceparent: Option<&str>,
-    ) -> Pending {
+    pub(crate) fn start(call: CallSeen<'_>) -> Pending {
+        let CallSeen {
+            time,
+            request_id,
+            principal,
+            tool,
+            definition_sha256,
+            arguments,
+            traceparent,
+        } = call;
         let canonical = serde_json::to_string(arguments).unwrap_or_default();
         let digest = hex(&Sha256::digest(canonical.as_bytes()));
         let (trace_id, parent_span_id) = traceparent.and_then(parse_traceparent).unzip();
@@ -311,7 +339,7 @@ impl Pending {
                 tool: tool.to_owned(),
                 definition_sha256,
                 arguments_sha256: digest,
-                arguments_preview: crate::output::preview(&canonical, PREVIEW_BYTES),
+                arguments_preview: crate::safety::output::preview(&canonical, PREVIEW_BYTES),
                 outcome: AuditOutcome::Complete,
                 error_code: None,
                 latency_us: 0,
@@ -427,24 +455,25 @@ mod tests {
 
     #[test]
     fn arguments_are_digested_canonically_and_previewed_without_secrets() {
-        let a = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &json!({"b": 1, "a": "AKIAIOSFODNN7EXAMPLE"}),
-            None,
-        );
-        let b = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &serde_json::from_str::<Value>(r#"{ "a" : "AKIAIOSFODNN7EXAMPLE", "b":1 }"#).unwrap(),
-            None,
-        );
+        let a = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &json!({"b": 1, "a": "AKIAIOSFODNN7EXAMPLE"}),
+            traceparent: None,
+        });
+        let b = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &serde_json::from_str::<Value>(r#"{ "a" : "AKIAIOSFODNN7EXAMPLE", "b":1 }"#)
+                .unwrap(),
+            traceparent: None,
+        });
         assert_eq!(
             a.event.arguments_sha256, b.event.arguments_sha256,
             "key order and spacing"
@@ -454,15 +483,15 @@ mod tests {
             a.event.arguments_preview,
             r#"{"a":"[REDACTED:aws-access-key]","b":1}"#
         );
-        let long = Pending::start(
-            "t".into(),
-            "1".into(),
-            None,
-            "x",
-            None,
-            &json!({"s": "x".repeat(1000)}),
-            None,
-        );
+        let long = Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "1".into(),
+            principal: None,
+            tool: "x",
+            definition_sha256: None,
+            arguments: &json!({"s": "x".repeat(1000)}),
+            traceparent: None,
+        });
         assert!(
             long.event.arguments_preview.len() < 300,
             "{}",
@@ -472,20 +501,19 @@ mod tests {
 
     #[test]
     fn the_jsonl_sink_writes_one_line_per_event() {
-        let path =
-            std::env::temp_dir().join(format!("toolwire-audit-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
         let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
         for i in 0..3 {
-            let pending = Pending::start(
-                "t".into(),
-                i.to_string(),
-                Some("alice"),
-                "echo",
-                Some("ab".into()),
-                &json!({"i": i}),
-                Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
-            );
+            let pending = Pending::start(CallSeen {
+                time: "t".into(),
+                request_id: i.to_string(),
+                principal: Some("alice"),
+                tool: "echo",
+                definition_sha256: Some("ab".into()),
+                arguments: &json!({"i": i}),
+                traceparent: Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"),
+            });
             pending.finish(AuditOutcome::Complete, None, Some(&sink));
         }
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
@@ -505,29 +533,27 @@ mod tests {
         assert_eq!(events[0]["principal"], "alice");
         assert_eq!(events[0]["outcome"], "complete");
         assert_eq!(events[0]["trace_id"], "0af7651916cd43dd8448eb211c80319c");
-        let _ = std::fs::remove_file(&path);
     }
 
     #[test]
     fn concurrent_events_are_whole_lines_and_flush_writes_them_at_once() {
-        let path =
-            std::env::temp_dir().join(format!("toolwire-audit-flush-{}.jsonl", std::process::id()));
-        let _ = std::fs::remove_file(&path);
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("audit.jsonl");
         let sink: Arc<dyn AuditSink> = Arc::new(JsonlAuditSink::open(&path).unwrap());
         std::thread::scope(|scope| {
             for t in 0..4 {
                 let sink = &sink;
                 scope.spawn(move || {
                     for i in 0..500 {
-                        let pending = Pending::start(
-                            "t".into(),
-                            format!("{t}-{i}"),
-                            None,
-                            "echo",
-                            None,
-                            &json!({"text": "x".repeat(i % 300)}),
-                            None,
-                        );
+                        let pending = Pending::start(CallSeen {
+                            time: "t".into(),
+                            request_id: format!("{t}-{i}"),
+                            principal: None,
+                            tool: "echo",
+                            definition_sha256: None,
+                            arguments: &json!({"text": "x".repeat(i % 300)}),
+                            traceparent: None,
+                        });
                         pending.finish(AuditOutcome::Complete, None, Some(sink));
                     }
                 });
@@ -546,15 +572,15 @@ mod tests {
         assert_eq!(text.lines().count(), 2000);
         assert_eq!(ids.len(), 2000);
         // Events recorded after a flush are written when the sink is dropped.
-        Pending::start(
-            "t".into(),
-            "last".into(),
-            None,
-            "echo",
-            None,
-            &json!({}),
-            None,
-        )
+        Pending::start(CallSeen {
+            time: "t".into(),
+            request_id: "last".into(),
+            principal: None,
+            tool: "echo",
+            definition_sha256: None,
+            arguments: &json!({}),
+            traceparent: None,
+        })
         .finish(AuditOutcome::Complete, None, Some(&sink));
         drop(sink);
         let deadline = Instant::now() + std::time::Duration::from_secs(5);
@@ -562,6 +588,5 @@ mod tests {
             assert!(Instant::now() < deadline, "the last event was not written");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
-        let _ = std::fs::remove_file(&path);
     }
 }

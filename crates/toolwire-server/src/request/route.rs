@@ -7,9 +7,9 @@ use std::borrow::Cow;
 use std::collections::BTreeMap;
 
 use toolwire_protocol::methods::{
-    CallTool as CallToolMethod, Complete as CompleteMethod, Discover, GetPrompt as GetPromptMethod,
-    ListPrompts, ListResourceTemplates, ListResources, ListTools, Listen, Method, REMOVED_METHODS,
-    ReadResource as ReadResourceMethod,
+    CallTool as CallToolMethod, CancelTask, Complete as CompleteMethod, Discover,
+    GetPrompt as GetPromptMethod, GetTask, ListPrompts, ListResourceTemplates, ListResources,
+    ListTools, Listen, Method, REMOVED_METHODS, ReadResource as ReadResourceMethod, UpdateTask,
 };
 use toolwire_protocol::{
     CompletionArgument, CompletionContext, CompletionReference, ErrorObject, InputResponses,
@@ -36,11 +36,21 @@ pub(crate) struct RoundParams {
 
 /// `inputResponses` as sent: the answers that parse, and why each other one did not. A handler
 /// that reads a malformed key gets -32602; a key nobody asked about is ignored whatever its
-/// shape (M-10; issue 8, item 4).
+/// shape (M-10).
 #[derive(Debug, Default)]
 pub(crate) struct Answers {
     pub(crate) parsed: InputResponses,
     pub(crate) malformed: BTreeMap<String, String>,
+}
+
+impl RoundParams {
+    /// The MRTR members as sent.
+    fn read(input_responses: Option<JsonObject>, request_state: Option<String>) -> RoundParams {
+        RoundParams {
+            answers: Answers::read(input_responses),
+            request_state,
+        }
+    }
 }
 
 impl Answers {
@@ -120,114 +130,33 @@ pub(crate) struct Complete {
     pub(crate) context: Option<CompletionContext>,
 }
 
-/// Params of the paginated lists.
-#[derive(serde::Deserialize)]
-struct Paginated {
-    #[serde(default)]
-    cursor: Option<String>,
-}
-
 impl Route {
     /// Parses the params of `method`: -32601 for a method this server does not implement
     /// (removed ones included, V-15), -32602 for params of the wrong shape.
     pub(crate) fn parse(method: &str, params: Option<&RawValue>) -> Result<Route, ErrorObject> {
-        fn params_of<'a, T: serde::Deserialize<'a>>(
-            method: &str,
-            params: Option<&'a RawValue>,
-        ) -> Result<T, ErrorObject> {
-            let text = params.map_or("{}", RawValue::get);
-            if !text.trim_start().starts_with('{') {
-                return Err(ErrorObject::invalid_params(format!(
-                    "Invalid params for {method}: params must be an object"
-                )));
-            }
-            serde_json::from_str(text).map_err(|e| {
-                ErrorObject::invalid_params(format!("Invalid params for {method}: {e}"))
-            })
-        }
+        let cursor = || params_of::<Paginated>(method, params).map(|p| p.cursor);
         match method {
             Discover::METHOD => Ok(Route::Discover),
-            ListTools::METHOD => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    #[serde(default)]
-                    cursor: Option<String>,
-                }
-                let p: P = params_of(method, params)?;
-                Ok(Route::ListTools { cursor: p.cursor })
-            }
+            ListTools::METHOD => Ok(Route::ListTools { cursor: cursor()? }),
             CallToolMethod::METHOD => params_of::<CallParams>(method, params)?.into_route(),
-            ListPrompts::METHOD => Ok(Route::ListPrompts {
-                cursor: params_of::<Paginated>(method, params)?.cursor,
-            }),
-            ListResources::METHOD => Ok(Route::ListResources {
-                cursor: params_of::<Paginated>(method, params)?.cursor,
-            }),
-            ListResourceTemplates::METHOD => Ok(Route::ListResourceTemplates {
-                cursor: params_of::<Paginated>(method, params)?.cursor,
-            }),
-            GetPromptMethod::METHOD => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    name: String,
-                    #[serde(default)]
-                    arguments: Option<BTreeMap<String, String>>,
-                    #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<JsonObject>,
-                    #[serde(default, rename = "requestState")]
-                    request_state: Option<String>,
-                }
-                let p: P = params_of(method, params)?;
-                Ok(Route::GetPrompt(GetPrompt {
-                    name: p.name,
-                    arguments: p.arguments.unwrap_or_default(),
-                    round: RoundParams {
-                        answers: Answers::read(p.input_responses),
-                        request_state: p.request_state,
-                    },
-                }))
-            }
-            ReadResourceMethod::METHOD => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    uri: String,
-                    #[serde(default, rename = "inputResponses")]
-                    input_responses: Option<JsonObject>,
-                    #[serde(default, rename = "requestState")]
-                    request_state: Option<String>,
-                }
-                let p: P = params_of(method, params)?;
-                Ok(Route::ReadResource(ReadResource {
-                    uri: p.uri,
-                    round: RoundParams {
-                        answers: Answers::read(p.input_responses),
-                        request_state: p.request_state,
-                    },
-                }))
-            }
+            ListPrompts::METHOD => Ok(Route::ListPrompts { cursor: cursor()? }),
+            ListResources::METHOD => Ok(Route::ListResources { cursor: cursor()? }),
+            ListResourceTemplates::METHOD => Ok(Route::ListResourceTemplates { cursor: cursor()? }),
+            GetPromptMethod::METHOD => Ok(Route::GetPrompt(
+                params_of::<GetPromptParams>(method, params)?.into(),
+            )),
+            ReadResourceMethod::METHOD => Ok(Route::ReadResource(
+                params_of::<ReadParams>(method, params)?.into(),
+            )),
             CompleteMethod::METHOD => Ok(Route::Complete(params_of(method, params)?)),
-            "tasks/get" | "tasks/cancel" => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    #[serde(rename = "taskId")]
-                    task_id: String,
-                }
-                let task_id = params_of::<P>(method, params)?.task_id;
-                Ok(if method == "tasks/get" {
-                    Route::TasksGet { task_id }
-                } else {
-                    Route::TasksCancel { task_id }
-                })
-            }
-            "tasks/update" => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    #[serde(rename = "taskId")]
-                    task_id: String,
-                    #[serde(rename = "inputResponses", default)]
-                    input_responses: Option<JsonObject>,
-                }
-                let p = params_of::<P>(method, params)?;
+            GetTask::METHOD => Ok(Route::TasksGet {
+                task_id: params_of::<TaskParams>(method, params)?.task_id,
+            }),
+            CancelTask::METHOD => Ok(Route::TasksCancel {
+                task_id: params_of::<TaskParams>(method, params)?.task_id,
+            }),
+            UpdateTask::METHOD => {
+                let p = params_of::<UpdateParams>(method, params)?;
                 // Unknown keys are tolerated whatever their shape; the task takes the answers
                 // to its own requests.
                 Ok(Route::TasksUpdate {
@@ -235,16 +164,9 @@ impl Route {
                     input_responses: Answers::read(p.input_responses).parsed,
                 })
             }
-            Listen::METHOD => {
-                #[derive(serde::Deserialize)]
-                struct P {
-                    notifications: SubscriptionFilter,
-                }
-                let p: P = params_of(method, params)?;
-                Ok(Route::Listen {
-                    filter: p.notifications,
-                })
-            }
+            Listen::METHOD => Ok(Route::Listen {
+                filter: params_of::<ListenParams>(method, params)?.notifications,
+            }),
             _ => Err(ErrorObject::method_not_found(method)),
         }
     }
@@ -261,6 +183,98 @@ impl Route {
             _ => None,
         }
     }
+}
+
+/// The params of `method` read into `T`: they must be an object (-32602 otherwise), and a
+/// member of the wrong shape is a -32602 that names it. Members the server does not read,
+/// `_meta` among them (read before routing), are skipped.
+fn params_of<'a, T: serde::Deserialize<'a>>(
+    method: &str,
+    params: Option<&'a RawValue>,
+) -> Result<T, ErrorObject> {
+    let text = params.map_or("{}", RawValue::get);
+    if !text.trim_start().starts_with('{') {
+        return Err(ErrorObject::invalid_params(format!(
+            "Invalid params for {method}: params must be an object"
+        )));
+    }
+    serde_json::from_str(text)
+        .map_err(|e| ErrorObject::invalid_params(format!("Invalid params for {method}: {e}")))
+}
+
+// The params as the server reads them. The protocol crate's `Method::Params` types are the
+// wire shapes a client sends; the server reads more leniently: `inputResponses` as raw JSON, so
+// that a key nobody asked about is ignored whatever its shape (M-10), and `_meta`, already read
+// and checked, is not read twice.
+
+/// Params of the paginated lists.
+#[derive(serde::Deserialize)]
+struct Paginated {
+    #[serde(default)]
+    cursor: Option<String>,
+}
+
+/// `prompts/get` params as sent.
+#[derive(serde::Deserialize)]
+struct GetPromptParams {
+    name: String,
+    #[serde(default)]
+    arguments: Option<BTreeMap<String, String>>,
+    #[serde(default, rename = "inputResponses")]
+    input_responses: Option<JsonObject>,
+    #[serde(default, rename = "requestState")]
+    request_state: Option<String>,
+}
+
+impl From<GetPromptParams> for GetPrompt {
+    fn from(p: GetPromptParams) -> GetPrompt {
+        GetPrompt {
+            name: p.name,
+            arguments: p.arguments.unwrap_or_default(),
+            round: RoundParams::read(p.input_responses, p.request_state),
+        }
+    }
+}
+
+/// `resources/read` params as sent.
+#[derive(serde::Deserialize)]
+struct ReadParams {
+    uri: String,
+    #[serde(default, rename = "inputResponses")]
+    input_responses: Option<JsonObject>,
+    #[serde(default, rename = "requestState")]
+    request_state: Option<String>,
+}
+
+impl From<ReadParams> for ReadResource {
+    fn from(p: ReadParams) -> ReadResource {
+        ReadResource {
+            uri: p.uri,
+            round: RoundParams::read(p.input_responses, p.request_state),
+        }
+    }
+}
+
+/// `tasks/get` and `tasks/cancel` params.
+#[derive(serde::Deserialize)]
+struct TaskParams {
+    #[serde(rename = "taskId")]
+    task_id: String,
+}
+
+/// `tasks/update` params as sent.
+#[derive(serde::Deserialize)]
+struct UpdateParams {
+    #[serde(rename = "taskId")]
+    task_id: String,
+    #[serde(rename = "inputResponses", default)]
+    input_responses: Option<JsonObject>,
+}
+
+/// `subscriptions/listen` params.
+#[derive(serde::Deserialize)]
+struct ListenParams {
+    notifications: SubscriptionFilter,
 }
 
 /// `tools/call` params as sent.
@@ -289,10 +303,7 @@ impl CallParams {
         Ok(Route::CallTool(CallTool {
             name: self.name,
             arguments,
-            round: RoundParams {
-                answers: Answers::read(self.input_responses),
-                request_state: self.request_state,
-            },
+            round: RoundParams::read(self.input_responses, self.request_state),
         }))
     }
 }
@@ -421,7 +432,7 @@ pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::dispatch::read_frame;
+    use crate::request::dispatch::read_frame;
     use toolwire_protocol::{MessageKind, RequestMeta as Meta};
 
     /// The usual reading: the frame, its kind, `_meta`, then the params.

@@ -1,4 +1,4 @@
-//! Sealed request state (CHECKLIST M-06…M-08): the `requestState` a server hands out in an
+//! Sealed request state (M-06…M-08): the `requestState` a server hands out in an
 //! `input_required` result is encrypted and authenticated (AES-256-GCM), and bound to the method,
 //! the tool/prompt/resource name, a digest of the arguments, the principal and an expiry. A
 //! client can neither read nor forge it, nor replay it on another request, for another
@@ -8,7 +8,7 @@
 //! associated data. Keys live in a ring: the newest seals, all open, so rotation never breaks a
 //! round in flight.
 
-use crate::expiry::ExpiringMap;
+use crate::state::expiry::ExpiringMap;
 use std::sync::Mutex;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
@@ -70,7 +70,7 @@ fn cipher(key: &[u8; 32]) -> Aes256Gcm {
 #[cfg(test)]
 thread_local! {
     /// How many argument digests this thread has computed; tests check that plain calls
-    /// compute none (issue 8, item 25).
+    /// compute none: hashing the arguments of every call cost time for nothing.
     pub(crate) static DIGESTS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
 }
 
@@ -105,7 +105,7 @@ impl Binding {
 
 /// Feeds the canonical JSON text of `value` to `hasher`: object keys in byte order whatever the
 /// map's own order, so that a dependent crate turning on serde_json's `preserve_order` cannot
-/// change the digest of equal arguments (issue 8, item 8). Streams; nothing is buffered.
+/// change the digest of equal arguments. Streams; nothing is buffered.
 fn write_canonical(value: &Value, hasher: &mut Sha256) {
     match value {
         Value::Object(map) => {
@@ -362,8 +362,8 @@ mod tests {
     }
 
     /// The digest is of the canonical text, keys sorted, whatever order a map iterates in: a
-    /// `preserve_order` build elsewhere in the dependency graph cannot break binding (issue 8,
-    /// item 8). This build's maps are sorted already, so the writer is fed unsorted entries.
+    /// `preserve_order` build elsewhere in the dependency graph cannot break binding. This
+    /// build's maps are sorted already, so the writer is fed unsorted entries.
     #[test]
     fn the_argument_digest_is_canonical() {
         let digest = |value: &Value| {
@@ -387,7 +387,7 @@ mod tests {
         );
     }
 
-    /// Found by the `request_state` fuzz target (issue 16): a digest with a multi-byte
+    /// Found by the `request_state` fuzz target: a digest with a multi-byte
     /// character panicked the reader. Sealed with the key, such a plaintext is now refused.
     #[test]
     fn a_sealed_plaintext_with_a_bad_digest_is_refused_not_a_panic() {
@@ -548,7 +548,7 @@ mod props {
     proptest! {
         /// A state opens for exactly the request it was sealed for: the same method, name,
         /// arguments (in any key order) and principal, before it expires; anything else is
-        /// refused with the reason, and any flipped bit is tampering (M-07; issue 16).
+        /// refused with the reason, and any flipped bit is tampering (M-07).
         #[test]
         fn request_state_is_bound_to_its_request(
             name in "[a-z]{1,6}",

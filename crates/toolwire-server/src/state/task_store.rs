@@ -14,9 +14,9 @@ use toolwire_protocol::{
     RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo,
 };
 
-use crate::expiry::ExpiringMap;
-use crate::registry::RegisteredTool;
-use crate::tool::ToolError;
+use crate::state::expiry::ExpiringMap;
+use crate::tools::registry::RegisteredTool;
+use crate::tools::tool::ToolError;
 
 /// A task as stored: its public view and what `tasks/get` reports by status.
 #[derive(Debug, Clone, PartialEq)]
@@ -103,7 +103,7 @@ pub(crate) struct Running {
 
 /// Where `tasks/update` leaves answers for a task's driver. It holds answers only while the task
 /// waits for input, and only for the keys it asked for, so what it holds is bounded by the
-/// task's own input requests however many updates arrive (issue 8, item 2).
+/// task's own input requests however many updates arrive.
 #[derive(Default)]
 pub(crate) struct Inbox {
     pub(crate) waiting: Mutex<Option<Waiting>>,

@@ -10,50 +10,24 @@ use toolwire_protocol::{
     CacheScope, DiscoverResult, Implementation, JsonObject, ResultMeta, ResultType,
 };
 
-use crate::catalog::Catalog;
 use crate::clock::{Clock, SystemClock};
-use crate::cursor::CursorCodec;
 use crate::error::Result;
-use crate::offers::{add_prompts, add_resources, add_templates};
-use crate::prompt::Prompt;
-use crate::registry::{ToolDefaults, ToolRegistry};
-use crate::resource::{Resource, ResourceTemplate};
-use crate::route::SUPPORTED_VERSIONS;
+use crate::request::context::Logging;
+use crate::request::cursor::CursorCodec;
+use crate::request::route::SUPPORTED_VERSIONS;
+use crate::safety::output::CompiledGuard;
 use crate::server::{
     Config, DEFAULT_TOOL_TIMEOUT, Offers, RequestStateConfig, Server, ServerInner, capabilities_of,
 };
-use crate::state::{ReplayGuard, RequestStateKeys};
-use crate::task_store::{MemoryTaskStore, TaskStore, Tasks};
-use crate::tool::Tool;
+use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::task_store::{MemoryTaskStore, TaskStore, Tasks};
+use crate::tools::catalog::Catalog;
+use crate::tools::offered::register_all;
+use crate::tools::prompt::Prompt;
+use crate::tools::registry::{ToolDefaults, ToolRegistry};
+use crate::tools::resource::{Resource, ResourceTemplate};
+use crate::tools::tool::Tool;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
-
-impl Server {
-    /// Starts building a server that calls itself `name` at `version`.
-    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
-        ServerBuilder {
-            info: Implementation::new(name, version),
-            instructions: None,
-            tools: Vec::new(),
-            prompts: Vec::new(),
-            resources: Vec::new(),
-            templates: Vec::new(),
-            offers: Offers::default(),
-            config: Config::default(),
-            cursor_key: None,
-            server_info_in_results: true,
-            state_keys: None,
-            state_ttl: Duration::from_secs(300),
-            replay_guard: None,
-            clock: Arc::new(SystemClock),
-            task_store: None,
-            task_ttl: Duration::from_secs(300),
-            output_guard: crate::output::OutputGuard::default(),
-            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
-            rate_limit: Some(crate::limits::DEFAULT_TOOL_RATE_LIMIT),
-            audit: None,
-        }
-    }
-}
 
 /// Builds a [`Server`].
 pub struct ServerBuilder {
@@ -73,13 +47,39 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Duration,
-    output_guard: crate::output::OutputGuard,
+    output_guard: crate::safety::output::OutputGuard,
     tool_timeout: Option<Duration>,
-    rate_limit: Option<crate::limits::RateLimit>,
-    audit: Option<Arc<dyn crate::audit::AuditSink>>,
+    rate_limit: Option<crate::safety::limits::RateLimit>,
+    audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
 }
 
 impl ServerBuilder {
+    /// A builder with every default, for [`Server::builder`].
+    pub(crate) fn new(name: impl Into<String>, version: impl Into<String>) -> Self {
+        ServerBuilder {
+            info: Implementation::new(name, version),
+            instructions: None,
+            tools: Vec::new(),
+            prompts: Vec::new(),
+            resources: Vec::new(),
+            templates: Vec::new(),
+            offers: Offers::default(),
+            config: Config::default(),
+            cursor_key: None,
+            server_info_in_results: true,
+            state_keys: None,
+            state_ttl: Duration::from_secs(300),
+            replay_guard: None,
+            clock: Arc::new(SystemClock),
+            task_store: None,
+            task_ttl: Duration::from_secs(300),
+            output_guard: crate::safety::output::OutputGuard::default(),
+            tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
+            rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
+            audit: None,
+        }
+    }
+
     /// Sets the display name in serverInfo.
     pub fn title(mut self, title: impl Into<String>) -> Self {
         self.info.title = Some(title.into());
@@ -192,7 +192,11 @@ impl ServerBuilder {
     /// Declares the (deprecated) `logging` capability so handlers may send log messages to
     /// clients that ask with `io.modelcontextprotocol/logLevel` (P-16, P-17). Off by default.
     pub fn logging(mut self, enabled: bool) -> Self {
-        self.config.logging = enabled;
+        self.config.logging = if enabled {
+            Logging::Declared
+        } else {
+            Logging::Undeclared
+        };
         self
     }
 
@@ -284,14 +288,14 @@ impl ServerBuilder {
 
     /// How every tool's results are sanitized before they leave (default: every check on; see
     /// [`crate::OutputGuard`]). A tool can override it with [`crate::Tool::output_guard`].
-    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+    pub fn output_guard(mut self, guard: crate::safety::output::OutputGuard) -> Self {
         self.output_guard = guard;
         self
     }
 
     /// Sends every `tools/call` audit event to `sink` as well as to `tracing` (target
     /// `toolwire::audit`); e.g. a [`crate::JsonlAuditSink`].
-    pub fn audit_sink(mut self, sink: Arc<dyn crate::audit::AuditSink>) -> Self {
+    pub fn audit_sink(mut self, sink: Arc<dyn crate::safety::audit::AuditSink>) -> Self {
         self.audit = Some(sink);
         self
     }
@@ -313,7 +317,7 @@ impl ServerBuilder {
     /// How often each caller (its principal, else its client address) may call each tool
     /// (default [`crate::DEFAULT_TOOL_RATE_LIMIT`], 300 per minute); a tool can set its own
     /// with [`crate::Tool::rate_limit`] and a cost per call with [`crate::Tool::cost`].
-    pub fn rate_limit(mut self, limit: crate::limits::RateLimit) -> Self {
+    pub fn rate_limit(mut self, limit: crate::safety::limits::RateLimit) -> Self {
         self.rate_limit = Some(limit);
         self
     }
@@ -337,8 +341,9 @@ impl ServerBuilder {
         self
     }
 
-    /// Checks every tool and builds the server.
-    pub fn build(self) -> Result<Server> {
+    /// The server-wide output guard, compiled, and the default rate limit, checked; turning
+    /// the guard off is logged with its reason.
+    fn checked_policies(&self) -> Result<Arc<CompiledGuard>> {
         let output_guard = self
             .output_guard
             .compile()
@@ -351,18 +356,12 @@ impl ServerBuilder {
                 .quota()
                 .map_err(crate::error::Error::InvalidRateLimit)?;
         }
-        let registry = ToolRegistry::new(
-            self.config.schema_limits,
-            self.config.formats,
-            ToolDefaults {
-                timeout: self.tool_timeout,
-                rate_limit: self.rate_limit,
-            },
-        );
-        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
-        registry.add_all(self.tools)?;
-        let key = self.cursor_key.unwrap_or_else(rand::random);
-        let (changes, _) = broadcast::channel(1024);
+        Ok(output_guard)
+    }
+
+    /// The `_meta` of every result (serverInfo unless turned off, B-18), and the same as a JSON
+    /// member to splice into serialized results.
+    fn result_meta(&self) -> Result<(Option<ResultMeta>, String)> {
         let result_meta = self.server_info_in_results.then(|| ResultMeta {
             server_info: Some(self.info.clone()),
             ..Default::default()
@@ -374,26 +373,53 @@ impl ServerBuilder {
             ),
             None => String::new(),
         };
-        let mut offers = self.offers;
-        offers.tasks |= tasks_offered;
-        let prompts = Catalog::default();
-        add_prompts(&prompts, self.prompts)?;
-        let resources = Catalog::default();
-        add_resources(&resources, self.resources)?;
-        let templates = Catalog::default();
-        add_templates(&templates, self.templates)?;
-        let capabilities = capabilities_of(offers, self.config.logging);
+        Ok((result_meta, result_meta_json))
+    }
+
+    /// The `server/discover` result, serialized once: nothing in it changes at runtime.
+    fn discover(
+        &self,
+        offers: Offers,
+        meta: Option<ResultMeta>,
+    ) -> Result<Box<serde_json::value::RawValue>> {
         let discover = DiscoverResult {
             result_type: ResultType::Complete,
             supported_versions: SUPPORTED_VERSIONS.iter().map(|v| (*v).to_owned()).collect(),
-            capabilities,
+            capabilities: capabilities_of(offers, self.config.logging),
             instructions: self.instructions.clone(),
             ttl_ms: self.config.discover_ttl_ms,
             cache_scope: self.config.cache_scope,
-            meta: result_meta.clone(),
+            meta,
             extra: JsonObject::new(),
         };
-        let discover = serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?;
+        Ok(serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?)
+    }
+
+    /// Checks every tool and builds the server.
+    pub fn build(mut self) -> Result<Server> {
+        let output_guard = self.checked_policies()?;
+        let registry = ToolRegistry::new(
+            self.config.schema_limits,
+            self.config.formats,
+            ToolDefaults {
+                timeout: self.tool_timeout,
+                rate_limit: self.rate_limit,
+            },
+        );
+        let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
+        registry.add_all(std::mem::take(&mut self.tools))?;
+        let key = self.cursor_key.unwrap_or_else(rand::random);
+        let (changes, _) = broadcast::channel(1024);
+        let (result_meta, result_meta_json) = self.result_meta()?;
+        let mut offers = self.offers;
+        offers.tasks |= tasks_offered;
+        let prompts = Catalog::default();
+        register_all(&prompts, std::mem::take(&mut self.prompts))?;
+        let resources = Catalog::default();
+        register_all(&resources, std::mem::take(&mut self.resources))?;
+        let templates = Catalog::default();
+        register_all(&templates, std::mem::take(&mut self.templates))?;
+        let discover = self.discover(offers, result_meta.clone())?;
         Ok(Server {
             inner: Arc::new(ServerInner {
                 audit: self.audit,

@@ -8,7 +8,7 @@ use arc_swap::ArcSwap;
 use serde_json::value::RawValue;
 use toolwire_protocol::ErrorObject;
 
-use crate::cursor::{CursorCodec, ListKind, Position, resume_index};
+use crate::request::cursor::{CursorCodec, ListKind, Position, resume_index};
 
 /// An item of a catalog: its key and its definition serialized once, for list pages.
 pub(crate) trait Entry: Send + Sync + 'static {

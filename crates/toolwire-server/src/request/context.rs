@@ -90,24 +90,32 @@ struct Inner {
     /// `None` when the client cannot receive request-scoped notifications (a JSON-only HTTP reply).
     outbound: Option<Outbound>,
     /// Whether the server declared the `logging` capability (P-16).
-    logging: bool,
+    logging: Logging,
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
     /// The answers and state of the previous round (MRTR), set once before the handler runs.
-    round: std::sync::OnceLock<crate::mrtr::Round>,
+    round: std::sync::OnceLock<crate::request::mrtr::Round>,
     /// Who is calling, as established by the transport (authentication); binds request state.
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
-    address: Option<crate::limits::ClientId>,
+    address: Option<crate::safety::limits::ClientId>,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
+
+/// Whether the server declared the `logging` capability (P-16): handlers' log messages are
+/// sent only if it did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Logging {
+    Declared,
+    Undeclared,
+}
 
 impl RequestContext {
     pub(crate) fn new(
@@ -116,7 +124,7 @@ impl RequestContext {
         cancel: CancellationToken,
         closing: CancellationToken,
         outbound: Option<Outbound>,
-        logging: bool,
+        logging: Logging,
     ) -> Self {
         RequestContext {
             inner: Arc::new(Inner {
@@ -155,7 +163,7 @@ impl RequestContext {
     }
 
     /// Sets the client; only on a context nobody else holds yet.
-    pub(crate) fn with_address(mut self, address: Option<crate::limits::ClientId>) -> Self {
+    pub(crate) fn with_address(mut self, address: Option<crate::safety::limits::ClientId>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.address = address;
         }
@@ -174,7 +182,7 @@ impl RequestContext {
     }
 
     /// The client as rate limits count it.
-    pub(crate) fn client(&self) -> Option<&crate::limits::ClientId> {
+    pub(crate) fn client(&self) -> Option<&crate::safety::limits::ClientId> {
         self.inner.address.as_ref()
     }
 
@@ -201,11 +209,11 @@ impl RequestContext {
         self.inner.scopes.as_deref()
     }
 
-    pub(crate) fn round(&self) -> Option<&crate::mrtr::Round> {
+    pub(crate) fn round(&self) -> Option<&crate::request::mrtr::Round> {
         self.inner.round.get()
     }
 
-    pub(crate) fn set_round(&self, round: crate::mrtr::Round) {
+    pub(crate) fn set_round(&self, round: crate::request::mrtr::Round) {
         let _ = self.inner.round.set(round);
     }
 
@@ -335,7 +343,7 @@ impl RequestContext {
     /// Whether a log message at `level` would be sent: the server declared logging and the
     /// request asked for this level or a lower one (P-17).
     pub fn log_enabled(&self, level: LoggingLevel) -> bool {
-        self.inner.logging
+        self.inner.logging == Logging::Declared
             && self.inner.outbound.is_some()
             && self.inner.meta.log_level.is_some_and(|min| level >= min)
     }
@@ -401,7 +409,7 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn context(meta: Value, logging: bool) -> (RequestContext, mpsc::Receiver<Frame>) {
+    fn context(meta: Value, logging: Logging) -> (RequestContext, mpsc::Receiver<Frame>) {
         let (tx, rx) = mpsc::channel(8);
         let meta: RequestMeta = serde_json::from_value(meta).unwrap();
         (
@@ -430,9 +438,9 @@ mod tests {
 
     #[tokio::test]
     async fn progress_needs_a_token_and_must_increase() {
-        let (ctx, _rx) = context(meta(json!({})), false);
+        let (ctx, _rx) = context(meta(json!({})), Logging::Undeclared);
         assert!(!ctx.progress(1.0, None, None).await);
-        let (ctx, mut rx) = context(meta(json!({"progressToken": "t"})), false);
+        let (ctx, mut rx) = context(meta(json!({"progressToken": "t"})), Logging::Undeclared);
         assert!(ctx.progress(0.0, Some(100.0), None).await);
         assert!(!ctx.progress(0.0, Some(100.0), None).await);
         assert!(ctx.progress(50.0, Some(100.0), Some("half")).await);
@@ -446,7 +454,7 @@ mod tests {
 
     #[tokio::test]
     async fn nothing_is_sent_after_the_request_finished() {
-        let (ctx, mut rx) = context(meta(json!({"progressToken": 1})), false);
+        let (ctx, mut rx) = context(meta(json!({"progressToken": 1})), Logging::Undeclared);
         let handler_copy = ctx.clone();
         ctx.finish().await;
         assert!(!handler_copy.progress(1.0, None, None).await);
@@ -456,11 +464,11 @@ mod tests {
 
     #[tokio::test]
     async fn logs_only_at_or_above_the_requested_level() {
-        let (ctx, _rx) = context(meta(json!({})), true);
+        let (ctx, _rx) = context(meta(json!({})), Logging::Declared);
         assert!(!ctx.log(LoggingLevel::Emergency, None, json!("x")).await);
         let (ctx, _rx) = context(
             meta(json!({"io.modelcontextprotocol/logLevel": "warning"})),
-            false,
+            Logging::Undeclared,
         );
         assert!(
             !ctx.log(LoggingLevel::Error, None, json!("x")).await,
@@ -468,7 +476,7 @@ mod tests {
         );
         let (ctx, mut rx) = context(
             meta(json!({"io.modelcontextprotocol/logLevel": "warning"})),
-            true,
+            Logging::Declared,
         );
         assert!(!ctx.log(LoggingLevel::Info, None, json!("x")).await);
         assert!(
@@ -485,7 +493,7 @@ mod tests {
 
     #[test]
     fn require_reports_the_missing_capability() {
-        let (ctx, _rx) = context(meta(json!({})), false);
+        let (ctx, _rx) = context(meta(json!({})), Logging::Undeclared);
         let Err(ToolError::Protocol(e)) = ctx.require_sampling() else {
             panic!("accepted")
         };
@@ -498,7 +506,7 @@ mod tests {
             meta(
                 json!({"io.modelcontextprotocol/clientCapabilities": {"sampling": {}, "roots": {}}}),
             ),
-            false,
+            Logging::Undeclared,
         );
         assert!(ctx.require_sampling().is_ok() && ctx.require_roots().is_ok());
         assert!(ctx.require_elicitation().is_err());

@@ -13,13 +13,13 @@ use toolwire_protocol::{
     ErrorObject, MessageKind, RawMessage, RequestId, RequestMeta, ResultMeta, ResultType,
 };
 
-use crate::catalog::{Entry, Snapshot, permits};
-use crate::context::{Outbound, RequestContext};
-use crate::cursor::ListKind;
-pub(crate) use crate::outcome::Final;
-use crate::route::SUPPORTED_VERSIONS;
-use crate::route::{CallFrame, Route, legacy_initialize, removed_method_error};
+use crate::request::context::{Outbound, RequestContext};
+use crate::request::cursor::ListKind;
+pub(crate) use crate::request::outcome::Final;
+use crate::request::route::SUPPORTED_VERSIONS;
+use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::server::Server;
+use crate::tools::catalog::{Entry, Snapshot, permits};
 
 /// A list result page, its items spliced from their pre-serialized definitions.
 struct ListPage<'a, T> {
@@ -222,13 +222,9 @@ impl Server {
         Ok((meta, route))
     }
 
-    /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
-    /// would be written: the request's notifications and then its response. A notification
-    /// yields nothing; `subscriptions/listen` runs until the server shuts down.
-    ///
-    /// Handy for tests, benchmarks and embedding Toolwire behind a transport of your own.
-    pub async fn handle_message(&self, message: &[u8]) -> Vec<String> {
-        let max_depth = self.inner.config.max_json_depth;
+    /// [`Server::handle_message`]: one message in memory, what would be written out.
+    pub(crate) async fn handle_in_memory(&self, message: &[u8]) -> Vec<String> {
+        let max_depth = self.config().max_json_depth;
         let raw = match read_frame(message, max_depth) {
             Ok(raw) => raw,
             Err(e) => return vec![Final::error(e.id.as_ref(), &e.error).json],
@@ -259,7 +255,7 @@ impl Server {
             cancel,
             self.shutdown_token(),
             Some(Outbound::new(tx)),
-            self.inner.config.logging,
+            self.config().logging,
         );
         let finisher = ctx.clone();
         let mut work = std::pin::pin!(self.run(&id, route, ctx));
@@ -291,11 +287,6 @@ impl Server {
         }
     }
 
-    /// The `_meta` every result carries.
-    pub(crate) fn result_meta(&self) -> Option<ResultMeta> {
-        self.inner.result_meta.clone()
-    }
-
     /// Runs a call to its final message; `None` when the request ended without one (a listen
     /// stream the client cancelled).
     pub(crate) async fn run(
@@ -305,25 +296,24 @@ impl Server {
         ctx: RequestContext,
     ) -> Option<Final> {
         match call {
-            Route::Discover => Some(Final::result(id, &*self.inner.discover)),
+            Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_page(
                 id,
-                &self.inner.registry.snapshot(),
+                &self.registry().snapshot(),
                 cursor.as_deref(),
                 ListKind::Tools,
-                "tools",
                 ctx.scopes(),
             )),
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
-                Some(self.list_prompts(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.prompts(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::ListResources { cursor } => {
-                Some(self.list_resources(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.resources(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::ListResourceTemplates { cursor } => {
-                Some(self.list_templates(id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.templates(), id, cursor.as_deref(), ctx.scopes()))
             }
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
@@ -347,18 +337,17 @@ impl Server {
         snapshot: &Snapshot<T>,
         cursor: Option<&str>,
         kind: ListKind,
-        field: &'static str,
         granted: Option<&[String]>,
     ) -> Final {
         match granted {
             Some(granted) if snapshot.items.iter().any(|t| !t.scopes().is_empty()) => {
                 let visible = snapshot.filtered(|t| permits(Some(granted), t.scopes()));
                 let scope = toolwire_protocol::CacheScope::Private;
-                self.list_page_in(id, &visible, cursor, kind, field, scope)
+                self.list_page_in(id, &visible, cursor, kind, scope)
             }
             _ => {
-                let scope = self.inner.config.cache_scope;
-                self.list_page_in(id, snapshot, cursor, kind, field, scope)
+                let scope = self.config().cache_scope;
+                self.list_page_in(id, snapshot, cursor, kind, scope)
             }
         }
     }
@@ -370,21 +359,20 @@ impl Server {
         snapshot: &Snapshot<T>,
         cursor: Option<&str>,
         kind: ListKind,
-        field: &'static str,
         cache_scope: toolwire_protocol::CacheScope,
     ) -> Final {
-        let inner = &self.inner;
-        match snapshot.page(cursor, kind, inner.config.page_size, &inner.cursors) {
+        let config = self.config();
+        match snapshot.page(cursor, kind, config.page_size, self.cursors()) {
             Err(error) => Final::error(Some(id), &error),
             Ok((items, next_cursor)) => Final::result(
                 id,
                 &ListPage {
-                    field,
+                    field: kind.field(),
                     items,
                     next_cursor,
-                    ttl_ms: inner.config.list_ttl_ms,
+                    ttl_ms: config.list_ttl_ms,
                     cache_scope,
-                    meta: inner.result_meta.as_ref(),
+                    meta: self.result_meta(),
                 },
             ),
         }
@@ -395,7 +383,7 @@ impl Server {
 mod tests {
     use super::*;
 
-    /// Found by the `frame` fuzz target (issue 16): invalid UTF-8 in a member serde skips
+    /// Found by the `frame` fuzz target: invalid UTF-8 in a member serde skips
     /// (an unknown key's value) was accepted by the one-pass reading of a call and refused by
     /// the usual one. Any frame that is not UTF-8 is now a parse error, whichever way it goes.
     #[test]
@@ -447,7 +435,7 @@ mod tests {
             ("{\"a\\\\\":[[[\"}", 1, true),
             ("\"unterminated [[[[", 1, false),
             ("{\"k\":\"v\"}}}}[[", 2, false),
-            // A backslash as the very last byte once stepped past the end (issue 8, item 1).
+            // A backslash as the very last byte once stepped past the end (a panic).
             ("{\"a\":\"\\", 4, false),
             ("\"\\", 1, false),
             ("[\"\\\\\\", 1, false),
@@ -601,7 +589,7 @@ mod depth_props {
         #![proptest_config(ProptestConfig::with_cases(4096))]
 
         /// Any bytes, built mostly from the characters the scan cares about: no panic, and the
-        /// same answer as the byte-at-a-time reference (issue 8, item 1).
+        /// same answer as the byte-at-a-time reference (a lone trailing backslash once panicked).
         #[test]
         fn depth_scan_matches_reference_on_any_bytes(
             bytes in proptest::collection::vec(

@@ -163,7 +163,7 @@ impl JsonSchema for NoArgs {
 
 /// The type-erased handler: validated JSON arguments in, a result out. The arguments are lent,
 /// not given, so that the call can still bind request state to them afterwards without a copy
-/// or a digest up front (issue 8, item 25).
+/// or a digest up front.
 pub(crate) type Handler = Arc<
     dyn Fn(&Value, RequestContext) -> BoxFuture<'static, Result<CallToolResult, ToolError>>
         + Send
@@ -180,7 +180,7 @@ pub struct Tool {
     /// OAuth scopes a caller needs to see and call the tool (HTTP with OAuth only).
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, instead of the server's.
-    pub(crate) output_guard: Option<crate::output::OutputGuard>,
+    pub(crate) output_guard: Option<crate::safety::output::OutputGuard>,
     /// Its own time limit, instead of the server's.
     pub(crate) timeout: Option<Timeout>,
     /// Its own rate limit per caller, instead of the server's.
@@ -202,7 +202,7 @@ pub struct HandleRetention {
 /// How often a caller may call a tool.
 #[derive(Debug, Clone)]
 pub(crate) enum Limit {
-    To(crate::limits::RateLimit),
+    To(crate::safety::limits::RateLimit),
     /// No limit, for the stated reason.
     Unlimited(String),
 }
@@ -274,22 +274,12 @@ impl Tool {
                     ))))),
                 },
             );
-        Tool {
-            definition: ToolDefinition {
-                name: name.into(),
-                input_schema: input_schema_of::<A>(),
-                output_schema: O::output_schema(),
-                ..Default::default()
-            },
+        Tool::with_handler(
+            name.into(),
+            input_schema_of::<A>(),
+            O::output_schema(),
             handler,
-            task_support: None,
-            scopes: Vec::new(),
-            output_guard: None,
-            timeout: None,
-            rate_limit: None,
-            cost: 1,
-            handles: Vec::new(),
-        }
+        )
     }
 
     /// A raw tool: `input_schema` as given (kept verbatim, unknown keywords included) and a
@@ -310,11 +300,22 @@ impl Tool {
             // Registration refuses a schema without `type: object` at its root (T-06).
             _ => JsonObject::new(),
         };
+        Tool::with_handler(name.into(), input_schema, O::output_schema(), handler)
+    }
+
+    /// A tool with every option at its default: what [`Tool::new`] and [`Tool::raw`] share once
+    /// they have a schema and a type-erased handler.
+    fn with_handler(
+        name: String,
+        input_schema: JsonObject,
+        output_schema: Option<JsonObject>,
+        handler: Handler,
+    ) -> Tool {
         Tool {
             definition: ToolDefinition {
-                name: name.into(),
+                name,
                 input_schema,
-                output_schema: O::output_schema(),
+                output_schema,
                 ..Default::default()
             },
             handler,
@@ -347,7 +348,7 @@ impl Tool {
     }
 
     /// Sanitizes this tool's results with `guard` instead of the server's (T-15).
-    pub fn output_guard(mut self, guard: crate::output::OutputGuard) -> Self {
+    pub fn output_guard(mut self, guard: crate::safety::output::OutputGuard) -> Self {
         self.output_guard = Some(guard);
         self
     }
@@ -391,7 +392,7 @@ impl Tool {
     /// Says that this tool hands out `store`'s handles: the retention sentence ("Note handles
     /// stay valid for 30 minutes after their last use and for 1 day at most; …") is appended to
     /// the description the model reads, and the lifetimes are listed in the definition's
-    /// `_meta` ([`crate::handles::HANDLES_META_KEY`]) (T-21).
+    /// `_meta` ([`crate::state::handles::HANDLES_META_KEY`]) (T-21).
     pub fn creates_handles(mut self, handles: impl Into<HandleRetention>) -> Self {
         self.handles.push(handles.into());
         self
@@ -401,7 +402,7 @@ impl Tool {
     /// (logged when the tool is registered): for a tool whose output is already safe or must
     /// stay byte-exact.
     pub fn raw_output(self, reason: impl Into<String>) -> Self {
-        self.output_guard(crate::output::OutputGuard::off(reason))
+        self.output_guard(crate::safety::output::OutputGuard::off(reason))
     }
 
     /// Lets the tool run as a task (tasks extension): a call that does not finish on its first

@@ -12,19 +12,19 @@ use toolwire_protocol::{
     ResultMeta, ResultType, TASKS_EXTENSION, iso8601,
 };
 
-use crate::audit::{self, AuditOutcome};
-use crate::catalog::{insufficient_scope, permits};
-use crate::context::RequestContext;
-use crate::handler::{contained, internal_failure, is_timed_out, with_deadline};
-use crate::limits::{CallerBucket, is_limited, limited_result};
-use crate::mrtr::{InputRequired, Round};
-use crate::outcome::{Final, Outcome};
-use crate::registry::RegisteredTool;
-use crate::route::{CallTool, RoundParams};
+use crate::request::context::RequestContext;
+use crate::request::mrtr::{InputRequired, Round};
+use crate::request::outcome::{Final, Outcome};
+use crate::request::route::{CallTool, RoundParams};
+use crate::safety::audit::{self, AuditOutcome, CallSeen};
+use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
+use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
-use crate::state::{Binding, StateError};
-use crate::task_store::{Rerun, tasks_capability};
-use crate::tool::{TaskSupport, ToolError};
+use crate::state::request_state::{Binding, StateError};
+use crate::state::task_store::{Rerun, tasks_capability};
+use crate::tools::catalog::{insufficient_scope, permits};
+use crate::tools::registry::RegisteredTool;
+use crate::tools::tool::{TaskSupport, ToolError};
 
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
@@ -39,37 +39,20 @@ impl Server {
             arguments,
             round,
         } = call;
-        let Some(tool) = self.inner.registry.snapshot().get(&name).cloned() else {
-            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
-        };
-        // With OAuth the scopes are checked on every call (T-21), whatever the transport did.
-        if !permits(ctx.scopes(), &tool.scopes) {
-            return Err(insufficient_scope("tool", &name, &tool.scopes));
-        }
-        // Then its quota, before any of the call's work is done (T-15).
-        if let Some(limit) = &tool.limit {
-            let caller = CallerBucket::of(ctx.principal(), ctx.client());
-            if let Err(wait) = limit.limiter.check(caller, limit.cost) {
-                return Ok(Outcome::Complete(
-                    self.with_meta(limited_result(&name, limit, wait)),
-                ));
-            }
+        let tool = self.permitted_tool(&name, &ctx)?;
+        if let Some(limited) = over_quota(&tool, &name, &ctx) {
+            return Ok(Outcome::Complete(self.with_meta(limited)));
         }
         let declared = ctx.client_capabilities().clone();
         let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
         if tool.task_support == Some(TaskSupport::Required) && !as_task {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
-        if !tool.input.is_valid(&arguments) {
-            // The first few violations and a count of the rest (issue 8, item 3).
-            let violations = tool.input.violations(&arguments, REPORTED_VIOLATIONS);
-            let text = format!("Invalid arguments for tool {name}:\n{violations}");
-            return Ok(Outcome::Complete(
-                self.with_meta(CallToolResult::error(text)),
-            ));
+        if let Some(invalid) = invalid_arguments(&tool, &name, &arguments) {
+            return Ok(Outcome::Complete(self.with_meta(invalid)));
         }
         // Request state is bound to the arguments by a digest computed only when state is
-        // opened or sealed, never on a plain call (issue 8, item 25).
+        // opened or sealed, never on a plain call, which would pay for a digest it never uses.
         let principal = ctx.shared_principal();
         let bind = || {
             Binding::new(
@@ -80,7 +63,7 @@ impl Server {
             )
         };
         // A task outlives its request: its handler gets a cancellation of its own, which a
-        // shutdown fires too (issue 8, item 2).
+        // shutdown fires too, so that no task outlives the server.
         let (ctx, task) = if as_task {
             let (task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
             (task_ctx, Some((rerun, cancel)))
@@ -107,6 +90,35 @@ impl Server {
             },
             None => step.await,
         };
+        self.first_step_outcome(&tool, &name, outcome, bind, &declared)
+    }
+
+    /// The tool named, if it exists (T-14) and the caller holds its scopes: with OAuth they are
+    /// checked on every call (T-21), whatever the transport did.
+    fn permitted_tool(
+        &self,
+        name: &str,
+        ctx: &RequestContext,
+    ) -> Result<Arc<RegisteredTool>, ErrorObject> {
+        let Some(tool) = self.registry().snapshot().get(name).cloned() else {
+            return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
+        };
+        if !permits(ctx.scopes(), &tool.scopes) {
+            return Err(insufficient_scope("tool", name, &tool.scopes));
+        }
+        Ok(tool)
+    }
+
+    /// What the handler's first (or only) step ended with, as the call's outcome: a result,
+    /// checked against the output schema and guarded; a protocol error; or a request for input.
+    fn first_step_outcome(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        outcome: Option<Result<CallToolResult, ToolError>>,
+        bind: impl FnOnce() -> Binding,
+        declared: &ClientCapabilities,
+    ) -> Result<Outcome, ErrorObject> {
         let result = match outcome {
             None => return Ok(Outcome::Complete(self.with_meta(internal_failure()))),
             Some(Err(ToolError::Protocol(error))) => return Err(error),
@@ -116,7 +128,7 @@ impl Server {
                 internal_failure()
             }
             Some(Err(ToolError::InputRequired(input))) => {
-                return match self.ask(&name, bind, *input, &declared) {
+                return match self.ask(name, bind, *input, declared) {
                     Ok(Some(result)) => Ok(Outcome::InputRequired(result)),
                     Ok(None) => Ok(Outcome::Complete(self.with_meta(internal_failure()))),
                     Err(error) => Err(error),
@@ -124,7 +136,7 @@ impl Server {
             }
             Some(Ok(result)) => result,
         };
-        let result = self.guarded(&tool, self.checked_result(&tool, result));
+        let result = self.guarded(tool, self.checked_result(tool, result));
         Ok(Outcome::Complete(self.with_meta(result)))
     }
 
@@ -136,7 +148,7 @@ impl Server {
         tool: &Arc<RegisteredTool>,
         ctx: &RequestContext,
     ) -> (RequestContext, Rerun, CancellationToken) {
-        let cancel = self.inner.shutdown.child_token();
+        let cancel = self.shutdown_token().child_token();
         let rerun = Rerun {
             tool: tool.clone(),
             arguments: Value::Null,
@@ -188,7 +200,7 @@ impl Server {
         ctx: RequestContext,
     ) -> Final {
         use tracing::Instrument as _;
-        let sink = self.inner.audit.as_ref();
+        let sink = self.audit();
         let Some(pending) = audit::wanted(sink).then(|| self.audit_start(id, &call, &ctx)) else {
             return self.call_final(id, self.call_tool(call, ctx).await);
         };
@@ -225,21 +237,20 @@ impl Server {
     /// What the audit event of a call knows before it runs.
     fn audit_start(&self, id: &RequestId, call: &CallTool, ctx: &RequestContext) -> audit::Pending {
         let definition = self
-            .inner
-            .registry
+            .registry()
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = ctx.meta().extra.get("traceparent").and_then(Value::as_str);
-        audit::Pending::start(
-            iso8601(self.inner.clock.now_ms()),
-            id.to_string(),
-            ctx.principal(),
-            &call.name,
-            definition,
-            &call.arguments,
+        audit::Pending::start(CallSeen {
+            time: iso8601(self.clock().now_ms()),
+            request_id: id.to_string(),
+            principal: ctx.principal(),
+            tool: &call.name,
+            definition_sha256: definition,
+            arguments: &call.arguments,
             traceparent,
-        )
+        })
     }
 
     /// Records a call a transport refused before it ran (a 403 for a missing scope).
@@ -251,26 +262,25 @@ impl Server {
         meta: Option<&RequestMeta>,
         code: i64,
     ) {
-        let sink = self.inner.audit.as_ref();
+        let sink = self.audit();
         if !audit::wanted(sink) {
             return;
         }
         let definition = self
-            .inner
-            .registry
+            .registry()
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
         let traceparent = meta.and_then(|m| m.extra.get("traceparent")?.as_str());
-        let pending = audit::Pending::start(
-            iso8601(self.inner.clock.now_ms()),
-            id.to_string(),
+        let pending = audit::Pending::start(CallSeen {
+            time: iso8601(self.clock().now_ms()),
+            request_id: id.to_string(),
             principal,
-            &call.name,
-            definition,
-            &call.arguments,
+            tool: &call.name,
+            definition_sha256: definition,
+            arguments: &call.arguments,
             traceparent,
-        );
+        });
         pending.finish(AuditOutcome::Refused, Some(code), sink);
     }
 
@@ -280,7 +290,7 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> CallToolResult {
-        let guard = tool.guard.as_ref().unwrap_or(&self.inner.output_guard);
+        let guard = tool.guard.as_ref().unwrap_or(self.output_guard());
         guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
         result
     }
@@ -292,15 +302,13 @@ impl Server {
             uri.split_once(':')
                 .is_some_and(|(s, _)| s.eq_ignore_ascii_case(scheme))
         };
-        self.inner
-            .resources
+        self.resources()
             .snapshot()
             .items
             .iter()
             .any(|r| of(&r.resource.definition.uri))
             || self
-                .inner
-                .templates
+                .templates()
                 .snapshot()
                 .items
                 .iter()
@@ -315,11 +323,11 @@ impl Server {
         round: RoundParams,
         ctx: &RequestContext,
     ) -> Result<(), ErrorObject> {
-        let config = &self.inner.request_state;
+        let config = self.request_state();
         let state = match round.request_state {
             None => None,
             Some(token) => {
-                let now = self.inner.clock.now_ms();
+                let now = self.clock().now_ms();
                 let opened = config
                     .keys
                     .open(&token, &bind(), now)
@@ -363,16 +371,16 @@ impl Server {
         if let Some(missing) = input.missing_capabilities(declared) {
             return Err(ErrorObject::missing_capability(&missing));
         }
-        let config = &self.inner.request_state;
+        let config = self.request_state();
         let request_state = input.state.map(|state| {
-            let expires = self.inner.clock.now_ms().saturating_add(config.ttl_ms);
+            let expires = self.clock().now_ms().saturating_add(config.ttl_ms);
             config.keys.seal(&bind(), Some(state), expires)
         });
         Ok(Some(InputRequiredResult {
             result_type: ResultType::InputRequired,
             input_requests: (!input.requests.is_empty()).then_some(input.requests),
             request_state,
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         }))
     }
 
@@ -392,11 +400,11 @@ impl Server {
     /// The response to a call, with serverInfo in the result's `_meta` (B-18). A result without
     /// `_meta` gets the pre-serialized one spliced in; one the handler gave `_meta` is merged.
     pub(crate) fn call_result(&self, id: &RequestId, result: &CallToolResult) -> Final {
-        let Some(server_meta) = &self.inner.result_meta else {
+        let Some(server_meta) = self.result_meta() else {
             return Final::result(id, result);
         };
         match &result.meta {
-            None => Final::result_with_meta(id, result, &self.inner.result_meta_json),
+            None => Final::result_with_meta(id, result, self.result_meta_json()),
             Some(meta) if meta.server_info.is_some() => Final::result(id, result),
             Some(meta) => {
                 let mut merged = result.clone();
@@ -410,11 +418,36 @@ impl Server {
     }
 }
 
+/// The tool's quota, checked before any of the call's work is done (T-15): the result that
+/// tells the model to wait, if the caller is over it.
+fn over_quota(tool: &RegisteredTool, name: &str, ctx: &RequestContext) -> Option<CallToolResult> {
+    let limit = tool.limit.as_ref()?;
+    let caller = CallerBucket::of(ctx.principal(), ctx.client());
+    let wait = limit.limiter.check(caller, limit.cost).err()?;
+    Some(limited_result(name, limit, wait))
+}
+
+/// The tool error that tells the model what is wrong with its arguments, if anything is: the
+/// first few violations and a count of the rest, since a long array of wrong items would
+/// otherwise make a message of millions of lines.
+fn invalid_arguments(
+    tool: &RegisteredTool,
+    name: &str,
+    arguments: &Value,
+) -> Option<CallToolResult> {
+    if tool.input.is_valid(arguments) {
+        return None;
+    }
+    let violations = tool.input.violations(arguments, REPORTED_VIOLATIONS);
+    let text = format!("Invalid arguments for tool {name}:\n{violations}");
+    Some(CallToolResult::error(text))
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
-    use crate::state::DIGESTS;
+    use crate::state::request_state::DIGESTS;
     use crate::{InputRequired, RequestContext, Server, Tool, ToolError};
 
     fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {
@@ -432,7 +465,7 @@ mod tests {
     }
 
     /// The arguments are serialized and hashed only when request state is sealed or opened,
-    /// not on every call (issue 8, item 25).
+    /// not on every call.
     #[tokio::test]
     async fn plain_calls_compute_no_argument_digest() {
         let server = Server::builder("t", "1")

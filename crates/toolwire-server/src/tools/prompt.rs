@@ -1,4 +1,4 @@
-//! Prompts as values (CHECKLIST §12): a definition with arguments and an async handler that
+//! Prompts as values (R-01…R-09): a definition with arguments and an async handler that
 //! renders messages; optional completions for its arguments.
 
 use std::collections::{BTreeMap, HashMap};
@@ -12,7 +12,7 @@ use toolwire_protocol::{
     Role,
 };
 
-use crate::catalog::Entry;
+use crate::tools::catalog::Entry;
 use crate::{RequestContext, ToolError};
 
 /// The string arguments of a `prompts/get`.

@@ -4,7 +4,7 @@
 //! its input requests (the handler then runs again with the answers, as in MRTR), and
 //! `tasks/cancel` stops it. Records live in a pluggable [`TaskStore`].
 
-use crate::catalog::{insufficient_scope, permits};
+use crate::tools::catalog::{insufficient_scope, permits};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -15,32 +15,18 @@ use toolwire_protocol::{
     RequestId, ResultType, TASKS_EXTENSION, TaskInfo, TaskStatus, iso8601,
 };
 
-use crate::context::RequestContext;
-use crate::handler::{contained, internal_failure, with_deadline};
-use crate::mrtr::{InputRequired, Round};
-use crate::outcome::Final;
+use crate::request::context::RequestContext;
+use crate::request::mrtr::{InputRequired, Round};
+use crate::request::outcome::Final;
+use crate::safety::deadline::{contained, internal_failure, with_deadline};
 use crate::server::Server;
-use crate::tool::ToolError;
+use crate::tools::tool::ToolError;
 
-use crate::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
+use crate::state::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
 
 impl Server {
-    /// Makes the audit events recorded so far durable (see [`crate::AuditSink::flush`]): call
-    /// it before the process exits.
-    pub fn flush_audit(&self) {
-        if let Some(sink) = &self.inner.audit {
-            sink.flush();
-        }
-    }
-
-    /// How many tasks this process is running (working or waiting for input); each ends when
-    /// it finishes, is cancelled, reaches its TTL, or the server shuts down.
-    pub fn running_tasks(&self) -> usize {
-        self.inner.tasks.running().len()
-    }
-
     fn now(&self) -> u64 {
-        self.inner.clock.now_ms()
+        self.clock().now_ms()
     }
 
     /// Starts a task around a handler that did not finish on its first step.
@@ -50,7 +36,7 @@ impl Server {
         cancel: CancellationToken,
         step: Step,
     ) -> CreateTaskResult {
-        let tasks = &self.inner.tasks;
+        let tasks = self.tasks();
         let now = self.now();
         let task_id: String = rand::random::<[u8; 16]>()
             .iter()
@@ -85,19 +71,19 @@ impl Server {
         let server = self.clone();
         tokio::spawn(async move {
             server.drive(&task_id, rerun, cancel, &inbox, step).await;
-            server.inner.tasks.running().remove(&task_id);
+            server.tasks().running().remove(&task_id);
         });
         CreateTaskResult {
             result_type: ResultType::Task,
             task: info,
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         }
     }
 
     fn set(&self, task_id: &str, change: impl FnOnce(&mut TaskRecord)) {
         let now = iso8601(self.now());
         let mut change = Some(change);
-        self.inner.tasks.store.update(task_id, &mut |record| {
+        self.tasks().store.update(task_id, &mut |record| {
             if let Some(change) = change.take() {
                 change(record);
             }
@@ -126,7 +112,7 @@ impl Server {
     /// Runs a task to its end: each step's outcome completes, fails or pauses it for input.
     /// Whatever it is doing, the task ends when it is cancelled, when the server shuts down
     /// (its token is a child of the server's), or when its TTL runs out: nothing outlives the
-    /// record that lets its owner see and cancel it (issue 8, item 2).
+    /// record that lets its owner see and cancel it, so no task runs on unseen.
     async fn drive(
         &self,
         task_id: &str,
@@ -135,7 +121,7 @@ impl Server {
         inbox: &Inbox,
         mut step: Step,
     ) {
-        let expiry = tokio::time::sleep(Duration::from_millis(self.inner.tasks.ttl_ms));
+        let expiry = tokio::time::sleep(Duration::from_millis(self.tasks().ttl_ms));
         tokio::pin!(expiry);
         loop {
             let outcome = tokio::select! {
@@ -183,7 +169,7 @@ impl Server {
             cancel.clone(),
             self.shutdown_token(),
             None,
-            self.inner.config.logging,
+            self.config().logging,
         )
         .with_principal(rerun.principal.clone())
         .with_scopes(rerun.scopes.clone())
@@ -259,7 +245,7 @@ impl Server {
 
     /// A task whose cancellation fired: cancelled by its owner, or cut by a shutdown.
     fn stopped(&self, task_id: &str) {
-        if self.inner.shutdown.is_cancelled() {
+        if self.is_shutting_down() {
             let error = ErrorObject::internal("The server shut down before the task finished");
             self.finish(task_id, TaskStatus::Failed, None, Some(error));
         } else {
@@ -270,7 +256,7 @@ impl Server {
     /// A task still running when its TTL ran out: its record is due to be forgotten, so the
     /// work stops too.
     fn expired(&self, task_id: &str) {
-        let ttl = self.inner.tasks.ttl_ms;
+        let ttl = self.tasks().ttl_ms;
         tracing::warn!(task_id, ttl_ms = ttl, "task stopped at the end of its TTL");
         let error = ErrorObject::internal(format!(
             "The task did not finish within its TTL of {ttl} ms"
@@ -292,8 +278,7 @@ impl Server {
         if !ctx.client_capabilities().has_extension(TASKS_EXTENSION) {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
-        self.inner
-            .tasks
+        self.tasks()
             .store
             .get(task_id, self.now())
             .filter(|r| r.principal.as_deref() == ctx.principal())
@@ -314,7 +299,7 @@ impl Server {
                 .filter(|_| status == TaskStatus::InputRequired),
             result: record.result.filter(|_| status == TaskStatus::Completed),
             error: record.error.filter(|_| status == TaskStatus::Failed),
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         };
         Final::result(id, &result)
     }
@@ -330,8 +315,7 @@ impl Server {
             return Final::error(Some(id), &error);
         }
         let running = self
-            .inner
-            .tasks
+            .tasks()
             .running()
             .get(task_id)
             .map(|running| (running.inbox.clone(), running.scopes.clone()));
@@ -353,7 +337,7 @@ impl Server {
             Err(error) => return Final::error(Some(id), &error),
         };
         if !record.info.status.is_terminal() {
-            if let Some(running) = self.inner.tasks.running().get(task_id) {
+            if let Some(running) = self.tasks().running().get(task_id) {
                 running.cancel.cancel();
             }
             self.finish(task_id, TaskStatus::Cancelled, None, None);
@@ -363,8 +347,7 @@ impl Server {
 
     /// The scopes a running task's tool needs (for the transport's 403, A-07).
     pub(crate) fn task_scopes(&self, task_id: &str) -> Option<Vec<String>> {
-        self.inner
-            .tasks
+        self.tasks()
             .running()
             .get(task_id)
             .map(|running| running.scopes.clone())
@@ -373,7 +356,7 @@ impl Server {
     fn acknowledged(&self, id: &RequestId) -> Final {
         let result = toolwire_protocol::EmptyResult {
             result_type: ResultType::Complete,
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
             ..Default::default()
         };
         Final::result(id, &result)

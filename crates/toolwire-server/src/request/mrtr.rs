@@ -1,4 +1,4 @@
-//! Multi round-trip requests, the handler side (CHECKLIST §6): a handler asks for input with
+//! Multi round-trip requests, the handler side (M-01…M-19): a handler asks for input with
 //! [`InputRequired`] (returned as an error, so `?` works) and reads the answers of the previous
 //! round from its [`RequestContext`]. The server checks what it asks for against the
 //! capabilities the client declared (M-05) and seals the handler's state (M-06, M-07).
@@ -281,7 +281,7 @@ fn malformed(key: &str, why: &str) -> ToolError {
 
 /// The flat form schema of `T` (J-10), or why `T` is not flat.
 fn form_schema<T: JsonSchema>() -> Result<RequestedSchema, String> {
-    let schema = crate::tool::schema_object::<T>();
+    let schema = crate::tools::tool::schema_object::<T>();
     let mut properties = BTreeMap::new();
     let props = schema
         .get("properties")

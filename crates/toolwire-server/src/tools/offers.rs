@@ -1,8 +1,6 @@
-//! Prompts, resources and completion (CHECKLIST §12): registration, the list methods,
-//! `prompts/get`, `resources/read` (both may answer `input_required`, R-03) and
-//! `completion/complete`.
-
-use std::sync::Arc;
+//! Prompts, resources and completion (R-01…R-09): the list methods, `prompts/get`,
+//! `resources/read` (both may answer `input_required`, R-03) and `completion/complete`.
+//! Registration is in `offered.rs`.
 
 use serde_json::{Value, json};
 use toolwire_protocol::methods::{
@@ -13,231 +11,40 @@ use toolwire_protocol::{
     ResultType,
 };
 
-use crate::catalog::{Catalog, insufficient_scope, permits};
-use crate::context::RequestContext;
-use crate::cursor::ListKind;
-use crate::error::{Error, Result};
-use crate::handler::{contained, panicked};
-use crate::outcome::Final;
-use crate::prompt::{Prompt, PromptArgs, RegisteredPrompt};
-use crate::resource::{
-    Reader, RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, TemplateVars,
-    UriTemplate,
-};
-use crate::route::{Complete, GetPrompt, ReadResource, Route};
-use crate::server::{Change, Server};
-use crate::state::Binding;
-use crate::tool::ToolError;
+use crate::request::context::RequestContext;
+use crate::request::outcome::Final;
+use crate::request::route::{Complete, GetPrompt, ReadResource, Route};
+use crate::safety::deadline::{contained, panicked};
+use crate::server::Server;
+use crate::state::request_state::Binding;
+use crate::tools::catalog::{Catalog, insufficient_scope, permits};
+use crate::tools::offered::Offered;
+use crate::tools::prompt::PromptArgs;
+use crate::tools::resource::{Reader, TemplateVars};
+use crate::tools::tool::ToolError;
 
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;
 
-pub(crate) fn add_prompts(catalog: &Catalog<RegisteredPrompt>, prompts: Vec<Prompt>) -> Result<()> {
-    let mut entries = Vec::with_capacity(prompts.len());
-    for prompt in prompts {
-        entries.push(Arc::new(
-            RegisteredPrompt::new(prompt).map_err(std::io::Error::other)?,
-        ));
-    }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "prompt",
-        key,
-    })
-}
-
-pub(crate) fn add_resources(
-    catalog: &Catalog<RegisteredResource>,
-    resources: Vec<Resource>,
-) -> Result<()> {
-    let mut entries = Vec::with_capacity(resources.len());
-    for resource in resources {
-        let listed =
-            serde_json::value::to_raw_value(&resource.definition).map_err(std::io::Error::other)?;
-        entries.push(Arc::new(RegisteredResource { resource, listed }));
-    }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "resource",
-        key,
-    })
-}
-
-pub(crate) fn add_templates(
-    catalog: &Catalog<RegisteredTemplate>,
-    templates: Vec<ResourceTemplate>,
-) -> Result<()> {
-    let mut entries = Vec::with_capacity(templates.len());
-    for template in templates {
-        let uri_template = &template.definition.uri_template;
-        let parsed = UriTemplate::parse(uri_template).map_err(|reason| Error::InvalidTemplate {
-            template: uri_template.clone(),
-            reason,
-        })?;
-        let listed =
-            serde_json::value::to_raw_value(&template.definition).map_err(std::io::Error::other)?;
-        entries.push(Arc::new(RegisteredTemplate {
-            template,
-            parsed,
-            listed,
-        }));
-    }
-    catalog.add_all(entries).map_err(|key| Error::Duplicate {
-        kind: "resource template",
-        key,
-    })
-}
-
 impl Server {
-    fn offers(&self, prompts: bool) -> Result<()> {
-        let offers = self.inner.offers;
-        match (prompts, offers.prompts, offers.resources) {
-            (true, false, _) => Err(Error::NotOffered("prompts")),
-            (false, _, false) => Err(Error::NotOffered("resources")),
-            _ => Ok(()),
-        }
-    }
-
-    fn changed(&self, change: Change) {
-        let _ = self.inner.changes.send(change);
-    }
-
-    /// Registers a prompt at runtime; listen streams that asked are told (promptsListChanged).
-    pub fn add_prompt(&self, prompt: Prompt) -> Result<()> {
-        self.offers(true)?;
-        add_prompts(&self.inner.prompts, vec![prompt])?;
-        self.changed(Change::Prompts);
-        Ok(())
-    }
-
-    /// Removes a prompt at runtime.
-    pub fn remove_prompt(&self, name: &str) -> Result<()> {
-        if !self.inner.prompts.remove(name) {
-            return Err(Error::Unknown {
-                kind: "prompt",
-                key: name.to_owned(),
-            });
-        }
-        self.changed(Change::Prompts);
-        Ok(())
-    }
-
-    /// The registered prompt names in listing order.
-    pub fn prompt_names(&self) -> Vec<String> {
-        self.inner
-            .prompts
-            .snapshot()
-            .items
-            .iter()
-            .map(|p| p.prompt.definition.name.clone())
-            .collect()
-    }
-
-    /// Registers a resource at runtime; listen streams that asked are told (resourcesListChanged).
-    pub fn add_resource(&self, resource: Resource) -> Result<()> {
-        self.offers(false)?;
-        add_resources(&self.inner.resources, vec![resource])?;
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Removes a resource at runtime.
-    pub fn remove_resource(&self, uri: &str) -> Result<()> {
-        if !self.inner.resources.remove(uri) {
-            return Err(Error::Unknown {
-                kind: "resource",
-                key: uri.to_owned(),
-            });
-        }
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Registers a resource template at runtime.
-    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<()> {
-        self.offers(false)?;
-        add_templates(&self.inner.templates, vec![template])?;
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Removes a resource template at runtime.
-    pub fn remove_resource_template(&self, uri_template: &str) -> Result<()> {
-        if !self.inner.templates.remove(uri_template) {
-            return Err(Error::Unknown {
-                kind: "resource template",
-                key: uri_template.to_owned(),
-            });
-        }
-        self.changed(Change::Resources);
-        Ok(())
-    }
-
-    /// Tells listen streams subscribed to `uri` (or to a resource it is under) that its
-    /// contents changed (`notifications/resources/updated`, R-08).
-    pub fn notify_resource_updated(&self, uri: &str) {
-        self.changed(Change::ResourceUpdated(uri.into()));
-    }
-
     fn not_offered(method: &str) -> ErrorObject {
         ErrorObject::method_not_found(method)
             .with_data(json!({"reason": "capability not offered by this server"}))
     }
 
-    pub(crate) fn list_prompts(
+    /// `prompts/list`, `resources/list` or `resources/templates/list`: one page, or -32601
+    /// when the server does not offer them.
+    pub(crate) fn list_offered<E: Offered>(
         &self,
+        catalog: &Catalog<E>,
         id: &RequestId,
         cursor: Option<&str>,
         granted: Option<&[String]>,
     ) -> Final {
-        if !self.inner.offers.prompts {
-            return Final::error(Some(id), &Self::not_offered("prompts/list"));
+        if !self.offers().has(E::OFFER) {
+            return Final::error(Some(id), &Self::not_offered(E::LIST_METHOD));
         }
-        self.list_page(
-            id,
-            &self.inner.prompts.snapshot(),
-            cursor,
-            ListKind::Prompts,
-            "prompts",
-            granted,
-        )
-    }
-
-    pub(crate) fn list_resources(
-        &self,
-        id: &RequestId,
-        cursor: Option<&str>,
-        granted: Option<&[String]>,
-    ) -> Final {
-        if !self.inner.offers.resources {
-            return Final::error(Some(id), &Self::not_offered("resources/list"));
-        }
-        self.list_page(
-            id,
-            &self.inner.resources.snapshot(),
-            cursor,
-            ListKind::Resources,
-            "resources",
-            granted,
-        )
-    }
-
-    pub(crate) fn list_templates(
-        &self,
-        id: &RequestId,
-        cursor: Option<&str>,
-        granted: Option<&[String]>,
-    ) -> Final {
-        if !self.inner.offers.resources {
-            return Final::error(Some(id), &Self::not_offered("resources/templates/list"));
-        }
-        let templates = self.inner.templates.snapshot();
-        self.list_page(
-            id,
-            &templates,
-            cursor,
-            ListKind::Templates,
-            "resourceTemplates",
-            granted,
-        )
+        self.list_page(id, &catalog.snapshot(), cursor, E::LIST, granted)
     }
 
     /// `prompts/get`: unknown prompt or missing required arguments are -32602.
@@ -247,7 +54,7 @@ impl Server {
         get: GetPrompt,
         ctx: RequestContext,
     ) -> Final {
-        if !self.inner.offers.prompts {
+        if !self.offers().prompts {
             return Final::error(Some(id), &Self::not_offered(GetPromptMethod::METHOD));
         }
         let GetPrompt {
@@ -255,7 +62,7 @@ impl Server {
             arguments,
             round,
         } = get;
-        let Some(entry) = self.inner.prompts.snapshot().get(&name).cloned() else {
+        let Some(entry) = self.prompts().snapshot().get(&name).cloned() else {
             return Final::error(
                 Some(id),
                 &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
@@ -291,7 +98,7 @@ impl Server {
             Some(Ok(mut result)) => {
                 result.result_type = ResultType::Complete;
                 if result.meta.is_none() {
-                    result.meta = self.result_meta();
+                    result.meta = self.result_meta().cloned();
                 }
                 Final::result(id, &result)
             }
@@ -308,7 +115,7 @@ impl Server {
         read: ReadResource,
         ctx: RequestContext,
     ) -> Final {
-        if !self.inner.offers.resources {
+        if !self.offers().resources {
             return Final::error(Some(id), &Self::not_offered(ReadResourceMethod::METHOD));
         }
         let ReadResource { uri, round } = read;
@@ -344,9 +151,9 @@ impl Server {
                 &ReadResourceResult {
                     result_type: ResultType::Complete,
                     contents,
-                    ttl_ms: self.inner.config.read_ttl_ms,
-                    cache_scope: self.inner.config.read_cache_scope,
-                    meta: self.result_meta(),
+                    ttl_ms: self.config().read_ttl_ms,
+                    cache_scope: self.config().read_cache_scope,
+                    meta: self.result_meta().cloned(),
                 },
             ),
             Some(Err(error)) => self.handler_error(id, &uri, &bind, &declared, error, Some(&uri)),
@@ -357,13 +164,13 @@ impl Server {
     /// The reader of `uri`: a fixed resource, else the first template that matches, with the
     /// variables matched and the scopes it needs.
     fn resource_reader(&self, uri: &str) -> Option<(Reader, TemplateVars, Vec<String>)> {
-        match self.inner.resources.snapshot().get(uri) {
+        match self.resources().snapshot().get(uri) {
             Some(entry) => Some((
                 entry.resource.reader.clone(),
                 TemplateVars::default(),
                 entry.resource.scopes.clone(),
             )),
-            None => self.inner.templates.snapshot().items.iter().find_map(|t| {
+            None => self.templates().snapshot().items.iter().find_map(|t| {
                 t.parsed
                     .matches(uri)
                     .map(|vars| (t.template.reader.clone(), vars, t.template.scopes.clone()))
@@ -385,28 +192,24 @@ impl Server {
     pub(crate) fn needed_scopes(&self, route: &Route) -> Vec<String> {
         match route {
             Route::CallTool(call) => self
-                .inner
-                .registry
+                .registry()
                 .snapshot()
                 .get(&call.name)
                 .map(|t| t.scopes.clone()),
             Route::GetPrompt(get) => self
-                .inner
-                .prompts
+                .prompts()
                 .snapshot()
                 .get(&get.name)
                 .map(|p| p.prompt.scopes.clone()),
             Route::ReadResource(read) => self.resource_reader(&read.uri).map(|(_, _, s)| s),
             Route::Complete(complete) => match &complete.reference {
                 CompletionReference::Prompt { name, .. } => self
-                    .inner
-                    .prompts
+                    .prompts()
                     .snapshot()
                     .get(name)
                     .map(|p| p.prompt.scopes.clone()),
                 CompletionReference::Resource { uri } => self
-                    .inner
-                    .templates
+                    .templates()
                     .snapshot()
                     .get(uri)
                     .map(|t| t.template.scopes.clone()),
@@ -457,7 +260,7 @@ impl Server {
         complete: Complete,
         granted: Option<&[String]>,
     ) -> Final {
-        if !(self.inner.offers.prompts || self.inner.offers.resources) {
+        if !(self.offers().prompts || self.offers().resources) {
             return Final::error(Some(id), &Self::not_offered("completion/complete"));
         }
         let context: PromptArgs = complete
@@ -466,23 +269,20 @@ impl Server {
             .unwrap_or_default();
         let argument = &complete.argument;
         let completer = match &complete.reference {
-            CompletionReference::Prompt { name, .. } => {
-                match self.inner.prompts.snapshot().get(name) {
-                    Some(entry) if !permits(granted, &entry.prompt.scopes) => {
-                        let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
-                        return Final::error(Some(id), &error);
-                    }
-                    Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
-                    None => {
-                        return Final::error(
-                            Some(id),
-                            &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
-                        );
-                    }
+            CompletionReference::Prompt { name, .. } => match self.prompts().snapshot().get(name) {
+                Some(entry) if !permits(granted, &entry.prompt.scopes) => {
+                    let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
+                    return Final::error(Some(id), &error);
                 }
-            }
-            CompletionReference::Resource { uri } => match self.inner.templates.snapshot().get(uri)
-            {
+                Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
+                None => {
+                    return Final::error(
+                        Some(id),
+                        &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
+                    );
+                }
+            },
+            CompletionReference::Resource { uri } => match self.templates().snapshot().get(uri) {
                 Some(entry) if !permits(granted, &entry.template.scopes) => {
                     let error =
                         insufficient_scope("resource template", uri, &entry.template.scopes);
@@ -497,7 +297,7 @@ impl Server {
             },
         };
         // Completers are user code too: a panic is contained and logged, never an aborted
-        // connection or a lost stdio answer (ARCHITECTURE invariant 6; issue 8, item 24).
+        // connection or a lost stdio answer (ARCHITECTURE invariant 6).
         let completed = completer.map(|c| {
             std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
                 c(&argument.value, &context)
@@ -520,7 +320,7 @@ impl Server {
                 total: Some(total as u64),
                 values,
             },
-            meta: self.result_meta(),
+            meta: self.result_meta().cloned(),
         };
         Final::result(id, &result)
     }
@@ -538,7 +338,7 @@ pub(crate) fn covers(subscribed: &str, updated: &str) -> bool {
 
 /// Whether a URI names something that others can sit under: it has an authority, or a path
 /// with more than slashes. A bare scheme (`users:`), `file://` and `file:///` do not, so a
-/// subscription to them is not a subscription to everything (issue 8, item 7).
+/// subscription to them is not a subscription to everything.
 fn names_a_container(uri: &str) -> bool {
     let Some((_scheme, rest)) = uri.split_once(':') else {
         return false;
@@ -561,7 +361,7 @@ mod tests {
             ("file:///a", "file:///ab", false),
             ("file:///a/b", "file:///a", false),
             // A bare scheme, or a URI with no authority and no path, names no resource that
-            // others sit under (issue 8, item 7).
+            // others sit under: a subscription to them must not cover everything.
             ("users:", "users:/alice", false),
             ("users:", "users:alice", false),
             ("users:", "users:", true),

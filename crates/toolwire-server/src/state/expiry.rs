@@ -1,6 +1,7 @@
 //! A map whose entries expire, for the in-memory stores (replay guard, task records): a hash map
 //! and a min-heap of expiry times, so that forgetting what has expired costs O(log n) per entry
-//! forgotten instead of a sweep of everything held on every call (issue 8, item 5).
+//! forgotten instead of a sweep of everything held on every call (which made the stores
+//! quadratic in what they hold).
 
 use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};

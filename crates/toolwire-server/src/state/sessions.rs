@@ -13,7 +13,7 @@ use futures::future::{BoxFuture, FutureExt as _};
 use serde::{Deserialize, Serialize};
 use toolwire_protocol::{ClientCapabilities, Implementation, LoggingLevel};
 
-use crate::expiry::ExpiringMap;
+use crate::state::expiry::ExpiringMap;
 
 /// One legacy client's session: what it said at `initialize` and what it set since.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -1,0 +1,461 @@
+//! The server: its identity, configuration, tool registry and change bus, and every public
+//! method of [`Server`]. It is built in `builder.rs`; the other modules reach its parts through
+//! the narrow accessors at the end of this file.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::broadcast;
+use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{
+    CacheScope, Implementation, JsonObject, ListChangedCapability, ResourcesCapability, ResultMeta,
+    ServerCapabilities, TASKS_EXTENSION,
+};
+
+use crate::clock::Clock;
+use crate::error::{Error, Result};
+use crate::request::context::Logging;
+use crate::request::cursor::CursorCodec;
+use crate::safety::audit::AuditSink;
+use crate::safety::output::CompiledGuard;
+use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::task_store::Tasks;
+use crate::tools::catalog::Catalog;
+use crate::tools::offered::{Change, Offer, Offered, register_all};
+use crate::tools::prompt::{Prompt, RegisteredPrompt};
+use crate::tools::registry::ToolRegistry;
+use crate::tools::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
+use crate::tools::tool::Tool;
+use builder::ServerBuilder;
+use toolwire_protocol::schema::{FormatMode, SchemaLimits};
+
+pub(crate) mod builder;
+
+pub use crate::request::route::SUPPORTED_VERSIONS;
+
+/// Tunables; every field has a sensible default.
+#[derive(Debug, Clone)]
+pub(crate) struct Config {
+    pub(crate) page_size: usize,
+    pub(crate) list_ttl_ms: u64,
+    pub(crate) discover_ttl_ms: u64,
+    pub(crate) cache_scope: CacheScope,
+    pub(crate) logging: Logging,
+    pub(crate) schema_limits: SchemaLimits,
+    pub(crate) formats: FormatMode,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) max_json_depth: usize,
+    pub(crate) read_ttl_ms: u64,
+    pub(crate) read_cache_scope: CacheScope,
+    /// Whether clients of the initialization-based revisions are served too.
+    pub(crate) legacy: bool,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            page_size: 100,
+            list_ttl_ms: 300_000,
+            discover_ttl_ms: 300_000,
+            cache_scope: CacheScope::Public,
+            logging: Logging::Undeclared,
+            schema_limits: SchemaLimits::default(),
+            formats: FormatMode::Annotate,
+            max_message_bytes: 4 * 1024 * 1024,
+            max_json_depth: 64,
+            read_ttl_ms: 300_000,
+            read_cache_scope: CacheScope::Private,
+            legacy: true,
+        }
+    }
+}
+
+/// An MCP 2026-07-28 tool server. Cheap to clone; clones share the same tools.
+///
+/// Serve it with [`crate::stdio::serve`] or [`crate::http::serve`]; both may run at once.
+#[derive(Clone)]
+pub struct Server {
+    inner: Arc<ServerInner>,
+}
+
+/// How long a tool's handler may run per call unless the builder or the tool says otherwise.
+pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub(crate) struct ServerInner {
+    info: Implementation,
+    config: Config,
+    registry: ToolRegistry,
+    cursors: CursorCodec,
+    changes: broadcast::Sender<Change>,
+    shutdown: CancellationToken,
+    /// `_meta` put on every result: serverInfo unless turned off (B-18).
+    result_meta: Option<ResultMeta>,
+    /// The same as a JSON member, `,"_meta":{…}`, to splice into serialized results.
+    result_meta_json: String,
+    /// The `server/discover` result, serialized once: nothing in it changes at runtime.
+    discover: Box<serde_json::value::RawValue>,
+    prompts: Catalog<RegisteredPrompt>,
+    resources: Catalog<RegisteredResource>,
+    templates: Catalog<RegisteredTemplate>,
+    /// The capabilities beside tools this server declared.
+    offers: Offers,
+    /// The tasks extension's state.
+    tasks: Tasks,
+    /// Request state sealing (M-06…M-08).
+    request_state: RequestStateConfig,
+    /// Wall-clock time for expiries.
+    clock: Arc<dyn Clock>,
+    /// The instructions of `server/discover` and of a legacy `initialize`.
+    instructions: Option<String>,
+    /// What every tool result goes through, unless its tool has its own (T-15).
+    output_guard: Arc<CompiledGuard>,
+    /// Where audit events go besides `tracing`.
+    audit: Option<Arc<dyn AuditSink>>,
+}
+
+/// Which capabilities beside tools the server declares.
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Offers {
+    pub(crate) prompts: bool,
+    pub(crate) resources: bool,
+    pub(crate) tasks: bool,
+}
+
+impl Offers {
+    /// Whether the server declared the capability.
+    pub(crate) fn has(self, offer: Offer) -> bool {
+        match offer {
+            Offer::Prompts => self.prompts,
+            Offer::Resources => self.resources,
+        }
+    }
+}
+
+/// How request state is sealed and checked.
+pub(crate) struct RequestStateConfig {
+    pub(crate) keys: RequestStateKeys,
+    pub(crate) ttl_ms: u64,
+    /// Set in single-use mode (M-08).
+    pub(crate) replay_guard: Option<Arc<dyn ReplayGuard>>,
+}
+
+impl std::fmt::Debug for Server {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Server")
+            .field("tools", &self.tool_names())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Server {
+    /// Starts building a server that calls itself `name` at `version`.
+    pub fn builder(name: impl Into<String>, version: impl Into<String>) -> ServerBuilder {
+        ServerBuilder::new(name, version)
+    }
+
+    /// Registers a tool at runtime; listen streams that asked are told the list changed (T-17).
+    pub fn add_tool(&self, tool: Tool) -> Result<()> {
+        self.add_tools([tool])
+    }
+
+    /// Registers several tools at once: all or none.
+    pub fn add_tools(&self, tools: impl IntoIterator<Item = Tool>) -> Result<()> {
+        self.inner.registry.add_all(tools.into_iter().collect())?;
+        self.notify(Change::Tools);
+        Ok(())
+    }
+
+    /// Removes a tool at runtime.
+    pub fn remove_tool(&self, name: &str) -> Result<()> {
+        self.inner.registry.remove(name)?;
+        self.notify(Change::Tools);
+        Ok(())
+    }
+
+    /// The registered tool names in listing order.
+    pub fn tool_names(&self) -> Vec<String> {
+        self.inner
+            .registry
+            .snapshot()
+            .items
+            .iter()
+            .map(|t| t.name.clone())
+            .collect()
+    }
+
+    /// Registers a prompt at runtime; listen streams that asked are told (promptsListChanged).
+    pub fn add_prompt(&self, prompt: Prompt) -> Result<()> {
+        self.add_offered(&self.inner.prompts, prompt)
+    }
+
+    /// Removes a prompt at runtime.
+    pub fn remove_prompt(&self, name: &str) -> Result<()> {
+        self.remove_offered(&self.inner.prompts, name)
+    }
+
+    /// The registered prompt names in listing order.
+    pub fn prompt_names(&self) -> Vec<String> {
+        self.inner
+            .prompts
+            .snapshot()
+            .items
+            .iter()
+            .map(|p| p.prompt.definition.name.clone())
+            .collect()
+    }
+
+    /// Registers a resource at runtime; listen streams that asked are told (resourcesListChanged).
+    pub fn add_resource(&self, resource: Resource) -> Result<()> {
+        self.add_offered(&self.inner.resources, resource)
+    }
+
+    /// Removes a resource at runtime.
+    pub fn remove_resource(&self, uri: &str) -> Result<()> {
+        self.remove_offered(&self.inner.resources, uri)
+    }
+
+    /// Registers a resource template at runtime.
+    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<()> {
+        self.add_offered(&self.inner.templates, template)
+    }
+
+    /// Removes a resource template at runtime.
+    pub fn remove_resource_template(&self, uri_template: &str) -> Result<()> {
+        self.remove_offered(&self.inner.templates, uri_template)
+    }
+
+    /// Tells listen streams subscribed to `uri` (or to a resource it is under) that its
+    /// contents changed (`notifications/resources/updated`, R-08).
+    pub fn notify_resource_updated(&self, uri: &str) {
+        self.notify(Change::ResourceUpdated(uri.into()));
+    }
+
+    /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
+    /// would be written: the request's notifications and then its response. A notification
+    /// yields nothing; `subscriptions/listen` runs until the server shuts down.
+    ///
+    /// Handy for tests, benchmarks and embedding Toolwire behind a transport of your own.
+    pub async fn handle_message(&self, message: &[u8]) -> Vec<String> {
+        self.handle_in_memory(message).await
+    }
+
+    /// Makes the audit events recorded so far durable (see [`crate::AuditSink::flush`]): call
+    /// it before the process exits.
+    pub fn flush_audit(&self) {
+        if let Some(sink) = &self.inner.audit {
+            sink.flush();
+        }
+    }
+
+    /// How many tasks this process is running (working or waiting for input); each ends when
+    /// it finishes, is cancelled, reaches its TTL, or the server shuts down.
+    pub fn running_tasks(&self) -> usize {
+        self.inner.tasks.running().len()
+    }
+
+    /// The server's self-description.
+    pub fn info(&self) -> &Implementation {
+        &self.inner.info
+    }
+
+    /// What `server/discover` reports.
+    pub fn capabilities(&self) -> ServerCapabilities {
+        self.offered_capabilities()
+    }
+
+    /// The capabilities this server declares.
+    pub(crate) fn offered_capabilities(&self) -> ServerCapabilities {
+        capabilities_of(self.inner.offers, self.inner.config.logging)
+    }
+
+    /// Begins a graceful shutdown: listen streams end with their closing result (L-10) and the
+    /// transports stop accepting work.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+    }
+
+    /// Shuts the server down gracefully on the first SIGINT or SIGTERM, and exits the process on
+    /// the second (for binaries; needs a Tokio runtime).
+    pub fn shutdown_on_signal(&self) {
+        let server = self.clone();
+        tokio::spawn(async move {
+            wait_for_signal().await;
+            tracing::info!("shutting down; a second signal exits at once");
+            server.shutdown();
+            wait_for_signal().await;
+            std::process::exit(130);
+        });
+    }
+
+    /// A token that fires when [`Server::shutdown`] is called.
+    pub fn shutdown_token(&self) -> CancellationToken {
+        self.inner.shutdown.clone()
+    }
+}
+
+/// Narrow access for the rest of the crate: each module reads the part it serves, and only this
+/// module changes what the server holds.
+impl Server {
+    /// Adds one prompt, resource or template, if the server offers its kind, and tells listen
+    /// streams.
+    fn add_offered<E: Offered>(&self, catalog: &Catalog<E>, value: E::Value) -> Result<()> {
+        self.check_offered(E::OFFER)?;
+        register_all(catalog, vec![value])?;
+        self.notify(E::CHANGE);
+        Ok(())
+    }
+
+    /// Removes one prompt, resource or template by its key, and tells listen streams.
+    fn remove_offered<E: Offered>(&self, catalog: &Catalog<E>, key: &str) -> Result<()> {
+        if !catalog.remove(key) {
+            return Err(Error::Unknown {
+                kind: E::KIND,
+                key: key.to_owned(),
+            });
+        }
+        self.notify(E::CHANGE);
+        Ok(())
+    }
+
+    /// Whether the server declared the capability that registering at runtime needs.
+    fn check_offered(&self, offer: Offer) -> Result<()> {
+        if self.inner.offers.has(offer) {
+            return Ok(());
+        }
+        Err(Error::NotOffered(match offer {
+            Offer::Prompts => "prompts",
+            Offer::Resources => "resources",
+        }))
+    }
+
+    /// Tells listen streams (and legacy sessions) about a change; nobody listening is fine.
+    pub(crate) fn notify(&self, change: Change) {
+        let _ = self.inner.changes.send(change);
+    }
+
+    /// The changes from now on, for a listen stream or a legacy session.
+    pub(crate) fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
+        self.inner.changes.subscribe()
+    }
+
+    /// Whether [`Server::shutdown`] was called.
+    pub(crate) fn is_shutting_down(&self) -> bool {
+        self.inner.shutdown.is_cancelled()
+    }
+
+    pub(crate) fn config(&self) -> &Config {
+        &self.inner.config
+    }
+
+    pub(crate) fn registry(&self) -> &ToolRegistry {
+        &self.inner.registry
+    }
+
+    pub(crate) fn cursors(&self) -> &CursorCodec {
+        &self.inner.cursors
+    }
+
+    /// `_meta` put on every result: serverInfo unless turned off (B-18).
+    pub(crate) fn result_meta(&self) -> Option<&ResultMeta> {
+        self.inner.result_meta.as_ref()
+    }
+
+    /// [`Server::result_meta`] as a JSON member, `,"_meta":{…}`, to splice into results.
+    pub(crate) fn result_meta_json(&self) -> &str {
+        &self.inner.result_meta_json
+    }
+
+    /// The `server/discover` result, serialized once.
+    pub(crate) fn discover(&self) -> &serde_json::value::RawValue {
+        &self.inner.discover
+    }
+
+    pub(crate) fn prompts(&self) -> &Catalog<RegisteredPrompt> {
+        &self.inner.prompts
+    }
+
+    pub(crate) fn resources(&self) -> &Catalog<RegisteredResource> {
+        &self.inner.resources
+    }
+
+    pub(crate) fn templates(&self) -> &Catalog<RegisteredTemplate> {
+        &self.inner.templates
+    }
+
+    /// The capabilities beside tools this server declared.
+    pub(crate) fn offers(&self) -> Offers {
+        self.inner.offers
+    }
+
+    pub(crate) fn tasks(&self) -> &Tasks {
+        &self.inner.tasks
+    }
+
+    pub(crate) fn request_state(&self) -> &RequestStateConfig {
+        &self.inner.request_state
+    }
+
+    pub(crate) fn clock(&self) -> &dyn Clock {
+        &*self.inner.clock
+    }
+
+    /// The instructions of `server/discover` and of a legacy `initialize`.
+    pub(crate) fn instructions(&self) -> Option<&str> {
+        self.inner.instructions.as_deref()
+    }
+
+    /// What every tool result goes through, unless its tool has its own (T-15).
+    pub(crate) fn output_guard(&self) -> &Arc<CompiledGuard> {
+        &self.inner.output_guard
+    }
+
+    /// Where audit events go besides `tracing`.
+    pub(crate) fn audit(&self) -> Option<&Arc<dyn AuditSink>> {
+        self.inner.audit.as_ref()
+    }
+}
+
+/// The capabilities a server with these offers declares.
+pub(crate) fn capabilities_of(offers: Offers, logging: Logging) -> ServerCapabilities {
+    ServerCapabilities {
+        tools: Some(ListChangedCapability {
+            list_changed: Some(true),
+        }),
+        logging: (logging == Logging::Declared).then(JsonObject::new),
+        prompts: offers.prompts.then_some(ListChangedCapability {
+            list_changed: Some(true),
+        }),
+        resources: offers.resources.then_some(ResourcesCapability {
+            subscribe: Some(true),
+            list_changed: Some(true),
+        }),
+        completions: (offers.prompts || offers.resources).then(JsonObject::new),
+        extensions: offers
+            .tasks
+            .then(|| JsonObject::from_iter([(TASKS_EXTENSION.to_owned(), serde_json::json!({}))])),
+        ..Default::default()
+    }
+}
+
+/// The next SIGINT or SIGTERM (Ctrl-C elsewhere).
+async fn wait_for_signal() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => {
+                tokio::select! {
+                    _ = tokio::signal::ctrl_c() => {}
+                    _ = term.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
