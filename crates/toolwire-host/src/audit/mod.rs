@@ -28,7 +28,7 @@ use crate::private;
 use crate::util::sha256_hex;
 use serde_json::{Map, Value};
 
-pub use redact::{DEFAULT_REDACTED_KEYS, Redaction};
+pub use redact::{DEFAULT_REDACTED_KEYS, Redaction, RedactionError};
 pub use verify::{Tampering, Verified, verify};
 
 /// The `prev` of the first record.

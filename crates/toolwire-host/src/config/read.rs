@@ -437,7 +437,7 @@ fn globs(value: Option<&Value>, at: &At<'_>, key: &str) -> Result<Vec<String>, C
     for (i, pattern) in array(value, at, key)?.iter().enumerate() {
         let key = format!("{key}[{i}]");
         let pattern = string(pattern, at, &key)?;
-        crate::glob::Glob::new(pattern).map_err(|m| at.err(key, m))?;
+        crate::glob::Glob::new(pattern).map_err(|e| at.err(key, e.to_string()))?;
         out.push(pattern.to_owned());
     }
     Ok(out)
