@@ -8,6 +8,7 @@ use anyhow::{Context as _, bail};
 use toolwire_client::auth::{CredentialStore as _, FileStore};
 use toolwire_host::{ServerState, Transport};
 
+use super::open::{Servers, SignIn};
 use super::{ConfigArgs, ConnectArgs, HostArgs};
 use crate::terminal::{Layout, out, visible};
 use crate::ui::{Tone, Ui};
@@ -53,7 +54,12 @@ pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
     let ui = Ui::new(false);
     let (config, _) = http_server(args, server, &ui).await?;
     let host = args
-        .open_with(&config, args.one_off(Some(server)).is_some(), &ui, true)
+        .open_with(
+            &config,
+            Servers::named(args.one_off(Some(server))),
+            &ui,
+            SignIn::Allowed,
+        )
         .await?;
     let status = host.servers().first().cloned().context("no server")?;
     host.close().await;

@@ -6,6 +6,7 @@ use toolwire_client::ServerEra;
 use toolwire_host::{HostConfig, ServerState, ServerStatus, Transport};
 
 use super::HostArgs;
+use super::open::Servers;
 use crate::terminal::{Layout, json as safe_json, out, visible};
 use crate::ui::{Tone, Ui};
 
@@ -14,7 +15,7 @@ pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()
     let ui = Ui::new(false);
     let config = args.configuration(args.server.as_deref(), &ui).await?;
     let host = args
-        .open_config(&config, args.server.is_some(), &ui)
+        .open_config(&config, Servers::named(args.server.as_deref()), &ui)
         .await?;
     let statuses = host.servers().to_vec();
     host.close().await;
