@@ -231,7 +231,16 @@ async fn run() -> anyhow::Result<()> {
                 .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
             let notes = notes::store(data_dir.as_deref().filter(|_| !in_memory), lifetimes)?;
             let audit = config.audit_file(data_dir.as_deref());
-            serve(http, allow_hosts, modern_only, config, audit, notes).await
+            let listen = Listen {
+                addr: http,
+                allow_hosts,
+                clients: if modern_only {
+                    examples::Clients::ModernOnly
+                } else {
+                    examples::Clients::All
+                },
+            };
+            serve(listen, config, audit, notes).await
         }
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
@@ -285,10 +294,19 @@ fn default_data_dir() -> anyhow::Result<std::path::PathBuf> {
     }
 }
 
-async fn serve(
+/// Where `toolwire serve` listens and whom it answers.
+struct Listen {
+    /// `--http ADDR`; stdio without it.
     addr: Option<SocketAddr>,
+    /// `--allow-host`: Host names accepted besides localhost.
     allow_hosts: Vec<String>,
-    modern_only: bool,
+    /// `--modern-only` or not.
+    clients: examples::Clients,
+}
+
+/// Serves the example tools on stdio or Streamable HTTP.
+async fn serve(
+    listen: Listen,
     settings: config::ServeConfig,
     audit_file: Option<std::path::PathBuf>,
     notes: notes::Notes,
@@ -300,7 +318,12 @@ async fn serve(
         ) as std::sync::Arc<dyn toolwire_server::AuditSink>),
         None => None,
     };
-    let server = examples::server(modern_only, &settings, audit, &notes)?;
+    let Listen {
+        addr,
+        allow_hosts,
+        clients,
+    } = listen;
+    let server = examples::server(clients, &settings, audit, &notes)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"

@@ -164,7 +164,12 @@ impl ConfigArgs {
             Origin::Own => HostConfig::load(&file)?,
             _ => {
                 let own = own_file();
-                project::load(&file, ui, &self.state_dir()?, self.trust_project, own).await?
+                let trust = if self.trust_project {
+                    project::ForThisCommand::Trust
+                } else {
+                    project::ForThisCommand::Ask
+                };
+                project::load(&file, ui, &self.state_dir()?, trust, own).await?
             }
         };
         if !config.ignored.is_empty() {

@@ -19,6 +19,16 @@ use crate::ui::{Tone, Ui};
 /// How to trust a file, for messages.
 pub(crate) const HOW_TO_TRUST: &str = "read what it would do, then run `toolwire trust` in this directory (or pass --trust-project for one command)";
 
+/// Whether `--trust-project` was given: an untrusted project file is then used for this
+/// command without asking (and without remembering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ForThisCommand {
+    /// Not given: the remembered answer, else the person's.
+    Ask,
+    /// Given: trusted for this command only.
+    Trust,
+}
+
 /// The configuration of the project file `file`, if the person trusts it: remembered, given
 /// with `--trust-project` for this command, or asked now. Refused, the person's own
 /// configuration `own` (if any) is used instead.
@@ -26,7 +36,7 @@ pub(crate) async fn load(
     file: &Path,
     ui: &Ui,
     state_dir: &Path,
-    trust_for_this_command: bool,
+    for_this_command: ForThisCommand,
     own: Option<PathBuf>,
 ) -> anyhow::Result<HostConfig> {
     let project = ProjectFile::read(file)?;
@@ -46,7 +56,7 @@ pub(crate) async fn load(
         }
         None => {}
     }
-    if trust_for_this_command {
+    if for_this_command == ForThisCommand::Trust {
         note(&format!(
             "toolwire: using {} for this command only (--trust-project)",
             shown(file)

@@ -159,7 +159,8 @@ impl FileTrust {
         if let Some(dir) = self.path.parent() {
             crate::private::create_dir_all(dir).map_err(|e| self.io(e))?;
         }
-        let _locked = crate::audit::lock(&self.path, true).map_err(|e| self.io(e))?;
+        let _locked = crate::audit::lock(&self.path, crate::audit::Lock::Exclusive)
+            .map_err(|e| self.io(e))?;
         let mut stored = self.read()?;
         let out = change(&mut stored);
         let text = serde_json::to_vec_pretty(&stored).map_err(|source| TrustError::Corrupt {
