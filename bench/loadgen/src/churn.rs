@@ -1,7 +1,7 @@
-//! Memory under churn (issue 16): the server's resident memory through listen streams opened
-//! and closed in cycles, a million `tools/call` requests, and thousands of calls of unknown
-//! and oversized tool names. With `--check`, the run fails when memory does not come back or
-//! keeps growing.
+//! Memory under churn, so that a long-running server does not leak: the server's resident memory
+//! through listen streams opened and closed in cycles, a million `tools/call` requests, and
+//! thousands of calls of unknown and oversized tool names. With `--check`, the run fails when
+//! memory does not come back or keeps growing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -135,7 +135,7 @@ impl Drop for HttpServer {
 }
 
 /// `printf '{"a":"\\\n' | toolwire serve` once exited 101: the depth scan stepped past a trailing
-/// backslash (issue 8, item 1). The server must answer -32700 and keep serving.
+/// backslash. The server must answer -32700 and keep serving.
 #[test]
 fn serve_survives_a_line_ending_in_a_backslash() {
     use std::io::Write;

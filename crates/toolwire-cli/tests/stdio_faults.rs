@@ -1,6 +1,6 @@
-//! Faults on stdio (issue 16), against `toolwire serve` as a real child process: a 100 MB line,
-//! invalid UTF-8, a line cut by EOF, and a client that stops reading its stdout. The server's
-//! memory is read from /proc.
+//! Faults on stdio that must neither crash the server nor grow its memory, against `toolwire serve`
+//! as a real child process: a 100 MB line, invalid UTF-8, a line cut by EOF, and a client that
+//! stops reading its stdout. The server's memory is read from /proc.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
