@@ -90,13 +90,23 @@ pub(super) fn check(
     })
 }
 
+/// Every server's tools under the names the model sees.
+pub(super) struct Named {
+    /// The names, both ways.
+    pub(super) names: Names,
+    /// The tools, in order of their qualified names.
+    pub(super) tools: Vec<HostTool>,
+    /// Each tool's pin state, by qualified name.
+    pub(super) pin_states: HashMap<String, PinState>,
+}
+
 /// Every listed tool under its qualified name, in order, and each one's pin state by that
 /// name: the names within `budget`, each server's starting with its prefix.
 pub(super) fn name<'c>(
     listed: Vec<Listed>,
     connections: impl Iterator<Item = &'c Connection>,
     budget: usize,
-) -> Result<(Names, Vec<HostTool>, HashMap<String, PinState>), NameError> {
+) -> Result<Named, NameError> {
     let prefixes: BTreeMap<&str, &str> = connections
         .map(|c| (c.config.name.as_str(), c.config.prefix.as_str()))
         .collect();
@@ -124,7 +134,11 @@ pub(super) fn name<'c>(
         })
         .collect();
     tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
-    Ok((names, tools, pin_states))
+    Ok(Named {
+        names,
+        tools,
+        pin_states,
+    })
 }
 
 /// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through, and the

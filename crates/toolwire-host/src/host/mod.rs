@@ -247,11 +247,10 @@ impl Host {
             }
         }
         self.statuses.sort_by(|a, b| a.name.cmp(&b.name));
-        let (names, tools, pin_states) =
-            list::name(listed, self.connections.values(), self.options.name_budget)?;
-        self.names = names;
-        self.tools = tools;
-        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = pin_states;
+        let named = list::name(listed, self.connections.values(), self.options.name_budget)?;
+        self.names = named.names;
+        self.tools = named.tools;
+        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = named.pin_states;
         Ok(())
     }
 
