@@ -549,15 +549,13 @@ mod tests {
         text: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<ServeConfig> {
-        let dir = std::env::temp_dir().join(format!("toolwire-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!("serve-{n}.toml"));
+        let dir = tempfile::Builder::new()
+            .prefix("toolwire-config-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("serve.toml");
         std::fs::write(&path, text).unwrap();
-        let result = load_with_env(&path, env);
-        let _ = std::fs::remove_file(&path);
-        result
+        load_with_env(&path, env)
     }
 
     #[test]

@@ -421,14 +421,17 @@ fn last(text: &str) -> &str {
     &text[at..]
 }
 
-fn scratch(what: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolwire-cli-{what}-{}", std::process::id()))
+/// A file not made yet, `what`, in a scratch directory removed on drop.
+fn scratch(what: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(what);
+    (dir, file)
 }
 
 #[test]
 fn a_form_from_a_hostile_schema_shows_every_keyword_safely() {
     let server = server();
-    let opened = scratch("form-opened");
+    let (_scratch, opened) = scratch("form-opened");
     // Missing arguments are asked for from the tool's input schema, whatever it holds: a
     // string where a number belongs too. Enter takes the defaults; the last question stops.
     let mut bounds = at_terminal(&["call", "--yes", &server, "bounds"], &opened);
@@ -474,8 +477,7 @@ fn a_form_from_a_hostile_schema_shows_every_keyword_safely() {
 #[test]
 fn only_a_web_page_is_opened_and_only_after_a_yes() {
     let server = server();
-    let opened = scratch("url-opened");
-    let _ = std::fs::remove_file(&opened);
+    let (_scratch, opened) = scratch("url-opened");
     for (tool, url) in &URLS[..3] {
         let mut session = at_terminal(&["call", "--yes", &server, tool], &opened);
         let mut shown = see(&mut session, "asks you to open a web page");
@@ -517,5 +519,4 @@ fn only_a_web_page_is_opened_and_only_after_a_yes() {
         reached.lines().all(|line| line == url),
         "the opener was given {reached:?}"
     );
-    let _ = std::fs::remove_file(&opened);
 }
