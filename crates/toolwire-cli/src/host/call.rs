@@ -18,8 +18,8 @@ use toolwire_host::{
 use super::open::{Asks, Servers, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
-use crate::terminal::{Layout, json, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Json, Layout, json, note, out, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// The exit status of a refused call.
 pub(crate) const REFUSED: i32 = 3;
@@ -111,7 +111,7 @@ pub(crate) async fn call(
         asks: call.asks()?,
         ..args.clone()
     };
-    let ui = Ui::new(call.yes);
+    let ui = Ui::new(Consent::from_flag(call.yes));
     let mut signals = Signals::listen()?;
     let servers = Servers::named(one_off.as_deref());
     let opened = async {
@@ -298,7 +298,7 @@ fn report(ui: &Ui, call: &CallArgs, tool: &HostTool, called: &Called) -> anyhow:
         _ => {}
     }
     if call.json {
-        out(&json(result, true)?)?;
+        out(&json(result, Json::Pretty)?)?;
     } else {
         if result.is_error() {
             note(&ui.paint(Tone::Red, "toolwire: the tool reported an error:"));

@@ -8,7 +8,7 @@ use toolwire_host::{FilePins, Host, HostTool, Pins};
 use super::ConnectArgs;
 use super::tools::pin_word;
 use crate::terminal::{Layout, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::ui::{Consent, Tone, Ui};
 
 /// What to do with pins.
 #[derive(Subcommand, Debug)]
@@ -38,7 +38,7 @@ pub(crate) enum PinsAction {
 
 /// Runs `toolwire pins`.
 pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     if let PinsAction::Forget { server, tool } = action {
         // Nothing is started: the configuration only says where its pins are kept.
         let config = args.config.configured(&ui).await?;

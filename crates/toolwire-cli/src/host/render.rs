@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use toolwire_client::protocol::{CallToolResult, ContentBlock, ResourceContents};
 
-use crate::terminal::{Layout, json, out, visible};
+use crate::terminal::{Json, Layout, json, out, visible};
 
 /// Prints `result`; media goes to files in `dir`, named after `tool`.
 pub(crate) fn print(result: &CallToolResult, tool: &str, dir: &Path) -> anyhow::Result<()> {
@@ -33,7 +33,7 @@ pub(crate) fn print(result: &CallToolResult, tool: &str, dir: &Path) -> anyhow::
         .collect();
     if let Some(structured) = &result.structured_content {
         if texts.is_empty() || texts.iter().any(|t| repeats(t)) {
-            out(&json(structured, true)?)?;
+            out(&json(structured, Json::Pretty)?)?;
         }
     }
     for block in &result.content {
@@ -81,7 +81,7 @@ fn print_block(block: &ContentBlock, files: &mut Files<'_>) -> anyhow::Result<()
             out(&line)?;
         }
         ContentBlock::EmbeddedResource(embedded) => print_resource(&embedded.resource, files)?,
-        other => out(&json(other, false)?)?,
+        other => out(&json(other, Json::Compact)?)?,
     }
     Ok(())
 }

@@ -9,8 +9,8 @@ use super::HostArgs;
 use super::approve::{hints, short, title};
 use super::open::Servers;
 use crate::client::signature;
-use crate::terminal::{Layout, json as safe_json, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Json, Layout, json as safe_json, note, out, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// Runs `toolwire tools`.
 pub(crate) async fn tools(
@@ -18,7 +18,7 @@ pub(crate) async fn tools(
     as_json: bool,
     server: Option<&str>,
 ) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     let one_off = args.one_off(server);
     let config = args.configuration(one_off, &ui).await?;
     // A configured server's name shows only its tools.
@@ -96,7 +96,7 @@ fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Resu
     if servers == Servers::OneOff {
         let list: Vec<&toolwire_client::protocol::Tool> =
             tools.iter().map(|t| &t.definition).collect();
-        return Ok(out(&safe_json(&list, true)?)?);
+        return Ok(out(&safe_json(&list, Json::Pretty)?)?);
     }
     let list: Vec<Value> = tools
         .iter()
@@ -107,7 +107,7 @@ fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Resu
             })
         })
         .collect();
-    Ok(out(&safe_json(&list, true)?)?)
+    Ok(out(&safe_json(&list, Json::Pretty)?)?)
 }
 
 /// One tool: its signature, title and pin state, a short description, its annotations.
