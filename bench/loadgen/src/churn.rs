@@ -174,36 +174,29 @@ struct Memory {
 impl Memory {
     /// Each bound the readings exceed, in words.
     fn failures(&self) -> Vec<String> {
-        let Memory {
-            baseline,
-            first,
-            last,
-            calls_growth,
-            before_unknown,
-            after_unknown,
-        } = *self;
         let mut failures = Vec::new();
-        if last > baseline + BACK_WITHIN_KB {
+        if self.last > self.baseline + BACK_WITHIN_KB {
             failures.push(format!(
                 "after the streams closed, memory stayed {} KiB above its baseline (at most {BACK_WITHIN_KB})",
-                last - baseline
+                self.last - self.baseline
             ));
         }
-        if last > first + CYCLE_GROWTH_KB {
+        if self.last > self.first + CYCLE_GROWTH_KB {
             failures.push(format!(
                 "memory grew {} KiB from the first cycle to the last (at most {CYCLE_GROWTH_KB})",
-                last - first
+                self.last - self.first
             ));
         }
-        if calls_growth > FLAT_KB {
+        if self.calls_growth > FLAT_KB {
             failures.push(format!(
-                "memory grew {calls_growth} KiB over the calls (at most {FLAT_KB})"
+                "memory grew {} KiB over the calls (at most {FLAT_KB})",
+                self.calls_growth
             ));
         }
-        if after_unknown > before_unknown + FLAT_KB {
+        if self.after_unknown > self.before_unknown + FLAT_KB {
             failures.push(format!(
                 "memory grew {} KiB over the unknown names (at most {FLAT_KB})",
-                after_unknown - before_unknown
+                self.after_unknown - self.before_unknown
             ));
         }
         failures
