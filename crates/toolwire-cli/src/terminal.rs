@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
+use std::path::Path;
 
 /// How much layout a piece of text keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +197,16 @@ impl io::Write for SafeStderr {
         let _ = io::stderr().flush();
         Ok(())
     }
+}
+
+/// A path for messages, with `~` for the home directory.
+pub(crate) fn shown(path: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME") {
+        if let Ok(rest) = path.strip_prefix(&home) {
+            return format!("~/{}", rest.display());
+        }
+    }
+    path.display().to_string()
 }
 
 #[cfg(test)]

@@ -8,8 +8,7 @@ use toolwire_host::{Tampering, verify};
 
 use super::StateArgs;
 use super::call::Ended;
-use super::open::shown;
-use crate::terminal::{Json, Layout, json, out, visible};
+use crate::terminal::{Json, Layout, json, out, shown, visible};
 use crate::ui::{Consent, Tone, Ui};
 
 /// What to do with the audit log.

@@ -14,7 +14,7 @@ use toolwire_client::auth::FileStore;
 use super::{approve, project, questions};
 use crate::signin;
 use crate::target::{Connection, Named, names_a_server};
-use crate::terminal::{Layout, note, visible};
+use crate::terminal::{Layout, note, shown, visible};
 use crate::ui::Ui;
 
 /// Where the configuration is looked for, in this order, without `--config`.
@@ -395,14 +395,4 @@ pub(crate) fn failed_how(config: &HostConfig, server: &str) -> &'static str {
         Some(toolwire_host::Transport::Stdio { .. }) => "could not start",
         _ => "could not be reached",
     }
-}
-
-/// A path for messages, with `~` for the home directory.
-pub(crate) fn shown(path: &Path) -> String {
-    if let Some(home) = std::env::var_os("HOME") {
-        if let Ok(rest) = path.strip_prefix(&home) {
-            return format!("~/{}", rest.display());
-        }
-    }
-    path.display().to_string()
 }

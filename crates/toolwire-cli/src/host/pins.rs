@@ -47,7 +47,7 @@ pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Res
         if config.server(server).is_none() {
             anyhow::bail!(
                 "no server named {server_shown} in {} (`toolwire servers` lists them)",
-                super::open::shown(&config.file)
+                crate::terminal::shown(&config.file)
             );
         }
         let pins = Pins::new(FilePins::new(

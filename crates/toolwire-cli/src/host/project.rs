@@ -12,8 +12,7 @@ use anyhow::bail;
 use toolwire_host::config::{Launch, Review, ServerReview, Setting};
 use toolwire_host::{Decision, FileTrust, HostConfig, ProjectFile, TrustStore as _};
 
-use super::open::shown;
-use crate::terminal::{Layout, note, visible};
+use crate::terminal::{Layout, note, shown, visible};
 use crate::ui::{Tone, Ui};
 
 /// How to trust a file, for messages.

@@ -9,9 +9,9 @@ use anyhow::Context as _;
 use clap::Args;
 use toolwire_host::{Decision, FileTrust, ProjectFile, TrustStore as _};
 
-use super::open::{SEARCH_ORDER, project_file, shown};
+use super::open::{SEARCH_ORDER, project_file};
 use super::project::describe;
-use crate::terminal::{Layout, note, out, visible};
+use crate::terminal::{Layout, note, out, shown, visible};
 use crate::ui::{Consent, Tone, Ui};
 
 /// What `toolwire trust` is asked to do.

@@ -14,8 +14,8 @@ use serde_json::{Map, Value};
 use self::value::{
     At, array, boolean, globs, holds_something, only_keys, string, strings, timeout,
 };
+use super::Origin;
 use super::keys::{self, IgnoredKey, Verdict};
-use super::project::{self, Origin};
 use super::{
     ApprovalRules, AuditConfig, ConfigError, HostConfig, ServerConfig, ToolFilter, Variables,
 };
@@ -24,13 +24,14 @@ use super::{
 const MAX_PREFIX: usize = 32;
 
 /// The configuration in `text`, read from `file` (which names it in errors and anchors its
-/// relative paths), its variables expanded with `vars`.
+/// relative paths), its variables expanded with `vars`; and the file's JSON object, from which
+/// a project file's widening settings are set aside (see `project::parse`).
 pub(super) fn parse(
     text: &str,
     file: &Path,
     vars: &Variables,
     origin: Origin,
-) -> Result<HostConfig, ConfigError> {
+) -> Result<(HostConfig, Map<String, Value>), ConfigError> {
     let at = At { file, server: None };
     let root: Value =
         serde_json::from_str(text).map_err(|e| at.err(None, format!("not JSON: {e}")))?;
@@ -66,7 +67,7 @@ pub(super) fn parse(
         }
     }
     check_prefixes(&servers, file)?;
-    let mut config = HostConfig {
+    let config = HostConfig {
         servers,
         approval,
         audit,
@@ -76,11 +77,7 @@ pub(super) fn parse(
         origin,
         set_aside: Vec::new(),
     };
-    if origin == Origin::Project {
-        config.set_aside = project::widening(&root);
-        project::narrow(&mut config);
-    }
-    Ok(config)
+    Ok((config, root))
 }
 
 /// The servers by name: `mcpServers` (Claude, Cursor) or `servers` (VS Code), not both.
