@@ -8,20 +8,20 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
-/// Where the servers these tests start keep notes, unless a test chooses: never the home
+/// `toolwire` keeping its state and notes in `scratch`, unless a test chooses: never the home
 /// directory of whoever runs the tests.
-fn scratch_data_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id()))
+fn toolwire_in(scratch: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"));
+    command
 }
 
 fn toolwire(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    toolwire_in(&scratch)
         .args(args)
-        .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LOG")
         .output()
@@ -89,6 +89,8 @@ fn fixed_ports() -> std::sync::MutexGuard<'static, ()> {
 struct HttpServer {
     child: Child,
     url: String,
+    /// Its state and notes, removed after the server is stopped.
+    _scratch: tempfile::TempDir,
 }
 
 impl HttpServer {
@@ -101,14 +103,10 @@ impl HttpServer {
     }
 
     fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
-        let mut child = Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        let scratch = tempfile::tempdir().unwrap();
+        let mut child = toolwire_in(&scratch)
             .arg("serve")
             .args(args)
-            .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
             .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
@@ -123,7 +121,11 @@ impl HttpServer {
             .to_owned();
         // Keep draining the server's stderr so that it never blocks on a full pipe.
         std::thread::spawn(move || while lines.recv().is_ok() {});
-        HttpServer { child, url }
+        HttpServer {
+            child,
+            url,
+            _scratch: scratch,
+        }
     }
 }
 
@@ -139,11 +141,8 @@ impl Drop for HttpServer {
 #[test]
 fn serve_survives_a_line_ending_in_a_backslash() {
     use std::io::Write;
-    let mut child = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = toolwire_in(&scratch)
         .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -171,11 +170,8 @@ fn serve_survives_a_line_ending_in_a_backslash() {
 fn serve_answers_legacy_clients_unless_modern_only() {
     use std::io::Write;
     let session = |extra: &[&str]| {
-        let mut child = Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        let scratch = tempfile::tempdir().unwrap();
+        let mut child = toolwire_in(&scratch)
             .arg("serve")
             .args(extra)
             .stdin(Stdio::piped())
@@ -395,12 +391,9 @@ fn discover_call_and_watch_over_http() {
     assert_eq!(value["resultType"], "complete");
 
     // watch runs until the server ends the subscription (here: a graceful shutdown, L-10).
+    let scratch = tempfile::tempdir().unwrap();
     let mut watch = Killed(
-        Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        toolwire_in(&scratch)
             .args(["watch", &server.url])
             .stderr(Stdio::piped())
             .spawn()
@@ -491,11 +484,8 @@ fn stdio_scopes_come_from_the_environment() {
         "{}",
         stderr(&through)
     );
-    let empty = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    let empty = toolwire_in(&scratch)
         .arg("serve")
         .env("TOOLWIRE_PRINCIPAL", "")
         .stdin(Stdio::null())
@@ -1172,12 +1162,9 @@ fn a_mistyped_argument_is_explained_without_parser_internals() {
 #[test]
 fn watch_says_what_it_watches_and_stops_nothing_over_http() {
     let server = HttpServer::start();
+    let scratch = tempfile::tempdir().unwrap();
     let mut watch = Killed(
-        Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        toolwire_in(&scratch)
             .args(["watch", &server.url, "--resource", "file:///notes.txt"])
             .stderr(Stdio::piped())
             .spawn()
