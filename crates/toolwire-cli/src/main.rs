@@ -197,7 +197,11 @@ async fn main() {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    logs::init(matches!(cli.command, Command::Serve { .. }), cli.verbose);
+    let running = match cli.command {
+        Command::Serve { .. } => logs::Running::Server,
+        _ => logs::Running::Command,
+    };
+    logs::init(running, cli.verbose);
     match cli.command {
         Command::Serve {
             http,
@@ -214,11 +218,11 @@ async fn run() -> anyhow::Result<()> {
             let in_memory = handles.is_some_and(|h| h.in_memory);
             let data_dir = match data_dir {
                 _ if in_memory && !config.audit_in_data_dir() => None,
-                Some(dir) => Some((dir, false)),
-                None => Some((default_data_dir()?, true)),
+                Some(dir) => Some((dir, private::Chosen::ByPerson)),
+                None => Some((default_data_dir()?, private::Chosen::ByToolwire)),
             };
-            if let Some((dir, own)) = &data_dir {
-                private::dir(dir, *own).with_context(|| {
+            if let Some((dir, chosen)) = &data_dir {
+                private::dir(dir, *chosen).with_context(|| {
                     format!(
                         "--data-dir: cannot create {} (pass another directory)",
                         dir.display()

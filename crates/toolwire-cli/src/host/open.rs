@@ -372,7 +372,7 @@ fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
     ));
     seen.insert(file.canonical().to_owned(), file.sha256().to_owned());
     if let Ok(text) = serde_json::to_vec_pretty(&seen) {
-        let _ = crate::private::dir(state_dir, false)
+        let _ = crate::private::dir(state_dir, crate::private::Chosen::ByPerson)
             .and_then(|()| crate::private::replace(&noticed, &text));
     }
 }
