@@ -15,7 +15,7 @@ pub struct ListChange {
     /// The server's name in the configuration.
     pub server: String,
     /// What it announced: the tool list changed, its stream reconnected (changes may have been
-    /// missed), or the subscriber fell behind. Each means: call [`Host::refresh`].
+    /// missed), or the subscriber fell behind. Each means: call [`Host::refresh`](super::Host::refresh).
     pub notification: Notification,
 }
 
