@@ -216,20 +216,7 @@ async fn run() -> anyhow::Result<()> {
             };
             let handles = config.handles.as_ref();
             let in_memory = handles.is_some_and(|h| h.in_memory);
-            let data_dir = match data_dir {
-                _ if in_memory && !config.audit_in_data_dir() => None,
-                Some(dir) => Some((dir, private::Chosen::ByPerson)),
-                None => Some((default_data_dir()?, private::Chosen::ByToolwire)),
-            };
-            if let Some((dir, chosen)) = &data_dir {
-                private::dir(dir, *chosen).with_context(|| {
-                    format!(
-                        "--data-dir: cannot create {} (pass another directory)",
-                        dir.display()
-                    )
-                })?;
-            }
-            let data_dir = data_dir.map(|(dir, _)| dir);
+            let data_dir = prepare_data_dir(&config, data_dir)?;
             let lifetimes = handles
                 .map(layers::HandlesConfig::lifetimes)
                 .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
@@ -282,6 +269,30 @@ async fn run() -> anyhow::Result<()> {
         Command::Login { host, name } => host::login::login(&host.host(), &name).await,
         Command::Logout { config, name } => host::login::logout(&config, &name).await,
     }
+}
+
+/// The directory `toolwire serve` keeps notes (and a relative audit file) in: `given`
+/// (`--data-dir`), else the default one; created private. None when the notes are kept in
+/// memory and the audit file needs no directory.
+fn prepare_data_dir(
+    config: &config::ServeConfig,
+    given: Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let in_memory = config.handles.as_ref().is_some_and(|h| h.in_memory);
+    let data_dir = match given {
+        _ if in_memory && !config.audit_in_data_dir() => None,
+        Some(dir) => Some((dir, private::Chosen::ByPerson)),
+        None => Some((default_data_dir()?, private::Chosen::ByToolwire)),
+    };
+    if let Some((dir, chosen)) = &data_dir {
+        private::dir(dir, *chosen).with_context(|| {
+            format!(
+                "--data-dir: cannot create {} (pass another directory)",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(data_dir.map(|(dir, _)| dir))
 }
 
 /// `$XDG_DATA_HOME/toolwire`, else `~/.local/share/toolwire`.
