@@ -125,7 +125,7 @@ def render(data):
                  f"in {listen['fan_out_ms']:.0f} ms; server memory per idle stream "
                  f"{'–' if per_stream is None else f'{per_stream / 1024:.1f} KB'}.")
     if not smoke:
-        # The performance targets the README states.
+        # The performance targets the project set itself (ratios to the ceiling and to rmcp).
         checks = []
         e64 = http["http-echo-64"]["targets"]
         rmcp64 = e64.get("rmcp", {}).get("rps")

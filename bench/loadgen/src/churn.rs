@@ -1,7 +1,7 @@
-//! Memory under churn (issue 16): the server's resident memory through listen streams opened
-//! and closed in cycles, a million `tools/call` requests, and thousands of calls of unknown
-//! and oversized tool names. With `--check`, the run fails when memory does not come back or
-//! keeps growing.
+//! Memory under churn, so that a long-running server does not leak: the server's resident memory
+//! through listen streams opened and closed in cycles, a million `tools/call` requests, and
+//! thousands of calls of unknown and oversized tool names. With `--check`, the run fails when
+//! memory does not come back or keeps growing.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -57,84 +57,44 @@ const FLAT_KB: u64 = 5 * 1024;
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
     let ep = Arc::new(endpoint(&args.url)?);
-    let rss = || proc_stats::rss_kb(args.pid).context("reading the server's memory");
-    let settle = || tokio::time::sleep(Duration::from_secs_f64(args.settle));
     let started = Instant::now();
 
     calls(&ep, 1000, args.connections, Kind::Echo).await?;
-    settle().await;
-    let baseline = rss()?;
+    settle(&args).await;
+    let baseline = rss(&args)?;
     eprintln!("churn: baseline {baseline} KiB");
 
-    let mut cycles = Vec::new();
-    for cycle in 1..=args.cycles {
-        let open = open_streams(&ep, args.streams, cycle as u64 * 1_000_000).await?;
-        let with_streams = rss()?;
-        drop(open);
-        settle().await;
-        let after = rss()?;
-        eprintln!(
-            "churn: cycle {cycle}: {with_streams} KiB with {} streams open, {after} KiB after they closed",
-            args.streams
-        );
-        cycles.push(serde_json::json!({"open_kb": with_streams, "after_kb": after}));
-    }
+    let cycles = stream_cycles(&ep, &args).await?;
     let after_kb = |c: &Value| c["after_kb"].as_u64().unwrap_or(0);
     let first = cycles.first().map(after_kb).unwrap_or(baseline);
     let last = cycles.last().map(after_kb).unwrap_or(baseline);
 
-    let mut batches = Vec::new();
-    let batch = args.calls.div_ceil(10);
-    let calls_started = Instant::now();
-    for _ in 0..10 {
-        calls(&ep, batch, args.connections, Kind::Echo).await?;
-        batches.push(rss()?);
-    }
-    let calls_seconds = calls_started.elapsed().as_secs_f64();
-    eprintln!(
-        "churn: {} calls in {calls_seconds:.1} s; memory after each tenth (KiB): {batches:?}",
-        batch * 10
-    );
+    let (batch, calls_seconds, batches) = call_batches(&ep, &args).await?;
     let calls_growth = batches
         .last()
         .copied()
         .unwrap_or(0)
         .saturating_sub(batches[0]);
 
-    settle().await;
-    let before_unknown = rss()?;
+    settle(&args).await;
+    let before_unknown = rss(&args)?;
     calls(&ep, args.unknown, args.connections, Kind::Unknown).await?;
-    settle().await;
-    let after_unknown = rss()?;
+    settle(&args).await;
+    let after_unknown = rss(&args)?;
     eprintln!(
         "churn: {} unknown names: {before_unknown} -> {after_unknown} KiB",
         args.unknown
     );
 
-    let mut failures = Vec::new();
-    if last > baseline + BACK_WITHIN_KB {
-        failures.push(format!(
-            "after the streams closed, memory stayed {} KiB above its baseline (at most {BACK_WITHIN_KB})",
-            last - baseline
-        ));
+    let failures = Memory {
+        baseline,
+        first,
+        last,
+        calls_growth,
+        before_unknown,
+        after_unknown,
     }
-    if last > first + CYCLE_GROWTH_KB {
-        failures.push(format!(
-            "memory grew {} KiB from the first cycle to the last (at most {CYCLE_GROWTH_KB})",
-            last - first
-        ));
-    }
-    if calls_growth > FLAT_KB {
-        failures.push(format!(
-            "memory grew {calls_growth} KiB over the calls (at most {FLAT_KB})"
-        ));
-    }
-    if after_unknown > before_unknown + FLAT_KB {
-        failures.push(format!(
-            "memory grew {} KiB over the unknown names (at most {FLAT_KB})",
-            after_unknown - before_unknown
-        ));
-    }
+    .failures();
     let report = serde_json::json!({
         "kind": "churn",
         "baseline_kb": baseline,
@@ -152,6 +112,95 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
         anyhow::bail!("memory under churn: {}\n{report:#}", failures.join("; "));
     }
     Ok(report)
+}
+
+/// The server's resident memory, in KiB.
+fn rss(args: &Args) -> anyhow::Result<u64> {
+    proc_stats::rss_kb(args.pid).context("reading the server's memory")
+}
+
+/// Waits for the server's memory to settle after a phase.
+async fn settle(args: &Args) {
+    tokio::time::sleep(Duration::from_secs_f64(args.settle)).await;
+}
+
+/// Each cycle opens the streams, reads the memory, closes them, and reads it again.
+async fn stream_cycles(ep: &Arc<Endpoint>, args: &Args) -> anyhow::Result<Vec<Value>> {
+    let mut cycles = Vec::new();
+    for cycle in 1..=args.cycles {
+        let open = open_streams(ep, args.streams, cycle as u64 * 1_000_000).await?;
+        let with_streams = rss(args)?;
+        drop(open);
+        settle(args).await;
+        let after = rss(args)?;
+        eprintln!(
+            "churn: cycle {cycle}: {with_streams} KiB with {} streams open, {after} KiB after they closed",
+            args.streams
+        );
+        cycles.push(serde_json::json!({"open_kb": with_streams, "after_kb": after}));
+    }
+    Ok(cycles)
+}
+
+/// The calls in ten batches: the batch size, the seconds they took, and the memory after each.
+async fn call_batches(ep: &Arc<Endpoint>, args: &Args) -> anyhow::Result<(u64, f64, Vec<u64>)> {
+    let mut batches = Vec::new();
+    let batch = args.calls.div_ceil(10);
+    let calls_started = Instant::now();
+    for _ in 0..10 {
+        calls(ep, batch, args.connections, Kind::Echo).await?;
+        batches.push(rss(args)?);
+    }
+    let calls_seconds = calls_started.elapsed().as_secs_f64();
+    eprintln!(
+        "churn: {} calls in {calls_seconds:.1} s; memory after each tenth (KiB): {batches:?}",
+        batch * 10
+    );
+    Ok((batch, calls_seconds, batches))
+}
+
+/// The memory readings `--check` judges, in KiB.
+struct Memory {
+    baseline: u64,
+    /// After the first cycle's streams closed.
+    first: u64,
+    /// After the last cycle's streams closed.
+    last: u64,
+    calls_growth: u64,
+    before_unknown: u64,
+    after_unknown: u64,
+}
+
+impl Memory {
+    /// Each bound the readings exceed, in words.
+    fn failures(&self) -> Vec<String> {
+        let mut failures = Vec::new();
+        if self.last > self.baseline + BACK_WITHIN_KB {
+            failures.push(format!(
+                "after the streams closed, memory stayed {} KiB above its baseline (at most {BACK_WITHIN_KB})",
+                self.last - self.baseline
+            ));
+        }
+        if self.last > self.first + CYCLE_GROWTH_KB {
+            failures.push(format!(
+                "memory grew {} KiB from the first cycle to the last (at most {CYCLE_GROWTH_KB})",
+                self.last - self.first
+            ));
+        }
+        if self.calls_growth > FLAT_KB {
+            failures.push(format!(
+                "memory grew {} KiB over the calls (at most {FLAT_KB})",
+                self.calls_growth
+            ));
+        }
+        if self.after_unknown > self.before_unknown + FLAT_KB {
+            failures.push(format!(
+                "memory grew {} KiB over the unknown names (at most {FLAT_KB})",
+                self.after_unknown - self.before_unknown
+            ));
+        }
+        failures
+    }
 }
 
 /// An open listen stream: its connection and the body still being read.

@@ -146,6 +146,25 @@ struct Filler {
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let args = Args::parse();
+    let server = build(&args)?;
+    add_touch_tools(&server)?;
+    server.shutdown_on_signal();
+    match (args.http, args.stdio) {
+        (Some(addr), _) => {
+            serve_http(&server, addr, &args).await?;
+            server.flush_audit();
+        }
+        (None, true) => {
+            stdio::serve(server).await?;
+            std::process::exit(0);
+        }
+        (None, false) => anyhow::bail!("pass --http ADDR or --stdio"),
+    }
+    Ok(())
+}
+
+/// The server: `echo` with the chosen schema, the filler tools, and the chosen layers.
+fn build(args: &Args) -> anyhow::Result<Server> {
     let echo = match args.schema {
         Schema::Simple => Tool::new(
             "echo",
@@ -182,7 +201,11 @@ async fn main() -> anyhow::Result<()> {
             .ok_or_else(|| anyhow::anyhow!("--layers all needs --audit-file FILE"))?;
         builder = builder.audit_sink(Arc::new(JsonlAuditSink::open(file)?));
     }
-    let server = builder.build()?;
+    Ok(builder.build()?)
+}
+
+/// `touch_tools`: adds or removes a tool, so the list changes.
+fn add_touch_tools(server: &Server) -> anyhow::Result<()> {
     let this = Arc::new(OnceLock::<Server>::new());
     let _ = this.set(server.clone());
     server.add_tool(
@@ -203,34 +226,24 @@ async fn main() -> anyhow::Result<()> {
         })
         .description("Adds or removes a tool"),
     )?;
-    server.shutdown_on_signal();
-    match (args.http, args.stdio) {
-        (Some(addr), _) => {
-            let listener = tokio::net::TcpListener::bind(addr).await?;
-            let local = listener.local_addr()?;
-            let mut config = match args.layers {
-                Layers::Off => {
-                    http::HttpConfig::default().no_flood_limit("benchmark: every layer off")
-                }
-                Layers::Defaults | Layers::All => {
-                    http::HttpConfig::default().flood_limit(UNREACHED)
-                }
-            };
-            if let Some(file) = &args.auth_token_file {
-                let resource = format!("http://{local}/mcp");
-                let (issuer, token) = auth::start_issuer(&resource).await?;
-                std::fs::write(file, token)?;
-                config = config.oauth(http::OAuth::new(issuer, resource));
-            }
-            eprintln!("toolwire-bench-server: listening on http://{local}/mcp");
-            http::serve(server.clone(), listener, config).await?;
-            server.flush_audit();
-        }
-        (None, true) => {
-            stdio::serve(server).await?;
-            std::process::exit(0);
-        }
-        (None, false) => anyhow::bail!("pass --http ADDR or --stdio"),
+    Ok(())
+}
+
+/// Serves HTTP on `addr` with the chosen layers, and OAuth when a token file is asked for.
+async fn serve_http(server: &Server, addr: SocketAddr, args: &Args) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    let mut config = match args.layers {
+        Layers::Off => http::HttpConfig::default().no_flood_limit("benchmark: every layer off"),
+        Layers::Defaults | Layers::All => http::HttpConfig::default().flood_limit(UNREACHED),
+    };
+    if let Some(file) = &args.auth_token_file {
+        let resource = format!("http://{local}/mcp");
+        let (issuer, token) = auth::start_issuer(&resource).await?;
+        std::fs::write(file, token)?;
+        config = config.oauth(http::OAuth::new(issuer, resource));
     }
+    eprintln!("toolwire-bench-server: listening on http://{local}/mcp");
+    http::serve(server.clone(), listener, config).await?;
     Ok(())
 }

@@ -10,7 +10,7 @@ use toolwire_client::{Client, Notification};
 
 use crate::session::session;
 use crate::target::Target;
-use crate::terminal::{Layout, json, note, out, visible};
+use crate::terminal::{Json, Layout, json, note, out, visible};
 
 /// `toolwire discover`: the era, version, server and capabilities.
 pub(crate) async fn discover(target: &Target, as_json: bool) -> anyhow::Result<()> {
@@ -21,7 +21,7 @@ async fn discover_with(client: &Client, as_json: bool) -> anyhow::Result<()> {
     let discover = client.discover().await?;
     let era = client.era();
     if as_json {
-        return Ok(out(&json(&discover, true)?)?);
+        return Ok(out(&json(&discover, Json::Pretty)?)?);
     }
     let mut lines = Vec::new();
     let info = discover.meta.as_ref().and_then(|m| m.server_info.as_ref());
@@ -38,7 +38,7 @@ async fn discover_with(client: &Client, as_json: bool) -> anyhow::Result<()> {
     lines.push(format!("versions: {}", visible(&versions, Layout::Line)));
     lines.push(format!(
         "capabilities: {}",
-        json(&discover.capabilities, false)?
+        json(&discover.capabilities, Json::Compact)?
     ));
     if let Some(instructions) = &discover.instructions {
         lines.push(format!(

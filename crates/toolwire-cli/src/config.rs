@@ -236,6 +236,37 @@ impl OutputConfig {
         }
         guard
     }
+
+    /// `[output]`: `off` with its reason, a cap of at least 1 byte, patterns that compile and
+    /// link schemes that are URI schemes.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.off.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            bail!("output.off: give the reason the output guard is off");
+        }
+        if self.max_result_bytes == Some(0) {
+            bail!("output.max_result_bytes: must be at least 1");
+        }
+        for (kind, regex) in &self.secret_patterns {
+            OutputGuard::default()
+                .without_default_secret_patterns()
+                .secret_pattern(kind.clone(), regex.clone())
+                .validate()
+                .map_err(|e| anyhow!("output.secret_patterns.{kind}: {e}"))?;
+        }
+        for scheme in &self.link_schemes {
+            let ok = scheme
+                .chars()
+                .next()
+                .is_some_and(|c| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
+            if !ok {
+                bail!("output.link_schemes: {scheme:?} is not a URI scheme");
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Reads and checks `path`.
@@ -260,77 +291,13 @@ fn load_with_env(path: &Path, env: impl Fn(&str) -> Option<String>) -> anyhow::R
 }
 
 impl ServeConfig {
+    /// Every section checked in turn; the first problem names its key.
     fn check(&self) -> anyhow::Result<()> {
         if let Some(auth) = &self.auth {
-            url("auth.issuer", &auth.issuer)?;
-            url("auth.resource", &auth.resource)?;
-            if auth.resource.contains('#') {
-                bail!("auth.resource: a resource URI has no fragment (RFC 8707)");
-            }
-            if let Some(jwks) = &auth.jwks_uri {
-                url("auth.jwks_uri", jwks)?;
-            }
-            for scope in auth
-                .scopes_supported
-                .iter()
-                .flatten()
-                .chain(&auth.required_scopes)
-            {
-                scope_name("auth", scope)?;
-            }
-            if let Some(introspection) = &auth.introspection {
-                if let Some(endpoint) = &introspection.endpoint {
-                    url("auth.introspection.endpoint", endpoint)?;
-                }
-                if introspection.client_id.is_empty() {
-                    bail!("auth.introspection.client_id: empty");
-                }
-            }
-            for (broader, narrower) in &auth.scope_implies {
-                let key = format!("auth.scope_implies.{broader}");
-                scope_name(&key, broader)?;
-                for scope in narrower {
-                    scope_name(&key, scope)?;
-                }
-            }
+            auth.check()?;
         }
         for (name, tool) in &self.tools {
-            for scope in &tool.scopes {
-                scope_name(&format!("tools.{name}.scopes"), scope)?;
-            }
-            if tool
-                .raw_output
-                .as_deref()
-                .is_some_and(|r| r.trim().is_empty())
-            {
-                bail!("tools.{name}.raw_output: give the reason the output goes out unsanitized");
-            }
-            if tool
-                .no_timeout
-                .as_deref()
-                .is_some_and(|r| r.trim().is_empty())
-            {
-                bail!("tools.{name}.no_timeout: give the reason the tool has no time limit");
-            }
-            if tool.timeout_ms == Some(0) {
-                bail!("tools.{name}.timeout_ms: must be at least 1");
-            }
-            if tool.timeout_ms.is_some() && tool.no_timeout.is_some() {
-                bail!("tools.{name}: timeout_ms and no_timeout together");
-            }
-            crate::layers::reason(
-                &format!("tools.{name}.no_rate_limit"),
-                tool.no_rate_limit.as_ref(),
-            )?;
-            if let Some(limit) = &tool.rate_limit {
-                limit.check(&format!("tools.{name}.rate_limit"))?;
-            }
-            if tool.rate_limit.is_some() && tool.no_rate_limit.is_some() {
-                bail!("tools.{name}: rate_limit and no_rate_limit together");
-            }
-            if tool.cost == Some(0) {
-                bail!("tools.{name}.cost: must be at least 1");
-            }
+            tool.check(name)?;
         }
         if let Some(limits) = &self.limits {
             limits.check()?;
@@ -344,46 +311,10 @@ impl ServeConfig {
             }
         }
         if let Some(deadlines) = &self.deadlines {
-            if deadlines.tool_timeout_ms == Some(0) {
-                bail!("deadlines.tool_timeout_ms: must be at least 1");
-            }
-            if deadlines
-                .off
-                .as_deref()
-                .is_some_and(|r| r.trim().is_empty())
-            {
-                bail!("deadlines.off: give the reason tools have no time limit");
-            }
-            if deadlines.off.is_some() && deadlines.tool_timeout_ms.is_some() {
-                bail!("deadlines: tool_timeout_ms and off together");
-            }
+            deadlines.check()?;
         }
         if let Some(output) = &self.output {
-            if output.off.as_deref().is_some_and(|r| r.trim().is_empty()) {
-                bail!("output.off: give the reason the output guard is off");
-            }
-            if output.max_result_bytes == Some(0) {
-                bail!("output.max_result_bytes: must be at least 1");
-            }
-            for (kind, regex) in &output.secret_patterns {
-                OutputGuard::default()
-                    .without_default_secret_patterns()
-                    .secret_pattern(kind.clone(), regex.clone())
-                    .validate()
-                    .map_err(|e| anyhow!("output.secret_patterns.{kind}: {e}"))?;
-            }
-            for scheme in &output.link_schemes {
-                let ok = scheme
-                    .chars()
-                    .next()
-                    .is_some_and(|c| c.is_ascii_alphabetic())
-                    && scheme
-                        .chars()
-                        .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c));
-                if !ok {
-                    bail!("output.link_schemes: {scheme:?} is not a URI scheme");
-                }
-            }
+            output.check()?;
         }
         Ok(())
     }
@@ -477,6 +408,103 @@ impl ServeConfig {
     }
 }
 
+impl AuthConfig {
+    /// `[auth]`: addresses, scope names and the introspection client.
+    fn check(&self) -> anyhow::Result<()> {
+        url("auth.issuer", &self.issuer)?;
+        url("auth.resource", &self.resource)?;
+        if self.resource.contains('#') {
+            bail!("auth.resource: a resource URI has no fragment (RFC 8707)");
+        }
+        if let Some(jwks) = &self.jwks_uri {
+            url("auth.jwks_uri", jwks)?;
+        }
+        for scope in self
+            .scopes_supported
+            .iter()
+            .flatten()
+            .chain(&self.required_scopes)
+        {
+            scope_name("auth", scope)?;
+        }
+        if let Some(introspection) = &self.introspection {
+            if let Some(endpoint) = &introspection.endpoint {
+                url("auth.introspection.endpoint", endpoint)?;
+            }
+            if introspection.client_id.is_empty() {
+                bail!("auth.introspection.client_id: empty");
+            }
+        }
+        for (broader, narrower) in &self.scope_implies {
+            let key = format!("auth.scope_implies.{broader}");
+            scope_name(&key, broader)?;
+            for scope in narrower {
+                scope_name(&key, scope)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+impl ToolConfig {
+    /// `[tools.NAME]`: scope names, reasons given for each opt-out, and no contradictions.
+    fn check(&self, name: &str) -> anyhow::Result<()> {
+        for scope in &self.scopes {
+            scope_name(&format!("tools.{name}.scopes"), scope)?;
+        }
+        if self
+            .raw_output
+            .as_deref()
+            .is_some_and(|r| r.trim().is_empty())
+        {
+            bail!("tools.{name}.raw_output: give the reason the output goes out unsanitized");
+        }
+        if self
+            .no_timeout
+            .as_deref()
+            .is_some_and(|r| r.trim().is_empty())
+        {
+            bail!("tools.{name}.no_timeout: give the reason the tool has no time limit");
+        }
+        if self.timeout_ms == Some(0) {
+            bail!("tools.{name}.timeout_ms: must be at least 1");
+        }
+        if self.timeout_ms.is_some() && self.no_timeout.is_some() {
+            bail!("tools.{name}: timeout_ms and no_timeout together");
+        }
+        crate::layers::reason(
+            &format!("tools.{name}.no_rate_limit"),
+            self.no_rate_limit.as_ref(),
+        )?;
+        if let Some(limit) = &self.rate_limit {
+            limit.check(&format!("tools.{name}.rate_limit"))?;
+        }
+        if self.rate_limit.is_some() && self.no_rate_limit.is_some() {
+            bail!("tools.{name}: rate_limit and no_rate_limit together");
+        }
+        if self.cost == Some(0) {
+            bail!("tools.{name}.cost: must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+impl DeadlinesConfig {
+    /// `[deadlines]`: a limit of at least 1 ms, or `off` with its reason, not both.
+    fn check(&self) -> anyhow::Result<()> {
+        if self.tool_timeout_ms == Some(0) {
+            bail!("deadlines.tool_timeout_ms: must be at least 1");
+        }
+        if self.off.as_deref().is_some_and(|r| r.trim().is_empty()) {
+            bail!("deadlines.off: give the reason tools have no time limit");
+        }
+        if self.off.is_some() && self.tool_timeout_ms.is_some() {
+            bail!("deadlines: tool_timeout_ms and off together");
+        }
+        Ok(())
+    }
+}
+
 /// What an access token must be for a call: see [`ServeConfig::token_for`].
 pub(crate) struct TokenNeeds<'a> {
     pub(crate) issuer: &'a str,
@@ -521,15 +549,13 @@ mod tests {
         text: &str,
         env: impl Fn(&str) -> Option<String>,
     ) -> anyhow::Result<ServeConfig> {
-        let dir = std::env::temp_dir().join(format!("toolwire-config-{}", std::process::id()));
-        std::fs::create_dir_all(&dir).unwrap();
-        static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = dir.join(format!("serve-{n}.toml"));
+        let dir = tempfile::Builder::new()
+            .prefix("toolwire-config-")
+            .tempdir()
+            .unwrap();
+        let path = dir.path().join("serve.toml");
         std::fs::write(&path, text).unwrap();
-        let result = load_with_env(&path, env);
-        let _ = std::fs::remove_file(&path);
-        result
+        load_with_env(&path, env)
     }
 
     #[test]

@@ -129,11 +129,20 @@ fn read_only() -> ToolAnnotations {
     }
 }
 
-/// The example server; `modern_only` refuses legacy (2025-11-25) clients, `settings` is the
-/// `--config` file (scopes, limits, deadlines and output guard of each tool), `notes` where
-/// the notes tools keep notes.
+/// Which clients the example server answers (`--modern-only`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Clients {
+    /// Those of 2026-07-28 and legacy (2025-11-25) ones.
+    All,
+    /// Only those of 2026-07-28: legacy clients are refused.
+    ModernOnly,
+}
+
+/// The example server; `clients` says whether legacy (2025-11-25) clients are refused,
+/// `settings` is the `--config` file (scopes, limits, deadlines and output guard of each
+/// tool), `notes` where the notes tools keep notes.
 pub(crate) fn server(
-    modern_only: bool,
+    clients: Clients,
     settings: &ServeConfig,
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
@@ -143,7 +152,7 @@ pub(crate) fn server(
     tools.extend(crate::notes::tools(notes));
     tools = configured(tools, &settings.tools)?;
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
-    if modern_only {
+    if clients == Clients::ModernOnly {
         builder = builder.modern_only();
     }
     if let Some(output) = &settings.output {
@@ -265,7 +274,7 @@ mod tests {
     fn the_example_server_builds() {
         let notes =
             crate::notes::store(None, crate::layers::HandlesConfig::default().lifetimes()).unwrap();
-        let server = super::server(false, &Default::default(), None, &notes).unwrap();
+        let server = super::server(super::Clients::All, &Default::default(), None, &notes).unwrap();
         assert_eq!(
             server.tool_names(),
             [

@@ -18,12 +18,21 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::terminal::SafeStderr;
 
-/// Sets up logging for a command; `serving` for `toolwire serve`, `verbose` the count of `-v`.
-pub(crate) fn init(serving: bool, verbose: u8) {
+/// What the process is, which decides where its logs go and how much is said.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Running {
+    /// `toolwire serve`: a server's log, INFO by default.
+    Server,
+    /// Any other command: quiet unless asked.
+    Command,
+}
+
+/// Sets up logging for what is `running`; `verbose` the count of `-v`.
+pub(crate) fn init(running: Running, verbose: u8) {
     let asked = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
-    if serving {
+    if running == Running::Server {
         let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
         let filter = tracing_subscriber::EnvFilter::new(asked.as_deref().unwrap_or(level));
         // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).

@@ -197,7 +197,11 @@ async fn main() {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    logs::init(matches!(cli.command, Command::Serve { .. }), cli.verbose);
+    let running = match cli.command {
+        Command::Serve { .. } => logs::Running::Server,
+        _ => logs::Running::Command,
+    };
+    logs::init(running, cli.verbose);
     match cli.command {
         Command::Serve {
             http,
@@ -212,26 +216,22 @@ async fn run() -> anyhow::Result<()> {
             };
             let handles = config.handles.as_ref();
             let in_memory = handles.is_some_and(|h| h.in_memory);
-            let data_dir = match data_dir {
-                _ if in_memory && !config.audit_in_data_dir() => None,
-                Some(dir) => Some((dir, false)),
-                None => Some((default_data_dir()?, true)),
-            };
-            if let Some((dir, own)) = &data_dir {
-                private::dir(dir, *own).with_context(|| {
-                    format!(
-                        "--data-dir: cannot create {} (pass another directory)",
-                        dir.display()
-                    )
-                })?;
-            }
-            let data_dir = data_dir.map(|(dir, _)| dir);
+            let data_dir = prepare_data_dir(&config, data_dir)?;
             let lifetimes = handles
                 .map(layers::HandlesConfig::lifetimes)
                 .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
             let notes = notes::store(data_dir.as_deref().filter(|_| !in_memory), lifetimes)?;
             let audit = config.audit_file(data_dir.as_deref());
-            serve(http, allow_hosts, modern_only, config, audit, notes).await
+            let listen = Listen {
+                addr: http,
+                allow_hosts,
+                clients: if modern_only {
+                    examples::Clients::ModernOnly
+                } else {
+                    examples::Clients::All
+                },
+            };
+            serve(listen, config, audit, notes).await
         }
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
@@ -271,6 +271,30 @@ async fn run() -> anyhow::Result<()> {
     }
 }
 
+/// The directory `toolwire serve` keeps notes (and a relative audit file) in: `given`
+/// (`--data-dir`), else the default one; created private. None when the notes are kept in
+/// memory and the audit file needs no directory.
+fn prepare_data_dir(
+    config: &config::ServeConfig,
+    given: Option<std::path::PathBuf>,
+) -> anyhow::Result<Option<std::path::PathBuf>> {
+    let in_memory = config.handles.as_ref().is_some_and(|h| h.in_memory);
+    let data_dir = match given {
+        _ if in_memory && !config.audit_in_data_dir() => None,
+        Some(dir) => Some((dir, private::Chosen::ByPerson)),
+        None => Some((default_data_dir()?, private::Chosen::ByToolwire)),
+    };
+    if let Some((dir, chosen)) = &data_dir {
+        private::dir(dir, *chosen).with_context(|| {
+            format!(
+                "--data-dir: cannot create {} (pass another directory)",
+                dir.display()
+            )
+        })?;
+    }
+    Ok(data_dir.map(|(dir, _)| dir))
+}
+
 /// `$XDG_DATA_HOME/toolwire`, else `~/.local/share/toolwire`.
 fn default_data_dir() -> anyhow::Result<std::path::PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
@@ -285,10 +309,19 @@ fn default_data_dir() -> anyhow::Result<std::path::PathBuf> {
     }
 }
 
-async fn serve(
+/// Where `toolwire serve` listens and whom it answers.
+struct Listen {
+    /// `--http ADDR`; stdio without it.
     addr: Option<SocketAddr>,
+    /// `--allow-host`: Host names accepted besides localhost.
     allow_hosts: Vec<String>,
-    modern_only: bool,
+    /// `--modern-only` or not.
+    clients: examples::Clients,
+}
+
+/// Serves the example tools on stdio or Streamable HTTP.
+async fn serve(
+    listen: Listen,
     settings: config::ServeConfig,
     audit_file: Option<std::path::PathBuf>,
     notes: notes::Notes,
@@ -300,7 +333,12 @@ async fn serve(
         ) as std::sync::Arc<dyn toolwire_server::AuditSink>),
         None => None,
     };
-    let server = examples::server(modern_only, &settings, audit, &notes)?;
+    let Listen {
+        addr,
+        allow_hosts,
+        clients,
+    } = listen;
+    let server = examples::server(clients, &settings, audit, &notes)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"

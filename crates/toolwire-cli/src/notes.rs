@@ -32,7 +32,7 @@ pub(crate) fn store(
     let backend: Arc<dyn HandleBackend> =
         match data_dir {
             Some(dir) => {
-                crate::private::dir(dir, false).with_context(|| {
+                crate::private::dir(dir, crate::private::Chosen::ByPerson).with_context(|| {
                     format!(
                         "--data-dir: cannot create {} (pass another directory)",
                         dir.display()

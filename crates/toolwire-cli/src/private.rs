@@ -5,18 +5,28 @@
 use std::io;
 use std::path::Path;
 
-/// Creates `dir` and its missing parents readable by their owner only. When `own` (the
-/// default directory, which Toolwire names and fills alone), an existing `dir` that others
-/// could open is made private too, with a warning; a directory the person named is left as it
-/// is (it may be shared on purpose: the files in it are private all the same).
-pub(crate) fn dir(dir: &Path, own: bool) -> io::Result<()> {
+/// Who chose a directory, which decides whether an existing one others could open is made
+/// private.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Chosen {
+    /// The default directory, which Toolwire names and fills alone.
+    ByToolwire,
+    /// A directory the person named: it may be shared on purpose.
+    ByPerson,
+}
+
+/// Creates `dir` and its missing parents readable by their owner only. When Toolwire chose it,
+/// an existing `dir` that others could open is made private too, with a warning; a directory
+/// the person named is left as it is (it may be shared on purpose: the files in it are private
+/// all the same).
+pub(crate) fn dir(dir: &Path, chosen: Chosen) -> io::Result<()> {
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true);
     #[cfg(unix)]
     std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
     builder.create(dir)?;
     #[cfg(unix)]
-    if own {
+    if chosen == Chosen::ByToolwire {
         use std::os::unix::fs::PermissionsExt as _;
         let bits = std::fs::metadata(dir)?.permissions().mode() & 0o777;
         if bits & 0o077 != 0 {
@@ -28,7 +38,7 @@ pub(crate) fn dir(dir: &Path, own: bool) -> io::Result<()> {
         }
     }
     #[cfg(not(unix))]
-    let _ = own;
+    let _ = chosen;
     Ok(())
 }
 

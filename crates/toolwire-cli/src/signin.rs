@@ -11,6 +11,7 @@ use toolwire_client::auth::http::check_authorization_endpoint;
 use toolwire_client::auth::{Authorizer, LoopbackAuthorizer, UrlError};
 use toolwire_host::AuthorizerFor;
 
+use crate::private::Chosen;
 use crate::terminal::{Layout, note, visible};
 use crate::ui::{Tone, Ui};
 
@@ -19,16 +20,19 @@ use crate::ui::{Tone, Ui};
 /// made private if it is not: see `private::dir`).
 pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
-    let (dir, own) = match (explicit, var("XDG_STATE_HOME"), var("HOME")) {
-        (Some(dir), _, _) => (dir.to_owned(), false),
-        (None, Some(state), _) => (PathBuf::from(state).join("toolwire"), true),
-        (None, None, Some(home)) => (PathBuf::from(home).join(".local/state/toolwire"), true),
+    let (dir, chosen) = match (explicit, var("XDG_STATE_HOME"), var("HOME")) {
+        (Some(dir), _, _) => (dir.to_owned(), Chosen::ByPerson),
+        (None, Some(state), _) => (PathBuf::from(state).join("toolwire"), Chosen::ByToolwire),
+        (None, None, Some(home)) => (
+            PathBuf::from(home).join(".local/state/toolwire"),
+            Chosen::ByToolwire,
+        ),
         (None, None, None) => {
             anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
         }
     };
     // A directory that cannot be made is reported by what writes in it, if anything does.
-    if let Err(e) = crate::private::dir(&dir, own) {
+    if let Err(e) = crate::private::dir(&dir, chosen) {
         tracing::debug!("cannot create the state directory {}: {e}", dir.display());
     }
     Ok(dir)

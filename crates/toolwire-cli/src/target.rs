@@ -242,7 +242,8 @@ impl Target {
                     oauth = oauth.allow_insecure_http();
                 }
                 if crate::signin::signs_in_here() {
-                    let authorizer = crate::signin::authorizer_for(&crate::ui::Ui::new(false));
+                    let authorizer =
+                        crate::signin::authorizer_for(&crate::ui::Ui::new(crate::ui::Consent::Ask));
                     oauth = oauth.authorizer(authorizer(&self.server));
                 }
                 builder = builder.oauth(oauth);

@@ -6,6 +6,7 @@
 use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::io::{self, Write as _};
+use std::path::Path;
 
 /// How much layout a piece of text keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -70,14 +71,22 @@ fn is_hidden_format(c: char) -> bool {
     )
 }
 
+/// How [`json`] lays JSON out.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Json {
+    /// Indented, one key a line.
+    Pretty,
+    /// On one line.
+    Compact,
+}
+
 /// `value` as JSON (pretty or compact) that is safe to show: serde_json already escapes C0
 /// controls, and DEL, C1 and the hidden format characters become `\uXXXX` escapes too. They can
 /// only occur inside strings, so the JSON means the same.
-pub(crate) fn json(value: &impl serde::Serialize, pretty: bool) -> serde_json::Result<String> {
-    let text = if pretty {
-        serde_json::to_string_pretty(value)?
-    } else {
-        serde_json::to_string(value)?
+pub(crate) fn json(value: &impl serde::Serialize, form: Json) -> serde_json::Result<String> {
+    let text = match form {
+        Json::Pretty => serde_json::to_string_pretty(value)?,
+        Json::Compact => serde_json::to_string(value)?,
     };
     if !text.chars().any(|c| is_control(c) || is_hidden_format(c)) {
         return Ok(text);
@@ -190,6 +199,16 @@ impl io::Write for SafeStderr {
     }
 }
 
+/// A path for messages, with `~` for the home directory.
+pub(crate) fn shown(path: &Path) -> String {
+    if let Some(home) = std::env::var_os("HOME") {
+        if let Ok(rest) = path.strip_prefix(&home) {
+            return format!("~/{}", rest.display());
+        }
+    }
+    path.display().to_string()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -239,9 +258,9 @@ mod tests {
     #[test]
     fn json_escapes_what_serde_json_leaves_raw() {
         let value = serde_json::json!({"k\u{9b}": "\u{1b}[2J \u{7f} \u{202e} \u{2028} é"});
-        let compact = json(&value, false).unwrap();
+        let compact = json(&value, Json::Compact).unwrap();
         assert_eq!(compact, r#"{"k\u009b":"\u001b[2J \u007f \u202e \u2028 é"}"#);
-        let pretty = json(&value, true).unwrap();
+        let pretty = json(&value, Json::Pretty).unwrap();
         assert!(pretty.contains('\n'), "pretty keeps its layout");
         for text in [&compact, &pretty] {
             assert!(

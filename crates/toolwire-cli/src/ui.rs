@@ -61,12 +61,28 @@ fn wants_colour(is_terminal: bool) -> bool {
         && std::env::var("TERM").map_or(true, |t| t != "dumb")
 }
 
+/// What `--yes` says about calls (and project files) no rule allows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Consent {
+    /// The person is asked at a terminal; without one, the answer is no.
+    Ask,
+    /// `--yes`: yes without asking.
+    Given,
+}
+
+impl Consent {
+    /// [`Consent::Given`] when `--yes` was.
+    pub(crate) fn from_flag(yes: bool) -> Consent {
+        if yes { Consent::Given } else { Consent::Ask }
+    }
+}
+
 impl Ui {
-    /// The terminal this process has; `yes` from `--yes`.
-    pub(crate) fn new(yes: bool) -> Arc<Ui> {
+    /// The terminal this process has, and what `--yes` said.
+    pub(crate) fn new(consent: Consent) -> Arc<Ui> {
         Arc::new(Ui {
             interactive: std::io::stdin().is_terminal() && std::io::stderr().is_terminal(),
-            yes,
+            yes: consent == Consent::Given,
             bar_on_stderr: std::io::stderr().is_terminal(),
             colour_err: wants_colour(std::io::stderr().is_terminal()),
             colour_out: wants_colour(std::io::stdout().is_terminal()),

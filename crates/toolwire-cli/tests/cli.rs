@@ -8,20 +8,20 @@ use std::time::Duration;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
-/// Where the servers these tests start keep notes, unless a test chooses: never the home
+/// `toolwire` keeping its state and notes in `scratch`, unless a test chooses: never the home
 /// directory of whoever runs the tests.
-fn scratch_data_dir() -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id()))
+fn toolwire_in(scratch: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"));
+    command
 }
 
 fn toolwire(args: &[&str]) -> Output {
-    Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    toolwire_in(&scratch)
         .args(args)
-        .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
         .env_remove("RUST_BACKTRACE")
         .env_remove("RUST_LOG")
         .output()
@@ -89,6 +89,8 @@ fn fixed_ports() -> std::sync::MutexGuard<'static, ()> {
 struct HttpServer {
     child: Child,
     url: String,
+    /// Its state and notes, removed after the server is stopped.
+    _scratch: tempfile::TempDir,
 }
 
 impl HttpServer {
@@ -101,14 +103,10 @@ impl HttpServer {
     }
 
     fn start_with_env(args: &[&str], env: &[(&str, &str)]) -> HttpServer {
-        let mut child = Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        let scratch = tempfile::tempdir().unwrap();
+        let mut child = toolwire_in(&scratch)
             .arg("serve")
             .args(args)
-            .env("TOOLWIRE_DATA_DIR", scratch_data_dir())
             .envs(env.iter().copied())
             .stderr(Stdio::piped())
             .spawn()
@@ -123,7 +121,11 @@ impl HttpServer {
             .to_owned();
         // Keep draining the server's stderr so that it never blocks on a full pipe.
         std::thread::spawn(move || while lines.recv().is_ok() {});
-        HttpServer { child, url }
+        HttpServer {
+            child,
+            url,
+            _scratch: scratch,
+        }
     }
 }
 
@@ -135,15 +137,12 @@ impl Drop for HttpServer {
 }
 
 /// `printf '{"a":"\\\n' | toolwire serve` once exited 101: the depth scan stepped past a trailing
-/// backslash (issue 8, item 1). The server must answer -32700 and keep serving.
+/// backslash. The server must answer -32700 and keep serving.
 #[test]
 fn serve_survives_a_line_ending_in_a_backslash() {
     use std::io::Write;
-    let mut child = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = toolwire_in(&scratch)
         .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -171,11 +170,8 @@ fn serve_survives_a_line_ending_in_a_backslash() {
 fn serve_answers_legacy_clients_unless_modern_only() {
     use std::io::Write;
     let session = |extra: &[&str]| {
-        let mut child = Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        let scratch = tempfile::tempdir().unwrap();
+        let mut child = toolwire_in(&scratch)
             .arg("serve")
             .args(extra)
             .stdin(Stdio::piped())
@@ -237,8 +233,8 @@ fn raw_http(addr: &str, request: &str) -> String {
 #[test]
 fn serve_reads_its_config_file() {
     let _ports = fixed_ports();
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-config-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let write = |name: &str, text: &str| {
         let path = dir.join(name);
         std::fs::write(&path, text).unwrap();
@@ -302,7 +298,6 @@ fn serve_reads_its_config_file() {
         )),
         "{unauthorized}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -396,12 +391,9 @@ fn discover_call_and_watch_over_http() {
     assert_eq!(value["resultType"], "complete");
 
     // watch runs until the server ends the subscription (here: a graceful shutdown, L-10).
+    let scratch = tempfile::tempdir().unwrap();
     let mut watch = Killed(
-        Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        toolwire_in(&scratch)
             .args(["watch", &server.url])
             .stderr(Stdio::piped())
             .spawn()
@@ -431,8 +423,8 @@ fn discover_call_and_watch_over_http() {
 /// server with, and the per-tool scopes of `--config` hold as over HTTP.
 #[test]
 fn stdio_scopes_come_from_the_environment() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-stdio-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let config = dir.join("scopes.toml");
     std::fs::write(&config, "[tools.add]\nscopes = [\"math\"]\n").unwrap();
     let server = format!("{BIN} serve --config {}", config.display());
@@ -492,11 +484,8 @@ fn stdio_scopes_come_from_the_environment() {
         "{}",
         stderr(&through)
     );
-    let empty = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    let empty = toolwire_in(&scratch)
         .arg("serve")
         .env("TOOLWIRE_PRINCIPAL", "")
         .stdin(Stdio::null())
@@ -508,7 +497,6 @@ fn stdio_scopes_come_from_the_environment() {
         "{}",
         stderr(&empty)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[path = "../../../interop/oidc/launch.rs"]
@@ -560,8 +548,8 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
         .unwrap()
         .port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-introspect-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let config = dir.join("serve.toml");
     std::fs::write(
         &config,
@@ -648,7 +636,6 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
     ]);
     assert!(sum.status.success(), "{}", stderr(&sum));
     assert!(stdout(&sum).contains('3'), "{}", stdout(&sum));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// What the README's "serve --config" walk-through does, with ports of this test's choosing:
@@ -687,7 +674,8 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
         example.contains(issuer_line) && example.contains(resource_line),
         "examples/serve.toml names the README's issuer and endpoint"
     );
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-example-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let data = dir.join("data");
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("serve.toml");
@@ -796,7 +784,6 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
         0,
         "nothing written to the working directory"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The output guard as a CLI user meets it: `toolwire serve` redacts a secret the echo tool
@@ -812,8 +799,8 @@ fn serve_sanitizes_tool_output_as_configured() {
         "key [REDACTED:aws-access-key] id INT-123456 red"
     );
 
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-output-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let mine = dir.join("mine.toml");
     std::fs::write(
         &mine,
@@ -840,15 +827,14 @@ fn serve_sanitizes_tool_output_as_configured() {
         "{}",
         stdout(&echoed)
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Deadlines as a CLI user meets them: a tool given 100 ms in `--config` is stopped and
 /// `toolwire call` reports the tool's error (exit 1) with the limit.
 #[test]
 fn serve_stops_a_tool_at_its_configured_deadline() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-deadline-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let config = dir.join("deadline.toml");
     std::fs::write(&config, "[tools.count_slowly]\ntimeout_ms = 100\n").unwrap();
     let server = format!("{BIN} serve --config {}", config.display());
@@ -879,15 +865,14 @@ fn serve_stops_a_tool_at_its_configured_deadline() {
         r#"{"to": 1, "delay_ms": 1}"#,
     ]);
     assert!(quick.status.success(), "{}", stderr(&quick));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `[audit] file` in `--config`: each call the CLI makes leaves one JSON line, with a digest of
 /// its arguments and no secret in the preview.
 #[test]
 fn serve_writes_an_audit_line_per_call() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-audit-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let log = dir.join("audit.jsonl");
     let config = dir.join("audit.toml");
     std::fs::write(
@@ -922,7 +907,6 @@ fn serve_writes_an_audit_line_per_call() {
             .contains("[REDACTED:github-token]")
     );
     assert_eq!(events[1]["tool"], "add");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The notes tools keep their notes by handle in `--data-dir`: a note outlives a server killed
@@ -931,9 +915,8 @@ fn serve_writes_an_audit_line_per_call() {
 /// 2 s, a restart plus two CLI runs on a loaded 2-core machine once took longer than that.)
 #[test]
 fn notes_survive_a_restart_and_expire_on_time() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-notes-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let config = dir.join("notes.toml");
     std::fs::write(
         &config,
@@ -1014,15 +997,14 @@ fn notes_survive_a_restart_and_expire_on_time() {
         "{said}"
     );
     drop(server);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `[tools.NAME] rate_limit` in `--config`: the third call within the minute from the same
 /// address gets a result that says when to retry, and the call exits 1.
 #[test]
 fn serve_limits_calls_as_configured() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-limits-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let config = dir.join("limits.toml");
     std::fs::write(
         &config,
@@ -1049,7 +1031,6 @@ fn serve_limits_calls_as_configured() {
     // Other tools keep their own quota.
     let echoed = toolwire(&["call", "--yes", &server.url, "echo", r#"{"message": "hi"}"#]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// Every directory and file `toolwire call` and the `toolwire serve` it starts create in
@@ -1059,9 +1040,8 @@ fn serve_limits_calls_as_configured() {
 #[test]
 fn state_and_data_files_are_readable_by_their_owner_only() {
     use std::os::unix::fs::PermissionsExt as _;
-    let root = std::env::temp_dir().join(format!("toolwire-cli-private-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&root);
-    std::fs::create_dir_all(&root).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let root = scratch.path().to_owned();
     let (state, data) = (root.join("state/nested"), root.join("data/nested"));
     let config = root.join("mcp.json");
     let server = serde_json::json!({"mcpServers": {"notes": {
@@ -1137,15 +1117,14 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
         .unwrap();
     assert!(shown.status.success(), "{}", stderr(&shown));
     assert_eq!(mode(&named), 0o755);
-    let _ = std::fs::remove_dir_all(&root);
 }
 
 /// A TOML error spans lines (the line, a caret under the column): it was printed on one line
 /// with `^J` for each newline.
 #[test]
 fn a_config_error_keeps_its_lines() {
-    let dir = std::env::temp_dir().join(format!("toolwire-cli-toml-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().to_owned();
     let bad = dir.join("bad.toml");
     std::fs::write(&bad, "[auth\nissuer = 3\n").unwrap();
     let refused = toolwire(&["serve", "--config", bad.to_str().unwrap()]);
@@ -1154,7 +1133,6 @@ fn a_config_error_keeps_its_lines() {
     assert!(!error.contains("^J"), "{error}");
     assert!(error.starts_with("toolwire: "), "{error}");
     assert!(error.contains("\n1 | [auth\n"), "{error}");
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// `a=two` for a number said `a: "two" is not a number: expected ident at line 1 column 2`.
@@ -1184,12 +1162,9 @@ fn a_mistyped_argument_is_explained_without_parser_internals() {
 #[test]
 fn watch_says_what_it_watches_and_stops_nothing_over_http() {
     let server = HttpServer::start();
+    let scratch = tempfile::tempdir().unwrap();
     let mut watch = Killed(
-        Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
+        toolwire_in(&scratch)
             .args(["watch", &server.url, "--resource", "file:///notes.txt"])
             .stderr(Stdio::piped())
             .spawn()

@@ -405,7 +405,7 @@ fn ctrl_c_cancels_a_slow_call_and_the_server_sees_it() {
 fn an_image_is_saved_to_a_file() {
     let server = serve(demo("Returns the message unchanged", Arc::default()));
     let home = Home::new("image", &server.url);
-    let out = home.0.join("media");
+    let out = home.0.path().join("media");
     let called = home.run(&[
         "call",
         "--yes",
@@ -476,7 +476,7 @@ fn servers_shows_each_one_with_its_era_and_status() {
         "demo": {"url": server.url},
         "gone": {"command": "/nonexistent/mcp-server"},
     }});
-    std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
+    std::fs::write(home.0.path().join("mcp.json"), config.to_string()).unwrap();
     let listed = home.run(&["servers"]);
     let (out, err) = text(&listed);
     assert_eq!(listed.status.code(), Some(0), "{err}");
@@ -672,7 +672,7 @@ fn audit_options_go_where_they_are_typed_and_help_lists_only_its_own() {
     assert!(records.iter().any(|r| r["event"] == "call"), "{out}");
 
     // The state directory given after the subcommand (and not through the environment).
-    let state = home.0.join("state").display().to_string();
+    let state = home.0.path().join("state").display().to_string();
     for args in [
         ["audit", "show", "--state-dir", &state],
         ["audit", "verify", "--state-dir", &state],
@@ -798,9 +798,9 @@ fn library_logs_stay_off_the_terminal_unless_asked_for() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/support/hang_server.py");
     let config = json!({"mcpServers": {
         "demo": {"url": server.url},
-        "stays": {"command": "python3", "args": [script, home.0.join("pid")]},
+        "stays": {"command": "python3", "args": [script, home.0.path().join("pid")]},
     }});
-    std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
+    std::fs::write(home.0.path().join("mcp.json"), config.to_string()).unwrap();
     let timestamp = regex_like_timestamp;
     for args in [
         &["servers"][..],

@@ -53,7 +53,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     });
     let home = Home::empty("login");
     let config = json!({"mcpServers": {"crm": {"url": url}}});
-    std::fs::write(home.0.join("mcp.json"), config.to_string()).unwrap();
+    std::fs::write(home.0.path().join("mcp.json"), config.to_string()).unwrap();
 
     // An authorization server on plain http elsewhere than the server is refused unless
     // allowed for development, and the error says how.
@@ -64,7 +64,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     assert!(err.contains("plain http"), "{err}");
     assert!(err.contains("--insecure-oauth-http"), "{err}");
     assert!(
-        !home.0.join("state/credentials.json").exists(),
+        !home.0.path().join("state/credentials.json").exists(),
         "nothing was registered"
     );
 
@@ -111,7 +111,7 @@ fn login_keeps_a_token_that_later_commands_use_until_logout() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt as _;
-        let file = home.0.join("state/credentials.json");
+        let file = home.0.path().join("state/credentials.json");
         let mode = std::fs::metadata(&file).unwrap().permissions().mode();
         assert_eq!(mode & 0o777, 0o600);
     }

@@ -4,7 +4,6 @@
 //! PyPI `mcp-server-time`, next to `toolwire serve`, from one configuration file — listed,
 //! called after a yes at the prompt, a form filled in, an image saved, the log verified.
 
-use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -21,12 +20,12 @@ fn var(name: &str) -> String {
     std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/host-interop"))
 }
 
-struct Home(PathBuf);
+struct Home(tempfile::TempDir);
 
 impl Home {
     fn new() -> Home {
-        let dir = std::env::temp_dir().join(format!("toolwire-cli-real-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path();
         std::fs::create_dir_all(dir.join("files")).unwrap();
         std::fs::write(dir.join("files/hello.txt"), "hello from a real file\n").unwrap();
         let node = var("TOOLWIRE_HOST_NODE");
@@ -41,7 +40,7 @@ impl Home {
                          "env": {"TOOLWIRE_DATA_DIR": dir.join("data")}},
         }, "roots": ["files"]});
         std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
-        Home(dir)
+        Home(scratch)
     }
 
     fn command(&self, args: &[&str]) -> Command {
@@ -49,10 +48,10 @@ impl Home {
         command
             .args(args)
             // The configuration is found as ./.mcp.json, as in a project.
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
+            .current_dir(self.0.path())
+            .env("HOME", self.0.path())
             .env_remove("TOOLWIRE_CONFIG")
-            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
+            .env("TOOLWIRE_STATE_DIR", self.0.path().join("state"))
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG");
         command
@@ -71,12 +70,6 @@ impl Home {
         let mut session = Session::spawn(self.command(args)).expect("toolwire starts in a pty");
         session.set_expect_timeout(Some(Duration::from_secs(60)));
         session
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
 
@@ -139,7 +132,7 @@ fn the_terminal_host_over_real_servers() {
 
     // A project's file may not allow a call: its rule is set aside, and without a terminal
     // the call is refused.
-    let file = home.0.join("files/hello.txt");
+    let file = home.0.path().join("files/hello.txt");
     let path = format!("path={}", file.display());
     let (code, _, err) = home.run(&["call", "filesystem__read_text_file", &path]);
     assert_eq!(code, 3, "{err}");
@@ -159,7 +152,7 @@ fn the_terminal_host_over_real_servers() {
     assert_eq!(code, 0, "{err}");
     assert!(time.contains("\"timezone\": \"UTC\""), "{time}");
 
-    let out = home.0.join("media");
+    let out = home.0.path().join("media");
     let (code, image, err) = home.run(&[
         "call",
         "--yes",
@@ -233,7 +226,7 @@ fn the_terminal_host_over_real_servers() {
     // Roots come from the configuration (relative to its file).
     let (code, roots, err) = home.run(&["call", "--yes", "everything__get-roots-list"]);
     assert_eq!(code, 0, "{err}");
-    let files = format!("file://{}/", home.0.join("files").display());
+    let files = format!("file://{}/", home.0.path().join("files").display());
     assert!(roots.contains(&files), "{files} in {roots}");
 
     // Sampling: shown, and answered by the configured command (confirmed by --yes here).

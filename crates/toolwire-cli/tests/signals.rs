@@ -3,28 +3,23 @@
 //! in its own process group, out of the terminal's reach, so this is the only way it stops.
 
 use std::io::{BufRead, BufReader};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
 /// A temporary directory for one test, removed at the end.
-struct Scratch(PathBuf);
+struct Scratch(tempfile::TempDir);
 
 impl Scratch {
     fn new(name: &str) -> Scratch {
-        let dir =
-            std::env::temp_dir().join(format!("toolwire-signals-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Scratch(dir)
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        Scratch(
+            tempfile::Builder::new()
+                .prefix(&format!("toolwire-signals-{name}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 }
 
@@ -37,15 +32,9 @@ fn start_call(pid_file: &Path, ignore_term: bool) -> (Child, std::sync::mpsc::Re
         if ignore_term { " --ignore-term" } else { "" }
     );
     let mut child = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
-        // Notes go to a scratch directory, never the home directory.
-        .env(
-            "TOOLWIRE_DATA_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
-        )
+        // State and notes go to the test's scratch directory, never the home directory.
+        .env("TOOLWIRE_STATE_DIR", pid_file.with_file_name("state"))
+        .env("TOOLWIRE_DATA_DIR", pid_file.with_file_name("data"))
         .args(["call", "--yes", &server, "hang"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -137,7 +126,7 @@ fn assert_gone_soon(pid: u32) {
 fn each_signal_stops_the_server_and_sets_the_exit_status() {
     for (name, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
         let scratch = Scratch::new(&format!("each-{name}"));
-        let pid_file = scratch.0.join("pid");
+        let pid_file = scratch.0.path().join("pid");
         let (mut call, lines) = start_call(&pid_file, false);
         let server = Reap(server_pid(&pid_file));
         signal(call.id(), name);
@@ -160,7 +149,7 @@ fn each_signal_stops_the_server_and_sets_the_exit_status() {
 #[test]
 fn a_server_ignoring_sigterm_is_killed() {
     let scratch = Scratch::new("stubborn");
-    let pid_file = scratch.0.join("pid");
+    let pid_file = scratch.0.path().join("pid");
     let (mut call, _lines) = start_call(&pid_file, true);
     let server = Reap(server_pid(&pid_file));
     signal(call.id(), "INT");
@@ -172,7 +161,7 @@ fn a_server_ignoring_sigterm_is_killed() {
 #[test]
 fn a_second_signal_kills_the_server_at_once() {
     let scratch = Scratch::new("twice");
-    let pid_file = scratch.0.join("pid");
+    let pid_file = scratch.0.path().join("pid");
     let (mut call, lines) = start_call(&pid_file, true);
     let server = Reap(server_pid(&pid_file));
     signal(call.id(), "INT");

@@ -1,6 +1,6 @@
-//! Faults on stdio (issue 16), against `toolwire serve` as a real child process: a 100 MB line,
-//! invalid UTF-8, a line cut by EOF, and a client that stops reading its stdout. The server's
-//! memory is read from /proc.
+//! Faults on stdio that must neither crash the server nor grow its memory, against `toolwire serve`
+//! as a real child process: a 100 MB line, invalid UTF-8, a line cut by EOF, and a client that
+//! stops reading its stdout. The server's memory is read from /proc.
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
@@ -15,16 +15,12 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 /// `toolwire serve` on stdio, answering already, with state and data directories of its own:
 /// the tests run at once, and servers sharing one handle database raced to create it (in CI,
 /// one exited before it read a line).
-fn serve() -> (Child, ChildStdin, BufReader<ChildStdout>) {
-    static NEXT: AtomicU64 = AtomicU64::new(0);
-    let scratch = std::env::temp_dir().join(format!(
-        "toolwire-stdio-faults-{}-{}",
-        std::process::id(),
-        NEXT.fetch_add(1, Ordering::SeqCst)
-    ));
+/// The scratch directory holding them is removed when the first value is dropped.
+fn serve() -> (tempfile::TempDir, Child, ChildStdin, BufReader<ChildStdout>) {
+    let scratch = tempfile::tempdir().unwrap();
     let mut child = Command::new(BIN)
-        .env("TOOLWIRE_STATE_DIR", scratch.join("state"))
-        .env("TOOLWIRE_DATA_DIR", scratch.join("data"))
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"))
         .arg("serve")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -37,7 +33,7 @@ fn serve() -> (Child, ChildStdin, BufReader<ChildStdout>) {
         .write_all(request(0, "server/discover", json!({})).as_bytes())
         .unwrap();
     assert_eq!(read_reply(&mut stdout)["id"], 0, "the server answers");
-    (child, stdin, stdout)
+    (scratch, child, stdin, stdout)
 }
 
 fn request(id: u64, method: &str, mut params: Value) -> String {
@@ -96,7 +92,7 @@ fn finish(mut child: Child, stdin: ChildStdin) {
 
 #[test]
 fn a_100_mb_line_is_refused_and_memory_stays_bounded() {
-    let (child, mut stdin, mut stdout) = serve();
+    let (_scratch, child, mut stdin, mut stdout) = serve();
     stdin
         .write_all(request(1, "server/discover", json!({})).as_bytes())
         .unwrap();
@@ -136,7 +132,7 @@ fn a_100_mb_line_is_refused_and_memory_stays_bounded() {
 
 #[test]
 fn invalid_utf8_and_a_line_cut_by_eof_get_errors() {
-    let (child, mut stdin, mut stdout) = serve();
+    let (_scratch, child, mut stdin, mut stdout) = serve();
     stdin
         .write_all(b"{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"\xff\xfe\",\"params\":{}}\n")
         .unwrap();
@@ -166,7 +162,7 @@ fn invalid_utf8_and_a_line_cut_by_eof_get_errors() {
 
 #[test]
 fn a_client_that_stops_reading_holds_the_server_back() {
-    let (child, stdin, mut stdout) = serve();
+    let (_scratch, child, stdin, mut stdout) = serve();
     let message = "m".repeat(256 * 1024);
     let written = Arc::new(AtomicU64::new(0));
     // 72 MiB of replies if nothing held the server back; within the example server's rate

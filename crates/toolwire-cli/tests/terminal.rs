@@ -158,26 +158,24 @@ fn server() -> String {
     shlex::try_join(["python3", script_path, &script().to_string()]).unwrap()
 }
 
-/// `toolwire` with its state, notes and saved media in scratch directories: the `text` tool
-/// returns an image, which `call` saves in the current directory.
-fn command() -> Command {
-    let scratch = |what: &str| {
-        std::env::temp_dir().join(format!("toolwire-cli-{what}-{}", std::process::id()))
-    };
-    let media = scratch("media");
+/// `toolwire` with its state, notes and saved media in the scratch directory `dir`: the `text`
+/// tool returns an image, which `call` saves in the current directory.
+fn command_in(dir: &std::path::Path) -> Command {
+    let media = dir.join("media");
     std::fs::create_dir_all(&media).unwrap();
     let mut command = Command::new(BIN);
     command
-        .env("TOOLWIRE_STATE_DIR", scratch("state"))
+        .env("TOOLWIRE_STATE_DIR", dir.join("state"))
         // Notes go to a scratch directory, never the home directory.
-        .env("TOOLWIRE_DATA_DIR", scratch("data"))
+        .env("TOOLWIRE_DATA_DIR", dir.join("data"))
         .current_dir(media)
         .env_remove("RUST_BACKTRACE");
     command
 }
 
 fn toolwire(args: &[&str]) -> Output {
-    command()
+    let scratch = tempfile::tempdir().unwrap();
+    command_in(scratch.path())
         .args(args)
         // Info-level logs include the server's stderr lines.
         .env("RUST_LOG", "info")
@@ -314,7 +312,8 @@ fn answer_never_accepts_a_url_elicitation() {
 
 /// Runs `toolwire` with stdout (or stderr) a pipe whose reading end is already closed.
 fn with_closed(args: &[&str], close_stdout: bool) -> std::process::ExitStatus {
-    let mut child = command()
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = command_in(scratch.path())
         .args(args)
         .env_remove("RUST_LOG")
         .stdout(Stdio::piped())
@@ -369,9 +368,9 @@ fn a_closed_stderr_is_no_panic() {
 }
 
 /// `toolwire ARGS` in a pseudo-terminal, without colours; `BROWSER` appends each URL it is
-/// asked to open to the file `opened`.
+/// asked to open to the file `opened`, whose directory also holds the command's state.
 fn at_terminal(args: &[&str], opened: &std::path::Path) -> Session {
-    let mut command = command();
+    let mut command = command_in(opened.parent().expect("a file in a scratch directory"));
     let record = shlex::try_quote(opened.to_str().unwrap())
         .unwrap()
         .into_owned();
@@ -421,14 +420,17 @@ fn last(text: &str) -> &str {
     &text[at..]
 }
 
-fn scratch(what: &str) -> std::path::PathBuf {
-    std::env::temp_dir().join(format!("toolwire-cli-{what}-{}", std::process::id()))
+/// A file not made yet, `what`, in a scratch directory removed on drop.
+fn scratch(what: &str) -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join(what);
+    (dir, file)
 }
 
 #[test]
 fn a_form_from_a_hostile_schema_shows_every_keyword_safely() {
     let server = server();
-    let opened = scratch("form-opened");
+    let (_scratch, opened) = scratch("form-opened");
     // Missing arguments are asked for from the tool's input schema, whatever it holds: a
     // string where a number belongs too. Enter takes the defaults; the last question stops.
     let mut bounds = at_terminal(&["call", "--yes", &server, "bounds"], &opened);
@@ -474,8 +476,7 @@ fn a_form_from_a_hostile_schema_shows_every_keyword_safely() {
 #[test]
 fn only_a_web_page_is_opened_and_only_after_a_yes() {
     let server = server();
-    let opened = scratch("url-opened");
-    let _ = std::fs::remove_file(&opened);
+    let (_scratch, opened) = scratch("url-opened");
     for (tool, url) in &URLS[..3] {
         let mut session = at_terminal(&["call", "--yes", &server, tool], &opened);
         let mut shown = see(&mut session, "asks you to open a web page");
@@ -517,5 +518,4 @@ fn only_a_web_page_is_opened_and_only_after_a_yes() {
         reached.lines().all(|line| line == url),
         "the opener was given {reached:?}"
     );
-    let _ = std::fs::remove_file(&opened);
 }

@@ -24,18 +24,19 @@ fn python_server() -> String {
     )
 }
 
+/// `toolwire` with its state and notes in `scratch`, never the home directory.
+fn scratch_command(scratch: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"));
+    command
+}
+
 #[test]
 fn a_stdio_server_does_not_get_the_bearer_token() {
-    let output = Command::new(BIN)
-        .env(
-            "TOOLWIRE_STATE_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-        )
-        // Notes go to a scratch directory, never the home directory.
-        .env(
-            "TOOLWIRE_DATA_DIR",
-            std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
-        )
+    let scratch = tempfile::tempdir().unwrap();
+    let output = scratch_command(&scratch)
         .args(["call", "--yes", "--json", &python_server(), "env"])
         .args(["--env", "GIVEN=on the command line", "--env", "PASSED"])
         .env("TOOLWIRE_BEARER_TOKEN", "s3cret")
@@ -60,16 +61,8 @@ fn a_stdio_server_does_not_get_the_bearer_token() {
 /// Runs `toolwire` with `args` and extra environment, off the async runtime.
 async fn toolwire(args: Vec<String>, env: Vec<(&'static str, String)>) -> Output {
     tokio::task::spawn_blocking(move || {
-        Command::new(BIN)
-            .env(
-                "TOOLWIRE_STATE_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-state-{}", std::process::id())),
-            )
-            // Notes go to a scratch directory, never the home directory.
-            .env(
-                "TOOLWIRE_DATA_DIR",
-                std::env::temp_dir().join(format!("toolwire-cli-data-{}", std::process::id())),
-            )
+        let scratch = tempfile::tempdir().unwrap();
+        scratch_command(&scratch)
             .args(args)
             .envs(env)
             .env_remove("RUST_LOG")

@@ -1,6 +1,26 @@
 //! Glob patterns over tool names: `*` matches any run of characters, `?` one, `[abc]` a class,
 //! `{a,b}` alternatives; a backslash escapes.
 
+/// Why patterns do not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum GlobError {
+    /// One pattern is not a valid glob.
+    #[error("{pattern:?} is not a valid pattern: {reason}")]
+    Pattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Each pattern compiles, but not the whole set (it grew too large).
+    #[error("{reason}")]
+    Set {
+        /// What went wrong.
+        reason: String,
+    },
+}
+
 /// A compiled list of patterns: does a name match any of them?
 #[derive(Debug, Clone)]
 pub struct Globs {
@@ -14,26 +34,31 @@ pub(crate) struct Glob(globset::Glob);
 
 impl Glob {
     /// Compiles `pattern`; the error says what is wrong with it.
-    pub(crate) fn new(pattern: &str) -> Result<Glob, String> {
+    pub(crate) fn new(pattern: &str) -> Result<Glob, GlobError> {
         globset::GlobBuilder::new(pattern)
             .literal_separator(false)
             .backslash_escape(true)
             .empty_alternates(true)
             .build()
             .map(Glob)
-            .map_err(|e| format!("{pattern:?} is not a valid pattern: {}", e.kind()))
+            .map_err(|e| GlobError::Pattern {
+                pattern: pattern.to_owned(),
+                reason: e.kind().to_string(),
+            })
     }
 }
 
 impl Globs {
     /// Compiles every pattern.
-    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Globs, String> {
+    pub fn new<S: AsRef<str>>(patterns: &[S]) -> Result<Globs, GlobError> {
         let mut set = globset::GlobSetBuilder::new();
         for pattern in patterns {
             set.add(Glob::new(pattern.as_ref())?.0);
         }
         Ok(Globs {
-            set: set.build().map_err(|e| e.to_string())?,
+            set: set.build().map_err(|e| GlobError::Set {
+                reason: e.to_string(),
+            })?,
             patterns: patterns.iter().map(|p| p.as_ref().to_owned()).collect(),
         })
     }
@@ -78,6 +103,7 @@ mod tests {
         assert!(
             Globs::new(&["a[b"])
                 .unwrap_err()
+                .to_string()
                 .contains("not a valid pattern")
         );
         assert!(Globs::new::<&str>(&[]).unwrap().is_empty());

@@ -43,13 +43,15 @@ pub mod policy;
 mod private;
 mod util;
 
-pub use audit::{AuditError, AuditLog, Head, Redaction, Tampering, Verified, verify};
+pub use audit::{
+    AuditError, AuditLog, Head, Redaction, RedactionError, Tampering, Verified, verify,
+};
 pub use config::{
     ApprovalRules, AuditConfig, ConfigError, Decision, FileTrust, HostConfig, IgnoredKey,
     MemoryTrust, OAuthSettings, Origin, ProjectError, ProjectFile, Review, ServerConfig,
     ToolFilter, Transport, TrustError, TrustStore, Variables,
 };
-pub use glob::Globs;
+pub use glob::{GlobError, Globs};
 pub use host::{
     AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
     HostOptions, HostTool, ListChange, ListChanges, Outcome, ServerState, ServerStatus,
@@ -60,5 +62,5 @@ pub use pins::{
 };
 pub use policy::{
     Answer, ApprovalRequest, Approved, Approver, Call, FileRemembered, MemoryRemembered, Policy,
-    Reason, Refusal, Remembered, Verdict,
+    PolicyError, Reason, Refusal, RememberError, Remembered, Verdict,
 };

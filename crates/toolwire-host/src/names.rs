@@ -65,7 +65,7 @@ impl Names {
                     server: server.to_owned(),
                     tool: tool.to_owned(),
                 };
-                (r, prefix, qualify(prefix, tool, budget, SHORT_HASH, false))
+                (r, prefix, qualify(prefix, tool, budget, Tail::WhenNeeded))
             })
             .collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
@@ -82,7 +82,7 @@ impl Names {
             .collect();
         for ((r, prefix, name), clash) in named.iter_mut().zip(clashing) {
             if clash {
-                *name = qualify(prefix, &r.tool, budget, LONG_HASH, true);
+                *name = qualify(prefix, &r.tool, budget, Tail::Clashed);
             }
         }
         let mut names = Names::default();
@@ -121,10 +121,23 @@ impl Names {
     }
 }
 
+/// When a qualified name ends in a hash of the real one, and how long it is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Tail {
+    /// Only when the plain name will not do: [`SHORT_HASH`] digits.
+    WhenNeeded,
+    /// Always, [`LONG_HASH`] digits: the name met another.
+    Clashed,
+}
+
 /// `prefix__tool`, with the characters a model API refuses made `_`; when that changed the
-/// name, when it is over `budget`, or when `force`d, the tail becomes `_` and `hash` hex digits
-/// of SHA-256 over the prefix and the real name.
-fn qualify(prefix: &str, tool: &str, budget: usize, hash: usize, force: bool) -> String {
+/// name, when it is over `budget`, or when it [`Tail::Clashed`], the tail becomes `_` and hex
+/// digits of SHA-256 over the prefix and the real name.
+fn qualify(prefix: &str, tool: &str, budget: usize, tail: Tail) -> String {
+    let (hash, force) = match tail {
+        Tail::WhenNeeded => (SHORT_HASH, false),
+        Tail::Clashed => (LONG_HASH, true),
+    };
     let clean: String = tool
         .chars()
         .map(|c| {

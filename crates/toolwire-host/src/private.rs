@@ -179,35 +179,32 @@ pub(crate) fn set_mode(path: &Path, mode: u32) {
 mod tests {
     use super::*;
 
-    struct Scratch(PathBuf);
+    /// A directory not made yet, in a scratch directory removed on drop.
+    struct Scratch {
+        path: PathBuf,
+        _dir: tempfile::TempDir,
+    }
 
     impl Scratch {
         fn new(name: &str) -> Scratch {
-            let dir = std::env::temp_dir().join(format!(
-                "toolwire-host-private-{name}-{}",
-                std::process::id()
-            ));
-            let _ = std::fs::remove_dir_all(&dir);
-            Scratch(dir)
-        }
-    }
-
-    impl Drop for Scratch {
-        fn drop(&mut self) {
-            let _ = std::fs::remove_dir_all(&self.0);
+            let scratch = tempfile::tempdir().unwrap();
+            Scratch {
+                path: scratch.path().join(name),
+                _dir: scratch,
+            }
         }
     }
 
     #[test]
     fn what_is_created_is_private_from_the_start() {
         let scratch = Scratch::new("created");
-        let dir = scratch.0.join("a/b");
+        let dir = scratch.path.join("a/b");
         create_dir_all(&dir).unwrap();
         replace(&dir.join("replaced.json"), b"{}").unwrap();
         replace(&dir.join("replaced.json"), b"{\"again\": true}").unwrap();
         open_append(&dir.join("log")).unwrap();
         own_dir(&dir.join("own")).unwrap();
-        assert_eq!(not_private(&scratch.0), []);
+        assert_eq!(not_private(&scratch.path), []);
         assert_eq!(
             std::fs::read_to_string(dir.join("replaced.json")).unwrap(),
             "{\"again\": true}"
@@ -225,36 +222,36 @@ mod tests {
     #[test]
     fn what_others_could_read_is_made_private_when_opened() {
         let scratch = Scratch::new("loose");
-        std::fs::create_dir_all(scratch.0.join("named/own")).unwrap();
+        std::fs::create_dir_all(scratch.path.join("named/own")).unwrap();
         for (file, mode) in [
             ("log", 0o644),
             ("lock", 0o666),
             ("read", 0o640),
             ("mine", 0o400),
         ] {
-            std::fs::write(scratch.0.join(file), "x").unwrap();
-            set_mode(&scratch.0.join(file), mode);
+            std::fs::write(scratch.path.join(file), "x").unwrap();
+            set_mode(&scratch.path.join(file), mode);
         }
-        set_mode(&scratch.0.join("named"), 0o755);
-        set_mode(&scratch.0.join("named/own"), 0o755);
-        open_append(&scratch.0.join("log")).unwrap();
+        set_mode(&scratch.path.join("named"), 0o755);
+        set_mode(&scratch.path.join("named/own"), 0o755);
+        open_append(&scratch.path.join("log")).unwrap();
         open(
-            &scratch.0.join("lock"),
+            &scratch.path.join("lock"),
             OpenOptions::new().create(true).truncate(false).write(true),
         )
         .unwrap();
-        make_private(&scratch.0.join("read")).unwrap();
-        make_private(&scratch.0.join("missing")).unwrap();
-        make_private(&scratch.0.join("mine")).unwrap();
-        own_dir(&scratch.0.join("named/own")).unwrap();
-        create_dir_all(&scratch.0.join("named")).unwrap();
-        set_mode(&scratch.0, 0o700);
+        make_private(&scratch.path.join("read")).unwrap();
+        make_private(&scratch.path.join("missing")).unwrap();
+        make_private(&scratch.path.join("mine")).unwrap();
+        own_dir(&scratch.path.join("named/own")).unwrap();
+        create_dir_all(&scratch.path.join("named")).unwrap();
+        set_mode(&scratch.path, 0o700);
         // Only the directory the caller named is left as it was; a read-only file stays so.
-        let loose = not_private(&scratch.0);
+        let loose = not_private(&scratch.path);
         let shown: Vec<(String, &str)> = loose
             .iter()
             .map(|(p, m)| {
-                let p = p.strip_prefix(&scratch.0).unwrap();
+                let p = p.strip_prefix(&scratch.path).unwrap();
                 (p.display().to_string(), m.as_str())
             })
             .collect();

@@ -93,7 +93,8 @@ async fn many_servers_one_list_through_the_policy_with_pins_and_an_audit_log() {
         .unwrap();
     let files_url = serve(files.clone()).await;
     let words_url = serve(words).await;
-    let state = tempdir("state");
+    let scratch = tempfile::tempdir().unwrap();
+    let state = scratch.path();
     let config = HostConfig::parse(
         &json!({
             "mcpServers": {
@@ -116,7 +117,7 @@ async fn many_servers_one_list_through_the_policy_with_pins_and_an_audit_log() {
         .extend([Answer::AllowAlways]);
     let audit = state.join("audit.jsonl");
     let options = HostOptions::new(approver.clone())
-        .state_dir(&state)
+        .state_dir(state)
         .audit_log(&audit)
         .max_result_chars(20);
     let mut host = Host::connect(&config, options.clone()).await.unwrap();
@@ -251,14 +252,6 @@ async fn many_servers_one_list_through_the_policy_with_pins_and_an_audit_log() {
         );
     }
     assert!(verified.records >= 12, "{}", verified.records);
-    std::fs::remove_dir_all(&state).unwrap();
-}
-
-fn tempdir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
 }
 
 #[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]

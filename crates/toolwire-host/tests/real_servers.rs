@@ -89,10 +89,8 @@ async fn real_servers_and_a_toolwire_server_in_one_list() {
     )
     .unwrap();
     let approver = AllowOnce::default();
-    let audit =
-        std::env::temp_dir().join(format!("toolwire-host-real-{}.jsonl", std::process::id()));
-    let _ = std::fs::remove_file(&audit);
-    let _ = std::fs::remove_file(audit.with_extension("jsonl.head"));
+    let scratch = tempfile::tempdir().unwrap();
+    let audit = scratch.path().join("audit.jsonl");
     let host = Host::connect(
         &config,
         HostOptions::new(approver.clone()).audit_log(&audit),
@@ -144,5 +142,4 @@ async fn real_servers_and_a_toolwire_server_in_one_list() {
     host.close().await;
     let verified = toolwire_host::verify(&audit).unwrap();
     assert!(verified.records >= 7, "{verified:?}");
-    let _ = std::fs::remove_file(&audit);
 }

@@ -35,9 +35,8 @@ impl Approver for NobodyAsked {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stdio_server_cleaned_redacted_and_restarted() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-stdio-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let log = dir.join("audit.jsonl");
     let config = HostConfig::parse(
         &json!({
@@ -111,14 +110,12 @@ async fn a_stdio_server_cleaned_redacted_and_restarted() {
     assert_eq!(restarted[0]["starts"], 2);
     let verified = verify(&log).unwrap();
     assert_eq!(verified.records as usize, records.len());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-late-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     let command = dir.join("late-server");
     let config = HostConfig::parse(
         &json!({"mcpServers": {"late": {"command": command, "approval": {"allow": ["*"]}}}})
@@ -181,5 +178,4 @@ async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
             "call"
         ]
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }

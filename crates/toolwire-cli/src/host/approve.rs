@@ -10,7 +10,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use toolwire_host::{Answer, ApprovalRequest, Approver};
 
-use crate::terminal::{Layout, json, note, visible};
+use crate::terminal::{Json, Layout, json, note, visible};
 use crate::ui::{Tone, Ui};
 
 /// The refusal the model (and the person) reads when nobody could be asked.
@@ -98,7 +98,7 @@ pub(crate) fn describe(ui: &Ui, request: &ApprovalRequest<'_>) -> String {
     // A rule's pattern comes from a configuration file, perhaps a cloned project's.
     let reason = request.reason.to_string();
     lines.push(format!("  asked        {}", visible(&reason, Layout::Line)));
-    let arguments = json(request.arguments, true).unwrap_or_else(|_| "?".into());
+    let arguments = json(request.arguments, Json::Pretty).unwrap_or_else(|_| "?".into());
     lines.push("  arguments, exactly as they will be sent:".into());
     lines.extend(arguments.lines().map(|l| format!("    {l}")));
     lines.join("\n")

@@ -8,9 +8,8 @@ use toolwire_host::{Tampering, verify};
 
 use super::StateArgs;
 use super::call::Ended;
-use super::open::shown;
-use crate::terminal::{Layout, json, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Json, Layout, json, out, shown, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// What to do with the audit log.
 #[derive(Subcommand, Debug)]
@@ -35,7 +34,7 @@ pub(crate) enum AuditAction {
 /// Runs `toolwire audit`.
 pub(crate) fn audit(state: &StateArgs, action: &AuditAction) -> anyhow::Result<()> {
     let path = state.audit_log()?;
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     match action {
         AuditAction::Verify => match verify(&path) {
             Err(Tampering::Missing { .. }) => Ok(out(&format!(
@@ -82,7 +81,7 @@ pub(crate) fn audit(state: &StateArgs, action: &AuditAction) -> anyhow::Result<(
                     }
                 };
                 if *as_json {
-                    shown_lines.push(json(&record, false)?);
+                    shown_lines.push(json(&record, Json::Compact)?);
                 } else {
                     shown_lines.push(describe(&ui, &record));
                 }
@@ -104,7 +103,7 @@ fn describe(ui: &Ui, record: &Value) -> String {
     let text = |value: &Value| -> String {
         let text = match value {
             Value::String(s) => s.clone(),
-            other => json(other, false).unwrap_or_default(),
+            other => json(other, Json::Compact).unwrap_or_default(),
         };
         visible(&text, Layout::Line).into_owned()
     };

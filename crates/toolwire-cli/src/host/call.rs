@@ -11,13 +11,15 @@ use clap::Args;
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::CancellationToken;
-use toolwire_host::{Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport};
+use toolwire_host::{
+    Called, Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport,
+};
 
-use super::open::{Asks, failed_how, server_name};
+use super::open::{Asks, Servers, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
-use crate::terminal::{Layout, json, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Json, Layout, json, note, out, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// The exit status of a refused call.
 pub(crate) const REFUSED: i32 = 3;
@@ -109,28 +111,25 @@ pub(crate) async fn call(
         asks: call.asks()?,
         ..args.clone()
     };
-    let ui = Ui::new(call.yes);
+    let ui = Ui::new(Consent::from_flag(call.yes));
     let mut signals = Signals::listen()?;
+    let servers = Servers::named(one_off.as_deref());
     let opened = async {
         let config = args.configuration(one_off.as_deref(), &ui).await?;
-        let host = args.open_config(&config, one_off.is_some(), &ui).await?;
+        let host = args.open_config(&config, servers, &ui).await?;
         anyhow::Ok((config, host))
     };
     let (config, host) = tokio::select! {
         opened = opened => opened?,
         signal = signals.next() => return Err(signal.into()),
     };
-    let outcome = run(
-        &host,
-        &config,
-        &ui,
-        call,
-        one_off.is_some(),
-        name,
-        words,
-        &mut signals,
-    )
-    .await;
+    let opened = Opened {
+        host: &host,
+        config: &config,
+        ui: &ui,
+        servers,
+    };
+    let outcome = run(&opened, call, name, words, &mut signals).await;
     ui.end_progress();
     let (closing, at_once) = closing_words(&config);
     if let Some(signal) = outcome
@@ -165,18 +164,40 @@ fn closing_words(config: &HostConfig) -> (&'static str, &'static str) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
+/// The host a call is made through, and what it was opened with.
+struct Opened<'a> {
+    host: &'a Host,
+    config: &'a HostConfig,
+    ui: &'a Arc<Ui>,
+    servers: Servers,
+}
+
+/// The call: the tool found, its arguments asked for when missing, a changed definition
+/// reviewed, the call sent, and its result printed.
 async fn run(
-    host: &Host,
-    config: &HostConfig,
-    ui: &Arc<Ui>,
+    opened: &Opened<'_>,
     call: &CallArgs,
-    one_off: bool,
     name: &str,
     words: &[String],
     signals: &mut Signals,
 ) -> anyhow::Result<()> {
-    let tool = find(host, config, name, one_off)?;
+    let Opened { host, ui, .. } = *opened;
+    let tool = find(opened, name)?;
+    let arguments = arguments_for(ui, call, &tool, words).await?;
+    review_change(host, ui, &tool).await?;
+    let called = send(host, ui, &tool.qualified, arguments, signals).await?;
+    ui.end_progress();
+    report(ui, call, &tool, &called)
+}
+
+/// The arguments from the command line; at a terminal, a form asks for the required ones
+/// missing (unless the output is JSON).
+async fn arguments_for(
+    ui: &Arc<Ui>,
+    call: &CallArgs,
+    tool: &HostTool,
+    words: &[String],
+) -> anyhow::Result<Value> {
     let schema = Value::Object(tool.definition.input_schema.clone());
     let mut arguments = arguments::parse(words, &schema)?;
     let missing = arguments::missing(&arguments, &schema);
@@ -191,12 +212,44 @@ async fn run(
             return Err(Ended(REFUSED).into());
         }
     }
-    review_change(host, ui, &tool).await?;
+    Ok(Value::Object(arguments))
+}
+
+/// Sends the call, showing its progress and the server's log messages; a signal cancels it
+/// (the server is told), a second one quits at once.
+async fn send(
+    host: &Host,
+    ui: &Arc<Ui>,
+    qualified: &str,
+    arguments: Value,
+    signals: &mut Signals,
+) -> anyhow::Result<Called> {
     let token = CancellationToken::new();
+    let options = call_options(ui).cancel_on(token.clone());
+    let called = host.call_with(qualified, arguments, options);
+    tokio::pin!(called);
+    tokio::select! {
+        called = &mut called => Ok(called),
+        signal = signals.next() => {
+            ui.end_progress();
+            note(&format!(
+                "toolwire: {signal}: cancelling the call (the server is told; press Ctrl-C again to quit)"
+            ));
+            token.cancel();
+            tokio::select! {
+                _ = &mut called => note("toolwire: the call was cancelled"),
+                again = signals.next() => return Err(again.into()),
+            }
+            Err(signal.into())
+        }
+    }
+}
+
+/// The call's progress shown as a bar, and the server's log messages as dim lines.
+fn call_options(ui: &Arc<Ui>) -> CallOptions {
     let progress_ui = ui.clone();
     let log_ui = ui.clone();
-    let options = CallOptions::default()
-        .cancel_on(token.clone())
+    CallOptions::default()
         .on_progress(move |p| {
             let message = visible(p.message.as_deref().unwrap_or(""), Layout::Line);
             progress_ui.progress(p.progress, p.total, &message);
@@ -217,26 +270,11 @@ async fn run(
                 log_ui.paint(Tone::Dim, &format!("server log [{level}]")),
                 visible(&text, Layout::Line)
             ));
-        });
-    let qualified = tool.qualified.clone();
-    let called = host.call_with(&qualified, Value::Object(arguments), options);
-    tokio::pin!(called);
-    let called = tokio::select! {
-        called = &mut called => called,
-        signal = signals.next() => {
-            ui.end_progress();
-            note(&format!(
-                "toolwire: {signal}: cancelling the call (the server is told; press Ctrl-C again to quit)"
-            ));
-            token.cancel();
-            tokio::select! {
-                _ = &mut called => note("toolwire: the call was cancelled"),
-                again = signals.next() => return Err(again.into()),
-            }
-            return Err(signal.into());
-        }
-    };
-    ui.end_progress();
+        })
+}
+
+/// What became of the call, printed; the exit status says it too.
+fn report(ui: &Ui, call: &CallArgs, tool: &HostTool, called: &Called) -> anyhow::Result<()> {
     let result = &called.result;
     match called.outcome {
         Outcome::Refused => {
@@ -260,7 +298,7 @@ async fn run(
         _ => {}
     }
     if call.json {
-        out(&json(result, true)?)?;
+        out(&json(result, Json::Pretty)?)?;
     } else {
         if result.is_error() {
             note(&ui.paint(Tone::Red, "toolwire: the tool reported an error:"));
@@ -276,7 +314,14 @@ async fn run(
 /// The listed tool `name` stands for: a qualified name, or for one server named on the
 /// command line, the server's own name of the tool. When it is not listed because its server
 /// could not be started or reached, that failure is the error: it is why.
-fn find(host: &Host, config: &HostConfig, name: &str, one_off: bool) -> anyhow::Result<HostTool> {
+fn find(opened: &Opened<'_>, name: &str) -> anyhow::Result<HostTool> {
+    let Opened {
+        host,
+        config,
+        servers,
+        ..
+    } = *opened;
+    let one_off = servers == Servers::OneOff;
     if let Some(tool) = host.tool(name) {
         return Ok(tool.clone());
     }

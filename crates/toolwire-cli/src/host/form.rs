@@ -8,7 +8,7 @@ use serde_json::{Map, Value, json};
 use toolwire_client::protocol::{ElicitResult, RequestedSchema};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaLimits};
 
-use crate::terminal::{Layout, json as safe_json, note, visible};
+use crate::terminal::{Json, Layout, json as safe_json, note, visible};
 use crate::ui::{Tone, Ui};
 
 /// One field of the form.
@@ -298,7 +298,7 @@ fn hint(field: &Field) -> String {
 fn shown_bound(value: &Value) -> String {
     match value {
         Value::Number(n) => n.to_string(),
-        other => safe_json(other, false).unwrap_or_else(|_| "?".into()),
+        other => safe_json(other, Json::Compact).unwrap_or_else(|_| "?".into()),
     }
 }
 

@@ -8,9 +8,10 @@ use anyhow::{Context as _, bail};
 use toolwire_client::auth::{CredentialStore as _, FileStore};
 use toolwire_host::{ServerState, Transport};
 
+use super::open::{Servers, SignIn};
 use super::{ConfigArgs, ConnectArgs, HostArgs};
 use crate::terminal::{Layout, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::ui::{Consent, Tone, Ui};
 
 /// The configured (or named) HTTP server `server`: its name and URL.
 async fn http_server(
@@ -50,10 +51,15 @@ async fn http_server(
 /// `toolwire login SERVER`: connects to the server, signing in when it asks, and says with
 /// what.
 pub(crate) async fn login(args: &HostArgs, server: &str) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     let (config, _) = http_server(args, server, &ui).await?;
     let host = args
-        .open_with(&config, args.one_off(Some(server)).is_some(), &ui, true)
+        .open_with(
+            &config,
+            Servers::named(args.one_off(Some(server))),
+            &ui,
+            SignIn::Allowed,
+        )
         .await?;
     let status = host.servers().first().cloned().context("no server")?;
     host.close().await;
@@ -98,7 +104,7 @@ pub(crate) async fn logout(config: &ConfigArgs, server: &str) -> anyhow::Result<
         connection: Default::default(),
     }
     .host();
-    let (_, url) = http_server(&args, server, &Ui::new(false)).await?;
+    let (_, url) = http_server(&args, server, &Ui::new(Consent::Ask)).await?;
     let file = crate::signin::credentials_file(&args.state_dir()?);
     let forgotten = FileStore::new(&file).forget(&url)?;
     let name = visible(server, Layout::Line);

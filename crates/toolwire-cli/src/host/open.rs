@@ -14,7 +14,7 @@ use toolwire_client::auth::FileStore;
 use super::{approve, project, questions};
 use crate::signin;
 use crate::target::{Connection, Named, names_a_server};
-use crate::terminal::{Layout, note, visible};
+use crate::terminal::{Layout, note, shown, visible};
 use crate::ui::Ui;
 
 /// Where the configuration is looked for, in this order, without `--config`.
@@ -164,13 +164,59 @@ impl ConfigArgs {
             Origin::Own => HostConfig::load(&file)?,
             _ => {
                 let own = own_file();
-                project::load(&file, ui, &self.state_dir()?, self.trust_project, own).await?
+                let trust = if self.trust_project {
+                    project::ForThisCommand::Trust
+                } else {
+                    project::ForThisCommand::Ask
+                };
+                project::load(&file, ui, &self.state_dir()?, trust, own).await?
             }
         };
         if !config.ignored.is_empty() {
             name_ignored_once(&config, &self.state_dir()?);
         }
         Ok(config)
+    }
+}
+
+/// Whose servers a command opens: the configuration's, or the one named on the command line,
+/// which is this command's only (its pins and "always" answers are not kept, and it is called
+/// by its own tool names).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Servers {
+    /// The servers of the configuration file.
+    Configured,
+    /// One server named on the command line (`--server`, a URL or a command line).
+    OneOff,
+}
+
+impl Servers {
+    /// [`Servers::OneOff`] when a server was named on the command line.
+    pub(crate) fn named(one_off: Option<&str>) -> Servers {
+        match one_off {
+            Some(_) => Servers::OneOff,
+            None => Servers::Configured,
+        }
+    }
+}
+
+/// Whether a server that challenges may have a person sign in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum SignIn {
+    /// In a browser, from a prompt at the terminal.
+    Allowed,
+    /// Never: the server's challenge is the command's error.
+    Never,
+}
+
+impl SignIn {
+    /// [`SignIn::Allowed`] when stderr is a terminal.
+    pub(crate) fn here() -> SignIn {
+        if signin::signs_in_here() {
+            SignIn::Allowed
+        } else {
+            SignIn::Never
+        }
     }
 }
 
@@ -206,7 +252,7 @@ impl HostArgs {
     /// Connects to the servers, with `ui` answering approvals and the servers' questions.
     pub(crate) async fn open(&self, one_off: Option<&str>, ui: &Arc<Ui>) -> anyhow::Result<Host> {
         let config = self.configuration(one_off, ui).await?;
-        self.open_config(&config, one_off.is_some(), ui).await
+        self.open_config(&config, Servers::named(one_off), ui).await
     }
 
     /// [`HostArgs::open`] with the configuration already read. A server that challenges has
@@ -214,20 +260,19 @@ impl HostArgs {
     pub(crate) async fn open_config(
         &self,
         config: &HostConfig,
-        one_off: bool,
+        servers: Servers,
         ui: &Arc<Ui>,
     ) -> anyhow::Result<Host> {
-        self.open_with(config, one_off, ui, signin::signs_in_here())
-            .await
+        self.open_with(config, servers, ui, SignIn::here()).await
     }
 
     /// [`HostArgs::open_config`], saying whether a person may be asked to sign in.
     pub(crate) async fn open_with(
         &self,
         config: &HostConfig,
-        one_off: bool,
+        servers: Servers,
         ui: &Arc<Ui>,
-        sign_in: bool,
+        sign_in: SignIn,
     ) -> anyhow::Result<Host> {
         let state = self.state_dir()?;
         let mut options = HostOptions::new(approve::TerminalApprover::new(ui.clone()))
@@ -241,11 +286,11 @@ impl HostArgs {
             // Tokens are kept across commands, also for a server named on the command line.
             .oauth(
                 Arc::new(FileStore::new(signin::credentials_file(&state))),
-                sign_in.then(|| signin::authorizer_for(ui)),
+                (sign_in == SignIn::Allowed).then(|| signin::authorizer_for(ui)),
             );
         // A server named on the command line is this command's only: its pins and "always"
         // answers are not kept.
-        if !one_off {
+        if servers == Servers::Configured {
             options = options.state_dir(&state);
         }
         for file in &self.connection.ca_files {
@@ -327,7 +372,7 @@ fn name_ignored_once(config: &HostConfig, state_dir: &Path) {
     ));
     seen.insert(file.canonical().to_owned(), file.sha256().to_owned());
     if let Ok(text) = serde_json::to_vec_pretty(&seen) {
-        let _ = crate::private::dir(state_dir, false)
+        let _ = crate::private::dir(state_dir, crate::private::Chosen::ByPerson)
             .and_then(|()| crate::private::replace(&noticed, &text));
     }
 }
@@ -350,14 +395,4 @@ pub(crate) fn failed_how(config: &HostConfig, server: &str) -> &'static str {
         Some(toolwire_host::Transport::Stdio { .. }) => "could not start",
         _ => "could not be reached",
     }
-}
-
-/// A path for messages, with `~` for the home directory.
-pub(crate) fn shown(path: &Path) -> String {
-    if let Some(home) = std::env::var_os("HOME") {
-        if let Ok(rest) = path.strip_prefix(&home) {
-            return format!("~/{}", rest.display());
-        }
-    }
-    path.display().to_string()
 }

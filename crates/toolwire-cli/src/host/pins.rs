@@ -8,7 +8,7 @@ use toolwire_host::{FilePins, Host, HostTool, Pins};
 use super::ConnectArgs;
 use super::tools::pin_word;
 use crate::terminal::{Layout, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::ui::{Consent, Tone, Ui};
 
 /// What to do with pins.
 #[derive(Subcommand, Debug)]
@@ -38,7 +38,7 @@ pub(crate) enum PinsAction {
 
 /// Runs `toolwire pins`.
 pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     if let PinsAction::Forget { server, tool } = action {
         // Nothing is started: the configuration only says where its pins are kept.
         let config = args.config.configured(&ui).await?;
@@ -47,7 +47,7 @@ pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Res
         if config.server(server).is_none() {
             anyhow::bail!(
                 "no server named {server_shown} in {} (`toolwire servers` lists them)",
-                super::open::shown(&config.file)
+                crate::terminal::shown(&config.file)
             );
         }
         let pins = Pins::new(FilePins::new(
@@ -68,89 +68,96 @@ pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Res
     done
 }
 
+/// An action on the listed tools.
 fn act(host: &Host, ui: &Ui, action: &PinsAction) -> anyhow::Result<()> {
     match action {
-        PinsAction::List => {
-            let mut lines = Vec::new();
-            for tool in host.tools() {
-                let word = pin_word(host, tool);
-                let word = match word {
-                    "changed" => ui.paint_out(Tone::Red, word),
-                    "new" => ui.paint_out(Tone::Yellow, word),
-                    _ => word.to_owned(),
-                };
-                lines.push(format!(
-                    "{word:>7}  {}",
-                    visible(&tool.qualified, Layout::Line)
-                ));
-            }
-            for status in host.servers() {
-                for removed in &status.pins.removed {
-                    lines.push(format!(
-                        "removed  {} of {}",
-                        visible(removed, Layout::Line),
-                        visible(&status.name, Layout::Line)
-                    ));
-                }
-            }
-            if !lines.is_empty() {
-                out(&lines.join("\n"))?;
-            }
-            Ok(())
-        }
-        PinsAction::Diff { name } => {
-            let changed: Vec<&HostTool> = host
-                .tools()
-                .iter()
-                .filter(|t| name.as_deref().is_none_or(|n| n == t.qualified))
-                .filter(|t| pin_word(host, t) == "changed")
-                .collect();
-            if let Some(name) = name {
-                if host.tool(name).is_none() {
-                    anyhow::bail!("there is no tool named {}", visible(name, Layout::Line));
-                }
-                if changed.is_empty() {
-                    return Ok(out(&format!(
-                        "{} has not changed since it was approved",
-                        visible(name, Layout::Line)
-                    ))?);
-                }
-            }
-            let mut lines = Vec::new();
-            for tool in changed {
-                lines.push(format!("{}:", visible(&tool.qualified, Layout::Line)));
-                lines.extend(diff_lines(host, tool).into_iter().map(|l| format!("  {l}")));
-            }
-            if !lines.is_empty() {
-                out(&lines.join("\n"))?;
-            }
-            Ok(())
-        }
-        PinsAction::Approve { names } => {
-            for name in names {
-                if pin_word(
-                    host,
-                    host.tool(name).ok_or_else(|| {
-                        anyhow::anyhow!("there is no tool named {}", visible(name, Layout::Line))
-                    })?,
-                ) != "changed"
-                {
-                    note(&format!(
-                        "toolwire: {} has not changed; nothing to approve",
-                        visible(name, Layout::Line)
-                    ));
-                    continue;
-                }
-                host.approve_change(name)?;
-                out(&format!(
-                    "approved the new definition of {}",
-                    visible(name, Layout::Line)
-                ))?;
-            }
-            Ok(())
-        }
+        PinsAction::List => list(host, ui),
+        PinsAction::Diff { name } => diff(host, name.as_deref()),
+        PinsAction::Approve { names } => approve(host, names),
         PinsAction::Forget { .. } => Ok(()),
     }
+}
+
+/// `pins list`: each listed tool's state, then the removed ones.
+fn list(host: &Host, ui: &Ui) -> anyhow::Result<()> {
+    let mut lines = Vec::new();
+    for tool in host.tools() {
+        let word = pin_word(host, tool);
+        let word = match word {
+            "changed" => ui.paint_out(Tone::Red, word),
+            "new" => ui.paint_out(Tone::Yellow, word),
+            _ => word.to_owned(),
+        };
+        lines.push(format!(
+            "{word:>7}  {}",
+            visible(&tool.qualified, Layout::Line)
+        ));
+    }
+    for status in host.servers() {
+        for removed in &status.pins.removed {
+            lines.push(format!(
+                "removed  {} of {}",
+                visible(removed, Layout::Line),
+                visible(&status.name, Layout::Line)
+            ));
+        }
+    }
+    if !lines.is_empty() {
+        out(&lines.join("\n"))?;
+    }
+    Ok(())
+}
+
+/// `pins diff [NAME]`: what changed in one tool, or in every changed tool.
+fn diff(host: &Host, name: Option<&str>) -> anyhow::Result<()> {
+    let changed: Vec<&HostTool> = host
+        .tools()
+        .iter()
+        .filter(|t| name.is_none_or(|n| n == t.qualified))
+        .filter(|t| pin_word(host, t) == "changed")
+        .collect();
+    if let Some(name) = name {
+        if host.tool(name).is_none() {
+            anyhow::bail!("there is no tool named {}", visible(name, Layout::Line));
+        }
+        if changed.is_empty() {
+            return Ok(out(&format!(
+                "{} has not changed since it was approved",
+                visible(name, Layout::Line)
+            ))?);
+        }
+    }
+    let mut lines = Vec::new();
+    for tool in changed {
+        lines.push(format!("{}:", visible(&tool.qualified, Layout::Line)));
+        lines.extend(diff_lines(host, tool).into_iter().map(|l| format!("  {l}")));
+    }
+    if !lines.is_empty() {
+        out(&lines.join("\n"))?;
+    }
+    Ok(())
+}
+
+/// `pins approve NAME…`: each changed tool's listed definition becomes its pin.
+fn approve(host: &Host, names: &[String]) -> anyhow::Result<()> {
+    for name in names {
+        let tool = host.tool(name).ok_or_else(|| {
+            anyhow::anyhow!("there is no tool named {}", visible(name, Layout::Line))
+        })?;
+        if pin_word(host, tool) != "changed" {
+            note(&format!(
+                "toolwire: {} has not changed; nothing to approve",
+                visible(name, Layout::Line)
+            ));
+            continue;
+        }
+        host.approve_change(name)?;
+        out(&format!(
+            "approved the new definition of {}",
+            visible(name, Layout::Line)
+        ))?;
+    }
+    Ok(())
 }
 
 /// What changed in `tool`'s definition, one line per change, every piece made visible.

@@ -12,12 +12,21 @@ use anyhow::bail;
 use toolwire_host::config::{Launch, Review, ServerReview, Setting};
 use toolwire_host::{Decision, FileTrust, HostConfig, ProjectFile, TrustStore as _};
 
-use super::open::shown;
-use crate::terminal::{Layout, note, visible};
+use crate::terminal::{Layout, note, shown, visible};
 use crate::ui::{Tone, Ui};
 
 /// How to trust a file, for messages.
 pub(crate) const HOW_TO_TRUST: &str = "read what it would do, then run `toolwire trust` in this directory (or pass --trust-project for one command)";
+
+/// Whether `--trust-project` was given: an untrusted project file is then used for this
+/// command without asking (and without remembering).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ForThisCommand {
+    /// Not given: the remembered answer, else the person's.
+    Ask,
+    /// Given: trusted for this command only.
+    Trust,
+}
 
 /// The configuration of the project file `file`, if the person trusts it: remembered, given
 /// with `--trust-project` for this command, or asked now. Refused, the person's own
@@ -26,7 +35,7 @@ pub(crate) async fn load(
     file: &Path,
     ui: &Ui,
     state_dir: &Path,
-    trust_for_this_command: bool,
+    for_this_command: ForThisCommand,
     own: Option<PathBuf>,
 ) -> anyhow::Result<HostConfig> {
     let project = ProjectFile::read(file)?;
@@ -46,20 +55,45 @@ pub(crate) async fn load(
         }
         None => {}
     }
-    if trust_for_this_command {
+    if for_this_command == ForThisCommand::Trust {
         note(&format!(
             "toolwire: using {} for this command only (--trust-project)",
             shown(file)
         ));
         return Ok(project.load_trusted()?);
     }
-    let review = project.review()?;
-    let changed = earlier.filter(|r| r.decision == Decision::Trusted);
-    let heading = match &changed {
-        Some(record) => format!(
-            "{} changed since you trusted it ({}): nothing in it runs until you trust it again.",
+    // Trusted before, and changed since: the time it was trusted.
+    let trusted_at = earlier
+        .filter(|r| r.decision == Decision::Trusted)
+        .map(|r| r.at);
+    show_review(&project, file, ui, trusted_at.as_deref())?;
+    if !ui.interactive {
+        bail!(
+            "{} is not trusted{}: {HOW_TO_TRUST}",
             shown(file),
-            record.at
+            if trusted_at.is_some() {
+                " as it is now"
+            } else {
+                ""
+            }
+        );
+    }
+    ask(&project, &store, file, ui, own).await
+}
+
+/// What the file would do, under a heading that says why it is shown: new to the person, or
+/// changed since they trusted it at `trusted_at`.
+fn show_review(
+    project: &ProjectFile,
+    file: &Path,
+    ui: &Ui,
+    trusted_at: Option<&str>,
+) -> anyhow::Result<()> {
+    let review = project.review()?;
+    let heading = match trusted_at {
+        Some(at) => format!(
+            "{} changed since you trusted it ({at}): nothing in it runs until you trust it again.",
+            shown(file),
         ),
         None => format!(
             "{} came with this directory, not from you: nothing in it runs until you trust it.",
@@ -71,24 +105,24 @@ pub(crate) async fn load(
         ui.paint(Tone::Yellow, &heading),
         describe(&review, ui)
     ));
-    if !ui.interactive {
-        bail!(
-            "{} is not trusted{}: {HOW_TO_TRUST}",
-            shown(file),
-            if changed.is_some() {
-                " as it is now"
-            } else {
-                ""
-            }
-        );
-    }
+    Ok(())
+}
+
+/// The person's answer, kept: trusted, the file's configuration; refused, their own instead.
+async fn ask(
+    project: &ProjectFile,
+    store: &FileTrust,
+    file: &Path,
+    ui: &Ui,
+    own: Option<PathBuf>,
+) -> anyhow::Result<HostConfig> {
     let question = format!(
         "{} [y]es / [n]o: ",
         ui.paint(Tone::Bold, "Trust it and start its servers?")
     );
     match ui.choose(&question, &["yes", "no"], None).await {
         Some("yes") => {
-            project.decide(&store, Decision::Trusted)?;
+            project.decide(store, Decision::Trusted)?;
             note(&format!(
                 "toolwire: trusted {}; you will be asked again if it changes",
                 shown(file)
@@ -96,7 +130,7 @@ pub(crate) async fn load(
             Ok(project.load_trusted()?)
         }
         Some(_) => {
-            project.decide(&store, Decision::Refused)?;
+            project.decide(store, Decision::Refused)?;
             instead(
                 own,
                 &format!(

@@ -15,7 +15,7 @@ use toolwire_client::protocol::{
 use toolwire_host::HostOptions;
 
 use super::form;
-use crate::terminal::{Layout, json as safe_json, note, visible};
+use crate::terminal::{Json, Layout, json as safe_json, note, visible};
 use crate::ui::{Tone, Ui};
 
 /// The answers to servers' questions.
@@ -74,7 +74,7 @@ impl Questions {
             visible(&form.message, Layout::Text)
         );
         if let Some(answer) = &self.answer {
-            let shown = safe_json(answer, false).unwrap_or_default();
+            let shown = safe_json(answer, Json::Compact).unwrap_or_default();
             note(&format!("{asks}\n  answering with --answer {shown}"));
             return toolwire_client::accepted(answer).unwrap_or_else(|e| {
                 let problem = e.to_string();
@@ -157,7 +157,7 @@ impl Questions {
         server: &str,
         params: CreateMessageParams,
     ) -> toolwire_client::Result<CreateMessageResult> {
-        let shown = safe_json(&params, true).unwrap_or_default();
+        let shown = safe_json(&params, Json::Pretty).unwrap_or_default();
         note(&format!(
             "toolwire: server {} asks for a model's answer to:\n{}",
             self.ui.paint(Tone::Bold, &visible(server, Layout::Line)),

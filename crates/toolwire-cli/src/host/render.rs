@@ -10,7 +10,7 @@ use base64::Engine as _;
 use serde_json::Value;
 use toolwire_client::protocol::{CallToolResult, ContentBlock, ResourceContents};
 
-use crate::terminal::{Layout, json, out, visible};
+use crate::terminal::{Json, Layout, json, out, visible};
 
 /// Prints `result`; media goes to files in `dir`, named after `tool`.
 pub(crate) fn print(result: &CallToolResult, tool: &str, dir: &Path) -> anyhow::Result<()> {
@@ -33,70 +33,81 @@ pub(crate) fn print(result: &CallToolResult, tool: &str, dir: &Path) -> anyhow::
         .collect();
     if let Some(structured) = &result.structured_content {
         if texts.is_empty() || texts.iter().any(|t| repeats(t)) {
-            out(&json(structured, true)?)?;
+            out(&json(structured, Json::Pretty)?)?;
         }
     }
     for block in &result.content {
         match block {
-            ContentBlock::Text(text) => {
-                if !repeats(&text.text) {
-                    out(&visible(&text.text, Layout::Text))?;
-                }
+            ContentBlock::Text(text) if repeats(&text.text) => {}
+            block => print_block(block, &mut files)?,
+        }
+    }
+    Ok(())
+}
+
+/// One content block: text as text, media saved to a file, a link or resource summarised.
+fn print_block(block: &ContentBlock, files: &mut Files<'_>) -> anyhow::Result<()> {
+    match block {
+        ContentBlock::Text(text) => out(&visible(&text.text, Layout::Text))?,
+        ContentBlock::Image(image) => {
+            let path = files.save("image", &image.mime_type, &image.data)?;
+            out(&format!(
+                "[image {} saved to {}]",
+                visible(&image.mime_type, Layout::Line),
+                path.display()
+            ))?;
+        }
+        ContentBlock::Audio(audio) => {
+            let path = files.save("audio", &audio.mime_type, &audio.data)?;
+            out(&format!(
+                "[audio {} saved to {}]",
+                visible(&audio.mime_type, Layout::Line),
+                path.display()
+            ))?;
+        }
+        ContentBlock::ResourceLink(link) => {
+            let mut line = format!(
+                "[link {} {}",
+                visible(link.title.as_deref().unwrap_or(&link.name), Layout::Line),
+                visible(&link.uri, Layout::Line)
+            );
+            if let Some(mime) = &link.mime_type {
+                line.push_str(&format!(" ({})", visible(mime, Layout::Line)));
             }
-            ContentBlock::Image(image) => {
-                let path = files.save("image", &image.mime_type, &image.data)?;
-                out(&format!(
-                    "[image {} saved to {}]",
-                    visible(&image.mime_type, Layout::Line),
-                    path.display()
-                ))?;
+            line.push(']');
+            if let Some(description) = &link.description {
+                line.push_str(&format!(" {}", visible(description, Layout::Line)));
             }
-            ContentBlock::Audio(audio) => {
-                let path = files.save("audio", &audio.mime_type, &audio.data)?;
-                out(&format!(
-                    "[audio {} saved to {}]",
-                    visible(&audio.mime_type, Layout::Line),
-                    path.display()
-                ))?;
-            }
-            ContentBlock::ResourceLink(link) => {
-                let mut line = format!(
-                    "[link {} {}",
-                    visible(link.title.as_deref().unwrap_or(&link.name), Layout::Line),
-                    visible(&link.uri, Layout::Line)
-                );
-                if let Some(mime) = &link.mime_type {
-                    line.push_str(&format!(" ({})", visible(mime, Layout::Line)));
-                }
-                line.push(']');
-                if let Some(description) = &link.description {
-                    line.push_str(&format!(" {}", visible(description, Layout::Line)));
-                }
-                out(&line)?;
-            }
-            ContentBlock::EmbeddedResource(embedded) => match &embedded.resource {
-                ResourceContents::Text(text) => {
-                    out(&format!(
-                        "[resource {}]\n{}",
-                        visible(&text.uri, Layout::Line),
-                        visible(&text.text, Layout::Text)
-                    ))?;
-                }
-                ResourceContents::Blob(blob) => {
-                    let mime = blob
-                        .mime_type
-                        .as_deref()
-                        .unwrap_or("application/octet-stream");
-                    let path = files.save("resource", mime, &blob.blob)?;
-                    out(&format!(
-                        "[resource {} ({}) saved to {}]",
-                        visible(&blob.uri, Layout::Line),
-                        visible(mime, Layout::Line),
-                        path.display()
-                    ))?;
-                }
-            },
-            other => out(&json(other, false)?)?,
+            out(&line)?;
+        }
+        ContentBlock::EmbeddedResource(embedded) => print_resource(&embedded.resource, files)?,
+        other => out(&json(other, Json::Compact)?)?,
+    }
+    Ok(())
+}
+
+/// An embedded resource: its text shown, or its bytes saved to a file.
+fn print_resource(resource: &ResourceContents, files: &mut Files<'_>) -> anyhow::Result<()> {
+    match resource {
+        ResourceContents::Text(text) => {
+            out(&format!(
+                "[resource {}]\n{}",
+                visible(&text.uri, Layout::Line),
+                visible(&text.text, Layout::Text)
+            ))?;
+        }
+        ResourceContents::Blob(blob) => {
+            let mime = blob
+                .mime_type
+                .as_deref()
+                .unwrap_or("application/octet-stream");
+            let path = files.save("resource", mime, &blob.blob)?;
+            out(&format!(
+                "[resource {} ({}) saved to {}]",
+                visible(&blob.uri, Layout::Line),
+                visible(mime, Layout::Line),
+                path.display()
+            ))?;
         }
     }
     Ok(())

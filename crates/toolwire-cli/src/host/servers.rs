@@ -6,15 +6,16 @@ use toolwire_client::ServerEra;
 use toolwire_host::{HostConfig, ServerState, ServerStatus, Transport};
 
 use super::HostArgs;
-use crate::terminal::{Layout, json as safe_json, out, visible};
-use crate::ui::{Tone, Ui};
+use super::open::Servers;
+use crate::terminal::{Json, Layout, json as safe_json, out, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// Runs `toolwire servers`.
 pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     let config = args.configuration(args.server.as_deref(), &ui).await?;
     let host = args
-        .open_config(&config, args.server.is_some(), &ui)
+        .open_config(&config, Servers::named(args.server.as_deref()), &ui)
         .await?;
     let statuses = host.servers().to_vec();
     host.close().await;
@@ -35,7 +36,7 @@ pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()
                 })
             })
             .collect();
-        return Ok(out(&safe_json(&list, true)?)?);
+        return Ok(out(&safe_json(&list, Json::Pretty)?)?);
     }
     let width = statuses
         .iter()

@@ -3,13 +3,14 @@
 //! its pin state — and what it could not, with the reason.
 
 use serde_json::{Value, json};
-use toolwire_host::{Host, HostConfig, HostTool, PinState, ServerState};
+use toolwire_host::{Host, HostConfig, HostTool, PinState, ServerState, ServerStatus};
 
 use super::HostArgs;
 use super::approve::{hints, short, title};
+use super::open::Servers;
 use crate::client::signature;
-use crate::terminal::{Layout, json as safe_json, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Json, Layout, json as safe_json, note, out, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// Runs `toolwire tools`.
 pub(crate) async fn tools(
@@ -17,7 +18,7 @@ pub(crate) async fn tools(
     as_json: bool,
     server: Option<&str>,
 ) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     let one_off = args.one_off(server);
     let config = args.configuration(one_off, &ui).await?;
     // A configured server's name shows only its tools.
@@ -31,11 +32,18 @@ pub(crate) async fn tools(
             );
         }
     }
-    let host = args.open_config(&config, one_off.is_some(), &ui).await?;
+    let servers = Servers::named(one_off);
+    let host = args.open_config(&config, servers, &ui).await?;
     // When no server could be reached, the error says why, once.
     let failed = super::servers::all_failed(&host, &config, only);
+    let shown = Shown {
+        config: &config,
+        only,
+        servers,
+        as_json,
+    };
     let shown = match failed {
-        Ok(()) => show(&host, &ui, as_json, &config, only, one_off.is_some()),
+        Ok(()) => show(&host, &ui, &shown),
         Err(_) => Ok(()),
     };
     host.close().await;
@@ -43,106 +51,137 @@ pub(crate) async fn tools(
     failed
 }
 
-fn show(
-    host: &Host,
-    ui: &Ui,
+/// What `toolwire tools` shows, and how.
+struct Shown<'a> {
+    config: &'a HostConfig,
+    /// A configured server's name: only its tools.
+    only: Option<&'a str>,
+    servers: Servers,
     as_json: bool,
-    config: &HostConfig,
-    only: Option<&str>,
-    one_off: bool,
-) -> anyhow::Result<()> {
-    let trusted = |server: &str| config.server(server).is_some_and(|s| s.trust);
-    let wanted = |server: &str| only.is_none_or(|o| o == server);
-    let tools: Vec<&HostTool> = host.tools().iter().filter(|t| wanted(&t.server)).collect();
-    if as_json && one_off {
-        // One server: its own definitions, as it lists them.
-        let list: Vec<&toolwire_client::protocol::Tool> =
-            tools.iter().map(|t| &t.definition).collect();
-        return Ok(out(&safe_json(&list, true)?)?);
+}
+
+impl Shown<'_> {
+    /// Whether the tools of `server` are shown.
+    fn wanted(&self, server: &str) -> bool {
+        self.only.is_none_or(|o| o == server)
     }
-    if as_json {
-        let list: Vec<Value> = tools
-            .iter()
-            .map(|t| {
-                json!({
-                    "name": t.qualified, "server": t.server, "tool": t.definition.name,
-                    "pin": pin_word(host, t), "definition": t.definition,
-                })
-            })
-            .collect();
-        return Ok(out(&safe_json(&list, true)?)?);
+}
+
+/// The tools, then what was hidden or removed; a failed server is noted on stderr.
+fn show(host: &Host, ui: &Ui, shown: &Shown<'_>) -> anyhow::Result<()> {
+    let tools: Vec<&HostTool> = host
+        .tools()
+        .iter()
+        .filter(|t| shown.wanted(&t.server))
+        .collect();
+    if shown.as_json {
+        return show_json(host, &tools, shown.servers);
     }
     let mut lines = Vec::new();
     for tool in &tools {
-        let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
-        // One server named on the command line is called by its own tool names.
-        let name = if one_off {
-            &tool.definition.name
-        } else {
-            &tool.qualified
-        };
-        let mut head = ui.paint_out(Tone::Bold, &signature(&tool.definition, name));
-        if let Some(title) = title(&definition) {
-            head.push_str(&format!("  {}", visible(title, Layout::Line)));
-        }
-        let pin = pin_word(host, tool);
-        let pin = match pin {
-            "changed" => ui.paint_out(Tone::Red, "[changed: calls refused until approved]"),
-            "new" => ui.paint_out(Tone::Yellow, "[new]"),
-            other => ui.paint_out(Tone::Dim, &format!("[{other}]")),
-        };
-        lines.push(format!("{head}  {pin}"));
-        if let Some(description) = &tool.definition.description {
-            lines.push(format!(
-                "    {}",
-                visible(&short(description, 100), Layout::Line)
-            ));
-        }
-        let hints = hints(&definition["annotations"]);
-        if !hints.is_empty() {
-            let claim = if trusted(&tool.server) {
-                String::new()
-            } else {
-                ui.paint_out(Tone::Yellow, " (untrusted: the server's claim)")
-            };
-            lines.push(format!("    {}{claim}", hints.join(", ")));
-        }
+        lines.extend(tool_lines(host, ui, tool, shown));
     }
-    for status in host.servers().iter().filter(|s| wanted(&s.name)) {
-        let server = visible(&status.name, Layout::Line);
-        for hidden in &status.hidden {
-            lines.push(ui.paint_out(
-                Tone::Dim,
-                &format!(
-                    "hidden: {} of {server}: {}",
-                    visible(&hidden.tool, Layout::Line),
-                    visible(&hidden.reason, Layout::Line)
-                ),
-            ));
-        }
-        for removed in &status.pins.removed {
-            lines.push(ui.paint_out(
-                Tone::Dim,
-                &format!(
-                    "removed: {} of {server} is no longer listed",
-                    visible(removed, Layout::Line)
-                ),
-            ));
-        }
-        if let ServerState::Failed { error } = &status.state {
-            note(&ui.paint(
-                Tone::Red,
-                &format!(
-                    "toolwire: server {server} failed: {}",
-                    visible(error, Layout::Line)
-                ),
-            ));
-        }
+    for status in host.servers().iter().filter(|s| shown.wanted(&s.name)) {
+        lines.extend(server_lines(ui, status));
     }
     if lines.is_empty() {
         return Ok(());
     }
     Ok(out(&lines.join("\n"))?)
+}
+
+/// `--json`: for one server named on the command line, its own definitions as it lists them;
+/// else each tool with its qualified name, server and pin state.
+fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Result<()> {
+    if servers == Servers::OneOff {
+        let list: Vec<&toolwire_client::protocol::Tool> =
+            tools.iter().map(|t| &t.definition).collect();
+        return Ok(out(&safe_json(&list, Json::Pretty)?)?);
+    }
+    let list: Vec<Value> = tools
+        .iter()
+        .map(|t| {
+            json!({
+                "name": t.qualified, "server": t.server, "tool": t.definition.name,
+                "pin": pin_word(host, t), "definition": t.definition,
+            })
+        })
+        .collect();
+    Ok(out(&safe_json(&list, Json::Pretty)?)?)
+}
+
+/// One tool: its signature, title and pin state, a short description, its annotations.
+fn tool_lines(host: &Host, ui: &Ui, tool: &HostTool, shown: &Shown<'_>) -> Vec<String> {
+    let mut lines = Vec::new();
+    let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
+    // One server named on the command line is called by its own tool names.
+    let name = match shown.servers {
+        Servers::OneOff => &tool.definition.name,
+        Servers::Configured => &tool.qualified,
+    };
+    let mut head = ui.paint_out(Tone::Bold, &signature(&tool.definition, name));
+    if let Some(title) = title(&definition) {
+        head.push_str(&format!("  {}", visible(title, Layout::Line)));
+    }
+    let pin = pin_word(host, tool);
+    let pin = match pin {
+        "changed" => ui.paint_out(Tone::Red, "[changed: calls refused until approved]"),
+        "new" => ui.paint_out(Tone::Yellow, "[new]"),
+        other => ui.paint_out(Tone::Dim, &format!("[{other}]")),
+    };
+    lines.push(format!("{head}  {pin}"));
+    if let Some(description) = &tool.definition.description {
+        lines.push(format!(
+            "    {}",
+            visible(&short(description, 100), Layout::Line)
+        ));
+    }
+    let hints = hints(&definition["annotations"]);
+    if !hints.is_empty() {
+        let trusted = shown.config.server(&tool.server).is_some_and(|s| s.trust);
+        let claim = if trusted {
+            String::new()
+        } else {
+            ui.paint_out(Tone::Yellow, " (untrusted: the server's claim)")
+        };
+        lines.push(format!("    {}{claim}", hints.join(", ")));
+    }
+    lines
+}
+
+/// One server's hidden and removed tools; its failure is noted on stderr.
+fn server_lines(ui: &Ui, status: &ServerStatus) -> Vec<String> {
+    let mut lines = Vec::new();
+    let server = visible(&status.name, Layout::Line);
+    for hidden in &status.hidden {
+        lines.push(ui.paint_out(
+            Tone::Dim,
+            &format!(
+                "hidden: {} of {server}: {}",
+                visible(&hidden.tool, Layout::Line),
+                visible(&hidden.reason, Layout::Line)
+            ),
+        ));
+    }
+    for removed in &status.pins.removed {
+        lines.push(ui.paint_out(
+            Tone::Dim,
+            &format!(
+                "removed: {} of {server} is no longer listed",
+                visible(removed, Layout::Line)
+            ),
+        ));
+    }
+    if let ServerState::Failed { error } = &status.state {
+        note(&ui.paint(
+            Tone::Red,
+            &format!(
+                "toolwire: server {server} failed: {}",
+                visible(error, Layout::Line)
+            ),
+        ));
+    }
+    lines
 }
 
 /// `new`, `pinned` or `changed`.

@@ -9,10 +9,10 @@ use anyhow::Context as _;
 use clap::Args;
 use toolwire_host::{Decision, FileTrust, ProjectFile, TrustStore as _};
 
-use super::open::{SEARCH_ORDER, project_file, shown};
+use super::open::{SEARCH_ORDER, project_file};
 use super::project::describe;
-use crate::terminal::{Layout, note, out, visible};
-use crate::ui::{Tone, Ui};
+use crate::terminal::{Layout, note, out, shown, visible};
+use crate::ui::{Consent, Tone, Ui};
 
 /// What `toolwire trust` is asked to do.
 #[derive(Args, Debug)]
@@ -65,7 +65,7 @@ pub(crate) async fn trust(args: &TrustArgs) -> anyhow::Result<()> {
             format!("there was no decision about {name}")
         })?);
     }
-    let ui = Ui::new(args.yes);
+    let ui = Ui::new(Consent::from_flag(args.yes));
     if args.refuse {
         project.decide(&store, Decision::Refused)?;
         return Ok(out(&format!("{name} will not be used as it is now"))?);

@@ -7,11 +7,11 @@ use toolwire_client::Notification;
 use super::HostArgs;
 use crate::session::Signals;
 use crate::terminal::{Layout, note, out, visible};
-use crate::ui::Ui;
+use crate::ui::{Consent, Ui};
 
 /// Runs `toolwire watch` over every configured server (or the one named).
 pub(crate) async fn watch(args: &HostArgs, only: Option<&str>) -> anyhow::Result<()> {
-    let ui = Ui::new(false);
+    let ui = Ui::new(Consent::Ask);
     let mut signals = Signals::listen()?;
     let mut host = tokio::select! {
         host = args.open(None, &ui) => host?,

@@ -13,7 +13,7 @@ use serde_json::json;
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
 /// A home for one test: its configuration, state directory and output directory.
-pub(crate) struct Home(pub(crate) PathBuf);
+pub(crate) struct Home(pub(crate) tempfile::TempDir);
 
 impl Home {
     /// A home whose configuration names one server, `demo`, at `url`.
@@ -25,26 +25,27 @@ impl Home {
 
     /// A home without a configuration.
     pub(crate) fn empty(name: &str) -> Home {
-        let dir =
-            std::env::temp_dir().join(format!("toolwire-host-cli-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Home(dir)
+        Home(
+            tempfile::Builder::new()
+                .prefix(&format!("toolwire-host-cli-{name}-"))
+                .tempdir()
+                .unwrap(),
+        )
     }
 
     pub(crate) fn configure(&self, url: &str) {
         let config = json!({"mcpServers": {"demo": {"url": url}}});
-        std::fs::write(self.0.join("mcp.json"), config.to_string()).unwrap();
+        std::fs::write(self.0.path().join("mcp.json"), config.to_string()).unwrap();
     }
 
     pub(crate) fn command(&self, args: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(args)
-            .current_dir(&self.0)
-            .env("HOME", &self.0)
-            .env("TOOLWIRE_CONFIG", self.0.join("mcp.json"))
-            .env("TOOLWIRE_STATE_DIR", self.0.join("state"))
+            .current_dir(self.0.path())
+            .env("HOME", self.0.path())
+            .env("TOOLWIRE_CONFIG", self.0.path().join("mcp.json"))
+            .env("TOOLWIRE_STATE_DIR", self.0.path().join("state"))
             .env("NO_COLOR", "1")
             // Nothing is opened in a browser: the tests play the person.
             .env("BROWSER", "true")
@@ -65,13 +66,7 @@ impl Home {
     }
 
     pub(crate) fn audit(&self) -> PathBuf {
-        self.0.join("state/audit.jsonl")
-    }
-}
-
-impl Drop for Home {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.0.path().join("state/audit.jsonl")
     }
 }
 

@@ -28,7 +28,7 @@ use crate::private;
 use crate::util::sha256_hex;
 use serde_json::{Map, Value};
 
-pub use redact::{DEFAULT_REDACTED_KEYS, Redaction};
+pub use redact::{DEFAULT_REDACTED_KEYS, Redaction, RedactionError};
 pub use verify::{Tampering, Verified, verify};
 
 /// The `prev` of the first record.
@@ -92,7 +92,7 @@ impl AuditLog {
             })?;
         }
         // No other process appends while the log is read.
-        let _reading = lock(&path, true).map_err(|source| AuditError::Io {
+        let _reading = lock(&path, Lock::Exclusive).map_err(|source| AuditError::Io {
             path: lock_path(&path),
             source,
         })?;
@@ -174,7 +174,7 @@ impl AuditLog {
 
     /// `PATH.lock`, locked for this process until the guard drops.
     fn lock_file(&self) -> Result<File, AuditError> {
-        lock(&self.path, true).map_err(|source| AuditError::Io {
+        lock(&self.path, Lock::Exclusive).map_err(|source| AuditError::Io {
             path: lock_path(&self.path),
             source,
         })
@@ -248,16 +248,24 @@ pub(crate) fn lock_path(path: &Path) -> PathBuf {
     PathBuf::from(name)
 }
 
+/// How `PATH.lock` is held.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Lock {
+    /// By one process, which appends (or rotates).
+    Exclusive,
+    /// By any number of readers, while nobody appends.
+    Shared,
+}
+
 /// Locks `PATH.lock` (created if missing), exclusively or shared, until the file is closed.
-pub(crate) fn lock(path: &Path, exclusive: bool) -> std::io::Result<File> {
+pub(crate) fn lock(path: &Path, how: Lock) -> std::io::Result<File> {
     let file = private::open(
         &lock_path(path),
         OpenOptions::new().create(true).truncate(false).write(true),
     )?;
-    let operation = if exclusive {
-        rustix::fs::FlockOperation::LockExclusive
-    } else {
-        rustix::fs::FlockOperation::LockShared
+    let operation = match how {
+        Lock::Exclusive => rustix::fs::FlockOperation::LockExclusive,
+        Lock::Shared => rustix::fs::FlockOperation::LockShared,
     };
     rustix::fs::flock(&file, operation)?;
     Ok(file)

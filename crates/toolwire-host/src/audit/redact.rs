@@ -14,7 +14,7 @@ use serde_json::Value;
 use toolwire_sanitize::{Redactor, text};
 
 use crate::config::AuditConfig;
-use crate::glob::Globs;
+use crate::glob::{GlobError, Globs};
 
 /// Argument names whose values are never logged, matched case-insensitively.
 pub const DEFAULT_REDACTED_KEYS: &[&str] = &[
@@ -31,6 +31,21 @@ pub const DEFAULT_REDACTED_KEYS: &[&str] = &[
     "authorization",
     "cookie",
 ];
+
+/// Why redaction rules do not compile.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum RedactionError {
+    /// A sensitive name (`redactKeys`) is not a valid glob.
+    #[error(transparent)]
+    Key(#[from] GlobError),
+    /// A secret pattern (`redactPatterns`) is not a valid regular expression.
+    #[error("{reason}")]
+    Pattern {
+        /// What is wrong with it, naming the pattern.
+        reason: String,
+    },
+}
 
 /// Redaction rules, compiled once; cheap to clone.
 #[derive(Debug, Clone)]
@@ -52,13 +67,13 @@ impl Redaction {
     }
 
     /// The default keys and patterns.
-    pub fn defaults() -> Result<Redaction, String> {
+    pub fn defaults() -> Result<Redaction, RedactionError> {
         Redaction::new(&AuditConfig::default())
     }
 
     /// The rules of a configuration: the defaults and its additions, or none for
     /// `"arguments": "full"`. A pattern that does not compile is an error naming it.
-    pub fn new(config: &AuditConfig) -> Result<Redaction, String> {
+    pub fn new(config: &AuditConfig) -> Result<Redaction, RedactionError> {
         if config.full_arguments {
             return Ok(Redaction::none());
         }
@@ -67,10 +82,15 @@ impl Redaction {
             .map(|k| k.to_string())
             .chain(config.redact_keys.iter().map(|k| k.to_lowercase()))
             .collect();
+        let pattern_error = |e: &dyn std::fmt::Display| RedactionError::Pattern {
+            reason: e.to_string(),
+        };
         let patterns = if config.redact_patterns.is_empty() {
-            Redactor::defaults()?
+            Redactor::defaults().map_err(|e| pattern_error(&e))?
         } else {
-            Arc::new(Redactor::with_defaults(&config.redact_patterns)?)
+            Arc::new(
+                Redactor::with_defaults(&config.redact_patterns).map_err(|e| pattern_error(&e))?,
+            )
         };
         Ok(Redaction {
             rules: Some(Arc::new(Rules {
@@ -205,7 +225,12 @@ mod tests {
             redact_patterns: vec![("mine".into(), "(".into())],
             ..AuditConfig::default()
         };
-        assert!(Redaction::new(&bad).unwrap_err().contains("compile"));
+        assert!(
+            Redaction::new(&bad)
+                .unwrap_err()
+                .to_string()
+                .contains("compile")
+        );
     }
 
     #[test]

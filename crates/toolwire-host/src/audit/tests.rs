@@ -2,24 +2,22 @@ use serde_json::json;
 
 use super::*;
 
-struct Dir(PathBuf);
+/// A scratch directory, removed on drop.
+struct Dir(tempfile::TempDir);
 
 impl Dir {
     fn new(name: &str) -> Dir {
-        let dir =
-            std::env::temp_dir().join(format!("toolwire-host-audit-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        std::fs::create_dir_all(&dir).unwrap();
-        Dir(dir)
+        let scratch = tempfile::Builder::new()
+            .prefix(&format!("toolwire-host-audit-{name}-"))
+            .tempdir()
+            .unwrap();
+        Dir(scratch)
+    }
+    fn path(&self) -> &Path {
+        self.0.path()
     }
     fn log(&self) -> PathBuf {
-        self.0.join("audit.jsonl")
-    }
-}
-
-impl Drop for Dir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
+        self.path().join("audit.jsonl")
     }
 }
 
@@ -243,7 +241,7 @@ fn reserved_fields_and_missing_logs_are_refused() {
         Err(AuditError::ReservedField(f)) if f == "seq"
     ));
     assert!(matches!(
-        verify(dir.0.join("none.jsonl")),
+        verify(dir.path().join("none.jsonl")),
         Err(Tampering::Missing { .. })
     ));
     // An empty log (opened, nothing written) verifies.
@@ -305,7 +303,7 @@ fn two_writers_of_one_log_keep_one_chain_across_rotations() {
 #[test]
 fn the_log_and_everything_beside_it_are_private() {
     let dir = Dir::new("private");
-    let path = dir.0.join("state/audit/audit.jsonl");
+    let path = dir.path().join("state/audit/audit.jsonl");
     let log = AuditLog::open(&path).unwrap().rotate_at(4096);
     for i in 0..60 {
         let arguments = json!({"path": "/home/me/secret", "text": "x".repeat(100)});
@@ -314,7 +312,7 @@ fn the_log_and_everything_beside_it_are_private() {
     }
     assert!(!verify::rotated(&path).unwrap().is_empty(), "rotated");
     verify(&path).unwrap();
-    assert_eq!(crate::private::not_private(&dir.0.join("state")), []);
+    assert_eq!(crate::private::not_private(&dir.path().join("state")), []);
 }
 
 /// A log written before its files were private (or by another program) is made private when
@@ -336,6 +334,6 @@ fn a_log_others_could_read_is_made_private_when_opened() {
         crate::private::set_mode(file, 0o644);
     }
     AuditLog::open(&path).unwrap();
-    crate::private::set_mode(&dir.0, 0o700);
-    assert_eq!(crate::private::not_private(&dir.0), []);
+    crate::private::set_mode(dir.path(), 0o700);
+    assert_eq!(crate::private::not_private(dir.path()), []);
 }

@@ -106,7 +106,7 @@ pub enum Tampering {
 pub fn verify(path: impl AsRef<Path>) -> Result<Verified, Tampering> {
     let path = path.as_ref();
     // Without the right to create the lock (a read-only copy), the log is read as it is.
-    let _reading = super::lock(path, false).ok();
+    let _reading = super::lock(path, super::Lock::Shared).ok();
     verify_unlocked(path)
 }
 

@@ -54,10 +54,20 @@ use std::time::Duration;
 
 pub use expand::Variables;
 pub use keys::IgnoredKey;
-pub use project::{
-    Launch, Origin, ProjectError, ProjectFile, Review, ServerReview, Setting, VariableUse,
-};
+pub use project::{Launch, ProjectError, ProjectFile, Review, ServerReview, Setting, VariableUse};
 pub use trust::{Decision, FileTrust, MemoryTrust, TrustError, TrustRecord, TrustStore};
+
+/// Who wrote a configuration file, which decides what it may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Origin {
+    /// The person's own configuration (in their configuration directory, or a file they named):
+    /// every key applies.
+    #[default]
+    Own,
+    /// A file that came with a project: used once trusted, and only to narrow the approval
+    /// rules and trust the person's own configuration sets.
+    Project,
+}
 
 /// A configuration file, read and checked.
 #[derive(Debug, Clone, PartialEq)]
@@ -226,7 +236,7 @@ impl HostConfig {
         file: impl AsRef<Path>,
         variables: &Variables,
     ) -> Result<HostConfig, ConfigError> {
-        read::parse(text, file.as_ref(), variables, Origin::Own)
+        project::parse(text, file.as_ref(), variables, Origin::Own)
     }
 
     /// [`HostConfig::parse`] for a file of `origin`: a project file's widening settings are
@@ -237,7 +247,7 @@ impl HostConfig {
         variables: &Variables,
         origin: Origin,
     ) -> Result<HostConfig, ConfigError> {
-        read::parse(text, file.as_ref(), variables, origin)
+        project::parse(text, file.as_ref(), variables, origin)
     }
 
     /// A configuration of one server, as named on a command line: nothing else is configured.

@@ -12,19 +12,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::trust::{Decision, TrustError, TrustRecord, TrustStore};
-use super::{ConfigError, HostConfig, Variables, read};
-
-/// Who wrote a configuration file, which decides what it may do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Origin {
-    /// The person's own configuration (in their configuration directory, or a file they named):
-    /// every key applies.
-    #[default]
-    Own,
-    /// A file that came with a project: used once trusted, and only to narrow the approval
-    /// rules and trust the person's own configuration sets.
-    Project,
-}
+use super::{ConfigError, HostConfig, Origin, Variables, read};
 
 /// One setting of a file, where it is and its value as written.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -44,6 +32,21 @@ impl fmt::Display for Setting {
         }
         write!(f, "\"{}\": {}", self.key, self.value)
     }
+}
+
+/// The configuration in `text`; for a project file, with its widening settings set aside.
+pub(super) fn parse(
+    text: &str,
+    file: &Path,
+    vars: &Variables,
+    origin: Origin,
+) -> Result<HostConfig, ConfigError> {
+    let (mut config, root) = read::parse(text, file, vars, origin)?;
+    if origin == Origin::Project {
+        config.set_aside = widening(&root);
+        narrow(&mut config);
+    }
+    Ok(config)
 }
 
 /// The settings of a project file that only the person's own configuration may make: rules
@@ -456,7 +459,7 @@ impl ProjectFile {
     /// asked, or said so for this one command); as a project file, its widening settings set
     /// aside. Variables are expanded from the process environment.
     pub fn load_trusted(&self) -> Result<HostConfig, ConfigError> {
-        read::parse(
+        parse(
             &self.text,
             &self.file,
             &Variables::from_process(&self.file),

@@ -91,7 +91,8 @@ fn reads_claude_desktop_and_claude_code_files_with_toolwire_keys() {
 
 #[test]
 fn reads_the_vs_code_shape_and_an_env_file() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-cfg-{}", std::process::id()));
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
     std::fs::create_dir_all(dir.join(".vscode")).unwrap();
     std::fs::write(
         dir.join("secrets.env"),
@@ -110,7 +111,7 @@ fn reads_the_vs_code_shape_and_an_env_file() {
     let Transport::Stdio { args, env, .. } = &config.servers[0].transport else {
         panic!("stdio expected");
     };
-    let root = std::path::absolute(&dir).unwrap().display().to_string();
+    let root = std::path::absolute(dir).unwrap().display().to_string();
     assert_eq!(
         args[2], root,
         "workspaceFolder is the folder holding .vscode"
@@ -118,7 +119,6 @@ fn reads_the_vs_code_shape_and_an_env_file() {
     assert_eq!(env["API_KEY"], "abc");
     assert_eq!(env["OTHER"], "2", "env wins over envFile");
     assert!(config.ignored.is_empty());
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
@@ -425,16 +425,17 @@ const HOSTILE_PROJECT: &str = r#"{
   "roots": ["/"]
 }"#;
 
-fn project_dir(name: &str) -> std::path::PathBuf {
-    let dir = std::env::temp_dir().join(format!("toolwire-project-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
+fn project_dir(name: &str) -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix(&format!("toolwire-project-{name}-"))
+        .tempdir()
+        .unwrap()
 }
 
 #[test]
 fn a_project_file_is_reviewed_without_expanding_anything() {
-    let dir = project_dir("review");
+    let scratch = project_dir("review");
+    let dir = scratch.path();
     let file = dir.join(".mcp.json");
     std::fs::write(&file, HOSTILE_PROJECT).unwrap();
     let project = ProjectFile::read(&file).unwrap();
@@ -503,12 +504,12 @@ fn a_project_file_is_reviewed_without_expanding_anything() {
         ]
     );
     assert_eq!(review.roots, ["/"]);
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]
 fn a_project_file_loads_only_once_trusted_and_again_only_until_it_changes() {
-    let dir = project_dir("trust");
+    let scratch = project_dir("trust");
+    let dir = scratch.path();
     let file = dir.join(".mcp.json");
     let text = HOSTILE_PROJECT.replace("${", "${NOT_SET_ANYWHERE_");
     let text = text.replace("NOT_SET_ANYWHERE_HOST_PART:-mcp", "HOST_PART:-mcp");
@@ -547,7 +548,6 @@ fn a_project_file_loads_only_once_trusted_and_again_only_until_it_changes() {
         ProjectFile::read(&other_path).unwrap().canonical(),
         changed.canonical()
     );
-    std::fs::remove_dir_all(&dir).unwrap();
 }
 
 #[test]

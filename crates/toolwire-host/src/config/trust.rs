@@ -159,7 +159,8 @@ impl FileTrust {
         if let Some(dir) = self.path.parent() {
             crate::private::create_dir_all(dir).map_err(|e| self.io(e))?;
         }
-        let _locked = crate::audit::lock(&self.path, true).map_err(|e| self.io(e))?;
+        let _locked = crate::audit::lock(&self.path, crate::audit::Lock::Exclusive)
+            .map_err(|e| self.io(e))?;
         let mut stored = self.read()?;
         let out = change(&mut stored);
         let text = serde_json::to_vec_pretty(&stored).map_err(|source| TrustError::Corrupt {
@@ -255,11 +256,11 @@ mod tests {
         );
     }
 
-    fn temp_dir(name: &str) -> PathBuf {
-        let dir =
-            std::env::temp_dir().join(format!("toolwire-trust-{name}-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
-        dir
+    /// A directory not made yet, in a scratch directory removed on drop.
+    fn temp_dir(name: &str) -> (tempfile::TempDir, PathBuf) {
+        let scratch = tempfile::tempdir().unwrap();
+        let dir = scratch.path().join(name);
+        (scratch, dir)
     }
 
     #[test]
@@ -269,7 +270,7 @@ mod tests {
 
     #[test]
     fn a_file_keeps_the_contract_across_instances_and_privately() {
-        let dir = temp_dir("file");
+        let (_scratch, dir) = temp_dir("file");
         contract(&FileTrust::new(dir.join("state")));
         // Another instance (another process) sees the same decisions.
         let again = FileTrust::new(dir.join("state"));
@@ -281,12 +282,11 @@ mod tests {
             assert_eq!(mode(&dir.join("state")), 0o700);
             assert_eq!(mode(again.path()), 0o600);
         }
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn decisions_made_at_once_from_many_instances_are_all_kept() {
-        let dir = temp_dir("race");
+        let (_scratch, dir) = temp_dir("race");
         let threads: Vec<_> = (0..8)
             .map(|i| {
                 let dir = dir.clone();
@@ -303,12 +303,11 @@ mod tests {
             thread.join().unwrap();
         }
         assert_eq!(FileTrust::new(&dir).list().unwrap().len(), 80);
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 
     #[test]
     fn a_damaged_file_is_an_error_that_says_what_to_do() {
-        let dir = temp_dir("corrupt");
+        let (_scratch, dir) = temp_dir("corrupt");
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join("trust.json"), "{not json").unwrap();
         let error = FileTrust::new(&dir)
@@ -316,6 +315,5 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(error.contains("move it away"), "{error}");
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }

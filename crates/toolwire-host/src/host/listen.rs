@@ -7,7 +7,7 @@ use futures::stream::{SelectAll, Stream, StreamExt as _};
 use toolwire_client::Notification;
 use toolwire_client::protocol::SubscriptionFilter;
 
-use super::Host;
+use super::connect::Connection;
 
 /// A change one server announced.
 #[derive(Debug, Clone, PartialEq)]
@@ -15,7 +15,7 @@ pub struct ListChange {
     /// The server's name in the configuration.
     pub server: String,
     /// What it announced: the tool list changed, its stream reconnected (changes may have been
-    /// missed), or the subscriber fell behind. Each means: call [`Host::refresh`].
+    /// missed), or the subscriber fell behind. Each means: call [`Host::refresh`](super::Host::refresh).
     pub notification: Notification,
 }
 
@@ -48,16 +48,17 @@ impl Stream for ListChanges {
     }
 }
 
-impl Host {
-    /// Subscribes to every connected server's tool-list changes (its `subscriptions/listen`
-    /// stream, or a legacy server's notifications) and merges them. A stream that fails ends
-    /// with a [`Notification::Reconnected`] from that server, so the host refreshes.
-    pub async fn list_changes(&self) -> ListChanges {
+/// The steps of [`Host::list_changes`](super::Host::list_changes): every connection's
+/// subscription, merged.
+pub(super) async fn list_changes<'c>(
+    connections: impl Iterator<Item = &'c Connection>,
+) -> ListChanges {
+    {
         let filter = SubscriptionFilter {
             tools_list_changed: Some(true),
             ..SubscriptionFilter::default()
         };
-        let opened = futures::future::join_all(self.connections.values().map(|c| {
+        let opened = futures::future::join_all(connections.map(|c| {
             let filter = filter.clone();
             async move { (c.config.name.clone(), c.client.listen(filter).await) }
         }))

@@ -3,11 +3,15 @@
 //! log.
 
 mod call;
+mod connect;
+mod event;
+mod list;
 mod listen;
 mod options;
 mod output;
 
 pub use call::{Called, Outcome};
+pub use event::{HostEvent, SentCall};
 pub use listen::{ListChange, ListChanges};
 pub use options::{AuthorizerFor, HostOptions};
 
@@ -15,16 +19,20 @@ use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
-use toolwire_client::protocol::Tool;
-use toolwire_client::{Client, ClientBuilder, ServerEra, StdioCommand};
+use serde_json::Value;
+use toolwire_client::CallOptions;
+use toolwire_client::ServerEra;
+use toolwire_client::protocol::{CallToolResult, Tool};
 
-use crate::audit::{AuditError, AuditLog, Redaction};
-use crate::config::{HostConfig, ServerConfig, Transport};
-use crate::glob::Globs;
+use self::connect::Connection;
+use self::list::Listing;
+use crate::audit::{AuditError, AuditLog, Redaction, RedactionError};
+use crate::config::{HostConfig, ServerConfig};
 use crate::names::{NameError, Names};
-use crate::pins::{FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash};
-use crate::policy::{FileRemembered, MemoryRemembered, Policy};
+use crate::pins::{FilePins, MemoryPins, PinReport, PinState, PinStore, Pins};
+use crate::policy::{
+    Approved, Call, FileRemembered, MemoryRemembered, Policy, PolicyError, Refusal,
+};
 
 /// The default time limit of a call when neither the server's configuration nor the tool
 /// says otherwise.
@@ -42,10 +50,10 @@ pub enum HostError {
     Audit(#[from] AuditError),
     /// The audit log's redaction patterns do not compile.
     #[error("audit redaction: {0}")]
-    Redaction(String),
+    Redaction(#[from] RedactionError),
     /// The policy's patterns do not compile.
     #[error("approval rules: {0}")]
-    Policy(String),
+    Policy(#[from] PolicyError),
     /// The name budget is out of range.
     #[error(transparent)]
     Names(#[from] NameError),
@@ -119,14 +127,6 @@ impl HostTool {
     }
 }
 
-/// A connected server.
-struct Connection {
-    config: ServerConfig,
-    client: Client,
-    /// How many times its stdio process was started, when last looked at.
-    starts: std::sync::atomic::AtomicU64,
-}
-
 /// Many servers behind one list of tools.
 pub struct Host {
     options: HostOptions,
@@ -174,11 +174,11 @@ impl Host {
                     Arc::new(MemoryRemembered::new()),
                 ),
             };
-        let policy = Policy::new(config, remembered).map_err(HostError::Policy)?;
+        let policy = Policy::new(config, remembered)?;
         let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
         let redaction = match &options.redaction {
             Some(redaction) => redaction.clone(),
-            None => Redaction::new(&config.audit).map_err(HostError::Redaction)?,
+            None => Redaction::new(&config.audit)?,
         };
         Names::build(options.name_budget, std::iter::empty())?;
         let mut host = Host {
@@ -206,34 +206,18 @@ impl Host {
         let opened = futures::future::join_all(
             unstarted
                 .into_iter()
-                .map(|server| async { (open(&server, options).await, server) }),
+                .map(|server| async { (connect::open(&server, options).await, server) }),
         )
         .await;
         for (opened, server) in opened {
             match opened {
                 Ok(client) => {
-                    self.connections.insert(
-                        server.name.clone(),
-                        Connection {
-                            config: server,
-                            starts: client.server_starts().unwrap_or(0).into(),
-                            client,
-                        },
-                    );
+                    let name = server.name.clone();
+                    self.connections
+                        .insert(name, Connection::new(server, client));
                 }
                 Err(error) => {
-                    self.record(
-                        "server_failed",
-                        json!({"server": server.name, "error": error}),
-                    );
-                    self.statuses.push(ServerStatus {
-                        name: server.name.clone(),
-                        state: ServerState::Failed { error },
-                        pins: PinReport::default(),
-                        era: None,
-                        authorized: None,
-                        hidden: Vec::new(),
-                    });
+                    self.server_failed(server.name.clone(), error.to_string());
                     self.unstarted.push(server);
                 }
             }
@@ -246,125 +230,72 @@ impl Host {
     pub async fn refresh(&mut self) -> Result<(), HostError> {
         self.statuses.clear();
         self.start_servers().await;
-        let lists = self.connections.values().map(|c| async move {
-            (
-                c.config.name.clone(),
-                c.client.refresh_tools().await.map_err(|e| e.to_string()),
-            )
-        });
-        let lists = futures::future::join_all(lists).await;
-        let mut kept: Vec<(String, Tool, Value)> = Vec::new();
-        let mut states: HashMap<(String, String), PinState> = HashMap::new();
-        for (server, listed) in lists {
-            let config = &self.connections[&server].config;
-            let (tools, mut hidden) = match listed {
-                Ok(tools) => filter(tools, config),
-                Err(error) => {
-                    self.record("server_failed", json!({"server": server, "error": error}));
-                    self.statuses.push(ServerStatus {
-                        name: server,
-                        state: ServerState::Failed { error },
-                        pins: PinReport::default(),
-                        era: None,
-                        authorized: None,
-                        hidden: Vec::new(),
-                    });
-                    continue;
+        let lists = futures::future::join_all(
+            self.connections
+                .values()
+                .map(|c| async move { (c.config.name.clone(), c.client.refresh_tools().await) }),
+        )
+        .await;
+        let mut listed = Vec::new();
+        for (server, tools) in lists {
+            match tools {
+                Ok(tools) => {
+                    let listing = list::check(tools, &self.connections[&server], &self.pins)?;
+                    listed.extend(self.listed(server, listing));
                 }
-            };
-            let mut definitions: BTreeMap<String, Value> = tools
-                .iter()
-                .map(|t| {
-                    (
-                        t.name.clone(),
-                        serde_json::to_value(t).unwrap_or(Value::Null),
-                    )
-                })
-                .collect();
-            let report = self.pins.check(&server, &definitions)?;
-            for (tool, definition) in &definitions {
-                let state = match report.changed.iter().find(|c| &c.tool == tool) {
-                    Some(c) => PinState::Changed {
-                        pinned: c.pinned.clone(),
-                        listed: c.listed.clone(),
-                    },
-                    None => PinState::Pinned(definition_hash(definition)),
-                };
-                states.insert((server.clone(), tool.clone()), state);
+                Err(error) => self.server_failed(server, error.to_string()),
             }
-            if report != PinReport::default() {
-                let changed: Vec<Value> = report
-                    .changed
-                    .iter()
-                    .map(|c| {
-                        json!({"tool": c.tool, "pinned": c.pinned, "listed": c.listed,
-                        "changes": c.changes.iter().map(ToString::to_string).collect::<Vec<_>>()})
-                    })
-                    .collect();
-                self.record(
-                    "tools_changed",
-                    json!({"server": server, "new": report.new, "changed": changed, "removed": report.removed}),
-                );
-            }
-            let version = self.connections[&server].client.protocol_version();
-            self.record(
-                "server_listed",
-                json!({"server": server, "protocolVersion": version, "tools": tools.len()}),
-            );
-            let client = &self.connections[&server].client;
-            hidden.extend(
-                client
-                    .dropped_tools()
-                    .into_iter()
-                    .map(|(tool, problem)| Hidden {
-                        tool,
-                        reason: format!("its definition is refused: {problem}"),
-                    }),
-            );
-            self.statuses.push(ServerStatus {
-                name: server.clone(),
-                state: ServerState::Connected { tools: tools.len() },
-                pins: report,
-                era: client.era(),
-                authorized: client.authorized(),
-                hidden,
-            });
-            kept.extend(tools.into_iter().map(|t| {
-                let listed = definitions.remove(&t.name).unwrap_or(Value::Null);
-                (server.clone(), t, listed)
-            }));
         }
         self.statuses.sort_by(|a, b| a.name.cmp(&b.name));
-        let prefixes: BTreeMap<&str, &str> = self
-            .connections
-            .values()
-            .map(|c| (c.config.name.as_str(), c.config.prefix.as_str()))
-            .collect();
-        self.names = Names::build(
-            self.options.name_budget,
-            kept.iter()
-                .map(|(s, t, _)| (s.as_str(), prefixes[s.as_str()], t.name.as_str())),
-        )?;
-        let mut pin_states = HashMap::new();
-        let mut tools: Vec<HostTool> = kept
-            .into_iter()
-            .filter_map(|(server, definition, listed)| {
-                let qualified = self.names.qualified(&server, &definition.name)?.to_owned();
-                if let Some(state) = states.remove(&(server.clone(), definition.name.clone())) {
-                    pin_states.insert(qualified.clone(), state);
-                }
-                Some(HostTool {
-                    qualified,
-                    server,
-                    definition,
-                    listed,
-                })
-            })
-            .collect();
-        tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
-        self.tools = tools;
-        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = pin_states;
+        let named = list::name(listed, self.connections.values(), self.options.name_budget)?;
+        self.names = named.names;
+        self.tools = named.tools;
+        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = named.pin_states;
         Ok(())
+    }
+
+    /// Records a server that could not be started or listed, and reports it.
+    fn server_failed(&mut self, server: String, error: String) {
+        self.record(HostEvent::ServerFailed {
+            server: &server,
+            error: &error,
+        });
+        self.statuses.push(ServerStatus {
+            name: server,
+            state: ServerState::Failed { error },
+            pins: PinReport::default(),
+            era: None,
+            authorized: None,
+            hidden: Vec::new(),
+        });
+    }
+
+    /// Records a server's list (and how it differs from its pins), reports the server
+    /// connected, and hands on its tools.
+    fn listed(&mut self, server: String, listing: Listing) -> Vec<list::Listed> {
+        let Listing {
+            tools,
+            hidden,
+            report,
+        } = listing;
+        if report != PinReport::default() {
+            self.record(HostEvent::tools_changed(&server, &report));
+        }
+        let client = &self.connections[&server].client;
+        self.record(HostEvent::ServerListed {
+            server: &server,
+            protocol_version: &client.protocol_version(),
+            tools: tools.len(),
+        });
+        self.statuses.push(ServerStatus {
+            state: ServerState::Connected { tools: tools.len() },
+            pins: report,
+            era: client.era(),
+            authorized: client.authorized(),
+            hidden,
+            name: server,
+        });
+        tools
     }
 
     /// Every configured server and how it is doing, by name.
@@ -408,11 +339,41 @@ impl Host {
             .write()
             .unwrap_or_else(|e| e.into_inner())
             .insert(qualified.to_owned(), PinState::Pinned(hash.clone()));
-        self.record(
-            "change_approved",
-            json!({"server": tool.server, "tool": qualified, "hash": hash}),
-        );
+        self.record(HostEvent::ChangeApproved {
+            server: &tool.server,
+            tool: qualified,
+            hash: &hash,
+        });
         Ok(true)
+    }
+
+    /// Calls the tool the model named `qualified` with `arguments`. Whatever happens, the model
+    /// gets a result: a refusal, an unknown tool, a failed server or a timeout is an `isError`
+    /// result that says so.
+    pub async fn call(&self, qualified: &str, arguments: Value) -> CallToolResult {
+        self.call_with(qualified, arguments, CallOptions::default())
+            .await
+            .result
+    }
+
+    /// [`Host::call`] with the caller's options: progress and log callbacks and a cancellation
+    /// token. Its time limit is the host's (see [`HostOptions`]) unless `options` sets a
+    /// shorter one. Says what became of the call besides the result.
+    pub async fn call_with(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Called {
+        call::call(self, qualified, arguments, options).await
+    }
+
+    /// Subscribes to every connected server's tool-list changes (its `subscriptions/listen`
+    /// stream, or a legacy server's notifications) and merges them. A stream that fails ends
+    /// with a [`Notification::Reconnected`](toolwire_client::Notification::Reconnected) from
+    /// that server, so the host refreshes.
+    pub async fn list_changes(&self) -> ListChanges {
+        listen::list_changes(self.connections.values()).await
     }
 
     /// Closes every connection (stdio servers are stopped).
@@ -424,155 +385,48 @@ impl Host {
 
     /// Appends an audit record, if there is a log. A record that cannot be written is logged
     /// at ERROR: the host keeps working.
-    fn record(&self, event: &str, fields: Value) {
+    fn record(&self, event: HostEvent<'_>) {
         let Some(log) = &self.audit else { return };
-        let fields = match fields {
-            Value::Object(map) => map,
-            _ => Map::new(),
+        let event_name = event.name();
+        let written = match event.fields() {
+            Ok(fields) => log
+                .append(event_name, fields)
+                .map(drop)
+                .map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
         };
-        if let Err(e) = log.append(event, fields) {
+        if let Err(e) = written {
             tracing::error!(
-                event,
-                "cannot write the host's audit log ({event} record): {e}"
+                event = event_name,
+                "cannot write the host's audit log ({event_name} record): {e}"
             );
         }
     }
-}
 
-/// The OAuth flow of an HTTP server: the host's store and authorizer, the entry's settings.
-fn oauth_for(
-    name: &str,
-    settings: &crate::config::OAuthSettings,
-    options: &HostOptions,
-) -> toolwire_client::auth::OAuth {
-    let mut oauth = toolwire_client::auth::OAuth::new()
-        .store(options.credentials.clone())
-        .client_name(options.client_name.clone());
-    if let Some(authorizer) = &options.authorizer {
-        oauth = oauth.authorizer(authorizer(name));
+    /// The policy's decision on `call`, asking the host's approver when the rules leave it
+    /// to a person.
+    async fn authorize(&self, call: &Call<'_>) -> Result<Approved, Refusal> {
+        self.policy
+            .authorize(call, self.options.approver.as_ref())
+            .await
     }
-    if let Some(client_id) = &settings.client_id {
-        oauth = oauth.client(
-            settings.issuer.clone(),
-            client_id,
-            settings.client_secret.clone(),
-        );
-    }
-    if let Some(scope) = &settings.scope {
-        oauth = oauth.scope(scope);
-    }
-    if settings.client_credentials {
-        oauth = oauth.client_credentials();
-    }
-    if options.oauth_insecure_http {
-        oauth = oauth.allow_insecure_http();
-    }
-    oauth
-}
 
-/// A client for `server` (a stdio server is started; an HTTP one is first reached when its
-/// tools are listed).
-async fn open(server: &ServerConfig, options: &HostOptions) -> Result<Client, String> {
-    let timeout = server.timeout.unwrap_or(options.call_timeout);
-    // The hard cap must leave room for the longest limit of a single tool.
-    let longest = server
-        .tool_timeouts
-        .values()
-        .copied()
-        .fold(timeout, Duration::max);
-    let mut builder = ClientBuilder::new(&options.client_name, &options.client_version)
-        .timeout(timeout)
-        .max_timeout(longest);
-    if let Some(probe) = options.probe_timeout {
-        builder = builder.probe_timeout(probe);
-    }
-    if let Some(level) = options.log_level {
-        builder = builder.log_level(level);
-    }
-    for path in &options.ca_files {
-        builder = builder.ca_file(path);
-    }
-    // Each handler is told which server asks.
-    if let Some(handler) = options.input.elicit.clone() {
-        let name = server.name.clone();
-        builder = builder.on_elicit(move |params| handler(name.clone(), params));
-    }
-    if let Some(handler) = options.input.elicit_url.clone() {
-        let name = server.name.clone();
-        builder = builder.on_elicit_url(move |params| handler(name.clone(), params));
-    }
-    if let Some(handler) = options.input.sample.clone() {
-        let name = server.name.clone();
-        builder = builder.on_sample(move |params| handler(name.clone(), params));
-    }
-    if let Some(handler) = options.input.roots.clone() {
-        let name = server.name.clone();
-        builder = builder.on_roots(move || handler(name.clone(), ()));
-    }
-    let client = match &server.transport {
-        Transport::Http {
-            url,
-            headers,
-            oauth,
-        } => {
-            for (name, value) in headers {
-                builder = builder.header(name, value);
-            }
-            if !oauth.disabled {
-                builder = builder.oauth(oauth_for(&server.name, oauth, options));
-            }
-            builder.http(url).map_err(|e| e.to_string())?
+    /// The arguments as the audit log keeps them, and how many values were redacted; nothing
+    /// is computed without a log.
+    fn logged(&self, arguments: &Value) -> (Value, usize) {
+        if self.audit.is_none() {
+            return (Value::Null, 0);
         }
-        Transport::Stdio {
-            command,
-            args,
-            env,
-            cwd,
-        } => {
-            let mut stdio = StdioCommand::new(command).args(args);
-            for (name, value) in env {
-                stdio = stdio.env(name, value);
-            }
-            if let Some(cwd) = cwd {
-                stdio = stdio.current_dir(cwd);
-            }
-            builder
-                .spawn_command(stdio)
-                .await
-                .map_err(|e| e.to_string())?
-        }
-    };
-    Ok(client)
-}
+        self.redaction.apply(arguments)
+    }
 
-/// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through, and the
-/// others with the reason.
-fn filter(tools: Vec<Tool>, server: &ServerConfig) -> (Vec<Tool>, Vec<Hidden>) {
-    // The configuration checked the patterns; a pattern that fails here keeps nothing.
-    let allow = Globs::new(&server.tools.allow).ok();
-    let deny = Globs::new(&server.tools.deny).ok();
-    let mut hidden = Vec::new();
-    let kept = tools
-        .into_iter()
-        .filter(|t| {
-            let reason = match (&allow, &deny) {
-                (Some(a), _) if !a.is_empty() && !a.matches(&t.name) => {
-                    "not in the configuration's tools.allow".to_owned()
-                }
-                (Some(_), Some(d)) => match d.first_match(&t.name) {
-                    Some(pattern) => {
-                        format!("matches {pattern:?} of the configuration's tools.deny")
-                    }
-                    None => return true,
-                },
-                _ => "the configuration's tool patterns do not compile".to_owned(),
-            };
-            hidden.push(Hidden {
-                tool: t.name.clone(),
-                reason,
-            });
-            false
-        })
-        .collect();
-    (kept, hidden)
+    /// The connection to a configured server.
+    fn connection(&self, server: &str) -> &Connection {
+        &self.connections[server]
+    }
+
+    /// How a call runs: its time limit and what reaches the model.
+    fn options(&self) -> &HostOptions {
+        &self.options
+    }
 }

@@ -23,12 +23,10 @@ fn listed(tools: &[(&str, Value)]) -> BTreeMap<String, Value> {
 fn each_store(check: impl Fn(&dyn Fn() -> Arc<dyn PinStore>)) {
     let memory: Arc<dyn PinStore> = Arc::new(MemoryPins::new());
     check(&|| memory.clone());
-    let dir = std::env::temp_dir().join(format!("toolwire-host-pins-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let d = dir.clone();
+    let scratch = tempfile::tempdir().unwrap();
+    let d = scratch.path().join("state");
     // Every call opens the directory afresh: what one store wrote, the next reads.
     check(&move || Arc::new(FilePins::new(&d)));
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -150,8 +148,9 @@ fn diffs_name_added_removed_and_nested_paths() {
 
 #[test]
 fn a_damaged_pin_file_is_an_error_naming_the_server() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-pins-bad-{}", std::process::id()));
-    let store = FilePins::new(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path();
+    let store = FilePins::new(dir);
     std::fs::create_dir_all(dir.join("pins")).unwrap();
     std::fs::write(store.file("fs"), "{").unwrap();
     let e = Pins::new(store).check("fs", &BTreeMap::new()).unwrap_err();
@@ -159,7 +158,6 @@ fn a_damaged_pin_file_is_an_error_naming_the_server() {
         e.to_string().contains("pins of server \"fs\"") && e.to_string().contains("not JSON"),
         "{e}"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// The pins directory and every pins file are readable by their owner only; a pins directory
@@ -167,9 +165,8 @@ fn a_damaged_pin_file_is_an_error_naming_the_server() {
 #[cfg(unix)]
 #[test]
 fn pins_files_are_private() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-pins-mode-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    let state = dir.join("state");
+    let scratch = tempfile::tempdir().unwrap();
+    let state = scratch.path().join("state");
     let store = FilePins::new(&state);
     let definition = tool("Reads a file");
     let pin = Pin::new(definition_hash(&definition), &definition);
@@ -182,5 +179,4 @@ fn pins_files_are_private() {
     crate::private::set_mode(&store.file("fs"), 0o644);
     assert_eq!(FilePins::new(&state).load("fs").unwrap().len(), 1);
     assert_eq!(crate::private::not_private(&state), []);
-    let _ = std::fs::remove_dir_all(&dir);
 }

@@ -17,10 +17,19 @@ use std::pin::Pin as Boxed;
 use serde_json::Value;
 
 use crate::config::{ApprovalRules, HostConfig};
-use crate::glob::Globs;
+use crate::glob::{GlobError, Globs};
 use crate::pins::PinState;
 
-pub use remembered::{FileRemembered, MemoryRemembered, Remembered};
+pub use remembered::{FileRemembered, MemoryRemembered, RememberError, Remembered};
+
+/// Why a policy cannot be made from a configuration.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum PolicyError {
+    /// An approval rule is not a valid glob.
+    #[error(transparent)]
+    Rule(#[from] GlobError),
+}
 
 /// Rules compiled once.
 #[derive(Debug, Clone)]
@@ -31,7 +40,7 @@ struct Rules {
 }
 
 impl Rules {
-    fn new(rules: &ApprovalRules) -> Result<Rules, String> {
+    fn new(rules: &ApprovalRules) -> Result<Rules, PolicyError> {
         Ok(Rules {
             allow: Globs::new(&rules.allow)?,
             ask: Globs::new(&rules.ask)?,
@@ -91,8 +100,9 @@ pub struct ApprovalRequest<'a> {
     pub qualified: &'a str,
     /// The tool's full definition as listed.
     pub definition: &'a Value,
-    /// Its pinned hash.
-    pub hash: &'a str,
+    /// Its pinned hash; `None` for a tool never checked against a pin, for which "allow
+    /// always" cannot be remembered.
+    pub hash: Option<&'a str>,
     /// The complete arguments, exactly as they will be sent.
     pub arguments: &'a Value,
     /// Whether the server's annotations may be relied on; if not, show them as claims.
@@ -178,12 +188,12 @@ impl Policy {
     pub fn new(
         config: &HostConfig,
         remembered: impl Remembered + 'static,
-    ) -> Result<Policy, String> {
+    ) -> Result<Policy, PolicyError> {
         let servers = config
             .servers
             .iter()
             .map(|s| Ok((s.name.clone(), (Rules::new(&s.approval)?, s.trust))))
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, PolicyError>>()?;
         Ok(Policy {
             host: Rules::new(&config.approval)?,
             servers,
@@ -266,8 +276,8 @@ impl Policy {
             Verdict::Ask(reason) => reason,
         };
         let hash = match call.pin {
-            PinState::Pinned(hash) => hash.as_str(),
-            _ => "",
+            PinState::Pinned(hash) => Some(hash.as_str()),
+            _ => None,
         };
         let trusted = self.servers.get(call.server).is_some_and(|(_, t)| *t);
         let request = ApprovalRequest {
@@ -279,8 +289,8 @@ impl Policy {
             annotations_trusted: trusted,
             reason: &reason,
         };
-        match approver.approve(request).await {
-            Answer::AllowAlways if !hash.is_empty() => {
+        match (approver.approve(request).await, hash) {
+            (Answer::AllowAlways, Some(hash)) => {
                 if let Err(e) = self.remembered.remember(call.server, call.qualified, hash) {
                     // The call goes ahead as allowed; the next one is asked about again.
                     tracing::warn!(
@@ -292,12 +302,14 @@ impl Policy {
                 }
                 Ok(Approved::ByPerson(Answer::AllowAlways))
             }
-            Answer::AllowAlways | Answer::AllowOnce => Ok(Approved::ByPerson(Answer::AllowOnce)),
-            Answer::AllowedBy(by) => Ok(Approved::ByPerson(Answer::AllowedBy(by))),
-            Answer::Deny(why) => Err(Refusal {
+            (Answer::AllowAlways | Answer::AllowOnce, _) => {
+                Ok(Approved::ByPerson(Answer::AllowOnce))
+            }
+            (Answer::AllowedBy(by), _) => Ok(Approved::ByPerson(Answer::AllowedBy(by))),
+            (Answer::Deny(why), _) => Err(Refusal {
                 message: format!("A person refused the call to {}: {why}", call.qualified),
             }),
-            Answer::Unanswered(why) => Err(Refusal {
+            (Answer::Unanswered(why), _) => Err(Refusal {
                 message: format!("Nobody could approve the call to {}: {why}", call.qualified),
             }),
         }

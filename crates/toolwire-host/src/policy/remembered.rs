@@ -4,21 +4,46 @@ use std::collections::{BTreeMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use serde_json::Value;
+use serde_json::{Map, Value};
+
+/// Why "allow always" answers could not be read or kept.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum RememberError {
+    /// The file system refused.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// What went wrong.
+        source: std::io::Error,
+    },
+    /// The file holds something other than JSON.
+    #[error("{}: not JSON: {source}", path.display())]
+    NotJson {
+        /// The file.
+        path: PathBuf,
+        /// Where the JSON breaks.
+        source: serde_json::Error,
+    },
+    /// Another store's own failure (a store shared by several hosts).
+    #[error(transparent)]
+    Store(Box<dyn std::error::Error + Send + Sync>),
+}
 
 /// Keeps "allow always" answers. A shared store for several host processes implements it.
 pub trait Remembered: Send + Sync {
     /// Whether `qualified` of `server` was allowed always while its definition hashed to `hash`.
     fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool;
     /// Remembers that it was.
-    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String>;
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), RememberError>;
 }
 
 impl<T: Remembered + ?Sized> Remembered for std::sync::Arc<T> {
     fn allowed(&self, server: &str, qualified: &str, hash: &str) -> bool {
         (**self).allowed(server, qualified, hash)
     }
-    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), RememberError> {
         (**self).remember(server, qualified, hash)
     }
 }
@@ -45,7 +70,7 @@ impl Remembered for MemoryRemembered {
             .contains(&key)
     }
 
-    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), RememberError> {
         let key = (server.to_owned(), qualified.to_owned(), hash.to_owned());
         self.allowed
             .lock()
@@ -74,17 +99,23 @@ impl FileRemembered {
         }
     }
 
-    fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, String> {
+    fn read(&self) -> Result<BTreeMap<String, BTreeMap<String, String>>, RememberError> {
+        let io = |source| RememberError::Io {
+            path: self.path.clone(),
+            source,
+        };
         // Answers kept by an older version may be readable by others.
-        crate::private::make_private(&self.path)
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        crate::private::make_private(&self.path).map_err(io)?;
         let text = match std::fs::read_to_string(&self.path) {
             Ok(text) => text,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(BTreeMap::new()),
-            Err(e) => return Err(format!("{}: {e}", self.path.display())),
+            Err(e) => return Err(io(e)),
         };
-        let value: Value = serde_json::from_str(&text)
-            .map_err(|e| format!("{}: not JSON: {e}", self.path.display()))?;
+        let value: Value =
+            serde_json::from_str(&text).map_err(|source| RememberError::NotJson {
+                path: self.path.clone(),
+                source,
+            })?;
         let mut all = BTreeMap::new();
         for (server, tools) in value.as_object().into_iter().flatten() {
             let tools = tools
@@ -120,19 +151,39 @@ impl Remembered for FileRemembered {
             .is_some_and(|h| h == hash)
     }
 
-    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), String> {
+    fn remember(&self, server: &str, qualified: &str, hash: &str) -> Result<(), RememberError> {
         let mut cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
         let mut all = self.read()?;
         all.entry(server.to_owned())
             .or_default()
             .insert(qualified.to_owned(), hash.to_owned());
-        let text = serde_json::to_string_pretty(&all).map_err(|e| e.to_string())?;
+        // Pretty, keys in order (`{:#}` is `to_string_pretty`, which cannot fail on strings).
+        let text = format!("{:#}\n", as_json(&all));
         if let Some(dir) = self.path.parent().filter(|d| !d.as_os_str().is_empty()) {
-            crate::private::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+            crate::private::create_dir_all(dir).map_err(|source| RememberError::Io {
+                path: dir.to_owned(),
+                source,
+            })?;
         }
-        crate::private::replace(&self.path, (text + "\n").as_bytes())
-            .map_err(|e| format!("{}: {e}", self.path.display()))?;
+        crate::private::replace(&self.path, text.as_bytes()).map_err(|source| {
+            RememberError::Io {
+                path: self.path.clone(),
+                source,
+            }
+        })?;
         *cache = Some(all);
         Ok(())
     }
+}
+
+/// `{server: {qualified name: hash}}` as JSON.
+fn as_json(all: &BTreeMap<String, BTreeMap<String, String>>) -> Value {
+    let servers = all.iter().map(|(server, tools)| {
+        let tools: Map<String, Value> = tools
+            .iter()
+            .map(|(tool, hash)| (tool.clone(), Value::String(hash.clone())))
+            .collect();
+        (server.clone(), Value::Object(tools))
+    });
+    Value::Object(servers.collect())
 }

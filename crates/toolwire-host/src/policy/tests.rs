@@ -209,8 +209,8 @@ async fn changed_and_denied_tools_never_reach_the_approver() {
 
 #[test]
 fn remembered_answers_survive_in_the_state_directory() {
-    let dir = std::env::temp_dir().join(format!("toolwire-host-remembered-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("state");
     FileRemembered::new(&dir)
         .remember("fs", "fs__run", "h1")
         .unwrap();
@@ -228,7 +228,6 @@ fn remembered_answers_survive_in_the_state_directory() {
         !FileRemembered::new(&dir).allowed("fs", "fs__run", "h2"),
         "a damaged file allows nothing"
     );
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// "Always" answers are readable by their owner only, in a state directory created private;
@@ -236,11 +235,8 @@ fn remembered_answers_survive_in_the_state_directory() {
 #[cfg(unix)]
 #[test]
 fn remembered_answers_are_private() {
-    let dir = std::env::temp_dir().join(format!(
-        "toolwire-host-remembered-mode-{}",
-        std::process::id()
-    ));
-    let _ = std::fs::remove_dir_all(&dir);
+    let scratch = tempfile::tempdir().unwrap();
+    let dir = scratch.path().join("remembered");
     let state = dir.join("state");
     FileRemembered::new(&state)
         .remember("fs", "fs__run", "h1")
@@ -253,5 +249,4 @@ fn remembered_answers_are_private() {
     crate::private::set_mode(&state.join("approvals.json"), 0o644);
     assert!(FileRemembered::new(&state).allowed("fs", "fs__run", "h2"));
     assert_eq!(crate::private::not_private(&dir), []);
-    let _ = std::fs::remove_dir_all(&dir);
 }
