@@ -81,6 +81,25 @@ pub(crate) struct RpcOptions {
     pub(crate) cancel: Option<CancellationToken>,
 }
 
+/// Typed params as the request path takes them: without `_meta`, which the request path writes
+/// for each attempt (B-15; the version may change between two attempts, V-03).
+pub(crate) fn params<P: serde::Serialize>(params: &P) -> Value {
+    let mut value =
+        serde_json::to_value(params).unwrap_or_else(|_| Value::Object(JsonObject::new()));
+    if let Some(object) = value.as_object_mut() {
+        object.remove(toolwire_protocol::META_FIELD);
+    }
+    value
+}
+
+/// The text of a JSON-RPC message as it goes on the wire: through a `Value`, so its members are
+/// in the same (sorted) order as those of every other message the client writes.
+pub(crate) fn body_of<T: serde::Serialize>(message: &T) -> String {
+    serde_json::to_value(message)
+        .unwrap_or_else(|_| Value::Object(JsonObject::new()))
+        .to_string()
+}
+
 /// The codes that only a 2026-07-28 server sends: such an error proves the era.
 pub(crate) fn is_modern_error(code: i64) -> bool {
     matches!(code, -32022..=-32020)
@@ -176,5 +195,38 @@ impl Client {
         if let Transport::Stdio(t) = &self.inner.transport {
             t.close(self.inner.config.shutdown_grace).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolwire_protocol::{PaginatedParams, ReadResourceParams};
+
+    use super::*;
+
+    #[test]
+    fn typed_params_leave_meta_to_the_request_path() {
+        let first = params(&PaginatedParams::default());
+        assert_eq!(first, json!({}));
+        let read = params(&ReadResourceParams {
+            uri: "file:///a".into(),
+            ..Default::default()
+        });
+        assert_eq!(read, json!({"uri": "file:///a"}));
+    }
+
+    #[test]
+    fn message_members_are_in_one_order() {
+        let body = body_of(&toolwire_protocol::Request::new(
+            7,
+            "m",
+            json!({"b": 1, "a": 2}),
+        ));
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "m", "params": {"a": 2, "b": 1}})
+                .to_string()
+        );
     }
 }

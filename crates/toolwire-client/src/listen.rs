@@ -14,15 +14,17 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
+use toolwire_protocol::legacy::{ResourceSubscriptionParams, Subscribe};
+use toolwire_protocol::methods::{Listen, Method};
 use toolwire_protocol::{
-    AcknowledgedParams, ErrorObject, NOTIFICATION_PROMPTS_LIST_CHANGED,
+    AcknowledgedParams, ErrorObject, ListenParams, NOTIFICATION_PROMPTS_LIST_CHANGED,
     NOTIFICATION_RESOURCES_LIST_CHANGED, NOTIFICATION_RESOURCES_UPDATED,
     NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, NOTIFICATION_TOOLS_LIST_CHANGED, SubscriptionFilter,
 };
 
-use crate::client::{Client, RpcOptions};
+use crate::client::{Client, RpcOptions, params};
 use crate::error::{Error, Result};
 use crate::state::{Era, LegacySession};
 use crate::transport::{Failure, Outgoing, Transport};
@@ -359,16 +361,15 @@ impl Client {
             if caps["resources"]["subscribe"] == true {
                 let mut subscribed = Vec::new();
                 for uri in uris {
+                    let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
                     match self
-                        .rpc(
-                            "resources/subscribe",
-                            json!({"uri": uri}),
-                            &RpcOptions::default(),
-                        )
+                        .rpc(Subscribe::METHOD, params, &RpcOptions::default())
                         .await
                     {
                         Ok(_) => subscribed.push(uri.clone()),
-                        Err(error) => tracing::warn!(%uri, %error, "resources/subscribe failed"),
+                        Err(error) => {
+                            tracing::warn!(%uri, %error, "{} failed", Subscribe::METHOD);
+                        }
                     }
                 }
                 acknowledged.resource_subscriptions = Some(subscribed);
@@ -526,15 +527,18 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
             }
         };
         let id = client.next_id();
-        let params = json!({"notifications": filter});
-        let body = match client.envelope(&era, id, "subscriptions/listen", &params, false) {
+        let params = params(&ListenParams {
+            notifications: filter.clone(),
+            ..Default::default()
+        });
+        let body = match client.envelope(&era, id, Listen::METHOD, &params, false) {
             Ok(body) => body,
             Err(error) => return listener.fail(error),
         };
         let (version, session) = client.wire_identity(&era);
         let out = Outgoing {
             id: Some(id),
-            method: "subscriptions/listen",
+            method: Listen::METHOD,
             body,
             name: None,
             mirrored: &[],
@@ -592,6 +596,8 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     fn take(mailbox: &Mutex<Mailbox>) -> Option<Result<Notification>> {

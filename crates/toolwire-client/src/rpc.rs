@@ -6,16 +6,18 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use toolwire_protocol::methods::{Complete, Discover, GetPrompt, MetaParams, Method, ReadResource};
 use toolwire_protocol::{
-    CompleteResult, CompletionArgument, CompletionReference, DiscoverResult, ErrorObject,
-    GetPromptResult, JsonObject, LoggingMessageParams, ProgressParams, ReadResourceResult,
-    TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+    CompleteParams, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
+    ErrorObject, GetPromptParams, GetPromptResult, JsonObject, LoggingMessageParams, META_FIELD,
+    META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS,
+    ProgressParams, ReadResourceParams, ReadResourceResult, RequestMeta, TASKS_EXTENSION,
+    UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::client::{Client, RpcOptions, is_modern_error};
+use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
 use crate::error::{Error, Result};
 use crate::state::Era;
 use crate::transport::{Failure, Outgoing, Reply};
@@ -39,15 +41,15 @@ impl Client {
         if !matches!(era, Era::Legacy(_)) {
             meta = self.inner.request_meta.clone();
             meta.insert(
-                "io.modelcontextprotocol/protocolVersion".into(),
+                META_PROTOCOL_VERSION.into(),
                 Value::String(self.state().version.clone()),
             );
         }
         if progress {
-            meta.insert("progressToken".into(), json!(id));
+            meta.insert(META_PROGRESS_TOKEN.into(), json!(id));
         }
         if !meta.is_empty() {
-            object.insert("_meta".into(), Value::Object(meta));
+            object.insert(META_FIELD.into(), Value::Object(meta));
         }
         Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
     }
@@ -78,7 +80,7 @@ impl Client {
                     return Err(error);
                 }
             };
-            if let (Era::Legacy(session), "server/discover") = (&era, method) {
+            if let (Era::Legacy(session), Discover::METHOD) = (&era, method) {
                 // A legacy server has no discover: its initialize result stands in (also after
                 // a fallback on this very request).
                 return Ok(serde_json::to_value(session.discover_result()?)
@@ -272,7 +274,7 @@ impl Client {
         let (progress, log) = (options.progress.clone(), options.log.clone());
         let client = self.clone();
         let mut on_message = move |message: Value| match message["method"].as_str() {
-            Some("notifications/progress") if message.get("id").is_none() => {
+            Some(NOTIFICATION_PROGRESS) if message.get("id").is_none() => {
                 if reset {
                     *moved.lock().unwrap_or_else(|p| p.into_inner()) =
                         (Instant::now() + timeout).min(hard);
@@ -284,7 +286,7 @@ impl Client {
                     f(&params);
                 }
             }
-            Some("notifications/message") if message.get("id").is_none() => {
+            Some(NOTIFICATION_MESSAGE) if message.get("id").is_none() => {
                 if let Ok(params) =
                     serde_json::from_value::<LoggingMessageParams>(message["params"].clone())
                 {
@@ -339,14 +341,14 @@ impl Client {
         }
     }
 
-    pub(crate) async fn typed<T: DeserializeOwned>(
+    /// Sends the typed request `M` and reads its typed result.
+    pub(crate) async fn call<M: Method>(
         &self,
-        method: &str,
-        params: Value,
+        params: &M::Params,
         options: &RpcOptions,
-    ) -> Result<T> {
-        let result = self.rpc(method, params, options).await?;
-        serde_json::from_value(result).map_err(|e| Error::InvalidResponse(format!("{method}: {e}")))
+    ) -> Result<M::Result> {
+        let result = self.rpc(M::METHOD, params_value(params), options).await?;
+        read_result::<M>(result)
     }
 
     /// Any request: `params` without `_meta` (it is added); the result object.
@@ -357,7 +359,7 @@ impl Client {
     /// `server/discover` (V-04: optional; any request works without it). For a legacy server
     /// the answer is made from its `initialize` result.
     pub async fn discover(&self) -> Result<DiscoverResult> {
-        self.typed("server/discover", json!({}), &RpcOptions::default())
+        self.call::<Discover>(&MetaParams::default(), &RpcOptions::default())
             .await
     }
 
@@ -367,11 +369,14 @@ impl Client {
             name: Some(uri.to_owned()),
             ..Default::default()
         };
+        let params = ReadResourceParams {
+            uri: uri.to_owned(),
+            ..Default::default()
+        };
         let result = self
-            .rpc_rounds("resources/read", json!({"uri": uri}), &options)
+            .rpc_rounds(ReadResource::METHOD, params_value(&params), &options)
             .await?;
-        serde_json::from_value(result)
-            .map_err(|e| Error::InvalidResponse(format!("resources/read: {e}")))
+        read_result::<ReadResource>(result)
     }
 
     /// Renders a prompt, answering input requests on the way.
@@ -380,15 +385,15 @@ impl Client {
             name: Some(name.to_owned()),
             ..Default::default()
         };
-        let result = self
-            .rpc_rounds(
-                "prompts/get",
-                json!({"name": name, "arguments": arguments}),
-                &options,
-            )
-            .await?;
-        serde_json::from_value(result)
-            .map_err(|e| Error::InvalidResponse(format!("prompts/get: {e}")))
+        // The arguments go as given: `GetPromptParams` holds string values only, and a caller's
+        // other values are the server's to refuse.
+        let mut params = params_value(&GetPromptParams {
+            name: name.to_owned(),
+            ..Default::default()
+        });
+        params["arguments"] = arguments;
+        let result = self.rpc_rounds(GetPrompt::METHOD, params, &options).await?;
+        read_result::<GetPrompt>(result)
     }
 
     /// Completion values for a prompt argument or template variable.
@@ -397,13 +402,20 @@ impl Client {
         reference: CompletionReference,
         argument: CompletionArgument,
     ) -> Result<CompleteResult> {
-        self.typed(
-            "completion/complete",
-            json!({"ref": reference, "argument": argument}),
-            &RpcOptions::default(),
-        )
-        .await
+        let params = CompleteParams {
+            meta: RequestMeta::default(),
+            reference,
+            argument,
+            context: None,
+        };
+        self.call::<Complete>(&params, &RpcOptions::default()).await
     }
+}
+
+/// The typed result of `M`, or an error naming the method.
+pub(crate) fn read_result<M: Method>(result: Value) -> Result<M::Result> {
+    serde_json::from_value(result)
+        .map_err(|e| Error::InvalidResponse(format!("{}: {e}", M::METHOD)))
 }
 
 /// A short description of a reply, for messages.

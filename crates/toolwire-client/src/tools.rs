@@ -8,12 +8,13 @@ use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
+use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
 use toolwire_protocol::{
-    CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
+    CallToolParams, CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse,
     Tool,
 };
 
@@ -99,10 +100,10 @@ impl Client {
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
         let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
-        let pages: Vec<ListToolsResult> = self.walk("tools/list").await?;
+        let pages = self.walk::<ListTools, Tool>().await?;
         // The list is as fresh as its stalest page.
         let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
-        let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();
+        let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.items).collect();
         // A change announced while the pages were walked makes this list stale at once (K-09).
         let changed = self.inner.tools_epoch.load(Ordering::Acquire) != epoch;
         let ttl = if changed {
@@ -227,10 +228,11 @@ impl Client {
                 "the arguments of {name} must be a JSON object, not {arguments}"
             )));
         }
-        let mut params = json!({"name": name});
-        if !arguments.is_null() {
-            params["arguments"] = arguments.clone();
-        }
+        let params = crate::client::params(&CallToolParams {
+            name: name.to_owned(),
+            arguments: arguments.as_object().cloned(),
+            ..Default::default()
+        });
         let validate = self.inner.config.validate_output;
         let mut rpc = RpcOptions {
             name: Some(name.to_owned()),
@@ -259,7 +261,10 @@ impl Client {
                     .map(|t| mirror(&t.headers, &arguments))
                     .unwrap_or_default();
             }
-            match self.rpc_rounds("tools/call", params.clone(), &rpc).await {
+            match self
+                .rpc_rounds(CallTool::METHOD, params.clone(), &rpc)
+                .await
+            {
                 Err(Error::Rpc(e))
                     if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
                 {
@@ -269,8 +274,7 @@ impl Client {
                 }
                 Err(e) => return Err(e),
                 Ok(result) => {
-                    let result: CallToolResult = serde_json::from_value(result)
-                        .map_err(|e| Error::InvalidResponse(format!("tools/call: {e}")))?;
+                    let result = crate::rpc::read_result::<CallTool>(result)?;
                     if validate && !result.is_error() {
                         let tool = self.definition_after(name, entry, epoch, &rpc).await?;
                         if let Some(tool) = tool {
@@ -411,6 +415,8 @@ fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use toolwire_protocol::headers::ParamKind;
 

@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     AcknowledgedParams, CallToolParams, CallToolResult, CompleteParams, CompleteResult,
-    DiscoverResult, EmptyResult, GetPromptParams, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams,
+    CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitRequestParams, ElicitResult,
+    EmptyResult, GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsParams, ListRootsResult, ListToolsResult, ListenParams,
     PaginatedParams, ReadResourceParams, ReadResourceResult, RequestMeta,
 };
 
@@ -32,11 +33,11 @@ pub struct MetaParams {
 }
 
 macro_rules! method {
-    ($(#[$m:meta])* $name:ident, $wire:literal, $params:ty, $result:ty) => {
+    ($(#[$m:meta])* $name:ident, $wire:expr, $params:ty, $result:ty) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
-        impl Method for $name {
+        impl $crate::methods::Method for $name {
             const METHOD: &'static str = $wire;
             type Params = $params;
             type Result = $result;
@@ -64,6 +65,14 @@ method!(/// `prompts/get`.
     GetPrompt, "prompts/get", GetPromptParams, GetPromptResult);
 method!(/// `completion/complete`.
     Complete, "completion/complete", CompleteParams, CompleteResult);
+method!(/// `elicitation/create`: an input request (M-04), or a legacy server's request.
+    Elicit, crate::METHOD_ELICIT, ElicitRequestParams, ElicitResult);
+method!(/// `sampling/createMessage`: an input request (M-04), or a legacy server's request.
+    CreateMessage, crate::METHOD_CREATE_MESSAGE, CreateMessageParams, CreateMessageResult);
+method!(/// `roots/list`: an input request (M-04), or a legacy server's request.
+    ListRoots, crate::METHOD_LIST_ROOTS, ListRootsParams, ListRootsResult);
+
+pub(crate) use method;
 
 /// The acknowledgement's params type, re-exported for symmetry with the methods.
 pub type Acknowledged = AcknowledgedParams;

@@ -13,12 +13,16 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{
+    CancelledParams, META_FIELD, META_SUBSCRIPTION_ID, NOTIFICATION_CANCELLED,
+    NOTIFICATION_PROGRESS, Notification,
+};
 
 use super::group::ProcessGroup;
 use super::lines::{Line, Lines};
@@ -456,8 +460,15 @@ impl Drop for Cancel {
     fn drop(&mut self) {
         lock(&self.routes).remove(&self.id);
         if !self.done {
-            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": self.id}});
-            let _ = self.lines.send(cancel.to_string());
+            let cancel = Notification::new(
+                NOTIFICATION_CANCELLED,
+                CancelledParams {
+                    request_id: self.id.into(),
+                    reason: None,
+                    meta: None,
+                },
+            );
+            let _ = self.lines.send(crate::client::body_of(&cancel));
         }
     }
 }
@@ -581,7 +592,7 @@ async fn read_stdout(
 async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
     let key = route_key(&message);
     match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
-        Some((id, route)) if message["method"] == "notifications/progress" => {
+        Some((id, route)) if message["method"] == NOTIFICATION_PROGRESS => {
             route.offer_progress(message, id);
         }
         Some((_, route)) => {
@@ -628,11 +639,13 @@ fn route_key(message: &Value) -> Option<i64> {
     params
         .get("progressToken")
         .and_then(Value::as_i64)
-        .or_else(|| params["_meta"]["io.modelcontextprotocol/subscriptionId"].as_i64())
+        .or_else(|| params[META_FIELD][META_SUBSCRIPTION_ID].as_i64())
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
