@@ -55,15 +55,15 @@ impl Client {
     }
 
     /// Sends a request and returns its result object; the core every method goes through.
+    /// Each attempt settles the era, sends, and reads the reply or the failure; a step may ask
+    /// for one more attempt, and [`Retries`] makes each recovery happen at most once.
     pub(crate) async fn rpc(
         &self,
         method: &str,
         params: Value,
         options: &RpcOptions,
     ) -> Result<Value> {
-        let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
-            (false, false, false, false);
-        let mut authorizations = 0;
+        let mut retries = Retries::default();
         loop {
             let token = self.token_generation();
             // Settling the era (probe, initialize) counts against this call's timeout and
@@ -72,7 +72,7 @@ impl Client {
                 Ok(era) => era,
                 Err(error) => {
                     if self
-                        .authorized_again(&error, token, &mut authorizations, options)
+                        .authorized_again(&error, token, &mut retries.authorizations, options)
                         .await?
                     {
                         continue;
@@ -86,88 +86,136 @@ impl Client {
                 return Ok(serde_json::to_value(session.discover_result()?)
                     .expect("a discover result serializes"));
             }
-            let id = self.next_id();
-            let body = self.envelope(&era, id, method, &params, options.progress.is_some())?;
-            let (version, session) = self.wire_identity(&era);
-            let out = Outgoing {
-                id: Some(id),
-                method,
-                body,
-                name: options.name.as_deref(),
-                mirrored: &options.mirrored,
-                version: Some(&version),
-                session: session.as_deref(),
-                legacy: matches!(era, Era::Legacy(_)),
+            let step = match self.attempt(&era, method, &params, options).await {
+                Ok(reply) => self.on_reply(&era, reply, token, &mut retries).await?,
+                Err(failure) => {
+                    self.on_failure(&era, method, failure, token, &mut retries, options)
+                        .await?
+                }
             };
-            let failure = match self.exchange(&out, options).await {
-                Ok(reply) => {
-                    if let Some(flow) = self.inner.transport.auth() {
-                        flow.confirm(token);
-                    }
-                    if !fell_back && self.is_legacy_signal(&era, &reply) {
-                        fell_back = true;
-                        if self.fall_back(&era, &reply_summary(&reply)).await? {
-                            continue;
-                        }
-                        // Not a legacy server after all: the reply stands.
-                    }
-                    let message = reply.message;
-                    if let Some(error) = message.get("error") {
-                        let error: ErrorObject = serde_json::from_value(error.clone())
-                            .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
-                        if is_modern_error(error.code) {
-                            self.confirm_modern(&era);
-                        }
-                        if error.code == UNSUPPORTED_PROTOCOL_VERSION
-                            && !negotiated
-                            && !matches!(era, Era::Legacy(_))
-                        {
-                            if let Some(v) = self.mutual_version(&error) {
-                                // V-03: retry with a version both sides speak.
-                                negotiated = true;
-                                self.state().version = v;
-                                continue;
-                            }
-                        }
-                        return Err(Error::Rpc(error));
-                    }
-                    self.confirm_modern(&era);
-                    return self.checked_result(message);
+            match step {
+                Step::Again => continue,
+                Step::Done(result) => return Ok(result),
+            }
+        }
+    }
+
+    /// Sends the request once in `era`, with a new id.
+    async fn attempt(
+        &self,
+        era: &Era,
+        method: &str,
+        params: &Value,
+        options: &RpcOptions,
+    ) -> Result<Reply, Failure> {
+        let id = self.next_id();
+        let body = self.envelope(era, id, method, params, options.progress.is_some())?;
+        let (version, session) = self.wire_identity(era);
+        let out = Outgoing {
+            id: Some(id),
+            method,
+            body,
+            name: options.name.as_deref(),
+            mirrored: &options.mirrored,
+            version: Some(&version),
+            session: session.as_deref(),
+            legacy: matches!(era, Era::Legacy(_)),
+        };
+        self.exchange(&out, options).await
+    }
+
+    /// A reply: a legacy server's refusal falls back once; an error is returned, except an
+    /// unsupported version, negotiated once (V-03); a result is checked (B-05, B-06).
+    async fn on_reply(
+        &self,
+        era: &Era,
+        reply: Reply,
+        token: u64,
+        retries: &mut Retries,
+    ) -> Result<Step> {
+        if let Some(flow) = self.inner.transport.auth() {
+            flow.confirm(token);
+        }
+        if !retries.fell_back && self.is_legacy_signal(era, &reply) {
+            retries.fell_back = true;
+            if self.fall_back(era, &reply_summary(&reply)).await? {
+                return Ok(Step::Again);
+            }
+            // Not a legacy server after all: the reply stands.
+        }
+        let message = reply.message;
+        if let Some(error) = message.get("error") {
+            let error: ErrorObject = serde_json::from_value(error.clone())
+                .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+            if is_modern_error(error.code) {
+                self.confirm_modern(era);
+            }
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                && !retries.negotiated
+                && !matches!(era, Era::Legacy(_))
+            {
+                if let Some(v) = self.mutual_version(&error) {
+                    // V-03: retry with a version both sides speak.
+                    retries.negotiated = true;
+                    self.state().version = v;
+                    return Ok(Step::Again);
                 }
-                Err(failure) => failure,
-            };
-            match failure {
-                Failure::Lost(why) if !reissued => {
-                    // The request died with its stream or process: issue it again with a new
-                    // id (H-27; on stdio the server is started again first, S-11).
-                    reissued = true;
-                    tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
-                }
-                Failure::SessionExpired if !renewed => {
-                    renewed = true;
-                    tracing::warn!("the legacy session expired; initializing again");
-                    self.forget_legacy_session(&era);
-                }
-                Failure::Error(Error::Http { status, body })
-                    if !fell_back && self.is_legacy_status(&era, status) =>
+            }
+            return Err(Error::Rpc(error));
+        }
+        self.confirm_modern(era);
+        self.checked_result(message).map(Step::Done)
+    }
+
+    /// A failure before any reply: a lost request is issued again once (H-27, S-11), an
+    /// expired legacy session renewed once, a legacy server's HTTP refusal falls back once
+    /// (V-12), a want of authorization answered by the OAuth flow; anything else is
+    /// the call's error.
+    async fn on_failure(
+        &self,
+        era: &Era,
+        method: &str,
+        failure: Failure,
+        token: u64,
+        retries: &mut Retries,
+        options: &RpcOptions,
+    ) -> Result<Step> {
+        match failure {
+            Failure::Lost(why) if !retries.reissued => {
+                // The request died with its stream or process: issue it again with a new
+                // id (H-27; on stdio the server is started again first, S-11).
+                retries.reissued = true;
+                tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
+                Ok(Step::Again)
+            }
+            Failure::SessionExpired if !retries.renewed => {
+                retries.renewed = true;
+                tracing::warn!("the legacy session expired; initializing again");
+                self.forget_legacy_session(era);
+                Ok(Step::Again)
+            }
+            Failure::Error(Error::Http { status, body })
+                if !retries.fell_back && self.is_legacy_status(era, status) =>
+            {
+                retries.fell_back = true;
+                if self
+                    .fall_back(era, &format!("HTTP {status}: {body}"))
+                    .await?
                 {
-                    fell_back = true;
-                    if !self
-                        .fall_back(&era, &format!("HTTP {status}: {body}"))
-                        .await?
-                    {
-                        return Err(Error::Http { status, body });
-                    }
+                    Ok(Step::Again)
+                } else {
+                    Err(Error::Http { status, body })
                 }
-                other => {
-                    let error = other.into_error();
-                    if self
-                        .authorized_again(&error, token, &mut authorizations, options)
-                        .await?
-                    {
-                        continue;
-                    }
-                    return Err(error);
+            }
+            other => {
+                let error = other.into_error();
+                if self
+                    .authorized_again(&error, token, &mut retries.authorizations, options)
+                    .await?
+                {
+                    Ok(Step::Again)
+                } else {
+                    Err(error)
                 }
             }
         }
@@ -416,6 +464,29 @@ impl Client {
 pub(crate) fn read_result<M: Method>(result: Value) -> Result<M::Result> {
     serde_json::from_value(result)
         .map_err(|e| Error::InvalidResponse(format!("{}: {e}", M::METHOD)))
+}
+
+/// The recoveries one request has made: each at most once, the OAuth answers counted.
+#[derive(Debug, Default)]
+struct Retries {
+    /// Retried with a version both sides speak (V-03).
+    negotiated: bool,
+    /// Issued again after its stream or process was lost (H-27, S-11).
+    reissued: bool,
+    /// Sent again in a new legacy session after the old one expired.
+    renewed: bool,
+    /// Fell back to a legacy session (V-12).
+    fell_back: bool,
+    /// Refusals answered with the OAuth flow.
+    authorizations: usize,
+}
+
+/// What the request path does after one attempt.
+enum Step {
+    /// Send the request again.
+    Again,
+    /// The result object.
+    Done(Value),
 }
 
 /// A short description of a reply, for messages.
