@@ -526,30 +526,9 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                 continue;
             }
         };
-        let id = client.next_id();
-        let params = params(&ListenParams {
-            notifications: filter.clone(),
-            ..Default::default()
-        });
-        let body = match client.envelope(&era, id, Listen::METHOD, &params, false) {
-            Ok(body) => body,
+        let outcome = match listen_once(&mut listener, &era, &filter).await {
+            Ok(outcome) => outcome,
             Err(error) => return listener.fail(error),
-        };
-        let (version, session) = client.wire_identity(&era);
-        let out = Outgoing {
-            id: Some(id),
-            method: Listen::METHOD,
-            body,
-            name: None,
-            mirrored: &[],
-            version: Some(&version),
-            session: session.as_deref(),
-            legacy: false,
-        };
-        listener.acked = false;
-        let outcome = {
-            let mut on_message = |message: Value| listener.on_message(message);
-            client.inner.transport.request(&out, &mut on_message).await
         };
         match outcome {
             Ok(reply) => {
@@ -592,6 +571,36 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
             }
         }
     }
+}
+
+/// Sends one `subscriptions/listen` in `era` and waits for the stream's end, the listener
+/// taking every message on the way. The outer error: the request could not be written.
+async fn listen_once(
+    listener: &mut Listener,
+    era: &Era,
+    filter: &SubscriptionFilter,
+) -> Result<std::result::Result<crate::transport::Reply, Failure>> {
+    let client = listener.client.clone();
+    let id = client.next_id();
+    let params = params(&ListenParams {
+        notifications: filter.clone(),
+        ..Default::default()
+    });
+    let body = client.envelope(era, id, Listen::METHOD, &params, false)?;
+    let (version, session) = client.wire_identity(era);
+    let out = Outgoing {
+        id: Some(id),
+        method: Listen::METHOD,
+        body,
+        name: None,
+        mirrored: &[],
+        version: Some(&version),
+        session: session.as_deref(),
+        legacy: false,
+    };
+    listener.acked = false;
+    let mut on_message = |message: Value| listener.on_message(message);
+    Ok(client.inner.transport.request(&out, &mut on_message).await)
 }
 
 #[cfg(test)]
