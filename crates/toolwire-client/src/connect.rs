@@ -7,8 +7,9 @@ use crate::builder::ClientBuilder;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
+use crate::transport::command::StdioCommand;
 use crate::transport::http::HttpTransport;
-use crate::transport::stdio::{StdioCommand, StdioTransport};
+use crate::transport::stdio::StdioTransport;
 
 impl ClientBuilder {
     /// A client for the Streamable HTTP endpoint at `url`.

@@ -54,7 +54,7 @@ pub use listen::{Notification, Subscription};
 pub use state::{LEGACY_VERSIONS, ServerEra};
 pub use tokio_util::sync::CancellationToken;
 pub use tools::CallOptions;
-pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};
+pub use transport::command::{DEFAULT_INHERITED_ENV, StdioCommand};
 
 /// The protocol types, re-exported.
 pub use toolwire_protocol as protocol;

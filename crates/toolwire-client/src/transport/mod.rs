@@ -1,5 +1,6 @@
 //! Transports: how a message reaches a server and its answer comes back.
 
+pub(crate) mod command;
 mod group;
 pub(crate) mod http;
 pub(crate) mod lines;
