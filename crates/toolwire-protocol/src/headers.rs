@@ -545,7 +545,7 @@ mod tests {
                 json!(-9007199254740991i64),
                 true,
             ),
-            // Both directions compare numerically (H-15; issue 8, item 6).
+            // Both directions compare numerically (H-15): `42.0` and `42` are the same integer.
             (ParamKind::Integer, "42.0", json!(42), true),
             (ParamKind::Integer, "42.000", json!(42), true),
             (ParamKind::Integer, "4.2e1", json!(42), true),
@@ -647,7 +647,8 @@ mod props {
         }
 
         /// Any value survives a header: encoded, it is visible ASCII a header can carry, and it
-        /// decodes to itself, padded with spaces and tabs or not (H-14, H-23; issue 16).
+        /// decodes to itself, padded with spaces and tabs or not (H-14, H-23): header values are
+        /// untrusted bytes.
         #[test]
         fn header_values_round_trip(value in any::<String>(), pad in "[ \t]{0,3}") {
             let encoded = super::encode_value(&value);
