@@ -172,16 +172,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     let authorize = |pkce: &Pkce, state: &str| {
         let scope = request::initial_scope(challenge.as_ref(), &found.resource);
         assert_eq!(scope.as_deref(), Some("tools:read math"));
-        request::authorization_url(
-            server,
-            &found.resource,
-            &client.client_id,
+        let asked = request::AuthorizationRequest {
+            client_id: &client.client_id,
             redirect_uri,
-            scope.as_deref(),
+            scope: scope.as_deref(),
             state,
             pkce,
-        )
-        .unwrap()
+        };
+        request::authorization_url(server, &found.resource, &asked).unwrap()
     };
     let (pkce, state) = (Pkce::new(), request::random_token());
     let redirect = Browser::default()
@@ -190,16 +188,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     assert!(request::read_redirect(&redirect, server, "forged").is_err());
     let code = request::read_redirect(&redirect, server, &state).unwrap();
     // The provider checks the verifier against the challenge: another one is refused.
-    let wrong = token::exchange_code(
-        &http,
-        server,
-        &client,
-        &code,
+    let other = Pkce::new();
+    let grant = token::CodeGrant {
+        code: &code,
         redirect_uri,
-        &Pkce::new().verifier,
+        verifier: &other.verifier,
         resource,
-    )
-    .await;
+    };
+    let wrong = token::exchange_code(&http, server, &client, grant).await;
     assert!(
         matches!(&wrong, Err(TokenError::Refused { error, .. }) if error == "invalid_grant"),
         "{wrong:?}"
@@ -217,16 +213,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
             .wait(&expected, std::time::Duration::from_secs(20))
             .await
     });
-    let start = request::authorization_url(
-        server,
-        &found.resource,
-        &client.client_id,
-        &caught_uri,
-        Some("tools:read math"),
-        &state,
-        &pkce,
-    )
-    .unwrap();
+    let asked = request::AuthorizationRequest {
+        client_id: &client.client_id,
+        redirect_uri: &caught_uri,
+        scope: Some("tools:read math"),
+        state: &state,
+        pkce: &pkce,
+    };
+    let start = request::authorization_url(server, &found.resource, &asked).unwrap();
     let last_hop = Browser::default()
         .sign_in(&start, &provider.issuer, &caught_uri)
         .await;
@@ -236,17 +230,15 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     assert_eq!(redirect, last_hop);
     let code = request::read_redirect(&redirect, server, &state).unwrap();
     let redirect_uri = caught_uri.as_str();
-    let tokens = token::exchange_code(
-        &http,
-        server,
-        &client,
-        &code,
+    let grant = token::CodeGrant {
+        code: &code,
         redirect_uri,
-        &pkce.verifier,
+        verifier: &pkce.verifier,
         resource,
-    )
-    .await
-    .unwrap();
+    };
+    let tokens = token::exchange_code(&http, server, &client, grant)
+        .await
+        .unwrap();
     let open = |access: String| {
         let url = url.clone();
         async move {

@@ -333,27 +333,23 @@ impl Flow {
     ) -> Result<Tokens, AuthError> {
         let server = &found.authorization_server;
         let (pkce, state) = (Pkce::new(), request::random_token());
-        let url = request::authorization_url(
-            server,
-            &found.resource,
-            &identity.client_id,
+        let asked = request::AuthorizationRequest {
+            client_id: &identity.client_id,
             redirect_uri,
             scope,
-            &state,
-            &pkce,
-        )?;
+            state: &state,
+            pkce: &pkce,
+        };
+        let url = request::authorization_url(server, &found.resource, &asked)?;
         let redirect = authorizer.authorize(&url).await?;
         let code = request::read_redirect(&redirect, server, &state)?;
-        Ok(token::exchange_code(
-            &self.http,
-            server,
-            identity,
-            &code,
+        let grant = token::CodeGrant {
+            code: &code,
             redirect_uri,
-            &pkce.verifier,
-            &found.resource.resource,
-        )
-        .await?)
+            verifier: &pkce.verifier,
+            resource: &found.resource.resource,
+        };
+        Ok(token::exchange_code(&self.http, server, identity, grant).await?)
     }
 
     /// The client's identity at the issuer `found` names: configured for it,

@@ -30,6 +30,6 @@ pub use discovery::{
 pub use http::{AuthHttp, UrlError};
 pub use loopback::Loopback;
 pub use oauth::{AuthError, Authorized, OAuth};
-pub use request::{AuthorizationError, Pkce};
+pub use request::{AuthorizationError, AuthorizationRequest, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
-pub use token::{ClientIdentity, PrivateKey, TokenError, Tokens};
+pub use token::{ClientIdentity, CodeGrant, PrivateKey, TokenError, Tokens};
