@@ -23,6 +23,7 @@ use toolwire_protocol::{Notification, Request, Version2};
 
 use crate::client::{Client, RpcOptions, body_of, is_modern_error};
 use crate::error::{Error, Result};
+use crate::rpc::Progress;
 use crate::state::{Era, LEGACY_VERSIONS, LegacySession, ServerEra};
 use crate::transport::{Failure, Outgoing, Reply, Transport};
 
@@ -217,7 +218,13 @@ impl Client {
     async fn probe_stdio(&self) -> Result<Era> {
         let id = self.next_id();
         let params = crate::client::params(&MetaParams::default());
-        let body = self.envelope(&Era::Unknown, id, Discover::METHOD, &params, false)?;
+        let body = self.envelope(
+            &Era::Unknown,
+            id,
+            Discover::METHOD,
+            &params,
+            Progress::Unwanted,
+        )?;
         let version = self.state().version.clone();
         let out = Outgoing {
             id: Some(id),

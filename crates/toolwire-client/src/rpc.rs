@@ -31,7 +31,7 @@ impl Client {
         id: i64,
         method: &str,
         params: &Value,
-        progress: bool,
+        progress: Progress,
     ) -> Result<String> {
         let mut params = params.clone();
         let object = params
@@ -45,7 +45,7 @@ impl Client {
                 Value::String(self.state().version.clone()),
             );
         }
-        if progress {
+        if progress == Progress::Wanted {
             meta.insert(META_PROGRESS_TOKEN.into(), json!(id));
         }
         if !meta.is_empty() {
@@ -86,12 +86,15 @@ impl Client {
                 return Ok(serde_json::to_value(session.discover_result()?)
                     .expect("a discover result serializes"));
             }
+            let sent = Sent {
+                era: &era,
+                method,
+                token,
+                options,
+            };
             let step = match self.attempt(&era, method, &params, options).await {
-                Ok(reply) => self.on_reply(&era, reply, token, &mut retries).await?,
-                Err(failure) => {
-                    self.on_failure(&era, method, failure, token, &mut retries, options)
-                        .await?
-                }
+                Ok(reply) => self.on_reply(&sent, reply, &mut retries).await?,
+                Err(failure) => self.on_failure(&sent, failure, &mut retries).await?,
             };
             match step {
                 Step::Again => continue,
@@ -109,7 +112,11 @@ impl Client {
         options: &RpcOptions,
     ) -> Result<Reply, Failure> {
         let id = self.next_id();
-        let body = self.envelope(era, id, method, params, options.progress.is_some())?;
+        let progress = match options.progress {
+            Some(_) => Progress::Wanted,
+            None => Progress::Unwanted,
+        };
+        let body = self.envelope(era, id, method, params, progress)?;
         let (version, session) = self.wire_identity(era);
         let out = Outgoing {
             id: Some(id),
@@ -126,13 +133,8 @@ impl Client {
 
     /// A reply: a legacy server's refusal falls back once; an error is returned, except an
     /// unsupported version, negotiated once (V-03); a result is checked (B-05, B-06).
-    async fn on_reply(
-        &self,
-        era: &Era,
-        reply: Reply,
-        token: u64,
-        retries: &mut Retries,
-    ) -> Result<Step> {
+    async fn on_reply(&self, sent: &Sent<'_>, reply: Reply, retries: &mut Retries) -> Result<Step> {
+        let (era, token) = (sent.era, sent.token);
         if let Some(flow) = self.inner.transport.auth() {
             flow.confirm(token);
         }
@@ -173,13 +175,16 @@ impl Client {
     /// the call's error.
     async fn on_failure(
         &self,
-        era: &Era,
-        method: &str,
+        sent: &Sent<'_>,
         failure: Failure,
-        token: u64,
         retries: &mut Retries,
-        options: &RpcOptions,
     ) -> Result<Step> {
+        let Sent {
+            era,
+            method,
+            token,
+            options,
+        } = *sent;
         match failure {
             Failure::Lost(why) if !retries.reissued => {
                 // The request died with its stream or process: issue it again with a new
@@ -466,6 +471,15 @@ pub(crate) fn read_result<M: Method>(result: Value) -> Result<M::Result> {
         .map_err(|e| Error::InvalidResponse(format!("{}: {e}", M::METHOD)))
 }
 
+/// Whether a request asks for progress notifications: with a token (its id) in its `_meta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// The caller follows progress.
+    Wanted,
+    /// Nobody follows it: no token.
+    Unwanted,
+}
+
 /// The recoveries one request has made: each at most once, the OAuth answers counted.
 #[derive(Debug, Default)]
 struct Retries {
@@ -479,6 +493,16 @@ struct Retries {
     fell_back: bool,
     /// Refusals answered with the OAuth flow.
     authorizations: usize,
+}
+
+/// What one attempt was sent with, for the step that reads its outcome.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    era: &'a Era,
+    method: &'a str,
+    /// The generation of the OAuth token it carried.
+    token: u64,
+    options: &'a RpcOptions,
 }
 
 /// What the request path does after one attempt.

@@ -78,16 +78,34 @@ impl std::fmt::Debug for CallOptions {
     }
 }
 
+/// Whether finding a tool's definition lists the tools first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    /// Only when nothing is cached.
+    IfEmpty,
+    /// Always: the server said the declarations changed (H-25).
+    Again,
+}
+
+/// Which cached tool list will do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    /// Only one still within its `ttlMs` (K-05).
+    Fresh,
+    /// Any, however old: when listing again failed (K-07).
+    Any,
+}
+
 impl Client {
     /// The server's tools: from the cache while fresh (`ttlMs`, K-05), else listed again; if
     /// listing fails and an older list exists, the older list is served (K-07).
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
-        if let Some(tools) = self.cached_tools(true) {
+        if let Some(tools) = self.cached_tools(Freshness::Fresh) {
             return Ok(tools);
         }
         match self.refresh_tools().await {
             Ok(tools) => Ok(tools),
-            Err(error) => match self.cached_tools(false) {
+            Err(error) => match self.cached_tools(Freshness::Any) {
                 Some(stale) => {
                     tracing::warn!(%error, "tools/list failed; using the previous list (K-07)");
                     Ok(stale)
@@ -140,10 +158,11 @@ impl Client {
         dropped
     }
 
-    fn cached_tools(&self, only_fresh: bool) -> Option<Vec<Tool>> {
+    /// The cached list, if there is one of the freshness asked for.
+    fn cached_tools(&self, freshness: Freshness) -> Option<Vec<Tool>> {
         let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
         let cache = cache.as_ref()?;
-        (!only_fresh || Instant::now() < cache.fresh_until)
+        (freshness == Freshness::Any || Instant::now() < cache.fresh_until)
             .then(|| cache.order.iter().map(|t| t.definition.clone()).collect())
     }
 
@@ -182,8 +201,8 @@ impl Client {
     }
 
     /// The cached entry for `name`, listing the tools first when there is no list yet.
-    async fn tool_entry(&self, name: &str, relist: bool) -> Result<Option<Arc<CachedTool>>> {
-        if relist
+    async fn tool_entry(&self, name: &str, list: List) -> Result<Option<Arc<CachedTool>>> {
+        if list == List::Again
             || self
                 .inner
                 .tools
@@ -248,7 +267,8 @@ impl Client {
             // On HTTP the tool's header declarations decide which arguments are mirrored; the
             // output check needs the definition on every transport. Listing is part of the call.
             let entry = if self.mirrors_headers() || validate {
-                self.bounded(&rpc, self.tool_entry(name, relisted)).await?
+                let list = if relisted { List::Again } else { List::IfEmpty };
+                self.bounded(&rpc, self.tool_entry(name, list)).await?
             } else {
                 None
             };
@@ -300,7 +320,9 @@ impl Client {
         if before.is_some() && self.inner.tools_epoch.load(Ordering::Acquire) == epoch {
             return Ok(before);
         }
-        let now = self.bounded(options, self.tool_entry(name, false)).await?;
+        let now = self
+            .bounded(options, self.tool_entry(name, List::IfEmpty))
+            .await?;
         Ok(now.or(before))
     }
 

@@ -28,6 +28,7 @@ use toolwire_protocol::{
 use self::mailbox::{Mailbox, Outbox, lock, mailbox};
 use crate::client::{Client, RpcOptions, params};
 use crate::error::{Error, Result};
+use crate::rpc::Progress;
 use crate::state::{Era, LegacySession};
 use crate::transport::{Failure, Outgoing, Transport};
 
@@ -493,7 +494,7 @@ async fn listen_once(
         notifications: filter.clone(),
         ..Default::default()
     });
-    let body = client.envelope(era, id, Listen::METHOD, &params, false)?;
+    let body = client.envelope(era, id, Listen::METHOD, &params, Progress::Unwanted)?;
     let (version, session) = client.wire_identity(era);
     let out = Outgoing {
         id: Some(id),
