@@ -318,10 +318,8 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
     })
     .await;
 
-    let dir = std::env::temp_dir().join(format!("toolwire-oauth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("credentials.json");
-    let _ = std::fs::remove_file(&file);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credentials.json");
     let asked = Arc::new(AtomicUsize::new(0));
     let pages = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let client_for = |store: Arc<FileStore>| {
@@ -423,7 +421,6 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
         .unwrap();
     assert_eq!(text(&sum), "42");
     assert_eq!(asked.load(Ordering::SeqCst), 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A server that refuses every token its authorization server issues (here: it accepts only

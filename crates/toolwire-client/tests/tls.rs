@@ -37,7 +37,7 @@ async fn https_with_the_ca_file_speaks_mcp() {
     let pki = TestPki::new();
     let url = pki.toolwire().await;
     let ca = pki.ca_file("ca.pem");
-    let client = builder().ca_file(&ca.0).http(&url).unwrap();
+    let client = builder().ca_file(&ca.path).http(&url).unwrap();
     let discover = client.discover().await.unwrap();
     assert_eq!(discover.supported_versions, ["2026-07-28"]);
     let result = client
@@ -53,13 +53,14 @@ async fn https_with_the_ca_file_speaks_mcp() {
 #[tokio::test]
 async fn a_bad_ca_file_is_refused_with_its_name() {
     let url = "https://127.0.0.1:9/mcp";
-    let missing = std::env::temp_dir().join("toolwire-tls-test-missing.pem");
+    let nowhere = tempfile::tempdir().unwrap();
+    let missing = nowhere.path().join("missing.pem");
     let empty = TempFile::new("empty.pem", b"");
     let not_pem = TempFile::new("not-pem.pem", b"hello\n");
     for (path, why) in [
         (&missing, "No such file"),
-        (&empty.0, "no PEM certificate"),
-        (&not_pem.0, "no PEM certificate"),
+        (&empty.path, "no PEM certificate"),
+        (&not_pem.path, "no PEM certificate"),
     ] {
         let error = builder().ca_file(path).http(url).unwrap_err();
         assert!(

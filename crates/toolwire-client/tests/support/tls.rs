@@ -90,27 +90,18 @@ impl TestPki {
     }
 }
 
-/// A file in the temporary directory, removed on drop.
-pub(crate) struct TempFile(pub(crate) PathBuf);
+/// A file in a temporary directory of its own, removed (with the directory) on drop.
+pub(crate) struct TempFile {
+    pub(crate) path: PathBuf,
+    _dir: tempfile::TempDir,
+}
 
 impl TempFile {
     pub(crate) fn new(name: &str, contents: &[u8]) -> TempFile {
-        let path = std::env::temp_dir().join(format!(
-            "toolwire-{}-{}-{name}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        ));
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
         std::fs::write(&path, contents).unwrap();
-        TempFile(path)
-    }
-}
-
-impl Drop for TempFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.0);
+        TempFile { path, _dir: dir }
     }
 }
 
