@@ -47,7 +47,7 @@ impl ClientBuilder {
     pub async fn spawn_command(self, command: StdioCommand) -> Result<Client> {
         let (transport, incoming) = StdioTransport::spawn(command)?;
         let client = Client::new(self, Transport::Stdio(Box::new(transport)));
-        crate::incoming::serve_stdio(&client, incoming);
+        crate::client::incoming::serve_stdio(&client, incoming);
         Ok(client)
     }
 }

@@ -201,7 +201,7 @@ impl OAuth {
 
     /// Development only: authorization servers and metadata on plain `http:` anywhere. By
     /// default they are reached over `https:`, and over plain `http:` only at the MCP server's
-    /// own origin (see [`AuthHttp`]). Link-local addresses stay refused, and the sign-in page
+    /// own origin (see [`AuthHttp`](super::AuthHttp)). Link-local addresses stay refused, and the sign-in page
     /// must still be `https:` or on this machine.
     pub fn allow_insecure_http(mut self) -> OAuth {
         self.insecure_http = true;

@@ -1,6 +1,27 @@
-//! The client itself: one connection to one server, cheap to clone. Its configuration is in
-//! `builder.rs`, its request path in `rpc.rs`, the era (2026-07-28 or a legacy 2025-11-25
-//! session) in `era.rs`, and messages the server starts are answered in `incoming.rs`.
+//! The client itself: one connection to one server, cheap to clone. [`Client`] and its
+//! accessors are here; its public methods are in this folder, one file per concern:
+//!
+//! - `methods.rs`: the methods that are one request each (`server/discover`, `resources/read`,
+//!   `prompts/get`, `completion/complete`): where a new request method goes;
+//! - `pages.rs`: the paginated lists (resources, templates, prompts) and the walk under a budget;
+//! - `tools.rs` and `tool_cache.rs`: tools listed, cached, called, their output checked;
+//! - `listen/`: subscriptions (`subscriptions/listen`, or a legacy server's notifications);
+//! - `rpc.rs`: the request path every method goes through (`_meta`, ids, timeouts, retries);
+//! - `rounds.rs`: `input_required` rounds answered by the handlers;
+//! - `era.rs`: which era the server speaks (2026-07-28 or a legacy session), settled once;
+//! - `incoming.rs`: messages the server starts.
+//!
+//! Its configuration is in `builder.rs` and the connection in `connect.rs`, beside this folder.
+
+mod era;
+pub(crate) mod incoming;
+pub(crate) mod listen;
+mod methods;
+mod pages;
+mod rounds;
+pub(crate) mod rpc;
+mod tool_cache;
+pub(crate) mod tools;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +35,8 @@ use toolwire_protocol::{
 };
 
 use crate::builder::ClientBuilder;
+use crate::client::tool_cache::ToolCache;
 use crate::state::{Era, State};
-use crate::tool_cache::ToolCache;
 use crate::transport::Transport;
 
 /// Called with each progress notification of a request.

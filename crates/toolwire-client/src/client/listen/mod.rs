@@ -26,9 +26,9 @@ use toolwire_protocol::{
 };
 
 use self::mailbox::{Mailbox, Outbox, lock, mailbox};
+use crate::client::rpc::Progress;
 use crate::client::{Client, RpcOptions, params};
 use crate::error::{Error, Result};
-use crate::rpc::Progress;
 use crate::state::{Era, LegacySession};
 use crate::transport::{Failure, Outgoing, Transport};
 

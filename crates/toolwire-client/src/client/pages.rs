@@ -91,7 +91,7 @@ impl Client {
             if bytes > config.max_list_bytes {
                 return Err(too_large(ListLimit::Bytes(config.max_list_bytes)));
             }
-            let page = crate::rpc::read_result::<M>(page)?;
+            let page = crate::client::rpc::read_result::<M>(page)?;
             items = items.saturating_add(page.items.len());
             if items > config.max_list_items {
                 return Err(too_large(ListLimit::Items(config.max_list_items)));

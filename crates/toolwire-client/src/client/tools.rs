@@ -1,7 +1,7 @@
 //! Tools from the client's side: `tools/list` walked and cached by `ttlMs` (K-05, K-07), tools
 //! with invalid `x-mcp-header` declarations dropped on HTTP (C-08), arguments mirrored into
 //! `Mcp-Param-*` headers (H-24) with one re-list on -32020 (H-25), `input_required` rounds
-//! answered by the handlers (M-11…M-14), and structured output validated (C-04).
+//! answered on the way (`rounds.rs`), and structured output validated (C-04).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
@@ -13,17 +13,14 @@ use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
-use toolwire_protocol::{
-    CallToolParams, CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse,
-    Tool,
-};
+use toolwire_protocol::{CallToolParams, CallToolResult, HEADER_MISMATCH, Tool};
 
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
+use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
-use crate::tool_cache::{CachedTool, ToolCache};
 
 /// Options of one tool call.
 #[derive(Clone, Default)]
@@ -294,7 +291,7 @@ impl Client {
                 }
                 Err(e) => return Err(e),
                 Ok(result) => {
-                    let result = crate::rpc::read_result::<CallTool>(result)?;
+                    let result = crate::client::rpc::read_result::<CallTool>(result)?;
                     if validate && !result.is_error() {
                         let tool = self.definition_after(name, entry, epoch, &rpc).await?;
                         if let Some(tool) = tool {
@@ -324,77 +321,6 @@ impl Client {
             .bounded(options, self.tool_entry(name, List::IfEmpty))
             .await?;
         Ok(now.or(before))
-    }
-
-    /// A request that may answer `input_required`: the requests are answered by the handlers
-    /// and the request retried with a new id, the same params, the answers and the state
-    /// echoed verbatim (M-11…M-14); results of such rounds are never cached (K-04).
-    pub(crate) async fn rpc_rounds(
-        &self,
-        method: &str,
-        params: Value,
-        options: &RpcOptions,
-    ) -> Result<Value> {
-        let max = self.inner.config.max_rounds;
-        let mut next = params.clone();
-        for _ in 0..=max {
-            let result = self.rpc(method, next, options).await?;
-            if result["resultType"] != "input_required" {
-                return Ok(result);
-            }
-            let requests: InputRequests = match result.get("inputRequests") {
-                Some(r) => serde_json::from_value(r.clone())
-                    .map_err(|e| Error::InvalidResponse(format!("inputRequests: {e}")))?,
-                None => InputRequests::new(),
-            };
-            next = params.clone();
-            if !requests.is_empty() {
-                // The handlers run under the call's timeout and cancellation like the exchanges
-                // do: a handler that never finishes must not hold the call forever.
-                let answers = self.bounded(options, self.answer(requests)).await?;
-                next["inputResponses"] = serde_json::to_value(answers).expect("answers serialize");
-            }
-            // Echo the state exactly, and only when there is one (M-12).
-            if let Some(state) = result.get("requestState").and_then(Value::as_str) {
-                next["requestState"] = Value::String(state.to_owned());
-            }
-        }
-        Err(Error::TooManyRounds(max))
-    }
-
-    /// Answers every input request of a round, concurrently.
-    async fn answer(&self, requests: InputRequests) -> Result<HashMap<String, InputResponse>> {
-        let handlers = self.inner.config.handlers.clone();
-        let answers = requests.into_iter().map(|(key, request)| {
-            let handlers = handlers.clone();
-            async move {
-                let response = match request {
-                    InputRequest::Elicit(params) => {
-                        InputResponse::Elicit(handlers.elicit(params).await?)
-                    }
-                    InputRequest::CreateMessage(params) => match &handlers.sample {
-                        Some(h) => InputResponse::CreateMessage(Box::new(h(*params).await?)),
-                        None => {
-                            return Err(Error::Input("sampling without a sampling handler".into()));
-                        }
-                    },
-                    InputRequest::ListRoots(_) => match &handlers.roots {
-                        Some(h) => InputResponse::ListRoots(h().await?),
-                        None => return Err(Error::Input("roots without a roots handler".into())),
-                    },
-                    other => {
-                        return Err(Error::Input(format!(
-                            "unsupported input request {}",
-                            other.method()
-                        )));
-                    }
-                };
-                Ok((key, response))
-            }
-        });
-        futures::future::try_join_all(answers)
-            .await
-            .map(|pairs| pairs.into_iter().collect())
     }
 }
 

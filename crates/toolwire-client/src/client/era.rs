@@ -21,9 +21,9 @@ use toolwire_protocol::legacy::{Initialize, InitializeParams, NOTIFICATION_INITI
 use toolwire_protocol::methods::{Discover, MetaParams, Method};
 use toolwire_protocol::{Notification, Request, Version2};
 
+use crate::client::rpc::Progress;
 use crate::client::{Client, RpcOptions, body_of, is_modern_error};
 use crate::error::{Error, Result};
-use crate::rpc::Progress;
 use crate::state::{Era, LEGACY_VERSIONS, LegacySession, ServerEra};
 use crate::transport::{Failure, Outgoing, Reply, Transport};
 

@@ -8,13 +8,11 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 use tokio::time::Instant;
-use toolwire_protocol::methods::{Complete, Discover, GetPrompt, MetaParams, Method, ReadResource};
+use toolwire_protocol::methods::{Discover, Method};
 use toolwire_protocol::{
-    CompleteParams, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
-    ErrorObject, GetPromptParams, GetPromptResult, JsonObject, LoggingMessageParams, META_FIELD,
-    META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS,
-    ProgressParams, ReadResourceParams, ReadResourceResult, RequestMeta, TASKS_EXTENSION,
-    UNSUPPORTED_PROTOCOL_VERSION,
+    ErrorObject, JsonObject, LoggingMessageParams, META_FIELD, META_PROGRESS_TOKEN,
+    META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS, ProgressParams,
+    TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
@@ -345,7 +343,7 @@ impl Client {
                 {
                     match &log {
                         Some(f) => f(&params),
-                        None => crate::incoming::trace_log(&params),
+                        None => crate::client::incoming::trace_log(&params),
                     }
                 }
             }
@@ -407,61 +405,6 @@ impl Client {
     /// Any request: `params` without `_meta` (it is added); the result object.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
         self.rpc(method, params, &RpcOptions::default()).await
-    }
-
-    /// `server/discover` (V-04: optional; any request works without it). For a legacy server
-    /// the answer is made from its `initialize` result.
-    pub async fn discover(&self) -> Result<DiscoverResult> {
-        self.call::<Discover>(&MetaParams::default(), &RpcOptions::default())
-            .await
-    }
-
-    /// Reads a resource, answering input requests on the way.
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        let options = RpcOptions {
-            name: Some(uri.to_owned()),
-            ..Default::default()
-        };
-        let params = ReadResourceParams {
-            uri: uri.to_owned(),
-            ..Default::default()
-        };
-        let result = self
-            .rpc_rounds(ReadResource::METHOD, params_value(&params), &options)
-            .await?;
-        read_result::<ReadResource>(result)
-    }
-
-    /// Renders a prompt, answering input requests on the way.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
-        let options = RpcOptions {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        };
-        // The arguments go as given: `GetPromptParams` holds string values only, and a caller's
-        // other values are the server's to refuse.
-        let mut params = params_value(&GetPromptParams {
-            name: name.to_owned(),
-            ..Default::default()
-        });
-        params["arguments"] = arguments;
-        let result = self.rpc_rounds(GetPrompt::METHOD, params, &options).await?;
-        read_result::<GetPrompt>(result)
-    }
-
-    /// Completion values for a prompt argument or template variable.
-    pub async fn complete(
-        &self,
-        reference: CompletionReference,
-        argument: CompletionArgument,
-    ) -> Result<CompleteResult> {
-        let params = CompleteParams {
-            meta: RequestMeta::default(),
-            reference,
-            argument,
-            context: None,
-        };
-        self.call::<Complete>(&params, &RpcOptions::default()).await
     }
 }
 
