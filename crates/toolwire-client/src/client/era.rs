@@ -22,9 +22,10 @@ use toolwire_protocol::methods::{Discover, MetaParams, Method};
 use toolwire_protocol::{Notification, Request, Version2};
 
 use crate::client::rpc::Progress;
-use crate::client::{Client, RpcOptions, body_of, is_modern_error};
+use crate::client::{Client, RpcOptions, is_modern_error};
 use crate::error::{Error, Result};
 use crate::state::{Era, LEGACY_VERSIONS, LegacySession, ServerEra};
+use crate::transport::body_of;
 use crate::transport::{Failure, Outgoing, Reply, Transport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -113,14 +113,6 @@ pub(crate) fn params<P: serde::Serialize>(params: &P) -> Value {
     value
 }
 
-/// The text of a JSON-RPC message as it goes on the wire: through a `Value`, so its members are
-/// in the same (sorted) order as those of every other message the client writes.
-pub(crate) fn body_of<T: serde::Serialize>(message: &T) -> String {
-    serde_json::to_value(message)
-        .unwrap_or_else(|_| Value::Object(JsonObject::new()))
-        .to_string()
-}
-
 /// The codes that only a 2026-07-28 server sends: such an error proves the era.
 pub(crate) fn is_modern_error(code: i64) -> bool {
     matches!(code, -32022..=-32020)
@@ -235,19 +227,5 @@ mod tests {
             ..Default::default()
         });
         assert_eq!(read, json!({"uri": "file:///a"}));
-    }
-
-    #[test]
-    fn message_members_are_in_one_order() {
-        let body = body_of(&toolwire_protocol::Request::new(
-            7,
-            "m",
-            json!({"b": 1, "a": 2}),
-        ));
-        assert_eq!(
-            body,
-            json!({"jsonrpc": "2.0", "id": 7, "method": "m", "params": {"a": 2, "b": 1}})
-                .to_string()
-        );
     }
 }

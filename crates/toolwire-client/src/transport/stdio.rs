@@ -366,7 +366,7 @@ impl Drop for Cancel {
                     meta: None,
                 },
             );
-            let _ = self.lines.send(crate::client::body_of(&cancel));
+            let _ = self.lines.send(crate::transport::body_of(&cancel));
         }
     }
 }
