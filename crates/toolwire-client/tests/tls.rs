@@ -37,7 +37,7 @@ async fn https_with_the_ca_file_speaks_mcp() {
     let pki = TestPki::new();
     let url = pki.toolwire().await;
     let ca = pki.ca_file("ca.pem");
-    let client = builder().ca_file(&ca.path).http(&url).unwrap();
+    let client = builder().ca_file(&ca.0).http(&url).unwrap();
     let discover = client.discover().await.unwrap();
     assert_eq!(discover.supported_versions, ["2026-07-28"]);
     let result = client
@@ -59,8 +59,8 @@ async fn a_bad_ca_file_is_refused_with_its_name() {
     let not_pem = TempFile::new("not-pem.pem", b"hello\n");
     for (path, why) in [
         (&missing, "No such file"),
-        (&empty.path, "no PEM certificate"),
-        (&not_pem.path, "no PEM certificate"),
+        (&empty.0, "no PEM certificate"),
+        (&not_pem.0, "no PEM certificate"),
     ] {
         let error = builder().ca_file(path).http(url).unwrap_err();
         assert!(

@@ -90,18 +90,27 @@ impl TestPki {
     }
 }
 
-/// A file in a temporary directory of its own, removed (with the directory) on drop.
-pub(crate) struct TempFile {
-    pub(crate) path: PathBuf,
-    _dir: tempfile::TempDir,
-}
+/// A file in the temporary directory, removed on drop.
+pub(crate) struct TempFile(pub(crate) PathBuf);
 
 impl TempFile {
     pub(crate) fn new(name: &str, contents: &[u8]) -> TempFile {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join(name);
+        let path = std::env::temp_dir().join(format!(
+            "toolwire-{}-{}-{name}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        ));
         std::fs::write(&path, contents).unwrap();
-        TempFile { path, _dir: dir }
+        TempFile(path)
+    }
+}
+
+impl Drop for TempFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
     }
 }
 
