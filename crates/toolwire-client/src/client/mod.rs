@@ -47,25 +47,27 @@ pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 /// A connection to one MCP server. Cheap to clone; clones share the connection and caches.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) transport: Transport,
-    pub(crate) config: ClientBuilder,
+/// What the clones of a client share. Its fields are private to this folder: the files here are
+/// the client's concerns, everything else goes through `Client`'s methods.
+struct Inner {
+    transport: Transport,
+    config: ClientBuilder,
     next_id: AtomicI64,
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     /// Held while the era is being settled (probe, initialize), so it happens once.
-    pub(crate) establish: tokio::sync::Mutex<()>,
-    pub(crate) tools: Mutex<Option<ToolCache>>,
+    establish: tokio::sync::Mutex<()>,
+    tools: Mutex<Option<ToolCache>>,
     /// Bumped by every invalidation, so a list fetched across a change is not kept as fresh.
-    pub(crate) tools_epoch: std::sync::atomic::AtomicU64,
+    tools_epoch: std::sync::atomic::AtomicU64,
     /// Notifications that belong to no request (legacy servers), for legacy subscriptions.
-    pub(crate) events: broadcast::Sender<Value>,
+    events: broadcast::Sender<Value>,
     /// The legacy HTTP server's standalone GET stream, while one is open.
-    pub(crate) legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
+    legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
     /// `_meta` for 2026-07-28 requests, less the version (B-15, B-17).
-    pub(crate) request_meta: JsonObject,
+    request_meta: JsonObject,
 }
 
 impl Drop for Inner {
