@@ -22,6 +22,13 @@ pub trait Method {
     type Params: Serialize + DeserializeOwned;
     /// The complete result (an `input_required` result may come instead where MRTR applies).
     type Result: Serialize + DeserializeOwned;
+
+    /// The value of the `Mcp-Name` header for these params (H-13): the tool's or prompt's
+    /// name, the resource's URI; `None` for a method without one.
+    fn mcp_name(params: &Self::Params) -> Option<&str> {
+        let _ = params;
+        None
+    }
 }
 
 /// Params that are only `_meta`.
@@ -33,7 +40,8 @@ pub struct MetaParams {
 }
 
 macro_rules! method {
-    ($(#[$m:meta])* $name:ident, $wire:expr, $params:ty, $result:ty) => {
+    ($(#[$m:meta])* $name:ident, $wire:expr, $params:ty, $result:ty
+        $(, mcp_name: |$p:ident| $named:expr)?) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
@@ -41,6 +49,11 @@ macro_rules! method {
             const METHOD: &'static str = $wire;
             type Params = $params;
             type Result = $result;
+            $(
+                fn mcp_name($p: &Self::Params) -> Option<&str> {
+                    Some($named)
+                }
+            )?
         }
     };
 }
@@ -50,7 +63,7 @@ method!(/// `server/discover` (V-01).
 method!(/// `tools/list`.
     ListTools, "tools/list", PaginatedParams, ListToolsResult);
 method!(/// `tools/call`.
-    CallTool, "tools/call", CallToolParams, CallToolResult);
+    CallTool, "tools/call", CallToolParams, CallToolResult, mcp_name: |p| &p.name);
 method!(/// `subscriptions/listen`; the result closes the stream.
     Listen, "subscriptions/listen", ListenParams, EmptyResult);
 method!(/// `resources/list`.
@@ -58,11 +71,11 @@ method!(/// `resources/list`.
 method!(/// `resources/templates/list`.
     ListResourceTemplates, "resources/templates/list", PaginatedParams, ListResourceTemplatesResult);
 method!(/// `resources/read`.
-    ReadResource, "resources/read", ReadResourceParams, ReadResourceResult);
+    ReadResource, "resources/read", ReadResourceParams, ReadResourceResult, mcp_name: |p| &p.uri);
 method!(/// `prompts/list`.
     ListPrompts, "prompts/list", PaginatedParams, ListPromptsResult);
 method!(/// `prompts/get`.
-    GetPrompt, "prompts/get", GetPromptParams, GetPromptResult);
+    GetPrompt, "prompts/get", GetPromptParams, GetPromptResult, mcp_name: |p| &p.name);
 method!(/// `completion/complete`.
     Complete, "completion/complete", CompleteParams, CompleteResult);
 method!(/// `elicitation/create`: an input request (M-04), or a legacy server's request.

@@ -15,6 +15,19 @@ use crate::client::{Client, RpcOptions, params as params_value};
 use crate::error::Result;
 
 impl Client {
+    /// Sends any method the protocol crate types, by its type: `params` without `_meta` (the
+    /// client writes it for each attempt, B-15), the typed result. One request through the
+    /// request path (timeouts, version negotiation, re-issue, fallback), and no more: no
+    /// `input_required` rounds, header mirroring or output checks, which the dedicated methods
+    /// ([`call_tool`](Client::call_tool), [`read_resource`](Client::read_resource), …) add.
+    pub async fn send<M: Method>(&self, params: &M::Params) -> Result<M::Result> {
+        let options = RpcOptions {
+            name: M::mcp_name(params).map(str::to_owned),
+            ..Default::default()
+        };
+        self.call::<M>(params, &options).await
+    }
+
     /// `server/discover` (V-04: optional; any request works without it). For a legacy server
     /// the answer is made from its `initialize` result.
     pub async fn discover(&self) -> Result<DiscoverResult> {
