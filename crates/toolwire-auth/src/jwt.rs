@@ -417,7 +417,7 @@ fn signing_key(jwk: &Jwk) -> Option<Key> {
     })
 }
 
-/// The fuzz target's entry (issue 16, `fuzz/`): a token's header as `verify` reads it, and its
+/// The fuzz target's entry (`fuzz/`), since a token is untrusted input: a token's header as `verify` reads it, and its
 /// claims (the payload segment, or the input itself as JSON) through the same checks as a
 /// verified token's. The signature is jsonwebtoken's to check and is not reached.
 #[cfg(feature = "fuzzing")]

@@ -7,7 +7,8 @@ use std::time::Duration;
 use serde_json::json;
 use toolwire_protocol::{
     ClientCapabilities, ElicitationCapability, Implementation, JsonObject, LoggingLevel,
-    PROTOCOL_VERSION, RootsCapability, SamplingCapability, TASKS_EXTENSION,
+    META_CLIENT_CAPABILITIES, META_CLIENT_INFO, META_LOG_LEVEL, PROTOCOL_VERSION, RootsCapability,
+    SamplingCapability, TASKS_EXTENSION,
 };
 
 use crate::error::Result;
@@ -301,17 +302,14 @@ impl ClientBuilder {
     pub(crate) fn request_meta(&self) -> JsonObject {
         let mut meta = JsonObject::new();
         meta.insert(
-            "io.modelcontextprotocol/clientCapabilities".into(),
+            META_CLIENT_CAPABILITIES.into(),
             json!(self.declared_capabilities()),
         );
         if self.send_client_info {
-            meta.insert(
-                "io.modelcontextprotocol/clientInfo".into(),
-                json!(self.info),
-            );
+            meta.insert(META_CLIENT_INFO.into(), json!(self.info));
         }
         if let Some(level) = self.log_level {
-            meta.insert("io.modelcontextprotocol/logLevel".into(), json!(level));
+            meta.insert(META_LOG_LEVEL.into(), json!(level));
         }
         meta
     }

@@ -7,8 +7,9 @@ use crate::builder::ClientBuilder;
 use crate::client::Client;
 use crate::error::{Error, Result};
 use crate::transport::Transport;
+use crate::transport::command::StdioCommand;
 use crate::transport::http::HttpTransport;
-use crate::transport::stdio::{StdioCommand, StdioTransport};
+use crate::transport::stdio::StdioTransport;
 
 impl ClientBuilder {
     /// A client for the Streamable HTTP endpoint at `url`.
@@ -46,7 +47,7 @@ impl ClientBuilder {
     pub async fn spawn_command(self, command: StdioCommand) -> Result<Client> {
         let (transport, incoming) = StdioTransport::spawn(command)?;
         let client = Client::new(self, Transport::Stdio(Box::new(transport)));
-        crate::incoming::serve_stdio(&client, incoming);
+        crate::client::incoming::serve_stdio(&client, incoming);
         Ok(client)
     }
 }

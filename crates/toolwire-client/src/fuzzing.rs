@@ -1,6 +1,6 @@
-//! Entry points for the fuzz targets in `fuzz/` (issue 16): the client's readers of a server's
-//! bytes, the SSE parser and the stdio line reader. Built only with the `fuzzing` feature; not
-//! a stable API.
+//! Entry points for the fuzz targets in `fuzz/`, since a server's bytes are untrusted input: the
+//! client's readers of a server's bytes, the SSE parser and the stdio line reader. Built only
+//! with the `fuzzing` feature; not a stable API.
 //!
 //! The input's first byte chooses where the rest is cut into chunks: however a stream is
 //! chunked, what is read from it must be the same.

@@ -30,31 +30,24 @@ pub mod auth;
 mod builder;
 mod client;
 mod connect;
-mod era;
 mod error;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
-mod incoming;
 mod input;
-mod listen;
-mod pages;
-mod rpc;
 mod sse;
 mod state;
-mod tool_cache;
-mod tools;
 mod transport;
 
 pub use builder::ClientBuilder;
+pub use client::listen::{Notification, Subscription};
+pub use client::tools::CallOptions;
 pub use client::{Client, LogFn, ProgressFn};
 pub use error::{Error, ListLimit, Result};
 pub use input::{accepted, cancelled, declined};
-pub use listen::{Notification, Subscription};
 pub use state::{LEGACY_VERSIONS, ServerEra};
 pub use tokio_util::sync::CancellationToken;
-pub use tools::CallOptions;
-pub use transport::stdio::{DEFAULT_INHERITED_ENV, StdioCommand};
+pub use transport::command::{DEFAULT_INHERITED_ENV, StdioCommand};
 
 /// The protocol types, re-exported.
 pub use toolwire_protocol as protocol;

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolwire_protocol::DiscoverResult;
+use toolwire_protocol::{DiscoverResult, META_FIELD, META_SERVER_INFO};
 
 use crate::error::{Error, Result};
 
@@ -69,7 +69,7 @@ impl LegacySession {
             result["instructions"] = instructions.clone();
         }
         if let Some(info) = init.get("serverInfo") {
-            result["_meta"] = json!({"io.modelcontextprotocol/serverInfo": info});
+            result[META_FIELD] = json!({META_SERVER_INFO: info});
         }
         serde_json::from_value(result).map_err(|e| {
             Error::InvalidResponse(format!("the legacy initialize result is malformed: {e}"))

@@ -172,16 +172,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     let authorize = |pkce: &Pkce, state: &str| {
         let scope = request::initial_scope(challenge.as_ref(), &found.resource);
         assert_eq!(scope.as_deref(), Some("tools:read math"));
-        request::authorization_url(
-            server,
-            &found.resource,
-            &client.client_id,
+        let asked = request::AuthorizationRequest {
+            client_id: &client.client_id,
             redirect_uri,
-            scope.as_deref(),
+            scope: scope.as_deref(),
             state,
             pkce,
-        )
-        .unwrap()
+        };
+        request::authorization_url(server, &found.resource, &asked).unwrap()
     };
     let (pkce, state) = (Pkce::new(), request::random_token());
     let redirect = Browser::default()
@@ -190,16 +188,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     assert!(request::read_redirect(&redirect, server, "forged").is_err());
     let code = request::read_redirect(&redirect, server, &state).unwrap();
     // The provider checks the verifier against the challenge: another one is refused.
-    let wrong = token::exchange_code(
-        &http,
-        server,
-        &client,
-        &code,
+    let other = Pkce::new();
+    let grant = token::CodeGrant {
+        code: &code,
         redirect_uri,
-        &Pkce::new().verifier,
+        verifier: &other.verifier,
         resource,
-    )
-    .await;
+    };
+    let wrong = token::exchange_code(&http, server, &client, grant).await;
     assert!(
         matches!(&wrong, Err(TokenError::Refused { error, .. }) if error == "invalid_grant"),
         "{wrong:?}"
@@ -217,16 +213,14 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
             .wait(&expected, std::time::Duration::from_secs(20))
             .await
     });
-    let start = request::authorization_url(
-        server,
-        &found.resource,
-        &client.client_id,
-        &caught_uri,
-        Some("tools:read math"),
-        &state,
-        &pkce,
-    )
-    .unwrap();
+    let asked = request::AuthorizationRequest {
+        client_id: &client.client_id,
+        redirect_uri: &caught_uri,
+        scope: Some("tools:read math"),
+        state: &state,
+        pkce: &pkce,
+    };
+    let start = request::authorization_url(server, &found.resource, &asked).unwrap();
     let last_hop = Browser::default()
         .sign_in(&start, &provider.issuer, &caught_uri)
         .await;
@@ -236,17 +230,15 @@ async fn registered_authorized_refreshed_and_the_guarded_server_opens() {
     assert_eq!(redirect, last_hop);
     let code = request::read_redirect(&redirect, server, &state).unwrap();
     let redirect_uri = caught_uri.as_str();
-    let tokens = token::exchange_code(
-        &http,
-        server,
-        &client,
-        &code,
+    let grant = token::CodeGrant {
+        code: &code,
         redirect_uri,
-        &pkce.verifier,
+        verifier: &pkce.verifier,
         resource,
-    )
-    .await
-    .unwrap();
+    };
+    let tokens = token::exchange_code(&http, server, &client, grant)
+        .await
+        .unwrap();
     let open = |access: String| {
         let url = url.clone();
         async move {
@@ -326,10 +318,8 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
     })
     .await;
 
-    let dir = std::env::temp_dir().join(format!("toolwire-oauth-{}", std::process::id()));
-    std::fs::create_dir_all(&dir).unwrap();
-    let file = dir.join("credentials.json");
-    let _ = std::fs::remove_file(&file);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("credentials.json");
     let asked = Arc::new(AtomicUsize::new(0));
     let pages = Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
     let client_for = |store: Arc<FileStore>| {
@@ -431,7 +421,6 @@ async fn a_client_authorizes_steps_up_refreshes_and_remembers() {
         .unwrap();
     assert_eq!(text(&sum), "42");
     assert_eq!(asked.load(Ordering::SeqCst), 2);
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 /// A server that refuses every token its authorization server issues (here: it accepts only

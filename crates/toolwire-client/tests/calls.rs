@@ -21,17 +21,14 @@ use toolwire_client::{
 struct Scripted {
     command: StdioCommand,
     log: PathBuf,
+    /// Holds the log; removed on drop.
+    _dir: tempfile::TempDir,
 }
 
 impl Scripted {
     fn new(script: &Value) -> Scripted {
-        static NEXT: AtomicUsize = AtomicUsize::new(0);
-        let log = std::env::temp_dir().join(format!(
-            "toolwire-calls-{}-{}.jsonl",
-            std::process::id(),
-            NEXT.fetch_add(1, Ordering::SeqCst)
-        ));
-        let _ = std::fs::remove_file(&log);
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("received.jsonl");
         let command = StdioCommand::new("python3")
             .arg(concat!(
                 env!("CARGO_MANIFEST_DIR"),
@@ -39,7 +36,11 @@ impl Scripted {
             ))
             .arg(script.to_string())
             .arg(log.display().to_string());
-        Scripted { command, log }
+        Scripted {
+            command,
+            log,
+            _dir: dir,
+        }
     }
 
     /// The requests the server received with this method, in order.
@@ -50,12 +51,6 @@ impl Scripted {
             .map(|line| serde_json::from_str::<Value>(line).unwrap())
             .filter(|m| m["method"] == method)
             .collect()
-    }
-}
-
-impl Drop for Scripted {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.log);
     }
 }
 

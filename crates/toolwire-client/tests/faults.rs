@@ -1,4 +1,4 @@
-//! Servers that misbehave (issue 16): one that never answers, streams forever, sends a
+//! Servers that misbehave, since a client must survive a hostile or broken server: one that never answers, streams forever, sends a
 //! gigabyte, closes in the middle of an SSE event, or answers with invalid JSON. Each time the
 //! caller gets a clear error within its timeout, and the client reads a bounded amount.
 

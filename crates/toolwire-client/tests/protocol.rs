@@ -250,8 +250,8 @@ async fn structured_output_is_checked_against_the_output_schema() {
     assert!(lenient.call_tool("sum", json!({})).await.is_ok());
 }
 
-/// `format` in an `outputSchema` is an annotation unless the client asserts it (issue 8,
-/// item 29).
+/// `format` in an `outputSchema` is an annotation unless the client asserts it: JSON Schema
+/// 2020-12 makes format assertion opt-in.
 #[tokio::test]
 async fn output_formats_are_asserted_when_asked() {
     let mock = Mock::start(|request, _| match request["method"].as_str() {

@@ -445,3 +445,27 @@ async fn a_stale_tool_list_is_served_when_the_server_is_gone() {
     let error = client.refresh_tools().await.unwrap_err();
     assert!(matches!(error, Error::Transport(_)), "{error}");
 }
+
+/// Any method the protocol crate types can be sent by its type, without its name as a string:
+/// the params without `_meta` (the client writes it), the result typed.
+#[tokio::test]
+async fn a_typed_protocol_method_is_sent_by_its_type() {
+    use toolwire_client::protocol::PaginatedParams;
+    use toolwire_client::protocol::methods::{CallTool, ListTools};
+
+    let url = start(server(Arc::default())).await;
+    let client = ClientBuilder::new("e2e-client", "1.0").http(&url).unwrap();
+    let page = client
+        .send::<ListTools>(&PaginatedParams::default())
+        .await
+        .unwrap();
+    let names: Vec<_> = page.items.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["echo", "add", "greet", "slow", "chatty", "deploy"]);
+    let params = toolwire_client::protocol::CallToolParams {
+        name: "echo".into(),
+        arguments: json!({"message": "typed"}).as_object().cloned(),
+        ..Default::default()
+    };
+    let echoed = client.send::<CallTool>(&params).await.unwrap();
+    assert_eq!(text(&echoed), "typed");
+}

@@ -53,7 +53,8 @@ async fn https_with_the_ca_file_speaks_mcp() {
 #[tokio::test]
 async fn a_bad_ca_file_is_refused_with_its_name() {
     let url = "https://127.0.0.1:9/mcp";
-    let missing = std::env::temp_dir().join("toolwire-tls-test-missing.pem");
+    let nowhere = tempfile::tempdir().unwrap();
+    let missing = nowhere.path().join("missing.pem");
     let empty = TempFile::new("empty.pem", b"");
     let not_pem = TempFile::new("not-pem.pem", b"hello\n");
     for (path, why) in [

@@ -4,10 +4,7 @@ use sha2::{Digest as _, Sha256};
 
 /// The SHA-256 of `bytes`, as lowercase hex.
 pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
+    toolwire_protocol::hex::encode(&Sha256::digest(bytes))
 }
 
 /// Now, as RFC 3339 in UTC with milliseconds.

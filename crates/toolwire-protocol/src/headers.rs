@@ -291,33 +291,10 @@ fn walk(
     };
     let mut chain = chain;
     if let Some(declared) = node.get(X_MCP_HEADER) {
-        let Some(path) = chain.as_deref() else {
-            return err(
-                "allowed only on properties reachable from the root through `properties` (not items, combinators, conditionals or $ref)",
-            );
-        };
-        if path.is_empty() {
-            return err("not allowed on the schema root");
+        match declaration(node, declared, chain.as_deref().map(Vec::as_slice)) {
+            Ok(param) => found.push(param),
+            Err(rule) => return err(rule),
         }
-        let Some(name) = declared.as_str() else {
-            return err("the header name must be a string");
-        };
-        if name.is_empty() {
-            return err("the header name must not be empty");
-        }
-        if !is_token(name) {
-            return err(
-                "the header name must be an RFC 9110 token (no spaces, colons, control or non-ASCII characters)",
-            );
-        }
-        let Some(kind) = primitive_kind(node) else {
-            return err("allowed only on string, integer or boolean properties");
-        };
-        found.push(HeaderParam {
-            name: name.to_owned(),
-            path: path.to_vec(),
-            kind,
-        });
     }
     for (key, value) in node {
         let here = format!("{at}/{}", escape(key));
@@ -357,6 +334,42 @@ fn walk(
         }
     }
     Ok(())
+}
+
+/// The header a node declares with `x-mcp-header` (`declared`), or the rule it breaks. `path`
+/// is the property path when the node is reachable from the root through `properties` only.
+fn declaration(
+    node: &JsonObject,
+    declared: &Value,
+    path: Option<&[String]>,
+) -> Result<HeaderParam, &'static str> {
+    let Some(path) = path else {
+        return Err(
+            "allowed only on properties reachable from the root through `properties` (not items, combinators, conditionals or $ref)",
+        );
+    };
+    if path.is_empty() {
+        return Err("not allowed on the schema root");
+    }
+    let Some(name) = declared.as_str() else {
+        return Err("the header name must be a string");
+    };
+    if name.is_empty() {
+        return Err("the header name must not be empty");
+    }
+    if !is_token(name) {
+        return Err(
+            "the header name must be an RFC 9110 token (no spaces, colons, control or non-ASCII characters)",
+        );
+    }
+    let Some(kind) = primitive_kind(node) else {
+        return Err("allowed only on string, integer or boolean properties");
+    };
+    Ok(HeaderParam {
+        name: name.to_owned(),
+        path: path.to_vec(),
+        kind,
+    })
 }
 
 /// The primitive type of a property: `type` is one of string/integer/boolean, optionally
@@ -532,7 +545,7 @@ mod tests {
                 json!(-9007199254740991i64),
                 true,
             ),
-            // Both directions compare numerically (H-15; issue 8, item 6).
+            // Both directions compare numerically (H-15): `42.0` and `42` are the same integer.
             (ParamKind::Integer, "42.0", json!(42), true),
             (ParamKind::Integer, "42.000", json!(42), true),
             (ParamKind::Integer, "4.2e1", json!(42), true),
@@ -634,7 +647,8 @@ mod props {
         }
 
         /// Any value survives a header: encoded, it is visible ASCII a header can carry, and it
-        /// decodes to itself, padded with spaces and tabs or not (H-14, H-23; issue 16).
+        /// decodes to itself, padded with spaces and tabs or not (H-14, H-23): header values are
+        /// untrusted bytes.
         #[test]
         fn header_values_round_trip(value in any::<String>(), pad in "[ \t]{0,3}") {
             let encoded = super::encode_value(&value);

@@ -4,8 +4,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::methods::method;
 use crate::{
-    ClientCapabilities, Implementation, JsonObject, LoggingLevel, ServerCapabilities,
+    ClientCapabilities, EmptyResult, Implementation, JsonObject, LoggingLevel, ServerCapabilities,
     is_empty_object,
 };
 
@@ -101,6 +102,17 @@ pub struct ResourceSubscriptionParams {
     /// The resource.
     pub uri: String,
 }
+
+method!(/// `initialize`: opens a session.
+    Initialize, METHOD_INITIALIZE, InitializeParams, InitializeResult);
+method!(/// `ping`, either way; answered with an empty object.
+    Ping, METHOD_PING, JsonObject, JsonObject);
+method!(/// `logging/setLevel`.
+    SetLevel, METHOD_SET_LEVEL, SetLevelParams, EmptyResult);
+method!(/// `resources/subscribe`.
+    Subscribe, METHOD_SUBSCRIBE, ResourceSubscriptionParams, EmptyResult);
+method!(/// `resources/unsubscribe`.
+    Unsubscribe, METHOD_UNSUBSCRIBE, ResourceSubscriptionParams, EmptyResult);
 
 #[cfg(test)]
 mod tests {

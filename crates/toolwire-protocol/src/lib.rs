@@ -23,6 +23,7 @@ mod content;
 mod error;
 mod extra;
 pub mod headers;
+pub mod hex;
 mod jsonrpc;
 pub mod legacy;
 mod meta;

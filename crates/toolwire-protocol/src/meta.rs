@@ -9,6 +9,10 @@ use crate::{
     ClientCapabilities, JsonObject, LoggingLevel, ProgressToken, RequestId, is_empty_object,
 };
 
+/// The member of params and results that holds their metadata.
+pub const META_FIELD: &str = "_meta";
+/// `_meta` key of the token for progress notifications about a request (P-10).
+pub const META_PROGRESS_TOKEN: &str = "progressToken";
 /// `_meta` key of the protocol version a request speaks.
 pub const META_PROTOCOL_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// `_meta` key of the capabilities a client declares on one request.

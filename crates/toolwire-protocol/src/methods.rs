@@ -8,8 +8,9 @@ use serde::de::DeserializeOwned;
 
 use crate::{
     AcknowledgedParams, CallToolParams, CallToolResult, CompleteParams, CompleteResult,
-    DiscoverResult, EmptyResult, GetPromptParams, GetPromptResult, ListPromptsResult,
-    ListResourceTemplatesResult, ListResourcesResult, ListToolsResult, ListenParams,
+    CreateMessageParams, CreateMessageResult, DiscoverResult, ElicitRequestParams, ElicitResult,
+    EmptyResult, GetPromptParams, GetPromptResult, ListPromptsResult, ListResourceTemplatesResult,
+    ListResourcesResult, ListRootsParams, ListRootsResult, ListToolsResult, ListenParams,
     PaginatedParams, ReadResourceParams, ReadResourceResult, RequestMeta,
 };
 
@@ -21,6 +22,13 @@ pub trait Method {
     type Params: Serialize + DeserializeOwned;
     /// The complete result (an `input_required` result may come instead where MRTR applies).
     type Result: Serialize + DeserializeOwned;
+
+    /// The value of the `Mcp-Name` header for these params (H-13): the tool's or prompt's
+    /// name, the resource's URI; `None` for a method without one.
+    fn mcp_name(params: &Self::Params) -> Option<&str> {
+        let _ = params;
+        None
+    }
 }
 
 /// Params that are only `_meta`.
@@ -32,14 +40,20 @@ pub struct MetaParams {
 }
 
 macro_rules! method {
-    ($(#[$m:meta])* $name:ident, $wire:literal, $params:ty, $result:ty) => {
+    ($(#[$m:meta])* $name:ident, $wire:expr, $params:ty, $result:ty
+        $(, mcp_name: |$p:ident| $named:expr)?) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, Default)]
         pub struct $name;
-        impl Method for $name {
+        impl $crate::methods::Method for $name {
             const METHOD: &'static str = $wire;
             type Params = $params;
             type Result = $result;
+            $(
+                fn mcp_name($p: &Self::Params) -> Option<&str> {
+                    Some($named)
+                }
+            )?
         }
     };
 }
@@ -49,7 +63,7 @@ method!(/// `server/discover` (V-01).
 method!(/// `tools/list`.
     ListTools, "tools/list", PaginatedParams, ListToolsResult);
 method!(/// `tools/call`.
-    CallTool, "tools/call", CallToolParams, CallToolResult);
+    CallTool, "tools/call", CallToolParams, CallToolResult, mcp_name: |p| &p.name);
 method!(/// `subscriptions/listen`; the result closes the stream.
     Listen, "subscriptions/listen", ListenParams, EmptyResult);
 method!(/// `resources/list`.
@@ -57,13 +71,21 @@ method!(/// `resources/list`.
 method!(/// `resources/templates/list`.
     ListResourceTemplates, "resources/templates/list", PaginatedParams, ListResourceTemplatesResult);
 method!(/// `resources/read`.
-    ReadResource, "resources/read", ReadResourceParams, ReadResourceResult);
+    ReadResource, "resources/read", ReadResourceParams, ReadResourceResult, mcp_name: |p| &p.uri);
 method!(/// `prompts/list`.
     ListPrompts, "prompts/list", PaginatedParams, ListPromptsResult);
 method!(/// `prompts/get`.
-    GetPrompt, "prompts/get", GetPromptParams, GetPromptResult);
+    GetPrompt, "prompts/get", GetPromptParams, GetPromptResult, mcp_name: |p| &p.name);
 method!(/// `completion/complete`.
     Complete, "completion/complete", CompleteParams, CompleteResult);
+method!(/// `elicitation/create`: an input request (M-04), or a legacy server's request.
+    Elicit, crate::METHOD_ELICIT, ElicitRequestParams, ElicitResult);
+method!(/// `sampling/createMessage`: an input request (M-04), or a legacy server's request.
+    CreateMessage, crate::METHOD_CREATE_MESSAGE, CreateMessageParams, CreateMessageResult);
+method!(/// `roots/list`: an input request (M-04), or a legacy server's request.
+    ListRoots, crate::METHOD_LIST_ROOTS, ListRootsParams, ListRootsResult);
+
+pub(crate) use method;
 
 /// The acknowledgement's params type, re-exported for symmetry with the methods.
 pub type Acknowledged = AcknowledgedParams;

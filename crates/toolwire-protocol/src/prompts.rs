@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta,
+    ContentBlock, Icon, InputResponses, JsonObject, ListResult, Listed, RequestMeta, ResultMeta,
     ResultType, Role, is_empty_object,
 };
 
@@ -60,26 +60,10 @@ pub struct PromptMessage {
 }
 
 /// The result of `prompts/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListPromptsResult {
-    /// Always `complete`.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// This page.
-    pub prompts: Vec<Prompt>,
-    /// Cursor of the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds.
-    #[serde(default, deserialize_with = "crate::ttl::lenient")]
-    pub ttl_ms: u64,
-    /// Cache scope.
-    #[serde(default)]
-    pub cache_scope: CacheScope,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+pub type ListPromptsResult = ListResult<Prompt>;
+
+impl Listed for Prompt {
+    const MEMBER: &'static str = "prompts";
 }
 
 /// Params of `prompts/get`.

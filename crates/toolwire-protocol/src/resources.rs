@@ -3,8 +3,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::{
-    Annotations, CacheScope, Icon, InputResponses, JsonObject, RequestMeta, ResourceContents,
-    ResultMeta, ResultType, is_empty_object,
+    Annotations, CacheScope, Icon, InputResponses, JsonObject, ListResult, Listed, RequestMeta,
+    ResourceContents, ResultMeta, ResultType, is_empty_object,
 };
 
 /// A resource the server offers.
@@ -73,49 +73,17 @@ pub struct ResourceTemplate {
 }
 
 /// The result of `resources/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourcesResult {
-    /// Always `complete`.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// This page.
-    pub resources: Vec<Resource>,
-    /// Cursor of the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds.
-    #[serde(default, deserialize_with = "crate::ttl::lenient")]
-    pub ttl_ms: u64,
-    /// Cache scope.
-    #[serde(default)]
-    pub cache_scope: CacheScope,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+pub type ListResourcesResult = ListResult<Resource>;
+
+impl Listed for Resource {
+    const MEMBER: &'static str = "resources";
 }
 
 /// The result of `resources/templates/list`.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListResourceTemplatesResult {
-    /// Always `complete`.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// This page.
-    pub resource_templates: Vec<ResourceTemplate>,
-    /// Cursor of the next page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds.
-    #[serde(default, deserialize_with = "crate::ttl::lenient")]
-    pub ttl_ms: u64,
-    /// Cache scope.
-    #[serde(default)]
-    pub cache_scope: CacheScope,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+pub type ListResourceTemplatesResult = ListResult<ResourceTemplate>;
+
+impl Listed for ResourceTemplate {
+    const MEMBER: &'static str = "resourceTemplates";
 }
 
 /// Params of `resources/read`.

@@ -1,4 +1,5 @@
-//! What every result shares: `resultType` (B-04), cache hints (K-01), and `server/discover`.
+//! What every result shares: `resultType` (B-04), cache hints (K-01), the shape of a page of a
+//! paginated list, and `server/discover`.
 
 use serde::de::Deserializer;
 use serde::ser::Serializer;
@@ -78,6 +79,137 @@ pub struct EmptyResult {
     pub extra: JsonObject,
 }
 
+/// One page of a paginated list (`tools/list`, `prompts/list`, `resources/list`,
+/// `resources/templates/list`; T-05): the items under their list's own member, the cursor of the
+/// next page, and the cache hints (K-01, K-10), one shape for every list.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ListResult<T> {
+    /// Always `complete`.
+    pub result_type: ResultType,
+    /// This page of items, under [`Listed::MEMBER`] on the wire.
+    pub items: Vec<T>,
+    /// Cursor of the next page; absent on the last page (K-14).
+    pub next_cursor: Option<String>,
+    /// Cache lifetime in milliseconds; read leniently (K-05, Q-10).
+    pub ttl_ms: u64,
+    /// Cache scope, the same on every page (K-10).
+    pub cache_scope: CacheScope,
+    /// Result metadata.
+    pub meta: Option<ResultMeta>,
+}
+
+impl<T> Default for ListResult<T> {
+    fn default() -> Self {
+        ListResult {
+            result_type: ResultType::default(),
+            items: Vec::new(),
+            next_cursor: None,
+            ttl_ms: 0,
+            cache_scope: CacheScope::default(),
+            meta: None,
+        }
+    }
+}
+
+/// What a paginated list holds: the name of the member its items are under.
+pub trait Listed {
+    /// The member (`tools`, `prompts`, `resources`, `resourceTemplates`).
+    const MEMBER: &'static str;
+}
+
+impl<T: Listed + Serialize> Serialize for ListResult<T> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut page = s.serialize_struct("ListResult", 6)?;
+        page.serialize_field("resultType", &self.result_type)?;
+        page.serialize_field(T::MEMBER, &self.items)?;
+        match &self.next_cursor {
+            Some(cursor) => page.serialize_field("nextCursor", cursor)?,
+            None => page.skip_field("nextCursor")?,
+        }
+        page.serialize_field("ttlMs", &self.ttl_ms)?;
+        page.serialize_field("cacheScope", &self.cache_scope)?;
+        match &self.meta {
+            Some(meta) => page.serialize_field("_meta", meta)?,
+            None => page.skip_field("_meta")?,
+        }
+        page.end()
+    }
+}
+
+impl<'de, T: Listed + Deserialize<'de>> Deserialize<'de> for ListResult<T> {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        use serde::de::{Error, MapAccess, Visitor};
+
+        /// `ttlMs`, read leniently.
+        struct Ttl(u64);
+        impl<'de> Deserialize<'de> for Ttl {
+            fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+                crate::ttl::lenient(d).map(Ttl)
+            }
+        }
+
+        struct Page<T>(std::marker::PhantomData<T>);
+        impl<'de, T: Listed + Deserialize<'de>> Visitor<'de> for Page<T> {
+            type Value = ListResult<T>;
+
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "a page of {}", T::MEMBER)
+            }
+
+            fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Self::Value, A::Error> {
+                let mut page = ListResult::default();
+                let mut items = None;
+                let mut seen = [false; 5];
+                let mut once = |slot: usize, key: &'static str| {
+                    if std::mem::replace(&mut seen[slot], true) {
+                        Err(A::Error::duplicate_field(key))
+                    } else {
+                        Ok(())
+                    }
+                };
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "resultType" => {
+                            once(0, "resultType")?;
+                            page.result_type = map.next_value()?;
+                        }
+                        "nextCursor" => {
+                            once(1, "nextCursor")?;
+                            page.next_cursor = map.next_value()?;
+                        }
+                        "ttlMs" => {
+                            once(2, "ttlMs")?;
+                            page.ttl_ms = map.next_value::<Ttl>()?.0;
+                        }
+                        "cacheScope" => {
+                            once(3, "cacheScope")?;
+                            page.cache_scope = map.next_value()?;
+                        }
+                        "_meta" => {
+                            once(4, "_meta")?;
+                            page.meta = map.next_value()?;
+                        }
+                        member if member == T::MEMBER => {
+                            if items.is_some() {
+                                return Err(A::Error::duplicate_field(T::MEMBER));
+                            }
+                            items = Some(map.next_value()?);
+                        }
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                page.items = items.ok_or_else(|| A::Error::missing_field(T::MEMBER))?;
+                Ok(page)
+            }
+        }
+
+        d.deserialize_map(Page(std::marker::PhantomData))
+    }
+}
+
 /// The result of `server/discover` (V-01).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -125,5 +257,31 @@ mod tests {
         }
         let legacy: EmptyResult = serde_json::from_value(json!({})).unwrap();
         assert_eq!(legacy.result_type, ResultType::Complete);
+    }
+
+    #[test]
+    fn every_list_page_keeps_its_own_member_and_its_wire_shape() {
+        use crate::{ListPromptsResult, ListResourceTemplatesResult, ListToolsResult};
+        let tools = json!({"resultType": "complete", "tools": [{"name": "a", "inputSchema": {"type": "object"}}],
+            "nextCursor": "c", "ttlMs": 5, "cacheScope": "private"});
+        let page: ListToolsResult = serde_json::from_value(tools.clone()).unwrap();
+        assert_eq!(
+            (page.items.len(), page.next_cursor.as_deref()),
+            (1, Some("c"))
+        );
+        assert_eq!(serde_json::to_value(&page).unwrap(), tools);
+        // The last page has no cursor, and the cursor is left out rather than null.
+        let last: ListPromptsResult =
+            serde_json::from_value(json!({"prompts": [], "ttlMs": 2.5})).unwrap();
+        assert_eq!((last.ttl_ms, &last.next_cursor), (2, &None));
+        assert_eq!(
+            serde_json::to_value(&last).unwrap(),
+            json!({"resultType": "complete", "prompts": [], "ttlMs": 2, "cacheScope": "private"})
+        );
+        // Another list's member is not this list's items.
+        let wrong = serde_json::from_value::<ListResourceTemplatesResult>(json!({"resources": []}));
+        assert!(wrong.unwrap_err().to_string().contains("resourceTemplates"));
+        let twice = r#"{"tools": [], "tools": []}"#;
+        assert!(serde_json::from_str::<ListToolsResult>(twice).is_err());
     }
 }

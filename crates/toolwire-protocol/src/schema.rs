@@ -206,7 +206,7 @@ impl CompiledSchema {
     /// The validator collects every error of a value before it yields the first, so a large
     /// value that is wrong everywhere (a 4 MiB array of the wrong type) would cost hundreds of
     /// MB of errors. A value of more than [`FULLY_CHECKED_NODES`] nodes is therefore reported
-    /// by its first violation only, and the rest are not counted (issue 8, item 3).
+    /// by its first violation only, and the rest are not counted.
     pub fn violations(&self, instance: &Value, max: usize) -> Violations {
         if node_count_exceeds(instance, FULLY_CHECKED_NODES) {
             let first = match self.validator.validate(instance) {
@@ -431,7 +431,7 @@ mod tests {
     }
 
     /// A 4 MiB array against `items: {type: string}` once produced millions of violations,
-    /// hundreds of MB of text (issue 8, item 3): the report keeps the first few and says how
+    /// hundreds of MB of text: the report keeps the first few and says how
     /// many more there are, or that the rest were not counted.
     #[test]
     fn reports_a_bounded_number_of_violations() {
@@ -448,7 +448,8 @@ mod tests {
         assert!(schema.violations(&json!(["a"]), 10).is_empty());
     }
 
-    /// `format` is an annotation unless assertion is asked for (issue 8, item 29).
+    /// `format` is an annotation unless assertion is asked for (JSON Schema 2020-12 makes format
+    /// assertion opt-in).
     #[test]
     fn formats_are_asserted_only_when_asked() {
         let schema = json!({"type": "object", "properties": {

@@ -4,7 +4,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::{
-    CacheScope, ContentBlock, Icon, InputResponses, JsonObject, RequestMeta, ResultMeta,
+    ContentBlock, Icon, InputResponses, JsonObject, ListResult, Listed, RequestMeta, ResultMeta,
     ResultType, is_empty_object,
 };
 
@@ -72,26 +72,10 @@ pub struct PaginatedParams {
 }
 
 /// The result of `tools/list` (T-05).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ListToolsResult {
-    /// Always `complete`.
-    #[serde(default)]
-    pub result_type: ResultType,
-    /// This page of tools.
-    pub tools: Vec<Tool>,
-    /// Cursor of the next page; absent on the last page.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub next_cursor: Option<String>,
-    /// Cache lifetime in milliseconds.
-    #[serde(default, deserialize_with = "crate::ttl::lenient")]
-    pub ttl_ms: u64,
-    /// Cache scope, the same on every page (K-10).
-    #[serde(default)]
-    pub cache_scope: CacheScope,
-    /// Result metadata.
-    #[serde(rename = "_meta", default, skip_serializing_if = "Option::is_none")]
-    pub meta: Option<ResultMeta>,
+pub type ListToolsResult = ListResult<Tool>;
+
+impl Listed for Tool {
+    const MEMBER: &'static str = "tools";
 }
 
 /// Params of `tools/call` (C-09).

@@ -17,6 +17,7 @@ pub mod discovery;
 pub(crate) mod flow;
 pub mod http;
 pub mod loopback;
+mod oauth;
 pub mod request;
 pub mod store;
 pub mod token;
@@ -26,9 +27,9 @@ pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
-pub use flow::{AuthError, Authorized, OAuth};
 pub use http::{AuthHttp, UrlError};
 pub use loopback::Loopback;
-pub use request::{AuthorizationError, Pkce};
+pub use oauth::{AuthError, Authorized, OAuth};
+pub use request::{AuthorizationError, AuthorizationRequest, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
-pub use token::{ClientIdentity, PrivateKey, TokenError, Tokens};
+pub use token::{ClientIdentity, CodeGrant, PrivateKey, TokenError, Tokens};

@@ -89,6 +89,22 @@ pub enum AuthorizationError {
     NoCode,
 }
 
+/// What one authorization request asks for, besides the servers it goes to: named, so that
+/// none of its strings can be passed in another's place.
+#[derive(Debug, Clone, Copy)]
+pub struct AuthorizationRequest<'a> {
+    /// The client's id at the authorization server.
+    pub client_id: &'a str,
+    /// Where the browser comes back to.
+    pub redirect_uri: &'a str,
+    /// The scope to ask for, if any.
+    pub scope: Option<&'a str>,
+    /// The `state` the redirect must carry back.
+    pub state: &'a str,
+    /// The PKCE pair whose challenge is sent.
+    pub pkce: &'a Pkce,
+}
+
 /// The authorization URL for a code with PKCE S256 (A-12), `state`, and `resource` exactly as
 /// the resource metadata names it (A-13); `scope` when there is one to ask for. Only on an
 /// endpoint a browser may be sent to ([`check_authorization_endpoint`]): never `file:`,
@@ -96,12 +112,15 @@ pub enum AuthorizationError {
 pub fn authorization_url(
     server: &AuthorizationServerMetadata,
     resource: &ResourceMetadata,
-    client_id: &str,
-    redirect_uri: &str,
-    scope: Option<&str>,
-    state: &str,
-    pkce: &Pkce,
+    request: &AuthorizationRequest<'_>,
 ) -> Result<String, AuthorizationError> {
+    let AuthorizationRequest {
+        client_id,
+        redirect_uri,
+        scope,
+        state,
+        pkce,
+    } = *request;
     if !server.supports_s256() {
         return Err(AuthorizationError::NoPkce(server.issuer.clone()));
     }
@@ -240,16 +259,14 @@ mod tests {
     #[test]
     fn the_authorization_url_carries_everything_and_the_resource_verbatim() {
         let pkce = Pkce::from_verifier("v".repeat(43));
-        let url = authorization_url(
-            &server(true),
-            &resource(&[]),
-            "client-1",
-            "http://127.0.0.1:5000/callback",
-            Some("files:read files:write"),
-            "st4te",
-            &pkce,
-        )
-        .unwrap();
+        let request = AuthorizationRequest {
+            client_id: "client-1",
+            redirect_uri: "http://127.0.0.1:5000/callback",
+            scope: Some("files:read files:write"),
+            state: "st4te",
+            pkce: &pkce,
+        };
+        let url = authorization_url(&server(true), &resource(&[]), &request).unwrap();
         let parsed = url::Url::parse(&url).unwrap();
         let query: std::collections::BTreeMap<String, String> =
             parsed.query_pairs().into_owned().collect();
@@ -263,6 +280,13 @@ mod tests {
         assert_eq!(query["resource"], "https://mcp.example.com/mcp");
         assert_eq!(query["scope"], "files:read files:write");
 
+        let plain = AuthorizationRequest {
+            client_id: "c",
+            redirect_uri: "r",
+            scope: None,
+            state: "s",
+            pkce: &pkce,
+        };
         for endpoint in [
             "file:///etc/passwd",
             "javascript:alert(1)",
@@ -270,8 +294,7 @@ mod tests {
         ] {
             let mut unsafe_endpoint = server(true);
             unsafe_endpoint.authorization_endpoint = Some(endpoint.into());
-            let refused =
-                authorization_url(&unsafe_endpoint, &resource(&[]), "c", "r", None, "s", &pkce);
+            let refused = authorization_url(&unsafe_endpoint, &resource(&[]), &plain);
             assert!(
                 matches!(refused, Err(AuthorizationError::RefusedEndpoint(_))),
                 "{endpoint}: {refused:?}"
@@ -280,7 +303,7 @@ mod tests {
 
         let mut no_pkce = server(true);
         no_pkce.code_challenge_methods_supported = vec!["plain".into()];
-        let refused = authorization_url(&no_pkce, &resource(&[]), "c", "r", None, "s", &pkce);
+        let refused = authorization_url(&no_pkce, &resource(&[]), &plain);
         assert!(matches!(refused, Err(AuthorizationError::NoPkce(_))));
     }
 

@@ -356,8 +356,8 @@ mod tests {
     #[test]
     fn both_stores_keep_identities_by_issuer_and_tokens_by_issuer_and_resource() {
         exercise(&MemoryStore::new());
-        let dir = std::env::temp_dir().join(format!("toolwire-creds-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
         let store = FileStore::new(dir.join("nested/credentials.json"));
         exercise(&store);
         // Another handle on the file sees the same.
@@ -390,7 +390,7 @@ mod tests {
             broken.contains("credentials.json") && broken.contains("not a credentials file"),
             "{broken}"
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        temp.close().unwrap();
     }
 
     /// Two handles on one file (as two `toolwire` processes have: a lock in one is not seen
@@ -400,8 +400,8 @@ mod tests {
     fn concurrent_writers_on_one_file_lose_no_update() {
         const WRITERS: usize = 4;
         const UPDATES: usize = 25;
-        let dir = std::env::temp_dir().join(format!("toolwire-creds-race-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
         let file = dir.join("credentials.json");
         let start = std::sync::Arc::new(std::sync::Barrier::new(WRITERS));
         let writers: Vec<_> = (0..WRITERS)
@@ -445,7 +445,7 @@ mod tests {
             failed.len(),
             failed.first()
         );
-        std::fs::remove_dir_all(&dir).unwrap();
+        temp.close().unwrap();
     }
 
     /// Each of [`two_processes_lose_no_update`]'s writers, run in a child process of this test
@@ -472,8 +472,8 @@ mod tests {
     /// each keeps every one of its own, neither's update is dropped by the other's.
     #[test]
     fn two_processes_lose_no_update() {
-        let dir = std::env::temp_dir().join(format!("toolwire-creds-procs-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&dir);
+        let temp = tempfile::tempdir().unwrap();
+        let dir = temp.path().to_path_buf();
         let file = dir.join("credentials.json");
         let children: Vec<_> = (0..2)
             .map(|writer| {
@@ -509,7 +509,7 @@ mod tests {
             .filter(|r| store.tokens("https://as", r).unwrap().is_none())
             .collect();
         assert!(lost.is_empty(), "{} updates lost: {lost:?}", lost.len());
-        std::fs::remove_dir_all(&dir).unwrap();
+        temp.close().unwrap();
     }
 
     #[test]

@@ -228,16 +228,27 @@ pub async fn register(
     ))
 }
 
-/// The tokens for an authorization `code`: with the PKCE `verifier`, the same `redirect_uri`
-/// and the same `resource` as the authorization request.
+/// An authorization code and what must match its authorization request: the four
+/// strings are named so that none can be passed in another's place.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeGrant<'a> {
+    /// The code the redirect carried.
+    pub code: &'a str,
+    /// The `redirect_uri` of the authorization request.
+    pub redirect_uri: &'a str,
+    /// The PKCE verifier whose challenge the authorization request sent.
+    pub verifier: &'a str,
+    /// The `resource` of the authorization request.
+    pub resource: &'a str,
+}
+
+/// The tokens for an authorization code: with the PKCE verifier, the same `redirect_uri` and
+/// the same `resource` as the authorization request.
 pub async fn exchange_code(
     http: &AuthHttp,
     server: &AuthorizationServerMetadata,
     client: &ClientIdentity,
-    code: &str,
-    redirect_uri: &str,
-    verifier: &str,
-    resource: &str,
+    grant: CodeGrant<'_>,
 ) -> Result<Tokens, TokenError> {
     token_request(
         http,
@@ -245,10 +256,10 @@ pub async fn exchange_code(
         client,
         &[
             ("grant_type", "authorization_code"),
-            ("code", code),
-            ("redirect_uri", redirect_uri),
-            ("code_verifier", verifier),
-            ("resource", resource),
+            ("code", grant.code),
+            ("redirect_uri", grant.redirect_uri),
+            ("code_verifier", grant.verifier),
+            ("resource", grant.resource),
         ],
     )
     .await

@@ -155,67 +155,9 @@ impl HttpTransport {
             .get(CONTENT_TYPE)
             .is_some_and(|v| v.as_bytes().starts_with(b"text/event-stream"));
         if sse {
-            let mut stream = response.bytes_stream();
-            let mut parser = SseParser::default();
-            while let Some(chunk) = stream.next().await {
-                let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
-                let events = parser.feed(&chunk).map_err(|_| too_large())?;
-                for data in events {
-                    let Ok(message) = serde_json::from_str::<Value>(&data) else {
-                        tracing::debug!(%data, "an SSE event that is not JSON");
-                        continue;
-                    };
-                    if out.id.is_some_and(|id| is_response_to(&message, id)) {
-                        return Ok(Reply {
-                            message,
-                            status,
-                            session,
-                        });
-                    }
-                    if message.get("method").is_some() {
-                        on_message(message);
-                    }
-                }
-            }
-            return Err(Failure::Lost(
-                "the response stream ended before the response".into(),
-            ));
-        }
-        let mut body = Vec::new();
-        let mut stream = response.bytes_stream();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
-            if body.len() + chunk.len() > crate::sse::MAX_EVENT_BYTES {
-                return Err(Error::InvalidResponse(format!(
-                    "a response body larger than {} MiB",
-                    crate::sse::MAX_EVENT_BYTES >> 20
-                ))
-                .into());
-            }
-            body.extend_from_slice(&chunk);
-        }
-        match serde_json::from_slice::<Value>(&body) {
-            Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
-                Ok(Reply {
-                    message,
-                    status,
-                    session,
-                })
-            }
-            // A success status with a body that is not JSON: the server is broken, not refusing.
-            Err(error) if (200..300).contains(&status) => Err(Error::InvalidResponse(format!(
-                "HTTP {status} with a body that is not JSON ({error}): {}",
-                String::from_utf8_lossy(&body)
-                    .chars()
-                    .take(300)
-                    .collect::<String>()
-            ))
-            .into()),
-            _ => Err(Error::Http {
-                status,
-                body: String::from_utf8_lossy(&body).chars().take(300).collect(),
-            }
-            .into()),
+            read_stream(response, out.id, status, session, on_message).await
+        } else {
+            read_body(response, status, session).await
         }
     }
 
@@ -398,4 +340,83 @@ fn tls_error<'a>(mut error: &'a (dyn std::error::Error + 'static)) -> Option<&'a
 pub(crate) fn is_response_to(message: &Value, id: i64) -> bool {
     let answer = message.get("result").is_some() || message.get("error").is_some();
     answer && (message.get("id").is_none_or(Value::is_null) || message["id"].as_i64() == Some(id))
+}
+/// Reads an SSE reply until the response to `id`: notifications and server requests on the
+/// way go to `on_message`; a stream that ends first lost the request (H-27).
+async fn read_stream(
+    response: reqwest::Response,
+    id: Option<i64>,
+    status: u16,
+    session: Option<String>,
+    on_message: &mut (dyn FnMut(Value) + Send),
+) -> Result<Reply, Failure> {
+    let mut stream = response.bytes_stream();
+    let mut parser = SseParser::default();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
+        let events = parser.feed(&chunk).map_err(|_| too_large())?;
+        for data in events {
+            let Ok(message) = serde_json::from_str::<Value>(&data) else {
+                tracing::debug!(%data, "an SSE event that is not JSON");
+                continue;
+            };
+            if id.is_some_and(|id| is_response_to(&message, id)) {
+                return Ok(Reply {
+                    message,
+                    status,
+                    session,
+                });
+            }
+            if message.get("method").is_some() {
+                on_message(message);
+            }
+        }
+    }
+    Err(Failure::Lost(
+        "the response stream ended before the response".into(),
+    ))
+}
+
+/// Reads a JSON reply, bounded like one SSE event: a response, or the refusal it stands for.
+async fn read_body(
+    response: reqwest::Response,
+    status: u16,
+    session: Option<String>,
+) -> Result<Reply, Failure> {
+    let mut body = Vec::new();
+    let mut stream = response.bytes_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
+        if body.len() + chunk.len() > crate::sse::MAX_EVENT_BYTES {
+            return Err(Error::InvalidResponse(format!(
+                "a response body larger than {} MiB",
+                crate::sse::MAX_EVENT_BYTES >> 20
+            ))
+            .into());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    match serde_json::from_slice::<Value>(&body) {
+        Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
+            Ok(Reply {
+                message,
+                status,
+                session,
+            })
+        }
+        // A success status with a body that is not JSON: the server is broken, not refusing.
+        Err(error) if (200..300).contains(&status) => Err(Error::InvalidResponse(format!(
+            "HTTP {status} with a body that is not JSON ({error}): {}",
+            String::from_utf8_lossy(&body)
+                .chars()
+                .take(300)
+                .collect::<String>()
+        ))
+        .into()),
+        _ => Err(Error::Http {
+            status,
+            body: String::from_utf8_lossy(&body).chars().take(300).collect(),
+        }
+        .into()),
+    }
 }

@@ -1,5 +1,6 @@
 //! Transports: how a message reaches a server and its answer comes back.
 
+pub(crate) mod command;
 mod group;
 pub(crate) mod http;
 pub(crate) mod lines;
@@ -7,8 +8,17 @@ pub(crate) mod stdio;
 mod tls;
 
 use serde_json::Value;
+use toolwire_protocol::JsonObject;
 
 use crate::error::Error;
+
+/// The text of a JSON-RPC message as it goes on the wire: through a `Value`, so its members are
+/// in the same (sorted) order as those of every other message the client writes.
+pub(crate) fn body_of<T: serde::Serialize>(message: &T) -> String {
+    serde_json::to_value(message)
+        .unwrap_or_else(|_| Value::Object(JsonObject::new()))
+        .to_string()
+}
 
 /// One outgoing message, serialized, with what the HTTP headers need.
 #[derive(Debug)]
@@ -109,5 +119,26 @@ impl Transport {
 
     pub(crate) fn is_http(&self) -> bool {
         matches!(self, Transport::Http(_))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn message_members_are_in_one_order() {
+        let body = body_of(&toolwire_protocol::Request::new(
+            7,
+            "m",
+            json!({"b": 1, "a": 2}),
+        ));
+        assert_eq!(
+            body,
+            json!({"jsonrpc": "2.0", "id": 7, "method": "m", "params": {"a": 2, "b": 1}})
+                .to_string()
+        );
     }
 }

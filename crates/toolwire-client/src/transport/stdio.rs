@@ -13,120 +13,22 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use futures::StreamExt as _;
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::io::AsyncWriteExt;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
+use toolwire_protocol::{
+    CancelledParams, META_FIELD, META_SUBSCRIPTION_ID, NOTIFICATION_CANCELLED,
+    NOTIFICATION_PROGRESS, Notification,
+};
 
+use super::command::StdioCommand;
 use super::group::ProcessGroup;
 use super::lines::{Line, Lines};
 use super::{Failure, Outgoing, Reply};
 use crate::error::{Error, Result};
-
-/// The variables a server gets from this process's environment unless more are named: the
-/// list the official MCP SDKs use (`DEFAULT_INHERITED_ENV_VARS` in the TypeScript SDK's
-/// `src/client/stdio.ts` and the Python SDK's `mcp/client/stdio/__init__.py`, "inspired by the
-/// default env inheritance of sudo"). Credentials such as `TOOLWIRE_BEARER_TOKEN` or a cloud
-/// key stay with the client.
-#[cfg(not(windows))]
-pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
-
-/// The variables a server gets from this process's environment unless more are named (the
-/// official MCP SDKs' Windows list).
-#[cfg(windows)]
-pub const DEFAULT_INHERITED_ENV: &[&str] = &[
-    "APPDATA",
-    "HOMEDRIVE",
-    "HOMEPATH",
-    "LOCALAPPDATA",
-    "PATH",
-    "PROCESSOR_ARCHITECTURE",
-    "SYSTEMDRIVE",
-    "SYSTEMROOT",
-    "TEMP",
-    "USERNAME",
-    "USERPROFILE",
-    "PROGRAMFILES",
-];
-
-/// How to start a server: program, arguments, environment and working directory.
-///
-/// The server does not inherit this process's whole environment: it gets
-/// [`DEFAULT_INHERITED_ENV`], the variables named with [`inherit_env`](Self::inherit_env), and
-/// those set with [`env`](Self::env), in that order of precedence (last wins).
-#[derive(Debug, Clone)]
-pub struct StdioCommand {
-    /// The program.
-    pub program: String,
-    /// Its arguments.
-    pub args: Vec<String>,
-    /// Environment variables set for the server.
-    pub env: Vec<(String, String)>,
-    /// Variables passed on from this process's environment besides the default ones.
-    pub inherit: Vec<String>,
-    /// The working directory (default: the current one).
-    pub cwd: Option<std::path::PathBuf>,
-}
-
-impl StdioCommand {
-    /// Runs `program` (looked up on `PATH` when it has no slash).
-    pub fn new(program: impl Into<String>) -> Self {
-        StdioCommand {
-            program: program.into(),
-            args: Vec::new(),
-            env: Vec::new(),
-            inherit: Vec::new(),
-            cwd: None,
-        }
-    }
-
-    /// Adds an argument.
-    pub fn arg(mut self, arg: impl Into<String>) -> Self {
-        self.args.push(arg.into());
-        self
-    }
-
-    /// Adds arguments.
-    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
-        self.args.extend(args.into_iter().map(Into::into));
-        self
-    }
-
-    /// Sets an environment variable for the server (credentials travel this way on stdio, S-13).
-    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
-        self.env.push((name.into(), value.into()));
-        self
-    }
-
-    /// Passes this process's value of `name` on to the server, if it is set.
-    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
-        self.inherit.push(name.into());
-        self
-    }
-
-    /// The server's environment: the default inherited variables (skipping exported shell
-    /// functions, whose values start with `()`), the named ones, then the set ones.
-    fn environment(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
-        let defaults = DEFAULT_INHERITED_ENV.iter().filter_map(|name| {
-            let value = std::env::var_os(name)?;
-            (!value.as_encoded_bytes().starts_with(b"()")).then(|| (name.into(), value))
-        });
-        let named = self
-            .inherit
-            .iter()
-            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)));
-        let set = self.env.iter().map(|(k, v)| (k.into(), v.into()));
-        defaults.chain(named).chain(set).collect()
-    }
-
-    /// Runs the server in `dir`.
-    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
-        self.cwd = Some(dir.into());
-        self
-    }
-}
 
 /// How many messages wait for one request's consumer (its `request` loop, or a listen task).
 /// Beyond it, progress is dropped: it is cumulative, so only intermediate values are lost, and
@@ -456,8 +358,15 @@ impl Drop for Cancel {
     fn drop(&mut self) {
         lock(&self.routes).remove(&self.id);
         if !self.done {
-            let cancel = json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": self.id}});
-            let _ = self.lines.send(cancel.to_string());
+            let cancel = Notification::new(
+                NOTIFICATION_CANCELLED,
+                CancelledParams {
+                    request_id: self.id.into(),
+                    reason: None,
+                    meta: None,
+                },
+            );
+            let _ = self.lines.send(crate::transport::body_of(&cancel));
         }
     }
 }
@@ -581,7 +490,7 @@ async fn read_stdout(
 async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
     let key = route_key(&message);
     match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
-        Some((id, route)) if message["method"] == "notifications/progress" => {
+        Some((id, route)) if message["method"] == NOTIFICATION_PROGRESS => {
             route.offer_progress(message, id);
         }
         Some((_, route)) => {
@@ -628,11 +537,13 @@ fn route_key(message: &Value) -> Option<i64> {
     params
         .get("progressToken")
         .and_then(Value::as_i64)
-        .or_else(|| params["_meta"]["io.modelcontextprotocol/subscriptionId"].as_i64())
+        .or_else(|| params[META_FIELD][META_SUBSCRIPTION_ID].as_i64())
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

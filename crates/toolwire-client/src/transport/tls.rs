@@ -82,17 +82,19 @@ fn check_anchors(certs: &[CertificateDer<'static>], path: &Path) -> Result<()> {
 mod tests {
     use super::*;
 
-    fn file(name: &str, contents: &[u8]) -> PathBuf {
-        let path = std::env::temp_dir().join(format!("toolwire-tls-{}-{name}", std::process::id()));
+    fn file(dir: &tempfile::TempDir, name: &str, contents: &[u8]) -> PathBuf {
+        let path = dir.path().join(name);
         std::fs::write(&path, contents).unwrap();
         path
     }
 
     #[test]
     fn a_bad_ca_file_is_named_in_the_error() {
-        let missing = std::env::temp_dir().join("toolwire-no-such-ca.pem");
-        let empty = file("empty.pem", b"");
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("no-such-ca.pem");
+        let empty = file(&dir, "empty.pem", b"");
         let garbage = file(
+            &dir,
             "garbage.pem",
             b"-----BEGIN CERTIFICATE-----\nAAAA\n-----END CERTIFICATE-----\n",
         );
@@ -111,7 +113,5 @@ mod tests {
                 "{error}"
             );
         }
-        let _ = std::fs::remove_file(empty);
-        let _ = std::fs::remove_file(garbage);
     }
 }

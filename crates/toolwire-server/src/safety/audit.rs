@@ -328,7 +328,7 @@ impl Pending {
             traceparent,
         } = call;
         let canonical = serde_json::to_string(arguments).unwrap_or_default();
-        let digest = hex(&Sha256::digest(canonical.as_bytes()));
+        let digest = toolwire_protocol::hex::encode(&Sha256::digest(canonical.as_bytes()));
         let (trace_id, parent_span_id) = traceparent.and_then(parse_traceparent).unzip();
         Pending {
             started: Instant::now(),
@@ -387,17 +387,6 @@ impl Pending {
             sink.record(event);
         }
     }
-}
-
-/// Lowercase hex.
-pub(crate) fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
 }
 
 /// The trace id and parent span id of a W3C `traceparent` (`00-<32 hex>-<16 hex>-<2 hex>`);

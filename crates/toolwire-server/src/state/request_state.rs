@@ -174,7 +174,7 @@ mod digest_hex {
     use serde::{Deserialize, Deserializer, Serializer};
 
     pub(super) fn serialize<S: Serializer>(d: &[u8; 32], s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&d.iter().map(|b| format!("{b:02x}")).collect::<String>())
+        s.serialize_str(&toolwire_protocol::hex::encode(d))
     }
 
     pub(super) fn deserialize<'de, D: Deserializer<'de>>(d: D) -> Result<[u8; 32], D::Error> {

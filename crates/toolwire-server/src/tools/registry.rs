@@ -192,7 +192,7 @@ fn prepare(
         .collect();
     let definition_sha256 = {
         use sha2::Digest as _;
-        crate::safety::audit::hex(&sha2::Sha256::digest(listed.get().as_bytes()))
+        toolwire_protocol::hex::encode(&sha2::Sha256::digest(listed.get().as_bytes()))
     };
     Ok(RegisteredTool {
         name,

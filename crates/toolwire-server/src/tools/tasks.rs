@@ -38,10 +38,7 @@ impl Server {
     ) -> CreateTaskResult {
         let tasks = self.tasks();
         let now = self.now();
-        let task_id: String = rand::random::<[u8; 16]>()
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect();
+        let task_id = toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>());
         let info = TaskInfo {
             task_id: task_id.clone(),
             status: TaskStatus::Working,

@@ -8,8 +8,11 @@ use std::sync::Weak;
 
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
+use toolwire_protocol::legacy::METHOD_PING;
+use toolwire_protocol::methods::{CreateMessage, Elicit, ListRoots, Method};
 use toolwire_protocol::{
     CreateMessageParams, ElicitRequestParams, LoggingLevel, LoggingMessageParams,
+    NOTIFICATION_CANCELLED, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS,
     NOTIFICATION_TOOLS_LIST_CHANGED,
 };
 
@@ -61,13 +64,13 @@ impl Client {
         }
         match method {
             NOTIFICATION_TOOLS_LIST_CHANGED => self.invalidate_tools(),
-            "notifications/message" => {
+            NOTIFICATION_MESSAGE => {
                 if let Ok(log) = serde_json::from_value(message["params"].clone()) {
                     trace_log(&log);
                 }
                 return;
             }
-            "notifications/cancelled" | "notifications/progress" => return,
+            NOTIFICATION_CANCELLED | NOTIFICATION_PROGRESS => return,
             _ => {}
         }
         // Legacy subscriptions see unsolicited notifications; nobody listening is fine.
@@ -130,8 +133,8 @@ impl Client {
         let failed = |e: Error| (-32603, e.to_string());
         let unsupported = || (-32601, format!("this client does not handle {method}"));
         let result: Result<Value, (i64, String)> = match method {
-            "ping" => Ok(json!({})),
-            "elicitation/create" => {
+            METHOD_PING => Ok(json!({})),
+            Elicit::METHOD => {
                 let params: ElicitRequestParams =
                     serde_json::from_value(params).map_err(invalid)?;
                 if let Some(refusal) = handlers.undeclared(&params) {
@@ -144,13 +147,13 @@ impl Client {
                     .map(|r| json!(r))
                     .map_err(failed)
             }
-            "sampling/createMessage" => {
+            CreateMessage::METHOD => {
                 let handler = handlers.sample.as_ref().ok_or_else(unsupported)?;
                 let params: CreateMessageParams =
                     serde_json::from_value(params).map_err(invalid)?;
                 handler(params).await.map(|r| json!(r)).map_err(failed)
             }
-            "roots/list" => {
+            ListRoots::METHOD => {
                 let handler = handlers.roots.as_ref().ok_or_else(unsupported)?;
                 handler().await.map(|r| json!(r)).map_err(failed)
             }

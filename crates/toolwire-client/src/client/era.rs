@@ -16,11 +16,16 @@
 use std::collections::HashMap;
 use std::sync::{Arc, LazyLock, Mutex};
 
-use serde_json::{Value, json};
+use serde_json::Value;
+use toolwire_protocol::legacy::{Initialize, InitializeParams, NOTIFICATION_INITIALIZED};
+use toolwire_protocol::methods::{Discover, MetaParams, Method};
+use toolwire_protocol::{Notification, Request, Version2};
 
+use crate::client::rpc::Progress;
 use crate::client::{Client, RpcOptions, is_modern_error};
 use crate::error::{Error, Result};
 use crate::state::{Era, LEGACY_VERSIONS, LegacySession, ServerEra};
+use crate::transport::body_of;
 use crate::transport::{Failure, Outgoing, Reply, Transport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -213,11 +218,18 @@ impl Client {
     /// The stdio probe (V-09): `server/discover`, modern-style.
     async fn probe_stdio(&self) -> Result<Era> {
         let id = self.next_id();
-        let body = self.envelope(&Era::Unknown, id, "server/discover", &json!({}), false)?;
+        let params = crate::client::params(&MetaParams::default());
+        let body = self.envelope(
+            &Era::Unknown,
+            id,
+            Discover::METHOD,
+            &params,
+            Progress::Unwanted,
+        )?;
         let version = self.state().version.clone();
         let out = Outgoing {
             id: Some(id),
-            method: "server/discover",
+            method: Discover::METHOD,
             body,
             name: None,
             mirrored: &[],
@@ -314,25 +326,19 @@ impl Client {
     /// The legacy handshake: `initialize`, then `notifications/initialized`.
     async fn initialize(&self) -> Result<Arc<LegacySession>> {
         let id = self.next_id();
-        let mut capabilities = serde_json::to_value(self.capabilities()).expect("serializes");
-        if let Some(object) = capabilities.as_object_mut() {
-            // Extensions are declared per request in 2026-07-28 only.
-            object.remove("extensions");
-        }
-        let body = json!({
-            "jsonrpc": "2.0",
-            "id": id,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": LEGACY_VERSIONS[0],
-                "capabilities": capabilities,
-                "clientInfo": self.inner.config.info,
-            },
-        })
-        .to_string();
+        let mut capabilities = self.capabilities();
+        // Extensions are declared per request in 2026-07-28 only.
+        capabilities.extensions = None;
+        let params = InitializeParams {
+            protocol_version: LEGACY_VERSIONS[0].to_owned(),
+            capabilities,
+            client_info: Some(self.inner.config.info.clone()),
+            extra: Default::default(),
+        };
+        let body = body_of(&Request::new(id, Initialize::METHOD, params));
         let out = Outgoing {
             id: Some(id),
-            method: "initialize",
+            method: Initialize::METHOD,
             body,
             name: None,
             mirrored: &[],
@@ -361,13 +367,16 @@ impl Client {
             session: reply.session,
             initialized: result,
         });
-        let initialized =
-            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}).to_string();
+        let initialized = body_of(&Notification {
+            jsonrpc: Version2,
+            method: NOTIFICATION_INITIALIZED.to_owned(),
+            params: None::<Value>,
+        });
         self.inner
             .transport
             .send(&Outgoing {
                 id: None,
-                method: "notifications/initialized",
+                method: NOTIFICATION_INITIALIZED,
                 body: initialized,
                 name: None,
                 mirrored: &[],

@@ -1,6 +1,27 @@
-//! The client itself: one connection to one server, cheap to clone. Its configuration is in
-//! `builder.rs`, its request path in `rpc.rs`, the era (2026-07-28 or a legacy 2025-11-25
-//! session) in `era.rs`, and messages the server starts are answered in `incoming.rs`.
+//! The client itself: one connection to one server, cheap to clone. [`Client`] and its
+//! accessors are here; its public methods are in this folder, one file per concern:
+//!
+//! - `methods.rs`: the methods that are one request each (`server/discover`, `resources/read`,
+//!   `prompts/get`, `completion/complete`): where a new request method goes;
+//! - `pages.rs`: the paginated lists (resources, templates, prompts) and the walk under a budget;
+//! - `tools.rs` and `tool_cache.rs`: tools listed, cached, called, their output checked;
+//! - `listen/`: subscriptions (`subscriptions/listen`, or a legacy server's notifications);
+//! - `rpc.rs`: the request path every method goes through (`_meta`, ids, timeouts, retries);
+//! - `rounds.rs`: `input_required` rounds answered by the handlers;
+//! - `era.rs`: which era the server speaks (2026-07-28 or a legacy session), settled once;
+//! - `incoming.rs`: messages the server starts.
+//!
+//! Its configuration is in `builder.rs` and the connection in `connect.rs`, beside this folder.
+
+mod era;
+pub(crate) mod incoming;
+pub(crate) mod listen;
+mod methods;
+mod pages;
+mod rounds;
+pub(crate) mod rpc;
+mod tool_cache;
+pub(crate) mod tools;
 
 use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -14,8 +35,8 @@ use toolwire_protocol::{
 };
 
 use crate::builder::ClientBuilder;
+use crate::client::tool_cache::ToolCache;
 use crate::state::{Era, State};
-use crate::tool_cache::ToolCache;
 use crate::transport::Transport;
 
 /// Called with each progress notification of a request.
@@ -26,25 +47,27 @@ pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 /// A connection to one MCP server. Cheap to clone; clones share the connection and caches.
 #[derive(Clone)]
 pub struct Client {
-    pub(crate) inner: Arc<Inner>,
+    inner: Arc<Inner>,
 }
 
-pub(crate) struct Inner {
-    pub(crate) transport: Transport,
-    pub(crate) config: ClientBuilder,
+/// What the clones of a client share. Its fields are private to this folder: the files here are
+/// the client's concerns, everything else goes through `Client`'s methods.
+struct Inner {
+    transport: Transport,
+    config: ClientBuilder,
     next_id: AtomicI64,
-    pub(crate) state: Mutex<State>,
+    state: Mutex<State>,
     /// Held while the era is being settled (probe, initialize), so it happens once.
-    pub(crate) establish: tokio::sync::Mutex<()>,
-    pub(crate) tools: Mutex<Option<ToolCache>>,
+    establish: tokio::sync::Mutex<()>,
+    tools: Mutex<Option<ToolCache>>,
     /// Bumped by every invalidation, so a list fetched across a change is not kept as fresh.
-    pub(crate) tools_epoch: std::sync::atomic::AtomicU64,
+    tools_epoch: std::sync::atomic::AtomicU64,
     /// Notifications that belong to no request (legacy servers), for legacy subscriptions.
-    pub(crate) events: broadcast::Sender<Value>,
+    events: broadcast::Sender<Value>,
     /// The legacy HTTP server's standalone GET stream, while one is open.
-    pub(crate) legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
+    legacy_stream: Mutex<Option<tokio::task::AbortHandle>>,
     /// `_meta` for 2026-07-28 requests, less the version (B-15, B-17).
-    pub(crate) request_meta: JsonObject,
+    request_meta: JsonObject,
 }
 
 impl Drop for Inner {
@@ -79,6 +102,17 @@ pub(crate) struct RpcOptions {
     pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) cancel: Option<CancellationToken>,
+}
+
+/// Typed params as the request path takes them: without `_meta`, which the request path writes
+/// for each attempt (B-15; the version may change between two attempts, V-03).
+pub(crate) fn params<P: serde::Serialize>(params: &P) -> Value {
+    let mut value =
+        serde_json::to_value(params).unwrap_or_else(|_| Value::Object(JsonObject::new()));
+    if let Some(object) = value.as_object_mut() {
+        object.remove(toolwire_protocol::META_FIELD);
+    }
+    value
 }
 
 /// The codes that only a 2026-07-28 server sends: such an error proves the era.
@@ -176,5 +210,24 @@ impl Client {
         if let Transport::Stdio(t) = &self.inner.transport {
             t.close(self.inner.config.shutdown_grace).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use toolwire_protocol::{PaginatedParams, ReadResourceParams};
+
+    use super::*;
+
+    #[test]
+    fn typed_params_leave_meta_to_the_request_path() {
+        let first = params(&PaginatedParams::default());
+        assert_eq!(first, json!({}));
+        let read = params(&ReadResourceParams {
+            uri: "file:///a".into(),
+            ..Default::default()
+        });
+        assert_eq!(read, json!({"uri": "file:///a"}));
     }
 }

@@ -2,44 +2,49 @@
 //! K-14) under a budget for the whole list: items, bytes and time (`ListLimit`), so a server
 //! that paginates forever cannot hold a client or its memory.
 
-use serde::de::DeserializeOwned;
-use serde_json::{Value, json};
-use toolwire_protocol::{ListPromptsResult, ListResourceTemplatesResult, ListResourcesResult};
+use serde_json::Value;
+use toolwire_protocol::methods::{ListPrompts, ListResourceTemplates, ListResources, Method};
+use toolwire_protocol::{ListResult, PaginatedParams, Prompt, Resource, ResourceTemplate};
 
 use crate::client::{Client, RpcOptions};
 use crate::error::{Error, ListLimit, Result};
 
 impl Client {
     /// Every resource, all pages.
-    pub async fn list_resources(&self) -> Result<Vec<toolwire_protocol::Resource>> {
-        let pages: Vec<ListResourcesResult> = self.walk("resources/list").await?;
-        Ok(pages.into_iter().flat_map(|p| p.resources).collect())
+    pub async fn list_resources(&self) -> Result<Vec<Resource>> {
+        self.walk_all::<ListResources, _>().await
     }
 
     /// Every resource template, all pages.
-    pub async fn list_resource_templates(
-        &self,
-    ) -> Result<Vec<toolwire_protocol::ResourceTemplate>> {
-        let pages: Vec<ListResourceTemplatesResult> = self.walk("resources/templates/list").await?;
-        Ok(pages
-            .into_iter()
-            .flat_map(|p| p.resource_templates)
-            .collect())
+    pub async fn list_resource_templates(&self) -> Result<Vec<ResourceTemplate>> {
+        self.walk_all::<ListResourceTemplates, _>().await
     }
 
     /// Every prompt, all pages.
-    pub async fn list_prompts(&self) -> Result<Vec<toolwire_protocol::Prompt>> {
-        let pages: Vec<ListPromptsResult> = self.walk("prompts/list").await?;
-        Ok(pages.into_iter().flat_map(|p| p.prompts).collect())
+    pub async fn list_prompts(&self) -> Result<Vec<Prompt>> {
+        self.walk_all::<ListPrompts, _>().await
+    }
+
+    /// The items of every page of the list `M`.
+    async fn walk_all<M, T>(&self) -> Result<Vec<T>>
+    where
+        M: Method<Params = PaginatedParams, Result = ListResult<T>>,
+    {
+        let pages = self.walk::<M, T>().await?;
+        Ok(pages.into_iter().flat_map(|p| p.items).collect())
     }
 
     /// Walks a paginated list: cursors are opaque and only an absent `nextCursor` ends it
     /// (K-14); it stops with an error on a repeated cursor (no progress) and past the list
     /// bounds (items, bytes, time, 10,000 pages; `ListLimit`); an invalid-cursor error restarts
     /// it from the first page once (K-12).
-    pub(crate) async fn walk<P: Page>(&self, method: &str) -> Result<Vec<P>> {
+    pub(crate) async fn walk<M, T>(&self) -> Result<Vec<ListResult<T>>>
+    where
+        M: Method<Params = PaginatedParams, Result = ListResult<T>>,
+    {
+        let method = M::METHOD;
         let limit = self.inner.config.list_timeout;
-        tokio::time::timeout(limit, self.walk_pages(method))
+        tokio::time::timeout(limit, self.walk_pages::<M, T>())
             .await
             .unwrap_or_else(|_| {
                 Err(Error::ListTooLarge {
@@ -49,7 +54,11 @@ impl Client {
             })
     }
 
-    async fn walk_pages<P: Page>(&self, method: &str) -> Result<Vec<P>> {
+    async fn walk_pages<M, T>(&self) -> Result<Vec<ListResult<T>>>
+    where
+        M: Method<Params = PaginatedParams, Result = ListResult<T>>,
+    {
+        let method = M::METHOD;
         const MAX_PAGES: usize = 10_000;
         let config = &self.inner.config;
         let too_large = |limit| Error::ListTooLarge {
@@ -62,10 +71,10 @@ impl Client {
         let mut restarted = false;
         let (mut items, mut bytes) = (0usize, 0usize);
         for _ in 0..MAX_PAGES {
-            let params = match &cursor {
-                Some(c) => json!({"cursor": c}),
-                None => json!({}),
-            };
+            let params = crate::client::params(&PaginatedParams {
+                cursor: cursor.clone(),
+                ..Default::default()
+            });
             let page = match self.rpc(method, params, &RpcOptions::default()).await {
                 Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
                     tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
@@ -82,13 +91,12 @@ impl Client {
             if bytes > config.max_list_bytes {
                 return Err(too_large(ListLimit::Bytes(config.max_list_bytes)));
             }
-            let page: P = serde_json::from_value(page)
-                .map_err(|e| Error::InvalidResponse(format!("{method}: {e}")))?;
-            items = items.saturating_add(page.len());
+            let page = crate::client::rpc::read_result::<M>(page)?;
+            items = items.saturating_add(page.items.len());
             if items > config.max_list_items {
                 return Err(too_large(ListLimit::Items(config.max_list_items)));
             }
-            let next = page.next_cursor().map(str::to_owned);
+            let next = page.next_cursor.clone();
             pages.push(page);
             match next {
                 None => return Ok(pages),
@@ -103,32 +111,6 @@ impl Client {
         Err(too_large(ListLimit::Pages(MAX_PAGES)))
     }
 }
-
-/// One page of a paginated list.
-pub(crate) trait Page: DeserializeOwned {
-    /// Where the next page starts; `None` ends the list (K-14).
-    fn next_cursor(&self) -> Option<&str>;
-    /// The items on this page.
-    fn len(&self) -> usize;
-}
-
-macro_rules! page {
-    ($type:ty, $items:ident) => {
-        impl Page for $type {
-            fn next_cursor(&self) -> Option<&str> {
-                self.next_cursor.as_deref()
-            }
-            fn len(&self) -> usize {
-                self.$items.len()
-            }
-        }
-    };
-}
-
-page!(toolwire_protocol::ListToolsResult, tools);
-page!(ListPromptsResult, prompts);
-page!(ListResourcesResult, resources);
-page!(ListResourceTemplatesResult, resource_templates);
 
 /// The length of `value` as compact JSON, counted without building the text.
 fn json_len(value: &Value) -> usize {
@@ -150,6 +132,8 @@ fn json_len(value: &Value) -> usize {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -1,28 +1,26 @@
 //! Tools from the client's side: `tools/list` walked and cached by `ttlMs` (K-05, K-07), tools
 //! with invalid `x-mcp-header` declarations dropped on HTTP (C-08), arguments mirrored into
 //! `Mcp-Param-*` headers (H-24) with one re-list on -32020 (H-25), `input_required` rounds
-//! answered by the handlers (M-11…M-14), and structured output validated (C-04).
+//! answered on the way (`rounds.rs`), and structured output validated (C-04).
 
 use std::collections::HashMap;
 use std::sync::atomic::Ordering;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
+use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
-use toolwire_protocol::{
-    CallToolResult, HEADER_MISMATCH, InputRequest, InputRequests, InputResponse, ListToolsResult,
-    Tool,
-};
+use toolwire_protocol::{CallToolParams, CallToolResult, HEADER_MISMATCH, Tool};
 
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
+use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
-use crate::tool_cache::{CachedTool, ToolCache};
 
 /// Options of one tool call.
 #[derive(Clone, Default)]
@@ -77,16 +75,34 @@ impl std::fmt::Debug for CallOptions {
     }
 }
 
+/// Whether finding a tool's definition lists the tools first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum List {
+    /// Only when nothing is cached.
+    IfEmpty,
+    /// Always: the server said the declarations changed (H-25).
+    Again,
+}
+
+/// Which cached tool list will do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Freshness {
+    /// Only one still within its `ttlMs` (K-05).
+    Fresh,
+    /// Any, however old: when listing again failed (K-07).
+    Any,
+}
+
 impl Client {
     /// The server's tools: from the cache while fresh (`ttlMs`, K-05), else listed again; if
     /// listing fails and an older list exists, the older list is served (K-07).
     pub async fn list_tools(&self) -> Result<Vec<Tool>> {
-        if let Some(tools) = self.cached_tools(true) {
+        if let Some(tools) = self.cached_tools(Freshness::Fresh) {
             return Ok(tools);
         }
         match self.refresh_tools().await {
             Ok(tools) => Ok(tools),
-            Err(error) => match self.cached_tools(false) {
+            Err(error) => match self.cached_tools(Freshness::Any) {
                 Some(stale) => {
                     tracing::warn!(%error, "tools/list failed; using the previous list (K-07)");
                     Ok(stale)
@@ -99,10 +115,10 @@ impl Client {
     /// Lists the tools again, whatever the cache says.
     pub async fn refresh_tools(&self) -> Result<Vec<Tool>> {
         let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
-        let pages: Vec<ListToolsResult> = self.walk("tools/list").await?;
+        let pages = self.walk::<ListTools, Tool>().await?;
         // The list is as fresh as its stalest page.
         let ttl_ms = pages.iter().map(|p| p.ttl_ms).min().unwrap_or(0);
-        let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.tools).collect();
+        let tools: Vec<Tool> = pages.into_iter().flat_map(|p| p.items).collect();
         // A change announced while the pages were walked makes this list stale at once (K-09).
         let changed = self.inner.tools_epoch.load(Ordering::Acquire) != epoch;
         let ttl = if changed {
@@ -139,10 +155,11 @@ impl Client {
         dropped
     }
 
-    fn cached_tools(&self, only_fresh: bool) -> Option<Vec<Tool>> {
+    /// The cached list, if there is one of the freshness asked for.
+    fn cached_tools(&self, freshness: Freshness) -> Option<Vec<Tool>> {
         let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
         let cache = cache.as_ref()?;
-        (!only_fresh || Instant::now() < cache.fresh_until)
+        (freshness == Freshness::Any || Instant::now() < cache.fresh_until)
             .then(|| cache.order.iter().map(|t| t.definition.clone()).collect())
     }
 
@@ -181,8 +198,8 @@ impl Client {
     }
 
     /// The cached entry for `name`, listing the tools first when there is no list yet.
-    async fn tool_entry(&self, name: &str, relist: bool) -> Result<Option<Arc<CachedTool>>> {
-        if relist
+    async fn tool_entry(&self, name: &str, list: List) -> Result<Option<Arc<CachedTool>>> {
+        if list == List::Again
             || self
                 .inner
                 .tools
@@ -227,10 +244,11 @@ impl Client {
                 "the arguments of {name} must be a JSON object, not {arguments}"
             )));
         }
-        let mut params = json!({"name": name});
-        if !arguments.is_null() {
-            params["arguments"] = arguments.clone();
-        }
+        let params = crate::client::params(&CallToolParams {
+            name: name.to_owned(),
+            arguments: arguments.as_object().cloned(),
+            ..Default::default()
+        });
         let validate = self.inner.config.validate_output;
         let mut rpc = RpcOptions {
             name: Some(name.to_owned()),
@@ -246,7 +264,8 @@ impl Client {
             // On HTTP the tool's header declarations decide which arguments are mirrored; the
             // output check needs the definition on every transport. Listing is part of the call.
             let entry = if self.mirrors_headers() || validate {
-                self.bounded(&rpc, self.tool_entry(name, relisted)).await?
+                let list = if relisted { List::Again } else { List::IfEmpty };
+                self.bounded(&rpc, self.tool_entry(name, list)).await?
             } else {
                 None
             };
@@ -259,7 +278,10 @@ impl Client {
                     .map(|t| mirror(&t.headers, &arguments))
                     .unwrap_or_default();
             }
-            match self.rpc_rounds("tools/call", params.clone(), &rpc).await {
+            match self
+                .rpc_rounds(CallTool::METHOD, params.clone(), &rpc)
+                .await
+            {
                 Err(Error::Rpc(e))
                     if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
                 {
@@ -269,8 +291,7 @@ impl Client {
                 }
                 Err(e) => return Err(e),
                 Ok(result) => {
-                    let result: CallToolResult = serde_json::from_value(result)
-                        .map_err(|e| Error::InvalidResponse(format!("tools/call: {e}")))?;
+                    let result = crate::client::rpc::read_result::<CallTool>(result)?;
                     if validate && !result.is_error() {
                         let tool = self.definition_after(name, entry, epoch, &rpc).await?;
                         if let Some(tool) = tool {
@@ -296,79 +317,10 @@ impl Client {
         if before.is_some() && self.inner.tools_epoch.load(Ordering::Acquire) == epoch {
             return Ok(before);
         }
-        let now = self.bounded(options, self.tool_entry(name, false)).await?;
+        let now = self
+            .bounded(options, self.tool_entry(name, List::IfEmpty))
+            .await?;
         Ok(now.or(before))
-    }
-
-    /// A request that may answer `input_required`: the requests are answered by the handlers
-    /// and the request retried with a new id, the same params, the answers and the state
-    /// echoed verbatim (M-11…M-14); results of such rounds are never cached (K-04).
-    pub(crate) async fn rpc_rounds(
-        &self,
-        method: &str,
-        params: Value,
-        options: &RpcOptions,
-    ) -> Result<Value> {
-        let max = self.inner.config.max_rounds;
-        let mut next = params.clone();
-        for _ in 0..=max {
-            let result = self.rpc(method, next, options).await?;
-            if result["resultType"] != "input_required" {
-                return Ok(result);
-            }
-            let requests: InputRequests = match result.get("inputRequests") {
-                Some(r) => serde_json::from_value(r.clone())
-                    .map_err(|e| Error::InvalidResponse(format!("inputRequests: {e}")))?,
-                None => InputRequests::new(),
-            };
-            next = params.clone();
-            if !requests.is_empty() {
-                // The handlers run under the call's timeout and cancellation like the exchanges
-                // do: a handler that never finishes must not hold the call forever.
-                let answers = self.bounded(options, self.answer(requests)).await?;
-                next["inputResponses"] = serde_json::to_value(answers).expect("answers serialize");
-            }
-            // Echo the state exactly, and only when there is one (M-12).
-            if let Some(state) = result.get("requestState").and_then(Value::as_str) {
-                next["requestState"] = Value::String(state.to_owned());
-            }
-        }
-        Err(Error::TooManyRounds(max))
-    }
-
-    /// Answers every input request of a round, concurrently.
-    async fn answer(&self, requests: InputRequests) -> Result<HashMap<String, InputResponse>> {
-        let handlers = self.inner.config.handlers.clone();
-        let answers = requests.into_iter().map(|(key, request)| {
-            let handlers = handlers.clone();
-            async move {
-                let response = match request {
-                    InputRequest::Elicit(params) => {
-                        InputResponse::Elicit(handlers.elicit(params).await?)
-                    }
-                    InputRequest::CreateMessage(params) => match &handlers.sample {
-                        Some(h) => InputResponse::CreateMessage(Box::new(h(*params).await?)),
-                        None => {
-                            return Err(Error::Input("sampling without a sampling handler".into()));
-                        }
-                    },
-                    InputRequest::ListRoots(_) => match &handlers.roots {
-                        Some(h) => InputResponse::ListRoots(h().await?),
-                        None => return Err(Error::Input("roots without a roots handler".into())),
-                    },
-                    other => {
-                        return Err(Error::Input(format!(
-                            "unsupported input request {}",
-                            other.method()
-                        )));
-                    }
-                };
-                Ok((key, response))
-            }
-        });
-        futures::future::try_join_all(answers)
-            .await
-            .map(|pairs| pairs.into_iter().collect())
     }
 }
 
@@ -411,6 +363,8 @@ fn check_output(tool: &CachedTool, result: &CallToolResult) -> Result<()> {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
     use toolwire_protocol::headers::ParamKind;
 

@@ -6,16 +6,16 @@
 
 use std::sync::{Arc, Mutex};
 
-use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 use tokio::time::Instant;
+use toolwire_protocol::methods::{Discover, Method};
 use toolwire_protocol::{
-    CompleteResult, CompletionArgument, CompletionReference, DiscoverResult, ErrorObject,
-    GetPromptResult, JsonObject, LoggingMessageParams, ProgressParams, ReadResourceResult,
+    ErrorObject, JsonObject, LoggingMessageParams, META_FIELD, META_PROGRESS_TOKEN,
+    META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS, ProgressParams,
     TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::client::{Client, RpcOptions, is_modern_error};
+use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
 use crate::error::{Error, Result};
 use crate::state::Era;
 use crate::transport::{Failure, Outgoing, Reply};
@@ -29,7 +29,7 @@ impl Client {
         id: i64,
         method: &str,
         params: &Value,
-        progress: bool,
+        progress: Progress,
     ) -> Result<String> {
         let mut params = params.clone();
         let object = params
@@ -39,29 +39,29 @@ impl Client {
         if !matches!(era, Era::Legacy(_)) {
             meta = self.inner.request_meta.clone();
             meta.insert(
-                "io.modelcontextprotocol/protocolVersion".into(),
+                META_PROTOCOL_VERSION.into(),
                 Value::String(self.state().version.clone()),
             );
         }
-        if progress {
-            meta.insert("progressToken".into(), json!(id));
+        if progress == Progress::Wanted {
+            meta.insert(META_PROGRESS_TOKEN.into(), json!(id));
         }
         if !meta.is_empty() {
-            object.insert("_meta".into(), Value::Object(meta));
+            object.insert(META_FIELD.into(), Value::Object(meta));
         }
         Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
     }
 
     /// Sends a request and returns its result object; the core every method goes through.
+    /// Each attempt settles the era, sends, and reads the reply or the failure; a step may ask
+    /// for one more attempt, and [`Retries`] makes each recovery happen at most once.
     pub(crate) async fn rpc(
         &self,
         method: &str,
         params: Value,
         options: &RpcOptions,
     ) -> Result<Value> {
-        let (mut negotiated, mut reissued, mut renewed, mut fell_back) =
-            (false, false, false, false);
-        let mut authorizations = 0;
+        let mut retries = Retries::default();
         loop {
             let token = self.token_generation();
             // Settling the era (probe, initialize) counts against this call's timeout and
@@ -70,7 +70,7 @@ impl Client {
                 Ok(era) => era,
                 Err(error) => {
                     if self
-                        .authorized_again(&error, token, &mut authorizations, options)
+                        .authorized_again(&error, token, &mut retries.authorizations, options)
                         .await?
                     {
                         continue;
@@ -78,94 +78,147 @@ impl Client {
                     return Err(error);
                 }
             };
-            if let (Era::Legacy(session), "server/discover") = (&era, method) {
+            if let (Era::Legacy(session), Discover::METHOD) = (&era, method) {
                 // A legacy server has no discover: its initialize result stands in (also after
                 // a fallback on this very request).
                 return Ok(serde_json::to_value(session.discover_result()?)
                     .expect("a discover result serializes"));
             }
-            let id = self.next_id();
-            let body = self.envelope(&era, id, method, &params, options.progress.is_some())?;
-            let (version, session) = self.wire_identity(&era);
-            let out = Outgoing {
-                id: Some(id),
+            let sent = Sent {
+                era: &era,
                 method,
-                body,
-                name: options.name.as_deref(),
-                mirrored: &options.mirrored,
-                version: Some(&version),
-                session: session.as_deref(),
-                legacy: matches!(era, Era::Legacy(_)),
+                token,
+                options,
             };
-            let failure = match self.exchange(&out, options).await {
-                Ok(reply) => {
-                    if let Some(flow) = self.inner.transport.auth() {
-                        flow.confirm(token);
-                    }
-                    if !fell_back && self.is_legacy_signal(&era, &reply) {
-                        fell_back = true;
-                        if self.fall_back(&era, &reply_summary(&reply)).await? {
-                            continue;
-                        }
-                        // Not a legacy server after all: the reply stands.
-                    }
-                    let message = reply.message;
-                    if let Some(error) = message.get("error") {
-                        let error: ErrorObject = serde_json::from_value(error.clone())
-                            .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
-                        if is_modern_error(error.code) {
-                            self.confirm_modern(&era);
-                        }
-                        if error.code == UNSUPPORTED_PROTOCOL_VERSION
-                            && !negotiated
-                            && !matches!(era, Era::Legacy(_))
-                        {
-                            if let Some(v) = self.mutual_version(&error) {
-                                // V-03: retry with a version both sides speak.
-                                negotiated = true;
-                                self.state().version = v;
-                                continue;
-                            }
-                        }
-                        return Err(Error::Rpc(error));
-                    }
-                    self.confirm_modern(&era);
-                    return self.checked_result(message);
-                }
-                Err(failure) => failure,
+            let step = match self.attempt(&era, method, &params, options).await {
+                Ok(reply) => self.on_reply(&sent, reply, &mut retries).await?,
+                Err(failure) => self.on_failure(&sent, failure, &mut retries).await?,
             };
-            match failure {
-                Failure::Lost(why) if !reissued => {
-                    // The request died with its stream or process: issue it again with a new
-                    // id (H-27; on stdio the server is started again first, S-11).
-                    reissued = true;
-                    tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
+            match step {
+                Step::Again => continue,
+                Step::Done(result) => return Ok(result),
+            }
+        }
+    }
+
+    /// Sends the request once in `era`, with a new id.
+    async fn attempt(
+        &self,
+        era: &Era,
+        method: &str,
+        params: &Value,
+        options: &RpcOptions,
+    ) -> Result<Reply, Failure> {
+        let id = self.next_id();
+        let progress = match options.progress {
+            Some(_) => Progress::Wanted,
+            None => Progress::Unwanted,
+        };
+        let body = self.envelope(era, id, method, params, progress)?;
+        let (version, session) = self.wire_identity(era);
+        let out = Outgoing {
+            id: Some(id),
+            method,
+            body,
+            name: options.name.as_deref(),
+            mirrored: &options.mirrored,
+            version: Some(&version),
+            session: session.as_deref(),
+            legacy: matches!(era, Era::Legacy(_)),
+        };
+        self.exchange(&out, options).await
+    }
+
+    /// A reply: a legacy server's refusal falls back once; an error is returned, except an
+    /// unsupported version, negotiated once (V-03); a result is checked (B-05, B-06).
+    async fn on_reply(&self, sent: &Sent<'_>, reply: Reply, retries: &mut Retries) -> Result<Step> {
+        let (era, token) = (sent.era, sent.token);
+        if let Some(flow) = self.inner.transport.auth() {
+            flow.confirm(token);
+        }
+        if !retries.fell_back && self.is_legacy_signal(era, &reply) {
+            retries.fell_back = true;
+            if self.fall_back(era, &reply_summary(&reply)).await? {
+                return Ok(Step::Again);
+            }
+            // Not a legacy server after all: the reply stands.
+        }
+        let message = reply.message;
+        if let Some(error) = message.get("error") {
+            let error: ErrorObject = serde_json::from_value(error.clone())
+                .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
+            if is_modern_error(error.code) {
+                self.confirm_modern(era);
+            }
+            if error.code == UNSUPPORTED_PROTOCOL_VERSION
+                && !retries.negotiated
+                && !matches!(era, Era::Legacy(_))
+            {
+                if let Some(v) = self.mutual_version(&error) {
+                    // V-03: retry with a version both sides speak.
+                    retries.negotiated = true;
+                    self.state().version = v;
+                    return Ok(Step::Again);
                 }
-                Failure::SessionExpired if !renewed => {
-                    renewed = true;
-                    tracing::warn!("the legacy session expired; initializing again");
-                    self.forget_legacy_session(&era);
-                }
-                Failure::Error(Error::Http { status, body })
-                    if !fell_back && self.is_legacy_status(&era, status) =>
+            }
+            return Err(Error::Rpc(error));
+        }
+        self.confirm_modern(era);
+        self.checked_result(message).map(Step::Done)
+    }
+
+    /// A failure before any reply: a lost request is issued again once (H-27, S-11), an
+    /// expired legacy session renewed once, a legacy server's HTTP refusal falls back once
+    /// (V-12), a want of authorization answered by the OAuth flow; anything else is
+    /// the call's error.
+    async fn on_failure(
+        &self,
+        sent: &Sent<'_>,
+        failure: Failure,
+        retries: &mut Retries,
+    ) -> Result<Step> {
+        let Sent {
+            era,
+            method,
+            token,
+            options,
+        } = *sent;
+        match failure {
+            Failure::Lost(why) if !retries.reissued => {
+                // The request died with its stream or process: issue it again with a new
+                // id (H-27; on stdio the server is started again first, S-11).
+                retries.reissued = true;
+                tracing::warn!(method, %why, "the request was lost; re-issuing it with a new id");
+                Ok(Step::Again)
+            }
+            Failure::SessionExpired if !retries.renewed => {
+                retries.renewed = true;
+                tracing::warn!("the legacy session expired; initializing again");
+                self.forget_legacy_session(era);
+                Ok(Step::Again)
+            }
+            Failure::Error(Error::Http { status, body })
+                if !retries.fell_back && self.is_legacy_status(era, status) =>
+            {
+                retries.fell_back = true;
+                if self
+                    .fall_back(era, &format!("HTTP {status}: {body}"))
+                    .await?
                 {
-                    fell_back = true;
-                    if !self
-                        .fall_back(&era, &format!("HTTP {status}: {body}"))
-                        .await?
-                    {
-                        return Err(Error::Http { status, body });
-                    }
+                    Ok(Step::Again)
+                } else {
+                    Err(Error::Http { status, body })
                 }
-                other => {
-                    let error = other.into_error();
-                    if self
-                        .authorized_again(&error, token, &mut authorizations, options)
-                        .await?
-                    {
-                        continue;
-                    }
-                    return Err(error);
+            }
+            other => {
+                let error = other.into_error();
+                if self
+                    .authorized_again(&error, token, &mut retries.authorizations, options)
+                    .await?
+                {
+                    Ok(Step::Again)
+                } else {
+                    Err(error)
                 }
             }
         }
@@ -272,7 +325,7 @@ impl Client {
         let (progress, log) = (options.progress.clone(), options.log.clone());
         let client = self.clone();
         let mut on_message = move |message: Value| match message["method"].as_str() {
-            Some("notifications/progress") if message.get("id").is_none() => {
+            Some(NOTIFICATION_PROGRESS) if message.get("id").is_none() => {
                 if reset {
                     *moved.lock().unwrap_or_else(|p| p.into_inner()) =
                         (Instant::now() + timeout).min(hard);
@@ -284,13 +337,13 @@ impl Client {
                     f(&params);
                 }
             }
-            Some("notifications/message") if message.get("id").is_none() => {
+            Some(NOTIFICATION_MESSAGE) if message.get("id").is_none() => {
                 if let Ok(params) =
                     serde_json::from_value::<LoggingMessageParams>(message["params"].clone())
                 {
                     match &log {
                         Some(f) => f(&params),
-                        None => crate::incoming::trace_log(&params),
+                        None => crate::client::incoming::trace_log(&params),
                     }
                 }
             }
@@ -339,71 +392,68 @@ impl Client {
         }
     }
 
-    pub(crate) async fn typed<T: DeserializeOwned>(
+    /// Sends the typed request `M` and reads its typed result.
+    pub(crate) async fn call<M: Method>(
         &self,
-        method: &str,
-        params: Value,
+        params: &M::Params,
         options: &RpcOptions,
-    ) -> Result<T> {
-        let result = self.rpc(method, params, options).await?;
-        serde_json::from_value(result).map_err(|e| Error::InvalidResponse(format!("{method}: {e}")))
+    ) -> Result<M::Result> {
+        let result = self.rpc(M::METHOD, params_value(params), options).await?;
+        read_result::<M>(result)
     }
 
     /// Any request: `params` without `_meta` (it is added); the result object.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
         self.rpc(method, params, &RpcOptions::default()).await
     }
+}
 
-    /// `server/discover` (V-04: optional; any request works without it). For a legacy server
-    /// the answer is made from its `initialize` result.
-    pub async fn discover(&self) -> Result<DiscoverResult> {
-        self.typed("server/discover", json!({}), &RpcOptions::default())
-            .await
-    }
+/// The typed result of `M`, or an error naming the method.
+pub(crate) fn read_result<M: Method>(result: Value) -> Result<M::Result> {
+    serde_json::from_value(result)
+        .map_err(|e| Error::InvalidResponse(format!("{}: {e}", M::METHOD)))
+}
 
-    /// Reads a resource, answering input requests on the way.
-    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        let options = RpcOptions {
-            name: Some(uri.to_owned()),
-            ..Default::default()
-        };
-        let result = self
-            .rpc_rounds("resources/read", json!({"uri": uri}), &options)
-            .await?;
-        serde_json::from_value(result)
-            .map_err(|e| Error::InvalidResponse(format!("resources/read: {e}")))
-    }
+/// Whether a request asks for progress notifications: with a token (its id) in its `_meta`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Progress {
+    /// The caller follows progress.
+    Wanted,
+    /// Nobody follows it: no token.
+    Unwanted,
+}
 
-    /// Renders a prompt, answering input requests on the way.
-    pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
-        let options = RpcOptions {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        };
-        let result = self
-            .rpc_rounds(
-                "prompts/get",
-                json!({"name": name, "arguments": arguments}),
-                &options,
-            )
-            .await?;
-        serde_json::from_value(result)
-            .map_err(|e| Error::InvalidResponse(format!("prompts/get: {e}")))
-    }
+/// The recoveries one request has made: each at most once, the OAuth answers counted.
+#[derive(Debug, Default)]
+struct Retries {
+    /// Retried with a version both sides speak (V-03).
+    negotiated: bool,
+    /// Issued again after its stream or process was lost (H-27, S-11).
+    reissued: bool,
+    /// Sent again in a new legacy session after the old one expired.
+    renewed: bool,
+    /// Fell back to a legacy session (V-12).
+    fell_back: bool,
+    /// Refusals answered with the OAuth flow.
+    authorizations: usize,
+}
 
-    /// Completion values for a prompt argument or template variable.
-    pub async fn complete(
-        &self,
-        reference: CompletionReference,
-        argument: CompletionArgument,
-    ) -> Result<CompleteResult> {
-        self.typed(
-            "completion/complete",
-            json!({"ref": reference, "argument": argument}),
-            &RpcOptions::default(),
-        )
-        .await
-    }
+/// What one attempt was sent with, for the step that reads its outcome.
+#[derive(Clone, Copy)]
+struct Sent<'a> {
+    era: &'a Era,
+    method: &'a str,
+    /// The generation of the OAuth token it carried.
+    token: u64,
+    options: &'a RpcOptions,
+}
+
+/// What the request path does after one attempt.
+enum Step {
+    /// Send the request again.
+    Again,
+    /// The result object.
+    Done(Value),
 }
 
 /// A short description of a reply, for messages.

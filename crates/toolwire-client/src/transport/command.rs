@@ -1,0 +1,105 @@
+//! What to start for a stdio server: program, arguments, working directory and the environment
+//! it gets (a short list inherited by default, so credentials stay with the client).
+
+/// The variables a server gets from this process's environment unless more are named: the
+/// list the official MCP SDKs use (`DEFAULT_INHERITED_ENV_VARS` in the TypeScript SDK's
+/// `src/client/stdio.ts` and the Python SDK's `mcp/client/stdio/__init__.py`, "inspired by the
+/// default env inheritance of sudo"). Credentials such as `TOOLWIRE_BEARER_TOKEN` or a cloud
+/// key stay with the client.
+#[cfg(not(windows))]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &["HOME", "LOGNAME", "PATH", "SHELL", "TERM", "USER"];
+
+/// The variables a server gets from this process's environment unless more are named (the
+/// official MCP SDKs' Windows list).
+#[cfg(windows)]
+pub const DEFAULT_INHERITED_ENV: &[&str] = &[
+    "APPDATA",
+    "HOMEDRIVE",
+    "HOMEPATH",
+    "LOCALAPPDATA",
+    "PATH",
+    "PROCESSOR_ARCHITECTURE",
+    "SYSTEMDRIVE",
+    "SYSTEMROOT",
+    "TEMP",
+    "USERNAME",
+    "USERPROFILE",
+    "PROGRAMFILES",
+];
+
+/// How to start a server: program, arguments, environment and working directory.
+///
+/// The server does not inherit this process's whole environment: it gets
+/// [`DEFAULT_INHERITED_ENV`], the variables named with [`inherit_env`](Self::inherit_env), and
+/// those set with [`env`](Self::env), in that order of precedence (last wins).
+#[derive(Debug, Clone)]
+pub struct StdioCommand {
+    /// The program.
+    pub program: String,
+    /// Its arguments.
+    pub args: Vec<String>,
+    /// Environment variables set for the server.
+    pub env: Vec<(String, String)>,
+    /// Variables passed on from this process's environment besides the default ones.
+    pub inherit: Vec<String>,
+    /// The working directory (default: the current one).
+    pub cwd: Option<std::path::PathBuf>,
+}
+
+impl StdioCommand {
+    /// Runs `program` (looked up on `PATH` when it has no slash).
+    pub fn new(program: impl Into<String>) -> Self {
+        StdioCommand {
+            program: program.into(),
+            args: Vec::new(),
+            env: Vec::new(),
+            inherit: Vec::new(),
+            cwd: None,
+        }
+    }
+
+    /// Adds an argument.
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    /// Adds arguments.
+    pub fn args(mut self, args: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    /// Sets an environment variable for the server (credentials travel this way on stdio, S-13).
+    pub fn env(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((name.into(), value.into()));
+        self
+    }
+
+    /// Passes this process's value of `name` on to the server, if it is set.
+    pub fn inherit_env(mut self, name: impl Into<String>) -> Self {
+        self.inherit.push(name.into());
+        self
+    }
+
+    /// The server's environment: the default inherited variables (skipping exported shell
+    /// functions, whose values start with `()`), the named ones, then the set ones.
+    pub(super) fn environment(&self) -> Vec<(std::ffi::OsString, std::ffi::OsString)> {
+        let defaults = DEFAULT_INHERITED_ENV.iter().filter_map(|name| {
+            let value = std::env::var_os(name)?;
+            (!value.as_encoded_bytes().starts_with(b"()")).then(|| (name.into(), value))
+        });
+        let named = self
+            .inherit
+            .iter()
+            .filter_map(|name| Some((name.into(), std::env::var_os(name)?)));
+        let set = self.env.iter().map(|(k, v)| (k.into(), v.into()));
+        defaults.chain(named).chain(set).collect()
+    }
+
+    /// Runs the server in `dir`.
+    pub fn current_dir(mut self, dir: impl Into<std::path::PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+}

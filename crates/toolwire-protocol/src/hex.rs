@@ -1,0 +1,32 @@
+//! Lowercase hex, the one encoding of digests and random ids across the workspace (audit hashes,
+//! pins, task ids, request-state digests), written once.
+
+/// `bytes` as lowercase hex, two digits a byte.
+pub fn encode(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(bytes.len() * 2);
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_byte_is_two_lowercase_digits() {
+        for (bytes, want) in [
+            (&[][..], ""),
+            (&[0x00][..], "00"),
+            (&[0x0f, 0xa0, 0xff][..], "0fa0ff"),
+        ] {
+            assert_eq!(encode(bytes), want);
+        }
+        let all: Vec<u8> = (0..=255).collect();
+        let want: String = all.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(encode(&all), want);
+    }
+}
