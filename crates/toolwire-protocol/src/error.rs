@@ -1,4 +1,5 @@
-//! The JSON-RPC error object and the error codes MCP 2026-07-28 defines (CHECKLIST §11).
+//! The JSON-RPC error object and the error codes MCP 2026-07-28 defines.
+//! Its rules are under “Error codes” in docs/requirements.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};

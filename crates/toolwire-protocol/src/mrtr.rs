@@ -1,5 +1,6 @@
-//! Multi round-trip requests (CHECKLIST §6): input requests a server returns, the client's
+//! Multi round-trip requests: input requests a server returns, the client's
 //! answers, and the shapes of elicitation, sampling and roots.
+//! Its rules are under “Multi round-trip requests (MRTR)” in docs/requirements.md.
 
 use std::collections::BTreeMap;
 

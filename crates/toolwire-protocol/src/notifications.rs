@@ -1,4 +1,6 @@
-//! Notifications: progress, cancellation, log messages and list changes (CHECKLIST §7, §9).
+//! Notifications: progress, cancellation, log messages and list changes.
+//! Its rules are under “subscriptions/listen” and “Cancellation, progress, per-request logging”
+//! in docs/requirements.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,4 +1,5 @@
-//! Prompts (CHECKLIST §12): definitions, lists and `prompts/get`.
+//! Prompts: definitions, lists and `prompts/get`.
+//! Its rules are under “Resources & prompts (brief)” in docs/requirements.md.
 
 use std::collections::BTreeMap;
 

@@ -1,4 +1,5 @@
-//! Resources (CHECKLIST §12): definitions, templates, lists and reads.
+//! Resources: definitions, templates, lists and reads.
+//! Its rules are under “Resources & prompts (brief)” in docs/requirements.md.
 
 use serde::{Deserialize, Serialize};
 

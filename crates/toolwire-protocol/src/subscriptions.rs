@@ -1,4 +1,5 @@
-//! `subscriptions/listen` (CHECKLIST §7): the filter, its acknowledgement and the closing result.
+//! `subscriptions/listen`: the filter, its acknowledgement and the closing result.
+//! Its rules are under “subscriptions/listen” in docs/requirements.md.
 
 use serde::{Deserialize, Serialize};
 

@@ -1,4 +1,5 @@
-//! Tools: definitions, `tools/list` and `tools/call` (CHECKLIST §1).
+//! Tools: definitions, `tools/list` and `tools/call`.
+//! Its rules are under “Server offering tools” in docs/requirements.md.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,10 +1,11 @@
-//! stdio, the client side (CHECKLIST §3): a child process speaking newline-delimited JSON-RPC.
+//! stdio, the client side: a child process speaking newline-delimited JSON-RPC.
 //! Many requests run at once and answers are matched by id; progress and subscription
 //! notifications are routed to their request (S-06); server requests and unsolicited
 //! notifications (legacy servers) go to the client's incoming queue; stderr is read as logs, never
 //! as an error signal (S-04); a dropped request sends `notifications/cancelled` (S-07); a crashed
 //! server is started again on the next request (S-11); `close` closes stdin, then SIGTERM, then
 //! SIGKILL (S-09), to the server's own process group, so what it started goes with it.
+//! Its rules are under “stdio transport” in docs/requirements.md.
 
 use std::collections::HashMap;
 use std::process::Stdio;

@@ -1,8 +1,9 @@
-//! `subscriptions/listen` from the client's side (CHECKLIST §7): one stream of typed
+//! `subscriptions/listen` from the client's side: one stream of typed
 //! notifications per subscription, the acknowledged filter compared with the request (L-05),
 //! tool-list changes invalidating the tool cache (K-09), a reconnect after an unexpected drop
 //! (L-11) and after a stdio server restart (L-12), and the stream closed when the subscription
 //! is dropped (L-09: HTTP closes the stream, stdio sends `notifications/cancelled`).
+//! Its rules are under “subscriptions/listen” in docs/requirements.md.
 //!
 //! A legacy server has no listen: its unsolicited list-change notifications (on stdio, or on the
 //! standalone GET stream over HTTP) feed the subscription instead, filtered by what its
