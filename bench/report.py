@@ -29,6 +29,35 @@ HOT_PATHS = ["crates/toolwire-protocol/src", "crates/toolwire-server/src", "crat
              "bench/ceiling", "bench/server", "bench/peers", "bench/run"]
 
 
+# A throughput row counts only when its server was the limit: busy at least this share of its
+# core. Below it the load generator ran out first, and a ratio against that row says more about
+# the load generator than about the server.
+BUSY = 0.95
+# Rows that measure throughput (all connections busy); the one-connection rows measure latency.
+THROUGHPUT = {"http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
+              "http-echo-64-wrk", "stdio"}
+
+
+def busy_text(key, t):
+    """The server's busy share of its core, and what limited the row."""
+    busy = t.get("server_busy")
+    if busy is None:
+        return "–"
+    if key not in THROUGHPUT:
+        return f"{busy * 100:.0f} % (latency row)"
+    if busy < BUSY:
+        return f"{busy * 100:.0f} % (load generator bound)"
+    return f"{busy * 100:.0f} %"
+
+
+def server_bound(key, t):
+    """Whether a row's figures are the server's own: a latency row, or a busy server."""
+    if key not in THROUGHPUT:
+        return True
+    busy = t.get("server_busy")
+    return busy is not None and busy >= BUSY
+
+
 def git(root, *args):
     return subprocess.run(["git", "-C", root, *args], capture_output=True, text=True)
 
@@ -77,7 +106,8 @@ def render(data):
     titles = {"http-echo-1": "HTTP echo, 1 conn", "http-echo-64": "HTTP echo, 64 conns",
               "http-realistic-64": "HTTP realistic schema, 64 conns", "stdio": "stdio, 16 in flight",
               "http-echo-64-auth": "HTTP echo, 64 conns, OAuth",
-              "http-echo-64-layers": "HTTP echo, 64 conns, safety layers"}
+              "http-echo-64-layers": "HTTP echo, 64 conns, safety layers",
+              "http-echo-64-wrk": "HTTP echo, 64 conns, wrk"}
     for key, result in list(http.items()) + [("stdio", stdio)]:
         targets = result["targets"]
         for name, t in targets.items():
@@ -93,14 +123,16 @@ def render(data):
             if key == "http-echo-64-layers" and name == "toolwire":
                 shown = "toolwire, every layer off"
             rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
-                         rss / 1024 if rss else None, t["errors"]))
-        tw = targets.get("toolwire", {}).get("rps")
+                         busy_text(key, t), rss / 1024 if rss else None, t["errors"]))
+        tw = targets.get("toolwire", {})
+
+        def ratio(name, a, b):
+            if a.get("rps") and b.get("rps"):
+                ratios[f"{key}: {name}"] = (a["rps"] / b["rps"], server_bound(key, a) and server_bound(key, b))
         for peer in ("rmcp", "python", "ceiling"):
-            if tw and targets.get(peer, {}).get("rps"):
-                ratios[f"{key}: toolwire/{peer}"] = tw / targets[peer]["rps"]
+            ratio(f"toolwire/{peer}", tw, targets.get(peer, {}))
         for extra in ("toolwire+auth", "toolwire+layers"):
-            if tw and targets.get(extra, {}).get("rps"):
-                ratios[f"{key}: {extra}/toolwire"] = targets[extra]["rps"] / tw
+            ratio(f"{extra}/toolwire", targets.get(extra, {}), tw)
     if listing["errors"]:
         problems.append(f"tools/list: {listing['errors']} failed walks")
     commit = data.get("commit") or "an unknown commit"
@@ -108,15 +140,16 @@ def render(data):
     lines = [f"Run on {m['date']} at commit `{commit[:12]}`: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}; "
              f"{pinning}."
              + (" SMOKE MODE: correctness only, the numbers mean nothing." if smoke else ""), ""]
-    lines.append("| scenario | server | req/s | p50 µs | p99 µs | CPU µs/req | peak RSS MB | errors |")
-    lines.append("|---|---|---:|---:|---:|---:|---:|---:|")
+    lines.append("| scenario | server | req/s | p50 µs | p99 µs | CPU µs/req | server core busy | peak RSS MB | errors |")
+    lines.append("|---|---|---:|---:|---:|---:|---:|---:|---:|")
     for r in rows:
-        lines.append(f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {fmt(r[4])} | {fmt(r[5], 1)} | {fmt(r[6], 1)} | {r[7]} |")
+        lines.append(f"| {r[0]} | {r[1]} | {fmt(r[2])} | {fmt(r[3])} | {fmt(r[4])} | {fmt(r[5], 1)} | {r[6]} | "
+                     f"{fmt(r[7], 1)} | {r[8]} |")
     lines.append("")
     lines.append("| ratio (req/s, same run) | value |")
     lines.append("|---|---:|")
-    for k, v in ratios.items():
-        lines.append(f"| {k} | {v:.2f}× |")
+    for k, (v, counted) in ratios.items():
+        lines.append(f"| {k} | {v:.2f}×{'' if counted else ' (not counted: load generator bound)'} |")
     lines.append("")
     lines.append(f"tools/list of {listing['tools']:,} tools: {listing['pages']:,} pages, per page p50 "
                  f"{listing['page_p50_us']:,} µs, p99 {listing['page_p99_us']:,} µs, max {listing['page_max_us']:,} µs.")
@@ -127,25 +160,24 @@ def render(data):
     if not smoke:
         # The performance targets the project set itself (ratios to the ceiling and to rmcp).
         checks = []
+
+        def against(name, key, floor):
+            value = ratios.get(key)
+            if value is None:
+                return
+            checks.append((name, "not counted" if not value[1] else value[0] >= floor))
         e64 = http["http-echo-64"]["targets"]
-        rmcp64 = e64.get("rmcp", {}).get("rps")
-        checks.append(("HTTP echo 64: toolwire ≥ 0.75× the ceiling", ratios.get("http-echo-64: toolwire/ceiling", 0) >= 0.75))
-        if rmcp64:
-            checks.append(("HTTP echo 64: toolwire ≥ 5× rmcp", ratios.get("http-echo-64: toolwire/rmcp", 0) >= 5))
+        against("HTTP echo 64: toolwire (default layers) ≥ 0.8× the ceiling", "http-echo-64: toolwire/ceiling", 0.8)
+        against("HTTP echo 64: toolwire (default layers) ≥ 4.5× rmcp", "http-echo-64: toolwire/rmcp", 4.5)
         checks.append(("HTTP echo 64: toolwire p99 ≤ 1.5 ms", e64["toolwire"]["p99_us"] <= 1500))
-        layers = http.get("http-echo-64-layers", {}).get("targets", {}).get("toolwire+layers", {}).get("rps")
-        if layers and rmcp64:
-            checks.append(("HTTP echo 64, every layer on: ≥ 4× rmcp (rmcp from the echo-64 run)", layers / rmcp64 >= 4))
+        against("HTTP echo 64: every layer on ≥ 0.9× every layer off",
+                "http-echo-64-layers: toolwire+layers/toolwire", 0.9)
         e1 = http["http-echo-1"]["targets"]
         if "ceiling" in e1:
-            checks.append(("HTTP echo 1: toolwire p50 within 10% of the ceiling",
-                           e1["toolwire"]["p50_us"] <= 1.1 * e1["ceiling"]["p50_us"]))
-        if "ceiling" in stdio["targets"]:
-            checks.append(("stdio 16 in flight: toolwire ≥ 0.6× the stdio ceiling",
-                           ratios.get("stdio: toolwire/ceiling", 0) >= 0.6))
-        if "http-echo-64-auth" in http:
-            checks.append(("HTTP echo 64: auth on ≥ 90% of auth off",
-                           ratios.get("http-echo-64-auth: toolwire+auth/toolwire", 0) >= 0.9))
+            checks.append(("HTTP echo 1: toolwire p50 within 15% of the ceiling's",
+                           e1["toolwire"]["p50_us"] <= 1.15 * e1["ceiling"]["p50_us"]))
+        against("stdio 16 in flight: toolwire ≥ 0.75× the stdio ceiling", "stdio: toolwire/ceiling", 0.75)
+        against("HTTP echo 64: auth on ≥ 90% of auth off", "http-echo-64-auth: toolwire+auth/toolwire", 0.9)
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
         checks.append(("listen: every stream notified within 1 s", listen["fan_out_ms"] <= 1000))
         checks.append(("listen: ≤ 16 KB per idle stream", per_stream is not None and per_stream <= 16 * 1024))
@@ -153,7 +185,7 @@ def render(data):
         lines.append("| target | met |")
         lines.append("|---|---|")
         for name, ok in checks:
-            lines.append(f"| {name} | {'yes' if ok else 'no'} |")
+            lines.append(f"| {name} | {ok if isinstance(ok, str) else 'yes' if ok else 'no'} |")
     if problems:
         lines.append("")
         lines.append("Problems: " + "; ".join(problems))
@@ -161,10 +193,12 @@ def render(data):
 
 
 def measure(raw, out, smoke):
-    names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers")
+    names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
+             "http-echo-64-wrk")
     commit, dirty = measured_commit(ROOT)
     data = {"commit": commit, "dirty": dirty, "machine": machine(), "smoke": smoke,
-            "http": {name: load(raw, f"{name}.json") for name in names},
+            "http": {name: load(raw, f"{name}.json") for name in names
+                     if name != "http-echo-64-wrk" or os.path.exists(os.path.join(raw, f"{name}.json"))},
             "stdio": load(raw, "stdio.json"), "list": load(raw, "list.json"),
             "listen": load(raw, "listen.json"),
             "pinning": load(raw, "run.json")["pinning"] if os.path.exists(os.path.join(raw, "run.json")) else None}

@@ -17,6 +17,7 @@ use serde_json::Value;
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 use crate::stats::{self, Round, Summary};
+use crate::wire::{Head, RequestTemplate, Wire};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -184,6 +185,9 @@ struct Worker {
     errors: u64,
 }
 
+/// One reply in this many is parsed in full even when its bytes read as the echo.
+const FULL_CHECK_EVERY: u64 = 16;
+
 async fn worker(
     target: Arc<Target>,
     template: Arc<Template>,
@@ -193,7 +197,11 @@ async fn worker(
 ) -> anyhow::Result<Worker> {
     let mut ep = endpoint(&target.url)?;
     ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
-    let mut sender = connect(&ep.addr).await?;
+    let request = RequestTemplate::new(&ep, "tools/call", Some("echo"), &template);
+    let mut wire = Wire::connect(&ep.addr)
+        .await
+        .with_context(|| format!("connecting to {}", ep.addr))?;
+    let mut bytes = Vec::with_capacity(1024);
     let mut w = Worker {
         hist: stats::histogram(),
         errors: 0,
@@ -203,31 +211,46 @@ async fn worker(
     while !stop.load(Ordering::Relaxed) && budget.is_none_or(|b| sent < b) {
         id += 1;
         sent += 1;
-        let req = post(&ep, "tools/call", Some("echo"), template.render(id));
+        request.write(id, &mut bytes);
         let started = Instant::now();
-        let outcome = exchange_raw(&mut sender, req).await;
+        let outcome = wire.exchange(&bytes).await;
         let elapsed = started.elapsed().as_micros() as u64;
-        let echoed = |sse: bool, body: &Bytes| {
-            let content_type = if sse {
-                "text/event-stream"
-            } else {
-                "application/json"
-            };
-            protocol::response_json(content_type, body)
-                .is_some_and(|json| protocol::is_echo_reply(&json, id, target.require_result_type))
-        };
         match outcome {
-            Ok((200, sse, body)) if echoed(sse, &body) => {
+            Ok(head) if is_echo(head, wire.body(), id, target.require_result_type) => {
                 w.hist.record(elapsed.max(1)).ok();
             }
             Ok(_) => w.errors += 1,
             Err(_) => {
                 w.errors += 1;
-                sender = connect(&ep.addr).await?;
+                wire = Wire::connect(&ep.addr)
+                    .await
+                    .with_context(|| format!("reconnecting to {}", ep.addr))?;
             }
         }
     }
     Ok(w)
+}
+
+/// Whether a reply is the echo of request `id`: every reply's bytes are looked at, and one in
+/// [`FULL_CHECK_EVERY`] (and every one the byte check does not recognise, and every SSE reply)
+/// is parsed in full, so a server that answers fast and wrong is caught either way.
+fn is_echo(head: Head, body: &[u8], id: u64, require_result_type: bool) -> bool {
+    if head.status != 200 {
+        return false;
+    }
+    if !head.sse
+        && id % FULL_CHECK_EVERY != 0
+        && protocol::looks_like_echo(body, id, require_result_type)
+    {
+        return true;
+    }
+    let content_type = if head.sse {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    protocol::response_json(content_type, body)
+        .is_some_and(|json| protocol::is_echo_reply(&json, id, require_result_type))
 }
 
 /// Loads one target for one round.

@@ -18,6 +18,8 @@ mod proc_stats;
 mod protocol;
 mod stats;
 mod stdio_load;
+mod wire;
+mod wrk;
 
 #[derive(Parser)]
 #[command(about = "Load generator for MCP 2026-07-28 servers")]
@@ -30,6 +32,8 @@ struct Cli {
 enum Command {
     /// `tools/call` of `echo` over Streamable HTTP, N keep-alive connections.
     Http(http_load::Args),
+    /// The same HTTP load driven by `wrk` with a Lua check of every reply.
+    Wrk(wrk::Args),
     /// `tools/call` of `echo` over stdio: one client pipelining to a child process.
     Stdio(stdio_load::Args),
     /// Walk every page of `tools/list`.
@@ -43,12 +47,20 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .enable_all()
-        .build()?;
+    // The HTTP load runs on one thread: pinned to one core, a work-stealing pool only adds
+    // cost per request to the side that must stay the cheaper one.
+    let runtime = match cli.command {
+        Command::Http(_) => tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?,
+        _ => tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .build()?,
+    };
     let report = runtime.block_on(async {
         match cli.command {
             Command::Http(args) => http_load::run(args).await,
+            Command::Wrk(args) => wrk::run(args).await,
             Command::Stdio(args) => stdio_load::run(args).await,
             Command::List(args) => list::run(args).await,
             Command::Listen(args) => listen::run(args).await,

@@ -57,6 +57,11 @@ impl Template {
         )
     }
 
+    /// The body before and after the id.
+    pub(crate) fn parts(&self) -> (&str, &str) {
+        (&self.prefix, &self.suffix)
+    }
+
     pub(crate) fn render(&self, id: u64) -> String {
         let mut s = String::with_capacity(self.prefix.len() + self.suffix.len() + 20);
         s.push_str(&self.prefix);
@@ -133,7 +138,78 @@ pub(crate) fn is_echo_reply(json: &str, id: u64, require_result_type: bool) -> b
         && (!require_result_type || result.result_type.as_deref() == Some("complete"))
 }
 
+/// Whether a JSON reply body reads as the successful echo of request `id`, by looking for its
+/// parts as bytes: `"id":ID` ending there, the text `hello`, `"resultType":"complete"` when
+/// required, and no `"isError":true`. It only ever says yes: a reply it does not recognise
+/// (other spacing, another member order inside strings) goes to the full check,
+/// [`is_echo_reply`], which also runs on a sample of the replies it accepts.
+pub(crate) fn looks_like_echo(body: &[u8], id: u64, require_result_type: bool) -> bool {
+    use memchr::memmem;
+    let mut digits = itoa::Buffer::new();
+    let digits = digits.format(id).as_bytes();
+    let id_at = memmem::find_iter(body, b"\"id\":").find(|&at| {
+        let rest = &body[at + 5..];
+        rest.starts_with(digits) && matches!(rest.get(digits.len()), Some(b',' | b'}'))
+    });
+    id_at.is_some()
+        && memmem::find(body, b"\"text\":\"hello\"").is_some()
+        && (!require_result_type || memmem::find(body, b"\"resultType\":\"complete\"").is_some())
+        && memmem::find(body, b"\"isError\":true").is_none()
+}
+
 /// The JSON-RPC message of a reply body, parsed (for the checks that need more than an echo).
 pub(crate) fn reply_message(content_type: &str, body: &[u8]) -> Option<Value> {
     serde_json::from_str(&response_json(content_type, body)?).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const ECHO: &[u8] = br#"{"jsonrpc":"2.0","id":17,"result":{"content":[{"type":"text","text":"hello"}],"resultType":"complete"}}"#;
+
+    #[test]
+    fn the_byte_check_accepts_only_what_the_full_check_accepts() {
+        assert!(looks_like_echo(ECHO, 17, true));
+        assert!(is_echo_reply(std::str::from_utf8(ECHO).unwrap(), 17, true));
+        for (id, body) in [
+            (1, ECHO.to_vec()),
+            (171, ECHO.to_vec()),
+            (
+                17,
+                String::from_utf8_lossy(ECHO)
+                    .replace("hello", "hellx")
+                    .into_bytes(),
+            ),
+            (
+                17,
+                String::from_utf8_lossy(ECHO)
+                    .replace("complete", "input_required")
+                    .into_bytes(),
+            ),
+            (
+                17,
+                String::from_utf8_lossy(ECHO)
+                    .replace(r#""resultType""#, r#""isError":true,"resultType""#)
+                    .into_bytes(),
+            ),
+        ] {
+            assert!(
+                !looks_like_echo(&body, id, true),
+                "{}",
+                String::from_utf8_lossy(&body)
+            );
+            assert!(!is_echo_reply(
+                std::str::from_utf8(&body).unwrap(),
+                id,
+                true
+            ));
+        }
+        let spaced = String::from_utf8_lossy(ECHO).replace("\"id\":17", "\"id\": 17");
+        assert!(
+            !looks_like_echo(spaced.as_bytes(), 17, true),
+            "unusual spacing goes to the full check"
+        );
+        assert!(is_echo_reply(&spaced, 17, true));
+    }
 }
