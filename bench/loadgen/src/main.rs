@@ -47,12 +47,14 @@ enum Command {
 
 fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    // The HTTP load runs on one thread: pinned to one core, a work-stealing pool only adds
-    // cost per request to the side that must stay the cheaper one.
+    // The throughput loads run on one thread: pinned to one core, a work-stealing pool only
+    // adds cost per request to the side that must stay the cheaper one.
     let runtime = match cli.command {
-        Command::Http(_) => tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()?,
+        Command::Http(_) | Command::Stdio(_) | Command::Wrk(_) => {
+            tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()?
+        }
         _ => tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .build()?,

@@ -62,6 +62,13 @@ impl Template {
         (&self.prefix, &self.suffix)
     }
 
+    /// The body with `id`, appended to `out`.
+    pub(crate) fn write(&self, id: u64, out: &mut Vec<u8>) {
+        out.extend_from_slice(self.prefix.as_bytes());
+        out.extend_from_slice(itoa::Buffer::new().format(id).as_bytes());
+        out.extend_from_slice(self.suffix.as_bytes());
+    }
+
     pub(crate) fn render(&self, id: u64) -> String {
         let mut s = String::with_capacity(self.prefix.len() + self.suffix.len() + 20);
         s.push_str(&self.prefix);
