@@ -264,6 +264,7 @@ pub(crate) async fn round(
     let target = Arc::new(target.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = target.pid.and_then(proc_stats::cpu_us);
+    let own_before = proc_stats::own_cpu_us();
     let per_worker = budget.map(|b| b.div_ceil(args.connections as u64));
     let started = Instant::now();
     let handles: Vec<_> = (0..args.connections)
@@ -299,7 +300,8 @@ pub(crate) async fn round(
         elapsed,
         cpu,
         target.pid.and_then(proc_stats::peak_rss_kb),
-    ))
+    )
+    .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)))
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {

@@ -20,10 +20,20 @@ pub(crate) struct Round {
     /// The share of one core the server was busy for (its CPU time over the round's time): below
     /// 0.95 the load generator, not the server, was the limit.
     pub(crate) server_busy: Option<f64>,
+    /// The share of one core the load generator (with wrk, its child) was busy for.
+    pub(crate) load_generator_busy: Option<f64>,
     pub(crate) peak_rss_kb: Option<u64>,
 }
 
 impl Round {
+    /// The round with the load generator's CPU time over it (`cpu_us`).
+    pub(crate) fn with_load_generator(mut self, cpu_us: Option<f64>) -> Round {
+        self.load_generator_busy = cpu_us
+            .filter(|_| self.seconds > 0.0)
+            .map(|cpu| cpu / (self.seconds * 1e6));
+        self
+    }
+
     pub(crate) fn new(
         hist: &Histogram<u64>,
         errors: u64,
@@ -57,6 +67,7 @@ impl Round {
             server_busy: cpu_us
                 .filter(|_| seconds > 0.0)
                 .map(|cpu| cpu / (seconds * 1e6)),
+            load_generator_busy: None,
             peak_rss_kb,
         }
     }
@@ -71,6 +82,8 @@ pub(crate) struct Summary {
     pub(crate) cpu_us_per_request: Option<f64>,
     /// The median round's share of a core the server was busy for.
     pub(crate) server_busy: Option<f64>,
+    /// The median round's share of a core the load generator was busy for.
+    pub(crate) load_generator_busy: Option<f64>,
     pub(crate) peak_rss_kb: Option<u64>,
     pub(crate) requests: u64,
     pub(crate) errors: u64,
@@ -90,12 +103,17 @@ fn median_u(mut v: Vec<u64>) -> u64 {
 pub(crate) fn summarize(rounds: Vec<Round>) -> Summary {
     let cpu: Vec<f64> = rounds.iter().filter_map(|r| r.cpu_us_per_request).collect();
     let busy: Vec<f64> = rounds.iter().filter_map(|r| r.server_busy).collect();
+    let own: Vec<f64> = rounds
+        .iter()
+        .filter_map(|r| r.load_generator_busy)
+        .collect();
     Summary {
         rps: median_f(rounds.iter().map(|r| r.rps).collect()),
         p50_us: median_u(rounds.iter().map(|r| r.p50_us).collect()),
         p99_us: median_u(rounds.iter().map(|r| r.p99_us).collect()),
         cpu_us_per_request: (!cpu.is_empty()).then(|| median_f(cpu)),
         server_busy: (!busy.is_empty()).then(|| median_f(busy)),
+        load_generator_busy: (!own.is_empty()).then(|| median_f(own)),
         peak_rss_kb: rounds.iter().filter_map(|r| r.peak_rss_kb).max(),
         requests: rounds.iter().map(|r| r.requests).sum(),
         errors: rounds.iter().map(|r| r.errors).sum(),

@@ -105,6 +105,7 @@ async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
     let template = Template::call("echo", protocol::arguments(&args.scenario));
     let pid = server.child.id();
     let cpu_before = pid.and_then(proc_stats::cpu_us);
+    let own_before = proc_stats::own_cpu_us();
     let mut sent_at: HashMap<u64, Instant> = HashMap::with_capacity(args.inflight * 2);
     let deadline = Instant::now() + Duration::from_secs_f64(args.duration);
     let first = server.next_id;
@@ -169,7 +170,8 @@ async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
         started.elapsed().as_secs_f64(),
         cpu,
         pid.and_then(proc_stats::peak_rss_kb),
-    ))
+    )
+    .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)))
 }
 
 /// The id of a reply line: read as bytes where it is written `"id":DIGITS`, else parsed.

@@ -113,6 +113,7 @@ end
 /// Runs wrk against one target for `seconds`.
 fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::Result<Round> {
     let cpu_before = target.pid.and_then(proc_stats::cpu_us);
+    let own_before = proc_stats::own_cpu_us();
     let out = Command::new(&args.wrk)
         .args(["-t1", &format!("-c{}", args.connections)])
         .arg(format!("-d{seconds}s"))
@@ -147,7 +148,8 @@ fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::R
         (c.p50_us, c.p99_us),
         cpu,
         target.pid.and_then(proc_stats::peak_rss_kb),
-    ))
+    )
+    .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)))
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
