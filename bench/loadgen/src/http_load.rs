@@ -17,28 +17,35 @@ use serde_json::Value;
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 use crate::stats::{self, Round, Summary};
-use crate::wire::{Head, RequestTemplate, Wire};
+use crate::wire::{RequestTemplate, Wire};
+
+/// What both HTTP load generators (`http` and `wrk`) take: the servers and the load's shape.
+#[derive(clap::Args)]
+pub(crate) struct HttpLoad {
+    /// NAME=URL[,pid=PID][,no-result-type][,bearer=FILE]: a server to load; repeat for several.
+    #[arg(long = "target", required = true)]
+    pub(crate) targets: Vec<Target>,
+    /// `echo` (a message) or `realistic` (a ten-field booking).
+    #[arg(long, default_value = "echo")]
+    pub(crate) scenario: String,
+    /// Keep-alive connections.
+    #[arg(long, default_value_t = 64)]
+    pub(crate) connections: usize,
+    /// Rounds; targets are interleaved within each round.
+    #[arg(long, default_value_t = 3)]
+    pub(crate) rounds: usize,
+}
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// NAME=URL[,pid=PID][,no-result-type]: a server to load; repeat for several.
-    #[arg(long = "target", required = true)]
-    targets: Vec<Target>,
-    /// `echo` (a message) or `realistic` (a ten-field booking).
-    #[arg(long, default_value = "echo")]
-    scenario: String,
-    /// Keep-alive connections.
-    #[arg(long, default_value_t = 64)]
-    connections: usize,
+    #[command(flatten)]
+    load: HttpLoad,
     /// Seconds per round per target.
     #[arg(long, default_value_t = 5.0)]
     duration: f64,
     /// Instead of a duration: requests per round per target (smoke mode).
     #[arg(long)]
     requests: Option<u64>,
-    /// Rounds; targets are interleaved within each round.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
     /// Seconds of warm-up per target before the first round.
     #[arg(long, default_value_t = 1.0)]
     warmup: f64,
@@ -185,9 +192,6 @@ struct Worker {
     errors: u64,
 }
 
-/// One reply in this many is parsed in full even when its bytes read as the echo.
-const FULL_CHECK_EVERY: u64 = 16;
-
 async fn worker(
     target: Arc<Target>,
     template: Arc<Template>,
@@ -216,7 +220,10 @@ async fn worker(
         let outcome = wire.exchange(&bytes).await;
         let elapsed = started.elapsed().as_micros() as u64;
         match outcome {
-            Ok(head) if is_echo(head, wire.body(), id, target.require_result_type) => {
+            Ok(head)
+                if head.status == 200
+                    && protocol::is_echo(wire.body(), head.sse, id, target.require_result_type) =>
+            {
                 w.hist.record(elapsed.max(1)).ok();
             }
             Ok(_) => w.errors += 1,
@@ -231,28 +238,6 @@ async fn worker(
     Ok(w)
 }
 
-/// Whether a reply is the echo of request `id`: every reply's bytes are looked at, and one in
-/// [`FULL_CHECK_EVERY`] (and every one the byte check does not recognise, and every SSE reply)
-/// is parsed in full, so a server that answers fast and wrong is caught either way.
-fn is_echo(head: Head, body: &[u8], id: u64, require_result_type: bool) -> bool {
-    if head.status != 200 {
-        return false;
-    }
-    if !head.sse
-        && id % FULL_CHECK_EVERY != 0
-        && protocol::looks_like_echo(body, id, require_result_type)
-    {
-        return true;
-    }
-    let content_type = if head.sse {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    protocol::response_json(content_type, body)
-        .is_some_and(|json| protocol::is_echo_reply(&json, id, require_result_type))
-}
-
 /// Loads one target for one round.
 pub(crate) async fn round(
     args: &Args,
@@ -260,14 +245,17 @@ pub(crate) async fn round(
     seconds: f64,
     budget: Option<u64>,
 ) -> anyhow::Result<Round> {
-    let template = Arc::new(Template::call("echo", protocol::arguments(&args.scenario)));
+    let template = Arc::new(Template::call(
+        "echo",
+        protocol::arguments(&args.load.scenario),
+    ));
     let target = Arc::new(target.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = target.pid.and_then(proc_stats::cpu_us);
     let own_before = proc_stats::own_cpu_us();
-    let per_worker = budget.map(|b| b.div_ceil(args.connections as u64));
+    let per_worker = budget.map(|b| b.div_ceil(args.load.connections as u64));
     let started = Instant::now();
-    let handles: Vec<_> = (0..args.connections)
+    let handles: Vec<_> = (0..args.load.connections)
         .map(|i| {
             tokio::spawn(worker(
                 target.clone(),
@@ -305,14 +293,14 @@ pub(crate) async fn round(
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
-    for target in &args.targets {
+    for target in &args.load.targets {
         if args.warmup > 0.0 && args.requests.is_none() {
             round(&args, target, args.warmup, None).await?;
         }
     }
     let mut rounds: BTreeMap<String, Vec<Round>> = BTreeMap::new();
-    for _ in 0..args.rounds {
-        for target in &args.targets {
+    for _ in 0..args.load.rounds {
+        for target in &args.load.targets {
             let r = round(&args, target, args.duration, args.requests).await?;
             eprintln!(
                 "  {:<12} {:>9.0} req/s  p50 {:>6} µs  p99 {:>6} µs  errors {}",
@@ -327,8 +315,8 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
         .collect();
     Ok(serde_json::json!({
         "kind": "http",
-        "scenario": args.scenario,
-        "connections": args.connections,
+        "scenario": args.load.scenario,
+        "connections": args.load.connections,
         "targets": summaries,
     }))
 }

@@ -2,25 +2,29 @@
 
 /// User + system CPU time of the process, in microseconds.
 pub(crate) fn cpu_us(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // Fields after the parenthesised command name; utime and stime are fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    Some((utime + stime) * 1_000_000.0 / clock_ticks())
+    // utime and stime: fields 14 and 15.
+    cpu_fields_us(&format!("/proc/{pid}/stat"), 2)
 }
 
 /// CPU time of this process and of the children it has waited for (wrk), in microseconds: the
 /// load generator's own cost.
 pub(crate) fn own_cpu_us() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let mut ticks = 0.0;
     // utime, stime, cutime, cstime: fields 14 to 17.
-    for i in 11..15 {
-        ticks += fields.get(i)?.parse::<f64>().ok()?;
+    cpu_fields_us("/proc/self/stat", 4)
+}
+
+/// The sum of `count` CPU-time fields from field 14 on of a `stat` file, in microseconds.
+fn cpu_fields_us(path: &str, count: usize) -> Option<f64> {
+    let stat = std::fs::read_to_string(path).ok()?;
+    // Fields after the parenthesised command name start at field 3.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().skip(11).take(count).collect();
+    if fields.len() < count {
+        return None;
+    }
+    let mut ticks = 0.0;
+    for field in fields {
+        ticks += field.parse::<f64>().ok()?;
     }
     Some(ticks * 1_000_000.0 / clock_ticks())
 }

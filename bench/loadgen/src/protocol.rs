@@ -70,16 +70,10 @@ impl Template {
     }
 
     pub(crate) fn render(&self, id: u64) -> String {
-        let mut s = String::with_capacity(self.prefix.len() + self.suffix.len() + 20);
-        s.push_str(&self.prefix);
-        s.push_str(itoa(id).as_str());
-        s.push_str(&self.suffix);
-        s
+        let mut out = Vec::with_capacity(self.prefix.len() + self.suffix.len() + 20);
+        self.write(id, &mut out);
+        String::from_utf8(out).expect("a template and an integer are UTF-8")
     }
-}
-
-fn itoa(n: u64) -> String {
-    n.to_string()
 }
 
 /// The parts of a reply the checks look at, read without building a JSON tree.
@@ -162,6 +156,26 @@ pub(crate) fn looks_like_echo(body: &[u8], id: u64, require_result_type: bool) -
         && memmem::find(body, b"\"text\":\"hello\"").is_some()
         && (!require_result_type || memmem::find(body, b"\"resultType\":\"complete\"").is_some())
         && memmem::find(body, b"\"isError\":true").is_none()
+}
+
+/// One reply in this many is parsed in full even when its bytes read as the echo.
+pub(crate) const FULL_CHECK_EVERY: u64 = 16;
+
+/// Whether a reply body (`sse`: an SSE stream) is the echo of request `id`: every reply's bytes
+/// are looked at, and one in [`FULL_CHECK_EVERY`] (and every one the byte check does not
+/// recognise, and every SSE reply) is parsed in full, so a server that answers fast and wrong
+/// is caught either way.
+pub(crate) fn is_echo(body: &[u8], sse: bool, id: u64, require_result_type: bool) -> bool {
+    if !sse && id % FULL_CHECK_EVERY != 0 && looks_like_echo(body, id, require_result_type) {
+        return true;
+    }
+    let content_type = if sse {
+        "text/event-stream"
+    } else {
+        "application/json"
+    };
+    response_json(content_type, body)
+        .is_some_and(|json| is_echo_reply(&json, id, require_result_type))
 }
 
 /// The JSON-RPC message of a reply body, parsed (for the checks that need more than an echo).

@@ -94,9 +94,6 @@ impl Server {
     }
 }
 
-/// One reply in this many is parsed in full even when its bytes read as the echo.
-const FULL_CHECK_EVERY: u64 = 16;
-
 /// One round: keep `inflight` requests outstanding until time or budget runs out, then drain.
 /// The loop costs the load generator little per request (requests written from a template
 /// into one buffer, replies read into a reused one, the id found by bytes), so that the raw
@@ -153,7 +150,7 @@ async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
             continue;
         };
         received += 1;
-        if is_echo(&line, id, server.require_result_type) {
+        if protocol::is_echo(&line, false, id, server.require_result_type) {
             hist.record((at.elapsed().as_micros() as u64).max(1)).ok();
         } else {
             errors += 1;
@@ -192,16 +189,6 @@ fn reply_id(line: &[u8]) -> Option<u64> {
         id: Option<u64>,
     }
     serde_json::from_slice::<Id>(line).ok()?.id
-}
-
-/// Whether a reply line is the echo of request `id`: every line's bytes are looked at, and one
-/// in [`FULL_CHECK_EVERY`] (and every one the byte check does not recognise) parsed in full.
-fn is_echo(line: &[u8], id: u64, require_result_type: bool) -> bool {
-    if id % FULL_CHECK_EVERY != 0 && protocol::looks_like_echo(line, id, require_result_type) {
-        return true;
-    }
-    std::str::from_utf8(line)
-        .is_ok_and(|json| protocol::is_echo_reply(json.trim_end(), id, require_result_type))
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {

@@ -20,8 +20,7 @@ const MAX_HEADERS: usize = 32;
 /// A request split around the parts that change: its id, and so its `Content-Length`.
 pub(crate) struct RequestTemplate {
     head: Vec<u8>,
-    body_prefix: Vec<u8>,
-    body_suffix: Vec<u8>,
+    body: Template,
 }
 
 impl RequestTemplate {
@@ -47,27 +46,23 @@ impl RequestTemplate {
             head.push_str(&format!("authorization: {authorization}\r\n"));
         }
         head.push_str("content-length: ");
-        let (prefix, suffix) = template.parts();
         RequestTemplate {
             head: head.into_bytes(),
-            body_prefix: prefix.as_bytes().to_vec(),
-            body_suffix: suffix.as_bytes().to_vec(),
+            body: template.clone(),
         }
     }
 
     /// The request with `id`, written into `out` (cleared first).
     pub(crate) fn write(&self, id: u64, out: &mut Vec<u8>) {
-        let mut digits = itoa::Buffer::new();
-        let id = digits.format(id).as_bytes();
+        let (prefix, suffix) = self.body.parts();
+        let digits = itoa::Buffer::new().format(id).len();
         let mut length = itoa::Buffer::new();
-        let length = length.format(self.body_prefix.len() + id.len() + self.body_suffix.len());
+        let length = length.format(prefix.len() + digits + suffix.len());
         out.clear();
         out.extend_from_slice(&self.head);
         out.extend_from_slice(length.as_bytes());
         out.extend_from_slice(b"\r\n\r\n");
-        out.extend_from_slice(&self.body_prefix);
-        out.extend_from_slice(id);
-        out.extend_from_slice(&self.body_suffix);
+        self.body.write(id, out);
     }
 }
 

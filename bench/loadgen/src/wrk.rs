@@ -10,7 +10,7 @@ use std::process::Command;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::http_load::{Target, endpoint};
+use crate::http_load::{HttpLoad, Target, endpoint};
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 use crate::stats::{self, Round, Summary};
@@ -21,21 +21,11 @@ const ID: u64 = 7;
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
-    /// NAME=URL[,pid=PID][,no-result-type][,bearer=FILE]: a server to load; repeat for several.
-    #[arg(long = "target", required = true)]
-    targets: Vec<Target>,
-    /// `echo` (a message) or `realistic` (a ten-field booking).
-    #[arg(long, default_value = "echo")]
-    scenario: String,
-    /// Keep-alive connections.
-    #[arg(long, default_value_t = 64)]
-    connections: usize,
+    #[command(flatten)]
+    load: HttpLoad,
     /// Seconds per round per target (whole seconds: wrk's unit).
     #[arg(long, default_value_t = 5)]
     duration: u64,
-    /// Rounds; targets are interleaved within each round.
-    #[arg(long, default_value_t = 3)]
-    rounds: usize,
     /// Seconds of warm-up per target before the first round (0: none).
     #[arg(long, default_value_t = 1)]
     warmup: u64,
@@ -115,7 +105,7 @@ fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::R
     let cpu_before = target.pid.and_then(proc_stats::cpu_us);
     let own_before = proc_stats::own_cpu_us();
     let out = Command::new(&args.wrk)
-        .args(["-t1", &format!("-c{}", args.connections)])
+        .args(["-t1", &format!("-c{}", args.load.connections)])
         .arg(format!("-d{seconds}s"))
         .args(["--timeout", "5s", "-s"])
         .arg(script)
@@ -155,9 +145,9 @@ fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::R
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
     let dir = std::env::temp_dir();
     let mut scripts = Vec::new();
-    for (i, target) in args.targets.iter().enumerate() {
+    for (i, target) in args.load.targets.iter().enumerate() {
         let path = dir.join(format!("mcp-load-wrk-{}-{i}.lua", std::process::id()));
-        std::fs::write(&path, script(target, &args.scenario)?)
+        std::fs::write(&path, script(target, &args.load.scenario)?)
             .with_context(|| format!("writing {}", path.display()))?;
         scripts.push(path);
     }
@@ -173,21 +163,21 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
     Ok(serde_json::json!({
         "kind": "http",
         "generator": "wrk",
-        "scenario": args.scenario,
-        "connections": args.connections,
+        "scenario": args.load.scenario,
+        "connections": args.load.connections,
         "targets": summaries,
     }))
 }
 
 fn rounds(args: &Args, scripts: &[PathBuf]) -> anyhow::Result<BTreeMap<String, Vec<Round>>> {
     if args.warmup > 0 {
-        for (target, script) in args.targets.iter().zip(scripts) {
+        for (target, script) in args.load.targets.iter().zip(scripts) {
             round(args, target, script, args.warmup)?;
         }
     }
     let mut rounds: BTreeMap<String, Vec<Round>> = BTreeMap::new();
-    for _ in 0..args.rounds {
-        for (target, script) in args.targets.iter().zip(scripts) {
+    for _ in 0..args.load.rounds {
+        for (target, script) in args.load.targets.iter().zip(scripts) {
             let r = round(args, target, script, args.duration)?;
             eprintln!(
                 "  {:<12} {:>9.0} req/s  p50 {:>6} µs  p99 {:>6} µs  errors {}  (wrk)",
