@@ -6,7 +6,16 @@ use std::hint::black_box;
 
 use criterion::{BenchmarkId, Criterion, criterion_group, criterion_main};
 use toolwire_server::protocol::{TaskInfo, TaskStatus};
-use toolwire_server::{MemoryReplayGuard, MemoryTaskStore, ReplayGuard, TaskRecord, TaskStore};
+use toolwire_server::{
+    MemoryReplayGuard, MemoryTaskStore, ReplayGuard, StoreError, TaskRecord, TaskStore,
+};
+
+/// The in-memory stores answer at once, and never fail: their futures are ready when made.
+fn ready<T>(future: impl std::future::Future<Output = Result<T, StoreError>>) -> T {
+    futures::FutureExt::now_or_never(future)
+        .expect("an in-memory store answers at once")
+        .expect("an in-memory store does not fail")
+}
 
 fn token(i: u64) -> [u8; 12] {
     let mut id = [0u8; 12];
@@ -30,6 +39,7 @@ fn record(i: u64, now: u64) -> TaskRecord {
         result: None,
         error: None,
         expires_ms: Some(now + 300_000),
+        version: 0,
     }
 }
 
@@ -42,24 +52,24 @@ fn stores(c: &mut Criterion) {
             |b, &held| {
                 let guard = MemoryReplayGuard::default();
                 for i in 0..held {
-                    guard.redeem(token(i), u64::MAX, 0);
+                    ready(guard.redeem(token(i), u64::MAX, 0));
                 }
                 let mut next = held;
                 b.iter(|| {
                     next += 1;
-                    black_box(guard.redeem(token(next), u64::MAX, 1));
+                    black_box(ready(guard.redeem(token(next), u64::MAX, 1)));
                 });
             },
         );
         group.bench_with_input(BenchmarkId::new("task_insert", held), &held, |b, &held| {
             let store = MemoryTaskStore::default();
             for i in 0..held {
-                store.insert(record(i, 0));
+                ready(store.insert(record(i, 0)));
             }
             let mut next = held;
             b.iter(|| {
                 next += 1;
-                store.insert(black_box(record(next, 1)));
+                ready(store.insert(black_box(record(next, 1))));
             });
         });
     }

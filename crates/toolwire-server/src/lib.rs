@@ -66,6 +66,8 @@ pub use safety::output::{
 };
 pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
+#[cfg(any(test, feature = "contract-tests"))]
+pub use state::contract;
 pub use state::handles;
 pub use state::handles::{HandleError, HandleStore};
 pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
@@ -73,6 +75,7 @@ pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
 pub use state::task_store::{MemoryTaskStore, TaskRecord, TaskStore};
+pub use state::{BoxError, StoreError};
 pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use tools::tool::{

@@ -34,6 +34,7 @@ use crate::legacy::{
 use crate::request::context::{Frame, Outbound};
 use crate::request::dispatch::{Final, read_meta};
 use crate::server::Server;
+use crate::state::StoreError;
 use crate::state::sessions::{SessionRecord, SessionStore, SessionStoreError};
 
 /// `Mcp-Session-Id`, parsed once.
@@ -165,8 +166,9 @@ pub(super) async fn post(
         return initialize(state, sessions, &raw, accept, caller).await;
     };
     let request_id = raw.request_id();
-    let Some(record) = session_of(state, sessions, session_id, &caller).await else {
-        return not_found(request_id.as_ref());
+    let record = match session_of(state, sessions, session_id, &caller, request_id.as_ref()).await {
+        Ok(record) => record,
+        Err(response) => return response,
     };
     if let Some(refused) = version_header(headers, request_id.as_ref()) {
         return refused;
@@ -216,21 +218,48 @@ pub(super) async fn post(
     }
 }
 
-/// The session a request names, if it is live and belongs to the caller.
+/// The session a request names, if it is live and belongs to the caller; else the response to
+/// send: 404 for an unknown, expired, ended or someone else's session, 503 when the store
+/// cannot say (which is not "not found": the client keeps its session and retries).
 async fn session_of(
     state: &HttpState,
     sessions: &Sessions,
     session_id: &HeaderValue,
     caller: &Caller,
-) -> Option<SessionRecord> {
-    let session_id = session_id.to_str().ok()?;
-    let now = state.server.clock().now_ms();
-    let Some(record) = sessions.store.touch(session_id, now).await else {
-        sessions.forget(session_id);
-        return None;
+    id: Option<&RequestId>,
+) -> Result<SessionRecord, Response> {
+    let Ok(session_id) = session_id.to_str() else {
+        return Err(not_found(id));
     };
-    // Another principal's session is reported as unknown: its existence is not revealed.
-    (record.principal.as_deref() == caller.principal.as_deref()).then_some(record)
+    let now = state.server.clock().now_ms();
+    match sessions.store.touch(session_id, now).await {
+        Err(error) => Err(store_failed(id, &error, "The session could not be read")),
+        Ok(None) => {
+            sessions.forget(session_id);
+            Err(not_found(id))
+        }
+        // Another principal's session is reported as unknown: its existence is not revealed.
+        Ok(Some(record)) if record.principal.as_deref() != caller.principal.as_deref() => {
+            Err(not_found(id))
+        }
+        Ok(Some(record)) => Ok(record),
+    }
+}
+
+/// The session store did not answer: 503 with `Retry-After` while it may come back (500 for a
+/// corrupt record), and a JSON-RPC -32603 error that says so.
+fn store_failed(id: Option<&RequestId>, error: &StoreError, failed: &str) -> Response {
+    let status = match error {
+        StoreError::Corrupt(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        _ => StatusCode::SERVICE_UNAVAILABLE,
+    };
+    let mut response = refusal(status, id, error.refusal(failed));
+    if status == StatusCode::SERVICE_UNAVAILABLE {
+        response
+            .headers_mut()
+            .insert(http::header::RETRY_AFTER, HeaderValue::from_static("5"));
+    }
+    response
 }
 
 /// Whether `MCP-Protocol-Version` names an initialization-based version.
@@ -297,10 +326,8 @@ async fn initialize(
                 .insert(http::header::RETRY_AFTER, HeaderValue::from_static("60"));
             return response;
         }
-        Err(e) => {
-            tracing::error!(error = %e, "cannot create a session");
-            let error = ErrorObject::internal("Internal error");
-            return refusal(StatusCode::INTERNAL_SERVER_ERROR, Some(&id), error);
+        Err(SessionStoreError::Store(e)) => {
+            return store_failed(Some(&id), &e, "The session could not be created");
         }
     }
     tracing::debug!(version = %result.protocol_version, client = ?result.server_info.name, "legacy HTTP session created");
@@ -351,10 +378,10 @@ async fn request(
         Err(error) => return single_reply(Final::error(Some(&id), &error), accept, state),
     };
     let update = |change: crate::state::sessions::SessionChange| async {
-        if sessions.store.update(&known.record.id, now, change).await {
-            single_reply(empty_result(&id), accept, state)
-        } else {
-            not_found(Some(&id))
+        match sessions.store.update(&known.record.id, now, change).await {
+            Ok(true) => single_reply(empty_result(&id), accept, state),
+            Ok(false) => not_found(Some(&id)),
+            Err(error) => store_failed(Some(&id), &error, "The session could not be changed"),
         }
     };
     match step {
@@ -482,8 +509,9 @@ pub(super) async fn get(
             ErrorObject::invalid_request("the session stream is text/event-stream; accept it");
         return refusal(StatusCode::NOT_ACCEPTABLE, None, error);
     }
-    let Some(record) = session_of(state, sessions, session_id, caller).await else {
-        return not_found(None);
+    let record = match session_of(state, sessions, session_id, caller, None).await {
+        Ok(record) => record,
+        Err(response) => return response,
     };
     let live = sessions.live(&record.id);
     {
@@ -530,19 +558,35 @@ fn session_stream(
                 _ = close.0.ended.cancelled() => break,
                 _ = shutdown.cancelled() => break,
                 _ = touch.tick() => {
-                    if store.touch(&session_id, server.clock().now_ms()).await.is_none() {
+                    if still_live(&*store, &session_id, &server).await.is_none() {
                         break;
                     }
                     continue;
                 }
                 change = changes.recv() => change,
             };
-            let Some(record) = store.touch(&session_id, server.clock().now_ms()).await else {
+            let Some(record) = still_live(&*store, &session_id, &server).await else {
                 break;
             };
             for json in notifications_for(&server, &change, &record.subscriptions) {
                 yield Ok(Event::default().event("message").data(json));
             }
+        }
+    }
+}
+
+/// The session's record, its use counted, while it lives. A store that cannot say ends the
+/// stream too: the session may have ended elsewhere, and the client reopens the stream.
+async fn still_live(
+    store: &dyn SessionStore,
+    session_id: &str,
+    server: &Server,
+) -> Option<SessionRecord> {
+    match store.touch(session_id, server.clock().now_ms()).await {
+        Ok(record) => record,
+        Err(error) => {
+            tracing::warn!(%error, "a session's stream ends: the session store did not answer");
+            None
         }
     }
 }
@@ -558,10 +602,13 @@ pub(super) async fn delete(
     let Some(session_id) = headers.get(&SESSION_ID) else {
         return method_not_allowed();
     };
-    let Some(record) = session_of(state, sessions, session_id, caller).await else {
-        return not_found(None);
+    let record = match session_of(state, sessions, session_id, caller, None).await {
+        Ok(record) => record,
+        Err(response) => return response,
     };
-    sessions.store.remove(&record.id).await;
+    if let Err(error) = sessions.store.remove(&record.id).await {
+        return store_failed(None, &error, "The session could not be ended");
+    }
     sessions.forget(&record.id);
     tracing::debug!("legacy HTTP session ended by the client");
     StatusCode::OK.into_response()

@@ -318,12 +318,12 @@ impl Server {
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
             Route::Complete(complete) => Some(self.complete(id, complete, ctx.scopes())),
-            Route::TasksGet { task_id } => Some(self.task_get(id, &task_id, &ctx)),
+            Route::TasksGet { task_id } => Some(self.task_get(id, &task_id, &ctx).await),
             Route::TasksUpdate {
                 task_id,
                 input_responses,
-            } => Some(self.task_update(id, &task_id, input_responses, &ctx)),
-            Route::TasksCancel { task_id } => Some(self.task_cancel(id, &task_id, &ctx)),
+            } => Some(self.task_update(id, &task_id, input_responses, &ctx).await),
+            Route::TasksCancel { task_id } => Some(self.task_cancel(id, &task_id, &ctx).await),
         }
     }
 

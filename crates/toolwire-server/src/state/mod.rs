@@ -2,9 +2,82 @@
 //! sealed [`request_state`] and its replay guard, task records ([`task_store`]), [`handles`] a
 //! tool keeps between calls, and the [`sessions`] of legacy HTTP clients. The in-memory
 //! backends forget what has expired through an [`expiry`] map.
+//!
+//! Every store may fail (a shared one lives across a network): the traits are asynchronous and
+//! fallible, their failures a [`StoreError`], and the [`contract`] test suite is what every
+//! backend must pass, the in-memory ones and a shared one alike.
 
+#[cfg(any(test, feature = "contract-tests"))]
+pub mod contract;
 pub(crate) mod expiry;
 pub mod handles;
 pub(crate) mod request_state;
 pub(crate) mod sessions;
 pub(crate) mod task_store;
+
+use std::time::Duration;
+
+use toolwire_protocol::ErrorObject;
+
+/// A store's own failure, as the backend reports it (a connection error, a parse error).
+pub type BoxError = Box<dyn std::error::Error + Send + Sync>;
+
+/// Why a state store could not answer. Whoever asked fails closed: a request that needs the
+/// answer is refused, never served as if the store had said yes.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// The store cannot be reached or did not answer in time; the same request may succeed
+    /// once it is back.
+    #[error("the state store is unavailable: {0}")]
+    Unavailable(#[source] BoxError),
+    /// A stored record does not read as what it should be.
+    #[error("a record in the state store is corrupt: {0}")]
+    Corrupt(#[source] BoxError),
+    /// A record changed under every attempt to update it.
+    #[error("a record in the state store kept changing under every attempt to update it")]
+    Contended,
+}
+
+impl StoreError {
+    /// The store is away: `cause` says why.
+    pub fn unavailable(cause: impl Into<BoxError>) -> Self {
+        StoreError::Unavailable(cause.into())
+    }
+
+    /// A stored record is unreadable: `cause` says why.
+    pub fn corrupt(cause: impl Into<BoxError>) -> Self {
+        StoreError::Corrupt(cause.into())
+    }
+
+    /// The JSON-RPC error (-32603) of a request refused because of this, `failed` saying what
+    /// could not be done ("The task could not be read"): a sentence a person can act on,
+    /// without the cause (which may name hosts), which is logged here instead.
+    pub(crate) fn refusal(&self, failed: &str) -> ErrorObject {
+        tracing::error!(error = %self, "{failed}");
+        ErrorObject::internal(format!("{failed}: {}", self.advice()))
+    }
+
+    /// What the caller can do about it, in words.
+    pub(crate) fn advice(&self) -> &'static str {
+        match self {
+            StoreError::Unavailable(_) => {
+                "the server's state store is unavailable; try again in a moment"
+            }
+            StoreError::Corrupt(_) => "the server's state store holds an unreadable record",
+            StoreError::Contended => "the record was being changed by other requests; try again",
+        }
+    }
+}
+
+/// How often a compare-and-swap update is tried before it gives up as contended.
+pub(crate) const UPDATE_ATTEMPTS: usize = 32;
+
+/// Steps aside before the next attempt of an update whose record another writer changed: a
+/// random moment that grows with the attempt, so that writers racing each other spread out.
+pub(crate) async fn step_aside(attempt: usize) {
+    if attempt > 0 {
+        let wait = rand::random_range(0..=(1u64 << attempt.min(6)));
+        tokio::time::sleep(Duration::from_micros(100 * wait)).await;
+    }
+}

@@ -8,13 +8,16 @@
 //! associated data. Keys live in a ring: the newest seals, all open, so rotation never breaks a
 //! round in flight.
 
-use crate::state::expiry::ExpiringMap;
 use std::sync::Mutex;
+
+use crate::state::StoreError;
+use crate::state::expiry::ExpiringMap;
 
 use aes_gcm::aead::{Aead, KeyInit, Payload};
 use aes_gcm::{Aes256Gcm, Key, Nonce};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest, Sha256};
@@ -326,11 +329,18 @@ impl RequestStateKeys {
 }
 
 /// Remembers redeemed request states, for single-use mode (M-08). Implement it on a shared
-/// store when several server processes serve one endpoint.
+/// store when several server processes serve one endpoint; [`crate::contract`] is the test
+/// suite every implementation must pass.
 pub trait ReplayGuard: Send + Sync + 'static {
-    /// Records the redemption of `token_id` (valid until `expires_ms`); false if it was
-    /// redeemed before.
-    fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool;
+    /// Records the redemption of `token_id` (valid until `expires_ms`): `Ok(true)` for the first
+    /// redemption, `Ok(false)` if it was redeemed before. An error when the store cannot say,
+    /// on which the request is refused: a token that might have been used is never accepted.
+    fn redeem(
+        &self,
+        token_id: [u8; 12],
+        expires_ms: u64,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<bool, StoreError>>;
 }
 
 /// An in-memory [`ReplayGuard`] for a single process; forgets tokens once they expire, in
@@ -340,8 +350,8 @@ pub struct MemoryReplayGuard {
     used: Mutex<ExpiringMap<[u8; 12], ()>>,
 }
 
-impl ReplayGuard for MemoryReplayGuard {
-    fn redeem(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool {
+impl MemoryReplayGuard {
+    fn redeem_now(&self, token_id: [u8; 12], expires_ms: u64, now_ms: u64) -> bool {
         let mut used = self.used.lock().unwrap_or_else(|p| p.into_inner());
         used.prune(now_ms);
         if used.get(&token_id, now_ms).is_some() {
@@ -352,8 +362,22 @@ impl ReplayGuard for MemoryReplayGuard {
     }
 }
 
+impl ReplayGuard for MemoryReplayGuard {
+    fn redeem(
+        &self,
+        token_id: [u8; 12],
+        expires_ms: u64,
+        now_ms: u64,
+    ) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let first = self.redeem_now(token_id, expires_ms, now_ms);
+        Box::pin(std::future::ready(Ok(first)))
+    }
+}
+
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
     use serde_json::json;
 
@@ -510,10 +534,18 @@ mod tests {
     #[test]
     fn replay_guard_redeems_once_until_expiry() {
         let guard = MemoryReplayGuard::default();
-        assert!(guard.redeem([1; 12], 100, 0));
-        assert!(!guard.redeem([1; 12], 100, 50));
-        assert!(guard.redeem([2; 12], 100, 50));
-        assert!(guard.redeem([1; 12], 300, 150), "forgotten after expiry");
+        assert!(guard.redeem_now([1; 12], 100, 0));
+        assert!(!guard.redeem_now([1; 12], 100, 50));
+        assert!(guard.redeem_now([2; 12], 100, 50));
+        assert!(
+            guard.redeem_now([1; 12], 300, 150),
+            "forgotten after expiry"
+        );
+    }
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_memory_replay_guard_keeps_the_contract() {
+        crate::state::contract::replay_guard(|| Arc::new(MemoryReplayGuard::default())).await;
     }
 
     #[test]
@@ -523,7 +555,7 @@ mod tests {
             let mut id = [0u8; 12];
             id[..8].copy_from_slice(&i.to_be_bytes());
             // Each token lives 100 ms; one arrives per millisecond.
-            assert!(guard.redeem(id, i + 100, i));
+            assert!(guard.redeem_now(id, i + 100, i));
         }
         let held = guard.used.lock().unwrap().len();
         assert!(held <= 101, "only unexpired tokens are held: {held}");

@@ -13,6 +13,7 @@ use futures::future::{BoxFuture, FutureExt as _};
 use serde::{Deserialize, Serialize};
 use toolwire_protocol::{ClientCapabilities, Implementation, LoggingLevel};
 
+use crate::state::StoreError;
 use crate::state::expiry::ExpiringMap;
 
 /// One legacy client's session: what it said at `initialize` and what it set since.
@@ -57,15 +58,15 @@ impl SessionRecord {
 }
 
 /// Why a session could not be created.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum SessionStoreError {
     /// The store holds as many live sessions as it may.
     #[error("too many sessions are open (at most {0})")]
     Full(usize),
-    /// The backend failed.
-    #[error("the session store failed: {0}")]
-    Backend(String),
+    /// The store could not answer.
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 /// A change to a session record, applied in place by [`SessionStore::update`].
@@ -74,6 +75,9 @@ pub type SessionChange = Box<dyn FnOnce(&mut SessionRecord) + Send>;
 /// Where sessions live. Asynchronous so that a shared backend (several replicas behind one
 /// endpoint) can implement it; every call takes the time so that expiry follows the server's
 /// clock. A store decides its own bounds: how many sessions, and how long an idle one lives.
+/// A store that cannot answer says so with a [`StoreError`], which the transport reports as
+/// such (503), never as an unknown session. [`crate::contract`] is the test suite every
+/// implementation must pass.
 pub trait SessionStore: Send + Sync + 'static {
     /// Stores a new session.
     fn create(
@@ -83,14 +87,22 @@ pub trait SessionStore: Send + Sync + 'static {
     ) -> BoxFuture<'_, Result<(), SessionStoreError>>;
 
     /// The session, if it is live at `now_ms`; it counts as activity (its idle time restarts).
-    fn touch<'a>(&'a self, id: &'a str, now_ms: u64) -> BoxFuture<'a, Option<SessionRecord>>;
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>>;
 
     /// Changes a live session in place and counts as activity; false if it is unknown.
-    fn update<'a>(&'a self, id: &'a str, now_ms: u64, change: SessionChange)
-    -> BoxFuture<'a, bool>;
+    fn update<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+        change: SessionChange,
+    ) -> BoxFuture<'a, Result<bool, StoreError>>;
 
     /// Ends a session; false if it was unknown.
-    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool>;
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>>;
 }
 
 /// Sessions in this process's memory: at most `max_sessions` live ones, each forgotten after
@@ -149,7 +161,11 @@ impl SessionStore for MemorySessionStore {
         futures::future::ready(result).boxed()
     }
 
-    fn touch<'a>(&'a self, id: &'a str, now_ms: u64) -> BoxFuture<'a, Option<SessionRecord>> {
+    fn touch<'a>(
+        &'a self,
+        id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<Option<SessionRecord>, StoreError>> {
         let record = {
             let mut sessions = self.sessions();
             let key = id.to_owned();
@@ -160,7 +176,7 @@ impl SessionStore for MemorySessionStore {
             }
             live
         };
-        futures::future::ready(record).boxed()
+        futures::future::ready(Ok(record)).boxed()
     }
 
     fn update<'a>(
@@ -168,7 +184,7 @@ impl SessionStore for MemorySessionStore {
         id: &'a str,
         now_ms: u64,
         change: SessionChange,
-    ) -> BoxFuture<'a, bool> {
+    ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let changed = {
             let mut sessions = self.sessions();
             let key = id.to_owned();
@@ -180,12 +196,12 @@ impl SessionStore for MemorySessionStore {
                 })
             }
         };
-        futures::future::ready(changed).boxed()
+        futures::future::ready(Ok(changed)).boxed()
     }
 
-    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, bool> {
+    fn remove<'a>(&'a self, id: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
         let removed = self.sessions().remove(&id.to_owned());
-        futures::future::ready(removed).boxed()
+        futures::future::ready(Ok(removed)).boxed()
     }
 }
 
@@ -208,10 +224,16 @@ mod tests {
         let store = MemorySessionStore::new(10, Duration::from_millis(100));
         store.create(record("a"), 0).await.unwrap();
         store.create(record("b"), 0).await.unwrap();
-        assert!(store.touch("a", 90).await.is_some(), "a is live at 90");
-        assert!(store.touch("b", 100).await.is_none(), "b idled out at 100");
         assert!(
-            store.touch("a", 180).await.is_some(),
+            store.touch("a", 90).await.unwrap().is_some(),
+            "a is live at 90"
+        );
+        assert!(
+            store.touch("b", 100).await.unwrap().is_none(),
+            "b idled out at 100"
+        );
+        assert!(
+            store.touch("a", 180).await.unwrap().is_some(),
             "touching a at 90 kept it to 190"
         );
         assert!(
@@ -221,17 +243,18 @@ mod tests {
                     250,
                     Box::new(|r| r.log_level = Some(LoggingLevel::Info))
                 )
-                .await,
+                .await
+                .unwrap(),
             "touched at 180, live until 280"
         );
         assert_eq!(
-            store.touch("a", 300).await.map(|r| r.log_level),
+            store.touch("a", 300).await.unwrap().map(|r| r.log_level),
             Some(Some(LoggingLevel::Info)),
             "the update counted as activity"
         );
-        assert!(store.touch("a", 401).await.is_none());
-        assert!(!store.update("a", 401, Box::new(|_| {})).await);
-        assert!(store.touch("nope", 0).await.is_none());
+        assert!(store.touch("a", 401).await.unwrap().is_none());
+        assert!(!store.update("a", 401, Box::new(|_| {})).await.unwrap());
+        assert!(store.touch("nope", 0).await.unwrap().is_none());
     }
 
     #[tokio::test]
@@ -239,18 +262,26 @@ mod tests {
         let store = MemorySessionStore::new(2, Duration::from_millis(100));
         store.create(record("a"), 0).await.unwrap();
         store.create(record("b"), 50).await.unwrap();
-        assert_eq!(
+        assert!(matches!(
             store.create(record("c"), 60).await,
             Err(SessionStoreError::Full(2))
-        );
+        ));
         // a expires at 100: room for c.
         store.create(record("c"), 100).await.unwrap();
-        assert!(store.remove("b").await);
-        assert!(!store.remove("b").await);
+        assert!(store.remove("b").await.unwrap());
+        assert!(!store.remove("b").await.unwrap());
         store.create(record("d"), 101).await.unwrap();
-        assert_eq!(
+        assert!(matches!(
             store.create(record("e"), 101).await,
             Err(SessionStoreError::Full(2))
-        );
+        ));
+    }
+
+    #[tokio::test]
+    async fn the_memory_session_store_keeps_the_contract() {
+        crate::state::contract::session_store(|idle| {
+            std::sync::Arc::new(MemorySessionStore::new(100, idle))
+        })
+        .await;
     }
 }

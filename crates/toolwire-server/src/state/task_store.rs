@@ -14,6 +14,7 @@ use toolwire_protocol::{
     RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo,
 };
 
+use crate::state::StoreError;
 use crate::state::expiry::ExpiringMap;
 use crate::tools::registry::RegisteredTool;
 use crate::tools::tool::ToolError;
@@ -33,17 +34,32 @@ pub struct TaskRecord {
     pub error: Option<ErrorObject>,
     /// When the record may be forgotten (ms since the epoch).
     pub expires_ms: Option<u64>,
+    /// Incremented by each change; [`TaskStore::replace`] compares it (0 when inserted).
+    pub version: u64,
 }
 
 /// Where task records live. Implement it on a shared store to let several server processes
-/// answer `tasks/get` (the running handler stays in the process that started it).
+/// answer `tasks/get` (the running handler stays in the process that started it);
+/// [`crate::contract`] is the test suite every implementation must pass.
+///
+/// A change is a compare-and-swap: read the record, change a copy, and
+/// [`replace`](TaskStore::replace) it only if nobody wrote in between (else read again), which
+/// a networked store does in one atomic step (a server-side script).
 pub trait TaskStore: Send + Sync + 'static {
     /// Stores a new record.
-    fn insert(&self, record: TaskRecord);
+    fn insert(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>>;
+
     /// The record, unless unknown or expired at `now_ms`.
-    fn get(&self, task_id: &str, now_ms: u64) -> Option<TaskRecord>;
-    /// Changes a record in place; false if it is unknown.
-    fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool;
+    fn get<'a>(
+        &'a self,
+        task_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>>;
+
+    /// Replaces the stored record of `record.info.task_id` if its version is
+    /// `record.version - 1`; `false` if it changed in between or is gone (the caller reads
+    /// again).
+    fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>>;
 }
 
 /// An in-memory [`TaskStore`]; expired records are forgotten as new ones arrive, in O(log n)
@@ -64,7 +80,7 @@ pub(crate) fn expiry(record: &TaskRecord) -> u64 {
 }
 
 impl TaskStore for MemoryTaskStore {
-    fn insert(&self, record: TaskRecord) {
+    fn insert(&self, record: TaskRecord) -> BoxFuture<'_, Result<(), StoreError>> {
         let mut records = self.records();
         // The new record's creation time stands in for "now".
         let now = record
@@ -72,17 +88,30 @@ impl TaskStore for MemoryTaskStore {
             .map_or(0, |e| e.saturating_sub(record.info.ttl_ms.unwrap_or(0)));
         records.prune(now);
         records.insert(record.info.task_id.clone(), expiry(&record), record);
+        Box::pin(std::future::ready(Ok(())))
     }
 
-    fn get(&self, task_id: &str, now_ms: u64) -> Option<TaskRecord> {
-        self.records().get(&task_id.to_owned(), now_ms).cloned()
+    fn get<'a>(
+        &'a self,
+        task_id: &'a str,
+        now_ms: u64,
+    ) -> BoxFuture<'a, Result<Option<TaskRecord>, StoreError>> {
+        let record = self.records().get(&task_id.to_owned(), now_ms).cloned();
+        Box::pin(std::future::ready(Ok(record)))
     }
 
-    fn update(&self, task_id: &str, change: &mut dyn FnMut(&mut TaskRecord)) -> bool {
-        self.records().update(&task_id.to_owned(), |record| {
-            change(record);
-            expiry(record)
-        })
+    fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>> {
+        let mut records = self.records();
+        let id = record.info.task_id.clone();
+        let mut replaced = false;
+        records.update(&id, |stored| {
+            if stored.version.wrapping_add(1) == record.version {
+                *stored = record;
+                replaced = true;
+            }
+            expiry(stored)
+        });
+        Box::pin(std::future::ready(Ok(replaced)))
     }
 }
 
@@ -202,3 +231,13 @@ pub(crate) struct Rerun {
 }
 
 pub(crate) type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
+    async fn the_memory_task_store_keeps_the_contract() {
+        crate::state::contract::task_store(|| Arc::new(MemoryTaskStore::default())).await;
+    }
+}

@@ -70,7 +70,7 @@ impl Server {
         } else {
             (ctx, None)
         };
-        self.open_round(bind, round, &ctx)?;
+        self.open_round(bind, round, &ctx).await?;
         let handler = tool.handler.clone();
         let handler_cancel = ctx.cancellation().clone();
         let mut step = with_deadline(
@@ -85,7 +85,8 @@ impl Server {
                 std::task::Poll::Ready(outcome) => outcome,
                 std::task::Poll::Pending => {
                     rerun.arguments = arguments;
-                    return Ok(Outcome::Task(self.start_task(rerun, cancel, step)));
+                    let task = self.start_task(rerun, cancel, step).await?;
+                    return Ok(Outcome::Task(task));
                 }
             },
             None => step.await,
@@ -316,8 +317,10 @@ impl Server {
     }
 
     /// Opens the previous round's request state, if any, and hands the answers and state to the
-    /// handler's context. Tampered, expired, foreign or replayed state is -32602 (M-06…M-08).
-    pub(crate) fn open_round(
+    /// handler's context. Tampered, expired, foreign or replayed state is -32602 (M-06…M-08);
+    /// in single-use mode, state whose use the replay guard's store cannot record is refused
+    /// with -32603 (it might be a replay: M-08 holds even while the store is away).
+    pub(crate) async fn open_round(
         &self,
         bind: impl FnOnce() -> Binding,
         round: RoundParams,
@@ -333,7 +336,13 @@ impl Server {
                     .open(&token, &bind(), now)
                     .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
                 if let Some(guard) = &config.replay_guard {
-                    if !guard.redeem(opened.token_id, opened.expires_ms, now) {
+                    let first = guard
+                        .redeem(opened.token_id, opened.expires_ms, now)
+                        .await
+                        .map_err(|e| {
+                            e.refusal("The requestState could not be checked for reuse")
+                        })?;
+                    if !first {
                         return Err(ErrorObject::invalid_params(
                             StateError::Replayed.to_string(),
                         ));

@@ -89,7 +89,7 @@ impl Server {
             let args = serde_json::to_value(&kept).unwrap_or(Value::Null);
             Binding::new(GetPromptMethod::METHOD, &name, &args, principal.as_deref())
         };
-        if let Err(error) = self.open_round(bind, round, &ctx) {
+        if let Err(error) = self.open_round(bind, round, &ctx).await {
             return Final::error(Some(id), &error);
         }
         let declared = ctx.client_capabilities().clone();
@@ -136,7 +136,7 @@ impl Server {
                 principal.as_deref(),
             )
         };
-        if let Err(error) = self.open_round(bind, round, &ctx) {
+        if let Err(error) = self.open_round(bind, round, &ctx).await {
             return Final::error(Some(id), &error);
         }
         let declared = ctx.client_capabilities().clone();

@@ -23,19 +23,21 @@ use crate::server::Server;
 use crate::tools::tool::ToolError;
 
 use crate::state::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
+use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
 
 impl Server {
     fn now(&self) -> u64 {
         self.clock().now_ms()
     }
 
-    /// Starts a task around a handler that did not finish on its first step.
-    pub(crate) fn start_task(
+    /// Starts a task around a handler that did not finish on its first step; -32603 (and the
+    /// handler stopped) when its record cannot be stored, since nobody could see or cancel it.
+    pub(crate) async fn start_task(
         &self,
         rerun: Rerun,
         cancel: CancellationToken,
         step: Step,
-    ) -> CreateTaskResult {
+    ) -> Result<CreateTaskResult, ErrorObject> {
         let tasks = self.tasks();
         let now = self.now();
         let task_id = toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>());
@@ -48,14 +50,19 @@ impl Server {
             ttl_ms: Some(tasks.ttl_ms),
             poll_interval_ms: Some(tasks.poll_interval_ms),
         };
-        tasks.store.insert(TaskRecord {
+        let record = TaskRecord {
             info: info.clone(),
             principal: rerun.principal.as_deref().map(str::to_owned),
             input_requests: None,
             result: None,
             error: None,
             expires_ms: Some(now.saturating_add(tasks.ttl_ms)),
-        });
+            version: 0,
+        };
+        if let Err(error) = tasks.store.insert(record).await {
+            cancel.cancel();
+            return Err(error.refusal("The task could not be started"));
+        }
         let inbox = Arc::new(Inbox::default());
         tasks.running().insert(
             task_id.clone(),
@@ -70,40 +77,78 @@ impl Server {
             server.drive(&task_id, rerun, cancel, &inbox, step).await;
             server.tasks().running().remove(&task_id);
         });
-        CreateTaskResult {
+        Ok(CreateTaskResult {
             result_type: ResultType::Task,
             task: info,
             meta: self.result_meta().cloned(),
+        })
+    }
+
+    /// Changes the task's record with `change` and stamps the time of the change, as a
+    /// compare-and-swap: read, change, and write back unless another writer got there first,
+    /// else again. `change` says whether it changed anything (nothing is written if not); it
+    /// never changes a task that has ended. False when the record is gone or was left as is.
+    async fn set(
+        &self,
+        task_id: &str,
+        mut change: impl FnMut(&mut TaskRecord) -> bool,
+    ) -> Result<bool, StoreError> {
+        let store = &self.tasks().store;
+        for attempt in 0..UPDATE_ATTEMPTS {
+            step_aside(attempt).await;
+            let now = self.now();
+            let Some(mut record) = store.get(task_id, now).await? else {
+                return Ok(false);
+            };
+            if record.info.status.is_terminal() || !change(&mut record) {
+                return Ok(false);
+            }
+            record.info.last_updated_at = iso8601(now);
+            record.version += 1;
+            if store.replace(record).await? {
+                return Ok(true);
+            }
+        }
+        Err(StoreError::Contended)
+    }
+
+    /// [`Server::set`] for the task's driver, which has nobody to answer: a failure is logged,
+    /// and the record keeps its last state until it expires.
+    async fn record(&self, task_id: &str, change: impl FnMut(&mut TaskRecord) -> bool) {
+        if let Err(error) = self.set(task_id, change).await {
+            tracing::error!(task_id, %error, "a task's record could not be updated");
         }
     }
 
-    fn set(&self, task_id: &str, change: impl FnOnce(&mut TaskRecord)) {
-        let now = iso8601(self.now());
-        let mut change = Some(change);
-        self.tasks().store.update(task_id, &mut |record| {
-            if let Some(change) = change.take() {
-                change(record);
-            }
-            record.info.last_updated_at = now.clone();
-        });
+    /// Ends a task with `status` (and its result or error), unless it has ended already.
+    async fn finish(
+        &self,
+        task_id: &str,
+        status: TaskStatus,
+        result: Option<Value>,
+        error: Option<ErrorObject>,
+    ) -> Result<bool, StoreError> {
+        self.set(task_id, |r| {
+            r.info.status = status;
+            r.input_requests = None;
+            r.result.clone_from(&result);
+            r.error.clone_from(&error);
+            true
+        })
+        .await
     }
 
-    fn finish(
+    /// [`Server::finish`] for the task's driver (failures logged).
+    async fn end(
         &self,
         task_id: &str,
         status: TaskStatus,
         result: Option<Value>,
         error: Option<ErrorObject>,
     ) {
-        self.set(task_id, |r| {
-            if r.info.status.is_terminal() {
-                return;
-            }
-            r.info.status = status;
-            r.input_requests = None;
-            r.result = result;
-            r.error = error;
-        });
+        if let Err(error) = self.finish(task_id, status, result, error).await {
+            tracing::error!(task_id, %error, "a task's end could not be recorded");
+        }
     }
 
     /// Runs a task to its end: each step's outcome completes, fails or pauses it for input.
@@ -123,17 +168,17 @@ impl Server {
         loop {
             let outcome = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return self.stopped(task_id),
-                _ = &mut expiry => return self.expired(task_id),
+                _ = cancel.cancelled() => return self.stopped(task_id).await,
+                _ = &mut expiry => return self.expired(task_id).await,
                 outcome = &mut step => outcome,
             };
-            let Some(input) = self.settle(task_id, &rerun, outcome) else {
+            let Some(input) = self.settle(task_id, &rerun, outcome).await else {
                 return;
             };
             let answers = tokio::select! {
                 biased;
-                _ = cancel.cancelled() => return self.stopped(task_id),
-                _ = &mut expiry => return self.expired(task_id),
+                _ = cancel.cancelled() => return self.stopped(task_id).await,
+                _ = &mut expiry => return self.expired(task_id).await,
                 answers = self.answers(task_id, inbox, input.requests) => answers,
             };
             let ctx = self.task_handler_context(&rerun, &cancel);
@@ -173,7 +218,7 @@ impl Server {
     }
 
     /// Records a step's outcome; the input it asks for when the task must wait for answers.
-    fn settle(
+    async fn settle(
         &self,
         task_id: &str,
         rerun: &Rerun,
@@ -181,32 +226,36 @@ impl Server {
     ) -> Option<InputRequired> {
         let name = &rerun.tool.name;
         let input = match outcome {
-            None => return self.complete_task(task_id, internal_failure()),
+            None => return self.complete_task(task_id, internal_failure()).await,
             Some(Ok(result)) => {
                 let result = self.guarded(&rerun.tool, self.checked_result(&rerun.tool, result));
-                return self.complete_task(task_id, result);
+                return self.complete_task(task_id, result).await;
             }
             Some(Err(ToolError::Failed(message))) => {
-                return self.complete_task(task_id, CallToolResult::error(message));
+                return self
+                    .complete_task(task_id, CallToolResult::error(message))
+                    .await;
             }
             Some(Err(ToolError::Internal(error))) => {
                 tracing::error!(tool = %name, %error, "task failed with an internal error");
-                return self.complete_task(task_id, internal_failure());
+                return self.complete_task(task_id, internal_failure()).await;
             }
             Some(Err(ToolError::Protocol(error))) => {
-                self.finish(task_id, TaskStatus::Failed, None, Some(error));
+                self.end(task_id, TaskStatus::Failed, None, Some(error))
+                    .await;
                 return None;
             }
             Some(Err(ToolError::InputRequired(input))) => *input,
         };
         if let Some(missing) = input.missing_capabilities(&rerun.meta.client_capabilities) {
             let error = ErrorObject::missing_capability(&missing);
-            self.finish(task_id, TaskStatus::Failed, None, Some(error));
+            self.end(task_id, TaskStatus::Failed, None, Some(error))
+                .await;
             return None;
         }
         if input.problem.is_some() || input.requests.is_empty() {
             tracing::error!(tool = %name, problem = ?input.problem, "a task asked for no usable input");
-            return self.complete_task(task_id, internal_failure());
+            return self.complete_task(task_id, internal_failure()).await;
         }
         Some(input)
     }
@@ -221,69 +270,92 @@ impl Server {
         // The inbox opens before the record says `input_required`, so no answer given after a
         // client saw that status can be dropped.
         inbox.open(requests.clone());
-        self.set(task_id, |r| {
+        self.record(task_id, |r| {
             r.info.status = TaskStatus::InputRequired;
-            r.input_requests = Some(requests);
-        });
+            r.input_requests = Some(requests.clone());
+            true
+        })
+        .await;
         loop {
             inbox.arrived.notified().await;
             match inbox.take() {
                 Ok(answers) => {
-                    self.set(task_id, |r| {
+                    self.record(task_id, |r| {
                         r.info.status = TaskStatus::Working;
                         r.input_requests = None;
-                    });
+                        true
+                    })
+                    .await;
                     return answers;
                 }
-                Err(remaining) => self.set(task_id, |r| r.input_requests = Some(remaining)),
+                Err(remaining) => {
+                    self.record(task_id, |r| {
+                        r.input_requests = Some(remaining.clone());
+                        true
+                    })
+                    .await;
+                }
             }
         }
     }
 
     /// A task whose cancellation fired: cancelled by its owner, or cut by a shutdown.
-    fn stopped(&self, task_id: &str) {
+    async fn stopped(&self, task_id: &str) {
         if self.is_shutting_down() {
             let error = ErrorObject::internal("The server shut down before the task finished");
-            self.finish(task_id, TaskStatus::Failed, None, Some(error));
+            self.end(task_id, TaskStatus::Failed, None, Some(error))
+                .await;
         } else {
-            self.finish(task_id, TaskStatus::Cancelled, None, None);
+            self.end(task_id, TaskStatus::Cancelled, None, None).await;
         }
     }
 
     /// A task still running when its TTL ran out: its record is due to be forgotten, so the
     /// work stops too.
-    fn expired(&self, task_id: &str) {
+    async fn expired(&self, task_id: &str) {
         let ttl = self.tasks().ttl_ms;
         tracing::warn!(task_id, ttl_ms = ttl, "task stopped at the end of its TTL");
         let error = ErrorObject::internal(format!(
             "The task did not finish within its TTL of {ttl} ms"
         ));
-        self.finish(task_id, TaskStatus::Failed, None, Some(error));
+        self.end(task_id, TaskStatus::Failed, None, Some(error))
+            .await;
     }
 
     /// Records a completed task; `None`, so that `settle` can end with it.
-    fn complete_task(&self, task_id: &str, result: CallToolResult) -> Option<InputRequired> {
+    async fn complete_task(&self, task_id: &str, result: CallToolResult) -> Option<InputRequired> {
         let result = self.with_meta(result);
         let value = serde_json::to_value(&result).ok();
-        self.finish(task_id, TaskStatus::Completed, value, None);
+        self.end(task_id, TaskStatus::Completed, value, None).await;
         None
     }
 
     /// The record of `task_id` for this caller: -32021 without the extension, -32602 when
-    /// unknown, expired or someone else's.
-    fn task_for(&self, ctx: &RequestContext, task_id: &str) -> Result<TaskRecord, ErrorObject> {
+    /// unknown, expired or someone else's, -32603 when the store cannot say.
+    async fn task_for(
+        &self,
+        ctx: &RequestContext,
+        task_id: &str,
+    ) -> Result<TaskRecord, ErrorObject> {
         if !ctx.client_capabilities().has_extension(TASKS_EXTENSION) {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
         self.tasks()
             .store
             .get(task_id, self.now())
+            .await
+            .map_err(|e| e.refusal("The task could not be read"))?
             .filter(|r| r.principal.as_deref() == ctx.principal())
             .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {task_id}")))
     }
 
-    pub(crate) fn task_get(&self, id: &RequestId, task_id: &str, ctx: &RequestContext) -> Final {
-        let record = match self.task_for(ctx, task_id) {
+    pub(crate) async fn task_get(
+        &self,
+        id: &RequestId,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Final {
+        let record = match self.task_for(ctx, task_id).await {
             Ok(record) => record,
             Err(error) => return Final::error(Some(id), &error),
         };
@@ -301,14 +373,14 @@ impl Server {
         Final::result(id, &result)
     }
 
-    pub(crate) fn task_update(
+    pub(crate) async fn task_update(
         &self,
         id: &RequestId,
         task_id: &str,
         responses: InputResponses,
         ctx: &RequestContext,
     ) -> Final {
-        if let Err(error) = self.task_for(ctx, task_id) {
+        if let Err(error) = self.task_for(ctx, task_id).await {
             return Final::error(Some(id), &error);
         }
         let running = self
@@ -328,8 +400,15 @@ impl Server {
         self.acknowledged(id)
     }
 
-    pub(crate) fn task_cancel(&self, id: &RequestId, task_id: &str, ctx: &RequestContext) -> Final {
-        let record = match self.task_for(ctx, task_id) {
+    /// `tasks/cancel`: stops the handler if it runs here and records the task as cancelled;
+    /// -32603 when that cannot be recorded.
+    pub(crate) async fn task_cancel(
+        &self,
+        id: &RequestId,
+        task_id: &str,
+        ctx: &RequestContext,
+    ) -> Final {
+        let record = match self.task_for(ctx, task_id).await {
             Ok(record) => record,
             Err(error) => return Final::error(Some(id), &error),
         };
@@ -337,7 +416,11 @@ impl Server {
             if let Some(running) = self.tasks().running().get(task_id) {
                 running.cancel.cancel();
             }
-            self.finish(task_id, TaskStatus::Cancelled, None, None);
+            let cancelled = self.finish(task_id, TaskStatus::Cancelled, None, None);
+            if let Err(error) = cancelled.await {
+                let error = error.refusal("The task's cancellation could not be recorded");
+                return Final::error(Some(id), &error);
+            }
         }
         self.acknowledged(id)
     }

@@ -30,6 +30,7 @@ use serde::de::DeserializeOwned;
 
 use crate::clock::{Clock, SystemClock};
 use crate::request::context::RequestContext;
+use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
 use crate::tools::tool::{HandleRetention, ToolError};
 
 pub use memory::MemoryHandles;
@@ -49,10 +50,9 @@ pub const HANDLES_META_KEY: &str = "dev.toolwire/handles";
 /// Expired handles are purged once every this many creations (the first one included).
 const PURGE_EVERY: u64 = 64;
 
-/// How often an update is retried when another call changed the value in between.
-const UPDATE_ATTEMPTS: usize = 32;
-
-/// A backend's own failure (I/O, a database error).
+/// A backend's own failure (I/O, a database error). A backend whose store cannot be reached
+/// returns a boxed [`StoreError::Unavailable`], which the model is told as such (try again),
+/// not as an internal error.
 pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
 
 /// One handle as a backend keeps it.
@@ -166,6 +166,17 @@ pub enum HandleError {
         kind: String,
         /// The identifier.
         id: String,
+    },
+    /// The backend's store cannot be reached for now.
+    #[error(
+        "The {kind} handles cannot be reached right now: the state store is unavailable; try again in a moment."
+    )]
+    Unavailable {
+        /// The store's kind.
+        kind: String,
+        /// What the backend reported.
+        #[source]
+        source: StoreError,
     },
     /// The backend failed.
     #[error("handle backend: {0}")]
@@ -340,7 +351,7 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
                 .backend
                 .purge(now)
                 .await
-                .map_err(HandleError::Backend)?;
+                .map_err(|e| self.backend_error(e))?;
             if purged > 0 {
                 tracing::debug!(kind = %inner.kind, purged, "expired handles purged");
             }
@@ -359,15 +370,11 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
             now.saturating_add(inner.max_age.as_millis() as u64),
             now.saturating_add(inner.idle.as_millis() as u64),
         );
-        inner.backend.insert(record).await.map_err(|e| {
-            if e.is::<memory::Full>() {
-                HandleError::Full {
-                    kind: inner.kind.clone(),
-                }
-            } else {
-                HandleError::Backend(e)
-            }
-        })?;
+        inner
+            .backend
+            .insert(record)
+            .await
+            .map_err(|e| self.backend_error(e))?;
         Ok(id)
     }
 
@@ -417,7 +424,7 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
             .backend
             .remove(&record.id)
             .await
-            .map_err(HandleError::Backend)?;
+            .map_err(|e| self.backend_error(e))?;
         Ok(())
     }
 
@@ -428,7 +435,26 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
             .backend
             .purge(now)
             .await
-            .map_err(HandleError::Backend)
+            .map_err(|e| self.backend_error(e))
+    }
+
+    /// A backend's failure as the model reads it: full, away for now (both say what to do),
+    /// or internal.
+    fn backend_error(&self, error: BackendError) -> HandleError {
+        let kind = || self.inner.kind.clone();
+        if error.is::<memory::Full>() {
+            return HandleError::Full { kind: kind() };
+        }
+        match error.downcast::<StoreError>() {
+            Ok(store) => match *store {
+                source @ StoreError::Unavailable(_) => HandleError::Unavailable {
+                    kind: kind(),
+                    source,
+                },
+                other => HandleError::Backend(Box::new(other)),
+            },
+            Err(error) => HandleError::Backend(error),
+        }
     }
 
     /// Reads, changes (maybe not at all) and writes back `id` with its idle lifetime renewed;
@@ -441,11 +467,8 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
     ) -> Result<T, HandleError> {
         let inner = &self.inner;
         for attempt in 0..UPDATE_ATTEMPTS {
-            if attempt > 0 {
-                // Another call wrote in between: step aside for a random moment that grows.
-                let wait = rand::random_range(0..=(1u64 << attempt.min(6)));
-                tokio::time::sleep(Duration::from_micros(100 * wait)).await;
-            }
+            // Another call wrote in between: step aside for a random moment that grows.
+            step_aside(attempt).await;
             let mut record = self.live_record(owner, id).await?;
             let mut value: T = serde_json::from_str(&record.value)?;
             change(&mut value);
@@ -457,7 +480,7 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
                 .backend
                 .replace(record)
                 .await
-                .map_err(HandleError::Backend)?
+                .map_err(|e| self.backend_error(e))?
             {
                 return Ok(value);
             }
@@ -487,7 +510,11 @@ impl<T: Serialize + DeserializeOwned> HandleStore<T> {
         if !ours {
             return Err(unknown());
         }
-        let record = inner.backend.get(id).await.map_err(HandleError::Backend)?;
+        let record = inner
+            .backend
+            .get(id)
+            .await
+            .map_err(|e| self.backend_error(e))?;
         // Another principal's handle is as unknown as one never issued.
         let Some(record) = record.filter(|r| r.owner == owner.unwrap_or_default()) else {
             return Err(unknown());

@@ -1,8 +1,11 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
+
 use super::*;
 use crate::clock::ManualClock;
+use crate::state::StoreError;
 
 fn notes(backend: Arc<dyn HandleBackend>, clock: &Arc<ManualClock>) -> HandleStore<Vec<String>> {
     HandleStore::new("note", backend)
@@ -96,6 +99,7 @@ async fn the_contract(backend: Arc<dyn HandleBackend>) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn memory_keeps_the_contract() {
     the_contract(Arc::new(MemoryHandles::default())).await;
+    crate::state::contract::handle_backend(|| Arc::new(MemoryHandles::default())).await;
 }
 
 #[cfg(feature = "sqlite")]
@@ -104,6 +108,12 @@ async fn sqlite_keeps_the_contract_and_survives_reopening() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("handles.db");
     the_contract(Arc::new(SqliteHandles::open(&path).unwrap())).await;
+    let fresh = std::sync::atomic::AtomicUsize::new(0);
+    crate::state::contract::handle_backend(|| {
+        let n = fresh.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Arc::new(SqliteHandles::open(dir.path().join(format!("contract{n}.db"))).unwrap())
+    })
+    .await;
 
     let clock = Arc::new(ManualClock::new(5_000_000));
     let id = {
@@ -206,4 +216,53 @@ async fn the_sqlite_files_are_private() {
         .unwrap();
     assert_eq!(modes(dir), private(&all), "made private when opened");
     drop((store, again));
+}
+
+/// A backend whose store is away: every call fails as unavailable.
+struct Away;
+
+impl HandleBackend for Away {
+    fn insert(&self, _: HandleRecord) -> BoxFuture<'_, Result<(), BackendError>> {
+        Box::pin(std::future::ready(Err(away())))
+    }
+    fn get<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<Option<HandleRecord>, BackendError>> {
+        Box::pin(std::future::ready(Err(away())))
+    }
+    fn replace(&self, _: HandleRecord) -> BoxFuture<'_, Result<bool, BackendError>> {
+        Box::pin(std::future::ready(Err(away())))
+    }
+    fn remove<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Result<bool, BackendError>> {
+        Box::pin(std::future::ready(Err(away())))
+    }
+    fn purge(&self, _: u64) -> BoxFuture<'_, Result<u64, BackendError>> {
+        Box::pin(std::future::ready(Err(away())))
+    }
+}
+
+fn away() -> BackendError {
+    Box::new(StoreError::unavailable("connection refused"))
+}
+
+/// A store that is away is an `isError` result the model can act on (try again), not an
+/// internal error that hides why.
+#[tokio::test]
+async fn an_unavailable_store_says_so_and_to_try_again() {
+    let clock = Arc::new(ManualClock::new(0));
+    let store = notes(Arc::new(Away), &clock);
+    let created = store.create_as(None, &vec![]).await.unwrap_err();
+    let read = store
+        .get_as(None, "note_AAAAAAAAAAAAAAAAAAAAAA")
+        .await
+        .unwrap_err();
+    for error in [created, read] {
+        assert!(matches!(error, HandleError::Unavailable { .. }), "{error}");
+        let ToolError::Failed(message) = ToolError::from(error) else {
+            panic!("not a tool failure")
+        };
+        assert!(message.contains("unavailable; try again"), "{message}");
+        assert!(
+            !message.contains("refused"),
+            "the cause stays in the logs: {message}"
+        );
+    }
 }
