@@ -21,5 +21,6 @@ mod mrtr;
 mod offers;
 mod output_guard;
 mod props;
+mod state_store;
 mod stdio;
 mod tasks;
