@@ -4,8 +4,9 @@
 //! backends forget what has expired through an [`expiry`] map.
 //!
 //! Every store may fail (a shared one lives across a network): the traits are asynchronous and
-//! fallible, their failures a [`StoreError`], and the [`contract`] test suite is what every
-//! backend must pass, the in-memory ones and a shared one alike.
+//! fallible, their failures a [`StoreError`], and the `contract` test suites (feature
+//! `contract-tests`) are what every backend must pass, the in-memory ones and a shared one
+//! alike.
 
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod contract;

@@ -329,7 +329,7 @@ impl RequestStateKeys {
 }
 
 /// Remembers redeemed request states, for single-use mode (M-08). Implement it on a shared
-/// store when several server processes serve one endpoint; [`crate::contract`] is the test
+/// store when several server processes serve one endpoint; `toolwire_server::contract` (feature `contract-tests`) is the test
 /// suite every implementation must pass.
 pub trait ReplayGuard: Send + Sync + 'static {
     /// Records the redemption of `token_id` (valid until `expires_ms`): `Ok(true)` for the first

@@ -76,7 +76,7 @@ pub type SessionChange = Box<dyn FnOnce(&mut SessionRecord) + Send>;
 /// endpoint) can implement it; every call takes the time so that expiry follows the server's
 /// clock. A store decides its own bounds: how many sessions, and how long an idle one lives.
 /// A store that cannot answer says so with a [`StoreError`], which the transport reports as
-/// such (503), never as an unknown session. [`crate::contract`] is the test suite every
+/// such (503), never as an unknown session. `toolwire_server::contract` (feature `contract-tests`) is the test suite every
 /// implementation must pass.
 pub trait SessionStore: Send + Sync + 'static {
     /// Stores a new session.

@@ -40,7 +40,7 @@ pub struct TaskRecord {
 
 /// Where task records live. Implement it on a shared store to let several server processes
 /// answer `tasks/get` (the running handler stays in the process that started it);
-/// [`crate::contract`] is the test suite every implementation must pass.
+/// `toolwire_server::contract` (feature `contract-tests`) is the test suite every implementation must pass.
 ///
 /// A change is a compare-and-swap: read the record, change a copy, and
 /// [`replace`](TaskStore::replace) it only if nobody wrote in between (else read again), which

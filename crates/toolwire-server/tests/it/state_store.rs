@@ -139,7 +139,10 @@ fn assert_store_unavailable(error: &Value) {
         message.contains("state store is unavailable; try again"),
         "{message}"
     );
-    assert!(!message.contains("10.1.2.3"), "the cause stays in the logs: {message}");
+    assert!(
+        !message.contains("10.1.2.3"),
+        "the cause stays in the logs: {message}"
+    );
 }
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
@@ -243,7 +246,11 @@ async fn tasks_fail_closed_while_the_store_is_away() {
         .build()
         .unwrap();
     let s = TestServer::start(server).await;
-    let call = with_tasks(request(1, "tools/call", json!({"name": "waits", "arguments": {}})));
+    let call = with_tasks(request(
+        1,
+        "tools/call",
+        json!({"name": "waits", "arguments": {}}),
+    ));
     let created = post(&s.url, &call).await;
     let task_id = created.last()["result"]["taskId"]
         .as_str()
@@ -253,9 +260,11 @@ async fn tasks_fail_closed_while_the_store_is_away() {
     switch.set_away(true);
     let started = post(&s.url, &call).await;
     assert_store_unavailable(&started.last()["error"]);
-    assert!(started.last()["error"]["message"]
-        .as_str()
-        .is_some_and(|m| m.starts_with("The task could not be started")));
+    assert!(
+        started.last()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.starts_with("The task could not be started"))
+    );
     for method in ["tasks/get", "tasks/cancel"] {
         let refused = post(&s.url, &task_request(2, method, &task_id)).await;
         assert_store_unavailable(&refused.last()["error"]);
@@ -267,7 +276,11 @@ async fn tasks_fail_closed_while_the_store_is_away() {
     let got = post(&s.url, &task_request(4, "tasks/get", &task_id)).await;
     assert_eq!(got.last()["result"]["status"], "working", "{}", got.body);
     let cancelled = post(&s.url, &task_request(5, "tasks/cancel", &task_id)).await;
-    assert!(cancelled.last().get("result").is_some(), "{}", cancelled.body);
+    assert!(
+        cancelled.last().get("result").is_some(),
+        "{}",
+        cancelled.body
+    );
     let got = post(&s.url, &task_request(6, "tasks/get", &task_id)).await;
     assert_eq!(got.last()["result"]["status"], "cancelled", "{}", got.body);
     s.stop().await;
@@ -280,7 +293,10 @@ fn legacy(id: i64, method: &str, params: Value) -> Value {
 async fn legacy_post(url: &str, session: Option<&str>, body: &Value) -> Reply {
     let mut headers = vec![
         ("content-type".to_owned(), "application/json".to_owned()),
-        ("accept".to_owned(), "application/json, text/event-stream".to_owned()),
+        (
+            "accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
     ];
     if let Some(session) = session {
         headers.push(("mcp-session-id".to_owned(), session.to_owned()));
@@ -306,13 +322,20 @@ async fn a_session_the_store_cannot_read_is_unavailable_not_unknown() {
     };
     let server = Server::builder("state", "1").tool(ask()).build().unwrap();
     let s = TestServer::start_with(server, HttpConfig::default().session_store(store)).await;
-    let initialize = legacy(0, "initialize", json!({
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "legacy", "version": "1"}
-    }));
+    let initialize = legacy(
+        0,
+        "initialize",
+        json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "legacy", "version": "1"}
+        }),
+    );
     let opened = legacy_post(&s.url, None, &initialize).await;
-    let session = opened.headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
 
     switch.set_away(true);
     assert_session_store_unavailable(&legacy_post(&s.url, None, &initialize).await);
@@ -329,7 +352,11 @@ async fn a_session_the_store_cannot_read_is_unavailable_not_unknown() {
 
     switch.set_away(false);
     let pong = legacy_post(&s.url, Some(&session), &ping).await;
-    assert_eq!(pong.status, 200, "the session outlived the outage: {}", pong.body);
+    assert_eq!(
+        pong.status, 200,
+        "the session outlived the outage: {}",
+        pong.body
+    );
     assert!(pong.last().get("result").is_some(), "{}", pong.body);
     s.stop().await;
 }

@@ -19,6 +19,9 @@ pub async fn task_store<F: Fn() -> Arc<dyn TaskStore>>(make: F) {
     racing_writers_lose_nothing(make()).await;
 }
 
+/// A change a task goes through, beside its status.
+type Change = Box<dyn Fn(&mut TaskRecord)>;
+
 /// A new working task of `id`, alive for [`LONG`].
 fn working(id: &str) -> TaskRecord {
     TaskRecord {
@@ -67,7 +70,7 @@ async fn records_round_trip_in_every_status(store: Arc<dyn TaskStore>) {
         "roots".to_owned(),
         InputRequest::ListRoots(ListRootsParams::default()),
     );
-    let steps: [(TaskStatus, Box<dyn Fn(&mut TaskRecord)>); 4] = [
+    let steps: [(TaskStatus, Change); 4] = [
         (
             TaskStatus::InputRequired,
             Box::new(move |r| r.input_requests = Some(asked.clone())),
