@@ -53,7 +53,7 @@ const PURGE_EVERY: u64 = 64;
 /// A backend's own failure (I/O, a database error). A backend whose store cannot be reached
 /// returns a boxed [`StoreError::Unavailable`], which the model is told as such (try again),
 /// not as an internal error.
-pub type BackendError = Box<dyn std::error::Error + Send + Sync>;
+pub type BackendError = crate::state::BoxError;
 
 /// One handle as a backend keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
