@@ -399,7 +399,7 @@ async fn request(
                 }
             }
             update(Box::new(move |r| {
-                r.subscriptions.insert(uri);
+                r.subscriptions.insert(uri.clone());
             }))
             .await
         }

@@ -69,8 +69,10 @@ pub enum SessionStoreError {
     Store(#[from] StoreError),
 }
 
-/// A change to a session record, applied in place by [`SessionStore::update`].
-pub type SessionChange = Box<dyn FnOnce(&mut SessionRecord) + Send>;
+/// A change to a session record, applied in place by [`SessionStore::update`]. A shared store
+/// may apply it more than once (read, change, write back unless another writer got there
+/// first, else again), so it only computes.
+pub type SessionChange = Box<dyn FnMut(&mut SessionRecord) + Send>;
 
 /// Where sessions live. Asynchronous so that a shared backend (several replicas behind one
 /// endpoint) can implement it; every call takes the time so that expiry follows the server's
@@ -183,7 +185,7 @@ impl SessionStore for MemorySessionStore {
         &'a self,
         id: &'a str,
         now_ms: u64,
-        change: SessionChange,
+        mut change: SessionChange,
     ) -> BoxFuture<'a, Result<bool, StoreError>> {
         let changed = {
             let mut sessions = self.sessions();

@@ -37,7 +37,7 @@ async fn update(
     store: &dyn SessionStore,
     id: &str,
     now: u64,
-    change: impl FnOnce(&mut SessionRecord) + Send + 'static,
+    change: impl FnMut(&mut SessionRecord) + Send + 'static,
 ) -> bool {
     store
         .update(id, now, Box::new(change))
