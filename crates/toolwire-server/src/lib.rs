@@ -74,6 +74,7 @@ pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys}
 pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
+pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store, StoreUrlError};
 pub use state::task_store::{MemoryTaskStore, TaskRecord, TaskStore};
 pub use state::{BoxError, StoreError};
 pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};

@@ -88,9 +88,10 @@ fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
     }
     let path = config.path.clone();
     let sessions = server.serves_legacy().then(|| {
-        let store = match &config.session_store {
-            Some(store) => store.0.clone(),
-            None => Arc::new(MemorySessionStore::new(
+        let store = match (&config.session_store, server.store()) {
+            (Some(store), _) => store.0.clone(),
+            (None, Some(store)) => store.session_store(config.max_sessions, config.session_idle),
+            (None, None) => Arc::new(MemorySessionStore::new(
                 config.max_sessions,
                 config.session_idle,
             )),

@@ -19,7 +19,9 @@ use crate::safety::output::CompiledGuard;
 use crate::server::{
     Config, DEFAULT_TOOL_TIMEOUT, Offers, RequestStateConfig, Server, ServerInner, capabilities_of,
 };
+use crate::state::request_keys::RequestKeys;
 use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::store::Store;
 use crate::state::task_store::{MemoryTaskStore, TaskStore, Tasks};
 use crate::tools::catalog::Catalog;
 use crate::tools::offered::register_all;
@@ -51,6 +53,7 @@ pub struct ServerBuilder {
     tool_timeout: Option<Duration>,
     rate_limit: Option<crate::safety::limits::RateLimit>,
     audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
+    store: Option<Store>,
 }
 
 impl ServerBuilder {
@@ -77,6 +80,7 @@ impl ServerBuilder {
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
             audit: None,
+            store: None,
         }
     }
 
@@ -280,6 +284,25 @@ impl ServerBuilder {
         self
     }
 
+    /// Where every state lives (default [`Store::memory`]): with [`Store::redis`], every
+    /// instance built with the same store serves every request (a round's `requestState`,
+    /// a task, a legacy session, a handle made on another instance). It sets, unless set on
+    /// their own (which wins, whatever the order):
+    /// - single-use request state (M-08) with the store's replay guard: a redeemed
+    ///   `requestState` is refused on every instance;
+    /// - in a shared store and unless [`ServerBuilder::request_state_keys`] is given, the
+    ///   request-state key ring kept in the store (created by the first instance, read at
+    ///   start and every 30 seconds; see [`Store::rotate_request_state_key`]);
+    /// - the task store ([`ServerBuilder::task_store`]);
+    /// - the legacy session store of the HTTP transport, unless its config names one
+    ///   (`HttpConfig::session_store`), bounded by its `max_sessions` and idle timeout.
+    ///
+    /// Handles belong to tools: give them [`Store::handle_backend`].
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
     /// Where task records live (default: in memory).
     pub fn task_store(mut self, store: impl TaskStore) -> Self {
         self.task_store = Some(Arc::new(store));
@@ -395,6 +418,35 @@ impl ServerBuilder {
         Ok(serde_json::value::to_raw_value(&discover).map_err(std::io::Error::other)?)
     }
 
+    /// The request-state keys, replay guard and task store: each as set on its own, else
+    /// the store's, else this process's own. A key ring kept in a shared store is read at
+    /// once and kept fresh until `shutdown`.
+    fn state_stores(
+        &mut self,
+        shutdown: &CancellationToken,
+    ) -> (
+        RequestKeys,
+        Option<Arc<dyn ReplayGuard>>,
+        Arc<dyn TaskStore>,
+    ) {
+        let store = self.store.as_ref();
+        let replay_guard = self
+            .replay_guard
+            .take()
+            .or_else(|| store.map(Store::replay_guard));
+        let task_store = self
+            .task_store
+            .take()
+            .or_else(|| store.map(Store::task_store))
+            .unwrap_or_else(|| Arc::new(MemoryTaskStore::default()));
+        let keys = match self.state_keys.take() {
+            Some(keys) => RequestKeys::Fixed(keys),
+            None => shared_keys(store, shutdown)
+                .unwrap_or_else(|| RequestKeys::Fixed(RequestStateKeys::random())),
+        };
+        (keys, replay_guard, task_store)
+    }
+
     /// Checks every tool and builds the server.
     pub fn build(mut self) -> Result<Server> {
         let output_guard = self.checked_policies()?;
@@ -420,6 +472,8 @@ impl ServerBuilder {
         let templates = Catalog::default();
         register_all(&templates, std::mem::take(&mut self.templates))?;
         let discover = self.discover(offers, result_meta.clone())?;
+        let shutdown = CancellationToken::new();
+        let (keys, replay_guard, task_store) = self.state_stores(&shutdown);
         Ok(Server {
             inner: Arc::new(ServerInner {
                 audit: self.audit,
@@ -428,16 +482,13 @@ impl ServerBuilder {
                 resources,
                 templates,
                 offers,
-                tasks: Tasks::new(
-                    self.task_store
-                        .unwrap_or_else(|| Arc::new(MemoryTaskStore::default())),
-                    self.task_ttl.as_millis() as u64,
-                ),
+                tasks: Tasks::new(task_store, self.task_ttl.as_millis() as u64),
                 request_state: RequestStateConfig {
-                    keys: self.state_keys.unwrap_or_else(RequestStateKeys::random),
+                    keys,
                     ttl_ms: self.state_ttl.as_millis() as u64,
-                    replay_guard: self.replay_guard,
+                    replay_guard,
                 },
+                store: self.store,
                 clock: self.clock,
                 instructions: self.instructions,
                 result_meta_json,
@@ -447,9 +498,24 @@ impl ServerBuilder {
                 registry,
                 cursors: CursorCodec::new(key),
                 changes,
-                shutdown: CancellationToken::new(),
+                shutdown,
                 result_meta,
             }),
         })
     }
+}
+
+/// The request-state key ring kept in `store`, if it is a shared one, kept fresh until
+/// `shutdown`.
+#[cfg(feature = "redis")]
+fn shared_keys(store: Option<&Store>, shutdown: &CancellationToken) -> Option<RequestKeys> {
+    let ring = store?.key_ring()?;
+    crate::state::redis::SharedKeyRing::keep_fresh(&ring, shutdown.clone());
+    Some(RequestKeys::Shared(ring))
+}
+
+/// Without a shared store, every ring is this process's own.
+#[cfg(not(feature = "redis"))]
+fn shared_keys(_: Option<&Store>, _: &CancellationToken) -> Option<RequestKeys> {
+    None
 }

@@ -18,7 +18,8 @@ use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
 use crate::safety::audit::AuditSink;
 use crate::safety::output::CompiledGuard;
-use crate::state::request_state::{ReplayGuard, RequestStateKeys};
+use crate::state::request_keys::RequestKeys;
+use crate::state::request_state::ReplayGuard;
 use crate::state::task_store::Tasks;
 use crate::tools::catalog::Catalog;
 use crate::tools::offered::{Change, Offer, Offered, register_all};
@@ -111,6 +112,8 @@ pub(crate) struct ServerInner {
     output_guard: Arc<CompiledGuard>,
     /// Where audit events go besides `tracing`.
     audit: Option<Arc<dyn AuditSink>>,
+    /// The store every state lives in, if one was set (the HTTP transport's sessions).
+    store: Option<crate::state::store::Store>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -133,7 +136,7 @@ impl Offers {
 
 /// How request state is sealed and checked.
 pub(crate) struct RequestStateConfig {
-    pub(crate) keys: RequestStateKeys,
+    pub(crate) keys: RequestKeys,
     pub(crate) ttl_ms: u64,
     /// Set in single-use mode (M-08).
     pub(crate) replay_guard: Option<Arc<dyn ReplayGuard>>,
@@ -389,6 +392,11 @@ impl Server {
 
     pub(crate) fn tasks(&self) -> &Tasks {
         &self.inner.tasks
+    }
+
+    /// The store set with [`ServerBuilder::store`], if any.
+    pub(crate) fn store(&self) -> Option<&crate::state::store::Store> {
+        self.inner.store.as_ref()
     }
 
     pub(crate) fn request_state(&self) -> &RequestStateConfig {

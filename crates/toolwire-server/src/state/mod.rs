@@ -12,8 +12,14 @@
 pub mod contract;
 pub(crate) mod expiry;
 pub mod handles;
+#[cfg(feature = "redis")]
+pub(crate) mod redis;
+pub(crate) mod request_keys;
 pub(crate) mod request_state;
 pub(crate) mod sessions;
+pub(crate) mod store;
+#[cfg(feature = "redis")]
+mod store_url;
 pub(crate) mod task_store;
 
 use std::time::Duration;

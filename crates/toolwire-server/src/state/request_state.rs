@@ -25,7 +25,7 @@ use sha2::{Digest, Sha256};
 const VERSION: u8 = 1;
 const NONCE_LEN: usize = 12;
 /// How many retired keys still open tokens.
-const RETIRED_KEYS: usize = 4;
+pub(crate) const RETIRED_KEYS: usize = 4;
 
 /// The keys that seal request state: the newest seals, every one opens.
 #[derive(Clone)]
@@ -54,6 +54,26 @@ impl RequestStateKeys {
     /// A ring with a random key (state cannot outlive the process).
     pub fn random() -> Self {
         Self::new(rand::random())
+    }
+
+    /// A ring of `keys` (id, key), newest first; `None` if there is none.
+    pub(crate) fn from_ring(keys: &[(u8, [u8; 32])]) -> Option<Self> {
+        let keys: Vec<(u8, Aes256Gcm)> = keys
+            .iter()
+            .take(RETIRED_KEYS + 1)
+            .map(|(id, key)| (*id, cipher(key)))
+            .collect();
+        (!keys.is_empty()).then_some(RequestStateKeys { keys })
+    }
+
+    /// Whether the ring holds the key a token names (so that a token it cannot open was
+    /// sealed with a key it does not know yet, or is not one of ours).
+    pub(crate) fn knows_key_of(&self, token: &str) -> bool {
+        let mut head = [0u8; 3];
+        let Ok(n) = URL_SAFE_NO_PAD.decode_slice(token.get(..4).unwrap_or(token), &mut head) else {
+            return true;
+        };
+        n < 2 || self.keys.iter().any(|(id, _)| *id == head[1])
     }
 
     /// Seals with `key` from now on; the previous keys (up to four) still open state sealed

@@ -334,6 +334,8 @@ impl Server {
                 let opened = config
                     .keys
                     .open(&token, &bind(), now)
+                    .await
+                    .map_err(|e| e.refusal("The requestState could not be opened"))?
                     .map_err(|e| ErrorObject::invalid_params(e.to_string()))?;
                 if let Some(guard) = &config.replay_guard {
                     let first = guard
@@ -381,10 +383,14 @@ impl Server {
             return Err(ErrorObject::missing_capability(&missing));
         }
         let config = self.request_state();
-        let request_state = input.state.map(|state| {
-            let expires = self.clock().now_ms().saturating_add(config.ttl_ms);
-            config.keys.seal(&bind(), Some(state), expires)
-        });
+        let request_state = input
+            .state
+            .map(|state| {
+                let expires = self.clock().now_ms().saturating_add(config.ttl_ms);
+                config.keys.seal(&bind(), Some(state), expires)
+            })
+            .transpose()
+            .map_err(|e| e.refusal("The request state could not be sealed"))?;
         Ok(Some(InputRequiredResult {
             result_type: ResultType::InputRequired,
             input_requests: (!input.requests.is_empty()).then_some(input.requests),

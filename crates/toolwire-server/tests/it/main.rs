@@ -3,6 +3,10 @@
 
 #![allow(unreachable_pub)]
 
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_latency;
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_server;
 mod support;
 
 mod audit;
@@ -21,6 +25,8 @@ mod mrtr;
 mod offers;
 mod output_guard;
 mod props;
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_store;
 mod state_store;
 mod stdio;
 mod tasks;
