@@ -42,6 +42,15 @@ impl RequestKeys {
         }
     }
 
+    /// Reads the shared ring if it never was, so that [`RequestKeys::seal`] can seal; a
+    /// failure is left for the seal to report.
+    pub(crate) async fn ready(&self) {
+        #[cfg(feature = "redis")]
+        if let RequestKeys::Shared(ring) = self {
+            let _ = ring.keys().await;
+        }
+    }
+
     /// Opens a token: the shared ring is read first if it never was, and again (at most once
     /// a second) if the token names a key it does not hold, as after a rotation.
     pub(crate) async fn open(

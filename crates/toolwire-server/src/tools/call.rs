@@ -328,7 +328,12 @@ impl Server {
     ) -> Result<(), ErrorObject> {
         let config = self.request_state();
         let state = match round.request_state {
-            None => None,
+            None => {
+                // The handler may ask for input, whose state is sealed with the ring: read a
+                // shared one now if it never was (a no-op once it has been).
+                config.keys.ready().await;
+                None
+            }
             Some(token) => {
                 let now = self.clock().now_ms();
                 let opened = config

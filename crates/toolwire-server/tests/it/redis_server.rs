@@ -89,9 +89,27 @@ impl RedisServer {
             .unwrap_or_else(|_| panic!("redis-server on port {} did not become ready", self.port));
     }
 
+    /// Stops it answering without closing its connections (`SIGSTOP`), as a hung Redis
+    /// would; [`RedisServer::resume`] lets it go on.
+    pub fn pause(&self) {
+        self.signal("-STOP");
+    }
+
+    /// Lets a paused server go on (`SIGCONT`).
+    pub fn resume(&self) {
+        self.signal("-CONT");
+    }
+
+    fn signal(&self, signal: &str) {
+        let pid = self.child.as_ref().expect("running").id().to_string();
+        let status = Command::new("kill").args([signal, &pid]).status();
+        assert!(status.is_ok_and(|s| s.success()), "kill {signal} {pid}");
+    }
+
     /// Kills it (as a crash would) and waits until it is gone.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
+            // A paused server is killed all the same (SIGKILL needs no CONT).
             let _ = child.kill();
             let _ = child.wait();
         }

@@ -142,6 +142,30 @@ async fn a_store_that_goes_away_is_unavailable_within_its_timeout_and_serves_aga
     assert_eq!(handles.get("note_x").await.expect("up"), None);
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_hung_store_is_unavailable_within_its_timeout_not_a_hang() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let limit = Duration::from_millis(400);
+    let shared = store(&redis, "hung").timeout(limit);
+    let tasks = shared.task_store();
+    assert_eq!(tasks.get("t", 0).await.expect("up"), None);
+    redis.pause();
+    let (took, outcome) = timed(tasks.get("t", 0)).await;
+    redis.resume();
+    assert_unavailable("a task read", outcome);
+    assert!(took >= limit && took < limit * 3, "refused after {took:?}");
+    let mut answered = false;
+    for _ in 0..5 {
+        if tasks.get("t", 0).await.is_ok() {
+            answered = true;
+            break;
+        }
+    }
+    assert!(answered, "served again once Redis answers");
+}
+
 #[tokio::test]
 async fn a_store_that_never_answered_is_unavailable_not_a_hang() {
     if crate::redis_server::skipped() {
@@ -318,6 +342,61 @@ async fn two_servers_on_one_store_serve_each_others_rounds_tasks_and_notes() {
         json!({"name": "read", "arguments": {"note": note}}),
     );
     assert_eq!(text(&post(&b.url, &read).await), "kept");
+    a.stop().await;
+    b.stop().await;
+}
+
+fn legacy_headers(session: Option<&str>) -> Vec<(String, String)> {
+    let mut headers = vec![
+        ("content-type".to_owned(), "application/json".to_owned()),
+        (
+            "accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+    ];
+    if let Some(session) = session {
+        headers.push(("mcp-session-id".to_owned(), session.to_owned()));
+        headers.push(("mcp-protocol-version".to_owned(), "2025-11-25".to_owned()));
+    }
+    headers
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_session_opened_on_one_server_is_served_and_ended_by_another() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let shared = store(&redis, "legacy");
+    let a = TestServer::start(instance(&shared)).await;
+    let b = TestServer::start(instance(&shared)).await;
+    let initialize = json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "legacy", "version": "1"}
+    }});
+    let opened = post_raw(&a.url, initialize.to_string(), &legacy_headers(None)).await;
+    let session = opened.headers["mcp-session-id"]
+        .to_str()
+        .unwrap()
+        .to_owned();
+    let list = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {}});
+    let listed = post_raw(&b.url, list.to_string(), &legacy_headers(Some(&session))).await;
+    assert_eq!(listed.status, 200, "{}", listed.body);
+    assert!(
+        listed.last()["result"]["tools"].is_array(),
+        "{}",
+        listed.body
+    );
+    let ended = client()
+        .delete(&b.url)
+        .header("mcp-session-id", &session)
+        .header("mcp-protocol-version", "2025-11-25")
+        .send()
+        .await
+        .unwrap();
+    assert!(ended.status().is_success(), "{}", ended.status());
+    let gone = post_raw(&a.url, list.to_string(), &legacy_headers(Some(&session))).await;
+    assert_eq!(gone.status, 404, "ended on the other server: {}", gone.body);
     a.stop().await;
     b.stop().await;
 }
