@@ -284,7 +284,7 @@ impl ServerBuilder {
         self
     }
 
-    /// Where every state lives (default [`Store::memory`]): with [`Store::redis`], every
+    /// Where every state lives (default [`Store::memory`]): with `Store::redis` (feature `redis`), every
     /// instance built with the same store serves every request (a round's `requestState`,
     /// a task, a legacy session, a handle made on another instance). It sets, unless set on
     /// their own (which wins, whatever the order):

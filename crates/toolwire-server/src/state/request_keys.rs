@@ -18,6 +18,7 @@ pub(crate) enum RequestKeys {
 }
 
 /// The shared ring has not been read yet (the store was away since the server started).
+#[cfg(feature = "redis")]
 #[derive(Debug, thiserror::Error)]
 #[error("the request-state key ring has not been read from the state store yet")]
 struct NotRead;

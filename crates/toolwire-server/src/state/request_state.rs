@@ -57,6 +57,7 @@ impl RequestStateKeys {
     }
 
     /// A ring of `keys` (id, key), newest first; `None` if there is none.
+    #[cfg(feature = "redis")]
     pub(crate) fn from_ring(keys: &[(u8, [u8; 32])]) -> Option<Self> {
         let keys: Vec<(u8, Aes256Gcm)> = keys
             .iter()
@@ -68,6 +69,7 @@ impl RequestStateKeys {
 
     /// Whether the ring holds the key a token names (so that a token it cannot open was
     /// sealed with a key it does not know yet, or is not one of ours).
+    #[cfg(feature = "redis")]
     pub(crate) fn knows_key_of(&self, token: &str) -> bool {
         let mut head = [0u8; 3];
         let Ok(n) = URL_SAFE_NO_PAD.decode_slice(token.get(..4).unwrap_or(token), &mut head) else {

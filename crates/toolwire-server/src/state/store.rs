@@ -1,5 +1,5 @@
 //! The one setting that says where a server's state lives: [`Store::memory`] (the default:
-//! this process only) or [`Store::redis`] (feature `redis`: one Redis or Valkey shared by
+//! this process only) or `Store::redis` (feature `redis`: one Redis or Valkey shared by
 //! every instance that names it, so that any instance answers any request).
 
 use std::sync::Arc;
@@ -106,6 +106,7 @@ impl Store {
     /// The prefix of every key of a Redis store (default [`DEFAULT_KEY_PREFIX`]), so that
     /// several services can share one Redis; instances of one service must use the same. No
     /// effect in memory.
+    #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
     pub fn key_prefix(self, prefix: impl Into<String>) -> Self {
         match self.kind {
             #[cfg(feature = "redis")]
@@ -118,8 +119,8 @@ impl Store {
 
     /// How long a call to a Redis store may take (default [`DEFAULT_STORE_TIMEOUT`], at
     /// least 1 ms); past it the call fails as unavailable. No effect in memory.
+    #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
     pub fn timeout(self, limit: Duration) -> Self {
-        let _ = limit;
         match self.kind {
             #[cfg(feature = "redis")]
             Kind::Redis(redis) => {
