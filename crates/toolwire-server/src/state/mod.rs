@@ -7,6 +7,9 @@
 //! fallible, their failures a [`StoreError`], and the `contract` test suites (feature
 //! `contract-tests`) are what every backend must pass, the in-memory ones and a shared one
 //! alike.
+//!
+//! Which backends a server uses is one setting, a [`store::Store`]: in memory (the default) or,
+//! with the `redis` feature, one Redis or Valkey shared by every instance that names it.
 
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod contract;

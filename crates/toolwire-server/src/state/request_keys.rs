@@ -43,12 +43,13 @@ impl RequestKeys {
         }
     }
 
-    /// Reads the shared ring if it never was, so that [`RequestKeys::seal`] can seal; a
-    /// failure is left for the seal to report.
+    /// Reads the shared ring if it never was (at most once a second while the store is
+    /// away), so that [`RequestKeys::seal`] can seal; a failure is left for the seal to
+    /// report.
     pub(crate) async fn ready(&self) {
         #[cfg(feature = "redis")]
         if let RequestKeys::Shared(ring) = self {
-            let _ = ring.keys().await;
+            ring.ready().await;
         }
     }
 

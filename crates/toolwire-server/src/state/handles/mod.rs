@@ -12,7 +12,8 @@
 //!
 //! Backends: [`MemoryHandles`] (bounded, gone with the process) and, with the `sqlite`
 //! feature, [`SqliteHandles`] (a file that survives restarts; expired rows purged). A shared
-//! backend for several replicas implements the same trait.
+//! backend for several replicas implements the same trait: [`crate::Store::handle_backend`]
+//! gives the one of a store (Redis, with the `redis` feature).
 
 mod memory;
 #[cfg(feature = "sqlite")]

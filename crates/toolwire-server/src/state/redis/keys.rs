@@ -78,6 +78,16 @@ impl Ring {
     }
 }
 
+/// Whether a second has passed since `last` (then it is now).
+fn due(last: &Mutex<Option<Instant>>) -> bool {
+    let mut last = last.lock().unwrap_or_else(|p| p.into_inner());
+    if last.is_some_and(|at| at.elapsed() < FORCED_REFRESH) {
+        return false;
+    }
+    *last = Some(Instant::now());
+    true
+}
+
 #[derive(Debug, thiserror::Error)]
 #[error("the request-state key ring holds no usable key")]
 struct BadRing;
@@ -94,6 +104,9 @@ pub(crate) struct SharedKeyRing {
     redis: Shared,
     loaded: ArcSwapOption<Loaded>,
     last_forced: Mutex<Option<Instant>>,
+    /// When a call last tried to read a ring never read, so that while the store is away
+    /// only one call a second waits for it.
+    last_first_read: Mutex<Option<Instant>>,
 }
 
 impl std::fmt::Debug for SharedKeyRing {
@@ -108,6 +121,7 @@ impl SharedKeyRing {
             redis,
             loaded: ArcSwapOption::empty(),
             last_forced: Mutex::new(None),
+            last_first_read: Mutex::new(None),
         })
     }
 
@@ -124,15 +138,19 @@ impl SharedKeyRing {
         }
     }
 
+    /// Reads the ring if it never was, unless a call tried less than a second ago (a call
+    /// that may have to seal waits for it; while the store is away, one a second does).
+    pub(crate) async fn ready(&self) {
+        if self.loaded.load().is_none() && due(&self.last_first_read) {
+            let _ = self.refresh().await;
+        }
+    }
+
     /// Reads the ring again because a state named a key this instance does not know, unless
     /// that was done less than a second ago; the ring to try again with, if read.
     pub(crate) async fn refresh_for_unknown_key(&self) -> Option<RequestStateKeys> {
-        {
-            let mut last = self.last_forced.lock().unwrap_or_else(|p| p.into_inner());
-            if last.is_some_and(|at| at.elapsed() < FORCED_REFRESH) {
-                return None;
-            }
-            *last = Some(Instant::now());
+        if !due(&self.last_forced) {
+            return None;
         }
         self.refresh().await.ok()
     }
