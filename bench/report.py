@@ -36,7 +36,10 @@ HOT_PATHS = ["crates/toolwire-protocol/src", "crates/toolwire-server/src", "crat
 BUSY = 0.95
 # Rows that measure throughput (all connections busy); the one-connection rows measure latency.
 THROUGHPUT = {"http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
-              "http-echo-64-wrk", "stdio"}
+              "http-echo-64-wrk", "http-echo-64-cluster", "stdio"}
+# The setups of the several-instances row: HAProxy in front of instances in memory or on Redis.
+CLUSTER = {"memory-1": "1 instance, in memory", "redis-1": "1 instance, Redis",
+           "redis-2": "2 instances, one Redis", "redis-3": "3 instances, one Redis"}
 
 
 def busy_text(key, t):
@@ -111,7 +114,8 @@ def render(data):
               "http-realistic-64": "HTTP realistic schema, 64 conns", "stdio": "stdio, 16 in flight",
               "http-echo-64-auth": "HTTP echo, 64 conns, OAuth",
               "http-echo-64-layers": "HTTP echo, 64 conns, safety layers",
-              "http-echo-64-wrk": "HTTP echo, 64 conns, wrk"}
+              "http-echo-64-wrk": "HTTP echo, 64 conns, wrk",
+              "http-echo-64-cluster": "HTTP echo, 64 conns, HAProxy"}
     for key, result in list(http.items()) + [("stdio", stdio)]:
         targets = result["targets"]
         for name, t in targets.items():
@@ -126,6 +130,8 @@ def render(data):
                 shown = "toolwire, auth off"
             if key == "http-echo-64-layers" and name == "toolwire":
                 shown = "toolwire, every layer off"
+            if key == "http-echo-64-cluster":
+                shown = CLUSTER.get(name, name)
             rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
                          busy_text(key, t), rss / 1024 if rss else None, t["errors"]))
         tw = targets.get("toolwire", {})
@@ -137,6 +143,8 @@ def render(data):
             ratio(f"toolwire/{peer}", tw, targets.get(peer, {}))
         for extra in ("toolwire+auth", "toolwire+layers"):
             ratio(f"{extra}/toolwire", targets.get(extra, {}), tw)
+        for setup in ("redis-1", "redis-2", "redis-3"):
+            ratio(f"{setup}/memory-1", targets.get(setup, {}), targets.get("memory-1", {}))
     if listing["errors"]:
         problems.append(f"tools/list: {listing['errors']} failed walks")
     commit = data.get("commit") or "an unknown commit"
@@ -161,6 +169,14 @@ def render(data):
     lines.append(f"listen: {listen['streams']:,} streams open in {listen['open_seconds']:.1f} s; one change reached all "
                  f"in {listen['fan_out_ms']:.0f} ms; server memory per idle stream "
                  f"{'–' if per_stream is None else f'{per_stream / 1024:.1f} KB'}.")
+    state = data.get("state")
+    if state:
+        lines.append("")
+        lines.append("| call that touches state, one at a time | in memory p50 / p99 µs | Redis p50 / p99 µs |")
+        lines.append("|---|---:|---:|")
+        for op in state["operations"]:
+            mem, red = state["targets"]["memory"][op], state["targets"]["redis"][op]
+            lines.append(f"| {op} | {mem['p50_us']:,} / {mem['p99_us']:,} | {red['p50_us']:,} / {red['p99_us']:,} |")
     if not smoke:
         # The performance targets the project set itself (ratios to the ceiling and to rmcp).
         checks = []
@@ -182,6 +198,7 @@ def render(data):
                            e1["toolwire"]["p50_us"] <= 1.15 * e1["ceiling"]["p50_us"]))
         against("stdio 16 in flight: toolwire ≥ 0.75× the stdio ceiling", "stdio: toolwire/ceiling", 0.75)
         against("HTTP echo 64: auth on ≥ 90% of auth off", "http-echo-64-auth: toolwire+auth/toolwire", 0.9)
+        against("HAProxy, 1 instance: state in Redis ≥ 0.8× in memory", "http-echo-64-cluster: redis-1/memory-1", 0.8)
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
         checks.append(("listen: every stream notified within 1 s", listen["fan_out_ms"] <= 1000))
         checks.append(("listen: ≤ 16 KB per idle stream", per_stream is not None and per_stream <= 16 * 1024))
@@ -198,11 +215,13 @@ def render(data):
 
 def measure(raw, out, smoke):
     names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
-             "http-echo-64-wrk")
+             "http-echo-64-wrk", "http-echo-64-cluster")
+    optional = {"http-echo-64-wrk", "http-echo-64-cluster"}
     commit, dirty = measured_commit(ROOT)
     data = {"commit": commit, "dirty": dirty, "machine": machine(), "smoke": smoke,
             "http": {name: load(raw, f"{name}.json") for name in names
-                     if name != "http-echo-64-wrk" or os.path.exists(os.path.join(raw, f"{name}.json"))},
+                     if name not in optional or os.path.exists(os.path.join(raw, f"{name}.json"))},
+            "state": load(raw, "state.json") if os.path.exists(os.path.join(raw, "state.json")) else None,
             "stdio": load(raw, "stdio.json"), "list": load(raw, "list.json"),
             "listen": load(raw, "listen.json"),
             "pinning": load(raw, "run.json")["pinning"] if os.path.exists(os.path.join(raw, "run.json")) else None}

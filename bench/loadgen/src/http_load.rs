@@ -56,7 +56,9 @@ pub(crate) struct Args {
 pub(crate) struct Target {
     pub(crate) name: String,
     pub(crate) url: String,
-    pub(crate) pid: Option<u32>,
+    /// The server's processes (`pid=A+B+C` for several instances and what is in front of
+    /// them): their CPU times and peak memories are added up.
+    pub(crate) pids: Vec<u32>,
     pub(crate) require_result_type: bool,
     /// A Bearer access token sent with every request (`bearer=FILE`: the file holds it).
     pub(crate) bearer: Option<String>,
@@ -74,14 +76,18 @@ impl FromStr for Target {
         let mut target = Target {
             name: name.to_owned(),
             url,
-            pid: None,
+            pids: Vec::new(),
             require_result_type: true,
             bearer: None,
         };
         for part in parts {
             match part.split_once('=') {
-                Some(("pid", pid)) => {
-                    target.pid = Some(pid.parse().map_err(|e| format!("pid: {e}"))?)
+                Some(("pid", pids)) => {
+                    for pid in pids.split('+') {
+                        target
+                            .pids
+                            .push(pid.parse().map_err(|e| format!("pid {pid:?}: {e}"))?);
+                    }
                 }
                 Some(("bearer", file)) => {
                     let token =
@@ -93,6 +99,27 @@ impl FromStr for Target {
             }
         }
         Ok(target)
+    }
+}
+
+impl Target {
+    /// The CPU time of all its processes, in µs (`None` without pids or if one is gone).
+    pub(crate) fn cpu_us(&self) -> Option<f64> {
+        if self.pids.is_empty() {
+            return None;
+        }
+        self.pids.iter().map(|&pid| proc_stats::cpu_us(pid)).sum()
+    }
+
+    /// The peak resident memory of all its processes, in KiB.
+    pub(crate) fn peak_rss_kb(&self) -> Option<u64> {
+        if self.pids.is_empty() {
+            return None;
+        }
+        self.pids
+            .iter()
+            .map(|&pid| proc_stats::peak_rss_kb(pid))
+            .sum()
     }
 }
 
@@ -251,7 +278,7 @@ pub(crate) async fn round(
     ));
     let target = Arc::new(target.clone());
     let stop = Arc::new(AtomicBool::new(false));
-    let cpu_before = target.pid.and_then(proc_stats::cpu_us);
+    let cpu_before = target.cpu_us();
     let own_before = proc_stats::own_cpu_us();
     let per_worker = budget.map(|b| b.div_ceil(args.load.connections as u64));
     let started = Instant::now();
@@ -278,18 +305,14 @@ pub(crate) async fn round(
         errors += w.errors;
     }
     let elapsed = started.elapsed().as_secs_f64();
-    let cpu = match (cpu_before, target.pid.and_then(proc_stats::cpu_us)) {
+    let cpu = match (cpu_before, target.cpu_us()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
-    Ok(Round::new(
-        &hist,
-        errors,
-        elapsed,
-        cpu,
-        target.pid.and_then(proc_stats::peak_rss_kb),
+    Ok(
+        Round::new(&hist, errors, elapsed, cpu, target.peak_rss_kb())
+            .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)),
     )
-    .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)))
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {

@@ -16,6 +16,7 @@ mod list;
 mod listen;
 mod proc_stats;
 mod protocol;
+mod state_load;
 mod stats;
 mod stdio_load;
 mod wire;
@@ -40,6 +41,8 @@ enum Command {
     List(list::Args),
     /// Open many `subscriptions/listen` streams, change the tool set, time the fan-out.
     Listen(listen::Args),
+    /// The latency of calls that touch server state (MRTR round, task, handle), one at a time.
+    State(state_load::Args),
     /// Memory under churn: listen streams opened and closed in cycles, a million calls, and
     /// unknown tool names; with `--check`, fails when memory does not come back.
     Churn(churn::Args),
@@ -67,6 +70,7 @@ fn main() -> anyhow::Result<()> {
             Command::List(args) => list::run(args).await,
             Command::Listen(args) => listen::run(args).await,
             Command::Churn(args) => churn::run(args).await,
+            Command::State(args) => state_load::run(args).await,
         }
     })?;
     #[allow(clippy::print_stdout)] // The report is this tool's output.

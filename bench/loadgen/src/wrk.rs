@@ -102,7 +102,7 @@ end
 
 /// Runs wrk against one target for `seconds`.
 fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::Result<Round> {
-    let cpu_before = target.pid.and_then(proc_stats::cpu_us);
+    let cpu_before = target.cpu_us();
     let own_before = proc_stats::own_cpu_us();
     let out = Command::new(&args.wrk)
         .args(["-t1", &format!("-c{}", args.load.connections)])
@@ -112,7 +112,7 @@ fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::R
         .arg(&target.url)
         .output()
         .with_context(|| format!("running {}", args.wrk.display()))?;
-    let cpu = match (cpu_before, target.pid.and_then(proc_stats::cpu_us)) {
+    let cpu = match (cpu_before, target.cpu_us()) {
         (Some(a), Some(b)) => Some(b - a),
         _ => None,
     };
@@ -137,7 +137,7 @@ fn round(args: &Args, target: &Target, script: &Path, seconds: u64) -> anyhow::R
         c.duration_us as f64 / 1e6,
         (c.p50_us, c.p99_us),
         cpu,
-        target.pid.and_then(proc_stats::peak_rss_kb),
+        target.peak_rss_kb(),
     )
     .with_load_generator(own_before.zip(proc_stats::own_cpu_us()).map(|(a, b)| b - a)))
 }

@@ -12,6 +12,9 @@
 //! and flood limits raised so that one load generator on one address is never refused; every
 //! check still runs), `all` (the same plus audit events to a JSON Lines file, `--audit-file`),
 //! or `off` (no output guard, deadline, rate limit, flood limit or audit).
+//!
+//! `--store redis://HOST:PORT` keeps its state in Redis, shared by every instance naming it;
+//! `--state-tools` adds tools whose calls touch that state (see `state.rs`).
 
 use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
@@ -19,11 +22,12 @@ use std::sync::{Arc, OnceLock};
 use clap::{Parser, ValueEnum};
 
 mod auth;
+mod state;
 use schemars::JsonSchema;
 use serde::Deserialize;
 use toolwire_server::{
-    JsonlAuditSink, NoArgs, OutputGuard, RateLimit, RequestContext, Server, Tool, ToolError, http,
-    stdio,
+    JsonlAuditSink, NoArgs, OutputGuard, RateLimit, RequestContext, Server, Store, Tool, ToolError,
+    http, stdio,
 };
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -65,6 +69,14 @@ struct Args {
     /// With `--layers all`: the JSON Lines file audit events go to.
     #[arg(long, value_name = "FILE")]
     audit_file: Option<std::path::PathBuf>,
+    /// Keep the server's state in this Redis (`redis://HOST:PORT[/DB]`), shared with every
+    /// instance that names it; in memory without it.
+    #[arg(long, value_name = "URL")]
+    store: Option<String>,
+    /// Also offer the tools whose calls touch state (`ask`, `wait`, `counter_new`,
+    /// `counter_bump`).
+    #[arg(long)]
+    state_tools: bool,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -184,9 +196,18 @@ fn build(args: &Args) -> anyhow::Result<Server> {
             "Filler tool number {i} for the tools/list benchmark"
         ))
     });
+    let store = match &args.store {
+        Some(url) => Store::redis(url)?,
+        None => Store::memory(),
+    };
     let mut builder = Server::builder("toolwire-bench", env!("CARGO_PKG_VERSION"))
         .tool(echo.description("Echoes the message"))
-        .tools(fillers);
+        .tools(fillers)
+        // Single-use request state, shared through the store when there is one.
+        .store(store.clone());
+    if args.state_tools {
+        builder = builder.tools(state::tools(store.handle_backend())?);
+    }
     builder = match args.layers {
         Layers::Off => builder
             .output_guard(OutputGuard::off("benchmark: every layer off"))
