@@ -10,7 +10,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server,
+    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server, Store,
     Structured, Tool, ToolError,
 };
 
@@ -188,12 +188,14 @@ pub(crate) enum Clients {
 
 /// The example server; `clients` says whether legacy (2025-11-25) clients are refused,
 /// `settings` is the `--config` file (scopes, limits, deadlines and output guard of each
-/// tool), `notes` where the notes tools keep notes.
+/// tool), `notes` where the notes tools keep notes, `store` the shared store of every other
+/// state (`--store`; in this process without it).
 pub(crate) fn server(
     clients: Clients,
     settings: &ServeConfig,
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
+    store: Option<&Store>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -204,8 +206,12 @@ pub(crate) fn server(
         builder = builder.modern_only();
     }
     // A sealed requestState answers one retry (M-08): one copied from a log or a proxy cannot
-    // run a round again.
-    builder = builder.single_use_request_state(MemoryReplayGuard::default());
+    // run a round again. A shared store remembers redemptions for every instance (and holds
+    // their key ring, tasks and legacy sessions).
+    builder = match store {
+        Some(store) => builder.store(store.clone()),
+        None => builder.single_use_request_state(MemoryReplayGuard::default()),
+    };
     if let Some(output) = &settings.output {
         builder = builder.output_guard(output.guard());
     }
@@ -324,9 +330,13 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let notes =
-            crate::notes::store(None, crate::layers::HandlesConfig::default().lifetimes()).unwrap();
-        let server = super::server(super::Clients::All, &Default::default(), None, &notes).unwrap();
+        let notes = crate::notes::store(
+            crate::notes::Kept::InMemory,
+            crate::layers::HandlesConfig::default().lifetimes(),
+        )
+        .unwrap();
+        let server =
+            super::server(super::Clients::All, &Default::default(), None, &notes, None).unwrap();
         assert_eq!(
             server.tool_names(),
             [
