@@ -331,7 +331,7 @@ mod tests {
     #[test]
     fn the_example_server_builds() {
         let notes = crate::notes::store(
-            crate::notes::Kept::InMemory,
+            crate::notes::Kept::Memory,
             crate::layers::HandlesConfig::default().lifetimes(),
         )
         .unwrap();

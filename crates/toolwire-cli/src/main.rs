@@ -297,9 +297,9 @@ async fn serve_command(
         .map(layers::HandlesConfig::lifetimes)
         .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
     let kept = match (&store, data_dir.as_deref()) {
-        (Some(chosen), _) => notes::Kept::InStore(&chosen.store),
-        (None, Some(dir)) if !in_memory => notes::Kept::InDir(dir),
-        (None, _) => notes::Kept::InMemory,
+        (Some(chosen), _) => notes::Kept::Store(&chosen.store),
+        (None, Some(dir)) if !in_memory => notes::Kept::Dir(dir),
+        (None, _) => notes::Kept::Memory,
     };
     let notes = notes::store(kept, lifetimes)?;
     if let Some(chosen) = &store {

@@ -27,11 +27,11 @@ const MAX_LINE: usize = 4000;
 /// Where notes are kept.
 pub(crate) enum Kept<'a> {
     /// In the data directory's SQLite file (created with the directory if missing).
-    InDir(&'a Path),
+    Dir(&'a Path),
     /// In this process's memory.
-    InMemory,
+    Memory,
     /// In the shared store (`--store`), seen by every instance using it.
-    InStore(&'a Store),
+    Store(&'a Store),
 }
 
 /// The notes store, kept where `kept` says.
@@ -41,7 +41,7 @@ pub(crate) fn store(
 ) -> anyhow::Result<Notes> {
     let backend: Arc<dyn HandleBackend> =
         match kept {
-            Kept::InDir(dir) => {
+            Kept::Dir(dir) => {
                 crate::private::dir(dir, crate::private::Chosen::ByPerson).with_context(|| {
                     format!(
                         "--data-dir: cannot create {} (pass another directory)",
@@ -53,8 +53,8 @@ pub(crate) fn store(
                     anyhow::anyhow!("--data-dir: cannot open {}: {e}", file.display())
                 })?)
             }
-            Kept::InMemory => Arc::new(MemoryHandles::default()),
-            Kept::InStore(store) => store.handle_backend(),
+            Kept::Memory => Arc::new(MemoryHandles::default()),
+            Kept::Store(store) => store.handle_backend(),
         };
     Ok(HandleStore::new("note", backend)?
         .lifetimes(idle, max_age)

@@ -1294,3 +1294,24 @@ fn serve_on_a_busy_address_says_what_to_do() {
         "{error}"
     );
 }
+
+/// `serve --store` with a URL it cannot use stops at start as other usage errors do (exit 2),
+/// naming the flag and never repeating the password; `serve --help` documents the flag.
+#[test]
+fn serve_refuses_a_bad_store_url_naming_the_flag_without_the_password() {
+    for url in [
+        "localhost:6379",
+        "redis://:hunter2@localhost:port",
+        "redis://:hunter2@:6379",
+        "memcached://:hunter2@cache:11211",
+    ] {
+        let output = toolwire(&["serve", "--store", url]);
+        let said = stderr(&output);
+        assert_eq!(output.status.code(), Some(2), "{url}: {said}");
+        assert!(said.contains("--store"), "{url}: {said}");
+        assert!(!said.contains("hunter2"), "{url}: {said}");
+        assert!(!said.contains("panicked"), "{url}: {said}");
+    }
+    let help = stdout(&toolwire(&["serve", "--help"]));
+    assert!(help.contains("--store <URL>") && help.contains("TOOLWIRE_STORE"), "{help}");
+}

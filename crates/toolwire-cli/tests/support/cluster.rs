@@ -290,7 +290,7 @@ pub(crate) async fn call(
         false => text
             .lines()
             .filter_map(|l| l.strip_prefix("data:"))
-            .last()
+            .next_back()
             .unwrap_or("null")
             .trim()
             .to_owned(),
