@@ -56,6 +56,12 @@
 //! # max_age_seconds = 86400                # and this long at most
 //! # in_memory = false                      # true: not in --data-dir, gone at exit
 //!
+//! [store]                                  # state shared by several instances (Redis)
+//! # url = "redis://127.0.0.1:6379/0"       # or rediss://; --store (TOOLWIRE_STORE) wins
+//! # password_env = "TOOLWIRE_REDIS_PASSWORD"   # the password, from the environment
+//! # key_prefix = "toolwire:"               # the same on every instance of one service
+//! # timeout_ms = 2000                      # past it a call needing the store fails
+//!
 //! [tools.add]
 //! scopes = ["math"]                        # needed to see and call the tool
 //! # rate_limit = { calls = 10, period_seconds = 60, burst = 10 }
@@ -71,6 +77,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use crate::layers::{HandlesConfig, LimitsConfig, RateLimitConfig};
+use crate::store::StoreConfig;
 use anyhow::{Context, anyhow, bail};
 use serde::Deserialize;
 use toolwire_server::OutputGuard;
@@ -94,6 +101,8 @@ pub(crate) struct ServeConfig {
     pub(crate) limits: Option<LimitsConfig>,
     #[serde(default)]
     pub(crate) handles: Option<HandlesConfig>,
+    #[serde(default)]
+    pub(crate) store: Option<StoreConfig>,
     /// The introspection client secret, read from the environment at load.
     #[serde(skip)]
     secret: Option<String>,
@@ -304,6 +313,9 @@ impl ServeConfig {
         }
         if let Some(handles) = &self.handles {
             handles.check()?;
+        }
+        if let Some(store) = &self.store {
+            store.check()?;
         }
         if let Some(file) = self.audit.as_ref().and_then(|a| a.file.as_ref()) {
             if file.as_os_str().is_empty() {

@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server, Store,
+    Structured, Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -92,6 +93,53 @@ fn greet() -> Tool {
     .annotations(read_only())
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct ColourForm {
+    /// Your favourite colour.
+    colour: String,
+}
+
+/// What `introduce` keeps between its two questions, sealed in the `requestState`.
+#[derive(Serialize, Deserialize)]
+struct Introduced {
+    name: String,
+}
+
+/// Two questions in two rounds: your name, then your favourite colour. The name travels in the
+/// sealed `requestState` of the second round, not in the server's memory, so the retry that
+/// answers the second question may reach any instance that shares the key ring (and each
+/// state is accepted once).
+fn introduce() -> Tool {
+    Tool::new("introduce", |_: NoArgs, ctx: RequestContext| async move {
+        if let Some(Introduced { name }) = ctx.request_state::<Introduced>()? {
+            return match ctx.elicited::<ColourForm>("colour")? {
+                Some(Elicited::Accepted(form)) => {
+                    Ok::<_, ToolError>(format!("{name} likes {}.", form.colour))
+                }
+                Some(_) => Ok(format!("{name} keeps their favourite colour to themselves.")),
+                None => Err(ask_colour(name)),
+            };
+        }
+        match ctx.elicited::<NameForm>("name")? {
+            Some(Elicited::Accepted(form)) => Err(ask_colour(form.name)),
+            Some(_) => Ok("Nobody introduced themselves.".to_owned()),
+            None => Err(InputRequired::new()
+                .elicit::<NameForm>("name", "What is your name?")
+                .into()),
+        }
+    })
+    .description("Asks two questions in two rounds (your name, then your favourite colour) and says what it heard")
+    .annotations(read_only())
+}
+
+/// The second question of `introduce`, with the first answer sealed in its state.
+fn ask_colour(name: String) -> ToolError {
+    InputRequired::new()
+        .elicit::<ColourForm>("colour", format!("{name}, what is your favourite colour?"))
+        .state(Introduced { name })
+        .into()
+}
+
 /// Adds the `shout` tool, or removes it: the tool list changes and clients are told.
 fn toggle_shout(server: Arc<OnceLock<Server>>) -> Tool {
     Tool::new("toggle_shout", move |_: NoArgs, _: RequestContext| {
@@ -140,12 +188,14 @@ pub(crate) enum Clients {
 
 /// The example server; `clients` says whether legacy (2025-11-25) clients are refused,
 /// `settings` is the `--config` file (scopes, limits, deadlines and output guard of each
-/// tool), `notes` where the notes tools keep notes.
+/// tool), `notes` where the notes tools keep notes, `store` the shared store of every other
+/// state (`--store`; in this process without it).
 pub(crate) fn server(
     clients: Clients,
     settings: &ServeConfig,
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
+    store: Option<&Store>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -155,6 +205,13 @@ pub(crate) fn server(
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
     }
+    // A sealed requestState answers one retry (M-08): one copied from a log or a proxy cannot
+    // run a round again. A shared store remembers redemptions for every instance (and holds
+    // their key ring, tasks and legacy sessions).
+    builder = match store {
+        Some(store) => builder.store(store.clone()),
+        None => builder.single_use_request_state(MemoryReplayGuard::default()),
+    };
     if let Some(output) = &settings.output {
         builder = builder.output_guard(output.guard());
     }
@@ -176,7 +233,7 @@ pub(crate) fn server(
     }
     let server = builder
         .title("Toolwire examples")
-        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
+        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, two questions in two rounds, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
         .tools(tools)
         .build()?;
     let _ = handle.set(server.clone());
@@ -264,6 +321,7 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
             .description("The server's current time, in seconds since the Unix epoch")
             .annotations(ToolAnnotations { read_only_hint: Some(true), ..Default::default() }),
         greet(),
+        introduce(),
         toggle_shout(handle),
     ]
 }
@@ -272,9 +330,13 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
 mod tests {
     #[test]
     fn the_example_server_builds() {
-        let notes =
-            crate::notes::store(None, crate::layers::HandlesConfig::default().lifetimes()).unwrap();
-        let server = super::server(super::Clients::All, &Default::default(), None, &notes).unwrap();
+        let notes = crate::notes::store(
+            crate::notes::Kept::Memory,
+            crate::layers::HandlesConfig::default().lifetimes(),
+        )
+        .unwrap();
+        let server =
+            super::server(super::Clients::All, &Default::default(), None, &notes, None).unwrap();
         assert_eq!(
             server.tool_names(),
             [
@@ -284,6 +346,7 @@ mod tests {
                 "count_slowly",
                 "current_time",
                 "greet",
+                "introduce",
                 "toggle_shout",
                 "note_create",
                 "note_append",

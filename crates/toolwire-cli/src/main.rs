@@ -17,6 +17,7 @@ mod notes;
 mod private;
 mod session;
 mod signin;
+mod store;
 mod target;
 mod terminal;
 mod ui;
@@ -66,6 +67,16 @@ enum Command {
         /// $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
         #[arg(long, value_name = "DIR", env = "TOOLWIRE_DATA_DIR")]
         data_dir: Option<std::path::PathBuf>,
+        /// Keep the server's state in this Redis (or Valkey) instead of this process:
+        /// redis://HOST:PORT[/DB], or rediss:// for TLS. Every instance given the same store
+        /// answers any request: single-use request state and its key ring, tasks, legacy
+        /// sessions, and the notes (kept there instead of --data-dir's SQLite file; how long
+        /// they survive is Redis's persistence setting). Wins over `[store] url` of --config;
+        /// read from TOOLWIRE_STORE when not given, which keeps a password out of `ps`.
+        /// While the store is away, calls that need it fail with "try again"; others are
+        /// served.
+        #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
+        store: Option<String>,
     },
     /// Show a server's era, protocol version, identity and capabilities.
     Discover {
@@ -209,19 +220,8 @@ async fn run() -> anyhow::Result<()> {
             modern_only,
             config,
             data_dir,
+            store,
         } => {
-            let config = match &config {
-                Some(path) => config::load(path)?,
-                None => config::ServeConfig::default(),
-            };
-            let handles = config.handles.as_ref();
-            let in_memory = handles.is_some_and(|h| h.in_memory);
-            let data_dir = prepare_data_dir(&config, data_dir)?;
-            let lifetimes = handles
-                .map(layers::HandlesConfig::lifetimes)
-                .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
-            let notes = notes::store(data_dir.as_deref().filter(|_| !in_memory), lifetimes)?;
-            let audit = config.audit_file(data_dir.as_deref());
             let listen = Listen {
                 addr: http,
                 allow_hosts,
@@ -231,7 +231,7 @@ async fn run() -> anyhow::Result<()> {
                     examples::Clients::All
                 },
             };
-            serve(listen, config, audit, notes).await
+            serve_command(listen, config.as_deref(), data_dir, store.as_deref()).await
         }
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
@@ -271,14 +271,56 @@ async fn run() -> anyhow::Result<()> {
     }
 }
 
+/// `toolwire serve`: reads `--config`, opens the store and the notes, and serves.
+async fn serve_command(
+    listen: Listen,
+    config: Option<&std::path::Path>,
+    data_dir: Option<std::path::PathBuf>,
+    store: Option<&str>,
+) -> anyhow::Result<()> {
+    let config = match config {
+        Some(path) => config::load(path)?,
+        None => config::ServeConfig::default(),
+    };
+    let store = store::open(store, config.store.as_ref(), |name| {
+        std::env::var(name).ok()
+    })?;
+    let handles = config.handles.as_ref();
+    let in_memory = handles.is_some_and(|h| h.in_memory);
+    if in_memory && store.is_some() {
+        anyhow::bail!(
+            "[handles] in_memory = true and a store together: with a store the notes are kept in it; drop one"
+        );
+    }
+    let data_dir = prepare_data_dir(&config, data_dir, store.is_some())?;
+    let lifetimes = handles
+        .map(layers::HandlesConfig::lifetimes)
+        .unwrap_or_else(|| layers::HandlesConfig::default().lifetimes());
+    let kept = match (&store, data_dir.as_deref()) {
+        (Some(chosen), _) => notes::Kept::Store(&chosen.store),
+        (None, Some(dir)) if !in_memory => notes::Kept::Dir(dir),
+        (None, _) => notes::Kept::Memory,
+    };
+    let notes = notes::store(kept, lifetimes)?;
+    if let Some(chosen) = &store {
+        terminal::note(&format!(
+            "toolwire: state and notes are kept in the store at {}",
+            chosen.shown
+        ));
+    }
+    let audit = config.audit_file(data_dir.as_deref());
+    serve(listen, config, audit, notes, store.map(|c| c.store)).await
+}
+
 /// The directory `toolwire serve` keeps notes (and a relative audit file) in: `given`
 /// (`--data-dir`), else the default one; created private. None when the notes are kept in
-/// memory and the audit file needs no directory.
+/// memory or in a store (`in_store`) and the audit file needs no directory.
 fn prepare_data_dir(
     config: &config::ServeConfig,
     given: Option<std::path::PathBuf>,
+    in_store: bool,
 ) -> anyhow::Result<Option<std::path::PathBuf>> {
-    let in_memory = config.handles.as_ref().is_some_and(|h| h.in_memory);
+    let in_memory = in_store || config.handles.as_ref().is_some_and(|h| h.in_memory);
     let data_dir = match given {
         _ if in_memory && !config.audit_in_data_dir() => None,
         Some(dir) => Some((dir, private::Chosen::ByPerson)),
@@ -325,6 +367,7 @@ async fn serve(
     settings: config::ServeConfig,
     audit_file: Option<std::path::PathBuf>,
     notes: notes::Notes,
+    store: Option<toolwire_server::Store>,
 ) -> anyhow::Result<()> {
     let audit = match &audit_file {
         Some(file) => Some(std::sync::Arc::new(
@@ -338,7 +381,7 @@ async fn serve(
         allow_hosts,
         clients,
     } = listen;
-    let server = examples::server(clients, &settings, audit, &notes)?;
+    let server = examples::server(clients, &settings, audit, &notes, store.as_ref())?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"

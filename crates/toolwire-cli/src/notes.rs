@@ -1,6 +1,7 @@
 //! The notes tools of `toolwire serve`: a small toolset over handles (T-21). A note is a list of
 //! lines kept by handle, in the data directory's SQLite file by default, so notes survive a
-//! restart; each belongs to the caller that created it and lives a bounded time.
+//! restart (or in the shared store with `--store`, so every instance reads them); each belongs
+//! to the caller that created it and lives a bounded time.
 
 use std::path::Path;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::handles::{HandleBackend, MemoryHandles, SqliteHandles};
 use toolwire_server::protocol::ToolAnnotations;
-use toolwire_server::{HandleStore, RequestContext, Structured, Tool, ToolError};
+use toolwire_server::{HandleStore, RequestContext, Store, Structured, Tool, ToolError};
 
 /// A note: its lines.
 pub(crate) type Notes = HandleStore<Vec<String>>;
@@ -23,15 +24,24 @@ pub(crate) const NOTES_FILE: &str = "handles.sqlite3";
 const MAX_LINES: usize = 1000;
 const MAX_LINE: usize = 4000;
 
-/// The notes store: in `data_dir`'s SQLite file (created with the directory if missing), or
-/// in memory.
+/// Where notes are kept.
+pub(crate) enum Kept<'a> {
+    /// In the data directory's SQLite file (created with the directory if missing).
+    Dir(&'a Path),
+    /// In this process's memory.
+    Memory,
+    /// In the shared store (`--store`), seen by every instance using it.
+    Store(&'a Store),
+}
+
+/// The notes store, kept where `kept` says.
 pub(crate) fn store(
-    data_dir: Option<&Path>,
+    kept: Kept<'_>,
     (idle, max_age): (Duration, Duration),
 ) -> anyhow::Result<Notes> {
     let backend: Arc<dyn HandleBackend> =
-        match data_dir {
-            Some(dir) => {
+        match kept {
+            Kept::Dir(dir) => {
                 crate::private::dir(dir, crate::private::Chosen::ByPerson).with_context(|| {
                     format!(
                         "--data-dir: cannot create {} (pass another directory)",
@@ -43,7 +53,8 @@ pub(crate) fn store(
                     anyhow::anyhow!("--data-dir: cannot open {}: {e}", file.display())
                 })?)
             }
-            None => Arc::new(MemoryHandles::default()),
+            Kept::Memory => Arc::new(MemoryHandles::default()),
+            Kept::Store(store) => store.handle_backend(),
         };
     Ok(HandleStore::new("note", backend)?
         .lifetimes(idle, max_age)

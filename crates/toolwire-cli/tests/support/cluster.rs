@@ -1,0 +1,312 @@
+//! A cluster of real parts for the end-to-end tests: redis-server, `toolwire serve` instances
+//! sharing it, and HAProxy in front (round-robin), started and stopped by scripts/cluster; and
+//! the MCP calls the tests make through it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/cluster");
+
+/// The programs the cluster needs, with the Debian packages that bring them.
+const NEEDED: [(&str, &str); 3] = [
+    ("redis-server", "redis-server=5:7.0.15-1~deb12u7"),
+    ("redis-cli", "redis-tools=5:7.0.15-1~deb12u7"),
+    ("haproxy", "haproxy=2.6.12-1+deb12u3"),
+];
+
+/// The instances' settings: HAProxy's X-Forwarded-For names the client, and no quota or flood
+/// limit, since every test client is 127.0.0.1 and these tests count answers, not refusals.
+const SERVE_TOML: &str = r#"
+[limits]
+forwarded_header = "x-forwarded-for"
+trusted_proxies = 1
+off = "the cluster tests count answers under load; quotas have their own tests"
+http_off = "the cluster tests count answers under load; the flood limit has its own tests"
+"#;
+
+/// Whether the cluster tests can run: `false` (after saying so) when TOOLWIRE_SKIP_CLUSTER_TESTS=1
+/// and a program is missing; a missing program otherwise fails the test with what to install.
+pub(crate) fn available() -> bool {
+    let missing: Vec<&str> = NEEDED
+        .iter()
+        .filter(|(program, _)| !on_path(program))
+        .map(|(_, package)| *package)
+        .collect();
+    if missing.is_empty() {
+        return true;
+    }
+    let install = format!("sudo apt-get install {}", missing.join(" "));
+    if std::env::var("TOOLWIRE_SKIP_CLUSTER_TESTS").as_deref() == Ok("1") {
+        eprintln!("cluster tests skipped (TOOLWIRE_SKIP_CLUSTER_TESTS=1); they need: {install}");
+        return false;
+    }
+    panic!(
+        "the cluster tests need Redis and HAProxy from Debian: {install} \
+         (or set TOOLWIRE_SKIP_CLUSTER_TESTS=1 to skip them)"
+    );
+}
+
+fn on_path(program: &str) -> bool {
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
+        .any(|dir| dir.join(program).is_file())
+}
+
+/// One `toolwire serve` of the cluster.
+pub(crate) struct Instance {
+    pub(crate) pid: u32,
+    pub(crate) url: String,
+}
+
+/// A running cluster, stopped (everything it started) when dropped, also on a failed test.
+pub(crate) struct Cluster {
+    dir: tempfile::TempDir,
+    pub(crate) front: String,
+    pub(crate) instances: Vec<Instance>,
+    pids: Vec<u32>,
+}
+
+impl Cluster {
+    /// `scripts/cluster up n` (with Redis's append-only file when `aof`), within 90 seconds.
+    pub(crate) fn up(n: usize, aof: bool) -> Cluster {
+        let dir = tempfile::Builder::new()
+            .prefix("toolwire-cluster-")
+            .tempdir()
+            .unwrap();
+        let config = dir.path().join("test-serve.toml");
+        std::fs::write(&config, SERVE_TOML).unwrap();
+        let state = dir.path().join("cluster");
+        let mut args = vec![
+            "up".to_owned(),
+            n.to_string(),
+            "--dir".to_owned(),
+            state.display().to_string(),
+            "--bin".to_owned(),
+            BIN.to_owned(),
+            "--config".to_owned(),
+            config.display().to_string(),
+        ];
+        if aof {
+            args.push("--aof".to_owned());
+        }
+        let mut cluster = Cluster {
+            dir,
+            front: String::new(),
+            instances: Vec::new(),
+            pids: Vec::new(),
+        };
+        let started = script(&args, Duration::from_secs(90));
+        // Whatever was started is known (and stopped on drop) before a failure is reported.
+        let env = read_env(&state.join("cluster.env"));
+        cluster.pids = env
+            .iter()
+            .filter(|(k, _)| k.ends_with("_PID"))
+            .filter_map(|(_, v)| v.parse().ok())
+            .collect();
+        if let Err(why) = started {
+            panic!("scripts/cluster up {n} failed: {why}");
+        }
+        let get = |key: &str| {
+            env.iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+                .unwrap_or_else(|| panic!("cluster.env has no {key}"))
+        };
+        cluster.front = get("FRONT_URL");
+        cluster.instances = (1..=n)
+            .map(|i| Instance {
+                pid: get(&format!("INSTANCE_{i}_PID")).parse().unwrap(),
+                url: get(&format!("INSTANCE_{i}_URL")),
+            })
+            .collect();
+        cluster
+    }
+
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("cluster")
+    }
+
+    /// `scripts/cluster stop-redis` or `start-redis`.
+    pub(crate) fn redis(&self, action: &str) {
+        let state = self.state().display().to_string();
+        if let Err(why) = script(&[action, "--dir", &state], Duration::from_secs(30)) {
+            panic!("scripts/cluster {action} failed: {why}");
+        }
+    }
+
+    /// Whether the process `pid` still runs (not a zombie).
+    pub(crate) fn alive(pid: u32) -> bool {
+        std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            !stat
+                .rsplit(')')
+                .next()
+                .unwrap_or("")
+                .trim_start()
+                .starts_with('Z')
+        })
+    }
+
+    /// The last lines of a part's log, for failure messages.
+    pub(crate) fn log(&self, name: &str) -> String {
+        let text = std::fs::read_to_string(self.state().join(name)).unwrap_or_default();
+        let lines: Vec<&str> = text.lines().collect();
+        lines[lines.len().saturating_sub(30)..].join("\n")
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        let state = self.state().display().to_string();
+        let _ = script(&["down", "--dir", &state], Duration::from_secs(30));
+        // Should `down` itself have failed: what the script recorded starting, and only that.
+        for pid in &self.pids {
+            if Cluster::alive(*pid) {
+                let _ = Command::new("kill")
+                    .args(["-KILL", &pid.to_string()])
+                    .status();
+            }
+        }
+    }
+}
+
+/// Runs scripts/cluster with `args`, killed after `limit`; its stderr on failure.
+fn script<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Result<(), String> {
+    let log = tempfile::NamedTempFile::new().unwrap();
+    let mut child = Command::new(SCRIPT)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(log.reopen().unwrap())
+        .spawn()
+        .map_err(|e| format!("cannot run {SCRIPT}: {e}"))?;
+    let deadline = Instant::now() + limit;
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!("not done within {limit:?}"));
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let said = std::fs::read_to_string(log.path()).unwrap_or_default();
+    if status.success() {
+        Ok(())
+    } else {
+        Err(format!("{status}: {said}"))
+    }
+}
+
+/// cluster.env's `NAME=value` lines (values as bash's %q wrote them: no quoting needed for
+/// URLs and numbers).
+fn read_env(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('='))
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .collect()
+}
+
+/// An answer to one request: the HTTP status, the instance HAProxy says served it, the
+/// JSON-RPC message.
+#[derive(Debug)]
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) served_by: Option<String>,
+    pub(crate) json: Value,
+}
+
+impl Reply {
+    /// The text of a complete tool result, or why there is none.
+    pub(crate) fn text(&self) -> Result<String, String> {
+        let result = &self.json["result"];
+        if self.status != 200 || result["resultType"] != "complete" || result["isError"] == true {
+            return Err(format!("HTTP {}: {}", self.status, self.json));
+        }
+        Ok(result["content"][0]["text"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned())
+    }
+}
+
+/// `tools/call NAME` with `arguments`, and `extra` params (inputResponses, requestState).
+pub(crate) fn call_body(id: u64, name: &str, arguments: Value, extra: Value) -> Value {
+    let mut params = json!({
+        "name": name,
+        "arguments": arguments,
+        "_meta": {
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+        }
+    });
+    if let Some(extra) = extra.as_object() {
+        params.as_object_mut().unwrap().extend(extra.clone());
+    }
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// POSTs a `tools/call` to `url` (an instance directly, with the X-Forwarded-For its config
+/// requires, or the front); an Err is a connection error.
+pub(crate) async fn call(
+    client: &reqwest::Client,
+    url: &str,
+    body: &Value,
+) -> Result<Reply, String> {
+    let name = body["params"]["name"].as_str().unwrap_or_default();
+    let response = client
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", name)
+        .header("x-forwarded-for", "127.0.0.1")
+        .json(body)
+        .send()
+        .await
+        .map_err(|e| format!("connection: {e}"))?;
+    let status = response.status().as_u16();
+    let served_by = response
+        .headers()
+        .get("x-served-by")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let text = response
+        .text()
+        .await
+        .map_err(|e| format!("connection (body): {e}"))?;
+    // A JSON body, or an event stream whose last data line is the answer.
+    let payload = match text.trim_start().starts_with('{') {
+        true => text.clone(),
+        false => text
+            .lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .next_back()
+            .unwrap_or("null")
+            .trim()
+            .to_owned(),
+    };
+    let json = serde_json::from_str(&payload).unwrap_or(Value::String(text));
+    Ok(Reply {
+        status,
+        served_by,
+        json,
+    })
+}
+
+/// An HTTP client of its own (its own connections), bounded per request.
+pub(crate) fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(Duration::from_secs(20))
+        .build()
+        .unwrap()
+}
