@@ -10,7 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, NoArgs, RequestContext, Server, Structured, Tool, ToolError,
+    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server,
+    Structured, Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -92,6 +93,53 @@ fn greet() -> Tool {
     .annotations(read_only())
 }
 
+#[derive(Deserialize, JsonSchema)]
+struct ColourForm {
+    /// Your favourite colour.
+    colour: String,
+}
+
+/// What `introduce` keeps between its two questions, sealed in the `requestState`.
+#[derive(Serialize, Deserialize)]
+struct Introduced {
+    name: String,
+}
+
+/// Two questions in two rounds: your name, then your favourite colour. The name travels in the
+/// sealed `requestState` of the second round, not in the server's memory, so the retry that
+/// answers the second question may reach any instance that shares the key ring (and each
+/// state is accepted once).
+fn introduce() -> Tool {
+    Tool::new("introduce", |_: NoArgs, ctx: RequestContext| async move {
+        if let Some(Introduced { name }) = ctx.request_state::<Introduced>()? {
+            return match ctx.elicited::<ColourForm>("colour")? {
+                Some(Elicited::Accepted(form)) => {
+                    Ok::<_, ToolError>(format!("{name} likes {}.", form.colour))
+                }
+                Some(_) => Ok(format!("{name} keeps their favourite colour to themselves.")),
+                None => Err(ask_colour(name)),
+            };
+        }
+        match ctx.elicited::<NameForm>("name")? {
+            Some(Elicited::Accepted(form)) => Err(ask_colour(form.name)),
+            Some(_) => Ok("Nobody introduced themselves.".to_owned()),
+            None => Err(InputRequired::new()
+                .elicit::<NameForm>("name", "What is your name?")
+                .into()),
+        }
+    })
+    .description("Asks two questions in two rounds (your name, then your favourite colour) and says what it heard")
+    .annotations(read_only())
+}
+
+/// The second question of `introduce`, with the first answer sealed in its state.
+fn ask_colour(name: String) -> ToolError {
+    InputRequired::new()
+        .elicit::<ColourForm>("colour", format!("{name}, what is your favourite colour?"))
+        .state(Introduced { name })
+        .into()
+}
+
 /// Adds the `shout` tool, or removes it: the tool list changes and clients are told.
 fn toggle_shout(server: Arc<OnceLock<Server>>) -> Tool {
     Tool::new("toggle_shout", move |_: NoArgs, _: RequestContext| {
@@ -155,6 +203,9 @@ pub(crate) fn server(
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
     }
+    // A sealed requestState answers one retry (M-08): one copied from a log or a proxy cannot
+    // run a round again.
+    builder = builder.single_use_request_state(MemoryReplayGuard::default());
     if let Some(output) = &settings.output {
         builder = builder.output_guard(output.guard());
     }
@@ -176,7 +227,7 @@ pub(crate) fn server(
     }
     let server = builder
         .title("Toolwire examples")
-        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
+        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, two questions in two rounds, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
         .tools(tools)
         .build()?;
     let _ = handle.set(server.clone());
@@ -264,6 +315,7 @@ fn tools(handle: Arc<OnceLock<Server>>) -> Vec<Tool> {
             .description("The server's current time, in seconds since the Unix epoch")
             .annotations(ToolAnnotations { read_only_hint: Some(true), ..Default::default() }),
         greet(),
+        introduce(),
         toggle_shout(handle),
     ]
 }
@@ -284,6 +336,7 @@ mod tests {
                 "count_slowly",
                 "current_time",
                 "greet",
+                "introduce",
                 "toggle_shout",
                 "note_create",
                 "note_append",

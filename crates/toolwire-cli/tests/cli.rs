@@ -215,6 +215,79 @@ fn serve_answers_legacy_clients_unless_modern_only() {
     );
 }
 
+/// `toolwire serve`'s `introduce` asks two questions in two rounds: the second round carries
+/// the first answer in a sealed `requestState`, the final answer uses both, and the same state
+/// sent again is refused (single use), not answered twice.
+#[test]
+fn introduce_carries_its_first_answer_in_a_sealed_single_use_state() {
+    use std::io::Write;
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = toolwire_in(&scratch)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut replies = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut call = |id: u32, extra: serde_json::Value| {
+        let mut params = serde_json::json!({
+            "name": "introduce", "arguments": {},
+            "_meta": {
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+                "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}
+            }
+        });
+        params
+            .as_object_mut()
+            .unwrap()
+            .extend(extra.as_object().unwrap().clone());
+        let request = serde_json::json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params});
+        writeln!(stdin, "{request}").unwrap();
+        let line = replies.next().unwrap().unwrap();
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    let first = call(1, serde_json::json!({}));
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert!(
+        first["result"]["inputRequests"]["name"].is_object(),
+        "{first}"
+    );
+    let accept =
+        |content: serde_json::Value| serde_json::json!({"action": "accept", "content": content});
+    let second = call(
+        2,
+        serde_json::json!({"inputResponses": {"name": accept(serde_json::json!({"name": "Ada"}))}}),
+    );
+    let asks = &second["result"]["inputRequests"]["colour"]["params"]["message"];
+    assert_eq!(asks, "Ada, what is your favourite colour?", "{second}");
+    let state = second["result"]["requestState"]
+        .as_str()
+        .expect("a sealed state")
+        .to_owned();
+    assert!(
+        !state.contains("Ada"),
+        "the state is sealed, not plain: {state}"
+    );
+    let answer = serde_json::json!({
+        "inputResponses": {"colour": accept(serde_json::json!({"colour": "teal"}))},
+        "requestState": state
+    });
+    let third = call(3, answer.clone());
+    assert_eq!(
+        third["result"]["content"][0]["text"], "Ada likes teal.",
+        "{third}"
+    );
+    let replayed = call(4, answer);
+    assert_eq!(
+        replayed["error"]["code"], -32602,
+        "a redeemed state is refused: {replayed}"
+    );
+    drop(stdin);
+    assert_eq!(child.wait().unwrap().code(), Some(0));
+}
+
 /// One raw HTTP/1.1 exchange: the status line, headers and body as text.
 fn raw_http(addr: &str, request: &str) -> String {
     use std::io::{Read, Write};
