@@ -22,8 +22,14 @@ use crate::wire::{RequestTemplate, Wire};
 /// What both HTTP load generators (`http` and `wrk`) take: the servers and the load's shape.
 #[derive(clap::Args)]
 pub(crate) struct HttpLoad {
-    /// NAME=URL[,pid=PID][,no-result-type][,bearer=FILE]: a server to load; repeat for several.
-    #[arg(long = "target", required = true)]
+    /// A server to load, as `NAME=URL` with optional `,pid=PID`, `,no-result-type` and
+    /// `,bearer=FILE`; repeat for several (`help` spells it in usage syntax, which rustdoc would
+    /// read as links).
+    #[arg(
+        long = "target",
+        required = true,
+        help = "NAME=URL[,pid=PID][,no-result-type][,bearer=FILE]: a server to load; repeat for several"
+    )]
     pub(crate) targets: Vec<Target>,
     /// `echo` (a message) or `realistic` (a ten-field booking).
     #[arg(long, default_value = "echo")]
