@@ -505,6 +505,7 @@ impl ServerBuilder {
                     ttl_ms: self.state_ttl.as_millis() as u64,
                     replay_guard,
                 },
+                shared_limits: self.store.as_ref().and_then(Store::shared_limits),
                 store: self.store,
                 clock: self.clock,
                 instructions: self.instructions,

@@ -115,6 +115,8 @@ pub(crate) struct ServerInner {
     audit: Option<Arc<dyn AuditSink>>,
     /// The store every state lives in, if one was set (the HTTP transport's sessions).
     store: Option<crate::state::store::Store>,
+    /// Tool rate limits shared with the other instances of a shared store.
+    shared_limits: Option<crate::safety::shared_limits::SharedLimits>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -407,6 +409,11 @@ impl Server {
     /// The store set with [`ServerBuilder::store`], if any.
     pub(crate) fn store(&self) -> Option<&crate::state::store::Store> {
         self.inner.store.as_ref()
+    }
+
+    /// Tool rate limits shared with the other instances of a shared store, if any.
+    pub(crate) fn shared_limits(&self) -> Option<&crate::safety::shared_limits::SharedLimits> {
+        self.inner.shared_limits.as_ref()
     }
 
     pub(crate) fn request_state(&self) -> &RequestStateConfig {

@@ -190,6 +190,18 @@ impl Store {
         }
     }
 
+    /// Tool rate limits shared by every instance (a quota per caller × tool across all of
+    /// them), in a shared store; `None` in memory, where each server keeps its own.
+    pub(crate) fn shared_limits(&self) -> Option<crate::safety::shared_limits::SharedLimits> {
+        match &self.kind {
+            Kind::Memory { .. } => None,
+            #[cfg(feature = "redis")]
+            Kind::Redis(redis) => Some(crate::safety::shared_limits::SharedLimits::new(Box::new(
+                crate::state::redis::RedisRateLimits::new(redis.clone()),
+            ))),
+        }
+    }
+
     /// Where handles live, for [`crate::HandleStore::new`]: the same backend for every tool
     /// and every instance of a shared store.
     ///

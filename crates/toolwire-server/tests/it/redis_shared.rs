@@ -6,7 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
-use toolwire_server::{ChangeFanOut, NoArgs, RequestContext, Server, Store, Tool, contract};
+use toolwire_server::{
+    ChangeFanOut, NoArgs, RateLimit, RequestContext, Server, Store, Tool, contract,
+};
 
 use crate::http_listen::Listen;
 use crate::legacy::{SseReader, open_session};
@@ -188,6 +190,123 @@ async fn while_redis_is_away_local_changes_still_reach_local_listeners_and_remot
             break;
         }
     }
+    a.stop().await;
+    b.stop().await;
+}
+
+/// A server on `store` with one tool, `limited`, of `limit` per caller.
+fn limited(store: &Store, limit: RateLimit) -> Server {
+    Server::builder("shared", "1")
+        .tool(
+            Tool::new("limited", |_: NoArgs, _: RequestContext| async { "done" })
+                .description("Rate limited")
+                .rate_limit(limit),
+        )
+        .store(store.clone())
+        .build()
+        .expect("a server")
+}
+
+/// Whether a call of `limited` on `server` was refused by its rate limit.
+async fn refused(server: &TestServer, id: i64) -> bool {
+    let reply = post(
+        &server.url,
+        &request(id, "tools/call", json!({"name": "limited", "arguments": {}})),
+    )
+    .await;
+    let result = &reply.last()["result"];
+    assert!(result.is_object(), "a result: {}", reply.body);
+    !result["_meta"]["dev.toolwire/rateLimited"].is_null()
+}
+
+/// One caller (the same loopback address) calls at twice its quota through three servers in
+/// turn: half its calls are refused, as if it had called one server. The calls are paced by
+/// an interval that catches up when a call is slow, so that the rate offered is twice the
+/// quota over the whole run.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_servers_share_one_quota_per_caller_and_tool() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let shared = store(&redis, "rate");
+    let limit = RateLimit::per_second(20).burst(2);
+    let servers = [
+        TestServer::start(limited(&shared, limit)).await,
+        TestServer::start(limited(&shared, limit)).await,
+        TestServer::start(limited(&shared, limit)).await,
+    ];
+    const CALLS: usize = 200;
+    let mut pace = tokio::time::interval(Duration::from_millis(25));
+    pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+    let mut refusals = 0;
+    let start = Instant::now();
+    for i in 0..CALLS {
+        pace.tick().await;
+        if refused(&servers[i % 3], i as i64).await {
+            refusals += 1;
+        }
+    }
+    let took = start.elapsed();
+    let share = refusals as f64 / CALLS as f64;
+    eprintln!("{refusals} of {CALLS} refused ({:.1} %) in {took:?}", share * 100.0);
+    assert!(
+        took < Duration::from_millis(5_500),
+        "the calls could not be offered at twice the quota: {took:?} for {CALLS}"
+    );
+    assert!(
+        (0.45..=0.55).contains(&share),
+        "{refusals} of {CALLS} refused ({:.1} %), not 50 % ± 5 %",
+        share * 100.0
+    );
+    for server in servers {
+        server.stop().await;
+    }
+}
+
+/// While Redis is away, each server limits on its own (the calls still answered, well within
+/// the store's timeout); once Redis is back, the shared quota counts again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn while_redis_is_away_each_server_limits_on_its_own() {
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
+    let shared = store(&redis, "rate-away");
+    let limit = RateLimit::per_minute(3);
+    let a = TestServer::start(limited(&shared, limit)).await;
+    let b = TestServer::start(limited(&shared, limit)).await;
+
+    redis.stop();
+    let start = Instant::now();
+    for (name, server) in [("A", &a), ("B", &b)] {
+        for i in 0..3 {
+            assert!(!refused(server, i).await, "{name}'s own bucket is not empty yet");
+        }
+        assert!(refused(server, 3).await, "{name}'s own bucket is empty");
+    }
+    assert!(
+        start.elapsed() < Duration::from_secs(2),
+        "calls waited for the store: {:?}",
+        start.elapsed()
+    );
+
+    redis.restart();
+    // Once Redis answers again (it is asked again a second after it last failed), one quota
+    // of 3 counts across both servers.
+    let start = Instant::now();
+    let mut id = 100;
+    let mut poll = tokio::time::interval(Duration::from_millis(50));
+    while refused(&a, id).await {
+        assert!(start.elapsed() < DEADLINE, "the shared quota did not come back");
+        id += 1;
+        poll.tick().await;
+    }
+    let mut taken = 1;
+    for (i, server) in [&b, &a, &b, &a].into_iter().enumerate() {
+        if !refused(server, 200 + i as i64).await {
+            taken += 1;
+        }
+    }
+    assert_eq!(taken, 3, "one quota of 3 across both servers once Redis is back");
     a.stop().await;
     b.stop().await;
 }

@@ -35,6 +35,7 @@
 mod fanout;
 mod handles;
 mod keys;
+mod rate;
 mod replay;
 mod sessions;
 mod tasks;
@@ -51,6 +52,7 @@ use crate::state::StoreError;
 pub(crate) use fanout::RedisFanOut;
 pub(crate) use handles::RedisHandles;
 pub(crate) use keys::SharedKeyRing;
+pub(crate) use rate::RedisRateLimits;
 pub(crate) use replay::RedisReplayGuard;
 pub(crate) use sessions::RedisSessionStore;
 pub(crate) use tasks::RedisTaskStore;
