@@ -68,6 +68,7 @@ pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
 #[cfg(any(test, feature = "contract-tests"))]
 pub use state::contract;
+pub use state::fanout::{Change, ChangeFanOut, MemoryFanOut};
 pub use state::handles;
 pub use state::handles::{HandleError, HandleStore};
 pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};

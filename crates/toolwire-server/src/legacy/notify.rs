@@ -26,8 +26,8 @@ pub(crate) fn notifications_for(
         resource_subscriptions: Some(subscriptions.iter().cloned().collect()),
     };
     let changes = match change {
+        Ok(Change::Missed) | Err(RecvError::Lagged(_)) => missed(&follows),
         Ok(change) => vec![change.clone()],
-        Err(RecvError::Lagged(_)) => missed(&follows),
         Err(RecvError::Closed) => Vec::new(),
     };
     changes

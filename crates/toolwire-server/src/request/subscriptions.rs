@@ -86,6 +86,7 @@ impl Server {
                     change = changes.recv() => change,
                 };
                 let changes_seen: Vec<Change> = match change {
+                    Ok(Change::Missed) => missed(&honoured),
                     Ok(change) => vec![change],
                     // Missed changes: tell the client about everything it follows (conservative).
                     Err(RecvError::Lagged(_)) => missed(&honoured),

@@ -165,7 +165,7 @@ impl CallerBucket {
 
 /// The part of an address that names one client: the whole IPv4 address, the /64 network of
 /// an IPv6 one (a host usually holds a whole /64 and could rotate through it).
-fn network_of(address: IpAddr) -> IpAddr {
+pub(crate) fn network_of(address: IpAddr) -> IpAddr {
     match address {
         IpAddr::V4(_) => address,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

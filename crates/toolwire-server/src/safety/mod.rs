@@ -6,3 +6,4 @@ pub(crate) mod audit;
 pub(crate) mod deadline;
 pub(crate) mod limits;
 pub(crate) mod output;
+pub(crate) mod shared_limits;

@@ -4,7 +4,6 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CacheScope, DiscoverResult, Implementation, JsonObject, ResultMeta, ResultType,
@@ -19,6 +18,7 @@ use crate::safety::output::CompiledGuard;
 use crate::server::{
     Config, DEFAULT_TOOL_TIMEOUT, Offers, RequestStateConfig, Server, ServerInner, capabilities_of,
 };
+use crate::state::fanout::{ChangeFanOut, MemoryFanOut};
 use crate::state::request_keys::RequestKeys;
 use crate::state::request_state::{ReplayGuard, RequestStateKeys};
 use crate::state::store::Store;
@@ -54,6 +54,7 @@ pub struct ServerBuilder {
     rate_limit: Option<crate::safety::limits::RateLimit>,
     audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
     store: Option<Store>,
+    fan_out: Option<Arc<dyn ChangeFanOut>>,
 }
 
 impl ServerBuilder {
@@ -81,6 +82,7 @@ impl ServerBuilder {
             rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
             audit: None,
             store: None,
+            fan_out: None,
         }
     }
 
@@ -294,12 +296,23 @@ impl ServerBuilder {
     ///   request-state key ring kept in the store (created by the first instance, read at
     ///   start and every 30 seconds; see [`Store::rotate_request_state_key`]);
     /// - the task store ([`ServerBuilder::task_store`]);
+    /// - the change fan-out ([`ServerBuilder::change_fan_out`]): a change on any instance
+    ///   reaches the listeners of every instance;
     /// - the legacy session store of the HTTP transport, unless its config names one
     ///   (`HttpConfig::session_store`), bounded by its `max_sessions` and idle timeout.
     ///
     /// Handles belong to tools: give them [`Store::handle_backend`].
     pub fn store(mut self, store: Store) -> Self {
         self.store = Some(store);
+        self
+    }
+
+    /// How changes (tools, prompts and resources that changed, resources updated) reach
+    /// listen streams and legacy session streams: by default this process's own
+    /// [`MemoryFanOut`], or the store's ([`Store::change_fan_out`]) when one is set, which
+    /// carries them to every instance sharing it.
+    pub fn change_fan_out(mut self, fan_out: impl ChangeFanOut) -> Self {
+        self.fan_out = Some(Arc::new(fan_out));
         self
     }
 
@@ -461,7 +474,11 @@ impl ServerBuilder {
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(std::mem::take(&mut self.tools))?;
         let key = self.cursor_key.unwrap_or_else(rand::random);
-        let (changes, _) = broadcast::channel(1024);
+        let changes = self
+            .fan_out
+            .take()
+            .or_else(|| self.store.as_ref().map(Store::change_fan_out))
+            .unwrap_or_else(|| Arc::new(MemoryFanOut::default()));
         let (result_meta, result_meta_json) = self.result_meta()?;
         let mut offers = self.offers;
         offers.tasks |= tasks_offered;
@@ -488,6 +505,7 @@ impl ServerBuilder {
                     ttl_ms: self.state_ttl.as_millis() as u64,
                     replay_guard,
                 },
+                shared_limits: self.store.as_ref().and_then(Store::shared_limits),
                 store: self.store,
                 clock: self.clock,
                 instructions: self.instructions,

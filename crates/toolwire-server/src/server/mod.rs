@@ -87,7 +87,8 @@ pub(crate) struct ServerInner {
     config: Config,
     registry: ToolRegistry,
     cursors: CursorCodec,
-    changes: broadcast::Sender<Change>,
+    /// Where changes go: this process's listeners and, with a shared store, every instance's.
+    changes: Arc<dyn crate::state::fanout::ChangeFanOut>,
     shutdown: CancellationToken,
     /// `_meta` put on every result: serverInfo unless turned off (B-18).
     result_meta: Option<ResultMeta>,
@@ -114,6 +115,8 @@ pub(crate) struct ServerInner {
     audit: Option<Arc<dyn AuditSink>>,
     /// The store every state lives in, if one was set (the HTTP transport's sessions).
     store: Option<crate::state::store::Store>,
+    /// Tool rate limits shared with the other instances of a shared store.
+    shared_limits: Option<crate::safety::shared_limits::SharedLimits>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -256,6 +259,13 @@ impl Server {
         self.inner.tasks.running().len()
     }
 
+    /// Waits until changes made on other instances sharing this server's store reach its
+    /// listeners (at once without a shared store): for a readiness check, or a test. While
+    /// the store is away it waits until it is back; bound it with a timeout.
+    pub async fn changes_connected(&self) {
+        self.inner.changes.connected().await;
+    }
+
     /// The server's self-description.
     pub fn info(&self) -> &Implementation {
         &self.inner.info
@@ -333,13 +343,15 @@ impl Server {
 
     /// Tells listen streams (and legacy sessions) about a change; nobody listening is fine.
     pub(crate) fn notify(&self, change: Change) {
-        let _ = self.inner.changes.send(change);
+        self.inner.changes.publish(change);
     }
 
     /// The changes from now on, for a listen stream or a legacy session.
     pub(crate) fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
         self.inner.changes.subscribe()
     }
+
+
 
     /// Whether [`Server::shutdown`] was called.
     pub(crate) fn is_shutting_down(&self) -> bool {
@@ -397,6 +409,11 @@ impl Server {
     /// The store set with [`ServerBuilder::store`], if any.
     pub(crate) fn store(&self) -> Option<&crate::state::store::Store> {
         self.inner.store.as_ref()
+    }
+
+    /// Tool rate limits shared with the other instances of a shared store, if any.
+    pub(crate) fn shared_limits(&self) -> Option<&crate::safety::shared_limits::SharedLimits> {
+        self.inner.shared_limits.as_ref()
     }
 
     pub(crate) fn request_state(&self) -> &RequestStateConfig {

@@ -14,6 +14,7 @@
 #[cfg(any(test, feature = "contract-tests"))]
 pub mod contract;
 pub(crate) mod expiry;
+pub(crate) mod fanout;
 pub mod handles;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;

@@ -173,6 +173,35 @@ impl Store {
         }
     }
 
+    /// A fan-out of changes for one server: in memory, this process's own (each call makes a
+    /// new one, so servers do not hear each other's changes); in a shared store, one that
+    /// also carries every change to every other instance of the store and theirs to this one
+    /// (Redis pub/sub on `PREFIX changes`, a connection of its own that subscribes again by
+    /// itself after Redis comes back).
+    ///
+    /// While Redis is away, this instance's listeners still get this instance's changes;
+    /// others' are lost, a warning is logged once per outage, and once the link is back
+    /// every listener is told that everything may have changed ([`crate::Change::Missed`]).
+    pub fn change_fan_out(&self) -> Arc<dyn crate::ChangeFanOut> {
+        match &self.kind {
+            Kind::Memory { .. } => Arc::new(crate::MemoryFanOut::default()),
+            #[cfg(feature = "redis")]
+            Kind::Redis(redis) => Arc::new(crate::state::redis::RedisFanOut::new(redis.clone())),
+        }
+    }
+
+    /// Tool rate limits shared by every instance (a quota per caller × tool across all of
+    /// them), in a shared store; `None` in memory, where each server keeps its own.
+    pub(crate) fn shared_limits(&self) -> Option<crate::safety::shared_limits::SharedLimits> {
+        match &self.kind {
+            Kind::Memory { .. } => None,
+            #[cfg(feature = "redis")]
+            Kind::Redis(redis) => Some(crate::safety::shared_limits::SharedLimits::new(Box::new(
+                crate::state::redis::RedisRateLimits::new(redis.clone()),
+            ))),
+        }
+    }
+
     /// Where handles live, for [`crate::HandleStore::new`]: the same backend for every tool
     /// and every instance of a shared store.
     ///

@@ -40,7 +40,7 @@ impl Server {
             round,
         } = call;
         let tool = self.permitted_tool(&name, &ctx)?;
-        if let Some(limited) = over_quota(&tool, &name, &ctx) {
+        if let Some(limited) = self.over_quota(&tool, &name, &ctx).await {
             return Ok(Outcome::Complete(self.with_meta(limited)));
         }
         let declared = ctx.client_capabilities().clone();
@@ -438,13 +438,31 @@ impl Server {
     }
 }
 
-/// The tool's quota, checked before any of the call's work is done (T-15): the result that
-/// tells the model to wait, if the caller is over it.
-fn over_quota(tool: &RegisteredTool, name: &str, ctx: &RequestContext) -> Option<CallToolResult> {
-    let limit = tool.limit.as_ref()?;
-    let caller = CallerBucket::of(ctx.principal(), ctx.client());
-    let wait = limit.limiter.check(caller, limit.cost).err()?;
-    Some(limited_result(name, limit, wait))
+impl Server {
+    /// The tool's quota, checked before any of the call's work is done (T-15): the result
+    /// that tells the model to wait, if the caller is over it. With a shared store the quota
+    /// is shared by every instance (see `safety::shared_limits` for the tiers and what happens
+    /// while the store is away).
+    async fn over_quota(
+        &self,
+        tool: &RegisteredTool,
+        name: &str,
+        ctx: &RequestContext,
+    ) -> Option<CallToolResult> {
+        let limit = tool.limit.as_ref()?;
+        let wait = match self.shared_limits() {
+            Some(shared) => {
+                shared
+                    .check(name, limit, ctx.principal(), ctx.client())
+                    .await?
+            }
+            None => {
+                let caller = CallerBucket::of(ctx.principal(), ctx.client());
+                limit.limiter.check(caller, limit.cost).err()?
+            }
+        };
+        Some(limited_result(name, limit, wait))
+    }
 }
 
 /// The tool error that tells the model what is wrong with its arguments, if anything is: the

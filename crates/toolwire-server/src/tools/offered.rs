@@ -5,6 +5,7 @@
 
 use std::sync::Arc;
 
+pub(crate) use crate::state::fanout::Change;
 use toolwire_protocol::methods::{ListPrompts, ListResourceTemplates, ListResources, Method};
 
 use crate::error::{Error, Result};
@@ -14,19 +15,6 @@ use crate::tools::prompt::{Prompt, RegisteredPrompt};
 use crate::tools::resource::{
     RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate, UriTemplate,
 };
-
-/// A change that listen streams may be told about.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) enum Change {
-    /// The tool set changed.
-    Tools,
-    /// The prompt set changed.
-    Prompts,
-    /// The resource or template set changed.
-    Resources,
-    /// A resource's contents changed.
-    ResourceUpdated(Arc<str>),
-}
 
 /// Which capability registering a prompt, resource or template needs.
 #[derive(Debug, Clone, Copy)]

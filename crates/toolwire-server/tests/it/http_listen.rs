@@ -9,12 +9,12 @@ use toolwire_server::{NoArgs, RequestContext, Tool};
 use crate::support::*;
 
 /// An open listen stream, read event by event.
-struct Listen {
+pub struct Listen {
     events: std::pin::Pin<Box<dyn futures::Stream<Item = Value> + Send>>,
 }
 
 impl Listen {
-    async fn open(s: &TestServer, id: i64, filter: Value) -> Listen {
+    pub async fn open(s: &TestServer, id: i64, filter: Value) -> Listen {
         let body = request(id, "subscriptions/listen", json!({"notifications": filter}));
         let mut req = client().post(&s.url).body(body.to_string());
         for (k, v) in standard_headers(&body) {
@@ -44,13 +44,13 @@ impl Listen {
         }
     }
 
-    async fn next(&mut self) -> Option<Value> {
+    pub async fn next(&mut self) -> Option<Value> {
         tokio::time::timeout(Duration::from_secs(5), self.events.next())
             .await
             .expect("an event within 5 s")
     }
 
-    async fn quiet_for(&mut self, ms: u64) -> bool {
+    pub async fn quiet_for(&mut self, ms: u64) -> bool {
         tokio::time::timeout(Duration::from_millis(ms), self.events.next())
             .await
             .is_err()

@@ -156,7 +156,7 @@ fn initialize(id: i64, version: &str, capabilities: Value) -> Value {
     }})
 }
 
-fn legacy_request(id: i64, method: &str, params: Value) -> Value {
+pub fn legacy_request(id: i64, method: &str, params: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})
 }
 
@@ -177,7 +177,7 @@ fn legacy_headers(session: Option<&str>) -> Vec<(String, String)> {
     h
 }
 
-async fn legacy_post(url: &str, session: Option<&str>, body: &Value) -> support::Reply {
+pub async fn legacy_post(url: &str, session: Option<&str>, body: &Value) -> support::Reply {
     let reply = post_raw(url, body.to_string(), &legacy_headers(session)).await;
     let method = body["method"].as_str().unwrap_or_default();
     for message in &reply.messages {
@@ -187,7 +187,7 @@ async fn legacy_post(url: &str, session: Option<&str>, body: &Value) -> support:
 }
 
 /// Initializes a session; its id.
-async fn open_session(url: &str, capabilities: Value) -> String {
+pub async fn open_session(url: &str, capabilities: Value) -> String {
     let reply = legacy_post(url, None, &initialize(0, LEGACY, capabilities)).await;
     assert_eq!(reply.status, 200, "{}", reply.body);
     let session = reply.headers["mcp-session-id"].to_str().unwrap().to_owned();
@@ -200,13 +200,13 @@ async fn open_session(url: &str, capabilities: Value) -> String {
 }
 
 /// An SSE response read event by event, as a client reads a stream that stays open.
-struct SseReader {
+pub struct SseReader {
     response: reqwest::Response,
     buffer: String,
 }
 
 impl SseReader {
-    async fn open(request: reqwest::RequestBuilder) -> SseReader {
+    pub async fn open(request: reqwest::RequestBuilder) -> SseReader {
         let response = request.send().await.unwrap();
         assert_eq!(response.status(), 200);
         assert!(
@@ -222,7 +222,7 @@ impl SseReader {
     }
 
     /// The next message, within 5 s; `None` when the stream ends.
-    async fn next(&mut self) -> Option<Value> {
+    pub async fn next(&mut self) -> Option<Value> {
         loop {
             if let Some(end) = self.buffer.find("\n\n") {
                 let event: String = self.buffer.drain(..end + 2).collect();

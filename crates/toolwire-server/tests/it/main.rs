@@ -26,6 +26,8 @@ mod offers;
 mod output_guard;
 mod props;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_shared;
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_store;
 mod state_store;
 mod stdio;

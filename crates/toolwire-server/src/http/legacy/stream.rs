@@ -93,6 +93,10 @@ fn session_stream(
                 }
                 change = changes.recv() => change,
             };
+            // A task's record changed elsewhere: nothing a session is told about.
+            if matches!(change, Ok(crate::tools::offered::Change::Task(_))) {
+                continue;
+            }
             let Some(record) = still_live(&*store, &session_id, &server).await else {
                 break;
             };

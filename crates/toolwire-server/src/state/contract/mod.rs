@@ -19,11 +19,13 @@
 //! # }
 //! ```
 
+mod fanout;
 mod handles;
 mod replay;
 mod sessions;
 mod tasks;
 
+pub use fanout::change_fan_out;
 pub use handles::handle_backend;
 pub use replay::replay_guard;
 pub use sessions::session_store;

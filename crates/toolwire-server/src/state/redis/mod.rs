@@ -32,8 +32,10 @@
 //! a second of acknowledged writes is lost on a power cut; RDB snapshots alone lose what came
 //! after the last snapshot). Without persistence a Redis restart forgets every record.
 
+mod fanout;
 mod handles;
 mod keys;
+mod rate;
 mod replay;
 mod sessions;
 mod tasks;
@@ -47,8 +49,10 @@ use tokio::sync::OnceCell;
 
 use crate::state::StoreError;
 
+pub(crate) use fanout::RedisFanOut;
 pub(crate) use handles::RedisHandles;
 pub(crate) use keys::SharedKeyRing;
+pub(crate) use rate::RedisRateLimits;
 pub(crate) use replay::RedisReplayGuard;
 pub(crate) use sessions::RedisSessionStore;
 pub(crate) use tasks::RedisTaskStore;
@@ -75,7 +79,7 @@ impl std::fmt::Debug for Redis {
 /// A call the store did not answer in time.
 #[derive(Debug, thiserror::Error)]
 #[error("the Redis store did not answer within {0:?}")]
-struct NoAnswer(Duration);
+pub(super) struct NoAnswer(Duration);
 
 impl Redis {
     pub(crate) fn new(client: redis::Client, prefix: String, timeout: Duration) -> Self {
@@ -90,6 +94,11 @@ impl Redis {
     /// The same store with another prefix or timeout (and a connection of its own).
     pub(crate) fn with(&self, prefix: String, timeout: Duration) -> Self {
         Redis::new(self.client.clone(), prefix, timeout)
+    }
+
+    /// The client, for a connection of its own (a pub/sub subscription).
+    pub(crate) fn client(&self) -> &redis::Client {
+        &self.client
     }
 
     pub(crate) fn prefix(&self) -> &str {
@@ -209,6 +218,39 @@ const MAX_PX: u64 = 10 * 365 * 24 * 3600 * 1000;
 /// written at `now_ms`.
 pub(crate) fn px(until_ms: u64, now_ms: u64) -> u64 {
     until_ms.saturating_sub(now_ms).clamp(1, MAX_PX)
+}
+
+/// Whether one use of the store (the fan-out, the shared rate limits) is in an outage, so that
+/// a warning is logged once when it begins, and a note when it ends, not once per failed call.
+pub(crate) struct Outage {
+    down: std::sync::atomic::AtomicBool,
+    what: &'static str,
+    meanwhile: &'static str,
+}
+
+impl Outage {
+    /// `what` the store serves; what happens `meanwhile`.
+    pub(crate) fn new(what: &'static str, meanwhile: &'static str) -> Self {
+        Outage {
+            down: std::sync::atomic::AtomicBool::new(false),
+            what,
+            meanwhile,
+        }
+    }
+
+    /// A call failed: warns if this begins an outage.
+    pub(crate) fn failed(&self, error: &StoreError) {
+        if !self.down.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            tracing::warn!(%error, "{}: the Redis store is unavailable; until it is back, {}", self.what, self.meanwhile);
+        }
+    }
+
+    /// A call succeeded: notes the end of an outage.
+    pub(crate) fn recovered(&self) {
+        if self.down.swap(false, std::sync::atomic::Ordering::Relaxed) {
+            tracing::info!("{}: the Redis store is back", self.what);
+        }
+    }
 }
 
 /// The shared handle on one store that every backend holds.
