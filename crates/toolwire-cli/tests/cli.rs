@@ -1313,5 +1313,8 @@ fn serve_refuses_a_bad_store_url_naming_the_flag_without_the_password() {
         assert!(!said.contains("panicked"), "{url}: {said}");
     }
     let help = stdout(&toolwire(&["serve", "--help"]));
-    assert!(help.contains("--store <URL>") && help.contains("TOOLWIRE_STORE"), "{help}");
+    assert!(
+        help.contains("--store <URL>") && help.contains("TOOLWIRE_STORE"),
+        "{help}"
+    );
 }

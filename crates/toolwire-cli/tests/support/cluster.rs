@@ -74,12 +74,17 @@ pub(crate) struct Cluster {
 impl Cluster {
     /// `scripts/cluster up n` (with Redis's append-only file when `aof`), within 90 seconds.
     pub(crate) fn up(n: usize, aof: bool) -> Cluster {
+        Cluster::up_with(n, aof, SERVE_TOML)
+    }
+
+    /// [`Cluster::up`] with the instances' `serve --config` file of its own.
+    pub(crate) fn up_with(n: usize, aof: bool, serve_toml: &str) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("toolwire-cluster-")
             .tempdir()
             .unwrap();
         let config = dir.path().join("test-serve.toml");
-        std::fs::write(&config, SERVE_TOML).unwrap();
+        std::fs::write(&config, serve_toml).unwrap();
         let state = dir.path().join("cluster");
         let mut args = vec![
             "up".to_owned(),
