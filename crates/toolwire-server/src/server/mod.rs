@@ -351,8 +351,6 @@ impl Server {
         self.inner.changes.subscribe()
     }
 
-
-
     /// A handle on the server that does not keep it alive (for its background work).
     pub(crate) fn downgrade(&self) -> std::sync::Weak<ServerInner> {
         Arc::downgrade(&self.inner)

@@ -198,7 +198,11 @@ impl Server {
             }
         }
         let task_id = record.info.task_id.clone();
-        tracing::warn!(task_id, owner, "a task's instance stopped beating; the task failed");
+        tracing::warn!(
+            task_id,
+            owner,
+            "a task's instance stopped beating; the task failed"
+        );
         let error = ErrorObject::internal("The task failed: the instance running it stopped");
         self.finish(&task_id, TaskStatus::Failed, None, Some(error))
             .await?;

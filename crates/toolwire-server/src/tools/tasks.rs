@@ -441,7 +441,11 @@ impl Server {
             Err(error) => return Final::error(Some(id), &error),
         };
         if !record.info.status.is_terminal() {
-            let here = self.tasks().running().get(task_id).map(|r| r.cancel.clone());
+            let here = self
+                .tasks()
+                .running()
+                .get(task_id)
+                .map(|r| r.cancel.clone());
             if let Some(cancel) = &here {
                 cancel.cancel();
             }

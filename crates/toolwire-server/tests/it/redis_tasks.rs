@@ -125,9 +125,16 @@ async fn a_task_cancelled_on_another_server_stops_its_handler() {
         &task_call(3, "tasks/cancel", json!({"taskId": task_id})),
     )
     .await;
-    assert!(cancelled.last().get("result").is_some(), "{}", cancelled.body);
+    assert!(
+        cancelled.last().get("result").is_some(),
+        "{}",
+        cancelled.body
+    );
     eventually("the handler on A stopped", || a.server.running_tasks() == 0).await;
-    assert_eq!(until(&a.url, &task_id, "cancelled").await["status"], "cancelled");
+    assert_eq!(
+        until(&a.url, &task_id, "cancelled").await["status"],
+        "cancelled"
+    );
     a.stop().await;
     b.stop().await;
 }
@@ -143,11 +150,19 @@ async fn input_answered_on_another_server_reaches_the_handler() {
     a.server.changes_connected().await;
     let task_id = create(&a, "confirm").await;
     let waiting = until(&b.url, &task_id, "input_required").await;
-    assert_eq!(waiting["inputRequests"]["ok"]["method"], "elicitation/create");
+    assert_eq!(
+        waiting["inputRequests"]["ok"]["method"],
+        "elicitation/create"
+    );
     let answer = json!({"taskId": task_id, "inputResponses": {
         "ok": {"action": "accept", "content": {"ok": true}}}});
     let ack = post(&b.url, &task_call(4, "tasks/update", answer)).await;
-    assert_eq!(ack.last()["result"]["resultType"], "complete", "{}", ack.body);
+    assert_eq!(
+        ack.last()["result"]["resultType"],
+        "complete",
+        "{}",
+        ack.body
+    );
     let done = until(&b.url, &task_id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "confirmed true");
     a.stop().await;
@@ -174,7 +189,9 @@ impl Doomed {
                 .build()
                 .expect("a runtime");
             let test_server = runtime.block_on(TestServer::start(server));
-            url_tx.send(test_server.url.clone()).expect("the test waits");
+            url_tx
+                .send(test_server.url.clone())
+                .expect("the test waits");
             let _ = killed.recv();
             // No task of the runtime runs again: no heartbeat, no record written.
             runtime.shutdown_background();
@@ -208,10 +225,16 @@ async fn a_task_whose_server_dies_ends_failed_on_another() {
         .or_else(|| created.last()["result"]["taskId"].as_str())
         .unwrap_or_else(|| panic!("a task: {}", created.body))
         .to_owned();
-    assert_eq!(until(&b.url, &task_id, "working").await["status"], "working");
+    assert_eq!(
+        until(&b.url, &task_id, "working").await["status"],
+        "working"
+    );
     a.kill();
     let failed = until(&b.url, &task_id, "failed").await;
     let message = failed["error"]["message"].as_str().unwrap_or_default();
-    assert!(message.contains("the instance running it stopped"), "{failed}");
+    assert!(
+        message.contains("the instance running it stopped"),
+        "{failed}"
+    );
     b.stop().await;
 }
