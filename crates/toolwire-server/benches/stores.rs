@@ -38,6 +38,9 @@ fn record(i: u64, now: u64) -> TaskRecord {
         input_requests: None,
         result: None,
         error: None,
+        owner: None,
+        scopes: Vec::new(),
+        answers: None,
         expires_ms: Some(now + 300_000),
         version: 0,
     }

@@ -76,7 +76,7 @@ pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
 pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store, StoreUrlError};
-pub use state::task_store::{MemoryTaskStore, TaskRecord, TaskStore};
+pub use state::task_store::{DEFAULT_TASK_HEARTBEAT, MemoryTaskStore, TaskRecord, TaskStore};
 pub use state::{BoxError, StoreError};
 pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};

@@ -94,7 +94,11 @@ impl SharedLimits {
             }
         }
         let bucket = toolwire_protocol::hex::encode(&digest);
-        match self.store.take(&bucket, limit.limiter.limit(), limit.cost).await {
+        match self
+            .store
+            .take(&bucket, limit.limiter.limit(), limit.cost)
+            .await
+        {
             Ok(wait) => {
                 self.back();
                 if let Some(wait) = wait {
@@ -181,7 +185,10 @@ mod tests {
     fn a_caller_digest_names_the_tool_and_the_caller_and_nothing_else() {
         let address = |text: &str| ClientId::Address(text.parse().unwrap());
         let alice = caller_digest("t", Some("alice"), None);
-        assert_eq!(alice, caller_digest("t", Some("alice"), Some(&address("::1"))));
+        assert_eq!(
+            alice,
+            caller_digest("t", Some("alice"), Some(&address("::1")))
+        );
         assert_ne!(alice, caller_digest("u", Some("alice"), None));
         assert_ne!(alice, caller_digest("t", Some("bob"), None));
         assert_eq!(

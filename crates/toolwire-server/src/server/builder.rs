@@ -49,6 +49,7 @@ pub struct ServerBuilder {
     clock: Arc<dyn Clock>,
     task_store: Option<Arc<dyn TaskStore>>,
     task_ttl: Duration,
+    task_heartbeat: Duration,
     output_guard: crate::safety::output::OutputGuard,
     tool_timeout: Option<Duration>,
     rate_limit: Option<crate::safety::limits::RateLimit>,
@@ -77,6 +78,7 @@ impl ServerBuilder {
             clock: Arc::new(SystemClock),
             task_store: None,
             task_ttl: Duration::from_secs(300),
+            task_heartbeat: crate::state::task_store::DEFAULT_TASK_HEARTBEAT,
             output_guard: crate::safety::output::OutputGuard::default(),
             tool_timeout: Some(DEFAULT_TOOL_TIMEOUT),
             rate_limit: Some(crate::safety::limits::DEFAULT_TOOL_RATE_LIMIT),
@@ -371,6 +373,17 @@ impl ServerBuilder {
         self
     }
 
+    /// How often this server tells a shared task store that it is alive (default
+    /// [`DEFAULT_TASK_HEARTBEAT`](crate::DEFAULT_TASK_HEARTBEAT), 5 s; at least 10 ms). Its
+    /// heartbeat lives three times as long: a task this server runs is ended as failed ("the
+    /// instance running it stopped") by any instance that reads it once three beats were
+    /// missed. The same beat bounds how late a cancellation or an answer given on another
+    /// instance reaches the handler if its notice (through the change fan-out) was lost.
+    pub fn task_heartbeat(mut self, every: Duration) -> Self {
+        self.task_heartbeat = every;
+        self
+    }
+
     /// The clock for expiries (default: the system clock).
     pub fn clock(mut self, clock: impl Clock) -> Self {
         self.clock = Arc::new(clock);
@@ -499,7 +512,11 @@ impl ServerBuilder {
                 resources,
                 templates,
                 offers,
-                tasks: Tasks::new(task_store, self.task_ttl.as_millis() as u64),
+                tasks: Tasks::new(
+                    task_store,
+                    self.task_ttl.as_millis() as u64,
+                    self.task_heartbeat,
+                ),
                 request_state: RequestStateConfig {
                     keys,
                     ttl_ms: self.state_ttl.as_millis() as u64,

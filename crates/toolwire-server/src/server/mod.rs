@@ -351,7 +351,15 @@ impl Server {
         self.inner.changes.subscribe()
     }
 
+    /// A handle on the server that does not keep it alive (for its background work).
+    pub(crate) fn downgrade(&self) -> std::sync::Weak<ServerInner> {
+        Arc::downgrade(&self.inner)
+    }
 
+    /// The server, if it is still alive.
+    pub(crate) fn from_inner(inner: &std::sync::Weak<ServerInner>) -> Option<Server> {
+        inner.upgrade().map(|inner| Server { inner })
+    }
 
     /// Whether [`Server::shutdown`] was called.
     pub(crate) fn is_shutting_down(&self) -> bool {

@@ -32,6 +32,15 @@ pub struct TaskRecord {
     pub result: Option<Value>,
     /// The error (status `failed`).
     pub error: Option<ErrorObject>,
+    /// The instance running its handler (its server's instance id): while the task has not
+    /// ended, another instance that finds this one's heartbeat gone ends it as failed.
+    pub owner: Option<String>,
+    /// The OAuth scopes of its tool, which whoever answers its input requests must hold
+    /// (T-21), on whichever instance they answer.
+    pub scopes: Vec<String>,
+    /// Answers to its input requests given on another instance than its owner, waiting for
+    /// the owner to take them to its handler.
+    pub answers: Option<InputResponses>,
     /// When the record may be forgotten (ms since the epoch).
     pub expires_ms: Option<u64>,
     /// Incremented by each change; [`TaskStore::replace`] compares it (0 when inserted).
@@ -60,6 +69,25 @@ pub trait TaskStore: Send + Sync + 'static {
     /// `record.version - 1`; `false` if it changed in between or is gone (the caller reads
     /// again).
     fn replace(&self, record: TaskRecord) -> BoxFuture<'_, Result<bool, StoreError>>;
+
+    /// Says that the server instance `instance` is alive for `ttl_ms` more (a heartbeat key
+    /// with that expiry, in a shared store). By default nothing: a store of one process has
+    /// no other instance to tell.
+    fn heartbeat<'a>(
+        &'a self,
+        instance: &'a str,
+        ttl_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        let _ = (instance, ttl_ms);
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    /// Whether `instance`'s last heartbeat is still alive. By default true: in a store of one
+    /// process, the instance running a task is this one.
+    fn is_alive<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        let _ = instance;
+        Box::pin(std::future::ready(Ok(true)))
+    }
 }
 
 /// An in-memory [`TaskStore`]; expired records are forgotten as new ones arrive, in O(log n)
@@ -121,7 +149,20 @@ pub(crate) struct Tasks {
     pub(crate) running: Mutex<HashMap<String, Running>>,
     pub(crate) ttl_ms: u64,
     pub(crate) poll_interval_ms: u64,
+    /// This server's instance id, the owner of the tasks it runs.
+    pub(crate) instance: String,
+    /// How often this instance says it is alive; its heartbeat lives three times as long.
+    pub(crate) heartbeat: std::time::Duration,
+    /// When the last heartbeat was stored, if one was.
+    pub(crate) last_beat: Mutex<Option<std::time::Instant>>,
+    /// Set once the watch over running tasks (heartbeat, cancellations and answers from
+    /// other instances) is started.
+    pub(crate) watching: std::sync::OnceLock<()>,
 }
+
+/// How often an instance says it is alive unless set: every 5 seconds (its heartbeat lives
+/// 15).
+pub const DEFAULT_TASK_HEARTBEAT: std::time::Duration = std::time::Duration::from_secs(5);
 
 pub(crate) struct Running {
     pub(crate) cancel: CancellationToken,
@@ -195,13 +236,26 @@ impl Inbox {
 }
 
 impl Tasks {
-    pub(crate) fn new(store: Arc<dyn TaskStore>, ttl_ms: u64) -> Self {
+    pub(crate) fn new(
+        store: Arc<dyn TaskStore>,
+        ttl_ms: u64,
+        heartbeat: std::time::Duration,
+    ) -> Self {
         Tasks {
             store,
             running: Mutex::new(HashMap::new()),
             ttl_ms,
             poll_interval_ms: 500,
+            instance: toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>()),
+            heartbeat: heartbeat.max(std::time::Duration::from_millis(10)),
+            last_beat: Mutex::new(None),
+            watching: std::sync::OnceLock::new(),
         }
+    }
+
+    /// How long a heartbeat lives: three beats, so that one late beat is no death.
+    pub(crate) fn heartbeat_ttl_ms(&self) -> u64 {
+        (self.heartbeat * 3).as_millis() as u64
     }
 
     pub(crate) fn running(&self) -> std::sync::MutexGuard<'_, HashMap<String, Running>> {

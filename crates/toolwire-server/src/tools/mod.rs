@@ -11,5 +11,6 @@ pub(crate) mod offers;
 pub(crate) mod prompt;
 pub(crate) mod registry;
 pub(crate) mod resource;
+pub(crate) mod task_watch;
 pub(crate) mod tasks;
 pub(crate) mod tool;

@@ -24,6 +24,7 @@ use crate::tools::tool::ToolError;
 
 use crate::state::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
+use crate::tools::offered::Change;
 
 impl Server {
     fn now(&self) -> u64 {
@@ -39,6 +40,13 @@ impl Server {
         step: Step,
     ) -> Result<CreateTaskResult, ErrorObject> {
         let tasks = self.tasks();
+        // Other instances judge the task by this instance's heartbeat: it is fresh before
+        // the task is stored, and kept so while the server lives.
+        self.watch_tasks(self.downgrade());
+        if let Err(error) = self.beating().await {
+            cancel.cancel();
+            return Err(error.refusal("The task could not be started"));
+        }
         let now = self.now();
         let task_id = toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>());
         let info = TaskInfo {
@@ -56,6 +64,9 @@ impl Server {
             input_requests: None,
             result: None,
             error: None,
+            owner: Some(tasks.instance.clone()),
+            scopes: rerun.tool.scopes.clone(),
+            answers: None,
             expires_ms: Some(now.saturating_add(tasks.ttl_ms)),
             version: 0,
         };
@@ -88,7 +99,7 @@ impl Server {
     /// compare-and-swap: read, change, and write back unless another writer got there first,
     /// else again. `change` says whether it changed anything (nothing is written if not); it
     /// never changes a task that has ended. False when the record is gone or was left as is.
-    async fn set(
+    pub(crate) async fn set(
         &self,
         task_id: &str,
         mut change: impl FnMut(&mut TaskRecord) -> bool,
@@ -121,7 +132,7 @@ impl Server {
     }
 
     /// Ends a task with `status` (and its result or error), unless it has ended already.
-    async fn finish(
+    pub(crate) async fn finish(
         &self,
         task_id: &str,
         status: TaskStatus,
@@ -131,6 +142,7 @@ impl Server {
         self.set(task_id, |r| {
             r.info.status = status;
             r.input_requests = None;
+            r.answers = None;
             r.result.clone_from(&result);
             r.error.clone_from(&error);
             true
@@ -283,6 +295,7 @@ impl Server {
                     self.record(task_id, |r| {
                         r.info.status = TaskStatus::Working;
                         r.input_requests = None;
+                        r.answers = None;
                         true
                     })
                     .await;
@@ -340,13 +353,17 @@ impl Server {
         if !ctx.client_capabilities().has_extension(TASKS_EXTENSION) {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
-        self.tasks()
+        let record = self
+            .tasks()
             .store
             .get(task_id, self.now())
             .await
             .map_err(|e| e.refusal("The task could not be read"))?
             .filter(|r| r.principal.as_deref() == ctx.principal())
-            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {task_id}")))
+            .ok_or_else(|| ErrorObject::invalid_params(format!("Unknown task: {task_id}")))?;
+        self.reaped(record)
+            .await
+            .map_err(|e| e.refusal("The task could not be read"))
     }
 
     pub(crate) async fn task_get(
@@ -380,9 +397,10 @@ impl Server {
         responses: InputResponses,
         ctx: &RequestContext,
     ) -> Final {
-        if let Err(error) = self.task_for(ctx, task_id).await {
-            return Final::error(Some(id), &error);
-        }
+        let record = match self.task_for(ctx, task_id).await {
+            Ok(record) => record,
+            Err(error) => return Final::error(Some(id), &error),
+        };
         let running = self
             .tasks()
             .running()
@@ -396,6 +414,16 @@ impl Server {
                 return Final::error(Some(id), &error);
             }
             inbox.deliver(responses);
+        } else if record.info.status == TaskStatus::InputRequired {
+            // Its handler runs on another instance: the answers go through the record.
+            if !permits(ctx.scopes(), &record.scopes) {
+                let error = insufficient_scope("task", task_id, &record.scopes);
+                return Final::error(Some(id), &error);
+            }
+            if let Err(error) = self.answer_elsewhere(task_id, &responses).await {
+                let error = error.refusal("The answers could not be recorded");
+                return Final::error(Some(id), &error);
+            }
         }
         self.acknowledged(id)
     }
@@ -413,13 +441,23 @@ impl Server {
             Err(error) => return Final::error(Some(id), &error),
         };
         if !record.info.status.is_terminal() {
-            if let Some(running) = self.tasks().running().get(task_id) {
-                running.cancel.cancel();
+            let here = self
+                .tasks()
+                .running()
+                .get(task_id)
+                .map(|r| r.cancel.clone());
+            if let Some(cancel) = &here {
+                cancel.cancel();
             }
             let cancelled = self.finish(task_id, TaskStatus::Cancelled, None, None);
-            if let Err(error) = cancelled.await {
-                let error = error.refusal("The task's cancellation could not be recorded");
-                return Final::error(Some(id), &error);
+            match cancelled.await {
+                Err(error) => {
+                    let error = error.refusal("The task's cancellation could not be recorded");
+                    return Final::error(Some(id), &error);
+                }
+                // Its handler runs on another instance, which stops it once told.
+                Ok(true) if here.is_none() => self.notify(Change::Task(task_id.into())),
+                Ok(_) => {}
             }
         }
         self.acknowledged(id)

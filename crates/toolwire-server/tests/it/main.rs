@@ -29,6 +29,8 @@ mod props;
 mod redis_shared;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_store;
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_tasks;
 mod state_store;
 mod stdio;
 mod tasks;

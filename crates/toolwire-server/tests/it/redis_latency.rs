@@ -43,6 +43,9 @@ fn task(id: usize) -> TaskRecord {
         input_requests: None,
         result: None,
         error: None,
+        owner: None,
+        scopes: Vec::new(),
+        answers: None,
         expires_ms: Some(NOW + LIFE),
         version: 0,
     }

@@ -140,7 +140,10 @@ async fn a_legacy_session_stream_held_by_one_server_gets_list_changes_made_on_an
     let start = Instant::now();
     let mut n = 0;
     let event = loop {
-        assert!(start.elapsed() < DEADLINE, "no list change reached the stream");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "no list change reached the stream"
+        );
         n += 1;
         a.server.add_tool(extra_tool(&format!("t{n}"))).unwrap();
         if let Ok(event) = tokio::time::timeout(Duration::from_millis(200), stream.next()).await {
@@ -211,7 +214,11 @@ fn limited(store: &Store, limit: RateLimit) -> Server {
 async fn refused(server: &TestServer, id: i64) -> bool {
     let reply = post(
         &server.url,
-        &request(id, "tools/call", json!({"name": "limited", "arguments": {}})),
+        &request(
+            id,
+            "tools/call",
+            json!({"name": "limited", "arguments": {}}),
+        ),
     )
     .await;
     let result = &reply.last()["result"];
@@ -248,7 +255,10 @@ async fn three_servers_share_one_quota_per_caller_and_tool() {
     }
     let took = start.elapsed();
     let share = refusals as f64 / CALLS as f64;
-    eprintln!("{refusals} of {CALLS} refused ({:.1} %) in {took:?}", share * 100.0);
+    eprintln!(
+        "{refusals} of {CALLS} refused ({:.1} %) in {took:?}",
+        share * 100.0
+    );
     assert!(
         took < Duration::from_millis(5_500),
         "the calls could not be offered at twice the quota: {took:?} for {CALLS}"
@@ -279,7 +289,10 @@ async fn while_redis_is_away_each_server_limits_on_its_own() {
     let start = Instant::now();
     for (name, server) in [("A", &a), ("B", &b)] {
         for i in 0..3 {
-            assert!(!refused(server, i).await, "{name}'s own bucket is not empty yet");
+            assert!(
+                !refused(server, i).await,
+                "{name}'s own bucket is not empty yet"
+            );
         }
         assert!(refused(server, 3).await, "{name}'s own bucket is empty");
     }
@@ -296,7 +309,10 @@ async fn while_redis_is_away_each_server_limits_on_its_own() {
     let mut id = 100;
     let mut poll = tokio::time::interval(Duration::from_millis(50));
     while refused(&a, id).await {
-        assert!(start.elapsed() < DEADLINE, "the shared quota did not come back");
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the shared quota did not come back"
+        );
         id += 1;
         poll.tick().await;
     }
@@ -306,7 +322,10 @@ async fn while_redis_is_away_each_server_limits_on_its_own() {
             taken += 1;
         }
     }
-    assert_eq!(taken, 3, "one quota of 3 across both servers once Redis is back");
+    assert_eq!(
+        taken, 3,
+        "one quota of 3 across both servers once Redis is back"
+    );
     a.stop().await;
     b.stop().await;
 }

@@ -87,7 +87,11 @@ async fn every_change_reaches_every_subscriber_once(group: Vec<Arc<dyn ChangeFan
             );
         }
         let tools = seen.iter().filter(|c| **c == Change::Tools).count();
-        assert_eq!(tools, group.len(), "subscriber {who}: one Tools per instance");
+        assert_eq!(
+            tools,
+            group.len(),
+            "subscriber {who}: one Tools per instance"
+        );
     }
     // A second change of an instance reaches the others after every copy of its first ones:
     // once every subscriber saw every instance's fence, a change delivered twice would have
@@ -107,9 +111,7 @@ async fn every_change_reaches_every_subscriber_once(group: Vec<Arc<dyn ChangeFan
 }
 
 /// A subscriber gets what is published after it subscribed, not before.
-async fn a_change_published_before_subscribing_is_not_delivered(
-    group: Vec<Arc<dyn ChangeFanOut>>,
-) {
+async fn a_change_published_before_subscribing_is_not_delivered(group: Vec<Arc<dyn ChangeFanOut>>) {
     connected(&group).await;
     let first = &group[0];
     first.publish(Change::Prompts);

@@ -38,6 +38,9 @@ fn working(id: &str) -> TaskRecord {
         input_requests: None,
         result: None,
         error: None,
+        owner: None,
+        scopes: Vec::new(),
+        answers: None,
         expires_ms: Some(NOW + LONG),
         version: 0,
     }

@@ -123,7 +123,10 @@ impl RedisFanOut {
             id: toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>()),
             local: local.clone(),
             lost: lost.clone(),
-            outage: Outage::new("listen fan-out", "changes reach only this instance's listeners"),
+            outage: Outage::new(
+                "listen fan-out",
+                "changes reach only this instance's listeners",
+            ),
             stop: stop.clone(),
         });
         match tokio::runtime::Handle::try_current() {
@@ -266,17 +269,15 @@ async fn connect(link: &Link) -> Result<(PubSubSink, PubSubStream), StoreError> 
     match tokio::time::timeout(link.redis.timeout(), made).await {
         Ok(Ok(split)) => Ok(split),
         Ok(Err(error)) => Err(StoreError::unavailable(error)),
-        Err(_) => Err(StoreError::unavailable(super::NoAnswer(link.redis.timeout()))),
+        Err(_) => Err(StoreError::unavailable(super::NoAnswer(
+            link.redis.timeout(),
+        ))),
     }
 }
 
 /// Hands the channel's messages of other instances to the local subscribers until the
 /// connection breaks (the reason) or the fan-out stops (`None`).
-async fn relay(
-    link: &Link,
-    mut sink: PubSubSink,
-    mut stream: PubSubStream,
-) -> Option<StoreError> {
+async fn relay(link: &Link, mut sink: PubSubSink, mut stream: PubSubStream) -> Option<StoreError> {
     let mut ping = tokio::time::interval(PING_EVERY);
     ping.tick().await;
     loop {

@@ -1,6 +1,6 @@
 //! The state stores in Redis (or Valkey, which speaks the same protocol), shared by every
-//! instance that names the same store: request-state markers and key ring, task records,
-//! legacy sessions and handles. One connection per [`Store`](crate::Store), multiplexed, made
+//! instance that names the same store: request-state markers and key ring, task records and
+//! heartbeats, legacy sessions, handles, rate-limit buckets and the change fan-out. One connection per [`Store`](crate::Store), multiplexed, made
 //! on first use and made again by itself after the store went away.
 //!
 //! Keys, under a prefix (default `toolwire:`) so that several services can share a Redis:
@@ -14,6 +14,9 @@
 //! | `PREFIX sessions` | sorted set | live session ids by idle end, for the session bound |
 //! | `PREFIX handle:ID` | hash `v owner value created expires idle`, `PX` | a handle |
 //! | `PREFIX handles` | sorted set | handle ids by end of life, for purges |
+//! | `PREFIX instance:ID` | string, `PX` | a server instance's heartbeat (its tasks' owner) |
+//! | `PREFIX rate:HEX` | string, `PX` | a rate-limit bucket per tool × caller digest (GCRA arrival time, µs) |
+//! | `PREFIX changes` | pub/sub channel | list changes and resource updates, tagged with the instance |
 //!
 //! Changes to a record are compare-and-swap on its version field, in one server-side script
 //! (`EVALSHA`) each. Every record also carries its own expiry, judged by the time each call is

@@ -8,7 +8,7 @@ use futures::future::BoxFuture;
 use redis::Script;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-use toolwire_protocol::{ErrorObject, InputRequests, TaskInfo};
+use toolwire_protocol::{ErrorObject, InputRequests, InputResponses, TaskInfo};
 
 use super::{Shared, decode, number, px};
 use crate::clock::{Clock, SystemClock};
@@ -64,6 +64,12 @@ struct Stored {
     result: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     error: Option<ErrorObject>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    owner: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    scopes: Vec<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    answers: Option<InputResponses>,
 }
 
 /// The fields a record is written with: JSON, expiry and Redis expiry (empty: none).
@@ -83,6 +89,9 @@ fn fields(record: TaskRecord) -> Result<(String, String, String), StoreError> {
         input_requests: record.input_requests,
         result: record.result,
         error: record.error,
+        owner: record.owner,
+        scopes: record.scopes,
+        answers: record.answers,
     };
     let json = serde_json::to_string(&stored).map_err(StoreError::corrupt)?;
     Ok((
@@ -134,6 +143,9 @@ impl TaskStore for RedisTaskStore {
                 input_requests: stored.input_requests,
                 result: stored.result,
                 error: stored.error,
+                owner: stored.owner,
+                scopes: stored.scopes,
+                answers: stored.answers,
                 expires_ms,
                 version: number("task version", &version)?,
             }))
@@ -155,6 +167,29 @@ impl TaskStore for RedisTaskStore {
                 .arg(expires)
                 .arg(redis_expiry);
             Ok(self.redis.invoke::<i64>(&call).await? == 1)
+        })
+    }
+
+    fn heartbeat<'a>(
+        &'a self,
+        instance: &'a str,
+        ttl_ms: u64,
+    ) -> BoxFuture<'a, Result<(), StoreError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("SET");
+            cmd.arg(self.redis.key("instance", instance))
+                .arg(1)
+                .arg("PX")
+                .arg(ttl_ms.max(1));
+            self.redis.query::<()>(&cmd).await
+        })
+    }
+
+    fn is_alive<'a>(&'a self, instance: &'a str) -> BoxFuture<'a, Result<bool, StoreError>> {
+        Box::pin(async move {
+            let mut cmd = redis::cmd("EXISTS");
+            cmd.arg(self.redis.key("instance", instance));
+            Ok(self.redis.query::<i64>(&cmd).await? == 1)
         })
     }
 }
