@@ -5,7 +5,9 @@
 //! Needs Debian's redis-server and haproxy, like tests/cluster.rs (same harness, same skip
 //! variable); each test starts its own cluster, one at a time.
 
+// The harness is shared with tests/cluster.rs, which uses the parts these tests do not.
 #[path = "support/cluster.rs"]
+#[allow(dead_code)]
 mod support;
 
 use std::time::{Duration, Instant};
