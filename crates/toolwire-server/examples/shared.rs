@@ -14,9 +14,14 @@ struct Echo {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
-    let url = args.next().unwrap_or_else(|| "redis://127.0.0.1:6379/0".into());
+    let url = args
+        .next()
+        .unwrap_or_else(|| "redis://127.0.0.1:6379/0".into());
     let addr = args.next().unwrap_or_else(|| "127.0.0.1:8080".into());
-    let echo = Tool::new("echo", |e: Echo, _: RequestContext| async move { e.message });
+    let echo = Tool::new(
+        "echo",
+        |e: Echo, _: RequestContext| async move { e.message },
+    );
     let server = Server::builder("shared", "1.0.0")
         .tool(echo.description("Echoes the message"))
         .store(Store::redis(&url)?)
