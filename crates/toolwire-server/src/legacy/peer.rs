@@ -8,15 +8,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{ErrorObject, RequestId};
 
 use crate::request::context::{Frame, Outbound};
 
-/// What the client answered: its result, or its error.
-type Answer = Result<Box<RawValue>, ErrorObject>;
+use crate::state::relay::Answer;
 
 /// The server's side of its requests to one client (a stdio connection or an HTTP session).
 #[derive(Debug, Default)]
@@ -94,6 +92,11 @@ impl Peer {
         }
     }
 
+    /// Whether a request with this id waits for the client's answer here.
+    pub(crate) fn waits_for(&self, id: &RequestId) -> bool {
+        self.pending().contains_key(id)
+    }
+
     /// Ends every wait: the connection or session is gone.
     pub(crate) fn close(&self) {
         self.pending().clear();
@@ -119,6 +122,7 @@ impl Drop for Forget<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::value::RawValue;
     use tokio::sync::mpsc;
 
     #[tokio::test]
