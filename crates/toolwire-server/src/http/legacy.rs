@@ -488,15 +488,19 @@ async fn served(
     };
     let server = state.server.clone();
     let (method, params) = (method.to_owned(), raw.params.map(|p| p.to_owned()));
-    let request_id = id.clone();
+    let (request_id, cancelled) = (id.clone(), cancel.clone());
     let work = Box::pin(async move {
         let _done = Untrack {
             live: &live,
             id: &request_id,
         };
-        server
-            .run_legacy(&request_id, &method, params.as_deref(), call)
-            .await
+        // A cancelled request stops here (no answer: the client gave up on it), even if its
+        // handler never looks at its cancellation, as over stdio.
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => None,
+            done = server.run_legacy(&request_id, &method, params.as_deref(), call) => done,
+        }
     });
     streaming_reply(state, &id, cancel, (tx, rx), work, accept, legacy_status).await
 }

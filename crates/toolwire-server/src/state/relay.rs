@@ -20,6 +20,8 @@ use crate::state::StoreError;
 pub(crate) type Answer = Result<Box<RawValue>, ErrorObject>;
 
 /// A message for the instance holding a session's request.
+// Only a shared store's relay reads these: a build without one only writes them.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 #[derive(Debug, Clone)]
 pub(crate) enum Relayed {
     /// The client's response to the server's request `request`.
@@ -40,6 +42,7 @@ pub(crate) enum Relayed {
 
 /// Where an instance delivers the messages relayed to it: the legacy sessions of one HTTP
 /// endpoint. It delivers those of the sessions it holds and ignores the others.
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) trait SessionSink: Send + Sync {
     /// Delivers `message` for `session`, if that session's request lives here.
     fn deliver(&self, session: &str, message: Relayed);
