@@ -136,7 +136,18 @@ impl Sessions {
             self.next_sweep
                 .store((live.len() * 2).max(1024), Ordering::Relaxed);
         }
-        live.entry(id.to_owned()).or_default().clone()
+        let shared = self.relay.is_some();
+        let made = || {
+            Arc::new(Live {
+                peer: Arc::new(if shared {
+                    Peer::spread()
+                } else {
+                    Peer::default()
+                }),
+                ..Live::default()
+            })
+        };
+        live.entry(id.to_owned()).or_insert_with(made).clone()
     }
 
     fn forget(&self, id: &str) {

@@ -35,6 +35,17 @@ pub(crate) enum Unanswered {
 }
 
 impl Peer {
+    /// A peer whose request ids start at a random point (a multiple of 4096, below 2^44: a
+    /// JavaScript client reads them exactly), for a session that several instances serve at
+    /// once: the ids each gives its requests to the one client stay apart, so that an answer
+    /// reaches the request it answers, wherever it runs.
+    pub(crate) fn spread() -> Self {
+        Peer {
+            next_id: AtomicI64::new(i64::from(rand::random::<u32>()) << 12),
+            pending: Mutex::default(),
+        }
+    }
+
     /// Sends `method` to the client through `out` and waits for its answer, at most `timeout`;
     /// `cancel` (the originating request's) stops the wait and drops the frame if still queued.
     pub(crate) async fn ask(

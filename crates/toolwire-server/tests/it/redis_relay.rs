@@ -142,3 +142,32 @@ async fn a_cancellation_or_a_delete_posted_to_another_server_stops_the_request_o
     a.stop().await;
     b.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_servers_asking_one_session_at_once_each_get_their_own_answer() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let (a, b, _, _) = pair(&store(&redis, "relay-ids")).await;
+    let session = open_session(&a.url, json!({"elicitation": {}})).await;
+    let call =
+        |id: i64| legacy_request(id, "tools/call", json!({"name": "greet", "arguments": {}}));
+    let mut on_a = SseReader::open(sse_post(&a.url, &session, &call(1))).await;
+    let mut on_b = SseReader::open(sse_post(&b.url, &session, &call(2))).await;
+    let asked_a = on_a.next().await.expect("A's elicitation");
+    let asked_b = on_b.next().await.expect("B's elicitation");
+    assert_ne!(asked_a["id"], asked_b["id"], "one client, one id space");
+    // Each answer goes to the other server, as a balancer may send it.
+    for (asked, name, to) in [(&asked_a, "Ada", &b.url), (&asked_b, "Bob", &a.url)] {
+        let answer = json!({"jsonrpc": "2.0", "id": asked["id"],
+            "result": {"action": "accept", "content": {"name": name}}});
+        let posted = legacy_post(to, Some(&session), &answer).await;
+        assert_eq!(posted.status, 202, "{}", posted.body);
+    }
+    let result_a = on_a.next().await.expect("A's result");
+    let result_b = on_b.next().await.expect("B's result");
+    assert_eq!(result_a["result"]["content"][0]["text"], "Hello, Ada!");
+    assert_eq!(result_b["result"]["content"][0]["text"], "Hello, Bob!");
+    a.stop().await;
+    b.stop().await;
+}
