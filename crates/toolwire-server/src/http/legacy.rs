@@ -7,7 +7,10 @@
 //!
 //! Sessions live in a [`SessionStore`]; what only this process can hold (the open GET stream,
 //! requests waiting for answers, cancellation of running requests) lives beside it in `Live`.
+//! With a shared store, an answer or a cancellation for a request that another instance runs
+//! goes there through the session relay.
 
+mod relay;
 mod stream;
 
 use std::collections::HashMap;
@@ -32,6 +35,7 @@ use crate::legacy::{LegacyCall, LegacyStep, Peer, empty_result, new_session_id, 
 use crate::request::context::{Frame, Outbound};
 use crate::request::dispatch::{Final, read_meta};
 use crate::state::StoreError;
+use crate::state::relay::{SessionRelay, SessionSink};
 use crate::state::sessions::{SessionRecord, SessionStore, SessionStoreError};
 
 pub(super) use stream::get;
@@ -45,11 +49,23 @@ const SESSION_NOT_FOUND: i64 = -32001;
 /// The legacy sessions of one HTTP endpoint.
 pub(super) struct Sessions {
     store: Arc<dyn SessionStore>,
-    live: Mutex<HashMap<String, Arc<Live>>>,
+    live: Arc<LiveMap>,
+    /// The other instances of a shared store, for what reaches this one about their requests.
+    relay: Option<Arc<dyn SessionRelay>>,
     /// How many live entries trigger the next sweep of abandoned ones (amortized O(1)).
     next_sweep: AtomicUsize,
     /// How often an open GET stream tells the store its session is still in use.
     stream_touch: Duration,
+}
+
+/// What this process holds for each session it has served, by id.
+#[derive(Default)]
+struct LiveMap(Mutex<HashMap<String, Arc<Live>>>);
+
+impl LiveMap {
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
 }
 
 /// What this process holds for a session beside its record.
@@ -84,17 +100,27 @@ impl Live {
 }
 
 impl Sessions {
-    pub(super) fn new(store: Arc<dyn SessionStore>, stream_touch: Duration) -> Self {
+    pub(super) fn new(
+        store: Arc<dyn SessionStore>,
+        stream_touch: Duration,
+        relay: Option<Arc<dyn SessionRelay>>,
+    ) -> Self {
+        let live = Arc::new(LiveMap::default());
+        if let Some(relay) = &relay {
+            let sink: Arc<dyn SessionSink> = live.clone();
+            relay.attach(Arc::downgrade(&sink));
+        }
         Sessions {
             store,
-            live: Mutex::new(HashMap::new()),
+            live,
+            relay,
             next_sweep: AtomicUsize::new(1024),
             stream_touch,
         }
     }
 
     fn live_map(&self) -> std::sync::MutexGuard<'_, HashMap<String, Arc<Live>>> {
-        self.live.lock().unwrap_or_else(|p| p.into_inner())
+        self.live.lock()
     }
 
     /// This process's part of a session the store knows, made on first use. Entries nobody
@@ -110,7 +136,18 @@ impl Sessions {
             self.next_sweep
                 .store((live.len() * 2).max(1024), Ordering::Relaxed);
         }
-        live.entry(id.to_owned()).or_default().clone()
+        let shared = self.relay.is_some();
+        let made = || {
+            Arc::new(Live {
+                peer: Arc::new(if shared {
+                    Peer::spread()
+                } else {
+                    Peer::default()
+                }),
+                ..Live::default()
+            })
+        };
+        live.entry(id.to_owned()).or_insert_with(made).clone()
     }
 
     fn forget(&self, id: &str) {
@@ -185,12 +222,10 @@ pub(super) async fn post(
                 (None, Some(result)) => Ok(result.to_owned()),
                 (None, None) => Err(ErrorObject::invalid_request("a response without a result")),
             };
-            if let Some(id) = &request_id {
-                if !live.peer.answer(id, answer) {
-                    tracing::debug!(%id, "a response to no waiting request");
-                }
+            match &request_id {
+                Some(id) => relay::answer(sessions, &record.id, &live, id, answer).await,
+                None => StatusCode::ACCEPTED.into_response(),
             }
-            StatusCode::ACCEPTED.into_response()
         }
         Ok(MessageKind::Notification) => {
             if raw.method.as_deref() == Some(NOTIFICATION_CANCELLED) {
@@ -198,9 +233,7 @@ pub(super) async fn post(
                     .params
                     .and_then(|p| serde_json::from_str::<CancelledParams>(p.get()).ok());
                 if let Some(cancelled) = cancelled {
-                    if let Some(token) = live.inflight().remove(&cancelled.request_id) {
-                        token.cancel();
-                    }
+                    return relay::cancel(sessions, &record.id, &live, cancelled.request_id).await;
                 }
             }
             StatusCode::ACCEPTED.into_response()
@@ -466,15 +499,19 @@ async fn served(
     };
     let server = state.server.clone();
     let (method, params) = (method.to_owned(), raw.params.map(|p| p.to_owned()));
-    let request_id = id.clone();
+    let (request_id, cancelled) = (id.clone(), cancel.clone());
     let work = Box::pin(async move {
         let _done = Untrack {
             live: &live,
             id: &request_id,
         };
-        server
-            .run_legacy(&request_id, &method, params.as_deref(), call)
-            .await
+        // A cancelled request stops here (no answer: the client gave up on it), even if its
+        // handler never looks at its cancellation, as over stdio.
+        tokio::select! {
+            biased;
+            () = cancelled.cancelled() => None,
+            done = server.run_legacy(&request_id, &method, params.as_deref(), call) => done,
+        }
     });
     streaming_reply(state, &id, cancel, (tx, rx), work, accept, legacy_status).await
 }
@@ -510,6 +547,7 @@ pub(super) async fn delete(
         return store_failed(None, &error, "The session could not be ended");
     }
     sessions.forget(&record.id);
+    relay::ended(sessions, &record.id).await;
     tracing::debug!("legacy HTTP session ended by the client");
     StatusCode::OK.into_response()
 }

@@ -98,7 +98,7 @@ fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
         };
         // Well within the idle time, so an open stream keeps its session.
         let touch = (config.session_idle / 3).max(Duration::from_millis(10));
-        legacy::Sessions::new(store, touch)
+        legacy::Sessions::new(store, touch, server.session_relay().cloned())
     });
     let guard = config
         .oauth

@@ -8,15 +8,13 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::time::Duration;
 
 use serde_json::Value;
-use serde_json::value::RawValue;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{ErrorObject, RequestId};
 
 use crate::request::context::{Frame, Outbound};
 
-/// What the client answered: its result, or its error.
-type Answer = Result<Box<RawValue>, ErrorObject>;
+use crate::state::relay::Answer;
 
 /// The server's side of its requests to one client (a stdio connection or an HTTP session).
 #[derive(Debug, Default)]
@@ -37,6 +35,17 @@ pub(crate) enum Unanswered {
 }
 
 impl Peer {
+    /// A peer whose request ids start at a random point (a multiple of 4096, below 2^44: a
+    /// JavaScript client reads them exactly), for a session that several instances serve at
+    /// once: the ids each gives its requests to the one client stay apart, so that an answer
+    /// reaches the request it answers, wherever it runs.
+    pub(crate) fn spread() -> Self {
+        Peer {
+            next_id: AtomicI64::new(i64::from(rand::random::<u32>()) << 12),
+            pending: Mutex::default(),
+        }
+    }
+
     /// Sends `method` to the client through `out` and waits for its answer, at most `timeout`;
     /// `cancel` (the originating request's) stops the wait and drops the frame if still queued.
     pub(crate) async fn ask(
@@ -94,6 +103,11 @@ impl Peer {
         }
     }
 
+    /// Whether a request with this id waits for the client's answer here.
+    pub(crate) fn waits_for(&self, id: &RequestId) -> bool {
+        self.pending().contains_key(id)
+    }
+
     /// Ends every wait: the connection or session is gone.
     pub(crate) fn close(&self) {
         self.pending().clear();
@@ -119,6 +133,7 @@ impl Drop for Forget<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::value::RawValue;
     use tokio::sync::mpsc;
 
     #[tokio::test]

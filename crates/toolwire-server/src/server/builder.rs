@@ -487,10 +487,18 @@ impl ServerBuilder {
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
         registry.add_all(std::mem::take(&mut self.tools))?;
         let key = self.cursor_key.unwrap_or_else(rand::random);
+        // A fan-out of its own replaces the store's, not the store's session relay.
+        let (store_fan_out, session_relay) = match &self.store {
+            Some(store) => {
+                let (fan_out, relay) = store.fan_out_and_relay();
+                (Some(fan_out), relay)
+            }
+            None => (None, None),
+        };
         let changes = self
             .fan_out
             .take()
-            .or_else(|| self.store.as_ref().map(Store::change_fan_out))
+            .or(store_fan_out)
             .unwrap_or_else(|| Arc::new(MemoryFanOut::default()));
         let (result_meta, result_meta_json) = self.result_meta()?;
         let mut offers = self.offers;
@@ -523,6 +531,7 @@ impl ServerBuilder {
                     replay_guard,
                 },
                 shared_limits: self.store.as_ref().and_then(Store::shared_limits),
+                session_relay,
                 store: self.store,
                 clock: self.clock,
                 instructions: self.instructions,

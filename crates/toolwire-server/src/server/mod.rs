@@ -117,6 +117,9 @@ pub(crate) struct ServerInner {
     store: Option<crate::state::store::Store>,
     /// Tool rate limits shared with the other instances of a shared store.
     shared_limits: Option<crate::safety::shared_limits::SharedLimits>,
+    /// How legacy clients' answers and cancellations reach the instance running their
+    /// request, with a shared store.
+    session_relay: Option<Arc<dyn crate::state::relay::SessionRelay>>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -417,6 +420,11 @@ impl Server {
     /// The store set with [`ServerBuilder::store`], if any.
     pub(crate) fn store(&self) -> Option<&crate::state::store::Store> {
         self.inner.store.as_ref()
+    }
+
+    /// The relay to the other instances of a shared store, for legacy sessions, if any.
+    pub(crate) fn session_relay(&self) -> Option<&Arc<dyn crate::state::relay::SessionRelay>> {
+        self.inner.session_relay.as_ref()
     }
 
     /// Tool rate limits shared with the other instances of a shared store, if any.

@@ -18,6 +18,7 @@ pub(crate) mod fanout;
 pub mod handles;
 #[cfg(feature = "redis")]
 pub(crate) mod redis;
+pub(crate) mod relay;
 pub(crate) mod request_keys;
 pub(crate) mod request_state;
 pub(crate) mod sessions;

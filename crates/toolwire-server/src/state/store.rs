@@ -183,10 +183,27 @@ impl Store {
     /// others' are lost, a warning is logged once per outage, and once the link is back
     /// every listener is told that everything may have changed ([`crate::Change::Missed`]).
     pub fn change_fan_out(&self) -> Arc<dyn crate::ChangeFanOut> {
+        self.fan_out_and_relay().0
+    }
+
+    /// The change fan-out, and the session relay that shares its subscription (`None` in
+    /// memory, where one process holds every session): a legacy client's answer or
+    /// cancellation that reached an instance other than the one running its request goes
+    /// through the relay (Redis pub/sub on `PREFIX sessions-relay`).
+    pub(crate) fn fan_out_and_relay(
+        &self,
+    ) -> (
+        Arc<dyn crate::ChangeFanOut>,
+        Option<Arc<dyn crate::state::relay::SessionRelay>>,
+    ) {
         match &self.kind {
-            Kind::Memory { .. } => Arc::new(crate::MemoryFanOut::default()),
+            Kind::Memory { .. } => (Arc::new(crate::MemoryFanOut::default()), None),
             #[cfg(feature = "redis")]
-            Kind::Redis(redis) => Arc::new(crate::state::redis::RedisFanOut::new(redis.clone())),
+            Kind::Redis(redis) => {
+                let fan_out = crate::state::redis::RedisFanOut::new(redis.clone());
+                let relay = Arc::new(fan_out.session_relay());
+                (Arc::new(fan_out), Some(relay))
+            }
         }
     }
 

@@ -25,7 +25,7 @@ struct Name {
 }
 
 /// Asks for a name by elicitation, then greets.
-fn greet() -> Tool {
+pub fn greet() -> Tool {
     Tool::new("greet", |_: NoArgs, ctx: RequestContext| async move {
         match ctx.elicited::<Name>("name")? {
             Some(Elicited::Accepted(n)) => Ok::<_, ToolError>(format!("Hello, {}!", n.name)),
@@ -240,7 +240,7 @@ impl SseReader {
     }
 }
 
-fn sse_post(url: &str, session: &str, body: &Value) -> reqwest::RequestBuilder {
+pub fn sse_post(url: &str, session: &str, body: &Value) -> reqwest::RequestBuilder {
     let mut request = client().post(url).body(body.to_string());
     for (k, v) in legacy_headers(Some(session)) {
         request = request.header(k, v);

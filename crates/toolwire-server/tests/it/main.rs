@@ -6,6 +6,8 @@
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_latency;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
+mod redis_relay;
+#[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_server;
 mod support;
 

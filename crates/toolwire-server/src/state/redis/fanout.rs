@@ -8,6 +8,10 @@
 //! [`Change::Missed`], and an instance whose subscription broke tells its own subscribers
 //! the same once it is subscribed again, so that no listener stays unaware of a change it may
 //! have missed. A warning is logged once per outage, and a note when the link is back.
+//!
+//! The same subscription (one connection per instance) also reads the session relay's channel
+//! (`PREFIX sessions-relay`, see [`super::relay`]), so that a session relay costs no connection
+//! of its own and is subscribed whenever the fan-out is [`ChangeFanOut::connected`].
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::{broadcast, mpsc, watch};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::relay::{RedisSessionRelay, RelayHub};
 use super::{Outage, Shared};
 use crate::state::StoreError;
 use crate::state::fanout::{CHANGE_BACKLOG, Change, ChangeFanOut};
@@ -86,8 +91,10 @@ pub(crate) struct RedisFanOut {
     /// next.
     lost: Arc<AtomicBool>,
     subscribed: watch::Receiver<bool>,
-    /// Stops the publisher and the subscription when the fan-out is dropped.
-    _stop: DropGuard,
+    relay: Arc<RelayHub>,
+    /// Stops the publisher and the subscription once the fan-out and its session relay are
+    /// dropped.
+    stop: Arc<DropGuard>,
 }
 
 impl std::fmt::Debug for RedisFanOut {
@@ -103,6 +110,7 @@ struct Link {
     /// This fan-out's instance id, on every message it publishes.
     id: String,
     local: broadcast::Sender<Change>,
+    relay: Arc<RelayHub>,
     lost: Arc<AtomicBool>,
     outage: Outage,
     stop: CancellationToken,
@@ -117,11 +125,14 @@ impl RedisFanOut {
         let (subscribed_tx, subscribed) = watch::channel(false);
         let stop = CancellationToken::new();
         let lost = Arc::new(AtomicBool::new(false));
+        let id = toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>());
+        let relay = Arc::new(RelayHub::new(redis.clone(), id.clone()));
         let link = Arc::new(Link {
             channel: redis.name("changes"),
             redis,
-            id: toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>()),
+            id,
             local: local.clone(),
+            relay: relay.clone(),
             lost: lost.clone(),
             outage: Outage::new(
                 "listen fan-out",
@@ -143,8 +154,14 @@ impl RedisFanOut {
             outgoing,
             lost,
             subscribed,
-            _stop: stop.drop_guard(),
+            relay,
+            stop: Arc::new(stop.drop_guard()),
         }
+    }
+
+    /// The session relay of this instance, received through this fan-out's subscription.
+    pub(crate) fn session_relay(&self) -> RedisSessionRelay {
+        RedisSessionRelay::new(self.relay.clone(), self.stop.clone())
     }
 }
 
@@ -259,11 +276,13 @@ async fn subscribe(link: Arc<Link>, subscribed: watch::Sender<bool>) {
     }
 }
 
-/// A new connection subscribed to the channel, within the store's timeout.
+/// A new connection subscribed to the change and session relay channels, within the store's timeout.
 async fn connect(link: &Link) -> Result<(PubSubSink, PubSubStream), StoreError> {
     let made = async {
         let mut pubsub = link.redis.client().get_async_pubsub().await?;
-        pubsub.subscribe(&link.channel).await?;
+        pubsub
+            .subscribe(&[link.channel.as_str(), link.relay.channel()])
+            .await?;
         Ok::<_, redis::RedisError>(pubsub.split())
     };
     match tokio::time::timeout(link.redis.timeout(), made).await {
@@ -296,6 +315,12 @@ async fn relay(link: &Link, mut sink: PubSubSink, mut stream: PubSubStream) -> O
         let Some(message) = message else {
             return Some(StoreError::unavailable(Closed));
         };
+        if message.get_channel_name() == link.relay.channel() {
+            if let Ok(payload) = message.get_payload::<String>() {
+                link.relay.incoming(&payload);
+            }
+            continue;
+        }
         let wire = message
             .get_payload::<String>()
             .ok()

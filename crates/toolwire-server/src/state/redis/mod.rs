@@ -17,6 +17,7 @@
 //! | `PREFIX instance:ID` | string, `PX` | a server instance's heartbeat (its tasks' owner) |
 //! | `PREFIX rate:HEX` | string, `PX` | a rate-limit bucket per tool × caller digest (GCRA arrival time, µs) |
 //! | `PREFIX changes` | pub/sub channel | list changes and resource updates, tagged with the instance |
+//! | `PREFIX sessions-relay` | pub/sub channel | legacy clients' answers, cancellations and session ends for another instance |
 //!
 //! Changes to a record are compare-and-swap on its version field, in one server-side script
 //! (`EVALSHA`) each. Every record also carries its own expiry, judged by the time each call is
@@ -39,6 +40,7 @@ mod fanout;
 mod handles;
 mod keys;
 mod rate;
+mod relay;
 mod replay;
 mod sessions;
 mod tasks;
