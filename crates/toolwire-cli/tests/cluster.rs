@@ -183,6 +183,14 @@ async fn the_python_sdk_1x_lists_and_calls_tools_through_the_balancer() {
     python_client_through_the_balancer(&["PASS initialize", "PASS tools/list", "PASS echo"]).await;
 }
 
+/// The same client answers greet's elicitation through the balancer: the server's
+/// `elicitation/create` goes out on the call's stream from one instance, and the client's answer
+/// is a new POST that round-robin may send to the other, which relays it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_python_sdk_1x_answers_an_elicitation_through_the_balancer() {
+    python_client_through_the_balancer(&["PASS greet"]).await;
+}
+
 /// Runs interop/python/legacy_client.py (up to greet) against a two-instance cluster and looks
 /// for `steps` in what it says.
 async fn python_client_through_the_balancer(steps: &[&str]) {
