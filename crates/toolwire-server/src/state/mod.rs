@@ -27,7 +27,8 @@ pub(crate) mod store;
 mod store_url;
 pub(crate) mod task_store;
 
-use std::time::Duration;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
 use toolwire_protocol::ErrorObject;
 
@@ -65,8 +66,13 @@ impl StoreError {
     /// The JSON-RPC error (-32603) of a request refused because of this, `failed` saying what
     /// could not be done ("The task could not be read"): a sentence a person can act on,
     /// without the cause (which may name hosts), which is logged here instead.
+    /// While the store is away every request that needs it is refused, so the log gets at
+    /// most one line a second of it, saying how many refusals it left out.
     pub(crate) fn refusal(&self, failed: &str) -> ErrorObject {
-        tracing::error!(error = %self, "{failed}");
+        static GATE: LogGate = LogGate::new(Duration::from_secs(1));
+        if let Some(left_out) = GATE.admit(std::time::Instant::now()) {
+            tracing::error!(error = %self, left_out, "{failed}");
+        }
         ErrorObject::internal(format!("{failed}: {}", self.advice()))
     }
 
@@ -91,5 +97,50 @@ pub(crate) async fn step_aside(attempt: usize) {
     if attempt > 0 {
         let wait = rand::random_range(0..=(1u64 << attempt.min(6)));
         tokio::time::sleep(Duration::from_micros(100 * wait)).await;
+    }
+}
+
+/// Lets a log line through at most once per `every`, counting the ones it held back.
+struct LogGate {
+    every: Duration,
+    /// When a line last went through, and how many were held back since.
+    state: Mutex<(Option<Instant>, u64)>,
+}
+
+impl LogGate {
+    const fn new(every: Duration) -> Self {
+        LogGate {
+            every,
+            state: Mutex::new((None, 0)),
+        }
+    }
+
+    /// Whether a line may go through at `now`: with how many were held back before it.
+    fn admit(&self, now: Instant) -> Option<u64> {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (last, held_back) = &mut *state;
+        if last.is_some_and(|last| now.saturating_duration_since(last) < self.every) {
+            *held_back += 1;
+            return None;
+        }
+        *last = Some(now);
+        Some(std::mem::take(held_back))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_log_gate_lets_one_line_a_period_through_and_counts_the_rest() {
+        let gate = LogGate::new(Duration::from_secs(1));
+        let start = Instant::now();
+        assert_eq!(gate.admit(start), Some(0));
+        assert_eq!(gate.admit(start + Duration::from_millis(10)), None);
+        assert_eq!(gate.admit(start + Duration::from_millis(999)), None);
+        assert_eq!(gate.admit(start + Duration::from_secs(1)), Some(2));
+        assert_eq!(gate.admit(start + Duration::from_millis(1_500)), None);
+        assert_eq!(gate.admit(start + Duration::from_secs(3)), Some(1));
     }
 }

@@ -106,6 +106,25 @@ impl RedisServer {
         assert!(status.is_ok_and(|s| s.success()), "kill {signal} {pid}");
     }
 
+    /// How many scripts it has run (`EVAL` and `EVALSHA`, from `INFO commandstats`).
+    pub fn scripts_run(&self) -> u64 {
+        let output = Command::new("redis-cli")
+            .args(["-p", &self.port.to_string(), "INFO", "commandstats"])
+            .output()
+            .expect("redis-cli (Debian: redis-tools, which redis-server depends on)");
+        assert!(output.status.success(), "redis-cli INFO commandstats");
+        String::from_utf8_lossy(&output.stdout)
+            .lines()
+            .filter(|line| {
+                line.starts_with("cmdstat_eval:") || line.starts_with("cmdstat_evalsha:")
+            })
+            .map(|line| {
+                let calls = line.split(['=', ',']).nth(1).expect("calls=N");
+                calls.parse::<u64>().expect("a count")
+            })
+            .sum()
+    }
+
     /// Kills it (as a crash would) and waits until it is gone.
     pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {

@@ -273,6 +273,107 @@ async fn three_servers_share_one_quota_per_caller_and_tool() {
     }
 }
 
+/// Three servers on `store` with `limited` of `limit`, whose flood limit lets a fast caller
+/// through.
+async fn three_limited(store: &Store, limit: RateLimit) -> Arc<[TestServer; 3]> {
+    let unflooded =
+        || toolwire_server::http::HttpConfig::default().flood_limit(RateLimit::per_second(10_000));
+    Arc::new([
+        TestServer::start_with(limited(store, limit), unflooded()).await,
+        TestServer::start_with(limited(store, limit), unflooded()).await,
+        TestServer::start_with(limited(store, limit), unflooded()).await,
+    ])
+}
+
+/// Offers `calls` calls of `limited` at `per_second`, 16 at a time, round-robin over
+/// `servers`, as one caller: how many were let through, and how long it took.
+async fn offer(servers: &Arc<[TestServer; 3]>, calls: usize, per_second: u64) -> (usize, Duration) {
+    const AT_ONCE: usize = 16;
+    let every = Duration::from_micros(1_000_000 * AT_ONCE as u64 / per_second);
+    let start = Instant::now();
+    let mut workers = Vec::new();
+    for worker in 0..AT_ONCE {
+        let servers = servers.clone();
+        workers.push(tokio::spawn(async move {
+            let offset = every / AT_ONCE as u32 * worker as u32;
+            let mut pace = tokio::time::interval_at(tokio::time::Instant::now() + offset, every);
+            pace.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Burst);
+            let mut through = 0;
+            for i in (worker..calls).step_by(AT_ONCE) {
+                pace.tick().await;
+                if !refused(&servers[i % 3], i as i64).await {
+                    through += 1;
+                }
+            }
+            through
+        }));
+    }
+    let mut through = 0;
+    for worker in workers {
+        through += worker.await.expect("a worker");
+    }
+    (through, start.elapsed())
+}
+
+async fn stop_all(servers: Arc<[TestServer; 3]>) {
+    let servers = Arc::try_unwrap(servers).ok().expect("the callers are done");
+    for server in servers {
+        server.stop().await;
+    }
+}
+
+/// A caller calling faster than leases live is counted in leases of several calls: under its
+/// quota, with a store round trip for every few calls rather than every one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_fast_caller_under_its_quota_is_counted_in_leases() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    // Leases of up to 80 / 20 = 4 calls.
+    let servers = three_limited(
+        &store(&redis, "rate-leases"),
+        RateLimit::per_second(800).burst(80),
+    )
+    .await;
+    let before = redis.scripts_run();
+    let (through, took) = offer(&servers, 1_000, 400).await;
+    let scripts = redis.scripts_run() - before;
+    eprintln!("{through} of 1000 let through in {took:?}, {scripts} store round trips");
+    assert_eq!(through, 1_000, "every call is within the quota");
+    assert!(
+        scripts * 2 < 1_000,
+        "{scripts} store round trips for 1000 calls: no leases"
+    );
+    stop_all(servers).await;
+}
+
+/// With leases in play, a caller at twice its quota (40 times the previous test's) through
+/// three servers still has as many calls let through as fit, within 5 %.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_counted_in_leases_gets_its_quota_within_five_percent() {
+    let Some(redis) = RedisServer::start() else {
+        return;
+    };
+    let servers = three_limited(
+        &store(&redis, "rate-leases-over"),
+        RateLimit::per_second(800).burst(80),
+    )
+    .await;
+    // 1,600 calls a second for 2.5 s: 2,080 of 4,000 fit (the burst of 80 and 2,000 refilled).
+    let (through, took) = offer(&servers, 4_000, 1_600).await;
+    let fits = 80.0 + 800.0 * took.as_secs_f64();
+    eprintln!("{through} of 4000 let through in {took:?} ({fits:.0} fit)");
+    assert!(
+        took < Duration::from_millis(2_900),
+        "the calls could not be offered at twice the quota: {took:?} for 4000"
+    );
+    assert!(
+        (through as f64 - fits).abs() <= 0.05 * fits,
+        "{through} let through where {fits:.0} fit: not within 5 %"
+    );
+    stop_all(servers).await;
+}
+
 /// While Redis is away, each server limits on its own (the calls still answered, well within
 /// the store's timeout); once Redis is back, the shared quota counts again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -10,26 +10,32 @@ use redis::Script;
 
 use super::Shared;
 use crate::safety::limits::RateLimit;
-use crate::safety::shared_limits::SharedQuota;
+use crate::safety::shared_limits::{SharedQuota, Take};
 use crate::state::StoreError;
 
-/// Takes `ARGV[3]` calls from the bucket `KEYS[1]` refilled one call per `ARGV[1]` µs and
-/// holding `ARGV[2]` calls: 0 if taken, else the µs until they would fit (nothing taken). The
-/// time is Redis's, so that instances whose clocks differ share one bucket exactly.
+/// Takes from the bucket `KEYS[1]`, refilled one token per `ARGV[1]` µs and holding `ARGV[2]`
+/// tokens, as many calls of `ARGV[3]` tokens as fit, up to `ARGV[4]`: `{calls, 0}`, or if not
+/// one fits, `{0, µs until one would}` (nothing taken). The time is Redis's, so that instances
+/// whose clocks differ share one bucket exactly.
 static TAKE: LazyLock<Script> = LazyLock::new(|| {
     Script::new(
         r"
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local interval = tonumber(ARGV[1])
+local burst = tonumber(ARGV[2])
+local cost = tonumber(ARGV[3])
 local stored = redis.call('GET', KEYS[1])
 local tat = now
 if stored then tat = math.max(tonumber(stored), now) end
-local after = tat + interval * tonumber(ARGV[3])
-local wait = after - interval * tonumber(ARGV[2]) - now
-if wait > 0 then return math.ceil(wait) end
+local room = math.floor((interval * burst - (tat - now)) / (interval * cost))
+if room < 1 then
+  return {0, math.ceil(tat + interval * (cost - burst) - now)}
+end
+local taken = math.min(tonumber(ARGV[4]), room)
+local after = tat + interval * cost * taken
 redis.call('SET', KEYS[1], string.format('%d', after), 'PX', math.ceil((after - now) / 1000))
-return 0",
+return {taken, 0}",
     )
 });
 
@@ -51,13 +57,21 @@ impl SharedQuota for RedisRateLimits {
         bucket: &'a str,
         limit: RateLimit,
         cost: u32,
-    ) -> BoxFuture<'a, Result<Option<Duration>, StoreError>> {
+        most: u32,
+    ) -> BoxFuture<'a, Result<Take, StoreError>> {
         Box::pin(async move {
             let interval = (limit.period().as_micros() / u128::from(limit.calls().max(1))).max(1);
             let mut call = TAKE.key(self.redis.key("rate", bucket));
-            call.arg(interval as u64).arg(limit.burst_size()).arg(cost);
-            let wait: u64 = self.redis.invoke(&call).await?;
-            Ok((wait > 0).then(|| Duration::from_micros(wait)))
+            call.arg(interval as u64)
+                .arg(limit.burst_size())
+                .arg(cost)
+                .arg(most.max(1));
+            let (taken, wait): (u32, u64) = self.redis.invoke(&call).await?;
+            Ok(if taken > 0 {
+                Take::Taken(taken)
+            } else {
+                Take::Wait(Duration::from_micros(wait.max(1)))
+            })
         })
     }
 }
