@@ -120,11 +120,11 @@ async fn many_servers_one_list_through_the_policy_with_pins_and_an_audit_log() {
         .state_dir(state)
         .audit_log(&audit)
         .max_result_chars(20);
-    let mut host = Host::connect(&config, options.clone()).await.unwrap();
+    let host = Host::connect(&config, options.clone()).await.unwrap();
 
     // One server failed; the others work.
-    let states: Vec<(&str, &ServerState)> = host
-        .servers()
+    let servers = host.servers();
+    let states: Vec<(&str, &ServerState)> = servers
         .iter()
         .map(|s| (s.name.as_str(), &s.state))
         .collect();
@@ -143,7 +143,8 @@ async fn many_servers_one_list_through_the_policy_with_pins_and_an_audit_log() {
     ));
 
     // One list of qualified names, within 64 characters.
-    let names: Vec<&str> = host.tools().iter().map(|t| t.qualified.as_str()).collect();
+    let tools = host.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.qualified.as_str()).collect();
     assert_eq!(names.len(), 4);
     assert!(names.contains(&"fs__read_file") && names.contains(&"words__shout"));
     let long = names
@@ -363,5 +364,93 @@ async fn a_tools_own_time_limit_from_the_configuration_stops_the_call() {
         started.elapsed()
     );
     assert_eq!(text(&host.call("slow__quick", json!({})).await), "done");
+    host.close().await;
+}
+
+/// Allows every call (for tests of listing and refreshing).
+struct Allow;
+
+impl Approver for Allow {
+    fn approve<'a>(
+        &'a self,
+        _: ApprovalRequest<'a>,
+    ) -> Pin<Box<dyn Future<Output = Answer> + Send + 'a>> {
+        Box::pin(async { Answer::AllowOnce })
+    }
+}
+
+/// A long-running host that keeps last lists: a server that stops answering keeps its tools
+/// listed (its status says it failed, and since when its list is), calls to them fail with
+/// the reason, the other server is refreshed and called meanwhile, and the host is shared by
+/// reference between a call in flight and a refresh.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_server_keeps_its_last_list_and_the_others_go_on() {
+    let files = Server::builder("files", "1")
+        .tool(read_file("Reads a file."))
+        .build()
+        .unwrap();
+    let words = Server::builder("words", "1")
+        .tool(Tool::new(
+            "shout",
+            |a: Text, _: RequestContext| async move { a.text.to_uppercase() },
+        ))
+        .build()
+        .unwrap();
+    let files_listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let files_url = format!("http://{}/mcp", files_listener.local_addr().unwrap());
+    let files_task = tokio::spawn(toolwire_server::http::serve(
+        files.clone(),
+        files_listener,
+        Default::default(),
+    ));
+    let words_url = serve(words.clone()).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {
+            "files": {"url": files_url, "prefix": "fs"},
+            "words": {"url": words_url},
+        }})
+        .to_string(),
+        "/nonexistent/mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let options = HostOptions::new(Allow).keep_last_list(true);
+    let host = Arc::new(Host::connect(&config, options).await.unwrap());
+    let names =
+        |host: &Host| -> Vec<String> { host.tools().iter().map(|t| t.qualified.clone()).collect() };
+    assert_eq!(names(&host), ["fs__read_file", "words__shout"]);
+
+    files.shutdown();
+    files_task.await.unwrap().unwrap();
+    words
+        .add_tool(Tool::new(
+            "whisper",
+            |a: Text, _: RequestContext| async move { a.text.to_lowercase() },
+        ))
+        .unwrap();
+    // A refresh and a call at the same time, on one shared host.
+    let (refreshed, called) = tokio::join!(
+        host.refresh(),
+        host.call("words__shout", json!({"text": "hi"}))
+    );
+    refreshed.unwrap();
+    assert_eq!(text(&called), "HI");
+    assert_eq!(
+        names(&host),
+        ["fs__read_file", "words__shout", "words__whisper"],
+        "the failed server's last list is kept; the other's new tool is in"
+    );
+    let servers = host.servers();
+    let status = servers.iter().find(|s| s.name == "files").unwrap();
+    assert!(
+        matches!(status.state, ServerState::Failed { .. }),
+        "{status:?}"
+    );
+    assert!(status.listed_at.is_some(), "it was listed once");
+    let failed = host.call("fs__read_file", json!({"path": "/x"})).await;
+    assert!(failed.is_error(), "{failed:?}");
+    assert!(text(&failed).contains("fs__read_file failed"), "{failed:?}");
+    assert!(host.refresh_server("words").await.unwrap());
+    assert!(!host.refresh_server("nobody").await.unwrap());
     host.close().await;
 }

@@ -104,7 +104,8 @@ async fn real_servers_and_a_toolwire_server_in_one_list() {
             "{status:?}"
         );
     }
-    let names: Vec<&str> = host.tools().iter().map(|t| t.qualified.as_str()).collect();
+    let tools = host.tools();
+    let names: Vec<&str> = tools.iter().map(|t| t.qualified.as_str()).collect();
     eprintln!("tools: {names:?}");
     assert!(names.contains(&"everything__echo"), "{names:?}");
     assert!(names.contains(&"time__get_current_time"), "{names:?}");

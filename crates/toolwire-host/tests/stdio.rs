@@ -124,7 +124,7 @@ async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
         &Variables::default(),
     )
     .unwrap();
-    let mut host = Host::connect(
+    let host = Host::connect(
         &config,
         HostOptions::new(NobodyAsked).audit_log(dir.join("audit.jsonl")),
     )

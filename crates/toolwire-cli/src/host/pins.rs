@@ -81,7 +81,7 @@ fn act(host: &Host, ui: &Ui, action: &PinsAction) -> anyhow::Result<()> {
 /// `pins list`: each listed tool's state, then the removed ones.
 fn list(host: &Host, ui: &Ui) -> anyhow::Result<()> {
     let mut lines = Vec::new();
-    for tool in host.tools() {
+    for tool in host.tools().iter() {
         let word = pin_word(host, tool);
         let word = match word {
             "changed" => ui.paint_out(Tone::Red, word),
@@ -110,8 +110,8 @@ fn list(host: &Host, ui: &Ui) -> anyhow::Result<()> {
 
 /// `pins diff [NAME]`: what changed in one tool, or in every changed tool.
 fn diff(host: &Host, name: Option<&str>) -> anyhow::Result<()> {
-    let changed: Vec<&HostTool> = host
-        .tools()
+    let tools = host.tools();
+    let changed: Vec<&HostTool> = tools
         .iter()
         .filter(|t| name.is_none_or(|n| n == t.qualified))
         .filter(|t| pin_word(host, t) == "changed")
@@ -144,7 +144,7 @@ fn approve(host: &Host, names: &[String]) -> anyhow::Result<()> {
         let tool = host.tool(name).ok_or_else(|| {
             anyhow::anyhow!("there is no tool named {}", visible(name, Layout::Line))
         })?;
-        if pin_word(host, tool) != "changed" {
+        if pin_word(host, &tool) != "changed" {
             note(&format!(
                 "toolwire: {} has not changed; nothing to approve",
                 visible(name, Layout::Line)

@@ -108,8 +108,8 @@ pub(crate) fn all_failed(
     config: &HostConfig,
     only: Option<&str>,
 ) -> anyhow::Result<()> {
-    let wanted: Vec<&ServerStatus> = host
-        .servers()
+    let servers = host.servers();
+    let wanted: Vec<&ServerStatus> = servers
         .iter()
         .filter(|s| only.is_none_or(|o| o == s.name))
         .collect();

@@ -69,11 +69,8 @@ impl Shown<'_> {
 
 /// The tools, then what was hidden or removed; a failed server is noted on stderr.
 fn show(host: &Host, ui: &Ui, shown: &Shown<'_>) -> anyhow::Result<()> {
-    let tools: Vec<&HostTool> = host
-        .tools()
-        .iter()
-        .filter(|t| shown.wanted(&t.server))
-        .collect();
+    let all = host.tools();
+    let tools: Vec<&HostTool> = all.iter().filter(|t| shown.wanted(&t.server)).collect();
     if shown.as_json {
         return show_json(host, &tools, shown.servers);
     }

@@ -13,7 +13,7 @@ use crate::ui::{Consent, Ui};
 pub(crate) async fn watch(args: &HostArgs, only: Option<&str>) -> anyhow::Result<()> {
     let ui = Ui::new(Consent::Ask);
     let mut signals = Signals::listen()?;
-    let mut host = tokio::select! {
+    let host = tokio::select! {
         host = args.open(None, &ui) => host?,
         signal = signals.next() => return Err(signal.into()),
     };

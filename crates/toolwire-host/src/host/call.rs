@@ -50,7 +50,8 @@ pub(super) async fn call(
     arguments: Value,
     options: CallOptions,
 ) -> Called {
-    let Some(tool) = host.tool(qualified) else {
+    let view = host.view.load_full();
+    let Some(tool) = view.tool(qualified) else {
         host.record(HostEvent::CallUnknown { tool: qualified });
         return Called {
             result: CallToolResult::error(format!(
@@ -59,11 +60,20 @@ pub(super) async fn call(
             outcome: Outcome::Unknown,
         };
     };
-    let approved_by = match authorize(host, tool, &arguments).await {
+    // A tool the view lists always has a pin state; none would mean "never seen".
+    let pin = view.pin_states.get(qualified).cloned();
+    let approved_by = match authorize(host, tool, pin, &arguments).await {
         Ok(approved_by) => approved_by,
         Err(refused) => return refused,
     };
-    let connection = host.connection(&tool.server);
+    let Some(connection) = view
+        .servers
+        .get(&tool.server)
+        .and_then(|entry| entry.connection.clone())
+    else {
+        return not_running(host, tool, &approved_by, &arguments);
+    };
+    let connection = &*connection;
     let limit = timeout_of(
         &connection.config,
         &tool.definition.name,
@@ -98,10 +108,14 @@ pub(super) async fn call(
 }
 
 /// Who allowed the call, in words for the audit log; or the refusal the model gets, recorded.
-async fn authorize(host: &Host, tool: &HostTool, arguments: &Value) -> Result<String, Called> {
+async fn authorize(
+    host: &Host,
+    tool: &HostTool,
+    pin: Option<PinState>,
+    arguments: &Value,
+) -> Result<String, Called> {
     let qualified = tool.qualified.as_str();
-    // A tool the last refresh listed always has a state; none would mean "never seen".
-    let pin = host.pin_state(qualified).unwrap_or(PinState::Unknown);
+    let pin = pin.unwrap_or(PinState::Unknown);
     let call = Call {
         server: &tool.server,
         qualified,
@@ -159,6 +173,29 @@ fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Call
     Called {
         result,
         outcome: Outcome::Answered,
+    }
+}
+
+/// A call to a listed tool whose server has no connection (it never started): recorded as
+/// failed; the model is told why.
+fn not_running(host: &Host, tool: &HostTool, approved_by: &str, arguments: &Value) -> Called {
+    let (logged, redacted) = host.logged(arguments);
+    let error = format!("the server {} is not running", tool.server);
+    let sent = SentCall {
+        server: &tool.server,
+        tool: &tool.qualified,
+        approved_by,
+        latency_ms: 0,
+        arguments: logged,
+        redacted,
+    };
+    host.record(HostEvent::CallFailed {
+        sent,
+        error: error.clone(),
+    });
+    Called {
+        result: CallToolResult::error(format!("The call to {} failed: {error}", tool.qualified)),
+        outcome: Outcome::Failed,
     }
 }
 

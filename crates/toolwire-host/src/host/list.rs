@@ -1,4 +1,4 @@
-//! The steps of [`Host::refresh`](super::Host::refresh) that read no host state: a server's
+//! The steps of a refresh that read no host state: a server's
 //! list filtered by its configuration and checked against its pins, then every server's tools
 //! named for the model.
 
@@ -16,13 +16,14 @@ use crate::names::{NameError, Names};
 use crate::pins::{PinReport, PinState, PinStore, PinStoreError, Pins, definition_hash};
 
 /// A listed tool the model may see, before it is named.
+#[derive(Clone)]
 pub(super) struct Listed {
-    server: String,
-    definition: Tool,
+    pub(super) server: String,
+    pub(super) definition: Tool,
     /// The definition as JSON: what was hashed, and what the policy reads.
-    listed: Value,
+    pub(super) listed: Value,
     /// `None` for a second tool of the same name, whose definition was not checked.
-    pin: Option<PinState>,
+    pub(super) pin: Option<PinState>,
 }
 
 /// One server's list, filtered and checked against its pins.
@@ -92,8 +93,6 @@ pub(super) fn check(
 
 /// Every server's tools under the names the model sees.
 pub(super) struct Named {
-    /// The names, both ways.
-    pub(super) names: Names,
     /// The tools, in order of their qualified names.
     pub(super) tools: Vec<HostTool>,
     /// Each tool's pin state, by qualified name.
@@ -102,19 +101,17 @@ pub(super) struct Named {
 
 /// Every listed tool under its qualified name, in order, and each one's pin state by that
 /// name: the names within `budget`, each server's starting with its prefix.
-pub(super) fn name<'c>(
+pub(super) fn name(
     listed: Vec<Listed>,
-    connections: impl Iterator<Item = &'c Connection>,
+    prefixes: &BTreeMap<String, String>,
     budget: usize,
 ) -> Result<Named, NameError> {
-    let prefixes: BTreeMap<&str, &str> = connections
-        .map(|c| (c.config.name.as_str(), c.config.prefix.as_str()))
-        .collect();
     let names = Names::build(
         budget,
         listed.iter().map(|t| {
             let server = t.server.as_str();
-            (server, prefixes[server], t.definition.name.as_str())
+            let prefix = prefixes.get(server).map_or(server, String::as_str);
+            (server, prefix, t.definition.name.as_str())
         }),
     )?;
     let mut pin_states = HashMap::new();
@@ -134,11 +131,7 @@ pub(super) fn name<'c>(
         })
         .collect();
     tools.sort_by(|a, b| a.qualified.cmp(&b.qualified));
-    Ok(Named {
-        names,
-        tools,
-        pin_states,
-    })
+    Ok(Named { tools, pin_states })
 }
 
 /// The tools of `server`'s list that its `tools.allow` / `tools.deny` let through, and the

@@ -9,25 +9,27 @@ mod list;
 mod listen;
 mod options;
 mod output;
+mod refresh;
+mod view;
 
 pub use call::{Called, Outcome};
 pub use event::{HostEvent, SentCall};
 pub use listen::{ListChange, ListChanges};
 pub use options::{AuthorizerFor, HostOptions};
+pub use view::Tools;
 
-use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
-use std::time::Duration;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
+use arc_swap::ArcSwap;
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::ServerEra;
 use toolwire_client::protocol::{CallToolResult, Tool};
 
-use self::connect::Connection;
-use self::list::Listing;
+use self::view::View;
 use crate::audit::{AuditError, AuditLog, Redaction, RedactionError};
-use crate::config::{HostConfig, ServerConfig};
+use crate::config::HostConfig;
 use crate::names::{NameError, Names};
 use crate::pins::{FilePins, MemoryPins, PinReport, PinState, PinStore, Pins};
 use crate::policy::{
@@ -92,6 +94,9 @@ pub struct ServerStatus {
     pub hidden: Vec<Hidden>,
     /// The OAuth authorization its client holds, if it asked for one.
     pub authorized: Option<toolwire_client::auth::Authorized>,
+    /// When its tools were last listed; `None` if they never were. A failed server whose
+    /// tools are still offered ([`HostOptions::keep_last_list`]) offers this list.
+    pub listed_at: Option<SystemTime>,
 }
 
 /// A listed tool the model does not see.
@@ -127,19 +132,19 @@ impl HostTool {
     }
 }
 
-/// Many servers behind one list of tools.
+/// Many servers behind one list of tools. Every method takes `&self`: a host may be shared
+/// (in an `Arc`) by calls in flight and the task that refreshes it.
 pub struct Host {
     options: HostOptions,
-    /// Servers whose client could not be made (a stdio command that did not start).
-    unstarted: Vec<ServerConfig>,
-    connections: BTreeMap<String, Connection>,
-    statuses: Vec<ServerStatus>,
-    tools: Vec<HostTool>,
-    names: Names,
+    /// Every server and tool at one moment, swapped whole by a refresh; each listed tool's
+    /// pin state in it was decided when its list was checked against the pins (and changed
+    /// by [`Host::approve_change`]), so a call reads no store.
+    view: ArcSwap<View>,
+    /// Held while the view is rebuilt, one change at a time.
+    merging: Mutex<()>,
+    /// Held while a server is started.
+    starting: tokio::sync::Mutex<()>,
     pins: Pins<Arc<dyn PinStore>>,
-    /// Each listed tool's pin state by qualified name, decided when the list was checked
-    /// against the pins (and changed by [`Host::approve_change`]), so a call reads no store.
-    pin_states: std::sync::RwLock<HashMap<String, PinState>>,
     policy: Policy,
     audit: Option<AuditLog>,
     /// What the audit log keeps of arguments.
@@ -148,9 +153,10 @@ pub struct Host {
 
 impl std::fmt::Debug for Host {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let view = self.view.load();
         f.debug_struct("Host")
-            .field("servers", &self.statuses)
-            .field("tools", &self.tools.len())
+            .field("servers", &view.servers.keys())
+            .field("tools", &view.tools.len())
             .finish_non_exhaustive()
     }
 }
@@ -181,15 +187,17 @@ impl Host {
             None => Redaction::new(&config.audit)?,
         };
         Names::build(options.name_budget, std::iter::empty())?;
-        let mut host = Host {
+        let servers = config
+            .servers
+            .iter()
+            .map(|server| (server.name.clone(), refresh::unrefreshed(server.clone())))
+            .collect();
+        let host = Host {
+            view: ArcSwap::from_pointee(View::of(servers, options.name_budget)?),
             options,
-            unstarted: config.servers.clone(),
-            connections: BTreeMap::new(),
-            statuses: Vec::new(),
-            tools: Vec::new(),
-            names: Names::default(),
+            merging: Mutex::new(()),
+            starting: tokio::sync::Mutex::new(()),
             pins: Pins::new(pins),
-            pin_states: std::sync::RwLock::default(),
             policy,
             audit,
             redaction,
@@ -198,132 +206,47 @@ impl Host {
         Ok(host)
     }
 
-    /// Starts the servers that could not be started yet (a stdio command that failed), at
-    /// once; each failure is recorded and reported in [`Host::servers`].
-    async fn start_servers(&mut self) {
-        let unstarted = std::mem::take(&mut self.unstarted);
-        let options = &self.options;
-        let opened = futures::future::join_all(
-            unstarted
-                .into_iter()
-                .map(|server| async { (connect::open(&server, options).await, server) }),
-        )
-        .await;
-        for (opened, server) in opened {
-            match opened {
-                Ok(client) => {
-                    let name = server.name.clone();
-                    self.connections
-                        .insert(name, Connection::new(server, client));
-                }
-                Err(error) => {
-                    self.server_failed(server.name.clone(), error.to_string());
-                    self.unstarted.push(server);
-                }
-            }
-        }
-    }
-
     /// Starts the servers that could not be started before, lists every server's tools
     /// again, checks them against their pins and renames them. A server that failed (to
-    /// start, or to list) is tried again here.
-    pub async fn refresh(&mut self) -> Result<(), HostError> {
-        self.statuses.clear();
-        self.start_servers().await;
-        let lists = futures::future::join_all(
-            self.connections
-                .values()
-                .map(|c| async move { (c.config.name.clone(), c.client.refresh_tools().await) }),
-        )
-        .await;
-        let mut listed = Vec::new();
-        for (server, tools) in lists {
-            match tools {
-                Ok(tools) => {
-                    let listing = list::check(tools, &self.connections[&server], &self.pins)?;
-                    listed.extend(self.listed(server, listing));
-                }
-                Err(error) => self.server_failed(server, error.to_string()),
-            }
-        }
-        self.statuses.sort_by(|a, b| a.name.cmp(&b.name));
-        let named = list::name(listed, self.connections.values(), self.options.name_budget)?;
-        self.names = named.names;
-        self.tools = named.tools;
-        *self.pin_states.get_mut().unwrap_or_else(|e| e.into_inner()) = named.pin_states;
-        Ok(())
+    /// start, or to list) is tried again here. The servers are refreshed at once, each put in
+    /// the view as soon as its list is in.
+    pub async fn refresh(&self) -> Result<(), HostError> {
+        let names: Vec<String> = self.view.load().servers.keys().cloned().collect();
+        let refreshed =
+            futures::future::join_all(names.iter().map(|name| self.refresh_one(name))).await;
+        refreshed.into_iter().collect()
     }
 
-    /// Records a server that could not be started or listed, and reports it.
-    fn server_failed(&mut self, server: String, error: String) {
-        self.record(HostEvent::ServerFailed {
-            server: &server,
-            error: &error,
-        });
-        self.statuses.push(ServerStatus {
-            name: server,
-            state: ServerState::Failed { error },
-            pins: PinReport::default(),
-            era: None,
-            authorized: None,
-            hidden: Vec::new(),
-        });
-    }
-
-    /// Records a server's list (and how it differs from its pins), reports the server
-    /// connected, and hands on its tools.
-    fn listed(&mut self, server: String, listing: Listing) -> Vec<list::Listed> {
-        let Listing {
-            tools,
-            hidden,
-            report,
-        } = listing;
-        if report != PinReport::default() {
-            self.record(HostEvent::tools_changed(&server, &report));
+    /// [`Host::refresh`] of one server; `false` if no server has this name.
+    pub async fn refresh_server(&self, server: &str) -> Result<bool, HostError> {
+        if !self.view.load().servers.contains_key(server) {
+            return Ok(false);
         }
-        let client = &self.connections[&server].client;
-        self.record(HostEvent::ServerListed {
-            server: &server,
-            protocol_version: &client.protocol_version(),
-            tools: tools.len(),
-        });
-        self.statuses.push(ServerStatus {
-            state: ServerState::Connected { tools: tools.len() },
-            pins: report,
-            era: client.era(),
-            authorized: client.authorized(),
-            hidden,
-            name: server,
-        });
-        tools
+        self.refresh_one(server).await?;
+        Ok(true)
     }
 
     /// Every configured server and how it is doing, by name.
-    pub fn servers(&self) -> &[ServerStatus] {
-        &self.statuses
+    pub fn servers(&self) -> Vec<ServerStatus> {
+        let view = self.view.load();
+        view.servers.values().map(|e| e.status.clone()).collect()
     }
 
-    /// The tools the model may see, by qualified name.
-    pub fn tools(&self) -> &[HostTool] {
-        &self.tools
+    /// The tools the model may see, by qualified name, as of now: a refresh meanwhile does
+    /// not change them.
+    pub fn tools(&self) -> Tools {
+        Tools(self.view.load_full())
     }
 
     /// The tool a qualified name stands for.
-    pub fn tool(&self, qualified: &str) -> Option<&HostTool> {
-        self.tools
-            .binary_search_by(|t| t.qualified.as_str().cmp(qualified))
-            .ok()
-            .map(|i| &self.tools[i])
+    pub fn tool(&self, qualified: &str) -> Option<HostTool> {
+        self.view.load().tool(qualified).cloned()
     }
 
     /// Whether a listed tool may be called as listed: pinned, or changed since it was pinned
     /// (calls are refused until [`Host::approve_change`]). `None` for a name not listed.
     pub fn pin_state(&self, qualified: &str) -> Option<PinState> {
-        self.pin_states
-            .read()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(qualified)
-            .cloned()
+        self.view.load().pin_states.get(qualified).cloned()
     }
 
     /// Accepts a changed tool's listed definition as its new pin, after a person reviewed
@@ -335,10 +258,14 @@ impl Host {
         let hash = self
             .pins
             .approve(&tool.server, &tool.definition.name, &tool.listed)?;
-        self.pin_states
-            .write()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(qualified.to_owned(), PinState::Pinned(hash.clone()));
+        let pinned = PinState::Pinned(hash.clone());
+        self.update(&tool.server, |entry| {
+            for listed in &mut entry.listed {
+                if listed.definition.name == tool.definition.name && listed.pin.is_some() {
+                    listed.pin = Some(pinned.clone());
+                }
+            }
+        })?;
         self.record(HostEvent::ChangeApproved {
             server: &tool.server,
             tool: qualified,
@@ -373,14 +300,30 @@ impl Host {
     /// with a [`Notification::Reconnected`](toolwire_client::Notification::Reconnected) from
     /// that server, so the host refreshes.
     pub async fn list_changes(&self) -> ListChanges {
-        listen::list_changes(self.connections.values()).await
+        let connections = self.connections();
+        listen::list_changes(connections.iter().map(|c| &**c)).await
+    }
+
+    /// [`Host::list_changes`] of one server (of none if it is not connected).
+    pub async fn list_changes_of(&self, server: &str) -> ListChanges {
+        let connection = self.connection(server);
+        listen::list_changes(connection.iter().map(|c| &**c)).await
     }
 
     /// Closes every connection (stdio servers are stopped).
-    pub async fn close(self) {
-        for connection in self.connections.values() {
+    pub async fn close(&self) {
+        for connection in self.connections() {
             connection.client.close().await;
         }
+    }
+
+    /// Every connected server's connection.
+    fn connections(&self) -> Vec<Arc<connect::Connection>> {
+        let view = self.view.load();
+        view.servers
+            .values()
+            .filter_map(|e| e.connection.clone())
+            .collect()
     }
 
     /// Appends an audit record, if there is a log. A record that cannot be written is logged
@@ -420,9 +363,9 @@ impl Host {
         self.redaction.apply(arguments)
     }
 
-    /// The connection to a configured server.
-    fn connection(&self, server: &str) -> &Connection {
-        &self.connections[server]
+    /// The connection to a configured server, if it has one.
+    fn connection(&self, server: &str) -> Option<Arc<connect::Connection>> {
+        self.view.load().servers.get(server)?.connection.clone()
     }
 
     /// How a call runs: its time limit and what reaches the model.

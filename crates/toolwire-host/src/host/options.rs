@@ -50,6 +50,7 @@ pub struct HostOptions {
     pub(super) credentials: Arc<dyn CredentialStore>,
     pub(super) authorizer: Option<AuthorizerFor>,
     pub(super) oauth_insecure_http: bool,
+    pub(super) keep_last_list: bool,
 }
 
 /// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
@@ -90,6 +91,7 @@ impl HostOptions {
             credentials: Arc::new(MemoryStore::new()),
             authorizer: None,
             oauth_insecure_http: false,
+            keep_last_list: false,
         }
     }
 
@@ -238,6 +240,16 @@ impl HostOptions {
     /// spoken to as a 2025-11-25 server (the client's default is 30 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = Some(timeout);
+        self
+    }
+
+    /// Keeps offering a server's last good list while it fails (to start, or to list), with
+    /// its status saying so ([`ServerStatus::listed_at`](super::ServerStatus::listed_at)):
+    /// one failed server then never empties a long-running host's list; calls to its tools
+    /// fail with the reason until it is back. Off by default: a failed server's tools leave
+    /// the list.
+    pub fn keep_last_list(mut self, keep: bool) -> Self {
+        self.keep_last_list = keep;
         self
     }
 

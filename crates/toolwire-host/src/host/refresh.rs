@@ -1,0 +1,161 @@
+//! Refreshing a host: a server started if it has not been, its tools listed and checked
+//! against its pins, and the host's view rebuilt with them. Each server is refreshed on its
+//! own and merged into the view when its list is in, so a slow server holds up only its own
+//! list, and calls go on meanwhile on the view they started with.
+
+use std::sync::Arc;
+use std::time::SystemTime;
+
+use super::connect::{self, Connection};
+use super::list::{self, Listing};
+use super::view::{Entry, View};
+use super::{Host, HostError, HostEvent, ServerState, ServerStatus};
+use crate::pins::PinReport;
+
+impl Host {
+    /// Refreshes the server named `name`: starts it if it has not been, lists its tools and
+    /// puts them in the view. A failure is recorded in its status (and the audit log).
+    pub(super) async fn refresh_one(&self, name: &str) -> Result<(), HostError> {
+        let Some(connection) = self.started(name).await else {
+            return Ok(());
+        };
+        match connection.client.refresh_tools().await {
+            Ok(tools) => {
+                let listing = list::check(tools, &connection, &self.pins)?;
+                self.listed(name, connection, listing)
+            }
+            Err(error) => self.failed(name, Some(connection), error.to_string()),
+        }
+    }
+
+    /// The server's connection, started now if it had none; `None` if there is no such
+    /// server or it could not be started (recorded).
+    async fn started(&self, name: &str) -> Option<Arc<Connection>> {
+        let entry = self.view.load().servers.get(name).cloned()?;
+        if let Some(connection) = entry.connection {
+            return Some(connection);
+        }
+        // One start at a time, so that two refreshes never start one server twice.
+        let _starting = self.starting.lock().await;
+        if let Some(connection) = self.view.load().servers.get(name)?.connection.clone() {
+            return Some(connection);
+        }
+        match connect::open(&entry.config, &self.options).await {
+            Ok(client) => {
+                let connection = Arc::new(Connection::new(entry.config, client));
+                let kept = connection.clone();
+                let updated = self.update(name, |entry| entry.connection = Some(kept));
+                if let Err(error) = updated {
+                    tracing::error!(server = %name, %error, "a started server could not be added");
+                }
+                Some(connection)
+            }
+            Err(error) => {
+                if let Err(e) = self.failed(name, None, error.to_string()) {
+                    tracing::error!(server = %name, error = %e, "a failed start could not be recorded");
+                }
+                None
+            }
+        }
+    }
+
+    /// Records a server that could not be started or listed; its tools leave the view unless
+    /// the host keeps last lists.
+    fn failed(
+        &self,
+        name: &str,
+        connection: Option<Arc<Connection>>,
+        error: String,
+    ) -> Result<(), HostError> {
+        self.record(HostEvent::ServerFailed {
+            server: name,
+            error: &error,
+        });
+        let keep = self.options.keep_last_list;
+        self.update(name, |entry| {
+            if connection.is_some() {
+                entry.connection = connection;
+            }
+            if !keep {
+                entry.listed.clear();
+            }
+            entry.status.state = ServerState::Failed { error };
+        })
+    }
+
+    /// Records a server's list (and how it differs from its pins), and puts its tools in the
+    /// view.
+    fn listed(
+        &self,
+        name: &str,
+        connection: Arc<Connection>,
+        listing: Listing,
+    ) -> Result<(), HostError> {
+        let Listing {
+            tools,
+            hidden,
+            report,
+        } = listing;
+        if report != PinReport::default() {
+            self.record(HostEvent::tools_changed(name, &report));
+        }
+        let client = &connection.client;
+        self.record(HostEvent::ServerListed {
+            server: name,
+            protocol_version: &client.protocol_version(),
+            tools: tools.len(),
+        });
+        let status = ServerStatus {
+            name: name.to_owned(),
+            state: ServerState::Connected { tools: tools.len() },
+            pins: report,
+            era: client.era(),
+            authorized: client.authorized(),
+            hidden,
+            listed_at: Some(SystemTime::now()),
+        };
+        self.update(name, |entry| {
+            entry.connection = Some(connection);
+            entry.listed = tools;
+            entry.status = status;
+        })
+    }
+
+    /// Changes the entry of `name` with `change` and swaps in the view rebuilt from it. One
+    /// change at a time; the rebuild does no I/O.
+    pub(super) fn update(
+        &self,
+        name: &str,
+        change: impl FnOnce(&mut Entry),
+    ) -> Result<(), HostError> {
+        let _merging = self.merging.lock().unwrap_or_else(|e| e.into_inner());
+        let mut servers = self.view.load().servers.clone();
+        let Some(entry) = servers.get_mut(name) else {
+            return Ok(());
+        };
+        change(entry);
+        let view = View::of(servers, self.options.name_budget)?;
+        self.view.store(Arc::new(view));
+        Ok(())
+    }
+}
+
+/// The entry of a configured server before its first refresh.
+pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
+    Entry {
+        status: ServerStatus {
+            name: config.name.clone(),
+            state: ServerState::Failed {
+                error: "not started yet".into(),
+            },
+            pins: PinReport::default(),
+            era: None,
+            hidden: Vec::new(),
+            authorized: None,
+            listed_at: None,
+        },
+        connection: None,
+        listed: Vec::new(),
+        config,
+    }
+}
