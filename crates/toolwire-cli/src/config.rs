@@ -145,7 +145,7 @@ pub(crate) struct IntrospectionConfig {
 }
 
 /// `[tools.NAME]`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Default, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ToolConfig {
     #[serde(default)]
@@ -281,6 +281,25 @@ impl OutputConfig {
 /// Reads and checks `path`.
 pub(crate) fn load(path: &Path) -> anyhow::Result<ServeConfig> {
     load_with_env(path, |name| std::env::var(name).ok())
+}
+
+/// The `"gateway"` object of a `toolwire gateway` file, `file`: the settings of this file
+/// (`auth`, `tools`, `output`, `audit`, `deadlines`, `limits`, `store`) under the same names,
+/// as JSON.
+pub(crate) fn from_json(value: &serde_json::Value, file: &Path) -> anyhow::Result<ServeConfig> {
+    let shown = file.display();
+    let mut config: ServeConfig =
+        serde_json::from_value(value.clone()).map_err(|e| anyhow!("{shown}: gateway: {e}"))?;
+    if config.handles.is_some() {
+        bail!("{shown}: gateway.handles: a gateway keeps no notes; drop it");
+    }
+    config
+        .check()
+        .map_err(|e| anyhow!("{shown}: gateway: {e}"))?;
+    config.secret = config
+        .read_secret(|name| std::env::var(name).ok())
+        .map_err(|e| anyhow!("{shown}: gateway: {e}"))?;
+    Ok(config)
 }
 
 /// [`load`] reading secrets through `env`.

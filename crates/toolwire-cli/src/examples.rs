@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server, Store,
-    Structured, Tool, ToolError,
+    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server,
+    ServerBuilder, Store, Structured, Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -205,6 +205,23 @@ pub(crate) fn server(
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
     }
+    let server = configured_builder(builder, settings, audit, store)
+        .title("Toolwire examples")
+        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, two questions in two rounds, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
+        .tools(tools)
+        .build()?;
+    let _ = handle.set(server.clone());
+    Ok(server)
+}
+
+/// `builder` with the server-wide settings of a `--config` file (output guard, audit sink,
+/// limits, deadlines) and the state store: what `toolwire serve` and `toolwire gateway` share.
+pub(crate) fn configured_builder(
+    mut builder: ServerBuilder,
+    settings: &ServeConfig,
+    audit: Option<Arc<dyn AuditSink>>,
+    store: Option<&Store>,
+) -> ServerBuilder {
     // A sealed requestState answers one retry (M-08): one copied from a log or a proxy cannot
     // run a round again. A shared store remembers redemptions for every instance (and holds
     // their key ring, tasks and legacy sessions).
@@ -224,20 +241,13 @@ pub(crate) fn server(
     match &settings.deadlines {
         Some(DeadlinesConfig {
             off: Some(reason), ..
-        }) => builder = builder.no_tool_timeout(reason.clone()),
+        }) => builder.no_tool_timeout(reason.clone()),
         Some(DeadlinesConfig {
             tool_timeout_ms: Some(ms),
             ..
-        }) => builder = builder.tool_timeout(Duration::from_millis(*ms)),
-        _ => {}
+        }) => builder.tool_timeout(Duration::from_millis(*ms)),
+        _ => builder,
     }
-    let server = builder
-        .title("Toolwire examples")
-        .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, two questions in two rounds, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
-        .tools(tools)
-        .build()?;
-    let _ = handle.set(server.clone());
-    Ok(server)
 }
 
 /// The tools with the settings of their `[tools.NAME]` sections.
@@ -253,28 +263,34 @@ fn configured(
                 names.join(", ")
             );
         };
-        let mut tool = tools.remove(at).scopes(config.scopes.clone());
-        if let Some(reason) = &config.raw_output {
-            tool = tool.raw_output(reason.clone());
-        }
-        if let Some(ms) = config.timeout_ms {
-            tool = tool.timeout(Duration::from_millis(ms));
-        }
-        if let Some(reason) = &config.no_timeout {
-            tool = tool.no_timeout(reason.clone());
-        }
-        if let Some(limit) = &config.rate_limit {
-            tool = tool.rate_limit(limit.limit());
-        }
-        if let Some(reason) = &config.no_rate_limit {
-            tool = tool.no_rate_limit(reason.clone());
-        }
-        if let Some(cost) = config.cost {
-            tool = tool.cost(cost);
-        }
+        let tool = configured_tool(tools.remove(at), config);
         tools.insert(at, tool);
     }
     Ok(tools)
+}
+
+/// `tool` with the settings of its `[tools.NAME]` section.
+pub(crate) fn configured_tool(tool: Tool, config: &ToolConfig) -> Tool {
+    let mut tool = tool.scopes(config.scopes.clone());
+    if let Some(reason) = &config.raw_output {
+        tool = tool.raw_output(reason.clone());
+    }
+    if let Some(ms) = config.timeout_ms {
+        tool = tool.timeout(Duration::from_millis(ms));
+    }
+    if let Some(reason) = &config.no_timeout {
+        tool = tool.no_timeout(reason.clone());
+    }
+    if let Some(limit) = &config.rate_limit {
+        tool = tool.rate_limit(limit.limit());
+    }
+    if let Some(reason) = &config.no_rate_limit {
+        tool = tool.no_rate_limit(reason.clone());
+    }
+    if let Some(cost) = config.cost {
+        tool = tool.cost(cost);
+    }
+    tool
 }
 
 /// The example tools, in listing order.

@@ -10,6 +10,7 @@ use toolwire_server::{http, stdio};
 mod client;
 mod config;
 mod examples;
+mod gateway;
 mod host;
 mod layers;
 mod logs;
@@ -78,6 +79,12 @@ enum Command {
         #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
         store: Option<String>,
     },
+    /// Serve the tools of the servers in an `mcpServers` file (stdio commands, HTTP servers,
+    /// either protocol era) as one MCP server, named `prefix__tool`: with the downstream
+    /// settings of the file's "gateway" object (those of `toolwire serve --config`, as JSON),
+    /// an upstream's list changes passed on, a failed upstream retried while its last list is
+    /// kept, and a tool whose definition changed withheld until `toolwire pins approve`.
+    Gateway(gateway::GatewayArgs),
     /// Show a server's era, protocol version, identity and capabilities.
     Discover {
         #[command(flatten)]
@@ -209,7 +216,7 @@ async fn main() {
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let running = match cli.command {
-        Command::Serve { .. } => logs::Running::Server,
+        Command::Serve { .. } | Command::Gateway(_) => logs::Running::Server,
         _ => logs::Running::Command,
     };
     logs::init(running, cli.verbose);
@@ -233,6 +240,7 @@ async fn run() -> anyhow::Result<()> {
             };
             serve_command(listen, config.as_deref(), data_dir, store.as_deref()).await
         }
+        Command::Gateway(args) => gateway::gateway(args).await,
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
         Command::Tools { host, json, only } => {
@@ -399,31 +407,9 @@ async fn serve(
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };
-    let listener = tokio::net::TcpListener::bind(addr).await.map_err(|e| {
-        let what_to_do = match e.kind() {
-            std::io::ErrorKind::AddrInUse => {
-                "; another program listens there: stop it, or pass another --http ADDR (port 0 picks a free one)"
-            }
-            std::io::ErrorKind::AddrNotAvailable => {
-                "; this machine has no such address: pass one of its own, e.g. 127.0.0.1:8080"
-            }
-            std::io::ErrorKind::PermissionDenied => {
-                "; ports below 1024 need privileges: pass a higher one, e.g. 127.0.0.1:8080"
-            }
-            _ => "",
-        };
-        anyhow::anyhow!("--http {addr}: cannot listen there: {e}{what_to_do}")
-    })?;
+    let listener = bind(addr).await?;
     let addr = listener.local_addr()?;
-    let mut config = allow_hosts
-        .into_iter()
-        .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
-    if let Some(oauth) = settings.oauth() {
-        config = config.oauth(oauth);
-    }
-    if let Some(limits) = &settings.limits {
-        config = limits.apply_http(config);
-    }
+    let config = http_config(allow_hosts, &settings);
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));
@@ -438,6 +424,39 @@ async fn serve(
         .context("HTTP transport");
     server.flush_audit();
     served
+}
+
+/// A listener on `--http ADDR`, or an error that says what to do.
+async fn bind(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr).await.map_err(|e| {
+        let what_to_do = match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                "; another program listens there: stop it, or pass another --http ADDR (port 0 picks a free one)"
+            }
+            std::io::ErrorKind::AddrNotAvailable => {
+                "; this machine has no such address: pass one of its own, e.g. 127.0.0.1:8080"
+            }
+            std::io::ErrorKind::PermissionDenied => {
+                "; ports below 1024 need privileges: pass a higher one, e.g. 127.0.0.1:8080"
+            }
+            _ => "",
+        };
+        anyhow::anyhow!("--http {addr}: cannot listen there: {e}{what_to_do}")
+    })
+}
+
+/// The HTTP settings of `--allow-host` and a `--config` file: OAuth and the flood limit.
+fn http_config(allow_hosts: Vec<String>, settings: &config::ServeConfig) -> http::HttpConfig {
+    let mut config = allow_hosts
+        .into_iter()
+        .fold(http::HttpConfig::default(), |c, h| c.allow_host(h));
+    if let Some(oauth) = settings.oauth() {
+        config = config.oauth(oauth);
+    }
+    if let Some(limits) = &settings.limits {
+        config = limits.apply_http(config);
+    }
+    config
 }
 
 /// What to try on the running server: a curl command that calls `add`, presenting the access

@@ -1,0 +1,143 @@
+//! `toolwire gateway --config FILE`: the servers of an `mcpServers` file (the one hosts
+//! already read) behind one endpoint, Streamable HTTP with `--http ADDR`, else stdio. The
+//! file's top-level `"gateway"` object holds the downstream settings, those of `toolwire
+//! serve --config` under the same names, as JSON (`tools` keyed by qualified names).
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use toolwire_gateway::{Gateway, GatewayOptions, NoPerson};
+use toolwire_host::{HostConfig, HostOptions, ServerState};
+use toolwire_server::{JsonlAuditSink, Server, http, stdio};
+
+use crate::config::{self, ServeConfig};
+use crate::{examples, store, terminal};
+
+/// `toolwire gateway`'s arguments.
+#[derive(clap::Args)]
+pub(crate) struct GatewayArgs {
+    /// The `mcpServers` JSON file of the upstream servers (an existing .mcp.json works as
+    /// is), with an optional top-level "gateway" object for the downstream side.
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Serve Streamable HTTP at http://ADDR/mcp instead of stdio (e.g. 127.0.0.1:8080).
+    #[arg(long, value_name = "ADDR")]
+    http: Option<SocketAddr>,
+    /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
+    #[arg(long = "allow-host", value_name = "HOST")]
+    allow_hosts: Vec<String>,
+    /// Where the upstream tools' pins are kept, and a relative "gateway.audit.file". Default:
+    /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
+    #[arg(long, value_name = "DIR", env = "TOOLWIRE_STATE_DIR")]
+    state_dir: Option<PathBuf>,
+    /// Keep the downstream state (single-use request state, legacy sessions, tool quotas,
+    /// list fan-out) in this Redis, shared by every gateway instance given it:
+    /// redis://HOST:PORT[/DB]; read from TOOLWIRE_STORE when not given.
+    #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
+    store: Option<String>,
+}
+
+/// Reads the file, connects to the upstreams and serves their tools until stopped.
+pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
+    let settings = downstream_settings(&args.config)?;
+    let upstreams = HostConfig::load(&args.config)?;
+    for ignored in &upstreams.ignored {
+        terminal::note(&format!("toolwire: warning: {ignored}"));
+    }
+    let state_dir = crate::signin::state_dir(args.state_dir.as_deref())?;
+    let store = store::open(args.store.as_deref(), settings.store.as_ref(), |name| {
+        std::env::var(name).ok()
+    })?;
+    let audit = match settings.audit_file(Some(&state_dir)) {
+        Some(file) => Some(Arc::new(
+            JsonlAuditSink::open(&file)
+                .with_context(|| format!("gateway.audit.file: cannot open {}", file.display()))?,
+        ) as Arc<dyn toolwire_server::AuditSink>),
+        None => None,
+    };
+    let builder =
+        Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION")).title("Toolwire gateway");
+    let server =
+        examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store))
+            .build()?;
+    let tools = settings.tools.clone();
+    let options =
+        GatewayOptions::new().tool_settings(move |tool, served| match tools.get(&tool.qualified) {
+            Some(config) => examples::configured_tool(served, config),
+            None => served,
+        });
+    let host = HostOptions::new(NoPerson)
+        .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
+        .state_dir(&state_dir)
+        // The downstream output guard cleans and caps what callers get.
+        .clean_results(false)
+        .max_result_chars(usize::MAX);
+    let gateway = Gateway::start(&upstreams, host, server.clone(), options).await?;
+    report(&gateway);
+    server.shutdown_on_signal();
+    let served = match args.http {
+        Some(addr) => serve_http(&server, addr, args.allow_hosts, &settings).await,
+        None => {
+            if settings.auth.is_some() {
+                anyhow::bail!(
+                    "gateway.auth applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
+                );
+            }
+            let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;
+            stdio::serve_with(server.clone(), caller)
+                .await
+                .context("stdio transport")
+        }
+    };
+    server.flush_audit();
+    gateway.close().await;
+    served
+}
+
+/// The file's `"gateway"` object (the defaults of `toolwire serve` without one).
+fn downstream_settings(file: &Path) -> anyhow::Result<ServeConfig> {
+    let shown = file.display();
+    let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
+    match value.get("gateway") {
+        Some(gateway) => config::from_json(gateway, file),
+        None => Ok(ServeConfig::default()),
+    }
+}
+
+/// Says on stderr how each upstream is doing.
+fn report(gateway: &Gateway) {
+    for status in gateway.host().servers() {
+        let line = match &status.state {
+            ServerState::Connected { tools } => {
+                format!("toolwire: upstream {}: {tools} tools", status.name)
+            }
+            ServerState::Failed { error } => format!(
+                "toolwire: warning: upstream {} failed ({error}); retrying in the background",
+                status.name
+            ),
+        };
+        terminal::note(&terminal::visible(&line, terminal::Layout::Line));
+    }
+}
+
+/// Serves `server` at `addr` until it shuts down.
+async fn serve_http(
+    server: &Server,
+    addr: SocketAddr,
+    allow_hosts: Vec<String>,
+    settings: &ServeConfig,
+) -> anyhow::Result<()> {
+    let listener = crate::bind(addr).await?;
+    let addr = listener.local_addr()?;
+    let config = crate::http_config(allow_hosts, settings);
+    terminal::note(&format!(
+        "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
+    ));
+    http::serve(server.clone(), listener, config)
+        .await
+        .context("HTTP transport")
+}

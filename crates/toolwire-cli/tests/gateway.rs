@@ -1,0 +1,177 @@
+//! `toolwire gateway` as an operator runs it: a real `toolwire serve` over stdio (started by
+//! the gateway) and another over HTTP behind it, its downstream settings from the file's
+//! "gateway" object, called by the `toolwire` client commands through the gateway's URL.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// A child process killed when the test ends, whatever happens.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn toolwire(dir: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("TOOLWIRE_STATE_DIR", dir.path().join("state"))
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLWIRE_STORE")
+        .env_remove("RUST_LOG");
+    command
+}
+
+/// Starts `command` and waits for the stderr line with `needle`: the URL that follows it.
+fn started(mut command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
+    let mut child = command
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolwire starts");
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().expect("piped"));
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let child = Killed(child);
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s"));
+        if let Some(rest) = line.split(needle).nth(1) {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            return (child, url, lines);
+        }
+    }
+}
+
+/// Runs a client command against `url`; its stdout, or a panic with both streams.
+fn client(dir: &tempfile::TempDir, args: &[&str]) -> (bool, String, String) {
+    let output = toolwire(dir).args(args).output().expect("toolwire runs");
+    (
+        output.status.success(),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut http_upstream = toolwire(&dir);
+    http_upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("http-notes"));
+    let (_upstream, upstream_url, _lines) = started(http_upstream, "serving the example tools at ");
+    let config = json!({
+        "mcpServers": {
+            "local": {
+                "command": BIN,
+                "args": ["serve", "--data-dir", dir.path().join("stdio-notes")],
+                "prefix": "local",
+            },
+            "remote": {"url": upstream_url, "prefix": "remote"},
+        },
+        "gateway": {
+            "tools": {"remote__add": {"rate_limit": {"calls": 2, "period_seconds": 3600}}},
+            "audit": {"file": "gateway-audit.jsonl"},
+        }
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (_gateway, url, _lines) = started(gateway, "the gateway serves at ");
+
+    let (ok, listed, err) = client(&dir, &["tools", &url, "--json"]);
+    assert!(ok, "toolwire tools: {err}");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .or(listed.as_array())
+        .expect("a list of tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().or(t["qualified"].as_str()))
+        .collect();
+    for name in ["local__echo", "local__add", "remote__echo", "remote__add"] {
+        assert!(
+            names.iter().any(|n| n.ends_with(name)),
+            "{name} in {names:?}"
+        );
+    }
+
+    let (ok, out, err) = client(
+        &dir,
+        &["call", &url, "local__echo", "message=through", "--yes"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains("through"), "{out}");
+    let (ok, out, err) = client(&dir, &["call", &url, "remote__add", "a=2", "b=3", "--yes"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(out.contains('5'), "{out}");
+
+    // The gateway's own quota for remote__add: 2 an hour.
+    client(&dir, &["call", &url, "remote__add", "a=1", "b=1", "--yes"]);
+    let (_, out, err) = client(&dir, &["call", &url, "remote__add", "a=1", "b=1", "--yes"]);
+    assert!(
+        out.contains("called too often: each caller may make 2 calls per 3600 s"),
+        "the third call is refused by the gateway's rate limit: {out}\n{err}"
+    );
+    let audit = std::fs::read_to_string(dir.path().join("state/gateway-audit.jsonl"))
+        .expect("the gateway's audit file");
+    assert!(audit.contains("local__echo"), "{audit}");
+}
+
+#[test]
+fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {}, "gateway": {"limitz": {}}}).to_string(),
+    )
+    .unwrap();
+    let output = toolwire(&dir)
+        .args(["gateway", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "a usage error: {stderr}");
+    assert!(
+        stderr.contains("gateway") && stderr.contains("limitz"),
+        "{stderr}"
+    );
+
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "approval": {"ask": ["*"]}}}})
+            .to_string(),
+    )
+    .unwrap();
+    let output = toolwire(&dir)
+        .args(["gateway", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(stderr.contains("no person to ask"), "{stderr}");
+}

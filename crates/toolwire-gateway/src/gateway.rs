@@ -1,0 +1,212 @@
+//! The gateway: the host that reaches the upstream servers, the server that serves their
+//! tools downstream, and the task that keeps the second in step with the first.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
+use toolwire_server::{Server, Tool};
+
+use crate::mirror::Mirror;
+
+/// Why a gateway could not start.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum GatewayError {
+    /// The host that reaches the upstream servers could not start (its audit log, pins or
+    /// rules).
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The configuration has `approval.ask` rules: a gateway has no person to ask.
+    #[error(
+        "approval.ask in {}: a gateway has no person to ask; allow or deny these calls instead",
+        .0.join(", ")
+    )]
+    AskRules(Vec<String>),
+}
+
+/// What the server author (or the CLI's configuration) adds to each mirrored tool before it
+/// is served: scopes, a rate limit, a deadline, an output guard. Given the upstream tool and
+/// the tool as the gateway made it.
+pub type ToolSettings = Arc<dyn Fn(&HostTool, Tool) -> Tool + Send + Sync>;
+
+/// How a gateway serves its upstreams' tools.
+#[derive(Clone, Default)]
+pub struct GatewayOptions {
+    pub(crate) settings: Option<ToolSettings>,
+}
+
+impl std::fmt::Debug for GatewayOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatewayOptions")
+            .field("settings", &self.settings.is_some())
+            .finish()
+    }
+}
+
+impl GatewayOptions {
+    /// Default options: each tool served as its upstream lists it.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Changes each mirrored tool before it is served (see [`ToolSettings`]).
+    pub fn tool_settings(
+        mut self,
+        settings: impl Fn(&HostTool, Tool) -> Tool + Send + Sync + 'static,
+    ) -> Self {
+        self.settings = Some(Arc::new(settings));
+        self
+    }
+}
+
+/// Many upstream servers' tools served as one server's.
+#[derive(Clone)]
+pub struct Gateway {
+    pub(crate) inner: Arc<Inner>,
+}
+
+pub(crate) struct Inner {
+    pub(crate) host: Arc<Host>,
+    pub(crate) server: Server,
+    pub(crate) mirror: Mirror,
+    /// Each upstream's `trust` setting, by name: whether its annotations may be relied on.
+    pub(crate) trusted: HashMap<String, bool>,
+    /// The task following upstream changes, stopped with the gateway.
+    pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
+}
+
+impl std::fmt::Debug for Gateway {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Gateway")
+            .field("host", &self.inner.host)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gateway {
+    /// Connects to every server of `config` (a server that fails is retried in the
+    /// background; the others serve) and serves their tools on `server`, which the caller
+    /// built with its downstream settings (sign-in, limits, output guard, audit) and serves
+    /// over HTTP or stdio. The host keeps each upstream's last good list while it fails.
+    pub async fn start(
+        config: &HostConfig,
+        host: HostOptions,
+        server: Server,
+        options: GatewayOptions,
+    ) -> Result<Gateway, GatewayError> {
+        let asking = asking(config);
+        if !asking.is_empty() {
+            return Err(GatewayError::AskRules(asking));
+        }
+        let host = Arc::new(Host::connect(config, host.keep_last_list(true)).await?);
+        let trusted = config
+            .servers
+            .iter()
+            .map(|s| (s.name.clone(), s.trust))
+            .collect();
+        let gateway = Gateway {
+            inner: Arc::new(Inner {
+                host,
+                server,
+                mirror: Mirror::new(options.settings),
+                trusted,
+                watching: Mutex::new(None),
+            }),
+        };
+        gateway.sync();
+        let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&gateway.inner)));
+        *gateway
+            .inner
+            .watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner()) = Some(watching);
+        Ok(gateway)
+    }
+
+    /// The downstream server: serve it over HTTP or stdio.
+    pub fn server(&self) -> &Server {
+        &self.inner.server
+    }
+
+    /// The host that reaches the upstream servers: their status, pins and tools.
+    pub fn host(&self) -> &Host {
+        &self.inner.host
+    }
+
+    /// Brings the served tools in step with the host's list now (the gateway does this by
+    /// itself whenever an upstream's list changes).
+    pub fn sync(&self) {
+        self.inner.sync();
+    }
+
+    /// Approves the changed definition of the tool served as `qualified` (after an operator
+    /// reviewed it): it is served again. `false` if no listed tool has that name.
+    pub fn approve_change(&self, qualified: &str) -> Result<bool, GatewayError> {
+        let approved = self.inner.host.approve_change(qualified)?;
+        self.sync();
+        Ok(approved)
+    }
+
+    /// Stops following the upstreams and closes every connection (stdio servers stop).
+    pub async fn close(&self) {
+        let watching = self
+            .inner
+            .watching
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take();
+        if let Some(watching) = watching {
+            watching.abort();
+        }
+        self.inner.host.close().await;
+    }
+}
+
+impl Inner {
+    /// Brings the served tools in step with the host's list.
+    pub(crate) fn sync(&self) {
+        self.mirror.sync(&self.host, &self.server, |server| {
+            self.trusted.get(server).copied().unwrap_or(false)
+        });
+    }
+}
+
+/// The approver of a gateway's host: a call no approval rule decides goes ahead (the
+/// gateway's own rules have decided it); there is no person behind a gateway to ask, so
+/// `approval.ask` rules are refused when it starts.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NoPerson;
+
+impl toolwire_host::Approver for NoPerson {
+    fn approve<'a>(
+        &'a self,
+        request: toolwire_host::ApprovalRequest<'a>,
+    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = toolwire_host::Answer> + Send + 'a>>
+    {
+        let answer = match request.reason {
+            toolwire_host::Reason::Default => {
+                toolwire_host::Answer::AllowedBy("the gateway (no approval rule matches)".into())
+            }
+            reason => toolwire_host::Answer::Deny(format!(
+                "{} asks for a person's approval ({reason}), and a gateway has no person to ask",
+                request.qualified
+            )),
+        };
+        Box::pin(std::future::ready(answer))
+    }
+}
+
+/// The servers whose configuration (or the file's top) has `approval.ask` rules.
+pub(crate) fn asking(config: &HostConfig) -> Vec<String> {
+    let mut asking: Vec<String> = config
+        .servers
+        .iter()
+        .filter(|s| !s.approval.ask.is_empty())
+        .map(|s| format!("server \"{}\"", s.name))
+        .collect();
+    if !config.approval.ask.is_empty() {
+        asking.insert(0, "the top of the file".into());
+    }
+    asking
+}

@@ -1,0 +1,5 @@
+//! The gateway's tests, one binary: real servers on 127.0.0.1 behind a gateway served over
+//! HTTP, called by Toolwire's client.
+
+mod gateway;
+mod support;
