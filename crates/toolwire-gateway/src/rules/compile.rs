@@ -9,9 +9,11 @@
 //!
 //! The rewrites, so that a rule means what it means in CEL:
 //! - the interpreter reads a non-bool operand of `!`, `&&`, `||` and `? :` by truthiness (`!"no"`
-//!   is false); in CEL that is an error. Each such operand is wrapped in `@bool`, which fails on
-//!   anything but a bool, so `!args.dry_run` with `"dry_run": "yes"` is an evaluation error (and a
-//!   deny rule that errs counts as matched) rather than `false`.
+//!   is false); in CEL that is an error. The rule's outermost logic is evaluated strictly by
+//!   [`eval`](super::eval); below it (in a comprehension, a list, a function's argument) each
+//!   such operand is wrapped in `@bool`, which fails on anything but a bool. Either way
+//!   `!args.dry_run` with `"dry_run": "yes"` is an evaluation error (and a deny rule that errs
+//!   counts as matched) rather than `false`.
 //! - the interpreter panics when a macro (`all`, `exists`, …) ranges over something that is not a
 //!   list or a map, which a caller's argument can be; the range is wrapped in `@iterable`, which
 //!   fails instead.
@@ -21,18 +23,16 @@
 
 use std::collections::HashMap;
 use std::panic::{AssertUnwindSafe, catch_unwind};
-use std::sync::Arc;
 
-use cel_interpreter::extractors::This;
-use cel_interpreter::{Context, ExecutionError, FunctionContext, ResolveResult, Value};
 use cel_parser::ast::{CallExpr, EntryExpr, Expr, operators};
 use cel_parser::reference::Val;
 use cel_parser::{Expression, Parser};
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 
 use super::config::RuleRef;
 use super::error::RuleError;
-use super::facts::ArgsUse;
+use super::eval::{BOOL, ITERABLE};
+use super::facts::Use;
 
 /// The operators the interpreter evaluates itself (the parser writes them; a rule cannot name
 /// them as functions).
@@ -90,28 +90,51 @@ const FUNCTIONS: [(&str, Arity); 12] = [
 const KNOWN: &str = "size, contains, startsWith, endsWith, matches, string, bytes, int, uint, \
     double, min, max, and the macros has, all, exists, exists_one, map and filter";
 
-/// The most a regular expression taken from the arguments may compile to, in bytes, so that a
-/// caller cannot make a rule spend its time compiling a huge automaton.
-const DYNAMIC_PATTERN_LIMIT: usize = 1 << 20;
-
-/// Which variables a rule reads.
+/// What a rule reads of each variable.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Reads {
-    pub(crate) caller: bool,
-    pub(crate) tool: bool,
-    pub(crate) args: ArgsUse,
+    pub(crate) caller: Use,
+    pub(crate) tool: Use,
+    pub(crate) args: Use,
 }
 
 impl Reads {
     /// Whether the rule needs the call's arguments, and so cannot be decided at list time.
     pub(crate) fn args(&self) -> bool {
-        self.args != ArgsUse::Nothing
+        self.args != Use::Nothing
     }
 
     pub(crate) fn merge(&mut self, other: &Reads) {
-        self.caller |= other.caller;
-        self.tool |= other.tool;
+        self.caller.merge(other.caller.clone());
+        self.tool.merge(other.tool.clone());
         self.args.merge(other.args.clone());
+    }
+
+    fn of(&mut self, variable: Variable) -> &mut Use {
+        match variable {
+            Variable::Caller => &mut self.caller,
+            Variable::Tool => &mut self.tool,
+            Variable::Args => &mut self.args,
+        }
+    }
+}
+
+/// The three variables.
+#[derive(Clone, Copy)]
+enum Variable {
+    Caller,
+    Tool,
+    Args,
+}
+
+impl Variable {
+    fn named(name: &str) -> Option<Variable> {
+        match name {
+            "caller" => Some(Variable::Caller),
+            "tool" => Some(Variable::Tool),
+            "args" => Some(Variable::Args),
+            _ => None,
+        }
     }
 }
 
@@ -141,7 +164,7 @@ pub(crate) fn compile(
         return Err(problem.into_error(rule));
     }
     let reads = check.reads;
-    rewrite(&mut expr);
+    rewrite(&mut expr, true);
     Ok(Compiled { rule, expr, reads })
 }
 
@@ -198,12 +221,12 @@ impl Check<'_> {
         match &e.expr {
             Expr::Literal(_) => Ok(()),
             Expr::Ident(name) => self.variable(name),
-            Expr::Select(select) => match self.args_ident(&select.operand) {
-                true => {
-                    self.reads.args.member(&select.field);
+            Expr::Select(select) => match self.variable_ident(&select.operand) {
+                Some(variable) => {
+                    self.reads.of(variable).member(&select.field);
                     Ok(())
                 }
-                false => self.expr(&select.operand),
+                None => self.expr(&select.operand),
             },
             Expr::Call(call) => self.call(call),
             Expr::List(list) => list.elements.iter().try_for_each(|e| self.expr(e)),
@@ -237,27 +260,30 @@ impl Check<'_> {
         if self.bound.iter().any(|b| b == name) {
             return Ok(());
         }
-        match name {
-            "caller" => self.reads.caller = true,
-            "tool" => self.reads.tool = true,
-            "args" => self.reads.args.merge(ArgsUse::Whole),
-            _ => return Err(Problem::Variable(name.to_owned())),
+        match Variable::named(name) {
+            Some(variable) => {
+                self.reads.of(variable).merge(Use::Whole);
+                Ok(())
+            }
+            None => Err(Problem::Variable(name.to_owned())),
         }
-        Ok(())
     }
 
-    /// Whether `e` is the call's `args` (not a comprehension variable of that name).
-    fn args_ident(&self, e: &Expression) -> bool {
-        matches!(&e.expr, Expr::Ident(name) if name == "args" && !self.bound.iter().any(|b| b == "args"))
+    /// Which of the three variables `e` is, if it is one (and not a comprehension variable of
+    /// the same name).
+    fn variable_ident(&self, e: &Expression) -> Option<Variable> {
+        match &e.expr {
+            Expr::Ident(name) if !self.bound.iter().any(|b| b == name) => Variable::named(name),
+            _ => None,
+        }
     }
 
     fn call(&mut self, call: &CallExpr) -> Result<(), Problem> {
-        if call.func_name == operators::INDEX
-            && call.args.len() == 2
-            && self.args_ident(&call.args[0])
-        {
-            if let Expr::Literal(Val::String(member)) = &call.args[1].expr {
-                self.reads.args.member(member);
+        if let (operators::INDEX, [object, key]) = (call.func_name.as_str(), &call.args[..]) {
+            if let (Some(variable), Expr::Literal(Val::String(member))) =
+                (self.variable_ident(object), &key.expr)
+            {
+                self.reads.of(variable).member(member);
                 return Ok(());
             }
         }
@@ -304,22 +330,23 @@ fn takes(n: usize) -> &'static str {
     }
 }
 
-/// The rewrites described in the module's documentation.
-fn rewrite(e: &mut Expression) {
+/// The rewrites described in the module's documentation. `top`: `e` is part of the rule's
+/// logical skeleton (its outermost `!`, `&&`, `||` and `? :`), which [`eval`](super::eval)
+/// evaluates itself, strictly; below it, the interpreter evaluates and the guards go in.
+fn rewrite(e: &mut Expression, top: bool) {
     match &mut e.expr {
         Expr::Call(call) => {
+            let logical = is_logical(call);
             let strict = match call.func_name.as_str() {
-                operators::LOGICAL_NOT | operators::LOGICAL_AND | operators::LOGICAL_OR => {
-                    call.args.len()
-                }
+                _ if !logical || top => 0,
                 operators::CONDITIONAL => 1,
-                _ => 0,
+                _ => call.args.len(),
             };
             if let Some(target) = &mut call.target {
-                rewrite(target);
+                rewrite(target, false);
             }
             for (i, arg) in call.args.iter_mut().enumerate() {
-                rewrite(arg);
+                rewrite(arg, top && logical);
                 if i < strict {
                     wrap(arg, BOOL);
                 }
@@ -333,17 +360,17 @@ fn rewrite(e: &mut Expression) {
                 &mut c.loop_step,
                 &mut c.result,
             ] {
-                rewrite(part);
+                rewrite(part, false);
             }
             wrap(&mut c.iter_range, ITERABLE);
         }
-        Expr::Select(select) => rewrite(&mut select.operand),
-        Expr::List(list) => list.elements.iter_mut().for_each(rewrite),
+        Expr::Select(select) => rewrite(&mut select.operand, false),
+        Expr::List(list) => list.elements.iter_mut().for_each(|e| rewrite(e, false)),
         Expr::Map(map) => {
             for entry in &mut map.entries {
                 if let EntryExpr::MapEntry(entry) = &mut entry.expr {
-                    rewrite(&mut entry.key);
-                    rewrite(&mut entry.value);
+                    rewrite(&mut entry.key, false);
+                    rewrite(&mut entry.value, false);
                 }
             }
         }
@@ -351,8 +378,15 @@ fn rewrite(e: &mut Expression) {
     }
 }
 
-const BOOL: &str = "@bool";
-const ITERABLE: &str = "@iterable";
+/// Whether `call` is one of CEL's logical operators: `!`, `&&`, `||`, `? :`.
+pub(crate) fn is_logical(call: &CallExpr) -> bool {
+    matches!(
+        (call.func_name.as_str(), call.args.len()),
+        (operators::LOGICAL_NOT, 1)
+            | (operators::LOGICAL_AND | operators::LOGICAL_OR, 2)
+            | (operators::CONDITIONAL, 3)
+    )
+}
 
 fn wrap(e: &mut Expression, function: &str) {
     let inner = std::mem::take(e);
@@ -364,58 +398,6 @@ fn wrap(e: &mut Expression, function: &str) {
             args: vec![inner],
         }),
     };
-}
-
-/// The context every rule is evaluated under: the interpreter's functions, `matches` with the
-/// rules' own patterns compiled once, and the two guards of the rewrites.
-pub(crate) fn root_context(patterns: HashMap<String, Regex>) -> Context<'static> {
-    let mut root = Context::default();
-    let patterns = Arc::new(patterns);
-    root.add_function(
-        "matches",
-        move |ftx: &FunctionContext, This(text): This<Arc<String>>, pattern: Arc<String>| {
-            matches(ftx, &patterns, &text, &pattern)
-        },
-    );
-    root.add_function(BOOL, |This(value): This<Value>| -> ResolveResult {
-        match value {
-            Value::Bool(_) => Ok(value),
-            other => Err(unexpected(&other, "bool")),
-        }
-    });
-    root.add_function(ITERABLE, |This(value): This<Value>| -> ResolveResult {
-        match value {
-            Value::List(_) | Value::Map(_) => Ok(value),
-            other => Err(unexpected(&other, "list or map")),
-        }
-    });
-    root
-}
-
-fn matches(
-    ftx: &FunctionContext,
-    patterns: &HashMap<String, Regex>,
-    text: &str,
-    pattern: &str,
-) -> Result<bool, ExecutionError> {
-    if let Some(regex) = patterns.get(pattern) {
-        return Ok(regex.is_match(text));
-    }
-    // A pattern that is not in a rule's text comes from the call; it is compiled for this call
-    // only, within a size limit.
-    RegexBuilder::new(pattern)
-        .size_limit(DYNAMIC_PATTERN_LIMIT)
-        .dfa_size_limit(DYNAMIC_PATTERN_LIMIT)
-        .build()
-        .map(|regex| regex.is_match(text))
-        .map_err(|e| ftx.error(format!("the pattern does not compile: {e}")))
-}
-
-fn unexpected(value: &Value, want: &str) -> ExecutionError {
-    ExecutionError::UnexpectedType {
-        got: value.type_of().to_string(),
-        want: want.to_owned(),
-    }
 }
 
 #[cfg(test)]
@@ -437,26 +419,69 @@ mod tests {
     #[test]
     fn reads_follow_the_tree_not_the_text() {
         let members =
-            |names: &[&str]| ArgsUse::Members(names.iter().map(|n| (*n).to_owned()).collect());
-        let cases: [(&str, bool, bool, ArgsUse); 9] = [
-            ("tool.name == 'args'", false, true, ArgsUse::Nothing),
-            ("caller.principal == null", true, false, ArgsUse::Nothing),
-            ("args.path == '/'", false, false, members(&["path"])),
+            |names: &[&str]| Use::Members(names.iter().map(|n| (*n).to_owned()).collect());
+        let cases: [(&str, Use, Use, Use); 12] = [
+            (
+                "tool.name == 'args'",
+                Use::Nothing,
+                members(&["name"]),
+                Use::Nothing,
+            ),
+            (
+                "caller.principal == null",
+                members(&["principal"]),
+                Use::Nothing,
+                Use::Nothing,
+            ),
+            (
+                "caller['scopes'] == [] && tool == {}",
+                members(&["scopes"]),
+                Use::Whole,
+                Use::Nothing,
+            ),
+            (
+                "args.path == '/'",
+                Use::Nothing,
+                Use::Nothing,
+                members(&["path"]),
+            ),
             (
                 "args['path'] == '/' && has(args.mode)",
-                false,
-                false,
+                Use::Nothing,
+                Use::Nothing,
                 members(&["mode", "path"]),
             ),
-            ("size(args) > 2", false, false, ArgsUse::Whole),
-            ("'path' in args", false, false, ArgsUse::Whole),
-            ("args[tool.name] == 1", false, true, ArgsUse::Whole),
+            ("size(args) > 2", Use::Nothing, Use::Nothing, Use::Whole),
+            ("'path' in args", Use::Nothing, Use::Nothing, Use::Whole),
+            (
+                "args[tool.name] == 1",
+                Use::Nothing,
+                members(&["name"]),
+                Use::Whole,
+            ),
+            (
+                "caller.claims.tenant == 'a'",
+                members(&["claims"]),
+                Use::Nothing,
+                Use::Nothing,
+            ),
             // A comprehension variable named `args` shadows the arguments.
-            ("[1, 2].all(args, args > 0)", false, false, ArgsUse::Nothing),
+            (
+                "[1, 2].all(args, args > 0)",
+                Use::Nothing,
+                Use::Nothing,
+                Use::Nothing,
+            ),
+            (
+                "[tool].all(args, args.x > 0)",
+                Use::Nothing,
+                Use::Whole,
+                Use::Nothing,
+            ),
             (
                 "args.paths.all(p, p.startsWith(caller.principal))",
-                true,
-                false,
+                members(&["principal"]),
+                Use::Nothing,
                 members(&["paths"]),
             ),
         ];
@@ -468,7 +493,7 @@ mod tests {
 
     #[test]
     fn every_known_function_is_in_the_interpreter() {
-        let context = root_context(HashMap::new());
+        let context = super::super::eval::root_context(HashMap::new());
         for (name, _) in FUNCTIONS {
             let call = Expression {
                 id: 1,
@@ -478,23 +503,11 @@ mod tests {
                     args: Vec::new(),
                 }),
             };
-            if let Err(ExecutionError::UndeclaredReference(missing)) =
-                Value::resolve(&call, &context)
+            if let Err(cel_interpreter::ExecutionError::UndeclaredReference(missing)) =
+                cel_interpreter::Value::resolve(&call, &context)
             {
                 panic!("the interpreter has no function {missing}")
             }
         }
-    }
-
-    #[test]
-    fn the_interpreter_knows_no_clock() {
-        // Rules are built without chrono: a rule calling timestamp() must be refused at start,
-        // and it is, because `timestamp` is not in FUNCTIONS; this checks the interpreter agrees.
-        let expr = parse("timestamp('2026-01-01T00:00:00Z')").unwrap();
-        let got = Value::resolve(&expr, &root_context(HashMap::new()));
-        assert!(
-            matches!(got, Err(ExecutionError::UndeclaredReference(_))),
-            "{got:?}"
-        );
     }
 }

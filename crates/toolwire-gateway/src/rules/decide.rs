@@ -3,15 +3,14 @@
 //! readings are set out in the module documentation of [`rules`](super).
 
 use std::fmt;
-use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use cel_interpreter::{Context, Value};
-use cel_parser::Expression;
 
 use super::Rules;
 use super::compile::Compiled;
 use super::config::{Effect, RuleRef};
-use super::facts::{Caller, ToolFacts, args_value, caller_value, tool_value};
+use super::eval::{EvalError, evaluate};
+use super::facts::{Caller, ToolFacts, Use, args_value, caller_value, tool_value};
 
 /// What to do with a call, and why.
 #[derive(Clone, Debug, PartialEq)]
@@ -45,34 +44,6 @@ pub struct Unevaluated {
     pub rule: RuleRef,
     /// Why it could not be evaluated.
     pub error: EvalError,
-}
-
-/// Why a rule could not be evaluated for a call.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[non_exhaustive]
-pub enum EvalError {
-    /// The interpreter stopped: a missing argument, a value of the wrong type, a division by
-    /// zero… The message is the interpreter's, cut to [`EvalError::MESSAGE_LIMIT`] bytes (it
-    /// may quote values of the call).
-    #[error("{message}")]
-    Failed {
-        /// The interpreter's message.
-        message: String,
-    },
-    /// The expression gave a value that is not a bool.
-    #[error("it gave a {got}, not true or false")]
-    NotBool {
-        /// The CEL type of the value it gave.
-        got: String,
-    },
-    /// The interpreter panicked (a defect of the interpreter, contained).
-    #[error("the CEL interpreter failed on it")]
-    Panicked,
-}
-
-impl EvalError {
-    /// The longest interpreter message kept, in bytes.
-    pub const MESSAGE_LIMIT: usize = 200;
 }
 
 impl Decision {
@@ -135,7 +106,8 @@ pub struct CallerRules<'r> {
 
 impl<'r> CallerRules<'r> {
     pub(crate) fn new(rules: &'r Rules, caller: &Caller) -> Self {
-        let caller = rules.reads().caller.then(|| caller_value(caller));
+        let used = &rules.reads().caller;
+        let caller = (*used != Use::Nothing).then(|| caller_value(caller, used));
         CallerRules { rules, caller }
     }
 
@@ -216,8 +188,8 @@ impl<'r> CallerRules<'r> {
         if let Some(caller) = &self.caller {
             context.add_variable_from_value("caller", caller.clone());
         }
-        if reads.tool {
-            context.add_variable_from_value("tool", tool_value(tool));
+        if reads.tool != Use::Nothing {
+            context.add_variable_from_value("tool", tool_value(tool, &reads.tool));
         }
         if let Some(args) = args.filter(|_| reads.args()) {
             context.add_variable_from_value("args", args_value(args, &reads.args));
@@ -230,58 +202,5 @@ fn default(effect: Effect, skipped: Option<Unevaluated>) -> Decision {
     Decision {
         effect,
         because: Because::Default { skipped },
-    }
-}
-
-/// One rule's value: true, false, or why it has none. A panic of the interpreter is contained
-/// and reported as an error, so it counts the way every error does (fail closed).
-pub(crate) fn evaluate(expr: &Expression, context: &Context) -> Result<bool, EvalError> {
-    match catch_unwind(AssertUnwindSafe(|| Value::resolve(expr, context))) {
-        Ok(Ok(Value::Bool(b))) => Ok(b),
-        Ok(Ok(other)) => Err(EvalError::NotBool {
-            got: other.type_of().to_string(),
-        }),
-        Ok(Err(e)) => Err(EvalError::Failed {
-            message: cut(e.to_string(), EvalError::MESSAGE_LIMIT),
-        }),
-        Err(_) => Err(EvalError::Panicked),
-    }
-}
-
-/// `text` cut to at most `limit` bytes at a character boundary, with "…" when cut.
-fn cut(mut text: String, limit: usize) -> String {
-    if text.len() > limit {
-        let mut end = limit;
-        while !text.is_char_boundary(end) {
-            end -= 1;
-        }
-        text.truncate(end);
-        text.push('…');
-    }
-    text
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn long_messages_are_cut_at_a_character_boundary() {
-        let cases = [
-            ("short", 10, "short"),
-            ("abcdef", 3, "abc…"),
-            ("ééé", 3, "é…"),
-        ];
-        for (text, limit, want) in cases {
-            assert_eq!(cut(text.to_owned(), limit), want);
-        }
-    }
-
-    #[test]
-    fn a_panic_in_the_interpreter_is_an_error() {
-        let mut root = Context::default();
-        root.add_function("boom", || -> bool { panic!("a defect") });
-        let expr = cel_parser::Parser::new().parse("boom()").unwrap();
-        assert_eq!(evaluate(&expr, &root), Err(EvalError::Panicked));
     }
 }

@@ -52,74 +52,110 @@ pub struct ToolFacts {
     pub annotations: serde_json::Map<String, Json>,
 }
 
-/// How much of the arguments the rules need: none, some top-level members (the only ones a rule
-/// can reach when every use is `args.x`, `args["x"]` or `has(args.x)`), or all of them. Only the
+/// How much of a variable the rules need: none, some top-level members (the only ones a rule can
+/// reach when every use is `args.x`, `args["x"]` or `has(args.x)`), or all of it. Only the
 /// members a rule can read are converted, so a large argument no rule looks at (a file's
-/// content) costs nothing.
+/// content) costs nothing, and neither do a caller's claims when rules read only its scopes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub(crate) enum ArgsUse {
+pub(crate) enum Use {
     #[default]
     Nothing,
     Members(BTreeSet<String>),
     Whole,
 }
 
-impl ArgsUse {
+impl Use {
     /// The union of two uses.
-    pub(crate) fn merge(&mut self, other: ArgsUse) {
+    pub(crate) fn merge(&mut self, other: Use) {
         match (&mut *self, other) {
-            (ArgsUse::Whole, _) | (_, ArgsUse::Nothing) => {}
-            (_, ArgsUse::Whole) => *self = ArgsUse::Whole,
-            (ArgsUse::Nothing, members) => *self = members,
-            (ArgsUse::Members(mine), ArgsUse::Members(theirs)) => mine.extend(theirs),
+            (Use::Whole, _) | (_, Use::Nothing) => {}
+            (_, Use::Whole) => *self = Use::Whole,
+            (Use::Nothing, members) => *self = members,
+            (Use::Members(mine), Use::Members(theirs)) => mine.extend(theirs),
         }
     }
 
     /// Adds one member.
     pub(crate) fn member(&mut self, name: &str) {
-        self.merge(ArgsUse::Members(BTreeSet::from([name.to_owned()])));
+        self.merge(Use::Members(BTreeSet::from([name.to_owned()])));
+    }
+
+    /// Whether the member `name` is needed.
+    fn wants(&self, name: &str) -> bool {
+        match self {
+            Use::Nothing => false,
+            Use::Members(names) => names.contains(name),
+            Use::Whole => true,
+        }
     }
 }
 
-/// `caller` as a CEL map.
-pub(crate) fn caller_value(caller: &Caller) -> Value {
-    let client = match &caller.client {
-        Some(client) => map([
-            ("name", string(&client.name)),
-            ("version", string(&client.version)),
-        ]),
+/// `caller` as a CEL map, with the members `used` names.
+pub(crate) fn caller_value(caller: &Caller, used: &Use) -> Value {
+    let mut members = Members::new(used);
+    members.put("principal", || optional(caller.principal.as_deref()));
+    members.put("scopes", || {
+        Value::List(Arc::new(caller.scopes.iter().map(|s| string(s)).collect()))
+    });
+    members.put("claims", || object(&caller.claims));
+    members.put("client", || match &caller.client {
+        Some(client) => {
+            let mut both = Members::new(&Use::Whole);
+            both.put("name", || string(&client.name));
+            both.put("version", || string(&client.version));
+            both.into_value()
+        }
         None => Value::Null,
-    };
-    map([
-        ("principal", optional(caller.principal.as_deref())),
-        (
-            "scopes",
-            Value::List(Arc::new(caller.scopes.iter().map(|s| string(s)).collect())),
-        ),
-        ("claims", object(&caller.claims)),
-        ("client", client),
-    ])
+    });
+    members.into_value()
 }
 
-/// `tool` as a CEL map.
-pub(crate) fn tool_value(tool: &ToolFacts) -> Value {
-    map([
-        ("name", string(&tool.name)),
-        ("upstream", string(&tool.upstream)),
-        ("title", optional(tool.title.as_deref())),
-        ("description", optional(tool.description.as_deref())),
-        ("annotations", object(&tool.annotations)),
-    ])
+/// `tool` as a CEL map, with the members `used` names.
+pub(crate) fn tool_value(tool: &ToolFacts, used: &Use) -> Value {
+    let mut members = Members::new(used);
+    members.put("name", || string(&tool.name));
+    members.put("upstream", || string(&tool.upstream));
+    members.put("title", || optional(tool.title.as_deref()));
+    members.put("description", || optional(tool.description.as_deref()));
+    members.put("annotations", || object(&tool.annotations));
+    members.into_value()
+}
+
+/// A CEL map built member by member, each converted only if it is used.
+struct Members<'u> {
+    used: &'u Use,
+    map: HashMap<Key, Value>,
+}
+
+impl<'u> Members<'u> {
+    fn new(used: &'u Use) -> Self {
+        Members {
+            used,
+            map: HashMap::new(),
+        }
+    }
+
+    fn put(&mut self, name: &str, value: impl FnOnce() -> Value) {
+        if self.used.wants(name) {
+            self.map.insert(Key::from(name), value());
+        }
+    }
+
+    fn into_value(self) -> Value {
+        Value::Map(Map {
+            map: Arc::new(self.map),
+        })
+    }
 }
 
 /// `args` as a CEL map, with only the members `used` names when that is all the rules can
 /// read. Absent arguments (`null`) are an empty map, as MCP reads a call without `arguments`.
-pub(crate) fn args_value(args: &Json, used: &ArgsUse) -> Value {
+pub(crate) fn args_value(args: &Json, used: &Use) -> Value {
     match (args, used) {
         (Json::Null, _) => Value::Map(Map {
             map: Arc::new(HashMap::new()),
         }),
-        (Json::Object(members), ArgsUse::Members(names)) => {
+        (Json::Object(members), Use::Members(names)) => {
             let picked = names
                 .iter()
                 .filter_map(|name| Some((Key::from(name.as_str()), json(members.get(name)?))));
@@ -164,17 +200,6 @@ fn object(members: &serde_json::Map<String, Json>) -> Value {
     })
 }
 
-fn map<const N: usize>(entries: [(&str, Value); N]) -> Value {
-    Value::Map(Map {
-        map: Arc::new(
-            entries
-                .into_iter()
-                .map(|(k, v)| (Key::from(k), v))
-                .collect(),
-        ),
-    })
-}
-
 fn string(s: &str) -> Value {
     Value::String(Arc::new(s.to_owned()))
 }
@@ -209,17 +234,17 @@ mod tests {
     #[test]
     fn args_keep_only_the_members_rules_read() {
         let args = json!({"path": "/srv/a", "content": "x".repeat(1000)});
-        let used = ArgsUse::Members(BTreeSet::from(["path".to_owned(), "mode".to_owned()]));
+        let used = Use::Members(BTreeSet::from(["path".to_owned(), "mode".to_owned()]));
         let Value::Map(picked) = args_value(&args, &used) else {
             panic!("args are a map");
         };
         let keys: Vec<String> = picked.map.keys().map(ToString::to_string).collect();
         assert_eq!(keys, ["path"]);
-        let Value::Map(whole) = args_value(&args, &ArgsUse::Whole) else {
+        let Value::Map(whole) = args_value(&args, &Use::Whole) else {
             panic!("args are a map");
         };
         assert_eq!(whole.map.len(), 2);
-        let Value::Map(none) = args_value(&Json::Null, &ArgsUse::Whole) else {
+        let Value::Map(none) = args_value(&Json::Null, &Use::Whole) else {
             panic!("absent args are a map");
         };
         assert!(none.map.is_empty());
@@ -227,15 +252,15 @@ mod tests {
 
     #[test]
     fn uses_merge() {
-        let mut used = ArgsUse::Nothing;
+        let mut used = Use::Nothing;
         used.member("a");
         used.member("b");
         assert_eq!(
             used,
-            ArgsUse::Members(BTreeSet::from(["a".to_owned(), "b".to_owned()]))
+            Use::Members(BTreeSet::from(["a".to_owned(), "b".to_owned()]))
         );
-        used.merge(ArgsUse::Whole);
+        used.merge(Use::Whole);
         used.member("c");
-        assert_eq!(used, ArgsUse::Whole);
+        assert_eq!(used, Use::Whole);
     }
 }

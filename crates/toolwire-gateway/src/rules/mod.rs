@@ -58,8 +58,10 @@
 //! **Fail closed**: a rule that cannot be evaluated for this call (a missing argument, a value
 //! of the wrong type, a result that is not a bool) counts as holding if it is a deny or ask
 //! rule, and as not holding if it is an allow rule. The [`Decision`] says which rule could not
-//! be evaluated and why. CEL's logical operators are strict here: `!`, `&&`, `||` and `? :` on
-//! a value that is not a bool are errors, not truthiness.
+//! be evaluated and why. The logical operators are CEL's: `!`, `&&`, `||` and `? :` on a value
+//! that is not a bool are errors (not truthiness, as the interpreter alone would read them), and
+//! `&&` and `||` are commutative over errors: `args.x == 1 && false` is false and
+//! `args.x == 1 || true` is true even without an `x`, since no value of `x` would change them.
 //!
 //! # A list
 //!
@@ -105,6 +107,7 @@ mod compile;
 mod config;
 mod decide;
 mod error;
+mod eval;
 mod facts;
 #[cfg(test)]
 mod tests;
@@ -115,8 +118,9 @@ use std::fmt;
 use cel_interpreter::Context;
 
 pub use config::{Effect, RuleConfig, RuleRef, RulesConfig};
-pub use decide::{Because, CallerRules, Decision, EvalError, Unevaluated};
+pub use decide::{Because, CallerRules, Decision, Unevaluated};
 pub use error::RuleError;
+pub use eval::EvalError;
 pub use facts::{Caller, ClientFacts, ToolFacts};
 
 use compile::{Compiled, Reads};
@@ -146,7 +150,7 @@ impl Rules {
             rules,
             default: config.default,
             reads,
-            root: compile::root_context(patterns),
+            root: eval::root_context(patterns),
         })
     }
 

@@ -515,3 +515,75 @@ fn rules_are_shared_across_threads() {
     shared::<Decision>();
     shared::<RuleError>();
 }
+
+#[test]
+fn logic_is_cels_a_decisive_side_wins_over_an_error() {
+    #[derive(Debug, PartialEq)]
+    enum Got {
+        Held,
+        Unevaluated,
+        Allowed,
+    }
+    let cases = [
+        ("args.x == 1 && false", json!({}), Got::Allowed),
+        ("false && args.x == 1", json!({}), Got::Allowed),
+        ("args.x == 1 || true", json!({}), Got::Held),
+        ("true || args.x == 1", json!({}), Got::Held),
+        ("args.x == 1 && true", json!({}), Got::Unevaluated),
+        ("true && args.x == 1", json!({}), Got::Unevaluated),
+        ("args.x == 1 || false", json!({}), Got::Unevaluated),
+        ("!(args.x == 1)", json!({}), Got::Unevaluated),
+        ("args.x == 1 ? true : true", json!({}), Got::Unevaluated),
+        (
+            "true ? args.flag : true",
+            json!({"flag": false}),
+            Got::Allowed,
+        ),
+        (
+            "false ? args.flag : tool.name == \"x__y\"",
+            json!({}),
+            Got::Held,
+        ),
+        (
+            "true ? args.flag : false",
+            json!({"flag": "no"}),
+            Got::Unevaluated,
+        ),
+        // Below the outermost logic the interpreter evaluates, still strictly.
+        (
+            "args.items.exists(i, !i)",
+            json!({"items": ["a"]}),
+            Got::Unevaluated,
+        ),
+        (
+            "args.items.exists(i, !i)",
+            json!({"items": [true]}),
+            Got::Allowed,
+        ),
+        (
+            "args.items.exists(i, !i)",
+            json!({"items": [true, false]}),
+            Got::Held,
+        ),
+        (
+            "[args.a || args.b][0]",
+            json!({"a": 0, "b": true}),
+            Got::Unevaluated,
+        ),
+        (
+            "[args.a || args.b][0]",
+            json!({"a": false, "b": true}),
+            Got::Held,
+        ),
+    ];
+    for (expr, args, want) in cases {
+        let rules = rules(json!({"rules": [{"deny": expr}]}));
+        let decision = rules.decide(&Caller::default(), &tool("x__y"), &args);
+        let got = match decision.because {
+            Because::Rule(_) => Got::Held,
+            Because::Unevaluated(_) => Got::Unevaluated,
+            Because::Default { .. } => Got::Allowed,
+        };
+        assert_eq!(got, want, "{expr} with {args}");
+    }
+}
