@@ -168,13 +168,18 @@ pub(crate) fn compile(
     Ok(Compiled { rule, expr, reads })
 }
 
-/// The parser, with a panic in it (it is generated code) reported as a syntax error rather than
-/// taking the gateway down with a backtrace.
+/// The parser, with a panic in it reported as a syntax error. The parser (0.10) panics on some
+/// incomplete expressions, such as `tool.name == ` with no right side, instead of reporting
+/// them; the panic hook still prints that panic, then the rule's error says what to look for.
 fn parse(text: &str) -> Result<Expression, String> {
     match catch_unwind(AssertUnwindSafe(|| Parser::new().parse(text))) {
         Ok(Ok(expr)) => Ok(expr),
         Ok(Err(errors)) => Err(errors.to_string()),
-        Err(_) => Err("the CEL parser failed on this text".to_owned()),
+        Err(_) => Err(
+            "the CEL parser could not read it; look for an operator without an \
+             operand or a bracket or quote left open"
+                .to_owned(),
+        ),
     }
 }
 

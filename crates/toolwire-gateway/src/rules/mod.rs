@@ -154,7 +154,8 @@ impl Rules {
         })
     }
 
-    /// No rules: every call gets the default, and every tool is listed unless it is `deny`.
+    /// Whether there are no rules: then every call gets the default effect with no CEL
+    /// evaluated, and every tool is listed unless the default is `deny`.
     pub fn is_empty(&self) -> bool {
         self.rules.is_empty()
     }

@@ -8,10 +8,15 @@ use super::*;
 fn compile_errors_name_the_rule_and_the_reason() {
     let ok = json!({"allow": "true"});
     // (the second rule, what the error must say)
-    let cases: [(Json, &str); 10] = [
+    let cases: [(Json, &str); 11] = [
+        // The parser panics on this one; the panic is contained.
         (
             json!({"deny": "tool.name == "}),
-            "is not a valid CEL expression",
+            "is not a valid CEL expression: the CEL parser could not read it",
+        ),
+        (
+            json!({"deny": "tool.name.?x == 1"}),
+            "is not a valid CEL expression: ERROR: <input>:1:10: unsupported syntax '.?'",
         ),
         (
             json!({"deny": "user.name == \"x\""}),
