@@ -1,19 +1,23 @@
 #![deny(missing_docs)]
 
 //! Toolwire's gateway: the MCP servers a team runs (stdio ones from npm and PyPI, remote HTTP
-//! ones, either protocol era) behind one endpoint. A [`Gateway`] connects to every upstream
-//! server through [`toolwire_host::Host`] and serves their tools, named `prefix__tool`, as the
-//! tools of one [`toolwire_server::Server`], which brings its own sign-in, limits, output guard
-//! and audit to every call. Upstream lists are followed: a change upstream reaches downstream
-//! listeners, an upstream that fails is retried with backoff while its last good list is
-//! still offered, and one that changes a tool's definition has that tool withheld until an
-//! operator approves the change.
+//! ones, either protocol era) behind one endpoint with one sign-in, one policy and one audit
+//! log. A [`Gateway`] connects to every upstream server through [`toolwire_host::Host`] and
+//! serves their tools, named `prefix__tool`, as the tools of one [`toolwire_server::Server`],
+//! which brings its own sign-in, limits, output guard and audit to every call. Upstream lists
+//! are followed: a change upstream reaches downstream listeners, an upstream that fails is
+//! retried with backoff while its last good list is still offered, and one that changes a
+//! tool's definition has that tool withheld until an operator approves the change.
+//!
+//! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
 
 mod forward;
 mod gateway;
 mod mirror;
+pub mod rules;
 mod watch;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, ToolSettings};
 pub use mirror::UPSTREAM_META_KEY;
+pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
 pub use watch::{RETRY_FIRST, RETRY_MOST};
