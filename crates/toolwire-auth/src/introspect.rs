@@ -169,8 +169,14 @@ impl Introspector {
         if let Some(verified) = self.cache.get(&digest, now) {
             return Ok(verified);
         }
-        let answer = self.introspect(token).await?;
-        let verified = Arc::new(self.check(answer, now)?);
+        let all = self.introspect(token).await?;
+        let answer = Introspected::deserialize(&all)
+            .map_err(|e| TokenError::Unavailable(format!("not an introspection answer ({e})")))?;
+        let mut verified = self.check(answer, now)?;
+        if let serde_json::Value::Object(all) = all {
+            verified.claims = Arc::new(all);
+        }
+        let verified = Arc::new(verified);
         let trusted_until = now.saturating_add(self.config.cache_for.as_secs());
         let until = verified.expires_at.map_or(trusted_until, |exp| {
             exp.saturating_add(self.config.leeway.as_secs())
@@ -182,7 +188,7 @@ impl Introspector {
         Ok(verified)
     }
 
-    async fn introspect(&self, token: &str) -> Result<Introspected, TokenError> {
+    async fn introspect(&self, token: &str) -> Result<serde_json::Value, TokenError> {
         // Discovery too is a call to the issuer: it waits for a permit like the rest, so an
         // issuer whose metadata is down is not asked more than max_concurrent times at once.
         let _permit = self

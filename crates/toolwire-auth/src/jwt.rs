@@ -260,10 +260,16 @@ impl JwtVerifier {
         validation.validate_nbf = false;
         validation.validate_aud = false;
         validation.required_spec_claims.clear();
-        let claims = jsonwebtoken::decode::<Claims>(token, &key.decoding, &validation)
+        let all = jsonwebtoken::decode::<serde_json::Value>(token, &key.decoding, &validation)
             .map_err(|e| TokenError::Invalid(format!("the signature does not verify ({e})")))?
             .claims;
-        self.check_claims(claims, now)
+        let claims = Claims::deserialize(&all)
+            .map_err(|e| TokenError::Invalid(format!("the token's claims do not read ({e})")))?;
+        let mut verified = self.check_claims(claims, now)?;
+        if let serde_json::Value::Object(all) = all {
+            verified.claims = Arc::new(all);
+        }
+        Ok(verified)
     }
 
     fn check_claims(&self, claims: Claims, now: u64) -> Result<VerifiedToken, TokenError> {

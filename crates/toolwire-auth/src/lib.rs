@@ -73,6 +73,10 @@ pub struct VerifiedToken {
     pub expires_at: Option<u64>,
     /// Its id (`jti`).
     pub token_id: Option<String>,
+    /// Every claim the token carries (a JWT's payload, or the introspection answer), for
+    /// rules over claims this type does not name (`tenant`, `groups`). Empty unless the
+    /// verifier filled it.
+    pub claims: Arc<serde_json::Map<String, serde_json::Value>>,
 }
 
 impl VerifiedToken {
@@ -93,6 +97,7 @@ impl VerifiedToken {
             audiences: Vec::new(),
             expires_at: None,
             token_id: None,
+            claims: Arc::default(),
         }
     }
 

@@ -114,13 +114,17 @@ fn config(issuer: &Issuer, clock: &Arc<AtomicU64>) -> IntrospectionConfig {
 #[tokio::test]
 async fn an_active_token_is_cached_for_a_bounded_time_so_revocation_takes_hold() {
     let issuer = start_issuer(Duration::ZERO).await;
-    issuer.issue("opaque-1", issuer.active(json!({"sub": "alice"})));
+    issuer.issue(
+        "opaque-1",
+        issuer.active(json!({"sub": "alice", "tenant": "acme"})),
+    );
     let clock = Arc::new(AtomicU64::new(NOW));
     let introspector =
         Introspector::new(config(&issuer, &clock).cache_for(Duration::from_secs(30)));
 
     let verified = introspector.verify("opaque-1").await.unwrap();
     assert_eq!(verified.principal(), format!("{} alice", issuer.url));
+    assert_eq!(verified.claims["tenant"], "acme", "every claim is kept");
     assert_eq!(&*verified.scopes, ["math"]);
     assert_eq!(verified.expires_at, Some(NOW + 300));
     introspector.verify("opaque-1").await.unwrap();

@@ -128,6 +128,13 @@ async fn a_valid_token_names_its_principal_and_scopes() {
     assert_eq!(&*verified.scopes, ["math", "tools:read"]);
     assert!(verified.has_scopes(["math"]) && !verified.has_scopes(["admin"]));
     assert_eq!(verified.client_id.as_deref(), Some("app"));
+    assert_eq!(verified.claims["jti"], "t1", "every claim is kept");
+    let mut tenant = claims(&issuer);
+    tenant["tenant"] = json!("acme");
+    tenant["groups"] = json!(["ops"]);
+    let verified = verifier.verify(&key.sign(&tenant)).await.unwrap();
+    assert_eq!(verified.claims["tenant"], "acme");
+    assert_eq!(verified.claims["groups"], json!(["ops"]));
     let mut many = claims(&issuer);
     many["aud"] = json!(["https://other", RESOURCE]);
     assert!(

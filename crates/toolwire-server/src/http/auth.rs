@@ -200,6 +200,8 @@ impl OAuth {
 pub(super) struct Caller {
     pub(super) principal: Option<Arc<str>>,
     pub(super) scopes: Option<Arc<[String]>>,
+    /// Every claim of the caller's access token, shared with the cached token.
+    pub(super) claims: Option<crate::request::context::Claims>,
     /// The client's address, for rate limits when there is no principal.
     pub(super) address: Option<crate::safety::limits::ClientId>,
 }
@@ -325,6 +327,7 @@ impl Guard {
         Ok(Caller {
             principal: Some(verified.principal.clone()),
             scopes: Some(scopes),
+            claims: Some(verified.claims.clone()),
             address: None,
         })
     }

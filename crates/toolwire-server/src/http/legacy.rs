@@ -243,6 +243,7 @@ pub(super) async fn post(
                 record,
                 live,
                 scopes: caller.scopes,
+                claims: caller.claims,
                 address: caller.address,
             };
             request(state, sessions, known, id, &raw, accept).await
@@ -390,6 +391,7 @@ struct Known {
     record: SessionRecord,
     live: Arc<Live>,
     scopes: Option<Arc<[String]>>,
+    claims: Option<crate::request::context::Claims>,
     address: Option<crate::safety::limits::ClientId>,
 }
 
@@ -474,6 +476,7 @@ async fn served(
         record,
         live,
         scopes,
+        claims,
         address,
     } = known;
     let cancel = CancellationToken::new();
@@ -491,6 +494,7 @@ async fn served(
     let call = LegacyCall {
         session: record,
         scopes,
+        claims,
         address,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound::new(tx.clone())),

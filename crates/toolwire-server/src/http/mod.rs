@@ -151,6 +151,7 @@ async fn caller_of(
             principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?
                 .map(Into::into),
             scopes: None,
+            claims: None,
             address: None,
         }),
     }
@@ -394,6 +395,7 @@ async fn admit_and_run(
         None => Caller {
             principal: resolve_principal(&state.config, headers, &id)?.map(Into::into),
             scopes: None,
+            claims: None,
             address,
         },
     };

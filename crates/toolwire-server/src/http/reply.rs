@@ -144,6 +144,7 @@ fn context(
     )
     .with_principal(caller.principal)
     .with_scopes(caller.scopes)
+    .with_claims(caller.claims)
     .with_address(caller.address)
 }
 

@@ -92,6 +92,8 @@ pub(crate) struct LegacyCall {
     pub(crate) session: SessionRecord,
     /// The OAuth scopes of the caller's token; `None` without OAuth.
     pub(crate) scopes: Option<Arc<[String]>>,
+    /// The claims of the caller's token; `None` without OAuth.
+    pub(crate) claims: Option<crate::request::context::Claims>,
     /// The client's address (HTTP), for rate limits.
     pub(crate) address: Option<crate::safety::limits::ClientId>,
     /// Where requests to the client are matched with their answers.
@@ -204,6 +206,7 @@ impl Server {
             )
             .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone())
+            .with_claims(call.claims.clone())
             .with_address(call.address.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;

@@ -99,6 +99,8 @@ struct Inner {
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
     scopes: Option<Arc<[String]>>,
+    /// Every claim of the caller's access token; `None` when the transport checks no tokens.
+    claims: Option<Claims>,
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
     address: Option<crate::safety::limits::ClientId>,
@@ -108,6 +110,9 @@ struct Inner {
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
+
+/// An access token's claims, shared with the verified token.
+pub(crate) type Claims = Arc<serde_json::Map<String, serde_json::Value>>;
 
 /// Whether the server declared the `logging` capability (P-16): handlers' log messages are
 /// sent only if it did.
@@ -141,6 +146,7 @@ impl RequestContext {
                 round: std::sync::OnceLock::new(),
                 principal: None,
                 scopes: None,
+                claims: None,
                 address: None,
             }),
         }
@@ -158,6 +164,14 @@ impl RequestContext {
     pub(crate) fn with_scopes(mut self, scopes: Option<Arc<[String]>>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.scopes = scopes;
+        }
+        self
+    }
+
+    /// Sets the token's claims; only on a context nobody else holds yet.
+    pub(crate) fn with_claims(mut self, claims: Option<Claims>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.claims = claims;
         }
         self
     }
@@ -207,6 +221,13 @@ impl RequestContext {
     /// tokens (stdio, or HTTP without OAuth).
     pub fn scopes(&self) -> Option<&[String]> {
         self.inner.scopes.as_deref()
+    }
+
+    /// Every claim of the caller's access token (a JWT's payload, or the introspection
+    /// answer), for rules over claims the server does not read itself (`tenant`, `groups`);
+    /// `None` when the transport checks no tokens.
+    pub fn claims(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
+        self.inner.claims.as_deref()
     }
 
     pub(crate) fn round(&self) -> Option<&crate::request::mrtr::Round> {

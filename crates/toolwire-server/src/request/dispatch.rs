@@ -297,13 +297,7 @@ impl Server {
     ) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
-            Route::ListTools { cursor } => Some(self.list_page(
-                id,
-                &self.registry().snapshot(),
-                cursor.as_deref(),
-                ListKind::Tools,
-                ctx.scopes(),
-            )),
+            Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
@@ -350,6 +344,20 @@ impl Server {
                 self.list_page_in(id, snapshot, cursor, kind, scope)
             }
         }
+    }
+
+    /// A page of `tools/list`: with a [`ToolVisibility`](crate::ToolVisibility), only the
+    /// tools it shows this caller, privately (K-10).
+    fn list_tools(&self, id: &RequestId, cursor: Option<&str>, ctx: &RequestContext) -> Final {
+        let snapshot = self.registry().snapshot();
+        let Some(visibility) = &self.config().tool_visibility else {
+            return self.list_page(id, &snapshot, cursor, ListKind::Tools, ctx.scopes());
+        };
+        let check = visibility.check(crate::Viewer::of(ctx));
+        let visible =
+            snapshot.filtered(|t| permits(ctx.scopes(), t.scopes()) && check(&t.name).is_none());
+        let scope = toolwire_protocol::CacheScope::Private;
+        self.list_page_in(id, &visible, cursor, ListKind::Tools, scope)
     }
 
     /// [`Server::list_page`] with the given `cacheScope`.

@@ -51,6 +51,7 @@ const LEASE_BUCKET_SHARE: u32 = 20;
 
 /// What a store gave when asked for calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) enum Take {
     /// This many calls were taken from the bucket (at least one).
     Taken(u32),

@@ -190,6 +190,16 @@ impl ServerBuilder {
         self
     }
 
+    /// Decides which tools each caller may see and call, on top of their scopes (see
+    /// [`ToolVisibility`](crate::ToolVisibility)): `tools/list` pages are then private to the
+    /// caller.
+    pub fn tool_visibility(mut self, visibility: impl crate::ToolVisibility) -> Self {
+        self.config.tool_visibility = Some(crate::tools::visibility::SharedVisibility(
+            std::sync::Arc::new(visibility),
+        ));
+        self
+    }
+
     /// `cacheScope` of every cacheable result (default public; K-10). Choose private when
     /// results depend on the caller's authorization.
     pub fn cache_scope(mut self, scope: CacheScope) -> Self {

@@ -50,6 +50,8 @@ pub(crate) struct Config {
     pub(crate) read_cache_scope: CacheScope,
     /// Whether clients of the initialization-based revisions are served too.
     pub(crate) legacy: bool,
+    /// Which tools each caller may see and call, beyond scopes.
+    pub(crate) tool_visibility: Option<crate::tools::visibility::SharedVisibility>,
 }
 
 impl Default for Config {
@@ -67,6 +69,7 @@ impl Default for Config {
             read_ttl_ms: 300_000,
             read_cache_scope: CacheScope::Private,
             legacy: true,
+            tool_visibility: None,
         }
     }
 }

@@ -112,6 +112,7 @@ impl Connection {
                 let call = LegacyCall {
                     session,
                     scopes: self.caller.scopes.clone(),
+                    claims: None,
                     address: None,
                     peer,
                     outbound: Some(self.tx.clone()),

@@ -107,6 +107,13 @@ impl Server {
         if !permits(ctx.scopes(), &tool.scopes) {
             return Err(insufficient_scope("tool", name, &tool.scopes));
         }
+        if let Some(visibility) = &self.config().tool_visibility {
+            if let Some(reason) = visibility.check(crate::Viewer::of(ctx))(name) {
+                return Err(ErrorObject::invalid_params(format!(
+                    "Tool {name} is not available to this caller: {reason}"
+                )));
+            }
+        }
         Ok(tool)
     }
 

@@ -14,3 +14,4 @@ pub(crate) mod resource;
 pub(crate) mod task_watch;
 pub(crate) mod tasks;
 pub(crate) mod tool;
+pub(crate) mod visibility;

@@ -208,6 +208,10 @@ struct Fixture {
 
 impl Fixture {
     async fn start() -> Fixture {
+        Fixture::start_with(server()).await
+    }
+
+    async fn start_with(server: Server) -> Fixture {
         let key = SigningKey::new("k1");
         let issuer = start_issuer(&key).await;
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
@@ -218,7 +222,6 @@ impl Fixture {
                 .scopes_supported(["tools:read", "math"])
                 .scope_implies("admin", ["math", "secrets", "plans"]),
         );
-        let server = server();
         let task = tokio::spawn(toolwire_server::http::serve(
             server.clone(),
             listener,
@@ -233,14 +236,23 @@ impl Fixture {
     }
 
     fn token(&self, sub: &str, scope: &str) -> String {
+        self.token_with(sub, scope, json!({}))
+    }
+
+    /// A token with `extra` claims besides the usual ones.
+    fn token_with(&self, sub: &str, scope: &str, extra: Value) -> String {
         let now = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .unwrap()
             .as_secs();
-        self.key.sign(&json!({
+        let mut claims = json!({
             "iss": self.issuer.url, "sub": sub, "aud": self.resource, "scope": scope,
             "exp": now + 300, "iat": now, "client_id": "test"
-        }))
+        });
+        for (name, value) in extra.as_object().unwrap() {
+            claims[name] = value.clone();
+        }
+        self.key.sign(&claims)
     }
 
     async fn post_as(&self, token: Option<&str>, body: &Value) -> Reply {
@@ -749,4 +761,71 @@ async fn a_custom_token_verifier_decides_who_calls() {
         503
     );
     s.stop().await;
+}
+
+/// A tool visibility over the token's claims: tools hidden from a caller are out of its list
+/// (which is then private) and refused with the reason; handlers read the claims too.
+#[tokio::test]
+async fn a_tool_visibility_over_claims_decides_who_sees_and_calls_what() {
+    let server = Server::builder("claims", "1")
+        .tool(
+            Tool::new("tenant", |_: NoArgs, ctx: RequestContext| async move {
+                let tenant = ctx.claims().and_then(|c| c.get("tenant")).cloned();
+                format!("{}", tenant.unwrap_or_default())
+            })
+            .description("Says the caller's tenant"),
+        )
+        .tool(
+            Tool::new("acme_only", |_: NoArgs, _: RequestContext| async {
+                "welcome"
+            })
+            .description("For acme"),
+        )
+        .tool_visibility(|viewer: &toolwire_server::Viewer<'_>, tool: &str| {
+            let acme = viewer
+                .claims
+                .and_then(|c| c.get("tenant"))
+                .is_some_and(|t| t == "acme");
+            (tool == "acme_only" && !acme).then(|| "only the acme tenant may use it".to_owned())
+        })
+        .build()
+        .unwrap();
+    let f = Fixture::start_with(server).await;
+    let names = |reply: &Reply| -> Vec<String> {
+        reply.last()["result"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let acme = f.token_with("alice", "tools:read", json!({"tenant": "acme"}));
+    let other = f.token_with("bob", "tools:read", json!({"tenant": "initech"}));
+    let list = f
+        .post_as(Some(&acme), &request(1, "tools/list", json!({})))
+        .await;
+    assert_eq!(names(&list), ["tenant", "acme_only"]);
+    assert_eq!(list.last()["result"]["cacheScope"], "private");
+    let list = f
+        .post_as(Some(&other), &request(2, "tools/list", json!({})))
+        .await;
+    assert_eq!(names(&list), ["tenant"]);
+
+    let call =
+        |id: i64, name: &str| request(id, "tools/call", json!({"name": name, "arguments": {}}));
+    let said = f.post_as(Some(&other), &call(3, "tenant")).await;
+    assert_eq!(said.last()["result"]["content"][0]["text"], "\"initech\"");
+    let refused = f.post_as(Some(&other), &call(4, "acme_only")).await;
+    assert_eq!(refused.error_code(), Some(-32602), "{}", refused.body);
+    assert!(
+        refused.last()["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("only the acme tenant may use it"),
+        "{}",
+        refused.body
+    );
+    let welcomed = f.post_as(Some(&acme), &call(5, "acme_only")).await;
+    assert_eq!(welcomed.last()["result"]["content"][0]["text"], "welcome");
+    f.server.stop().await;
 }

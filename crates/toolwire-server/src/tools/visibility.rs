@@ -1,0 +1,77 @@
+//! Which tools a caller may see and call beyond its scopes: a server author's (or a
+//! gateway's) rule over who is asking and which tool, applied to every `tools/list` page and
+//! every `tools/call`.
+
+use serde_json::{Map, Value};
+use toolwire_protocol::Implementation;
+
+use crate::RequestContext;
+
+/// Who is asking, as a [`ToolVisibility`] sees it.
+#[derive(Debug, Clone, Copy)]
+#[non_exhaustive]
+pub struct Viewer<'a> {
+    /// The principal, as the transport established it; `None` without authentication.
+    pub principal: Option<&'a str>,
+    /// The scopes its access token grants; `None` when the transport checks no tokens.
+    pub scopes: Option<&'a [String]>,
+    /// Every claim of its access token; `None` when the transport checks no tokens.
+    pub claims: Option<&'a Map<String, Value>>,
+    /// The client's `clientInfo`, when it sent one.
+    pub client: Option<&'a Implementation>,
+}
+
+impl<'a> Viewer<'a> {
+    /// The caller of `ctx`.
+    pub fn of(ctx: &'a RequestContext) -> Viewer<'a> {
+        Viewer {
+            principal: ctx.principal(),
+            scopes: ctx.scopes(),
+            claims: ctx.claims(),
+            client: ctx.client_info(),
+        }
+    }
+}
+
+/// One caller's view: for a tool's name, `None` if the caller may see and call it, else why
+/// not, in words the caller may read.
+pub type ToolCheck<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
+
+/// Decides which tools each caller may see and call, on top of the tools' scopes. A tool it
+/// hides is left out of that caller's `tools/list` (whose pages are then `cacheScope:
+/// private`), and a call of it is refused (-32602) with the reason.
+///
+/// A closure `Fn(&Viewer, &str) -> Option<String>` is one; an implementation that prepares
+/// something per caller (reads its claims once for a whole list) implements
+/// [`ToolVisibility::check`] itself.
+pub trait ToolVisibility: Send + Sync + 'static {
+    /// The check of `viewer`'s requests: made once per list page or call.
+    fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a>;
+}
+
+impl<F> ToolVisibility for F
+where
+    F: Fn(&Viewer<'_>, &str) -> Option<String> + Send + Sync + 'static,
+{
+    fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        Box::new(move |tool| self(&viewer, tool))
+    }
+}
+
+/// A server's [`ToolVisibility`], shared by its clones.
+#[derive(Clone)]
+pub(crate) struct SharedVisibility(pub(crate) std::sync::Arc<dyn ToolVisibility>);
+
+impl std::fmt::Debug for SharedVisibility {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ToolVisibility")
+    }
+}
+
+impl std::ops::Deref for SharedVisibility {
+    type Target = dyn ToolVisibility;
+
+    fn deref(&self) -> &(dyn ToolVisibility + 'static) {
+        &*self.0
+    }
+}
