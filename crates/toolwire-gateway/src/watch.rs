@@ -31,55 +31,87 @@ pub(crate) async fn watch(gateway: Weak<Inner>) {
     futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name))).await;
 }
 
-/// Follows one upstream: waits for its next change (or, failed, for its next try), then
-/// refreshes it and brings the served tools in step.
+/// Follows one upstream until the gateway is gone: while it is failed, tries it again with
+/// a growing wait; while it is up, holds its listen stream and refreshes on every change.
 async fn follow(gateway: Weak<Inner>, server: String) {
     let mut retry = RETRY_FIRST;
     loop {
-        let Some(wait) = next(&gateway, &server, &mut retry).await else {
+        let Some(failed) = failed(&gateway, &server) else {
             return;
         };
-        if let Some(wait) = wait {
-            tokio::time::sleep(wait).await;
+        if failed {
+            tracing::info!(upstream = %server, wait = ?retry, "the upstream failed; trying it again");
+            tokio::time::sleep(retry).await;
+            retry = (retry * 2).min(RETRY_MOST);
+            if !refresh(&gateway, &server).await {
+                return;
+            }
+            continue;
         }
-        let Some(inner) = gateway.upgrade() else {
+        retry = RETRY_FIRST;
+        if !listen(&gateway, &server).await {
             return;
-        };
-        if let Err(error) = inner.host.refresh_server(&server).await {
-            tracing::warn!(upstream = %server, %error, "the upstream could not be refreshed");
         }
-        inner.sync();
     }
 }
 
-/// Waits for a reason to refresh `server`: `None` when the gateway is gone; else how long to
-/// wait first (a failed upstream's retry), or nothing (a change came).
-async fn next(
-    gateway: &Weak<Inner>,
-    server: &str,
-    retry: &mut Duration,
-) -> Option<Option<Duration>> {
+/// Whether `server` is failed; `None` when the gateway is gone.
+fn failed(gateway: &Weak<Inner>, server: &str) -> Option<bool> {
     let inner = gateway.upgrade()?;
-    let failed = inner
-        .host
-        .servers()
-        .iter()
-        .any(|s| s.name == server && matches!(s.state, ServerState::Failed { .. }));
-    if failed {
-        let wait = *retry;
-        *retry = (*retry * 2).min(RETRY_MOST);
-        tracing::info!(upstream = %server, ?wait, "the upstream failed; trying it again");
-        return Some(Some(wait));
+    let servers = inner.host.servers();
+    Some(
+        servers
+            .iter()
+            .any(|s| s.name == server && matches!(s.state, ServerState::Failed { .. })),
+    )
+}
+
+/// Refreshes `server` and brings the served tools in step; `false` when the gateway is gone.
+async fn refresh(gateway: &Weak<Inner>, server: &str) -> bool {
+    let Some(inner) = gateway.upgrade() else {
+        return false;
+    };
+    if let Err(error) = inner.host.refresh_server(server).await {
+        tracing::warn!(upstream = %server, %error, "the upstream could not be refreshed");
     }
-    *retry = RETRY_FIRST;
+    inner.sync();
+    true
+}
+
+/// Subscribes to `server`'s list changes, then lists it (so that a change made before the
+/// subscription took hold is not missed), then refreshes on each change until the stream
+/// ends or the server fails. An upstream that announces no changes is listed every
+/// [`POLL`]. `false` when the gateway is gone.
+async fn listen(gateway: &Weak<Inner>, server: &str) -> bool {
+    let Some(inner) = gateway.upgrade() else {
+        return false;
+    };
     let mut changes = inner.host.list_changes_of(server).await;
     // The stream is followed without holding the gateway, so that dropping it ends this.
     drop(inner);
-    if !changes.unavailable.is_empty() {
-        return Some(Some(POLL));
+    if !refresh(gateway, server).await {
+        return false;
     }
-    // A change, a reconnection (changes may have been missed) or the end of the stream: each
-    // means list again.
-    changes.next().await;
-    Some(None)
+    if !changes.unavailable.is_empty() {
+        // No stream: the upstream announces no changes (then it is polled), or could not be
+        // reached (then the refresh just now found it failed, and it is retried).
+        if failed(gateway, server) == Some(false) {
+            tokio::time::sleep(POLL).await;
+        }
+        return gateway.strong_count() > 0;
+    }
+    // A change, a reconnection (changes may have been missed): each means list again. The
+    // end of the stream means subscribe again.
+    while changes.next().await.is_some() {
+        if !refresh(gateway, server).await {
+            return false;
+        }
+        match failed(gateway, server) {
+            None => return false,
+            Some(true) => return true,
+            Some(false) => {}
+        }
+    }
+    // The stream ended (the upstream closed it, or went away): list again to know which.
+    refresh(gateway, server).await
 }
