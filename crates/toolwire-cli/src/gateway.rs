@@ -1,14 +1,16 @@
 //! `toolwire gateway --config FILE`: the servers of an `mcpServers` file (the one hosts
 //! already read) behind one endpoint, Streamable HTTP with `--http ADDR`, else stdio. The
 //! file's top-level `"gateway"` object holds the downstream settings, those of `toolwire
-//! serve --config` under the same names, as JSON (`tools` keyed by qualified names).
+//! serve --config` under the same names, as JSON (`tools` keyed by qualified names), and
+//! `policy`: who may call what, as CEL rules (`{"rules": [{"deny": "…", "why": "…"}],
+//! "default": "allow"}`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context as _;
-use toolwire_gateway::{Gateway, GatewayOptions, NoPerson};
+use toolwire_gateway::{Gateway, GatewayOptions, NoPerson, Rules, RulesConfig};
 use toolwire_host::{HostConfig, HostOptions, ServerState};
 use toolwire_server::{JsonlAuditSink, Server, http, stdio};
 
@@ -41,7 +43,7 @@ pub(crate) struct GatewayArgs {
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
-    let settings = downstream_settings(&args.config)?;
+    let (settings, policy) = downstream_settings(&args.config)?;
     let upstreams = HostConfig::load(&args.config)?;
     for ignored in &upstreams.ignored {
         terminal::note(&format!("toolwire: warning: {ignored}"));
@@ -59,22 +61,27 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     };
     let builder =
         Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION")).title("Toolwire gateway");
-    let server =
-        examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store))
-            .build()?;
+    let builder =
+        examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
     let tools = settings.tools.clone();
-    let options =
+    let mut options =
         GatewayOptions::new().tool_settings(move |tool, served| match tools.get(&tool.qualified) {
             Some(config) => examples::configured_tool(served, config),
             None => served,
         });
+    if let Some(policy) = policy {
+        let rules = Rules::compile(&policy)
+            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
+        options = options.rules(rules);
+    }
     let host = HostOptions::new(NoPerson)
         .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
         .state_dir(&state_dir)
         // The downstream output guard cleans and caps what callers get.
         .clean_results(false)
         .max_result_chars(usize::MAX);
-    let gateway = Gateway::start(&upstreams, host, server.clone(), options).await?;
+    let gateway = Gateway::start(&upstreams, host, builder, options).await?;
+    let server = gateway.server().clone();
     report(&gateway);
     server.shutdown_on_signal();
     let served = match args.http {
@@ -96,16 +103,25 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     served
 }
 
-/// The file's `"gateway"` object (the defaults of `toolwire serve` without one).
-fn downstream_settings(file: &Path) -> anyhow::Result<ServeConfig> {
+/// The file's `"gateway"` object (the defaults of `toolwire serve` without one), and its
+/// `policy`.
+fn downstream_settings(file: &Path) -> anyhow::Result<(ServeConfig, Option<RulesConfig>)> {
     let shown = file.display();
     let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
-    match value.get("gateway") {
-        Some(gateway) => config::from_json(gateway, file),
-        None => Ok(ServeConfig::default()),
-    }
+    let Some(gateway) = value.get("gateway") else {
+        return Ok((ServeConfig::default(), None));
+    };
+    let mut gateway = gateway.clone();
+    let policy = match gateway.as_object_mut().and_then(|g| g.remove("policy")) {
+        Some(policy) => Some(
+            serde_json::from_value(policy)
+                .map_err(|e| anyhow::anyhow!("{shown}: gateway.policy: {e}"))?,
+        ),
+        None => None,
+    };
+    Ok((config::from_json(&gateway, file)?, policy))
 }
 
 /// Says on stderr how each upstream is doing.

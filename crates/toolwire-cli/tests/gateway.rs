@@ -90,6 +90,9 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
         "gateway": {
             "tools": {"remote__add": {"rate_limit": {"calls": 2, "period_seconds": 3600}}},
             "audit": {"file": "gateway-audit.jsonl"},
+            "policy": {"rules": [
+                {"deny": "tool.name == \"local__note_create\"", "why": "notes stay read-only here"},
+            ]},
         }
     });
     let file = dir.path().join("gateway.json");
@@ -116,6 +119,11 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
             "{name} in {names:?}"
         );
     }
+    assert!(
+        !names.iter().any(|n| n.ends_with("local__note_create")),
+        "the policy hides it: {names:?}"
+    );
+    assert!(names.iter().any(|n| n.ends_with("remote__note_create")));
 
     let (ok, out, err) = client(
         &dir,
@@ -174,4 +182,26 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("no person to ask"), "{stderr}");
+
+    // A rule that does not compile stops the gateway at start, naming the rule and why.
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {}, "gateway": {"policy": {"rules": [
+            {"allow": "true"},
+            {"deny": "user.name == \"mallory\""},
+        ]}}})
+        .to_string(),
+    )
+    .unwrap();
+    let output = toolwire(&dir)
+        .args(["gateway", "--config"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(
+        stderr.contains("gateway.policy") && stderr.contains("rules[1]") && stderr.contains("user"),
+        "{stderr}"
+    );
 }

@@ -5,9 +5,11 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
-use toolwire_server::{Server, Tool};
+use toolwire_server::{Server, ServerBuilder, Tool};
 
 use crate::mirror::Mirror;
+use crate::policy::{Policy, Visibility};
+use crate::rules::Rules;
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -17,6 +19,12 @@ pub enum GatewayError {
     /// rules).
     #[error(transparent)]
     Host(#[from] HostError),
+    /// A rule does not compile.
+    #[error(transparent)]
+    Rules(#[from] crate::rules::RuleError),
+    /// The downstream server could not be built.
+    #[error(transparent)]
+    Server(#[from] toolwire_server::Error),
     /// The configuration has `approval.ask` rules: a gateway has no person to ask.
     #[error(
         "approval.ask in {}: a gateway has no person to ask; allow or deny these calls instead",
@@ -31,15 +39,17 @@ pub enum GatewayError {
 pub type ToolSettings = Arc<dyn Fn(&HostTool, Tool) -> Tool + Send + Sync>;
 
 /// How a gateway serves its upstreams' tools.
-#[derive(Clone, Default)]
+#[derive(Default)]
 pub struct GatewayOptions {
     pub(crate) settings: Option<ToolSettings>,
+    pub(crate) rules: Option<Rules>,
 }
 
 impl std::fmt::Debug for GatewayOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GatewayOptions")
             .field("settings", &self.settings.is_some())
+            .field("rules", &self.rules.as_ref().map(Rules::len))
             .finish()
     }
 }
@@ -56,6 +66,15 @@ impl GatewayOptions {
         settings: impl Fn(&HostTool, Tool) -> Tool + Send + Sync + 'static,
     ) -> Self {
         self.settings = Some(Arc::new(settings));
+        self
+    }
+
+    /// Who may call what ([`Rules`]): a tool the rules deny a caller whatever the arguments
+    /// is out of that caller's list; each call is made, refused with the rule that refused
+    /// it, or first put to the person behind the caller (`ask`). Without rules every caller
+    /// sees and calls every served tool.
+    pub fn rules(mut self, rules: Rules) -> Self {
+        self.rules = Some(rules);
         self
     }
 }
@@ -86,19 +105,26 @@ impl std::fmt::Debug for Gateway {
 
 impl Gateway {
     /// Connects to every server of `config` (a server that fails is retried in the
-    /// background; the others serve) and serves their tools on `server`, which the caller
-    /// built with its downstream settings (sign-in, limits, output guard, audit) and serves
-    /// over HTTP or stdio. The host keeps each upstream's last good list while it fails.
+    /// background; the others serve) and serves their tools on the server `server` builds,
+    /// which the caller set up with its downstream settings (sign-in, limits, output guard,
+    /// audit) and serves over HTTP or stdio ([`Gateway::server`]). The host keeps each
+    /// upstream's last good list while it fails.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
-        server: Server,
+        server: ServerBuilder,
         options: GatewayOptions,
     ) -> Result<Gateway, GatewayError> {
         let asking = asking(config);
         if !asking.is_empty() {
             return Err(GatewayError::AskRules(asking));
         }
+        let rules = match options.rules {
+            Some(rules) => rules,
+            None => Rules::compile(&crate::rules::RulesConfig::default())?,
+        };
+        let policy = Arc::new(Policy::new(rules));
+        let server = server.tool_visibility(Visibility(policy.clone())).build()?;
         let host = Arc::new(Host::connect(config, host.keep_last_list(true)).await?);
         let trusted = config
             .servers
@@ -109,7 +135,7 @@ impl Gateway {
             inner: Arc::new(Inner {
                 host,
                 server,
-                mirror: Mirror::new(options.settings),
+                mirror: Mirror::new(options.settings, policy),
                 trusted,
                 watching: Mutex::new(None),
             }),

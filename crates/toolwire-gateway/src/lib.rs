@@ -14,6 +14,7 @@
 mod forward;
 mod gateway;
 mod mirror;
+mod policy;
 pub mod rules;
 mod watch;
 

@@ -11,6 +11,7 @@ use toolwire_host::{Host, HostTool, PinState};
 use toolwire_server::{RequestContext, Server, Tool};
 
 use crate::gateway::ToolSettings;
+use crate::policy::{Policy, facts_of};
 
 /// The key of a served tool's `_meta` that says where it comes from:
 /// `{"server", "tool", "annotationsTrusted"}`. An upstream's annotations are claims unless
@@ -20,6 +21,7 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
     settings: Option<ToolSettings>,
+    policy: Arc<Policy>,
     state: Mutex<Served>,
 }
 
@@ -35,9 +37,10 @@ struct Served {
 }
 
 impl Mirror {
-    pub(crate) fn new(settings: Option<ToolSettings>) -> Mirror {
+    pub(crate) fn new(settings: Option<ToolSettings>, policy: Arc<Policy>) -> Mirror {
         Mirror {
             settings,
+            policy,
             state: Mutex::new(Served::default()),
         }
     }
@@ -68,6 +71,12 @@ impl Mirror {
             wanted.insert(tool.qualified.as_str(), (digest, tool));
         }
         served.withheld = withheld;
+        self.policy.set_facts(
+            wanted
+                .values()
+                .map(|(_, tool)| (tool.qualified.clone(), Arc::new(facts_of(tool))))
+                .collect(),
+        );
         served.tools.retain(|name, digest| {
             let keep = wanted.get(name.as_str()).is_some_and(|(d, _)| d == digest);
             if !keep {
@@ -109,11 +118,18 @@ impl Mirror {
         let definition = &tool.definition;
         let qualified: Arc<str> = tool.qualified.as_str().into();
         let host = host.clone();
+        let policy = self.policy.clone();
         let mut served = Tool::raw(
             tool.qualified.clone(),
             Value::Object(definition.input_schema.clone()),
             move |arguments: Value, ctx: RequestContext| {
-                crate::forward::call(host.clone(), qualified.clone(), arguments, ctx)
+                crate::forward::call(
+                    host.clone(),
+                    policy.clone(),
+                    qualified.clone(),
+                    arguments,
+                    ctx,
+                )
             },
         );
         if let Some(description) = &definition.description {

@@ -15,8 +15,8 @@ use toolwire_server::{RequestContext, Server, Tool};
 use crate::support::{DEADLINE, Served, client, text};
 
 #[derive(serde::Deserialize, schemars::JsonSchema)]
-struct Words {
-    text: String,
+pub(crate) struct Words {
+    pub(crate) text: String,
 }
 
 /// The gateway decides with its own rules; the host's approver is never a person here.
@@ -31,14 +31,14 @@ impl Approver for Allow {
     }
 }
 
-fn shout(description: &str) -> Tool {
+pub(crate) fn shout(description: &str) -> Tool {
     Tool::new("shout", |a: Words, _: RequestContext| async move {
         a.text.to_uppercase()
     })
     .description(description)
 }
 
-fn upstream(name: &str, tools: Vec<Tool>) -> Server {
+pub(crate) fn upstream(name: &str, tools: Vec<Tool>) -> Server {
     Server::builder(name, "1")
         .tools(tools)
         .build()
@@ -47,6 +47,14 @@ fn upstream(name: &str, tools: Vec<Tool>) -> Server {
 
 /// A gateway in front of `upstreams` (name, prefix, url), served over HTTP.
 async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
+    gateway_with(upstreams, GatewayOptions::new()).await
+}
+
+/// [`gateway`] with `options`.
+pub(crate) async fn gateway_with(
+    upstreams: &[(&str, &str, &str)],
+    options: GatewayOptions,
+) -> (Gateway, Served) {
     let servers: serde_json::Map<String, serde_json::Value> = upstreams
         .iter()
         .map(|(name, prefix, url)| (name.to_string(), json!({"url": url, "prefix": prefix})))
@@ -57,20 +65,15 @@ async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
         &Variables::new::<&str, &str>([]),
     )
     .expect("a configuration");
-    let downstream = Server::builder("gateway", "1").build().expect("a server");
-    let gateway = Gateway::start(
-        &config,
-        HostOptions::new(Allow),
-        downstream.clone(),
-        GatewayOptions::new(),
-    )
-    .await
-    .expect("a gateway");
-    let served = Served::start(downstream, None).await;
+    let downstream = Server::builder("gateway", "1");
+    let gateway = Gateway::start(&config, HostOptions::new(Allow), downstream, options)
+        .await
+        .expect("a gateway");
+    let served = Served::start(gateway.server().clone(), None).await;
     (gateway, served)
 }
 
-async fn names(client: &toolwire_client::Client) -> Vec<String> {
+pub(crate) async fn names(client: &toolwire_client::Client) -> Vec<String> {
     let mut names: Vec<String> = client
         .refresh_tools()
         .await

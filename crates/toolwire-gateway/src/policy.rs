@@ -1,0 +1,193 @@
+//! The gateway's rules applied to callers: which served tools each caller's list shows (a
+//! [`ToolVisibility`] on the downstream server), and what becomes of each call — made
+//! upstream, refused with the rule that refused it, or first put to the person behind the
+//! caller as an elicitation (`ask`), with the tool, its upstream, the exact arguments and why.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use toolwire_server::{
+    Elicited, InputRequired, RequestContext, ToolCheck, ToolError, ToolVisibility, Viewer,
+};
+
+use crate::rules::{Caller, ClientFacts, Decision, Effect, Rules, ToolFacts};
+
+/// The input key of the approval question.
+const APPROVAL_KEY: &str = "dev.toolwire/approval";
+
+/// The most argument text an approval question shows; larger arguments are refused rather
+/// than shown cut, since a person must see exactly what will be sent.
+const MOST_SHOWN: usize = 8 * 1024;
+
+/// The rules, and the facts of every served tool they read.
+pub(crate) struct Policy {
+    rules: Rules,
+    facts: ArcSwap<HashMap<String, Arc<ToolFacts>>>,
+}
+
+/// What becomes of a call.
+pub(crate) enum Verdict {
+    /// Make it upstream.
+    Go,
+    /// Answer with this instead (a refusal the caller reads, or a question to ask).
+    Answer(Result<toolwire_protocol::CallToolResult, ToolError>),
+}
+
+impl Policy {
+    pub(crate) fn new(rules: Rules) -> Policy {
+        Policy {
+            rules,
+            facts: ArcSwap::from_pointee(HashMap::new()),
+        }
+    }
+
+    /// The served tools' facts, by served name, as of the last sync.
+    pub(crate) fn set_facts(&self, facts: HashMap<String, Arc<ToolFacts>>) {
+        self.facts.store(Arc::new(facts));
+    }
+
+    /// What becomes of a call of `tool` with `arguments` by the caller of `ctx`.
+    pub(crate) fn decide(&self, tool: &str, arguments: &Value, ctx: &RequestContext) -> Verdict {
+        if self.rules.is_empty() && self.rules.default_effect() == Effect::Allow {
+            return Verdict::Go;
+        }
+        let facts = self.facts.load();
+        let Some(facts) = facts.get(tool) else {
+            return Verdict::Go;
+        };
+        let decision = self
+            .rules
+            .decide(&caller(&Viewer::of(ctx)), facts, arguments);
+        match decision.effect {
+            Effect::Allow => Verdict::Go,
+            Effect::Deny => Verdict::Answer(Ok(toolwire_protocol::CallToolResult::error(format!(
+                "The gateway refused the call of {tool}: {}",
+                decision.message()
+            )))),
+            Effect::Ask => ask(facts, arguments, &decision, ctx),
+        }
+    }
+}
+
+/// The answer to the approval question.
+#[derive(Deserialize, schemars::JsonSchema)]
+struct Approval {
+    /// Run this call, with exactly these arguments?
+    approve: bool,
+}
+
+/// What the question's round seals: the arguments it was asked about.
+#[derive(Serialize, Deserialize)]
+struct Asked {
+    arguments_sha256: String,
+}
+
+/// An `ask` decision: the call goes ahead once the person behind the caller approved these
+/// exact arguments; until then, the question.
+fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestContext) -> Verdict {
+    let refuse = |why: String| {
+        Verdict::Answer(Ok(toolwire_protocol::CallToolResult::error(format!(
+            "The call of {} needs a person's approval ({}), and {why}",
+            facts.name,
+            decision.message()
+        ))))
+    };
+    if ctx.client_capabilities().elicitation.is_none() {
+        return refuse("this client cannot ask one: it declares no elicitation capability".into());
+    }
+    let digest = arguments_sha256(arguments);
+    let asked = match ctx.request_state::<Asked>() {
+        Ok(asked) => asked,
+        Err(error) => return Verdict::Answer(Err(error)),
+    };
+    if asked.is_some_and(|a| a.arguments_sha256 == digest) {
+        match ctx.elicited::<Approval>(APPROVAL_KEY) {
+            Ok(Some(Elicited::Accepted(Approval { approve: true }))) => return Verdict::Go,
+            Ok(Some(_)) => return refuse("the person did not approve it".into()),
+            Ok(None) => {}
+            Err(error) => return Verdict::Answer(Err(error)),
+        }
+    }
+    let shown = serde_json::to_string_pretty(arguments).unwrap_or_default();
+    if shown.len() > MOST_SHOWN {
+        return refuse(format!(
+            "its arguments ({} bytes) are too long to show for approval",
+            shown.len()
+        ));
+    }
+    let message = format!(
+        "Run {} on the upstream server {} with these arguments?\n{shown}\nWhy you are asked: {}",
+        facts.name,
+        facts.upstream,
+        decision.message()
+    );
+    Verdict::Answer(Err(InputRequired::new()
+        .elicit::<Approval>(APPROVAL_KEY, message)
+        .state(Asked {
+            arguments_sha256: digest,
+        })
+        .into()))
+}
+
+/// A digest of the arguments as sent (JSON text with sorted keys).
+fn arguments_sha256(arguments: &Value) -> String {
+    toolwire_protocol::hex::encode(&Sha256::digest(arguments.to_string().as_bytes()))
+}
+
+/// The caller as the rules read it.
+fn caller(viewer: &Viewer<'_>) -> Caller {
+    Caller {
+        principal: viewer.principal.map(str::to_owned),
+        scopes: viewer.scopes.map(<[String]>::to_vec).unwrap_or_default(),
+        claims: viewer.claims.cloned().unwrap_or_default(),
+        client: viewer.client.map(|c| ClientFacts {
+            name: c.name.clone(),
+            version: c.version.clone(),
+        }),
+    }
+}
+
+/// The rules as the downstream server's [`ToolVisibility`]: a tool is out of a caller's list
+/// when the rules deny it to that caller whatever the arguments.
+pub(crate) struct Visibility(pub(crate) Arc<Policy>);
+
+impl ToolVisibility for Visibility {
+    fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        let policy = &self.0;
+        let facts = policy.facts.load_full();
+        let caller = caller(&viewer);
+        let rules = policy.rules.for_caller(&caller);
+        Box::new(move |tool| {
+            let facts = facts.get(tool)?;
+            if rules.lists(facts) {
+                return None;
+            }
+            Some(rules.decide(facts, &Value::Null).message())
+        })
+    }
+}
+
+/// The facts of a served tool.
+pub(crate) fn facts_of(tool: &toolwire_host::HostTool) -> ToolFacts {
+    let definition = &tool.definition;
+    let annotations = definition
+        .annotations
+        .as_ref()
+        .and_then(|a| serde_json::to_value(a).ok())
+        .and_then(|a| match a {
+            Value::Object(map) => Some(map),
+            _ => None,
+        })
+        .unwrap_or_default();
+    ToolFacts {
+        name: tool.qualified.clone(),
+        upstream: tool.server.clone(),
+        title: definition.title.clone(),
+        description: definition.description.clone(),
+        annotations,
+    }
+}
