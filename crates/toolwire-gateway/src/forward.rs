@@ -26,7 +26,7 @@ pub(crate) async fn call(
 ) -> Result<CallToolResult, ToolError> {
     match policy.decide(&qualified, &arguments, &ctx) {
         Verdict::Go => Ok(upstream(&host, &qualified, arguments, &ctx).await),
-        Verdict::Answer(answer) => answer,
+        Verdict::Answer(answer) => *answer,
     }
 }
 

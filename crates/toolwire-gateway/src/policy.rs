@@ -34,7 +34,7 @@ pub(crate) enum Verdict {
     /// Make it upstream.
     Go,
     /// Answer with this instead (a refusal the caller reads, or a question to ask).
-    Answer(Result<toolwire_protocol::CallToolResult, ToolError>),
+    Answer(Box<Result<toolwire_protocol::CallToolResult, ToolError>>),
 }
 
 impl Policy {
@@ -64,7 +64,7 @@ impl Policy {
             .decide(&caller(&Viewer::of(ctx)), facts, arguments);
         match decision.effect {
             Effect::Allow => Verdict::Go,
-            Effect::Deny => Verdict::Answer(Ok(toolwire_protocol::CallToolResult::error(format!(
+            Effect::Deny => answer(Ok(toolwire_protocol::CallToolResult::error(format!(
                 "The gateway refused the call of {tool}: {}",
                 decision.message()
             )))),
@@ -90,7 +90,7 @@ struct Asked {
 /// exact arguments; until then, the question.
 fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestContext) -> Verdict {
     let refuse = |why: String| {
-        Verdict::Answer(Ok(toolwire_protocol::CallToolResult::error(format!(
+        answer(Ok(toolwire_protocol::CallToolResult::error(format!(
             "The call of {} needs a person's approval ({}), and {why}",
             facts.name,
             decision.message()
@@ -102,14 +102,14 @@ fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestC
     let digest = arguments_sha256(arguments);
     let asked = match ctx.request_state::<Asked>() {
         Ok(asked) => asked,
-        Err(error) => return Verdict::Answer(Err(error)),
+        Err(error) => return answer(Err(error)),
     };
     if asked.is_some_and(|a| a.arguments_sha256 == digest) {
         match ctx.elicited::<Approval>(APPROVAL_KEY) {
             Ok(Some(Elicited::Accepted(Approval { approve: true }))) => return Verdict::Go,
             Ok(Some(_)) => return refuse("the person did not approve it".into()),
             Ok(None) => {}
-            Err(error) => return Verdict::Answer(Err(error)),
+            Err(error) => return answer(Err(error)),
         }
     }
     let shown = serde_json::to_string_pretty(arguments).unwrap_or_default();
@@ -125,7 +125,7 @@ fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestC
         facts.upstream,
         decision.message()
     );
-    Verdict::Answer(Err(InputRequired::new()
+    answer(Err(InputRequired::new()
         .elicit::<Approval>(APPROVAL_KEY, message)
         .state(Asked {
             arguments_sha256: digest,
@@ -190,4 +190,9 @@ pub(crate) fn facts_of(tool: &toolwire_host::HostTool) -> ToolFacts {
         description: definition.description.clone(),
         annotations,
     }
+}
+
+/// A verdict that answers the call instead of making it.
+fn answer(answer: Result<toolwire_protocol::CallToolResult, ToolError>) -> Verdict {
+    Verdict::Answer(Box::new(answer))
 }
