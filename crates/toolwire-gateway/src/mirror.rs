@@ -7,15 +7,17 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolwire_host::{Host, HostTool, PinState};
+use toolwire_host::{Host, HostTool, PinState, ServerState};
 use toolwire_server::{RequestContext, Server, Tool};
 
 use crate::gateway::ToolSettings;
 use crate::policy::{Policy, facts_of};
 
 /// The key of a served tool's `_meta` that says where it comes from:
-/// `{"server", "tool", "annotationsTrusted"}`. An upstream's annotations are claims unless
-/// its configuration says `"trust": true`.
+/// `{"server", "tool", "annotationsTrusted"}`, and while its upstream is failing,
+/// `"unavailable": {"reason", "listedAt"}` (why, and when the list it is from was taken, in
+/// Unix seconds). An upstream's annotations are claims unless its configuration says
+/// `"trust": true`.
 pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 
 /// What the gateway serves, against what the host lists.
@@ -50,7 +52,21 @@ impl Mirror {
     pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server, trusted: impl Fn(&str) -> bool) {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tools = host.tools();
-        let mut wanted: HashMap<&str, (u64, &HostTool)> = HashMap::new();
+        let unavailable: HashMap<String, Value> = host
+            .servers()
+            .into_iter()
+            .filter_map(|s| match s.state {
+                ServerState::Failed { error } => {
+                    let listed_at = s
+                        .listed_at
+                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                        .map(|d| d.as_secs());
+                    Some((s.name, json!({"reason": error, "listedAt": listed_at})))
+                }
+                ServerState::Connected { .. } => None,
+            })
+            .collect();
+        let mut wanted: HashMap<&str, (u64, &HostTool, Option<&Value>)> = HashMap::new();
         let mut withheld = HashSet::new();
         for tool in tools.iter() {
             if let Some(PinState::Changed { pinned, listed }) = host.pin_state(&tool.qualified) {
@@ -67,18 +83,21 @@ impl Mirror {
                 withheld.insert(tool.qualified.clone());
                 continue;
             }
-            let digest = digest(tool, trusted(&tool.server));
-            wanted.insert(tool.qualified.as_str(), (digest, tool));
+            let down = unavailable.get(&tool.server);
+            let digest = digest(tool, trusted(&tool.server), down);
+            wanted.insert(tool.qualified.as_str(), (digest, tool, down));
         }
         served.withheld = withheld;
         self.policy.set_facts(
             wanted
                 .values()
-                .map(|(_, tool)| (tool.qualified.clone(), Arc::new(facts_of(tool))))
+                .map(|(_, tool, _)| (tool.qualified.clone(), Arc::new(facts_of(tool))))
                 .collect(),
         );
         served.tools.retain(|name, digest| {
-            let keep = wanted.get(name.as_str()).is_some_and(|(d, _)| d == digest);
+            let keep = wanted
+                .get(name.as_str())
+                .is_some_and(|(d, ..)| d == digest);
             if !keep {
                 if let Err(error) = server.remove_tool(name) {
                     tracing::warn!(tool = %name, %error, "a tool no longer listed upstream could not be removed");
@@ -90,11 +109,11 @@ impl Mirror {
         // In the host's order, so that instances that saw the same lists serve the same order.
         names.sort_unstable();
         for name in names {
-            let (digest, tool) = wanted[name];
+            let (digest, tool, down) = wanted[name];
             if served.tools.contains_key(name) || served.refused.get(name) == Some(&digest) {
                 continue;
             }
-            match server.add_tool(self.served(host, tool, trusted(&tool.server))) {
+            match server.add_tool(self.served(host, tool, trusted(&tool.server), down)) {
                 Ok(()) => {
                     served.refused.remove(name);
                     served.tools.insert(name.to_owned(), digest);
@@ -114,7 +133,13 @@ impl Mirror {
 
     /// The server tool that stands for `tool`: its definition as listed upstream, under its
     /// qualified name, calling it through the host.
-    fn served(&self, host: &Arc<Host>, tool: &HostTool, trusted: bool) -> Tool {
+    fn served(
+        &self,
+        host: &Arc<Host>,
+        tool: &HostTool,
+        trusted: bool,
+        unavailable: Option<&Value>,
+    ) -> Tool {
         let definition = &tool.definition;
         let qualified: Arc<str> = tool.qualified.as_str().into();
         let host = host.clone();
@@ -148,10 +173,12 @@ impl Mirror {
             served = served.output_schema(Value::Object(schema.clone()));
         }
         let mut meta = definition.meta.clone().unwrap_or_default();
-        meta.insert(
-            UPSTREAM_META_KEY.to_owned(),
-            json!({"server": tool.server, "tool": definition.name, "annotationsTrusted": trusted}),
-        );
+        let mut upstream =
+            json!({"server": tool.server, "tool": definition.name, "annotationsTrusted": trusted});
+        if let Some(unavailable) = unavailable {
+            upstream["unavailable"] = unavailable.clone();
+        }
+        meta.insert(UPSTREAM_META_KEY.to_owned(), upstream);
         served = served.meta(meta);
         match &self.settings {
             Some(settings) => settings(tool, served),
@@ -162,12 +189,25 @@ impl Mirror {
 
 /// What a served tool is made from: its upstream, its definition and whether its annotations
 /// are trusted.
-fn digest(tool: &HostTool, trusted: bool) -> u64 {
+fn digest(tool: &HostTool, trusted: bool, unavailable: Option<&Value>) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     tool.server.hash(&mut hasher);
     serde_json::to_string(&tool.definition)
         .unwrap_or_default()
         .hash(&mut hasher);
     trusted.hash(&mut hasher);
+    unavailable.map(Value::to_string).hash(&mut hasher);
     hasher.finish()
+}
+
+impl Mirror {
+    /// Whether a tool is withheld for a changed definition.
+    pub(crate) fn withholds(&self) -> bool {
+        !self
+            .state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .withheld
+            .is_empty()
+    }
 }

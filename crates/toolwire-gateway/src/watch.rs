@@ -16,6 +16,9 @@ pub const RETRY_FIRST: Duration = Duration::from_secs(1);
 pub const RETRY_MOST: Duration = Duration::from_secs(60);
 /// How often an upstream that announces no list changes is listed again.
 const POLL: Duration = Duration::from_secs(60);
+/// How often the pins of withheld tools are read again, for a change approved by another
+/// process on the same state (`toolwire pins approve`).
+const PINS_RECHECK: Duration = Duration::from_secs(2);
 
 /// Follows every upstream until the gateway is gone.
 pub(crate) async fn watch(gateway: Weak<Inner>) {
@@ -28,7 +31,30 @@ pub(crate) async fn watch(gateway: Weak<Inner>) {
     }) else {
         return;
     };
-    futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name))).await;
+    let followers =
+        futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name)));
+    tokio::join!(followers, recheck_pins(gateway.clone()));
+}
+
+/// While a tool is withheld, reads its pin again now and then, and serves it once approved.
+async fn recheck_pins(gateway: Weak<Inner>) {
+    loop {
+        tokio::time::sleep(PINS_RECHECK).await;
+        let Some(inner) = gateway.upgrade() else {
+            return;
+        };
+        if !inner.mirror.withholds() {
+            continue;
+        }
+        match inner.host.recheck_pins() {
+            Ok(approved) if !approved.is_empty() => {
+                tracing::info!(?approved, "changes approved elsewhere: served again");
+                inner.sync();
+            }
+            Ok(_) => {}
+            Err(error) => tracing::warn!(%error, "the pins could not be read again"),
+        }
+    }
 }
 
 /// Follows one upstream until the gateway is gone: while it is failed, tries it again with

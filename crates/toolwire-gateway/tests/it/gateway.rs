@@ -205,6 +205,26 @@ async fn a_failed_upstream_keeps_its_list_says_why_and_comes_back() {
 
     let port = words.port();
     words.stop().await;
+    // Its tools say why they are unavailable, and how old their list is.
+    let start = Instant::now();
+    loop {
+        let tools = caller.refresh_tools().await.unwrap();
+        let shout = tools.iter().find(|t| t.name == "w__shout").unwrap();
+        let upstream = &shout.meta.as_ref().unwrap()["dev.toolwire/upstream"];
+        if let Some(reason) = upstream["unavailable"]["reason"].as_str() {
+            assert!(!reason.is_empty());
+            assert!(
+                upstream["unavailable"]["listedAt"].as_u64().is_some(),
+                "{upstream}"
+            );
+            break;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "never marked unavailable: {upstream}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
     let failed = caller
         .call_tool("w__shout", json!({"text": "hi"}))
         .await
@@ -234,6 +254,12 @@ async fn a_failed_upstream_keeps_its_list_says_why_and_comes_back() {
     )
     .await;
     until_listed(&caller, &["m__double", "w__shout", "w__whisper"]).await;
+    let tools = caller.refresh_tools().await.unwrap();
+    let shout = tools.iter().find(|t| t.name == "w__shout").unwrap();
+    assert!(
+        shout.meta.as_ref().unwrap()["dev.toolwire/upstream"]["unavailable"].is_null(),
+        "back: {shout:?}"
+    );
     let result = caller
         .call_tool("w__shout", json!({"text": "again"}))
         .await
@@ -307,4 +333,54 @@ async fn a_change_right_after_start_is_not_missed() {
         served.stop().await;
         words.stop().await;
     }
+}
+
+/// A change approved by another process on the gateway's state directory (as `toolwire pins
+/// approve` does) is served again without a restart.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_change_approved_elsewhere_is_served_again() {
+    let state = tempfile::tempdir().unwrap();
+    let words = Served::start(upstream("words", vec![shout("Shouts.")]), None).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"words": {"url": words.url, "prefix": "w"}}}).to_string(),
+        "/nonexistent/gateway.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let gateway = Gateway::start(
+        &config,
+        HostOptions::new(Allow).state_dir(state.path()),
+        Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .unwrap();
+    let served = Served::start(gateway.server().clone(), None).await;
+    let caller = client(&served.url);
+    assert_eq!(names(&caller).await, ["w__shout"]);
+
+    words.server.remove_tool("shout").unwrap();
+    words.server.add_tool(shout("Shouts. And more.")).unwrap();
+    let start = Instant::now();
+    while !matches!(
+        gateway.host().pin_state("w__shout"),
+        Some(toolwire_host::PinState::Changed { .. })
+    ) {
+        assert!(start.elapsed() < DEADLINE, "the change was never seen");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    until_listed(&caller, &[]).await;
+
+    // Another process approves it on the same state directory, as it lists it.
+    let listed = gateway.host().tool("w__shout").unwrap().definition;
+    let definition = serde_json::to_value(&listed).unwrap();
+    assert_eq!(definition["description"], "Shouts. And more.");
+    let pins = toolwire_host::Pins::new(toolwire_host::FilePins::new(
+        config.state_dir_in(state.path()),
+    ));
+    pins.approve("words", "shout", &definition).unwrap();
+    until_listed(&caller, &["w__shout"]).await;
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
 }

@@ -274,6 +274,48 @@ impl Host {
         Ok(true)
     }
 
+    /// Reads the pins of every tool whose definition changed since it was pinned again, without
+    /// listing any server: a change approved elsewhere (another process on the same state
+    /// directory, `toolwire pins approve`) takes effect here. Returns the qualified names
+    /// whose change is now approved.
+    pub fn recheck_pins(&self) -> Result<Vec<String>, HostError> {
+        let view = self.view.load_full();
+        let mut approved: Vec<(String, String, String, String)> = Vec::new();
+        for tool in &view.tools {
+            if !matches!(
+                view.pin_states.get(&tool.qualified),
+                Some(PinState::Changed { .. })
+            ) {
+                continue;
+            }
+            if let PinState::Pinned(hash) =
+                self.pins
+                    .state(&tool.server, &tool.definition.name, &tool.listed)?
+            {
+                approved.push((
+                    tool.qualified.clone(),
+                    tool.server.clone(),
+                    tool.definition.name.clone(),
+                    hash,
+                ));
+            }
+        }
+        for (_, server, name, hash) in &approved {
+            let pinned = PinState::Pinned(hash.clone());
+            self.update(server, |entry| {
+                for listed in &mut entry.listed {
+                    if &listed.definition.name == name && listed.pin.is_some() {
+                        listed.pin = Some(pinned.clone());
+                    }
+                }
+            })?;
+        }
+        Ok(approved
+            .into_iter()
+            .map(|(qualified, ..)| qualified)
+            .collect())
+    }
+
     /// Calls the tool the model named `qualified` with `arguments`. Whatever happens, the model
     /// gets a result: a refusal, an unknown tool, a failed server or a timeout is an `isError`
     /// result that says so.
