@@ -1,0 +1,80 @@
+//! Credentials upstream: the caller's own `Authorization` never reaches an upstream (no token
+//! passthrough); the upstream gets the credential its configuration names, read from the
+//! environment.
+
+use std::sync::{Arc, Mutex};
+
+use serde_json::json;
+use toolwire_client::ClientBuilder;
+use toolwire_gateway::{Gateway, GatewayOptions, NoPerson};
+use toolwire_host::{HostConfig, HostOptions, Variables};
+use toolwire_server::{Server, http::HttpConfig};
+
+use crate::gateway::{shout, upstream};
+use crate::support::{Served, text};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does() {
+    // An upstream that records the Authorization header of every request it gets.
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let recorder = seen.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let words = upstream("words", vec![shout("Shouts.")]);
+    let task = tokio::spawn(toolwire_server::http::serve(
+        words.clone(),
+        listener,
+        HttpConfig::default().principal(move |headers| {
+            let authorization = headers
+                .get("authorization")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            recorder.lock().unwrap().push(authorization);
+            None
+        }),
+    ));
+
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"words": {
+            "url": upstream_url,
+            "prefix": "w",
+            "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
+        }}})
+        .to_string(),
+        "/nonexistent/gateway.json",
+        &Variables::new([("UPSTREAM_TOKEN", "upstream-secret")]),
+    )
+    .unwrap();
+    let gateway = Gateway::start(
+        &config,
+        HostOptions::new(NoPerson),
+        Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .unwrap();
+    let served = Served::start(gateway.server().clone(), None).await;
+    let caller = ClientBuilder::new("caller", "1")
+        .header("Authorization", "Bearer caller-secret")
+        .http(&served.url)
+        .unwrap();
+    let result = caller
+        .call_tool("w__shout", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "HI");
+
+    let seen = seen.lock().unwrap().clone();
+    assert!(!seen.is_empty(), "the upstream was asked");
+    for authorization in &seen {
+        assert_eq!(
+            authorization.as_deref(),
+            Some("Bearer upstream-secret"),
+            "every upstream request carries the configured credential, never the caller's: {seen:?}"
+        );
+    }
+    gateway.close().await;
+    served.stop().await;
+    words.shutdown();
+    let _ = task.await;
+}
