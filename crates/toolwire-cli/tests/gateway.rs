@@ -205,3 +205,78 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
         "{stderr}"
     );
 }
+
+/// The README's example file, as shipped (only the command and the HTTP upstream's address
+/// changed to this test's): it loads without a warning, its rules compile, and they and the
+/// upstreams' filters shape the list as the README says.
+#[test]
+fn the_readme_example_file_runs_as_described() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut http_upstream = toolwire(&dir);
+    http_upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("http-notes"));
+    let (_upstream, upstream_url, _lines) = started(http_upstream, "serving the example tools at ");
+    let example = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/gateway.json"),
+    )
+    .unwrap();
+    let mut config: Value = serde_json::from_str(&example).unwrap();
+    config["mcpServers"]["examples"]["command"] = json!(BIN);
+    config["mcpServers"]["examples"]["args"] =
+        json!(["serve", "--data-dir", dir.path().join("stdio-notes")]);
+    config["mcpServers"]["remote"]["url"] = json!(upstream_url);
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (_gateway, url, lines) = started(gateway, "the gateway serves at ");
+
+    let (ok, listed, err) = client(&dir, &["tools", &url, "--json"]);
+    assert!(ok, "toolwire tools: {err}");
+    let listed: Value = serde_json::from_str(&listed).expect("JSON");
+    let names: Vec<String> = listed["tools"]
+        .as_array()
+        .or(listed.as_array())
+        .expect("a list of tools")
+        .iter()
+        .filter_map(|t| t["name"].as_str().or(t["qualified"].as_str()))
+        .map(str::to_owned)
+        .collect();
+    let has = |name: &str| names.iter().any(|n| n.ends_with(name));
+    assert!(names.contains(&"ex__echo".to_owned()), "{names:?}");
+    assert!(
+        names.contains(&"remote__note_create".to_owned()),
+        "{names:?}"
+    );
+    assert!(
+        !names.iter().any(|n| n.starts_with("ex__note_")),
+        "the policy hides the local notes from this client: {names:?}"
+    );
+    assert!(
+        !names.contains(&"remote__toggle_shout".to_owned()),
+        "the upstream's tools.deny: {names:?}"
+    );
+    let (_, out, err) = client(
+        &dir,
+        &[
+            "call",
+            &url,
+            "remote__note_append",
+            "note=x",
+            &format!("text={}", "y".repeat(1001)),
+            "--yes",
+        ],
+    );
+    assert!(
+        format!("{out}{err}").contains("appends are at most 1000 characters"),
+        "{out}\n{err}"
+    );
+    let early: Vec<String> = lines.try_iter().collect();
+    assert!(
+        !early.iter().any(|l| l.contains("not one Toolwire reads")),
+        "{early:?}"
+    );
+}

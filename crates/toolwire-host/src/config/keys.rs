@@ -24,8 +24,16 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "oauth",
 ];
 
-/// Top-level keys Toolwire reads.
-pub(super) const TOP_KEYS: &[&str] = &["mcpServers", "servers", "approval", "audit", "roots"];
+/// Top-level keys Toolwire reads (`gateway` is `toolwire gateway`'s downstream side, which the
+/// host leaves to it).
+pub(super) const TOP_KEYS: &[&str] = &[
+    "mcpServers",
+    "servers",
+    "approval",
+    "audit",
+    "roots",
+    "gateway",
+];
 
 /// A key of another host that Toolwire knows and does not read: the key, whose it is, and
 /// Toolwire's key for the same thing, if there is one.
