@@ -245,7 +245,6 @@ fn the_readme_example_file_runs_as_described() {
         .filter_map(|t| t["name"].as_str().or(t["qualified"].as_str()))
         .map(str::to_owned)
         .collect();
-    let has = |name: &str| names.iter().any(|n| n.ends_with(name));
     assert!(names.contains(&"ex__echo".to_owned()), "{names:?}");
     assert!(
         names.contains(&"remote__note_create".to_owned()),
