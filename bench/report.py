@@ -37,6 +37,9 @@ BUSY = 0.95
 # Rows that measure throughput (all connections busy); the one-connection rows measure latency.
 THROUGHPUT = {"http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
               "http-echo-64-wrk", "http-echo-64-cluster", "stdio"}
+# The gateway rows: `toolwire gateway` in front of one bench server, against that server called
+# directly; each target's CPU is its own process's.
+GATEWAY = {"http-echo-1-gateway", "http-echo-64-gateway"}
 # The setups of the several-instances row: HAProxy in front of instances in memory or on Redis.
 CLUSTER = {"memory-1": "1 instance, in memory", "redis-1": "1 instance, Redis",
            "redis-2": "2 instances, one Redis", "redis-3": "3 instances, one Redis"}
@@ -47,6 +50,8 @@ def busy_text(key, t):
     busy = t.get("server_busy")
     if busy is None:
         return "–"
+    if key in GATEWAY:
+        return f"{busy * 100:.0f} % (its own process; it shares the core with its upstream)"
     if key not in THROUGHPUT:
         return f"{busy * 100:.0f} % (latency row)"
     if busy < BUSY:
@@ -115,7 +120,9 @@ def render(data):
               "http-echo-64-auth": "HTTP echo, 64 conns, OAuth",
               "http-echo-64-layers": "HTTP echo, 64 conns, safety layers",
               "http-echo-64-wrk": "HTTP echo, 64 conns, wrk",
-              "http-echo-64-cluster": "HTTP echo, 64 conns, HAProxy"}
+              "http-echo-64-cluster": "HTTP echo, 64 conns, HAProxy",
+              "http-echo-1-gateway": "HTTP echo, 1 conn, gateway",
+              "http-echo-64-gateway": "HTTP echo, 64 conns, gateway"}
     for key, result in list(http.items()) + [("stdio", stdio)]:
         targets = result["targets"]
         for name, t in targets.items():
@@ -132,6 +139,9 @@ def render(data):
                 shown = "toolwire, every layer off"
             if key == "http-echo-64-cluster":
                 shown = CLUSTER.get(name, name)
+            if key in GATEWAY:
+                shown = {"direct": "the upstream, called directly",
+                         "gateway": "through the gateway (its own CPU)"}.get(name, name)
             rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
                          busy_text(key, t), rss / 1024 if rss else None, t["errors"]))
         tw = targets.get("toolwire", {})
@@ -147,6 +157,19 @@ def render(data):
             ratio(f"{setup}/memory-1", targets.get(setup, {}), targets.get("memory-1", {}))
     if listing["errors"]:
         problems.append(f"tools/list: {listing['errors']} failed walks")
+    gateway = {}
+    for key in sorted(GATEWAY & set(http)):
+        targets = http[key]["targets"]
+        direct, through = targets.get("direct", {}), targets.get("gateway", {})
+        if direct.get("p50_us") is not None and through.get("p50_us") is not None:
+            gateway[f"{key}: p50 added by the gateway"] = f"{through['p50_us'] - direct['p50_us']:,} µs"
+        if direct.get("cpu_us_per_request") and through.get("cpu_us_per_request"):
+            gateway[f"{key}: the gateway's CPU per call / the upstream's"] = \
+                f"{through['cpu_us_per_request'] / direct['cpu_us_per_request']:.2f}×"
+    gateway_lists = data.get("gateway_lists") or {}
+    for n, walk in gateway_lists.items():
+        if walk["errors"]:
+            problems.append(f"tools/list through the gateway, {n} upstreams: {walk['errors']} failed walks")
     commit = data.get("commit") or "an unknown commit"
     pinning = data.get("pinning") or "not pinned"
     lines = [f"Run on {m['date']} at commit `{commit[:12]}`: {m['cpu']}, {m['cores']} cores, Linux {m['kernel']}; "
@@ -163,8 +186,18 @@ def render(data):
     for k, (v, counted) in ratios.items():
         lines.append(f"| {k} | {v:.2f}×{'' if counted else ' (not counted: server under 95 % busy)'} |")
     lines.append("")
+    if gateway:
+        lines.append("")
+        lines.append("| gateway (same run) | value |")
+        lines.append("|---|---:|")
+        for k, v in gateway.items():
+            lines.append(f"| {k} | {v} |")
+        lines.append("")
     lines.append(f"tools/list of {listing['tools']:,} tools: {listing['pages']:,} pages, per page p50 "
                  f"{listing['page_p50_us']:,} µs, p99 {listing['page_p99_us']:,} µs, max {listing['page_max_us']:,} µs.")
+    for n, walk in gateway_lists.items():
+        lines.append(f"tools/list through the gateway, {n} upstreams merged ({walk['tools']:,} tools): "
+                     f"{walk['pages']:,} pages, per page p50 {walk['page_p50_us']:,} µs, p99 {walk['page_p99_us']:,} µs.")
     per_stream = listen.get("rss_bytes_per_stream")
     lines.append(f"listen: {listen['streams']:,} streams open in {listen['open_seconds']:.1f} s; one change reached all "
                  f"in {listen['fan_out_ms']:.0f} ms; server memory per idle stream "
@@ -200,6 +233,14 @@ def render(data):
         against("HTTP echo 64: auth on ≥ 90% of auth off", "http-echo-64-auth: toolwire+auth/toolwire", 0.9)
         against("HAProxy, 1 instance: state in Redis ≥ 0.8× in memory", "http-echo-64-cluster: redis-1/memory-1", 0.8)
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
+        g1 = http.get("http-echo-1-gateway", {}).get("targets", {})
+        if "gateway" in g1 and "direct" in g1:
+            checks.append(("Gateway: adds ≤ 100 µs at p50 on one connection",
+                           g1["gateway"]["p50_us"] - g1["direct"]["p50_us"] <= 100))
+        g64 = http.get("http-echo-64-gateway", {}).get("targets", {})
+        if g64.get("gateway", {}).get("cpu_us_per_request") and g64.get("direct", {}).get("cpu_us_per_request"):
+            checks.append(("Gateway: its own CPU per call ≤ the direct server's (64 conns)",
+                           g64["gateway"]["cpu_us_per_request"] <= g64["direct"]["cpu_us_per_request"]))
         checks.append(("listen: every stream notified within 1 s", listen["fan_out_ms"] <= 1000))
         checks.append(("listen: ≤ 16 KB per idle stream", per_stream is not None and per_stream <= 16 * 1024))
         lines.append("")
@@ -215,8 +256,8 @@ def render(data):
 
 def measure(raw, out, smoke):
     names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
-             "http-echo-64-wrk", "http-echo-64-cluster")
-    optional = {"http-echo-64-wrk", "http-echo-64-cluster"}
+             "http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway")
+    optional = {"http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway"}
     commit, dirty = measured_commit(ROOT)
     data = {"commit": commit, "dirty": dirty, "machine": machine(), "smoke": smoke,
             "http": {name: load(raw, f"{name}.json") for name in names
@@ -224,6 +265,8 @@ def measure(raw, out, smoke):
             "state": load(raw, "state.json") if os.path.exists(os.path.join(raw, "state.json")) else None,
             "stdio": load(raw, "stdio.json"), "list": load(raw, "list.json"),
             "listen": load(raw, "listen.json"),
+            "gateway_lists": {n: load(raw, f"list-gateway-{n}.json") for n in ("10", "50")
+                              if os.path.exists(os.path.join(raw, f"list-gateway-{n}.json"))},
             "pinning": load(raw, "run.json")["pinning"] if os.path.exists(os.path.join(raw, "run.json")) else None}
     text, problems = render(data)
     data["problems"] = problems

@@ -28,7 +28,7 @@ pub(crate) struct HttpLoad {
     #[arg(
         long = "target",
         required = true,
-        help = "NAME=URL[,pid=PID][,no-result-type][,bearer=FILE]: a server to load; repeat for several"
+        help = "NAME=URL[,pid=PID][,no-result-type][,bearer=FILE][,tool=NAME]: a server to load; repeat for several"
     )]
     pub(crate) targets: Vec<Target>,
     /// `echo` (a message) or `realistic` (a ten-field booking).
@@ -68,6 +68,8 @@ pub(crate) struct Target {
     pub(crate) require_result_type: bool,
     /// A Bearer access token sent with every request (`bearer=FILE`: the file holds it).
     pub(crate) bearer: Option<String>,
+    /// The tool called (`tool=NAME`; default `echo`), e.g. `up__echo` through a gateway.
+    pub(crate) tool: String,
 }
 
 impl FromStr for Target {
@@ -85,6 +87,7 @@ impl FromStr for Target {
             pids: Vec::new(),
             require_result_type: true,
             bearer: None,
+            tool: "echo".to_owned(),
         };
         for part in parts {
             match part.split_once('=') {
@@ -95,6 +98,7 @@ impl FromStr for Target {
                             .push(pid.parse().map_err(|e| format!("pid {pid:?}: {e}"))?);
                     }
                 }
+                Some(("tool", tool)) => target.tool = tool.to_owned(),
                 Some(("bearer", file)) => {
                     let token =
                         std::fs::read_to_string(file).map_err(|e| format!("bearer={file}: {e}"))?;
@@ -234,7 +238,7 @@ async fn worker(
 ) -> anyhow::Result<Worker> {
     let mut ep = endpoint(&target.url)?;
     ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
-    let request = RequestTemplate::new(&ep, "tools/call", Some("echo"), &template);
+    let request = RequestTemplate::new(&ep, "tools/call", Some(&target.tool), &template);
     let mut wire = Wire::connect(&ep.addr)
         .await
         .with_context(|| format!("connecting to {}", ep.addr))?;
@@ -279,7 +283,7 @@ pub(crate) async fn round(
     budget: Option<u64>,
 ) -> anyhow::Result<Round> {
     let template = Arc::new(Template::call(
-        "echo",
+        &target.tool,
         protocol::arguments(&args.load.scenario),
     ));
     let target = Arc::new(target.clone());

@@ -19,6 +19,9 @@ pub(crate) struct Args {
     /// The number of tools the server is expected to list (0: do not check).
     #[arg(long, default_value_t = 0)]
     expect: usize,
+    /// Untimed walks first (a server that is still settling after its start).
+    #[arg(long, default_value_t = 0)]
+    warmup_walks: usize,
 }
 
 pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
@@ -27,7 +30,8 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
     let mut hist = stats::histogram();
     let (mut pages, mut errors, mut tools_seen, mut id) = (0u64, 0u64, 0usize, 0u64);
     let started = Instant::now();
-    for _ in 0..args.walks {
+    for walk in 0..args.warmup_walks + args.walks {
+        let timed = walk >= args.warmup_walks;
         let mut cursor: Option<String> = None;
         let mut names = 0usize;
         loop {
@@ -48,8 +52,10 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
                 errors += 1;
                 break;
             };
-            hist.record(elapsed.max(1)).ok();
-            pages += 1;
+            if timed {
+                hist.record(elapsed.max(1)).ok();
+                pages += 1;
+            }
             names += result["tools"].as_array().map_or(0, Vec::len);
             match result.get("nextCursor").and_then(Value::as_str) {
                 Some(c) => cursor = Some(c.to_owned()),

@@ -123,8 +123,14 @@ impl Gateway {
             Some(rules) => rules,
             None => Rules::compile(&crate::rules::RulesConfig::default())?,
         };
+        // Without rules every caller sees every tool: no per-caller lists.
+        let open = rules.is_empty() && rules.default_effect() == crate::rules::Effect::Allow;
         let policy = Arc::new(Policy::new(rules));
-        let server = server.tool_visibility(Visibility(policy.clone())).build()?;
+        let server = if open {
+            server.build()?
+        } else {
+            server.tool_visibility(Visibility(policy.clone())).build()?
+        };
         let host = Arc::new(Host::connect(config, host.keep_last_list(true)).await?);
         let trusted = config
             .servers

@@ -84,7 +84,11 @@ impl Mirror {
                 continue;
             }
             let down = unavailable.get(&tool.server);
-            let digest = digest(tool, trusted(&tool.server), down);
+            let pinned = match host.pin_state(&tool.qualified) {
+                Some(PinState::Pinned(hash)) => Some(hash),
+                _ => None,
+            };
+            let digest = digest(tool, pinned.as_deref(), trusted(&tool.server), down);
             wanted.insert(tool.qualified.as_str(), (digest, tool, down));
         }
         served.withheld = withheld;
@@ -94,26 +98,46 @@ impl Mirror {
                 .map(|(_, tool, _)| (tool.qualified.clone(), Arc::new(facts_of(tool))))
                 .collect(),
         );
-        served.tools.retain(|name, digest| {
-            let keep = wanted
-                .get(name.as_str())
-                .is_some_and(|(d, ..)| d == digest);
-            if !keep {
-                if let Err(error) = server.remove_tool(name) {
-                    tracing::warn!(tool = %name, %error, "a tool no longer listed upstream could not be removed");
-                }
+        let gone: Vec<String> = served
+            .tools
+            .iter()
+            .filter(|(name, digest)| wanted.get(name.as_str()).is_none_or(|(d, ..)| d != *digest))
+            .map(|(name, _)| name.clone())
+            .collect();
+        if !gone.is_empty() {
+            server.remove_tools(gone.iter().map(String::as_str));
+            for name in &gone {
+                served.tools.remove(name);
             }
-            keep
-        });
-        let mut names: Vec<&str> = wanted.keys().copied().collect();
+        }
+        let mut names: Vec<&str> = wanted
+            .iter()
+            .filter(|(name, (digest, ..))| {
+                !served.tools.contains_key(**name) && served.refused.get(**name) != Some(digest)
+            })
+            .map(|(name, _)| *name)
+            .collect();
         // In the host's order, so that instances that saw the same lists serve the same order.
         names.sort_unstable();
-        for name in names {
-            let (digest, tool, down) = wanted[name];
-            if served.tools.contains_key(name) || served.refused.get(name) == Some(&digest) {
-                continue;
+        let make = |name: &str| {
+            let (_, tool, down) = wanted[name];
+            self.served(host, tool, trusted(&tool.server), down)
+        };
+        // All at once (one list change, one rebuild of the list); if the server refuses one,
+        // one by one, so that the others are served.
+        if server
+            .add_tools(names.iter().map(|name| make(name)))
+            .is_ok()
+        {
+            for name in names {
+                served.refused.remove(name);
+                served.tools.insert(name.to_owned(), wanted[name].0);
             }
-            match server.add_tool(self.served(host, tool, trusted(&tool.server), down)) {
+            return;
+        }
+        for name in names {
+            let (digest, tool, _) = wanted[name];
+            match server.add_tool(make(name)) {
                 Ok(()) => {
                     served.refused.remove(name);
                     served.tools.insert(name.to_owned(), digest);
@@ -189,12 +213,21 @@ impl Mirror {
 
 /// What a served tool is made from: its upstream, its definition and whether its annotations
 /// are trusted.
-fn digest(tool: &HostTool, trusted: bool, unavailable: Option<&Value>) -> u64 {
+/// The definition is read by its pinned hash (computed once per list) where it has one.
+fn digest(
+    tool: &HostTool,
+    pinned: Option<&str>,
+    trusted: bool,
+    unavailable: Option<&Value>,
+) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
     tool.server.hash(&mut hasher);
-    serde_json::to_string(&tool.definition)
-        .unwrap_or_default()
-        .hash(&mut hasher);
+    match pinned {
+        Some(hash) => hash.hash(&mut hasher),
+        None => serde_json::to_string(&*tool.definition)
+            .unwrap_or_default()
+            .hash(&mut hasher),
+    }
     trusted.hash(&mut hasher);
     unavailable.map(Value::to_string).hash(&mut hasher);
     hasher.finish()

@@ -92,7 +92,7 @@ fn show(host: &Host, ui: &Ui, shown: &Shown<'_>) -> anyhow::Result<()> {
 fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Result<()> {
     if servers == Servers::OneOff {
         let list: Vec<&toolwire_client::protocol::Tool> =
-            tools.iter().map(|t| &t.definition).collect();
+            tools.iter().map(|t| &*t.definition).collect();
         return Ok(out(&safe_json(&list, Json::Pretty)?)?);
     }
     let list: Vec<Value> = tools
@@ -100,7 +100,7 @@ fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Resu
         .map(|t| {
             json!({
                 "name": t.qualified, "server": t.server, "tool": t.definition.name,
-                "pin": pin_word(host, t), "definition": t.definition,
+                "pin": pin_word(host, t), "definition": &*t.definition,
             })
         })
         .collect();
@@ -110,7 +110,7 @@ fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Resu
 /// One tool: its signature, title and pin state, a short description, its annotations.
 fn tool_lines(host: &Host, ui: &Ui, tool: &HostTool, shown: &Shown<'_>) -> Vec<String> {
     let mut lines = Vec::new();
-    let definition = serde_json::to_value(&tool.definition).unwrap_or(Value::Null);
+    let definition = serde_json::to_value(&*tool.definition).unwrap_or(Value::Null);
     // One server named on the command line is called by its own tool names.
     let name = match shown.servers {
         Servers::OneOff => &tool.definition.name,

@@ -373,7 +373,7 @@ async fn a_change_approved_elsewhere_is_served_again() {
 
     // Another process approves it on the same state directory, as it lists it.
     let listed = gateway.host().tool("w__shout").unwrap().definition;
-    let definition = serde_json::to_value(&listed).unwrap();
+    let definition = serde_json::to_value(&*listed).unwrap();
     assert_eq!(definition["description"], "Shouts. And more.");
     let pins = toolwire_host::Pins::new(toolwire_host::FilePins::new(
         config.state_dir_in(state.path()),

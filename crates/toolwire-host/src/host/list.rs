@@ -19,9 +19,9 @@ use crate::pins::{PinReport, PinState, PinStore, PinStoreError, Pins, definition
 #[derive(Clone)]
 pub(super) struct Listed {
     pub(super) server: String,
-    pub(super) definition: Tool,
+    pub(super) definition: Arc<Tool>,
     /// The definition as JSON: what was hashed, and what the policy reads.
-    pub(super) listed: Value,
+    pub(super) listed: Arc<Value>,
     /// `None` for a second tool of the same name, whose definition was not checked.
     pub(super) pin: Option<PinState>,
 }
@@ -68,8 +68,8 @@ pub(super) fn check(
             });
             Listed {
                 server: server.clone(),
-                definition,
-                listed: listed.unwrap_or(Value::Null),
+                definition: Arc::new(definition),
+                listed: Arc::new(listed.unwrap_or(Value::Null)),
                 pin,
             }
         })

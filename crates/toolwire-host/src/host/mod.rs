@@ -116,10 +116,11 @@ pub struct HostTool {
     pub qualified: String,
     /// The server's name.
     pub server: String,
-    /// The definition as the server lists it (under its own name).
-    pub definition: Tool,
+    /// The definition as the server lists it (under its own name), shared with the host's
+    /// view.
+    pub definition: Arc<Tool>,
     /// The same as JSON: what the policy and the approver read.
-    listed: Value,
+    listed: Arc<Value>,
 }
 
 impl HostTool {
@@ -127,7 +128,7 @@ impl HostTool {
     pub fn for_model(&self) -> Tool {
         Tool {
             name: self.qualified.clone(),
-            ..self.definition.clone()
+            ..(*self.definition).clone()
         }
     }
 }
@@ -260,7 +261,7 @@ impl Host {
             .approve(&tool.server, &tool.definition.name, &tool.listed)?;
         let pinned = PinState::Pinned(hash.clone());
         self.update(&tool.server, |entry| {
-            for listed in &mut entry.listed {
+            for listed in Arc::make_mut(&mut entry.listed) {
                 if listed.definition.name == tool.definition.name && listed.pin.is_some() {
                     listed.pin = Some(pinned.clone());
                 }
@@ -303,7 +304,7 @@ impl Host {
         for (_, server, name, hash) in &approved {
             let pinned = PinState::Pinned(hash.clone());
             self.update(server, |entry| {
-                for listed in &mut entry.listed {
+                for listed in Arc::make_mut(&mut entry.listed) {
                     if &listed.definition.name == name && listed.pin.is_some() {
                         listed.pin = Some(pinned.clone());
                     }

@@ -77,7 +77,7 @@ impl Host {
                 entry.connection = connection;
             }
             if !keep {
-                entry.listed.clear();
+                entry.listed = Arc::default();
             }
             entry.status.state = ServerState::Failed { error };
         })
@@ -116,7 +116,7 @@ impl Host {
         };
         self.update(name, |entry| {
             entry.connection = Some(connection);
-            entry.listed = tools;
+            entry.listed = Arc::new(tools);
             entry.status = status;
         })
     }
@@ -155,7 +155,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
             listed_at: None,
         },
         connection: None,
-        listed: Vec::new(),
+        listed: Arc::default(),
         config,
     }
 }

@@ -22,7 +22,7 @@ pub(super) struct Entry {
     pub(super) status: ServerStatus,
     /// The tools it offers: its last list, or with [`HostOptions::keep_last_list`]
     /// (super::HostOptions::keep_last_list) its last good one while it fails.
-    pub(super) listed: Vec<Listed>,
+    pub(super) listed: Arc<Vec<Listed>>,
 }
 
 /// Every server and tool at one moment.

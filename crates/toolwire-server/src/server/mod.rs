@@ -184,6 +184,17 @@ impl Server {
         Ok(())
     }
 
+    /// Removes several tools at once (one change for listen streams); names that are not
+    /// registered are left alone. How many were removed.
+    pub fn remove_tools<'a>(&self, names: impl IntoIterator<Item = &'a str>) -> usize {
+        let names: std::collections::HashSet<&str> = names.into_iter().collect();
+        let removed = self.inner.registry.remove_all(&names);
+        if removed > 0 {
+            self.notify(Change::Tools);
+        }
+        removed
+    }
+
     /// The registered tool names in listing order.
     pub fn tool_names(&self) -> Vec<String> {
         self.inner

@@ -123,6 +123,23 @@ impl<T: Entry> Catalog<T> {
         Ok(())
     }
 
+    /// Removes the items with these keys at once; how many there were.
+    pub(crate) fn remove_all(&self, keys: &std::collections::HashSet<&str>) -> usize {
+        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.current.load();
+        let all: Vec<Arc<T>> = current
+            .items
+            .iter()
+            .filter(|item| !keys.contains(item.key()))
+            .cloned()
+            .collect();
+        let removed = current.items.len() - all.len();
+        if removed > 0 {
+            self.current.store(Arc::new(Snapshot::new(all)));
+        }
+        removed
+    }
+
     /// Removes an item; false if there was none with this key.
     pub(crate) fn remove(&self, key: &str) -> bool {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());

@@ -107,6 +107,11 @@ impl ToolRegistry {
     }
 
     /// Removes a tool by name.
+    /// Removes the named tools at once; how many were registered.
+    pub(crate) fn remove_all(&self, names: &std::collections::HashSet<&str>) -> usize {
+        self.catalog.remove_all(names)
+    }
+
     pub(crate) fn remove(&self, name: &str) -> Result<(), Error> {
         if self.catalog.remove(name) {
             Ok(())
