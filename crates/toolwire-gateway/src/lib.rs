@@ -4,7 +4,8 @@
 //! ones, either protocol era) behind one endpoint. A [`Gateway`] connects to every upstream
 //! server through [`toolwire_host::Host`] and serves their tools, named `prefix__tool`, as the
 //! tools of one [`toolwire_server::Server`], which brings its own sign-in, limits, output guard
-//! and audit to every call. Upstream lists are followed: a change upstream reaches downstream
+//! and audit to every call; their prompts (`prefix__name`), resources and resource templates
+//! (`toolwire://PREFIX/URI`, reversible: [`toolwire_host::uris`]) beside them. Upstream lists are followed: a change upstream reaches downstream
 //! listeners, an upstream that fails is retried with backoff while its last good list is
 //! still offered, and one that changes a tool's definition has that tool withheld until an
 //! operator approves the change.
@@ -12,6 +13,7 @@
 mod forward;
 mod gateway;
 mod mirror;
+mod offers;
 mod watch;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, ToolSettings};

@@ -2,4 +2,5 @@
 //! HTTP, called by Toolwire's client.
 
 mod gateway;
+mod offers;
 mod support;
