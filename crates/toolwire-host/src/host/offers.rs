@@ -3,9 +3,9 @@
 //! `prefix__name` within the name budget ([`crate::names`]), a resource or template
 //! `toolwire://PREFIX/URI` ([`crate::uris`]) — so that each maps back to its server.
 //!
-//! A server that does not offer a kind (it answers "method not found", -32601) simply has none
-//! of it; one whose list of a kind fails otherwise keeps its last list of that kind, and its
-//! tools are not affected either way.
+//! A server that does not offer a kind (it does not declare the capability, or answers "method
+//! not found") simply has none of it; one whose list of a kind fails otherwise keeps its last
+//! list of that kind, and its tools are not affected either way.
 
 use std::collections::{BTreeMap, HashSet};
 
@@ -93,16 +93,34 @@ pub(super) struct Offers {
     pub(super) templates: Vec<ResourceTemplate>,
 }
 
-/// The prompts, resources and templates of `connection`'s server, listed at once. A kind the
-/// server does not offer is empty; a kind whose list failed otherwise is `previous`'s, and the
-/// failure is logged.
+/// The prompts, resources and templates of `connection`'s server: those of the kinds it
+/// declares (`server/discover`, or a legacy server's `initialize` result), listed at once; a
+/// kind it does not declare is not asked for (a server need not answer a method it does not
+/// offer) and is empty. A list that fails (or capabilities that cannot be read) keeps
+/// `previous`'s, and the failure is logged.
 pub(super) async fn list(connection: &Connection, previous: &Offers) -> Offers {
     let client = &connection.client;
     let server = connection.config.name.as_str();
+    let capabilities = match client.discover().await {
+        Ok(discovered) => discovered.capabilities,
+        Err(toolwire_client::Error::Rpc(e)) if e.code == METHOD_NOT_FOUND => Default::default(),
+        Err(error) => {
+            tracing::warn!(
+                server,
+                %error,
+                "server {server}: its capabilities could not be read; its last lists of prompts and resources are kept"
+            );
+            return previous.clone();
+        }
+    };
+    let (prompts, resources) = (
+        capabilities.prompts.is_some(),
+        capabilities.resources.is_some(),
+    );
     let (prompts, resources, templates) = futures::join!(
-        client.list_prompts(),
-        client.list_resources(),
-        client.list_resource_templates(),
+        if_offered(prompts, client.list_prompts()),
+        if_offered(resources, client.list_resources()),
+        if_offered(resources, client.list_resource_templates()),
     );
     let resources = kept(server, "resources", resources, &previous.resources);
     let templates = kept(server, "resource templates", templates, &previous.templates);
@@ -113,17 +131,30 @@ pub(super) async fn list(connection: &Connection, previous: &Offers) -> Offers {
     }
 }
 
-/// A list as listed; none if the server does not offer its kind; `previous` if it failed.
+/// The list, if the server offers its kind.
+async fn if_offered<T>(
+    offered: bool,
+    list: impl std::future::Future<Output = toolwire_client::Result<Vec<T>>>,
+) -> Option<toolwire_client::Result<Vec<T>>> {
+    match offered {
+        true => Some(list.await),
+        false => None,
+    }
+}
+
+/// A list as listed; none if the server does not offer its kind (it does not declare it, or
+/// answers "method not found"); `previous` if it failed.
 fn kept<T: Clone>(
     server: &str,
     kind: &str,
-    listed: toolwire_client::Result<Vec<T>>,
+    listed: Option<toolwire_client::Result<Vec<T>>>,
     previous: &[T],
 ) -> Vec<T> {
     match listed {
-        Ok(items) => items,
-        Err(toolwire_client::Error::Rpc(e)) if e.code == METHOD_NOT_FOUND => Vec::new(),
-        Err(error) => {
+        None => Vec::new(),
+        Some(Ok(items)) => items,
+        Some(Err(toolwire_client::Error::Rpc(e))) if e.code == METHOD_NOT_FOUND => Vec::new(),
+        Some(Err(error)) => {
             tracing::warn!(
                 server,
                 %error,
