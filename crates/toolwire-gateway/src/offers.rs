@@ -41,8 +41,10 @@ struct Served {
     prompts: Kind,
     resources: Kind,
     templates: Kind,
-    /// Whether "the server does not offer prompts (resources)" was said.
-    said_not_offered: [bool; 2],
+    /// Whether "the server does not offer prompts" was said.
+    said_no_prompts: bool,
+    /// Whether "the server does not offer resources" was said.
+    said_no_resources: bool,
 }
 
 /// One kind's served items, by name or URI, each with a digest of what it was made from.
@@ -61,24 +63,19 @@ impl Offers {
         let served = &mut *served;
         let capabilities = server.capabilities();
         let prompts = host.prompts();
+        let offers_prompts = capabilities.prompts.is_some();
         if offered(
-            &mut served.said_not_offered[0],
-            capabilities.prompts.is_some(),
+            &mut served.said_no_prompts,
+            offers_prompts,
             "prompts",
             prompts.len(),
         ) {
-            let wanted = prompts
-                .iter()
-                .map(|p| {
-                    (
-                        p.qualified.clone(),
-                        (digest(&p.server, serde_json::to_string(&p.definition)), p),
-                    )
-                })
-                .collect();
             served.prompts.in_step(
                 "prompt",
-                wanted,
+                wanted(&prompts, |p| {
+                    let definition = serde_json::to_string(&p.definition);
+                    (p.qualified.clone(), digest(&p.server, definition))
+                }),
                 |p| server.add_prompt(prompt(host, p)),
                 |name| server.remove_prompt(name),
             );
@@ -88,43 +85,42 @@ impl Offers {
         let offers_resources = capabilities.resources.is_some();
         let count = resources.len() + templates.len();
         if offered(
-            &mut served.said_not_offered[1],
+            &mut served.said_no_resources,
             offers_resources,
             "resources",
             count,
         ) {
-            let wanted = resources
-                .iter()
-                .map(|r| {
-                    (
-                        r.uri.clone(),
-                        (digest(&r.server, serde_json::to_string(&r.definition)), r),
-                    )
-                })
-                .collect();
             served.resources.in_step(
                 "resource",
-                wanted,
+                wanted(&resources, |r| {
+                    let definition = serde_json::to_string(&r.definition);
+                    (r.uri.clone(), digest(&r.server, definition))
+                }),
                 |r| server.add_resource(resource(host, r)),
                 |uri| server.remove_resource(uri),
             );
-            let wanted = templates
-                .iter()
-                .map(|t| {
-                    (
-                        t.uri_template.clone(),
-                        (digest(&t.server, serde_json::to_string(&t.definition)), t),
-                    )
-                })
-                .collect();
             served.templates.in_step(
                 "resource template",
-                wanted,
+                wanted(&templates, |t| {
+                    let definition = serde_json::to_string(&t.definition);
+                    (t.uri_template.clone(), digest(&t.server, definition))
+                }),
                 |t| server.add_resource_template(template(host, t)),
                 |uri_template| server.remove_resource_template(uri_template),
             );
         }
     }
+}
+
+/// Each of `items` by its name or URI, with a digest of what it is made from.
+fn wanted<T>(items: &[T], key: impl Fn(&T) -> (String, u64)) -> BTreeMap<String, (u64, &T)> {
+    items
+        .iter()
+        .map(|item| {
+            let (key, digest) = key(item);
+            (key, (digest, item))
+        })
+        .collect()
 }
 
 /// Whether the server offers a kind; when it does not and the upstreams have some, says so

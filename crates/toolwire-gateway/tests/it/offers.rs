@@ -206,10 +206,28 @@ async fn prompts_resources_and_templates_are_served_under_reversible_names() {
             .is_err()
     );
 
+    // An upstream that is gone: its last list is still served, and a read says why it fails.
+    beta.stop().await;
+    let failed = caller
+        .read_resource("toolwire://b/file:///README.md")
+        .await
+        .unwrap_err();
+    match failed {
+        toolwire_client::Error::Rpc(e) => {
+            assert_eq!(e.code, -32603, "{e:?}");
+            assert!(e.message.starts_with("the upstream beta failed: "), "{e:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let read = caller
+        .read_resource("toolwire://a/file:///README.md")
+        .await
+        .unwrap();
+    assert_eq!(text_of(&read.contents[0]), "# alpha");
+
     gateway.close().await;
     served.stop().await;
     alpha.stop().await;
-    beta.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
