@@ -59,8 +59,11 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         ) as Arc<dyn toolwire_server::AuditSink>),
         None => None,
     };
-    let builder =
-        Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION")).title("Toolwire gateway");
+    // The upstreams' prompts and resources are passed through (they come and go at runtime).
+    let builder = Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION"))
+        .title("Toolwire gateway")
+        .offer_prompts()
+        .offer_resources();
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
     let tools = settings.tools.clone();
@@ -77,7 +80,8 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let host = HostOptions::new(NoPerson)
         .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
         .state_dir(&state_dir)
-        // The downstream output guard cleans and caps what callers get.
+        // The downstream output guard cleans and caps the tool results callers get; it never
+        // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
         .clean_results(false)
         .max_result_chars(usize::MAX);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;

@@ -103,6 +103,16 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
         .arg(&file);
     let (_gateway, url, _lines) = started(gateway, "the gateway serves at ");
 
+    // It offers the upstreams' prompts and resources beside their tools.
+    let (ok, discovered, err) = client(&dir, &["discover", &url, "--json"]);
+    assert!(ok, "toolwire discover: {err}");
+    let discovered: Value = serde_json::from_str(&discovered).expect("JSON");
+    let capabilities = &discovered["capabilities"];
+    assert!(
+        capabilities["prompts"].is_object() && capabilities["resources"].is_object(),
+        "{discovered}"
+    );
+
     let (ok, listed, err) = client(&dir, &["tools", &url, "--json"]);
     assert!(ok, "toolwire tools: {err}");
     let listed: Value = serde_json::from_str(&listed).expect("JSON");

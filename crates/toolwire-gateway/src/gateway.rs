@@ -1,5 +1,6 @@
 //! The gateway: the host that reaches the upstream servers, the server that serves their
-//! tools downstream, and the task that keeps the second in step with the first.
+//! tools, prompts and resources downstream, and the task that keeps the second in step with
+//! the first.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
 
 use crate::mirror::Mirror;
+use crate::offers::Offers;
 use crate::policy::{Policy, Visibility};
 use crate::rules::Rules;
 
@@ -89,6 +91,7 @@ pub(crate) struct Inner {
     pub(crate) host: Arc<Host>,
     pub(crate) server: Server,
     pub(crate) mirror: Mirror,
+    pub(crate) offers: Offers,
     /// Each upstream's `trust` setting, by name: whether its annotations may be relied on.
     pub(crate) trusted: HashMap<String, bool>,
     /// The task following upstream changes, stopped with the gateway.
@@ -109,6 +112,12 @@ impl Gateway {
     /// which the caller set up with its downstream settings (sign-in, limits, output guard,
     /// audit) and serves over HTTP or stdio ([`Gateway::server`]). The host keeps each
     /// upstream's last good list while it fails.
+    ///
+    /// Their prompts and resources are served too (`prefix__name`, `toolwire://PREFIX/URI`)
+    /// when `server` offers them (built with `offer_prompts()` and `offer_resources()`). The
+    /// server's output guard sees only tool results: leave the host's
+    /// [`clean_offers`](HostOptions::clean_offers) on so that prompts and resources are
+    /// cleaned.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
@@ -142,6 +151,7 @@ impl Gateway {
                 host,
                 server,
                 mirror: Mirror::new(options.settings, policy),
+                offers: Offers::default(),
                 trusted,
                 watching: Mutex::new(None),
             }),
@@ -166,8 +176,8 @@ impl Gateway {
         &self.inner.host
     }
 
-    /// Brings the served tools in step with the host's list now (the gateway does this by
-    /// itself whenever an upstream's list changes).
+    /// Brings the served tools, prompts and resources in step with the host's lists now (the
+    /// gateway does this by itself whenever an upstream's list changes).
     pub fn sync(&self) {
         self.inner.sync();
     }
@@ -196,11 +206,12 @@ impl Gateway {
 }
 
 impl Inner {
-    /// Brings the served tools in step with the host's list.
+    /// Brings the served tools, prompts and resources in step with the host's lists.
     pub(crate) fn sync(&self) {
         self.mirror.sync(&self.host, &self.server, |server| {
             self.trusted.get(server).copied().unwrap_or(false)
         });
+        self.offers.sync(&self.host, &self.server);
     }
 }
 

@@ -4,16 +4,19 @@
 //! ones, either protocol era) behind one endpoint with one sign-in, one policy and one audit
 //! log. A [`Gateway`] connects to every upstream server through [`toolwire_host::Host`] and
 //! serves their tools, named `prefix__tool`, as the tools of one [`toolwire_server::Server`],
-//! which brings its own sign-in, limits, output guard and audit to every call. Upstream lists
-//! are followed: a change upstream reaches downstream listeners, an upstream that fails is
-//! retried with backoff while its last good list is still offered, and one that changes a
-//! tool's definition has that tool withheld until an operator approves the change.
+//! which brings its own sign-in, limits, output guard and audit to every call; their prompts
+//! (`prefix__name`), resources and resource templates (`toolwire://PREFIX/URI`, reversible:
+//! [`toolwire_host::uris`]) beside them. Upstream lists are followed: a change upstream
+//! reaches downstream listeners, an upstream that fails is retried with backoff while its
+//! last good list is still offered, and one that changes a tool's definition has that tool
+//! withheld until an operator approves the change.
 //!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
 
 mod forward;
 mod gateway;
 mod mirror;
+mod offers;
 mod policy;
 pub mod rules;
 mod watch;

@@ -4,7 +4,7 @@
 //! [`toolwire-client`](https://docs.rs/toolwire-client). [`Host`] puts many servers behind one
 //! tool list and calls them for the model. Its parts are usable alone: the server configuration
 //! people already have ([`config`]), qualified names within a model API's length budget
-//! ([`names`]), pins of tool definitions against silent changes ([`pins`]), the approval policy
+//! ([`names`]) and resource URIs that map back to their server ([`uris`]), pins of tool definitions against silent changes ([`pins`]), the approval policy
 //! ([`policy`]), the hash-chained audit log ([`audit`]) and glob lists ([`glob`]).
 //!
 //! ```no_run
@@ -41,6 +41,7 @@ pub mod names;
 pub mod pins;
 pub mod policy;
 mod private;
+pub mod uris;
 mod util;
 
 pub use audit::{
@@ -54,7 +55,8 @@ pub use config::{
 pub use glob::{GlobError, Globs};
 pub use host::{
     AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
-    HostOptions, HostTool, ListChange, ListChanges, Outcome, ServerState, ServerStatus,
+    HostOptions, HostPrompt, HostResource, HostTemplate, HostTool, ListChange, ListChanges,
+    OfferError, Outcome, Prompts, ResourceTemplates, Resources, ServerState, ServerStatus, Tools,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 pub use pins::{

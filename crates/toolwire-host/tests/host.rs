@@ -454,3 +454,264 @@ async fn a_failed_server_keeps_its_last_list_and_the_others_go_on() {
     assert!(!host.refresh_server("nobody").await.unwrap());
     host.close().await;
 }
+
+/// A server with a prompt, two resources (one of them hostile) and a template; its texts carry
+/// an escape sequence and a bidi override.
+fn notes_server(name: &'static str) -> Server {
+    use toolwire_client::protocol::{
+        ContentBlock, PromptMessage, ResourceContents, ResourceLink, Role,
+    };
+    use toolwire_server::{Prompt, PromptArgs, Resource, ResourceTemplate};
+    Server::builder(name, "1")
+        .prompt(
+            Prompt::new(
+                "review notes",
+                move |args: PromptArgs, _: RequestContext| async move {
+                    Ok(vec![
+                        PromptMessage {
+                            role: Role::User,
+                            content: ContentBlock::text(format!(
+                                "{name}: review {}\u{1b}[2J\u{202e}",
+                                args["topic"]
+                            )),
+                        },
+                        PromptMessage {
+                            role: Role::User,
+                            content: ContentBlock::ResourceLink(ResourceLink {
+                                uri: "notes:///today.md".into(),
+                                name: "today".into(),
+                                ..Default::default()
+                            }),
+                        },
+                    ])
+                },
+            )
+            .argument("topic", "What to review", true)
+            .complete("topic", |typed, _| {
+                ["rust\u{1b}[31m", "ruby"]
+                    .into_iter()
+                    .filter(|t| t.starts_with(typed))
+                    .map(str::to_owned)
+                    .collect()
+            }),
+        )
+        .resource(Resource::new(
+            "notes:///today.md",
+            "today",
+            move |uri: String, _: RequestContext| async move {
+                Ok(ResourceContents::text(
+                    uri,
+                    "text/markdown",
+                    format!("{name} today\u{1b}]0;x\u{7}"),
+                ))
+            },
+        ))
+        .resource(Resource::new(
+            "notes:///a\u{202e}dm.exe",
+            "spoofed",
+            |uri: String, _: RequestContext| async move {
+                Ok(ResourceContents::text(uri, "text/plain", "spoofed"))
+            },
+        ))
+        .resource_template(
+            ResourceTemplate::new(
+                "notes:///{+path}",
+                "notes",
+                move |uri: String, vars, _: RequestContext| async move {
+                    Ok(ResourceContents::text(
+                        uri,
+                        "text/plain",
+                        format!("{name} {}", vars["path"]),
+                    ))
+                },
+            )
+            .complete("path", |typed, _| vec![format!("{typed}.md")]),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_and_resources_of_every_server_under_names_that_map_back() {
+    use toolwire_client::protocol::{
+        CompletionArgument, CompletionReference, ContentBlock, ResourceContents,
+    };
+    use toolwire_host::OfferError;
+
+    let alpha = serve(notes_server("alpha")).await;
+    let beta = serve(notes_server("beta")).await;
+    let tools_only = serve(
+        Server::builder("files", "1")
+            .tool(read_file("Reads a file."))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let scratch = tempfile::tempdir().unwrap();
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {
+            "alpha": {"url": alpha, "prefix": "Al"},
+            "beta": {"url": beta},
+            "files": {"url": tools_only, "prefix": "fs"},
+        }})
+        .to_string(),
+        scratch.path().join("mcp.json"),
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let audit = scratch.path().join("audit.jsonl");
+    let host = Host::connect(&config, HostOptions::new(Allow).audit_log(&audit))
+        .await
+        .unwrap();
+
+    // A server with tools only has no prompts or resources, and is connected.
+    let files = host
+        .servers()
+        .into_iter()
+        .find(|s| s.name == "files")
+        .unwrap();
+    assert_eq!(files.state, ServerState::Connected { tools: 1 });
+
+    let prompts: Vec<String> = host.prompts().iter().map(|p| p.qualified.clone()).collect();
+    // "review notes" has a space: a hashed tail, as a tool's name would.
+    assert_eq!(prompts.len(), 2, "{prompts:?}");
+    assert!(prompts[0].starts_with("Al__review_notes_"), "{prompts:?}");
+    assert!(prompts[1].starts_with("beta__review_notes_"), "{prompts:?}");
+    let prompt = host.prompt(&prompts[0]).unwrap();
+    assert_eq!(prompt.definition.name, "review notes");
+    assert_eq!(prompt.for_model().name, prompts[0]);
+
+    // The hostile URI is not offered; the same URI of two servers is two URIs.
+    let uris: Vec<String> = host.resources().iter().map(|r| r.uri.clone()).collect();
+    assert_eq!(
+        uris,
+        [
+            "toolwire://Al/notes:///today.md",
+            "toolwire://beta/notes:///today.md"
+        ]
+    );
+    let templates: Vec<String> = host
+        .resource_templates()
+        .iter()
+        .map(|t| t.for_model().uri_template)
+        .collect();
+    assert_eq!(
+        templates,
+        [
+            "toolwire://Al/notes:///{+path}",
+            "toolwire://beta/notes:///{+path}"
+        ]
+    );
+
+    // Got from its own server, cleaned, its link under the host's URI.
+    let got = host
+        .get_prompt(&prompts[1], json!({"topic": "rust"}))
+        .await
+        .unwrap();
+    match (&got.messages[0].content, &got.messages[1].content) {
+        (ContentBlock::Text(t), ContentBlock::ResourceLink(link)) => {
+            assert_eq!(t.text, "beta: review rust");
+            assert_eq!(link.uri, "toolwire://beta/notes:///today.md");
+        }
+        other => panic!("{other:?}"),
+    }
+    let text_of = |c: &ResourceContents| match c {
+        ResourceContents::Text(t) => (t.uri.clone(), t.text.clone()),
+        other => panic!("{other:?}"),
+    };
+    for (uri, want) in [
+        ("toolwire://Al/notes:///today.md", "alpha today"),
+        ("toolwire://beta/notes:///today.md", "beta today"),
+        // A template's expansion, and any other URI of a server: read from it as it is.
+        (
+            "toolwire://beta/notes:///a/../b%20c.md",
+            "beta a/../b%20c.md",
+        ),
+    ] {
+        let read = host.read_resource(uri).await.unwrap();
+        assert_eq!(
+            text_of(&read.contents[0]),
+            (uri.to_owned(), want.to_owned())
+        );
+    }
+    // The authority lowercased by a normalizing client still names the same server; the
+    // contents come under the URI as the host offers it.
+    let read = host
+        .read_resource("toolwire://al/notes:///today.md")
+        .await
+        .unwrap();
+    assert_eq!(
+        text_of(&read.contents[0]),
+        (
+            "toolwire://Al/notes:///today.md".to_owned(),
+            "alpha today".to_owned()
+        )
+    );
+    for uri in [
+        "notes:///today.md",
+        "toolwire://gamma/notes:///today.md",
+        "toolwire://beta",
+    ] {
+        assert!(
+            matches!(
+                host.read_resource(uri).await,
+                Err(OfferError::UnknownUri(_))
+            ),
+            "{uri}"
+        );
+    }
+    let missing = host.get_prompt(&prompts[0], json!({})).await.unwrap_err();
+    assert!(
+        matches!(&missing, OfferError::Server { server, error: toolwire_client::Error::Rpc(e) }
+            if server == "alpha" && e.code == -32602),
+        "{missing:?}"
+    );
+    assert!(matches!(
+        host.get_prompt("nope__x", json!({})).await,
+        Err(OfferError::UnknownPrompt(_))
+    ));
+
+    // Completions of a prompt argument and a template variable, from their own servers.
+    let argument = |value: &str, name: &str| CompletionArgument {
+        name: name.into(),
+        value: value.into(),
+    };
+    let completed = host
+        .complete(
+            CompletionReference::Prompt {
+                name: prompts[0].clone(),
+                title: None,
+            },
+            argument("ru", "topic"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["rust", "ruby"]);
+    let completed = host
+        .complete(
+            CompletionReference::Resource {
+                uri: "toolwire://beta/notes:///{+path}".into(),
+            },
+            argument("todo", "path"),
+        )
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["todo.md"]);
+
+    // Each prompt got and resource read is in the audit log.
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let events: Vec<Value> = log
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let got = events.iter().find(|e| e["event"] == "prompt_got").unwrap();
+    assert_eq!(got["server"], "beta");
+    assert_eq!(got["arguments"], json!({"topic": "rust"}));
+    assert!(got["resultSha256"].is_string());
+    let reads = events
+        .iter()
+        .filter(|e| e["event"] == "resource_read")
+        .count();
+    assert_eq!(reads, 4);
+    host.close().await;
+}

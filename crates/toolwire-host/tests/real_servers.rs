@@ -135,6 +135,42 @@ async fn real_servers_and_a_toolwire_server_in_one_list() {
     let bad = host.call("everything__echo", json!({"message": 5})).await;
     assert!(bad.is_error(), "{bad:?}");
 
+    // The npm server's prompts, resources and templates beside its tools, under the host's
+    // names; a resource and a template's expansion read from it through them.
+    let prompts: Vec<String> = host.prompts().iter().map(|p| p.qualified.clone()).collect();
+    let resources: Vec<String> = host.resources().iter().map(|r| r.uri.clone()).collect();
+    let templates: Vec<String> = host
+        .resource_templates()
+        .iter()
+        .map(|t| t.uri_template.clone())
+        .collect();
+    eprintln!("prompts: {prompts:?}\nresources: {resources:?}\ntemplates: {templates:?}");
+    assert!(
+        !prompts.is_empty() && prompts.iter().all(|p| p.starts_with("everything__")),
+        "{prompts:?}"
+    );
+    let first = resources
+        .first()
+        .expect("the everything server lists resources");
+    assert!(first.starts_with("toolwire://everything/"), "{resources:?}");
+    let read = host.read_resource(first).await.unwrap();
+    assert_eq!(read.contents[0].uri(), first);
+    let template = templates.first().expect("and resource templates");
+    let (_, original) = toolwire_host::uris::unwrap(template).unwrap();
+    assert!(original.contains('{'), "{template}");
+    // An expansion of the host's template is the server's expansion, read from it.
+    if let Some(at) = template.find('{') {
+        let expanded = format!("{}1", &template[..at]);
+        let read = host.read_resource(&expanded).await;
+        assert!(read.is_ok(), "{expanded}: {read:?}");
+    }
+    let simple = prompts
+        .iter()
+        .find(|p| p.contains("simple"))
+        .unwrap_or(&prompts[0]);
+    let got = host.get_prompt(simple, json!({})).await;
+    assert!(got.is_ok(), "{simple}: {got:?}");
+
     let asked = approver.0.lock().unwrap().clone();
     assert_eq!(asked[0].0, "everything__echo");
     assert_eq!(asked[0].1, json!({"message": "hello"}));
@@ -142,5 +178,5 @@ async fn real_servers_and_a_toolwire_server_in_one_list() {
     assert!(asked.iter().all(|(name, ..)| name != "ours__reverse"));
     host.close().await;
     let verified = toolwire_host::verify(&audit).unwrap();
-    assert!(verified.records >= 7, "{verified:?}");
+    assert!(verified.records >= 9, "{verified:?}");
 }

@@ -179,3 +179,32 @@ async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
         ]
     );
 }
+
+/// A server that declares tools only and never answers a method it does not offer (the CLI's
+/// `hang_server.py`) is asked for nothing else: listing it takes no time limit's worth.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_is_asked_only_for_the_lists_it_declares() {
+    let scratch = tempfile::tempdir().unwrap();
+    let hang = format!(
+        "{}/../toolwire-cli/tests/support/hang_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let pid = scratch.path().join("pid");
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"hang": {"command": python(), "args": [hang, pid]}}}).to_string(),
+        "/test/.mcp.json",
+        &Variables::default(),
+    )
+    .unwrap();
+    let options = HostOptions::new(NobodyAsked).call_timeout(std::time::Duration::from_secs(30));
+    let host = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        Host::connect(&config, options),
+    )
+    .await
+    .expect("connected without waiting on a list it never answers")
+    .unwrap();
+    assert_eq!(host.servers()[0].state, ServerState::Connected { tools: 1 });
+    assert!(host.prompts().is_empty() && host.resources().is_empty());
+    host.close().await;
+}

@@ -3,5 +3,6 @@
 
 mod credentials;
 mod gateway;
+mod offers;
 mod rules;
 mod support;

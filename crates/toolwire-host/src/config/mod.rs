@@ -114,8 +114,10 @@ pub struct ServerConfig {
     pub name: String,
     /// How to reach it.
     pub transport: Transport,
-    /// What its tools' qualified names start with (`prefix__tool`): the configured `prefix`,
-    /// else the server's name with every character outside `[A-Za-z0-9_-]` made `_`.
+    /// What its tools' and prompts' qualified names start with (`prefix__tool`), and the
+    /// authority of its resources' URIs (`toolwire://prefix/URI`, [`crate::uris`]): the
+    /// configured `prefix`, else the server's name with every character outside
+    /// `[A-Za-z0-9_-]` made `_`. No two servers' prefixes are the same ignoring case.
     pub prefix: String,
     /// Which of its tools the model may see.
     pub tools: ToolFilter,

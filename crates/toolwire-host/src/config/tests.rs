@@ -248,6 +248,10 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "server \"a.b\": key \"prefix\": prefix \"a_b\" is also the prefix of server \"a b\"",
         ),
         (
+            r#"{"mcpServers": {"GitHub": {"command": "x"}, "github": {"command": "y"}}}"#,
+            "server \"github\": key \"prefix\": prefix \"github\" is the prefix of server \"GitHub\" but for case",
+        ),
+        (
             r#"{"mcpServers": {"a": {"command": "x", "envFile": "/nonexistent/x.env"}}}"#,
             "key \"envFile\": cannot read /nonexistent/x.env",
         ),

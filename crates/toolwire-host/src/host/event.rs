@@ -110,6 +110,42 @@ pub enum HostEvent<'a> {
         /// The client's words for it.
         error: String,
     },
+    /// A prompt was got from its server (or asked for and not got: `error` says why).
+    PromptGot {
+        /// The server's name.
+        server: &'a str,
+        /// The prompt's qualified name.
+        prompt: &'a str,
+        /// The arguments as the log keeps them.
+        arguments: Value,
+        /// How many values of the arguments were redacted.
+        redacted: usize,
+        /// From sending to the answer, in milliseconds.
+        #[serde(rename = "latencyMs")]
+        latency_ms: u64,
+        /// The SHA-256 (hex) of the result as the server sent it; absent when it failed.
+        #[serde(rename = "resultSha256", skip_serializing_if = "Option::is_none")]
+        result_sha256: Option<String>,
+        /// Why it failed; absent when it did not.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// A resource was read from its server (or asked for and not read: `error` says why).
+    ResourceRead {
+        /// The server's name.
+        server: &'a str,
+        /// The URI as the host offers it (`toolwire://PREFIX/URI`).
+        uri: &'a str,
+        /// From sending to the answer, in milliseconds.
+        #[serde(rename = "latencyMs")]
+        latency_ms: u64,
+        /// The SHA-256 (hex) of the result as the server sent it; absent when it failed.
+        #[serde(rename = "resultSha256", skip_serializing_if = "Option::is_none")]
+        result_sha256: Option<String>,
+        /// Why it failed; absent when it did not.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
     /// A stdio server's process had exited and was started again for a call.
     ServerRestarted {
         /// The server's name.
@@ -164,6 +200,8 @@ impl<'a> HostEvent<'a> {
             HostEvent::Call { .. } => "call",
             HostEvent::CallFailed { .. } => "call_failed",
             HostEvent::CallCancelled { .. } => "call_cancelled",
+            HostEvent::PromptGot { .. } => "prompt_got",
+            HostEvent::ResourceRead { .. } => "resource_read",
             HostEvent::ServerRestarted { .. } => "server_restarted",
         }
     }
@@ -341,6 +379,32 @@ mod tests {
                 json!({"server": "fs", "tool": "fs__read", "approvedBy": "a person, once",
                     "latencyMs": 12, "arguments": arguments, "redacted": 1,
                     "error": "cancelled"}),
+            ),
+            (
+                HostEvent::PromptGot {
+                    server: "fs",
+                    prompt: "fs__review",
+                    arguments: arguments.clone(),
+                    redacted: 1,
+                    latency_ms: 3,
+                    result_sha256: Some("dd".into()),
+                    error: None,
+                },
+                "prompt_got",
+                json!({"server": "fs", "prompt": "fs__review", "arguments": arguments,
+                    "redacted": 1, "latencyMs": 3, "resultSha256": "dd"}),
+            ),
+            (
+                HostEvent::ResourceRead {
+                    server: "fs",
+                    uri: "toolwire://fs/file:///a",
+                    latency_ms: 4,
+                    result_sha256: None,
+                    error: Some("server fs: no answer within 1s".into()),
+                },
+                "resource_read",
+                json!({"server": "fs", "uri": "toolwire://fs/file:///a", "latencyMs": 4,
+                    "error": "server fs: no answer within 1s"}),
             ),
             (
                 HostEvent::ServerRestarted {

@@ -1,4 +1,5 @@
-//! The servers' listen streams merged into one stream of list changes.
+//! The servers' listen streams merged into one stream of list changes: tools, prompts and
+//! resources.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -14,13 +15,18 @@ use super::connect::Connection;
 pub struct ListChange {
     /// The server's name in the configuration.
     pub server: String,
-    /// What it announced: the tool list changed, its stream reconnected (changes may have been
-    /// missed), or the subscriber fell behind. Each means: call [`Host::refresh`](super::Host::refresh).
+    /// What it announced: its tool, prompt or resource list changed
+    /// ([`Notification::ToolsListChanged`], [`Notification::PromptsListChanged`],
+    /// [`Notification::ResourcesListChanged`]), its stream reconnected (changes may have been
+    /// missed), or the subscriber fell behind. Each means: call
+    /// [`Host::refresh`](super::Host::refresh) (or [`Host::refresh_server`](super::Host::refresh_server)).
     pub notification: Notification,
 }
 
-/// Every connected server's tool-list changes in one stream. Servers that offer no listen
-/// stream are in [`ListChanges::unavailable`]; refresh now and then to see theirs.
+/// Every connected server's list changes in one stream. Servers that do not announce tool-list
+/// changes are in [`ListChanges::unavailable`]; refresh now and then to see theirs. (A server
+/// that offers no prompts or resources does not announce their changes, and is not
+/// unavailable for it.)
 pub struct ListChanges {
     streams: SelectAll<Pin<Box<dyn Stream<Item = ListChange> + Send>>>,
     /// The servers whose changes cannot be followed, and why.
@@ -56,6 +62,8 @@ pub(super) async fn list_changes<'c>(
     {
         let filter = SubscriptionFilter {
             tools_list_changed: Some(true),
+            prompts_list_changed: Some(true),
+            resources_list_changed: Some(true),
             ..SubscriptionFilter::default()
         };
         let opened = futures::future::join_all(connections.map(|c| {
@@ -85,8 +93,13 @@ pub(super) async fn list_changes<'c>(
             let name = server.clone();
             let stream = subscription.filter_map(move |item| {
                 let notification = match item {
-                    Ok(Notification::ToolsListChanged) => Some(Notification::ToolsListChanged),
-                    Ok(n @ (Notification::Reconnected | Notification::Missed { .. })) => Some(n),
+                    Ok(
+                        n @ (Notification::ToolsListChanged
+                        | Notification::PromptsListChanged
+                        | Notification::ResourcesListChanged
+                        | Notification::Reconnected
+                        | Notification::Missed { .. }),
+                    ) => Some(n),
                     Ok(_) => None,
                     Err(_) => Some(Notification::Reconnected),
                 };

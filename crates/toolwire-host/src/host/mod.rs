@@ -1,22 +1,27 @@
 //! Many servers behind one tool list: connect to every configured server at once, list their
 //! tools under qualified names, and call them through pins, the approval policy and the audit
-//! log.
+//! log; their prompts, resources and resource templates beside them, under names that map
+//! back to their server.
 
 mod call;
 mod connect;
 mod event;
 mod list;
 mod listen;
+mod offers;
 mod options;
 mod output;
+mod read;
 mod refresh;
 mod view;
 
 pub use call::{Called, Outcome};
 pub use event::{HostEvent, SentCall};
 pub use listen::{ListChange, ListChanges};
+pub use offers::{HostPrompt, HostResource, HostTemplate};
 pub use options::{AuthorizerFor, HostOptions};
-pub use view::Tools;
+pub use read::OfferError;
+pub use view::{Prompts, ResourceTemplates, Resources, Tools};
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
@@ -25,7 +30,10 @@ use arc_swap::ArcSwap;
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::ServerEra;
-use toolwire_client::protocol::{CallToolResult, Tool};
+use toolwire_client::protocol::{
+    CallToolResult, CompleteResult, CompletionArgument, CompletionReference, GetPromptResult,
+    ReadResourceResult, Tool,
+};
 
 use self::view::View;
 use crate::audit::{AuditError, AuditLog, Redaction, RedactionError};
@@ -244,6 +252,60 @@ impl Host {
         self.view.load().tool(qualified).cloned()
     }
 
+    /// The prompts the model may get, by qualified name (`prefix__name`), as of now.
+    pub fn prompts(&self) -> Prompts {
+        Prompts(self.view.load_full())
+    }
+
+    /// The prompt a qualified name stands for.
+    pub fn prompt(&self, qualified: &str) -> Option<HostPrompt> {
+        self.view.load().prompt(qualified).cloned()
+    }
+
+    /// The resources the model may read, by the URI the host offers each under
+    /// (`toolwire://PREFIX/URI`, see [`crate::uris`]), as of now.
+    pub fn resources(&self) -> Resources {
+        Resources(self.view.load_full())
+    }
+
+    /// The resource templates, each under the template the host offers it by
+    /// (`toolwire://PREFIX/TEMPLATE`), as of now: [`Host::read_resource`] reads any of their
+    /// expansions.
+    pub fn resource_templates(&self) -> ResourceTemplates {
+        ResourceTemplates(self.view.load_full())
+    }
+
+    /// Gets the prompt the model named `qualified`, with `arguments` (an object of strings),
+    /// from its server. The result is cleaned (see [`HostOptions::clean_offers`]) and the
+    /// resources its messages link or embed are under the host's URIs. Recorded in the audit
+    /// log (the arguments redacted as a call's are).
+    pub async fn get_prompt(
+        &self,
+        qualified: &str,
+        arguments: Value,
+    ) -> Result<GetPromptResult, OfferError> {
+        read::get_prompt(self, qualified, arguments).await
+    }
+
+    /// Reads a resource by the URI the host offers it under (`toolwire://PREFIX/URI`) from the
+    /// server whose prefix it names, as that server's `URI`: a listed resource, an expansion
+    /// of a listed template, or any other URI of that server (one a tool's result linked).
+    /// The contents are cleaned (see [`HostOptions::clean_offers`]) and under the host's URIs.
+    /// Recorded in the audit log.
+    pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, OfferError> {
+        read::read_resource(self, uri).await
+    }
+
+    /// Completion values for an argument of a prompt (by its qualified name) or a variable of
+    /// a resource template (by the host's template), asked of its server.
+    pub async fn complete(
+        &self,
+        reference: CompletionReference,
+        argument: CompletionArgument,
+    ) -> Result<CompleteResult, OfferError> {
+        read::complete(self, reference, argument).await
+    }
+
     /// Whether a listed tool may be called as listed: pinned, or changed since it was pinned
     /// (calls are refused until [`Host::approve_change`]). `None` for a name not listed.
     pub fn pin_state(&self, qualified: &str) -> Option<PinState> {
@@ -338,8 +400,8 @@ impl Host {
         call::call(self, qualified, arguments, options).await
     }
 
-    /// Subscribes to every connected server's tool-list changes (its `subscriptions/listen`
-    /// stream, or a legacy server's notifications) and merges them. A stream that fails ends
+    /// Subscribes to every connected server's tool-, prompt- and resource-list changes (its
+    /// `subscriptions/listen` stream, or a legacy server's notifications) and merges them. A stream that fails ends
     /// with a [`Notification::Reconnected`](toolwire_client::Notification::Reconnected) from
     /// that server, so the host refreshes.
     pub async fn list_changes(&self) -> ListChanges {

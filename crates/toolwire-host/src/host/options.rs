@@ -46,6 +46,7 @@ pub struct HostOptions {
     pub(super) ca_files: Vec<PathBuf>,
     pub(super) probe_timeout: Option<Duration>,
     pub(super) clean_results: bool,
+    pub(super) clean_offers: bool,
     pub(super) log_level: Option<LoggingLevel>,
     pub(super) credentials: Arc<dyn CredentialStore>,
     pub(super) authorizer: Option<AuthorizerFor>,
@@ -87,6 +88,7 @@ impl HostOptions {
             ca_files: Vec::new(),
             probe_timeout: None,
             clean_results: true,
+            clean_offers: true,
             log_level: None,
             credentials: Arc::new(MemoryStore::new()),
             authorizer: None,
@@ -226,6 +228,15 @@ impl HostOptions {
     /// server sent; results for a model should always be cleaned.
     pub fn clean_results(mut self, clean: bool) -> Self {
         self.clean_results = clean;
+        self
+    }
+
+    /// Whether escape sequences, control characters and hidden format characters are removed
+    /// from prompts got and resources read (default true), as [`HostOptions::clean_results`]
+    /// does for tool results. Apart from it, so that a gateway, whose server's output guard
+    /// cleans tool results but never sees prompts or resources, turns off only the first.
+    pub fn clean_offers(mut self, clean: bool) -> Self {
+        self.clean_offers = clean;
         self
     }
 

@@ -1,9 +1,12 @@
 //! What reaches the model of a result: terminal escapes, control characters and hidden format
-//! characters removed from every string, and the text capped with a visible note.
+//! characters removed from every string (of a tool's result, a prompt or a resource's
+//! contents), and a tool's text capped with a visible note.
 
 use std::borrow::Cow;
 
-use toolwire_client::protocol::{CallToolResult, ContentBlock};
+use toolwire_client::protocol::{
+    CallToolResult, ContentBlock, GetPromptResult, ReadResourceResult,
+};
 use toolwire_sanitize::text;
 
 /// Removes ANSI escape sequences, control characters (newline and tab stay) and hidden format
@@ -12,8 +15,43 @@ use toolwire_sanitize::text;
 /// descriptions, `_meta`, and `structuredContent` at any depth, keys included. Returns how
 /// many characters went.
 pub(super) fn clean(result: &mut CallToolResult) -> usize {
+    cleaning(|f| result.rewrite_strings(f))
+}
+
+/// [`clean`] of a rendered prompt: its description, every message's content and `_meta`.
+pub(super) fn clean_prompt(result: &mut GetPromptResult) -> usize {
+    cleaning(|f| {
+        if let Some(description) = &mut result.description {
+            if let Some(clean) = f(description) {
+                *description = clean;
+            }
+        }
+        for message in &mut result.messages {
+            message.content.rewrite_strings(f);
+        }
+        if let Some(meta) = &mut result.meta {
+            meta.rewrite_strings(f);
+        }
+    })
+}
+
+/// [`clean`] of a resource read: every contents' URI, MIME type and text (not a blob's
+/// base64), and `_meta`.
+pub(super) fn clean_read(result: &mut ReadResourceResult) -> usize {
+    cleaning(|f| {
+        for contents in &mut result.contents {
+            contents.rewrite_strings(f);
+        }
+        if let Some(meta) = &mut result.meta {
+            meta.rewrite_strings(f);
+        }
+    })
+}
+
+/// Runs `walk` with a rewrite that cleans each string; how many characters went.
+fn cleaning(walk: impl FnOnce(&mut toolwire_client::protocol::strings::Rewrite<'_>)) -> usize {
     let mut removed = 0;
-    result.rewrite_strings(&mut |string| match text::clean(string) {
+    walk(&mut |string| match text::clean(string) {
         (Cow::Owned(clean), count) => {
             removed += count;
             Some(clean)

@@ -1,5 +1,6 @@
 //! Refreshing a host: a server started if it has not been, its tools listed and checked
-//! against its pins, and the host's view rebuilt with them. Each server is refreshed on its
+//! against its pins, then its prompts, resources and templates listed, and the host's view
+//! rebuilt with them. Each server is refreshed on its
 //! own and merged into the view when its list is in, so a slow server holds up only its own
 //! list, and calls go on meanwhile on the view they started with.
 
@@ -8,21 +9,37 @@ use std::time::SystemTime;
 
 use super::connect::{self, Connection};
 use super::list::{self, Listing};
+use super::offers::{self, Offers};
 use super::view::{Entry, View};
 use super::{Host, HostError, HostEvent, ServerState, ServerStatus};
 use crate::pins::PinReport;
 
 impl Host {
     /// Refreshes the server named `name`: starts it if it has not been, lists its tools and
-    /// puts them in the view. A failure is recorded in its status (and the audit log).
+    /// its prompts, resources and templates, and puts them in the view. A failure to list its
+    /// tools is recorded in its status (and the audit log); its other lists cannot fail it
+    /// ([`offers::list`]).
     pub(super) async fn refresh_one(&self, name: &str) -> Result<(), HostError> {
         let Some(connection) = self.started(name).await else {
             return Ok(());
         };
-        match connection.client.refresh_tools().await {
+        let previous = self.view.load().servers.get(name).map(|e| e.offers.clone());
+        let previous = previous.unwrap_or_default();
+        let client = &connection.client;
+        let (tools, offers) = if client.era().is_some() {
+            futures::join!(client.refresh_tools(), offers::list(&connection, &previous))
+        } else {
+            // The first request settles the server's era (over HTTP a legacy server is known
+            // by how it refuses it): the others wait for it rather than each settling it.
+            match client.refresh_tools().await {
+                Ok(tools) => (Ok(tools), offers::list(&connection, &previous).await),
+                Err(error) => (Err(error), previous),
+            }
+        };
+        match tools {
             Ok(tools) => {
                 let listing = list::check(tools, &connection, &self.pins)?;
-                self.listed(name, connection, listing)
+                self.listed(name, connection, listing, offers)
             }
             Err(error) => self.failed(name, Some(connection), error.to_string()),
         }
@@ -78,18 +95,20 @@ impl Host {
             }
             if !keep {
                 entry.listed = Arc::default();
+                entry.offers = Offers::default();
             }
             entry.status.state = ServerState::Failed { error };
         })
     }
 
-    /// Records a server's list (and how it differs from its pins), and puts its tools in the
-    /// view.
+    /// Records a server's list (and how it differs from its pins), and puts its tools and its
+    /// offers in the view.
     fn listed(
         &self,
         name: &str,
         connection: Arc<Connection>,
         listing: Listing,
+        offers: Offers,
     ) -> Result<(), HostError> {
         let Listing {
             tools,
@@ -117,6 +136,7 @@ impl Host {
         self.update(name, |entry| {
             entry.connection = Some(connection);
             entry.listed = Arc::new(tools);
+            entry.offers = offers;
             entry.status = status;
         })
     }
@@ -156,6 +176,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
         },
         connection: None,
         listed: Arc::default(),
+        offers: Offers::default(),
         config,
     }
 }

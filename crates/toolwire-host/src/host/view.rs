@@ -1,13 +1,14 @@
 //! One consistent view of a [`Host`](super::Host): every configured server (its connection,
-//! status and last list) and the tools they offer under their qualified names. A refresh
-//! builds a new view and swaps it in whole, so that a call never waits for a refresh and
-//! never sees half of one.
+//! status and last lists) and the tools, prompts, resources and resource templates they offer
+//! under the host's names. A refresh builds a new view and swaps it in whole, so that a call
+//! never waits for a refresh and never sees half of one.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 use super::connect::Connection;
 use super::list::{self, Listed};
+use super::offers::{self, HostPrompt, HostResource, HostTemplate, Offers};
 use super::{HostTool, ServerStatus};
 use crate::config::ServerConfig;
 use crate::names::NameError;
@@ -23,6 +24,8 @@ pub(super) struct Entry {
     /// The tools it offers: its last list, or with [`HostOptions::keep_last_list`]
     /// (super::HostOptions::keep_last_list) its last good one while it fails.
     pub(super) listed: Arc<Vec<Listed>>,
+    /// Its prompts, resources and templates, kept like its tools.
+    pub(super) offers: Offers,
 }
 
 /// Every server and tool at one moment.
@@ -33,6 +36,14 @@ pub(super) struct View {
     pub(super) tools: Vec<HostTool>,
     /// Each listed tool's pin state by qualified name, as the list was checked.
     pub(super) pin_states: HashMap<String, PinState>,
+    /// In order of their qualified names.
+    pub(super) prompts: Vec<HostPrompt>,
+    /// In order of their URIs.
+    pub(super) resources: Vec<HostResource>,
+    /// In order of their templates.
+    pub(super) templates: Vec<HostTemplate>,
+    /// Each prefix's server.
+    pub(super) prefixes: BTreeMap<String, String>,
 }
 
 impl View {
@@ -44,7 +55,22 @@ impl View {
             .map(|i| &self.tools[i])
     }
 
-    /// A view of `servers`, their tools named within `budget`.
+    /// The prompt a qualified name stands for.
+    pub(super) fn prompt(&self, qualified: &str) -> Option<&HostPrompt> {
+        self.prompts
+            .binary_search_by(|p| p.qualified.as_str().cmp(qualified))
+            .ok()
+            .map(|i| &self.prompts[i])
+    }
+
+    /// The server whose resources a wrapped URI's prefix names, with that server's prefix as
+    /// configured ([`crate::uris::resolve`]).
+    pub(super) fn server_of_prefix(&self, prefix: &str) -> Option<(&str, &str)> {
+        let prefix = crate::uris::resolve(prefix, self.prefixes.keys().map(String::as_str))?;
+        Some((prefix, self.prefixes.get(prefix)?.as_str()))
+    }
+
+    /// A view of `servers`, their tools and prompts named within `budget`.
     pub(super) fn of(servers: BTreeMap<String, Entry>, budget: usize) -> Result<View, NameError> {
         let prefixes = servers
             .values()
@@ -52,31 +78,63 @@ impl View {
             .collect();
         let listed = servers.values().flat_map(|e| e.listed.iter().cloned());
         let named = list::name(listed.collect(), &prefixes, budget)?;
+        let offered = offers::name(&servers, budget)?;
         Ok(View {
             servers,
             tools: named.tools,
             pin_states: named.pin_states,
+            prompts: offered.prompts,
+            resources: offered.resources,
+            templates: offered.templates,
+            prefixes: offered.prefixes,
         })
     }
 }
 
-/// The tools of a [`Host`](super::Host) at one moment: a slice, in order of their qualified
-/// names, that stays as it is while the host refreshes.
-#[derive(Clone)]
-pub struct Tools(pub(super) Arc<View>);
+/// A list of a [`Host`](super::Host) at one moment, as a slice of `$item` in order of
+/// `$key`, that stays as it is while the host refreshes.
+macro_rules! snapshot {
+    ($(#[$doc:meta])* $name:ident, $item:ty, $field:ident, $key:ident) => {
+        $(#[$doc])*
+        #[derive(Clone)]
+        pub struct $name(pub(super) Arc<View>);
 
-impl std::ops::Deref for Tools {
-    type Target = [HostTool];
+        impl std::ops::Deref for $name {
+            type Target = [$item];
 
-    fn deref(&self) -> &[HostTool] {
-        &self.0.tools
-    }
+            fn deref(&self) -> &[$item] {
+                &self.0.$field
+            }
+        }
+
+        impl std::fmt::Debug for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.debug_list()
+                    .entries(self.0.$field.iter().map(|t| &t.$key))
+                    .finish()
+            }
+        }
+    };
 }
 
-impl std::fmt::Debug for Tools {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_list()
-            .entries(self.0.tools.iter().map(|t| &t.qualified))
-            .finish()
-    }
-}
+snapshot!(
+    /// The tools of a [`Host`](super::Host) at one moment: a slice, in order of their
+    /// qualified names, that stays as it is while the host refreshes.
+    Tools, HostTool, tools, qualified
+);
+snapshot!(
+    /// The prompts of a [`Host`](super::Host) at one moment: a slice, in order of their
+    /// qualified names, that stays as it is while the host refreshes.
+    Prompts, HostPrompt, prompts, qualified
+);
+snapshot!(
+    /// The resources of a [`Host`](super::Host) at one moment: a slice, in order of their
+    /// URIs (`toolwire://PREFIX/URI`), that stays as it is while the host refreshes.
+    Resources, HostResource, resources, uri
+);
+snapshot!(
+    /// The resource templates of a [`Host`](super::Host) at one moment: a slice, in order of
+    /// their templates (`toolwire://PREFIX/TEMPLATE`), that stays as it is while the host
+    /// refreshes.
+    ResourceTemplates, HostTemplate, templates, uri_template
+);

@@ -324,19 +324,30 @@ fn check_prefix(prefix: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Two servers may not share a prefix: their tools' names would be ambiguous.
+/// Two servers may not share a prefix: their tools' names would be ambiguous. Nor may two
+/// prefixes differ only in case: a prefix is the authority of its resources' URIs
+/// (`toolwire://PREFIX/…`, see [`crate::uris`]), which RFC 3986 compares ignoring case.
 fn check_prefixes(servers: &[ServerConfig], file: &Path) -> Result<(), ConfigError> {
-    let mut seen: BTreeMap<&str, &str> = BTreeMap::new();
+    let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for server in servers {
-        if let Some(other) = seen.insert(&server.prefix, &server.name) {
+        let key = server.prefix.to_ascii_lowercase();
+        if let Some((prefix, other)) = seen.insert(key, (&server.prefix, &server.name)) {
+            let message = if prefix == server.prefix {
+                format!(
+                    "prefix {:?} is also the prefix of server {other:?}; give one of them another \"prefix\"",
+                    server.prefix
+                )
+            } else {
+                format!(
+                    "prefix {:?} is the prefix of server {other:?} but for case ({prefix:?}), and resource URIs (toolwire://PREFIX/…) compare prefixes ignoring case; give one of them another \"prefix\"",
+                    server.prefix
+                )
+            };
             return Err(ConfigError {
                 file: file.to_owned(),
                 server: Some(server.name.clone()),
                 key: Some("prefix".to_owned()),
-                message: format!(
-                    "prefix {:?} is also the prefix of server {other:?}; give one of them another \"prefix\"",
-                    server.prefix
-                ),
+                message,
             });
         }
     }

@@ -1,0 +1,313 @@
+//! The upstream prompts, resources and resource templates as the downstream server serves
+//! them: each under the host's name for it (a prompt `prefix__name`, a resource
+//! `toolwire://PREFIX/URI`, a template `toolwire://PREFIX/TEMPLATE`; see
+//! [`toolwire_host::uris`]), its handler asking the host, which asks the upstream that offers
+//! it; the served sets kept in step with the host's lists on each sync, the way tools are.
+//!
+//! The downstream server must offer prompts and resources
+//! ([`ServerBuilder::offer_prompts`](toolwire_server::ServerBuilder::offer_prompts),
+//! [`offer_resources`](toolwire_server::ServerBuilder::offer_resources)); a kind it does not
+//! offer is not passed through (said once). What its builders cannot carry is left out of the
+//! served definitions: a resource's `size`, `icons`, `annotations` and `_meta`, a template's
+//! `title`, `icons`, `annotations` and `_meta`, a prompt's `_meta` and its arguments' `title`.
+//! A template the server's matcher does not take (it takes `{var}` and `{+var}` with literal
+//! text between them; RFC 6570 levels 3 and 4 are refused) is not served (said once); its
+//! expansions can still be read through the host. Completions are not passed through: the
+//! server's completers are synchronous and an upstream's are a request away.
+
+use std::collections::{BTreeMap, HashMap};
+use std::hash::{Hash as _, Hasher as _};
+use std::sync::{Arc, Mutex};
+
+use serde_json::Value;
+use toolwire_host::{Host, HostPrompt, HostResource, HostTemplate, OfferError};
+use toolwire_protocol::{ErrorObject, GetPromptResult};
+use toolwire_server::{
+    Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server, ToolError,
+};
+
+/// JSON-RPC codes an upstream answers a request it cannot serve as asked with: invalid params
+/// (an unknown prompt or resource, a missing argument), and the legacy "resource not found".
+const AS_ASKED: [i64; 2] = [-32602, -32002];
+
+/// What the gateway serves of the host's prompts, resources and templates.
+#[derive(Default)]
+pub(crate) struct Offers {
+    state: Mutex<Served>,
+}
+
+#[derive(Default)]
+struct Served {
+    prompts: Kind,
+    resources: Kind,
+    templates: Kind,
+    /// Whether "the server does not offer prompts" was said.
+    said_no_prompts: bool,
+    /// Whether "the server does not offer resources" was said.
+    said_no_resources: bool,
+}
+
+/// One kind's served items, by name or URI, each with a digest of what it was made from.
+#[derive(Default)]
+struct Kind {
+    served: HashMap<String, u64>,
+    /// Items the server refused to register, with the digest refused: said once per
+    /// definition.
+    refused: HashMap<String, u64>,
+}
+
+impl Offers {
+    /// Serves on `server` what `host` lists: new and changed items added, gone ones removed.
+    pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server) {
+        let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let served = &mut *served;
+        let capabilities = server.capabilities();
+        let prompts = host.prompts();
+        let offers_prompts = capabilities.prompts.is_some();
+        if offered(
+            &mut served.said_no_prompts,
+            offers_prompts,
+            "prompts",
+            prompts.len(),
+        ) {
+            served.prompts.in_step(
+                "prompt",
+                wanted(&prompts, |p| {
+                    let definition = serde_json::to_string(&p.definition);
+                    (p.qualified.clone(), digest(&p.server, definition))
+                }),
+                |p| server.add_prompt(prompt(host, p)),
+                |name| server.remove_prompt(name),
+            );
+        }
+        let resources = host.resources();
+        let templates = host.resource_templates();
+        let offers_resources = capabilities.resources.is_some();
+        let count = resources.len() + templates.len();
+        if offered(
+            &mut served.said_no_resources,
+            offers_resources,
+            "resources",
+            count,
+        ) {
+            served.resources.in_step(
+                "resource",
+                wanted(&resources, |r| {
+                    let definition = serde_json::to_string(&r.definition);
+                    (r.uri.clone(), digest(&r.server, definition))
+                }),
+                |r| server.add_resource(resource(host, r)),
+                |uri| server.remove_resource(uri),
+            );
+            served.templates.in_step(
+                "resource template",
+                wanted(&templates, |t| {
+                    let definition = serde_json::to_string(&t.definition);
+                    (t.uri_template.clone(), digest(&t.server, definition))
+                }),
+                |t| server.add_resource_template(template(host, t)),
+                |uri_template| server.remove_resource_template(uri_template),
+            );
+        }
+    }
+}
+
+/// Each of `items` by its name or URI, with a digest of what it is made from.
+fn wanted<T>(items: &[T], key: impl Fn(&T) -> (String, u64)) -> BTreeMap<String, (u64, &T)> {
+    items
+        .iter()
+        .map(|item| {
+            let (key, digest) = key(item);
+            (key, (digest, item))
+        })
+        .collect()
+}
+
+/// Whether the server offers a kind; when it does not and the upstreams have some, says so
+/// once.
+fn offered(said: &mut bool, offers: bool, kind: &str, upstream: usize) -> bool {
+    if !offers && upstream > 0 && !*said {
+        *said = true;
+        tracing::warn!(
+            "the upstreams offer {kind}, and the gateway's server does not: they are not passed through (build it with offer_{kind})"
+        );
+    }
+    offers
+}
+
+impl Kind {
+    /// Brings the served items of one kind in step with `wanted` (by name, with digest): gone
+    /// or changed ones removed, new or changed ones added in order of their names.
+    fn in_step<T>(
+        &mut self,
+        kind: &str,
+        wanted: BTreeMap<String, (u64, T)>,
+        add: impl Fn(T) -> toolwire_server::Result<()>,
+        remove: impl Fn(&str) -> toolwire_server::Result<()>,
+    ) {
+        self.served.retain(|key, digest| {
+            let keep = wanted.get(key).is_some_and(|(d, _)| d == digest);
+            if !keep {
+                if let Err(error) = remove(key) {
+                    tracing::warn!(%key, %error, "a {kind} no longer listed upstream could not be removed");
+                }
+            }
+            keep
+        });
+        self.refused.retain(|key, _| wanted.contains_key(key));
+        for (key, (digest, item)) in wanted {
+            if self.served.contains_key(&key) || self.refused.get(&key) == Some(&digest) {
+                continue;
+            }
+            match add(item) {
+                Ok(()) => {
+                    self.refused.remove(&key);
+                    self.served.insert(key, digest);
+                }
+                Err(error) => {
+                    tracing::warn!(%key, %error, "{key} is not served: the gateway's server refuses this {kind}");
+                    self.refused.insert(key, digest);
+                }
+            }
+        }
+    }
+}
+
+/// The server prompt that stands for `prompt`: its definition as listed upstream (what the
+/// builder carries), under its qualified name, got through the host.
+fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
+    let definition = &prompt.definition;
+    let qualified: Arc<str> = prompt.qualified.as_str().into();
+    let host = host.clone();
+    let mut served = Prompt::new(
+        prompt.qualified.clone(),
+        move |arguments: PromptArgs, _: RequestContext| {
+            let (host, qualified) = (host.clone(), qualified.clone());
+            async move {
+                let arguments = Value::Object(
+                    arguments
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                );
+                let got = host.get_prompt(&qualified, arguments).await;
+                got.map(|result| GetPromptResult {
+                    // The gateway's own `_meta` (its serverInfo), as on every result it gives.
+                    meta: None,
+                    ..result
+                })
+                .map_err(refusal)
+            }
+        },
+    );
+    if let Some(description) = &definition.description {
+        served = served.description(description.clone());
+    }
+    if let Some(title) = &definition.title {
+        served = served.title(title.clone());
+    }
+    if let Some(icons) = &definition.icons {
+        served = served.icons(icons.clone());
+    }
+    for argument in definition.arguments.iter().flatten() {
+        served = served.argument(
+            argument.name.clone(),
+            argument.description.clone().unwrap_or_default(),
+            argument.required.unwrap_or(false),
+        );
+    }
+    served
+}
+
+/// The server resource that stands for `resource`, under the host's URI, read through the
+/// host.
+fn resource(host: &Arc<Host>, resource: &HostResource) -> Resource {
+    let definition = &resource.definition;
+    let host = host.clone();
+    let mut served = Resource::new(
+        resource.uri.clone(),
+        definition.name.clone(),
+        move |uri: String, _: RequestContext| {
+            let host = host.clone();
+            async move { read(&host, &uri).await }
+        },
+    );
+    if let Some(description) = &definition.description {
+        served = served.description(description.clone());
+    }
+    if let Some(title) = &definition.title {
+        served = served.title(title.clone());
+    }
+    if let Some(mime_type) = &definition.mime_type {
+        served = served.mime_type(mime_type.clone());
+    }
+    served
+}
+
+/// The server template that stands for `template`, under the host's template: each URI it
+/// matches is read through the host, which reads the upstream's own expansion.
+fn template(host: &Arc<Host>, template: &HostTemplate) -> ResourceTemplate {
+    let definition = &template.definition;
+    let host = host.clone();
+    let mut served = ResourceTemplate::new(
+        template.uri_template.clone(),
+        definition.name.clone(),
+        move |uri: String, _, _: RequestContext| {
+            let host = host.clone();
+            async move { read(&host, &uri).await }
+        },
+    );
+    if let Some(description) = &definition.description {
+        served = served.description(description.clone());
+    }
+    if let Some(mime_type) = &definition.mime_type {
+        served = served.mime_type(mime_type.clone());
+    }
+    served
+}
+
+/// Reads `uri` through the host: the contents, under the host's URIs.
+async fn read(
+    host: &Host,
+    uri: &str,
+) -> Result<Vec<toolwire_protocol::ResourceContents>, ToolError> {
+    let read = host.read_resource(uri).await.map_err(refusal)?;
+    Ok(read.contents)
+}
+
+/// What the caller is told when the host could not get a prompt or read a resource: the
+/// upstream's refusal of the request as asked stays that (-32602, with the URI the caller
+/// used), and any other failure is the gateway's -32603 naming the upstream; the upstream's
+/// words are cleaned of escape sequences and hidden characters.
+fn refusal(error: OfferError) -> ToolError {
+    match error {
+        OfferError::Server {
+            error: toolwire_client::Error::Rpc(refused),
+            ..
+        } if AS_ASKED.contains(&refused.code) => ToolError::Failed(clean(&refused.message)),
+        error @ (OfferError::UnknownPrompt(_) | OfferError::UnknownUri(_)) => {
+            ToolError::Failed(error.to_string())
+        }
+        OfferError::NotRunning(server) => ToolError::Protocol(ErrorObject::internal(format!(
+            "the upstream {} is not running",
+            clean(&server)
+        ))),
+        OfferError::Server { server, error } => ToolError::Protocol(ErrorObject::internal(clean(
+            &format!("the upstream {server} failed: {error}"),
+        ))),
+        error => ToolError::Protocol(ErrorObject::internal(clean(&error.to_string()))),
+    }
+}
+
+/// `text` without escape sequences, control characters and hidden format characters.
+fn clean(text: &str) -> String {
+    toolwire_sanitize::text::clean(text).0.into_owned()
+}
+
+/// What a served item is made from: its upstream and its definition (as JSON).
+fn digest(server: &str, definition: serde_json::Result<String>) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    server.hash(&mut hasher);
+    definition.unwrap_or_default().hash(&mut hasher);
+    hasher.finish()
+}

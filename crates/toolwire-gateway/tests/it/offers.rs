@@ -1,0 +1,314 @@
+//! Prompts, resources and resource templates of two upstream Toolwire servers through a
+//! gateway: prompts under `prefix__name`, resources under `toolwire://PREFIX/URI`, each read or
+//! got from the upstream that offers it, the same URI of two upstreams kept apart, and a change
+//! of an upstream's list passed on to downstream listeners.
+
+use std::time::Instant;
+
+use serde_json::json;
+use toolwire_client::Notification;
+use toolwire_client::protocol::{ContentBlock, ResourceContents, SubscriptionFilter};
+use toolwire_gateway::{Gateway, GatewayOptions};
+use toolwire_host::{HostConfig, HostOptions, Variables};
+use toolwire_server::{Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server};
+
+use crate::support::{DEADLINE, Served, client};
+
+/// An upstream named `name` offering a prompt `greet`, a resource `file:///README.md` (the
+/// same URI on every upstream, with the upstream's name in its text) and a template
+/// `file:///docs/{+path}` whose reader says which URI it was asked for.
+fn upstream(name: &'static str) -> Server {
+    Server::builder(name, "1")
+        .prompt(
+            Prompt::new(
+                "greet",
+                move |args: PromptArgs, _: RequestContext| async move {
+                    Ok(format!("{name} greets {}", args["who"]))
+                },
+            )
+            .description("Greets someone.")
+            .argument("who", "Whom to greet", true),
+        )
+        .resource(
+            Resource::new(
+                "file:///README.md",
+                "readme",
+                move |uri: String, _: RequestContext| async move {
+                    Ok(ResourceContents::text(
+                        uri,
+                        "text/markdown",
+                        format!("# {name}\u{1b}[2J"),
+                    ))
+                },
+            )
+            .mime_type("text/markdown"),
+        )
+        .resource_template(ResourceTemplate::new(
+            "file:///docs/{+path}",
+            "docs",
+            move |uri: String, vars, _: RequestContext| async move {
+                let path = vars.get("path").cloned().unwrap_or_default();
+                Ok(ResourceContents::text(
+                    uri.clone(),
+                    "text/plain",
+                    format!("{name} read {uri} ({path})"),
+                ))
+            },
+        ))
+        .build()
+        .expect("an upstream")
+}
+
+/// A gateway in front of `upstreams` (name, prefix, url), its server offering prompts and
+/// resources, served over HTTP.
+async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
+    let servers: serde_json::Map<String, serde_json::Value> = upstreams
+        .iter()
+        .map(|(name, prefix, url)| (name.to_string(), json!({"url": url, "prefix": prefix})))
+        .collect();
+    let config = HostConfig::parse(
+        &json!({ "mcpServers": servers }).to_string(),
+        "/nonexistent/gateway.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .expect("a configuration");
+    let downstream = Server::builder("gateway", "1")
+        .offer_prompts()
+        .offer_resources();
+    let gateway = Gateway::start(
+        &config,
+        HostOptions::new(toolwire_gateway::NoPerson),
+        downstream,
+        GatewayOptions::new(),
+    )
+    .await
+    .expect("a gateway");
+    let served = Served::start(gateway.server().clone(), None).await;
+    (gateway, served)
+}
+
+fn text_of(contents: &ResourceContents) -> &str {
+    match contents {
+        ResourceContents::Text(t) => &t.text,
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+async fn prompt_names(client: &toolwire_client::Client) -> Vec<String> {
+    let mut names: Vec<String> = client
+        .list_prompts()
+        .await
+        .expect("a list of prompts")
+        .into_iter()
+        .map(|p| p.name)
+        .collect();
+    names.sort();
+    names
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prompts_resources_and_templates_are_served_under_reversible_names() {
+    let alpha = Served::start(upstream("alpha"), None).await;
+    let beta = Served::start(upstream("beta"), None).await;
+    let (gateway, served) = gateway(&[("alpha", "a", &alpha.url), ("beta", "b", &beta.url)]).await;
+    let caller = client(&served.url);
+
+    assert_eq!(prompt_names(&caller).await, ["a__greet", "b__greet"]);
+    let prompts = caller.list_prompts().await.unwrap();
+    let greet = prompts.iter().find(|p| p.name == "a__greet").unwrap();
+    assert_eq!(greet.description.as_deref(), Some("Greets someone."));
+    let arguments = greet.arguments.as_ref().expect("its arguments");
+    assert_eq!(
+        (arguments[0].name.as_str(), arguments[0].required),
+        ("who", Some(true))
+    );
+    for (name, want) in [
+        ("a__greet", "alpha greets Ada"),
+        ("b__greet", "beta greets Ada"),
+    ] {
+        let got = caller
+            .get_prompt(name, json!({"who": "Ada"}))
+            .await
+            .unwrap();
+        match &got.messages[0].content {
+            ContentBlock::Text(t) => assert_eq!(t.text, want),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    // The same URI upstream, two URIs downstream, each read from its own upstream.
+    let mut uris: Vec<String> = caller
+        .list_resources()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.uri)
+        .collect();
+    uris.sort();
+    assert_eq!(
+        uris,
+        [
+            "toolwire://a/file:///README.md",
+            "toolwire://b/file:///README.md"
+        ]
+    );
+    for (uri, want) in [
+        ("toolwire://a/file:///README.md", "# alpha"),
+        ("toolwire://b/file:///README.md", "# beta"),
+    ] {
+        let read = caller.read_resource(uri).await.unwrap();
+        assert_eq!(read.contents.len(), 1);
+        // The upstream's escape sequence is cleaned away; the URI is the one asked for.
+        assert_eq!(text_of(&read.contents[0]), want);
+        assert_eq!(read.contents[0].uri(), uri);
+    }
+
+    // A template: its expansions map back to the upstream's own expansions.
+    let templates: Vec<String> = caller
+        .list_resource_templates()
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|t| t.uri_template)
+        .collect();
+    assert!(
+        templates.contains(&"toolwire://a/file:///docs/{+path}".to_owned()),
+        "{templates:?}"
+    );
+    let read = caller
+        .read_resource("toolwire://b/file:///docs/guides/a%20b/ü.md")
+        .await
+        .unwrap();
+    assert_eq!(
+        text_of(&read.contents[0]),
+        "beta read file:///docs/guides/a%20b/ü.md (guides/a%20b/ü.md)"
+    );
+    assert_eq!(
+        read.contents[0].uri(),
+        "toolwire://b/file:///docs/guides/a%20b/ü.md"
+    );
+
+    // A URI of no upstream, an upstream URI not wrapped, a prompt of no upstream: refused.
+    for uri in [
+        "toolwire://c/file:///README.md",
+        "file:///README.md",
+        "toolwire://a/file:///nowhere",
+    ] {
+        let refused = caller.read_resource(uri).await;
+        assert!(refused.is_err(), "{uri}: {refused:?}");
+    }
+    assert!(
+        caller
+            .get_prompt("greet", json!({"who": "x"}))
+            .await
+            .is_err()
+    );
+
+    // An upstream that is gone: its last list is still served, and a read says why it fails.
+    beta.stop().await;
+    let failed = caller
+        .read_resource("toolwire://b/file:///README.md")
+        .await
+        .unwrap_err();
+    match failed {
+        toolwire_client::Error::Rpc(e) => {
+            assert_eq!(e.code, -32603, "{e:?}");
+            assert!(e.message.starts_with("the upstream beta failed: "), "{e:?}");
+        }
+        other => panic!("{other:?}"),
+    }
+    let read = caller
+        .read_resource("toolwire://a/file:///README.md")
+        .await
+        .unwrap();
+    assert_eq!(text_of(&read.contents[0]), "# alpha");
+
+    gateway.close().await;
+    served.stop().await;
+    alpha.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_prompt_or_resource_list_change_reaches_downstream_listeners() {
+    let alpha = Served::start(upstream("alpha"), None).await;
+    let (gateway, served) = gateway(&[("alpha", "a", &alpha.url)]).await;
+    let caller = client(&served.url);
+    assert_eq!(prompt_names(&caller).await, ["a__greet"]);
+    let mut listen = caller
+        .listen(SubscriptionFilter {
+            prompts_list_changed: Some(true),
+            resources_list_changed: Some(true),
+            ..Default::default()
+        })
+        .await
+        .expect("a listen stream");
+
+    alpha
+        .server
+        .add_prompt(Prompt::new(
+            "part",
+            |_: PromptArgs, _: RequestContext| async { Ok("Goodbye".to_owned()) },
+        ))
+        .unwrap();
+    wait_for(&mut listen, Notification::PromptsListChanged).await;
+    until(|| async { prompt_names(&caller).await == ["a__greet", "a__part"] }).await;
+
+    alpha
+        .server
+        .add_resource(Resource::new(
+            "file:///CHANGES.md",
+            "changes",
+            |uri: String, _: RequestContext| async move {
+                Ok(ResourceContents::text(uri, "text/markdown", "none"))
+            },
+        ))
+        .unwrap();
+    wait_for(&mut listen, Notification::ResourcesListChanged).await;
+    until(|| async {
+        caller
+            .list_resources()
+            .await
+            .unwrap()
+            .iter()
+            .any(|r| r.uri == "toolwire://a/file:///CHANGES.md")
+    })
+    .await;
+
+    alpha.server.remove_prompt("greet").unwrap();
+    until(|| async { prompt_names(&caller).await == ["a__part"] }).await;
+
+    gateway.close().await;
+    served.stop().await;
+    alpha.stop().await;
+}
+
+/// Waits until `listen` yields `want`.
+async fn wait_for(listen: &mut toolwire_client::Subscription, want: Notification) {
+    let notified = tokio::time::timeout(DEADLINE, async {
+        loop {
+            match listen.next().await {
+                Some(Ok(n)) if n == want => return,
+                Some(_) => continue,
+                None => panic!("the listen stream ended"),
+            }
+        }
+    })
+    .await;
+    assert!(notified.is_ok(), "{want:?} did not reach the listener");
+}
+
+/// Waits until `done` says so.
+async fn until<F, Fut>(done: F)
+where
+    F: Fn() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    let start = Instant::now();
+    while !done().await {
+        assert!(
+            start.elapsed() < DEADLINE,
+            "still not so after {DEADLINE:?}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
