@@ -212,6 +212,14 @@ impl Inner {
             self.trusted.get(server).copied().unwrap_or(false)
         });
         self.offers.sync(&self.host, &self.server);
+        // The list is no fresher than the stalest upstream list it is made of.
+        let shortest = self
+            .host
+            .servers()
+            .into_iter()
+            .filter_map(|s| s.list_ttl)
+            .min();
+        self.server.cap_list_ttl(shortest);
     }
 }
 

@@ -57,4 +57,6 @@ pub(crate) struct ToolCache {
     /// Tools dropped for invalid header declarations, with the reason.
     pub(crate) dropped: HashMap<String, String>,
     pub(crate) fresh_until: Instant,
+    /// The list's `ttlMs`, as the server gave it (or the default).
+    pub(crate) ttl: std::time::Duration,
 }

@@ -126,7 +126,9 @@ impl Client {
         } else {
             Duration::from_millis(ttl_ms)
         };
-        let cache = self.build_cache(tools, ttl);
+        let mut cache = self.build_cache(tools, ttl);
+        // What the server said, even when the list is stale at once.
+        cache.ttl = Duration::from_millis(ttl_ms);
         let listed = cache.order.iter().map(|t| t.definition.clone()).collect();
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = Some(cache);
         Ok(listed)
@@ -141,6 +143,13 @@ impl Client {
     pub fn invalidate_tools(&self) {
         self.inner.tools_epoch.fetch_add(1, Ordering::AcqRel);
         *self.inner.tools.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
+    /// How long the last tool list said it stays fresh (its `ttlMs`, the shortest of its
+    /// pages'); `None` before a list.
+    pub fn tools_ttl(&self) -> Option<std::time::Duration> {
+        let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
+        cache.as_ref().map(|c| c.ttl)
     }
 
     /// The tools the last list had that are not exposed, by name, with the reason: those
@@ -194,6 +203,7 @@ impl Client {
             by_name,
             dropped,
             fresh_until: Instant::now() + ttl,
+            ttl,
         }
     }
 

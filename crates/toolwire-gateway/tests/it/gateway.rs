@@ -384,3 +384,23 @@ async fn a_change_approved_elsewhere_is_served_again() {
     served.stop().await;
     words.stop().await;
 }
+
+/// The gateway's list is no fresher than the stalest upstream list it is made of.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_lists_ttl_is_no_longer_than_the_shortest_upstreams() {
+    let quick = Server::builder("quick", "1")
+        .tool(shout("Shouts."))
+        .list_ttl(std::time::Duration::from_secs(7))
+        .build()
+        .unwrap();
+    let quick = Served::start(quick, None).await;
+    let slow = Served::start(upstream("slow", vec![shout("Shouts.")]), None).await;
+    let (gateway, served) = gateway(&[("quick", "q", &quick.url), ("slow", "s", &slow.url)]).await;
+    let caller = client(&served.url);
+    assert_eq!(names(&caller).await, ["q__shout", "s__shout"]);
+    assert_eq!(caller.tools_ttl(), Some(std::time::Duration::from_secs(7)));
+    gateway.close().await;
+    served.stop().await;
+    quick.stop().await;
+    slow.stop().await;
+}

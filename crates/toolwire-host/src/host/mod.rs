@@ -102,6 +102,8 @@ pub struct ServerStatus {
     pub hidden: Vec<Hidden>,
     /// The OAuth authorization its client holds, if it asked for one.
     pub authorized: Option<toolwire_client::auth::Authorized>,
+    /// How long its last tool list said it stays fresh (`ttlMs`); `None` before a list.
+    pub list_ttl: Option<Duration>,
     /// When its tools were last listed; `None` if they never were. A failed server whose
     /// tools are still offered ([`HostOptions::keep_last_list`]) offers this list.
     pub listed_at: Option<SystemTime>,

@@ -132,6 +132,7 @@ impl Host {
             authorized: client.authorized(),
             hidden,
             listed_at: Some(SystemTime::now()),
+            list_ttl: client.tools_ttl(),
         };
         self.update(name, |entry| {
             entry.connection = Some(connection);
@@ -173,6 +174,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
             hidden: Vec::new(),
             authorized: None,
             listed_at: None,
+            list_ttl: None,
         },
         connection: None,
         listed: Arc::default(),

@@ -378,7 +378,7 @@ impl Server {
                     field: kind.field(),
                     items,
                     next_cursor,
-                    ttl_ms: config.list_ttl_ms,
+                    ttl_ms: self.list_ttl_ms(),
                     cache_scope,
                     meta: self.result_meta(),
                 },

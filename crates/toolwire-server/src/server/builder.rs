@@ -524,6 +524,7 @@ impl ServerBuilder {
         let (keys, replay_guard, task_store) = self.state_stores(&shutdown);
         Ok(Server {
             inner: Arc::new(ServerInner {
+                list_ttl_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
                 audit: self.audit,
                 output_guard,
                 prompts,

@@ -88,6 +88,9 @@ pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(60);
 pub(crate) struct ServerInner {
     info: Implementation,
     config: Config,
+    /// A cap on `ttlMs` of list results set at runtime ([`Server::cap_list_ttl`]); `u64::MAX`:
+    /// none.
+    list_ttl_ms: std::sync::atomic::AtomicU64,
     registry: ToolRegistry,
     cursors: CursorCodec,
     /// Where changes go: this process's listeners and, with a shared store, every instance's.
@@ -193,6 +196,16 @@ impl Server {
             self.notify(Change::Tools);
         }
         removed
+    }
+
+    /// Caps `ttlMs` of list results from now on, under the configured one
+    /// ([`ServerBuilder::list_ttl`]): a gateway keeps its lists no fresher than its upstreams'.
+    /// `None` lifts the cap.
+    pub fn cap_list_ttl(&self, ttl: Option<Duration>) {
+        let ms = ttl.map_or(u64::MAX, |t| t.as_millis().min(u128::from(u64::MAX)) as u64);
+        self.inner
+            .list_ttl_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// The registered tool names in listing order.
@@ -385,6 +398,15 @@ impl Server {
 
     pub(crate) fn config(&self) -> &Config {
         &self.inner.config
+    }
+
+    /// `ttlMs` of list results: the configured one, under the cap set at runtime.
+    pub(crate) fn list_ttl_ms(&self) -> u64 {
+        let cap = self
+            .inner
+            .list_ttl_ms
+            .load(std::sync::atomic::Ordering::Relaxed);
+        self.inner.config.list_ttl_ms.min(cap)
     }
 
     pub(crate) fn registry(&self) -> &ToolRegistry {
