@@ -80,6 +80,10 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let host = HostOptions::new(NoPerson)
         .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
         .state_dir(&state_dir)
+        // What happens upstream (servers failing, tools changing, with the diff against their
+        // pins, changes approved, every call made upstream), hash-chained: the log the
+        // terminal host keeps, which `toolwire audit verify` checks.
+        .audit_log(state_dir.join("audit.jsonl"))
         // The downstream output guard cleans and caps the tool results callers get; it never
         // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
         .clean_results(false)

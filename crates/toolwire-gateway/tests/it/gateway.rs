@@ -347,9 +347,12 @@ async fn a_change_approved_elsewhere_is_served_again() {
         &Variables::new::<&str, &str>([]),
     )
     .unwrap();
+    let audit = state.path().join("audit.jsonl");
     let gateway = Gateway::start(
         &config,
-        HostOptions::new(Allow).state_dir(state.path()),
+        HostOptions::new(Allow)
+            .state_dir(state.path())
+            .audit_log(&audit),
         Server::builder("gateway", "1"),
         GatewayOptions::new(),
     )
@@ -380,6 +383,17 @@ async fn a_change_approved_elsewhere_is_served_again() {
     ));
     pins.approve("words", "shout", &definition).unwrap();
     until_listed(&caller, &["w__shout"]).await;
+    // The change is in the audit log with what changed.
+    let log = std::fs::read_to_string(&audit).unwrap();
+    let changed = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .find(|r| r["event"] == "tools_changed" && !r["changed"].as_array().unwrap().is_empty())
+        .expect("a tools_changed record with the change");
+    assert!(
+        changed.to_string().contains("Shouts. And more."),
+        "the diff shows the new description: {changed}"
+    );
     gateway.close().await;
     served.stop().await;
     words.stop().await;
