@@ -196,6 +196,7 @@ def render(data):
     lines.append(f"tools/list of {listing['tools']:,} tools: {listing['pages']:,} pages, per page p50 "
                  f"{listing['page_p50_us']:,} µs, p99 {listing['page_p99_us']:,} µs, max {listing['page_max_us']:,} µs.")
     for n, walk in gateway_lists.items():
+        n = n.replace("-policy", ", with a policy (each caller's own list)")
         lines.append(f"tools/list through the gateway, {n} upstreams merged ({walk['tools']:,} tools): "
                      f"{walk['pages']:,} pages, per page p50 {walk['page_p50_us']:,} µs, p99 {walk['page_p99_us']:,} µs.")
     per_stream = listen.get("rss_bytes_per_stream")
@@ -265,7 +266,7 @@ def measure(raw, out, smoke):
             "state": load(raw, "state.json") if os.path.exists(os.path.join(raw, "state.json")) else None,
             "stdio": load(raw, "stdio.json"), "list": load(raw, "list.json"),
             "listen": load(raw, "listen.json"),
-            "gateway_lists": {n: load(raw, f"list-gateway-{n}.json") for n in ("10", "50")
+            "gateway_lists": {n: load(raw, f"list-gateway-{n}.json") for n in ("10", "50", "50-policy")
                               if os.path.exists(os.path.join(raw, f"list-gateway-{n}.json"))},
             "pinning": load(raw, "run.json")["pinning"] if os.path.exists(os.path.join(raw, "run.json")) else None}
     text, problems = render(data)

@@ -4,7 +4,7 @@
 //! caller as an elicitation (`ask`), with the tool, its upstream, the exact arguments and why.
 
 use std::collections::HashMap;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
@@ -27,7 +27,24 @@ const MOST_SHOWN: usize = 8 * 1024;
 pub(crate) struct Policy {
     rules: Rules,
     facts: ArcSwap<HashMap<String, Arc<ToolFacts>>>,
+    /// Each caller's hidden tools, for the facts of the moment: a list page reads them, rather
+    /// than evaluating the rules over every tool again.
+    views: Mutex<Views>,
+    /// Keys callers' digests with a per-process secret, so that no caller can make its digest
+    /// another's.
+    keys: std::collections::hash_map::RandomState,
 }
+
+/// The tools each caller may not see, and why, by caller digest; for one set of facts.
+#[derive(Default)]
+struct Views {
+    /// The facts these were computed over (their address; a sync swaps in new facts).
+    facts: usize,
+    hidden: HashMap<u64, Arc<HashMap<String, String>>>,
+}
+
+/// The most callers whose views are kept; past it they are computed again.
+const MOST_VIEWS: usize = 4096;
 
 /// What becomes of a call.
 pub(crate) enum Verdict {
@@ -42,6 +59,8 @@ impl Policy {
         Policy {
             rules,
             facts: ArcSwap::from_pointee(HashMap::new()),
+            views: Mutex::new(Views::default()),
+            keys: std::collections::hash_map::RandomState::new(),
         }
     }
 
@@ -157,17 +176,61 @@ pub(crate) struct Visibility(pub(crate) Arc<Policy>);
 
 impl ToolVisibility for Visibility {
     fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
-        let policy = &self.0;
-        let facts = policy.facts.load_full();
-        let caller = caller(&viewer);
-        let rules = policy.rules.for_caller(&caller);
-        Box::new(move |tool| {
-            let facts = facts.get(tool)?;
-            if rules.lists(facts) {
-                return None;
+        let hidden = self.0.hidden(&caller(&viewer));
+        Box::new(move |tool| hidden.get(tool).cloned())
+    }
+}
+
+impl Policy {
+    /// The tools `caller` may not see, and why: kept per caller until the facts change.
+    fn hidden(&self, caller: &Caller) -> Arc<HashMap<String, String>> {
+        let facts = self.facts.load_full();
+        let at = Arc::as_ptr(&facts) as usize;
+        let key = self.digest(caller);
+        {
+            let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+            if views.facts != at {
+                *views = Views {
+                    facts: at,
+                    hidden: HashMap::new(),
+                };
             }
-            Some(rules.decide(facts, &Value::Null).message())
-        })
+            if let Some(hidden) = views.hidden.get(&key) {
+                return hidden.clone();
+            }
+        }
+        let rules = self.rules.for_caller(caller);
+        let hidden: HashMap<String, String> = facts
+            .iter()
+            .filter(|(_, facts)| !rules.lists(facts))
+            .map(|(name, facts)| (name.clone(), rules.decide(facts, &Value::Null).message()))
+            .collect();
+        let hidden = Arc::new(hidden);
+        let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
+        if views.facts == at {
+            if views.hidden.len() >= MOST_VIEWS {
+                views.hidden.clear();
+            }
+            views.hidden.insert(key, hidden.clone());
+        }
+        hidden
+    }
+
+    /// A keyed digest of everything the rules may read of a caller.
+    fn digest(&self, caller: &Caller) -> u64 {
+        use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
+        let mut hasher = self.keys.build_hasher();
+        caller.principal.hash(&mut hasher);
+        caller.scopes.hash(&mut hasher);
+        serde_json::to_string(&caller.claims)
+            .unwrap_or_default()
+            .hash(&mut hasher);
+        caller
+            .client
+            .as_ref()
+            .map(|c| (&c.name, &c.version))
+            .hash(&mut hasher);
+        hasher.finish()
     }
 }
 
