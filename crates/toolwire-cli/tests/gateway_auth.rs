@@ -1,0 +1,550 @@
+//! `toolwire gateway` as an OAuth resource server, against the real authorization server (the
+//! npm `oidc-provider` of `interop/oidc`, installed by `scripts/oidc` on first use): callers
+//! present its access tokens, the gateway's CEL rules read each caller's principal, scopes and
+//! claims, and the upstream — a real `toolwire serve --http` behind a recording proxy that
+//! keeps the `Authorization` header of every request — never sees a caller's token, only the
+//! credential the gateway's file names for it.
+
+use std::io::{BufRead as _, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+#[path = "../../../interop/oidc/launch.rs"]
+mod launch;
+
+const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// The credential the gateway's file gives the upstream (through the environment).
+const UPSTREAM_CREDENTIAL: &str = "gateway-to-upstream-7f3a";
+
+/// How long any one step may take.
+const STEP: Duration = Duration::from_secs(30);
+
+/// A child process killed when the test ends, whatever happens.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn toolwire(dir: &tempfile::TempDir) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .current_dir(dir.path())
+        .env("HOME", dir.path())
+        .env("TOOLWIRE_STATE_DIR", dir.path().join("state"))
+        .env("NO_COLOR", "1")
+        .env_remove("TOOLWIRE_STORE")
+        .env_remove("RUST_LOG");
+    command
+}
+
+/// Starts `command` and waits (at most [`STEP`]) for the stderr line with `needle`: the URL
+/// that follows it. The rest of stderr is drained in the background.
+fn started(mut command: Command, needle: &str) -> (Killed, String) {
+    let mut child = command
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("toolwire starts");
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().expect("piped"));
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let child = Killed(child);
+    let deadline = Instant::now() + STEP;
+    let mut seen = Vec::new();
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let Ok(line) = lines.recv_timeout(left) else {
+            panic!("no line with {needle:?} within {STEP:?}; stderr: {seen:#?}");
+        };
+        if let Some(rest) = line.split(needle).nth(1) {
+            let url = rest.split_whitespace().next().unwrap().to_owned();
+            std::thread::spawn(move || while lines.recv().is_ok() {});
+            return (child, url);
+        }
+        seen.push(line);
+    }
+}
+
+/// What the recording proxy saw: for each request, its JSON-RPC method (or the HTTP method
+/// when the body has none) and its `Authorization` header.
+#[derive(Default)]
+struct Recorder {
+    seen: Mutex<Vec<(String, Option<String>)>>,
+}
+
+struct Proxy {
+    recorder: Arc<Recorder>,
+    upstream: String,
+    http: reqwest::Client,
+}
+
+/// Records the request, then forwards it to the upstream and streams the reply back.
+async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return status(413);
+    };
+    let method = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|m| m["method"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| parts.method.to_string());
+    let authorization = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    proxy
+        .recorder
+        .seen
+        .lock()
+        .unwrap()
+        .push((method, authorization));
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut out = proxy
+        .http
+        .request(parts.method.clone(), format!("{}{path}", proxy.upstream))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
+            out = out.header(name, value);
+        }
+    }
+    let Ok(reply) = out.send().await else {
+        return status(502);
+    };
+    let mut response = Response::builder().status(reply.status());
+    for (name, value) in reply.headers() {
+        if name != http::header::CONTENT_LENGTH
+            && name != http::header::TRANSFER_ENCODING
+            && name != http::header::CONNECTION
+        {
+            response = response.header(name, value);
+        }
+    }
+    response
+        .body(Body::from_stream(reply.bytes_stream()))
+        .unwrap_or_else(|_| status(502))
+}
+
+fn status(code: u16) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = http::StatusCode::from_u16(code).unwrap();
+    response
+}
+
+/// Starts the recording proxy in front of `upstream` (an origin, `http://HOST:PORT`); its
+/// origin.
+async fn recording_proxy(upstream: String, recorder: Arc<Recorder>) -> String {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = Arc::new(Proxy {
+        recorder,
+        upstream,
+        http: reqwest::Client::new(),
+    });
+    let app = axum::Router::new().fallback(forward).with_state(proxy);
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    origin
+}
+
+/// The authorization server and its token endpoint.
+struct Provider {
+    launched: launch::Launched,
+    http: reqwest::Client,
+}
+
+impl Provider {
+    fn issuer(&self) -> String {
+        self.launched.issuer()
+    }
+
+    /// A client-credentials token of `client` for `resource` with `scope`.
+    async fn token(&self, client: (&str, &str), resource: &str, scope: &str) -> String {
+        let reply: Value = self
+            .http
+            .post(self.launched.ready["token_endpoint"].as_str().unwrap())
+            .basic_auth(client.0, Some(client.1))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("resource", resource),
+                ("scope", scope),
+            ])
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        reply["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no token: {reply}"))
+            .to_owned()
+    }
+
+    /// A JWT signed with the provider's current key (its test-only mint), with these claims
+    /// over its defaults: for a claim its token endpoint does not issue.
+    async fn mint(&self, claims: Value) -> String {
+        let reply: Value = self
+            .http
+            .post(format!("{}/__test/mint", self.issuer()))
+            .json(&json!({"claims": claims}))
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        reply["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no token: {reply}"))
+            .to_owned()
+    }
+}
+
+/// An HTTP reply from the gateway: status, `WWW-Authenticate`, and its last JSON-RPC message.
+struct Reply {
+    status: u16,
+    challenge: String,
+    message: Value,
+}
+
+/// Sends one 2026-07-28 request to the gateway, with `token` as the bearer.
+async fn send(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Reply {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "gateway-auth-test", "version": "1"},
+    });
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .timeout(STEP);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let reply = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status().as_u16();
+    let challenge = reply
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = reply.text().await.unwrap();
+    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
+        // An SSE body: its last data line.
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .last()
+            .unwrap_or(Value::Null)
+    });
+    Reply {
+        status,
+        challenge,
+        message,
+    }
+}
+
+/// The names in a caller's `tools/list`, and its `cacheScope`.
+async fn listed(http: &reqwest::Client, url: &str, token: &str) -> (Vec<String>, Value) {
+    let reply = send(http, url, Some(token), "tools/list", json!({})).await;
+    assert_eq!(reply.status, 200, "{}", reply.message);
+    let result = &reply.message["result"];
+    let names = result["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {}", reply.message))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect();
+    (names, result["cacheScope"].clone())
+}
+
+/// The text of a call's result, and whether it is an error result.
+async fn called(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+) -> (String, bool) {
+    let reply = send(
+        http,
+        url,
+        Some(token),
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{tool}: {}", reply.message);
+    let result = &reply.message["result"];
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tool}: a text result: {}", reply.message))
+        .to_owned();
+    (text, result["isError"] == json!(true))
+}
+
+/// A free port of 127.0.0.1, for the gateway's resource URI (the gateway must name the URI
+/// callers ask tokens for before it listens).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_reach_upstream() {
+    let provider = Provider {
+        launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
+            .await
+            .unwrap(),
+        http: reqwest::Client::new(),
+    };
+    let issuer = provider.issuer();
+    let dir = tempfile::tempdir().unwrap();
+
+    // The upstream: a real `toolwire serve --http`, reached only through the recorder.
+    let mut upstream = toolwire(&dir);
+    upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("notes"));
+    let (_upstream, upstream_url) =
+        tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
+            .await
+            .unwrap();
+    let upstream_origin = upstream_url.trim_end_matches("/mcp").to_owned();
+    let recorder = Arc::new(Recorder::default());
+    let proxy = recording_proxy(upstream_origin, recorder.clone()).await;
+
+    // The gateway: an OAuth resource server of the provider, with rules over the caller.
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let config = json!({
+        "mcpServers": {
+            "upstream": {
+                "url": format!("{proxy}/mcp"),
+                "prefix": "up",
+                "headers": {"Authorization": "Bearer ${UPSTREAM_CREDENTIAL}"},
+            },
+        },
+        "gateway": {
+            "auth": {"issuer": issuer, "resource": resource},
+            "policy": {"rules": [
+                {
+                    "deny": "tool.name == \"up__add\" && !(\"math\" in caller.scopes)",
+                    "why": "adding needs the math scope",
+                },
+                {
+                    "deny": "tool.name == \"up__word_count\" && caller.claims.client_id != \"rs-test-2\"",
+                    "why": "word counts are for the second client",
+                },
+                {
+                    "deny": "tool.name == \"up__echo\" && caller.principal.endsWith(\" rs-test\") && args.message.contains(\"secret\")",
+                    "why": "the first client may not echo secrets",
+                },
+                {
+                    "deny": "tool.name.startsWith(\"up__note_\") && \"team\" in caller.claims && caller.claims.team == \"contractors\"",
+                    "why": "notes are not for contractors",
+                },
+            ]},
+        },
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .env("UPSTREAM_CREDENTIAL", UPSTREAM_CREDENTIAL)
+        .args(["gateway", "--http", &format!("127.0.0.1:{port}"), "--config"])
+        .arg(&file);
+    let (_gateway, url) =
+        tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
+            .await
+            .unwrap();
+    assert_eq!(url, resource);
+    let http = reqwest::Client::new();
+
+    // Without a token: 401, and the challenge names the resource metadata, which names the
+    // provider.
+    let anonymous = send(&http, &url, None, "tools/list", json!({})).await;
+    assert_eq!(anonymous.status, 401, "{}", anonymous.message);
+    let metadata_url = anonymous
+        .challenge
+        .split("resource_metadata=\"")
+        .nth(1)
+        .and_then(|rest| rest.split('"').next())
+        .unwrap_or_else(|| panic!("a resource_metadata challenge: {}", anonymous.challenge))
+        .to_owned();
+    let metadata: Value = http
+        .get(&metadata_url)
+        .timeout(STEP)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["resource"], json!(resource), "{metadata}");
+    assert_eq!(
+        metadata["authorization_servers"],
+        json!([issuer]),
+        "{metadata}"
+    );
+
+    // A token for another resource: refused as invalid.
+    let elsewhere = provider
+        .token(
+            ("rs-test", "rs-secret"),
+            "http://127.0.0.1:9/mcp",
+            "tools:read math",
+        )
+        .await;
+    let refused = send(&http, &url, Some(&elsewhere), "tools/list", json!({})).await;
+    assert_eq!(refused.status, 401, "{}", refused.message);
+    assert!(
+        refused.challenge.contains("invalid_token"),
+        "{}",
+        refused.challenge
+    );
+
+    // Caller A (client rs-test, scope tools:read) and caller B (rs-test-2, tools:read math).
+    let a = provider
+        .token(("rs-test", "rs-secret"), &resource, "tools:read")
+        .await;
+    let b = provider
+        .token(("rs-test-2", "rs-secret-2"), &resource, "tools:read math")
+        .await;
+    let (a_tools, a_scope) = listed(&http, &url, &a).await;
+    let (b_tools, b_scope) = listed(&http, &url, &b).await;
+    for (who, tools) in [("A", &a_tools), ("B", &b_tools)] {
+        assert!(tools.contains(&"up__echo".to_owned()), "{who}: {tools:?}");
+        assert!(
+            tools.contains(&"up__note_create".to_owned()),
+            "{who}: {tools:?}"
+        );
+    }
+    assert!(
+        !a_tools.contains(&"up__add".to_owned()),
+        "A has no math scope: {a_tools:?}"
+    );
+    assert!(
+        !a_tools.contains(&"up__word_count".to_owned()),
+        "A's client_id claim is not rs-test-2: {a_tools:?}"
+    );
+    assert!(b_tools.contains(&"up__add".to_owned()), "{b_tools:?}");
+    assert!(b_tools.contains(&"up__word_count".to_owned()), "{b_tools:?}");
+    assert_eq!(a_scope, json!("private"));
+    assert_eq!(b_scope, json!("private"));
+
+    // A custom claim (from the provider's test mint: its token endpoint adds none), read by a
+    // rule: a contractor's list has no notes.
+    let contractor = provider
+        .mint(json!({"aud": resource, "scope": "tools:read", "team": "contractors"}))
+        .await;
+    let (c_tools, _) = listed(&http, &url, &contractor).await;
+    assert!(
+        c_tools.contains(&"up__echo".to_owned()) && !c_tools.iter().any(|t| t.starts_with("up__note_")),
+        "{c_tools:?}"
+    );
+
+    // Calls: B adds through the gateway; A's call of a tool not in its list is refused; a rule
+    // over the arguments refuses A's echo of a secret with the rule's reason, and lets B's
+    // through.
+    let (sum, error) = called(&http, &url, &b, "up__add", json!({"a": 2, "b": 3})).await;
+    assert!(!error && sum.contains('5'), "{sum}");
+    let hidden = send(
+        &http,
+        &url,
+        Some(&a),
+        "tools/call",
+        json!({"name": "up__add", "arguments": {"a": 2, "b": 3}}),
+    )
+    .await;
+    assert!(
+        hidden.message["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("adding needs the math scope")),
+        "{}",
+        hidden.message
+    );
+    let (refusal, error) = called(
+        &http,
+        &url,
+        &a,
+        "up__echo",
+        json!({"message": "the secret"}),
+    )
+    .await;
+    assert!(
+        error && refusal.contains("the first client may not echo secrets"),
+        "{refusal}"
+    );
+    let (echoed, error) = called(
+        &http,
+        &url,
+        &b,
+        "up__echo",
+        json!({"message": "the secret"}),
+    )
+    .await;
+    assert!(!error && echoed.contains("the secret"), "{echoed}");
+    let (echoed, error) = called(&http, &url, &a, "up__echo", json!({"message": "hello"})).await;
+    assert!(!error && echoed.contains("hello"), "{echoed}");
+
+    // The upstream saw the calls the gateway made, each with the gateway's own credential and
+    // never a caller's token.
+    let seen = recorder.seen.lock().unwrap().clone();
+    let calls = seen.iter().filter(|(m, _)| m == "tools/call").count();
+    assert_eq!(
+        calls, 3,
+        "B's add and echo, A's allowed echo; nothing refused reached it: {seen:?}"
+    );
+    let expected = format!("Bearer {UPSTREAM_CREDENTIAL}");
+    for (method, authorization) in &seen {
+        assert_eq!(
+            authorization.as_deref(),
+            Some(expected.as_str()),
+            "{method}: every upstream request carries the configured credential: {seen:?}"
+        );
+    }
+    for token in [&a, &b, &contractor] {
+        assert!(
+            !format!("{seen:?}").contains(token.as_str()),
+            "a caller's token reached the upstream"
+        );
+    }
+}
