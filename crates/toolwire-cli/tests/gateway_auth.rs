@@ -81,10 +81,12 @@ fn started(mut command: Command, needle: &str) -> (Killed, String) {
 }
 
 /// What the recording proxy saw: for each request, its JSON-RPC method (or the HTTP method
-/// when the body has none) and its `Authorization` header.
+/// when the body has none) and its `Authorization` header; and every request whole (its
+/// headers and body), to look for a caller's token anywhere in it.
 #[derive(Default)]
 struct Recorder {
     seen: Mutex<Vec<(String, Option<String>)>>,
+    whole: Mutex<Vec<String>>,
 }
 
 struct Proxy {
@@ -113,6 +115,15 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
         .lock()
         .unwrap()
         .push((method, authorization));
+    let mut whole = format!("{} {}\n", parts.method, parts.uri);
+    for (name, value) in &parts.headers {
+        whole.push_str(&format!(
+            "{name}: {}\n",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    whole.push_str(&String::from_utf8_lossy(&body));
+    proxy.recorder.whole.lock().unwrap().push(whole);
     let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
     let mut out = proxy
         .http
@@ -317,6 +328,53 @@ async fn called(
     (text, result["isError"] == json!(true))
 }
 
+/// One request of a legacy (2025-11-25) session, with `token` as the bearer: the status, the
+/// session id the reply names, and its last JSON-RPC message.
+async fn legacy(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    session: Option<&str>,
+    body: Value,
+) -> (u16, Option<String>, Value) {
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .bearer_auth(token)
+        .timeout(STEP);
+    if let Some(session) = session {
+        request = request
+            .header("mcp-session-id", session)
+            .header("mcp-protocol-version", "2025-11-25");
+    }
+    let reply = request.body(body.to_string()).send().await.unwrap();
+    let status = reply.status().as_u16();
+    let session = reply
+        .headers()
+        .get("mcp-session-id")
+        .map(|v| v.to_str().unwrap().to_owned());
+    let text = reply.text().await.unwrap();
+    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
+        text.lines()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .filter_map(|d| serde_json::from_str(d.trim()).ok())
+            .last()
+            .unwrap_or(Value::Null)
+    });
+    (status, session, message)
+}
+
+/// The tool names of a `tools/list` result.
+fn names(message: &Value) -> Vec<String> {
+    message["result"]["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("a list: {message}"))
+        .iter()
+        .map(|t| t["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 /// A free port of 127.0.0.1, for the gateway's resource URI (the gateway must name the URI
 /// callers ask tokens for before it listens).
 fn free_port() -> u16 {
@@ -364,6 +422,8 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
         },
         "gateway": {
             "auth": {"issuer": issuer, "resource": resource},
+            "tools": {"up__current_time": {"scopes": ["admin"]}},
+            "audit": {"file": "gateway-audit.jsonl"},
             "policy": {"rules": [
                 {
                     "deny": "tool.name == \"up__add\" && !(\"math\" in caller.scopes)",
@@ -389,9 +449,14 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
     let mut gateway = toolwire(&dir);
     gateway
         .env("UPSTREAM_CREDENTIAL", UPSTREAM_CREDENTIAL)
-        .args(["gateway", "--http", &format!("127.0.0.1:{port}"), "--config"])
+        .args([
+            "gateway",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
         .arg(&file);
-    let (_gateway, url) =
+    let (gateway_process, url) =
         tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
             .await
             .unwrap();
@@ -466,7 +531,10 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
         "A's client_id claim is not rs-test-2: {a_tools:?}"
     );
     assert!(b_tools.contains(&"up__add".to_owned()), "{b_tools:?}");
-    assert!(b_tools.contains(&"up__word_count".to_owned()), "{b_tools:?}");
+    assert!(
+        b_tools.contains(&"up__word_count".to_owned()),
+        "{b_tools:?}"
+    );
     assert_eq!(a_scope, json!("private"));
     assert_eq!(b_scope, json!("private"));
 
@@ -477,8 +545,62 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
         .await;
     let (c_tools, _) = listed(&http, &url, &contractor).await;
     assert!(
-        c_tools.contains(&"up__echo".to_owned()) && !c_tools.iter().any(|t| t.starts_with("up__note_")),
+        c_tools.contains(&"up__echo".to_owned())
+            && !c_tools.iter().any(|t| t.starts_with("up__note_")),
         "{c_tools:?}"
+    );
+
+    // A tool's own scopes (gateway.tools): out of the list without them, and a call gets the
+    // step-up challenge naming the scope.
+    assert!(
+        !a_tools.contains(&"up__current_time".to_owned())
+            && !b_tools.contains(&"up__current_time".to_owned()),
+        "{a_tools:?} {b_tools:?}"
+    );
+    let step_up = send(
+        &http,
+        &url,
+        Some(&a),
+        "tools/call",
+        json!({"name": "up__current_time", "arguments": {}}),
+    )
+    .await;
+    assert_eq!(step_up.status, 403, "{}", step_up.message);
+    assert!(
+        step_up.challenge.contains("insufficient_scope") && step_up.challenge.contains("admin"),
+        "{}",
+        step_up.challenge
+    );
+    let admin = provider
+        .token(("rs-test", "rs-secret"), &resource, "tools:read admin")
+        .await;
+    let (now, error) = called(&http, &url, &admin, "up__current_time", json!({})).await;
+    assert!(!error && !now.is_empty(), "{now}");
+
+    // The toolwire client, presenting A's token, sees A's list.
+    let (cli_dir, cli_url, cli_token) = (dir.path().to_owned(), url.clone(), a.clone());
+    let shown = tokio::task::spawn_blocking(move || {
+        Command::new(BIN)
+            .current_dir(&cli_dir)
+            .env("HOME", &cli_dir)
+            .env("TOOLWIRE_STATE_DIR", cli_dir.join("client-state"))
+            .env("NO_COLOR", "1")
+            .env_remove("RUST_LOG")
+            .args(["tools", &cli_url, "--bearer", &cli_token])
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let out = String::from_utf8_lossy(&shown.stdout);
+    assert!(
+        shown.status.success(),
+        "{out}{}",
+        String::from_utf8_lossy(&shown.stderr)
+    );
+    assert!(
+        out.contains("up__echo") && !out.contains("up__add") && !out.contains("up__word_count"),
+        "{out}"
     );
 
     // Calls: B adds through the gateway; A's call of a tool not in its list is refused; a rule
@@ -522,6 +644,54 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
     )
     .await;
     assert!(!error && echoed.contains("the secret"), "{echoed}");
+    // A legacy (2025-11-25) session through the gateway: bound to B's principal, its list
+    // follows the token of each request (B with fewer scopes loses up__add), and A cannot use
+    // it.
+    let (status, session, init) = legacy(
+        &http,
+        &url,
+        &b,
+        None,
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "legacy-caller", "version": "1"},
+        }}),
+    )
+    .await;
+    assert_eq!(status, 200, "{init}");
+    let session = session.unwrap_or_else(|| panic!("a session id: {init}"));
+    let (status, _, _) = legacy(
+        &http,
+        &url,
+        &b,
+        Some(&session),
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    )
+    .await;
+    assert_eq!(status, 202);
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+    let (status, _, b_legacy) = legacy(&http, &url, &b, Some(&session), list.clone()).await;
+    assert_eq!(status, 200, "{b_legacy}");
+    assert!(
+        names(&b_legacy).contains(&"up__add".to_owned()),
+        "{b_legacy}"
+    );
+    let b_reader = provider
+        .token(("rs-test-2", "rs-secret-2"), &resource, "tools:read")
+        .await;
+    let (status, _, fewer) = legacy(&http, &url, &b_reader, Some(&session), list.clone()).await;
+    assert_eq!(status, 200, "{fewer}");
+    assert!(
+        !names(&fewer).contains(&"up__add".to_owned())
+            && names(&fewer).contains(&"up__word_count".to_owned()),
+        "the list follows this request's token: {fewer}"
+    );
+    let (status, _, stolen) = legacy(&http, &url, &a, Some(&session), list).await;
+    assert_eq!(
+        status, 404,
+        "another principal's session is unknown to A: {stolen}"
+    );
     let (echoed, error) = called(&http, &url, &a, "up__echo", json!({"message": "hello"})).await;
     assert!(!error && echoed.contains("hello"), "{echoed}");
 
@@ -530,8 +700,8 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
     let seen = recorder.seen.lock().unwrap().clone();
     let calls = seen.iter().filter(|(m, _)| m == "tools/call").count();
     assert_eq!(
-        calls, 3,
-        "B's add and echo, A's allowed echo; nothing refused reached it: {seen:?}"
+        calls, 4,
+        "the admin's current_time, B's add and echo, A's allowed echo; nothing refused reached it: {seen:?}"
     );
     let expected = format!("Bearer {UPSTREAM_CREDENTIAL}");
     for (method, authorization) in &seen {
@@ -541,10 +711,171 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
             "{method}: every upstream request carries the configured credential: {seen:?}"
         );
     }
-    for token in [&a, &b, &contractor] {
+    let whole = recorder.whole.lock().unwrap().clone();
+    for token in [&a, &b, &b_reader, &admin, &contractor] {
         assert!(
-            !format!("{seen:?}").contains(token.as_str()),
+            !whole.iter().any(|request| request.contains(token.as_str())),
             "a caller's token reached the upstream"
         );
     }
+
+    // The gateway's audit log, written out when it stops: each call under its caller's
+    // principal, the refused one as refused, and no token anywhere.
+    let mut gateway = gateway_process;
+    let stopped = tokio::task::spawn_blocking(move || {
+        let pid = gateway.0.id().to_string();
+        let term = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(term.success());
+        let deadline = Instant::now() + STEP;
+        while Instant::now() < deadline {
+            if let Some(status) = gateway.0.try_wait().unwrap() {
+                return Some(status);
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        None
+    })
+    .await
+    .unwrap();
+    assert!(
+        stopped.is_some(),
+        "the gateway stops on SIGTERM within {STEP:?}"
+    );
+    let audit = std::fs::read_to_string(dir.path().join("state/gateway-audit.jsonl"))
+        .expect("the gateway's audit file");
+    let events: Vec<Value> = audit
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let principal_a = format!("{issuer} rs-test");
+    let principal_b = format!("{issuer} rs-test-2");
+    let of = |principal: &str, tool: &str| {
+        events
+            .iter()
+            .filter(|e| e["principal"] == json!(principal) && e["tool"] == json!(tool))
+            .count()
+    };
+    assert_eq!(of(&principal_b, "up__add"), 1, "{audit}");
+    assert_eq!(
+        of(&principal_a, "up__echo"),
+        2,
+        "the refused and the allowed: {audit}"
+    );
+    assert_eq!(of(&principal_b, "up__echo"), 1, "{audit}");
+    for token in [&a, &b, &b_reader, &admin, &contractor] {
+        assert!(!audit.contains(token.as_str()), "a token in the audit log");
+    }
+}
+
+/// Opaque tokens, introspected (RFC 7662) by the gateway with its own client secret from the
+/// environment: the introspection answer's claims reach the rules as `caller.claims`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn introspected_callers_get_their_own_lists() {
+    let provider = Provider {
+        launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
+            .await
+            .unwrap(),
+        http: reqwest::Client::new(),
+    };
+    let issuer = provider.issuer();
+    let dir = tempfile::tempdir().unwrap();
+    let mut upstream = toolwire(&dir);
+    upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("notes"));
+    let (_upstream, upstream_url) =
+        tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
+            .await
+            .unwrap();
+
+    let port = free_port();
+    let resource = format!("http://127.0.0.1:{port}/mcp");
+    let opaque: Value = provider
+        .http
+        .post(format!("{issuer}/__test/resource"))
+        .json(&json!({"resource": resource, "format": "opaque"}))
+        .timeout(STEP)
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(opaque["settings"]["format"], "opaque", "{opaque}");
+    let config = json!({
+        "mcpServers": {"upstream": {"url": upstream_url, "prefix": "up"}},
+        "gateway": {
+            "auth": {
+                "issuer": issuer,
+                "resource": resource,
+                "introspection": {"client_id": "rs-introspect", "client_secret_env": "RS_SECRET"},
+            },
+            "policy": {"rules": [
+                {
+                    "deny": "tool.name == \"up__word_count\" && caller.claims.client_id != \"rs-test-2\"",
+                    "why": "word counts are for the second client",
+                },
+                {
+                    "deny": "tool.name == \"up__add\" && !(\"math\" in caller.scopes)",
+                    "why": "adding needs the math scope",
+                },
+            ]},
+        },
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .env("RS_SECRET", "rs-introspect-secret")
+        .args([
+            "gateway",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&file);
+    let (_gateway, url) =
+        tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
+            .await
+            .unwrap();
+    let http = reqwest::Client::new();
+
+    let a = provider
+        .token(("rs-test", "rs-secret"), &resource, "tools:read")
+        .await;
+    let b = provider
+        .token(("rs-test-2", "rs-secret-2"), &resource, "tools:read math")
+        .await;
+    assert!(!a.contains('.') && !b.contains('.'), "opaque: {a} {b}");
+    let (a_tools, a_scope) = listed(&http, &url, &a).await;
+    let (b_tools, _) = listed(&http, &url, &b).await;
+    assert!(
+        a_tools.contains(&"up__echo".to_owned())
+            && !a_tools.contains(&"up__add".to_owned())
+            && !a_tools.contains(&"up__word_count".to_owned()),
+        "{a_tools:?}"
+    );
+    assert!(
+        b_tools.contains(&"up__add".to_owned()) && b_tools.contains(&"up__word_count".to_owned()),
+        "{b_tools:?}"
+    );
+    assert_eq!(a_scope, json!("private"));
+    let (count, error) = called(
+        &http,
+        &url,
+        &b,
+        "up__word_count",
+        json!({"text": "one two"}),
+    )
+    .await;
+    assert!(!error && count.contains('2'), "{count}");
+    let forged = send(
+        &http,
+        &url,
+        Some("not-a-token-it-issued"),
+        "tools/list",
+        json!({}),
+    )
+    .await;
+    assert_eq!(forged.status, 401, "{}", forged.message);
 }
