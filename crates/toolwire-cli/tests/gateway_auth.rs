@@ -179,6 +179,16 @@ struct Provider {
 }
 
 impl Provider {
+    /// Starts it (installing it on first use).
+    async fn start() -> Provider {
+        Provider {
+            launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
+                .await
+                .unwrap(),
+            http: reqwest::Client::new(),
+        }
+    }
+
     fn issuer(&self) -> String {
         self.launched.issuer()
     }
@@ -205,6 +215,22 @@ impl Provider {
             .as_str()
             .unwrap_or_else(|| panic!("no token: {reply}"))
             .to_owned()
+    }
+
+    /// Makes the tokens for `resource` opaque (checked by introspection).
+    async fn opaque_for(&self, resource: &str) {
+        let reply: Value = self
+            .http
+            .post(format!("{}/__test/resource", self.issuer()))
+            .json(&json!({"resource": resource, "format": "opaque"}))
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(reply["settings"]["format"], "opaque", "{reply}");
     }
 
     /// A JWT signed with the provider's current key (its test-only mint), with these claims
@@ -375,6 +401,17 @@ fn names(message: &Value) -> Vec<String> {
         .collect()
 }
 
+/// A real `toolwire serve --http` upstream: the process and its URL.
+async fn serve_upstream(dir: &tempfile::TempDir) -> (Killed, String) {
+    let mut upstream = toolwire(dir);
+    upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("notes"));
+    tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
+        .await
+        .unwrap()
+}
+
 /// A free port of 127.0.0.1, for the gateway's resource URI (the gateway must name the URI
 /// callers ask tokens for before it listens).
 fn free_port() -> u16 {
@@ -385,423 +422,439 @@ fn free_port() -> u16 {
         .port()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_reach_upstream() {
-    let provider = Provider {
-        launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
-            .await
-            .unwrap(),
-        http: reqwest::Client::new(),
-    };
-    let issuer = provider.issuer();
-    let dir = tempfile::tempdir().unwrap();
+/// The first test's world: the provider, the gateway in front of the recorded upstream, and
+/// the callers' tokens as they are issued.
+struct Scene {
+    provider: Provider,
+    dir: tempfile::TempDir,
+    resource: String,
+    url: String,
+    http: reqwest::Client,
+    recorder: Arc<Recorder>,
+    gateway: Option<Killed>,
+    _upstream: Killed,
+    /// Every caller token issued so far, to look for upstream and in the audit log.
+    tokens: Vec<String>,
+}
 
-    // The upstream: a real `toolwire serve --http`, reached only through the recorder.
-    let mut upstream = toolwire(&dir);
-    upstream
-        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("notes"));
-    let (_upstream, upstream_url) =
-        tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
-            .await
-            .unwrap();
-    let upstream_origin = upstream_url.trim_end_matches("/mcp").to_owned();
-    let recorder = Arc::new(Recorder::default());
-    let proxy = recording_proxy(upstream_origin, recorder.clone()).await;
-
-    // The gateway: an OAuth resource server of the provider, with rules over the caller.
-    let port = free_port();
-    let resource = format!("http://127.0.0.1:{port}/mcp");
-    let config = json!({
-        "mcpServers": {
-            "upstream": {
-                "url": format!("{proxy}/mcp"),
-                "prefix": "up",
-                "headers": {"Authorization": "Bearer ${UPSTREAM_CREDENTIAL}"},
-            },
+/// The rules of the first test's gateway, over the caller's scopes, claims (a real one,
+/// `client_id`, and a custom one, `team`) and principal.
+fn rules() -> Value {
+    json!({"rules": [
+        {
+            "deny": "tool.name == \"up__add\" && !(\"math\" in caller.scopes)",
+            "why": "adding needs the math scope",
         },
-        "gateway": {
-            "auth": {"issuer": issuer, "resource": resource},
-            "tools": {"up__current_time": {"scopes": ["admin"]}},
-            "audit": {"file": "gateway-audit.jsonl"},
-            "policy": {"rules": [
-                {
-                    "deny": "tool.name == \"up__add\" && !(\"math\" in caller.scopes)",
-                    "why": "adding needs the math scope",
-                },
-                {
-                    "deny": "tool.name == \"up__word_count\" && caller.claims.client_id != \"rs-test-2\"",
-                    "why": "word counts are for the second client",
-                },
-                {
-                    "deny": "tool.name == \"up__echo\" && caller.principal.endsWith(\" rs-test\") && args.message.contains(\"secret\")",
-                    "why": "the first client may not echo secrets",
-                },
-                {
-                    "deny": "tool.name.startsWith(\"up__note_\") && \"team\" in caller.claims && caller.claims.team == \"contractors\"",
-                    "why": "notes are not for contractors",
-                },
-            ]},
+        {
+            "deny": "tool.name == \"up__word_count\" && caller.claims.client_id != \"rs-test-2\"",
+            "why": "word counts are for the second client",
         },
-    });
-    let file = dir.path().join("gateway.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut gateway = toolwire(&dir);
-    gateway
-        .env("UPSTREAM_CREDENTIAL", UPSTREAM_CREDENTIAL)
-        .args([
-            "gateway",
-            "--http",
-            &format!("127.0.0.1:{port}"),
-            "--config",
-        ])
-        .arg(&file);
-    let (gateway_process, url) =
-        tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
-            .await
-            .unwrap();
-    assert_eq!(url, resource);
-    let http = reqwest::Client::new();
+        {
+            "deny": "tool.name == \"up__echo\" && caller.principal.endsWith(\" rs-test\") && args.message.contains(\"secret\")",
+            "why": "the first client may not echo secrets",
+        },
+        {
+            "deny": "tool.name.startsWith(\"up__note_\") && \"team\" in caller.claims && caller.claims.team == \"contractors\"",
+            "why": "notes are not for contractors",
+        },
+    ]})
+}
 
-    // Without a token: 401, and the challenge names the resource metadata, which names the
-    // provider.
-    let anonymous = send(&http, &url, None, "tools/list", json!({})).await;
-    assert_eq!(anonymous.status, 401, "{}", anonymous.message);
-    let metadata_url = anonymous
-        .challenge
-        .split("resource_metadata=\"")
-        .nth(1)
-        .and_then(|rest| rest.split('"').next())
-        .unwrap_or_else(|| panic!("a resource_metadata challenge: {}", anonymous.challenge))
-        .to_owned();
-    let metadata: Value = http
-        .get(&metadata_url)
-        .timeout(STEP)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(metadata["resource"], json!(resource), "{metadata}");
-    assert_eq!(
-        metadata["authorization_servers"],
-        json!([issuer]),
-        "{metadata}"
-    );
-
-    // A token for another resource: refused as invalid.
-    let elsewhere = provider
-        .token(
-            ("rs-test", "rs-secret"),
-            "http://127.0.0.1:9/mcp",
-            "tools:read math",
+impl Scene {
+    /// The provider, a real `toolwire serve --http` upstream behind the recorder, and the
+    /// gateway: an OAuth resource server of the provider, the upstream's credential from its
+    /// environment.
+    async fn start() -> Scene {
+        let provider = Provider::start().await;
+        let dir = tempfile::tempdir().unwrap();
+        let (upstream, upstream_url) = serve_upstream(&dir).await;
+        let recorder = Arc::new(Recorder::default());
+        let proxy = recording_proxy(
+            upstream_url.trim_end_matches("/mcp").to_owned(),
+            recorder.clone(),
         )
         .await;
-    let refused = send(&http, &url, Some(&elsewhere), "tools/list", json!({})).await;
-    assert_eq!(refused.status, 401, "{}", refused.message);
-    assert!(
-        refused.challenge.contains("invalid_token"),
-        "{}",
-        refused.challenge
-    );
 
-    // Caller A (client rs-test, scope tools:read) and caller B (rs-test-2, tools:read math).
-    let a = provider
-        .token(("rs-test", "rs-secret"), &resource, "tools:read")
-        .await;
-    let b = provider
-        .token(("rs-test-2", "rs-secret-2"), &resource, "tools:read math")
-        .await;
-    let (a_tools, a_scope) = listed(&http, &url, &a).await;
-    let (b_tools, b_scope) = listed(&http, &url, &b).await;
-    for (who, tools) in [("A", &a_tools), ("B", &b_tools)] {
-        assert!(tools.contains(&"up__echo".to_owned()), "{who}: {tools:?}");
+        let port = free_port();
+        let resource = format!("http://127.0.0.1:{port}/mcp");
+        let config = json!({
+            "mcpServers": {
+                "upstream": {
+                    "url": format!("{proxy}/mcp"),
+                    "prefix": "up",
+                    "headers": {"Authorization": "Bearer ${UPSTREAM_CREDENTIAL}"},
+                },
+            },
+            "gateway": {
+                "auth": {"issuer": provider.issuer(), "resource": resource},
+                "tools": {"up__current_time": {"scopes": ["admin"]}},
+                "audit": {"file": "gateway-audit.jsonl"},
+                "policy": rules(),
+            },
+        });
+        let file = dir.path().join("gateway.json");
+        std::fs::write(&file, config.to_string()).unwrap();
+        let mut gateway = toolwire(&dir);
+        gateway
+            .env("UPSTREAM_CREDENTIAL", UPSTREAM_CREDENTIAL)
+            .args(["gateway", "--http", &format!("127.0.0.1:{port}")])
+            .arg("--config")
+            .arg(&file);
+        let (gateway, url) =
+            tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
+                .await
+                .unwrap();
+        assert_eq!(url, resource);
+        Scene {
+            provider,
+            dir,
+            resource,
+            url,
+            http: reqwest::Client::new(),
+            recorder,
+            gateway: Some(gateway),
+            _upstream: upstream,
+            tokens: Vec::new(),
+        }
+    }
+
+    /// A token of `client` for the gateway with `scope`.
+    async fn token(&mut self, client: (&str, &str), scope: &str) -> String {
+        let token = self.provider.token(client, &self.resource, scope).await;
+        self.tokens.push(token.clone());
+        token
+    }
+
+    async fn send(&self, token: Option<&str>, method: &str, params: Value) -> Reply {
+        send(&self.http, &self.url, token, method, params).await
+    }
+
+    async fn listed(&self, token: &str) -> (Vec<String>, Value) {
+        listed(&self.http, &self.url, token).await
+    }
+
+    async fn called(&self, token: &str, tool: &str, arguments: Value) -> (String, bool) {
+        called(&self.http, &self.url, token, tool, arguments).await
+    }
+
+    /// Without a token: 401, and the challenge names the resource metadata, which names the
+    /// provider. A token for another resource: 401 `invalid_token`.
+    async fn strangers_are_refused(&self) {
+        let anonymous = self.send(None, "tools/list", json!({})).await;
+        assert_eq!(anonymous.status, 401, "{}", anonymous.message);
+        let metadata_url = anonymous
+            .challenge
+            .split("resource_metadata=\"")
+            .nth(1)
+            .and_then(|rest| rest.split('"').next())
+            .unwrap_or_else(|| panic!("a resource_metadata challenge: {}", anonymous.challenge))
+            .to_owned();
+        let metadata: Value = self
+            .http
+            .get(&metadata_url)
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(metadata["resource"], json!(self.resource), "{metadata}");
+        assert_eq!(
+            metadata["authorization_servers"],
+            json!([self.provider.issuer()]),
+            "{metadata}"
+        );
+
+        let elsewhere = self
+            .provider
+            .token(
+                ("rs-test", "rs-secret"),
+                "http://127.0.0.1:9/mcp",
+                "tools:read math",
+            )
+            .await;
+        let refused = self.send(Some(&elsewhere), "tools/list", json!({})).await;
+        assert_eq!(refused.status, 401, "{}", refused.message);
         assert!(
-            tools.contains(&"up__note_create".to_owned()),
-            "{who}: {tools:?}"
+            refused.challenge.contains("invalid_token"),
+            "{}",
+            refused.challenge
         );
     }
-    assert!(
-        !a_tools.contains(&"up__add".to_owned()),
-        "A has no math scope: {a_tools:?}"
-    );
-    assert!(
-        !a_tools.contains(&"up__word_count".to_owned()),
-        "A's client_id claim is not rs-test-2: {a_tools:?}"
-    );
-    assert!(b_tools.contains(&"up__add".to_owned()), "{b_tools:?}");
-    assert!(
-        b_tools.contains(&"up__word_count".to_owned()),
-        "{b_tools:?}"
-    );
-    assert_eq!(a_scope, json!("private"));
-    assert_eq!(b_scope, json!("private"));
 
-    // A custom claim (from the provider's test mint: its token endpoint adds none), read by a
-    // rule: a contractor's list has no notes.
-    let contractor = provider
-        .mint(json!({"aud": resource, "scope": "tools:read", "team": "contractors"}))
+    /// A's and B's lists differ as the rules over scopes and claims say, a custom claim hides
+    /// the notes from a contractor, and a tool's own scopes keep it out of both lists.
+    async fn each_caller_sees_its_own_list(&mut self, a: &str, b: &str) {
+        let (a_tools, a_scope) = self.listed(a).await;
+        let (b_tools, b_scope) = self.listed(b).await;
+        let has = |tools: &[String], name: &str| tools.iter().any(|t| t == name);
+        for tools in [&a_tools, &b_tools] {
+            assert!(
+                has(tools, "up__echo") && has(tools, "up__note_create"),
+                "{tools:?}"
+            );
+            assert!(!has(tools, "up__current_time"), "admin only: {tools:?}");
+        }
+        assert!(
+            !has(&a_tools, "up__add"),
+            "A has no math scope: {a_tools:?}"
+        );
+        assert!(
+            !has(&a_tools, "up__word_count"),
+            "A's client_id claim is not rs-test-2: {a_tools:?}"
+        );
+        assert!(
+            has(&b_tools, "up__add") && has(&b_tools, "up__word_count"),
+            "{b_tools:?}"
+        );
+        assert_eq!((a_scope, b_scope), (json!("private"), json!("private")));
+
+        // A custom claim, from the provider's test mint (its token endpoint adds none).
+        let contractor = self
+            .provider
+            .mint(json!({"aud": self.resource, "scope": "tools:read", "team": "contractors"}))
+            .await;
+        self.tokens.push(contractor.clone());
+        let (c_tools, _) = self.listed(&contractor).await;
+        assert!(
+            has(&c_tools, "up__echo") && !c_tools.iter().any(|t| t.starts_with("up__note_")),
+            "{c_tools:?}"
+        );
+    }
+
+    /// Calls: a tool's own scope gets the step-up challenge; B adds; A's call of a tool not
+    /// in its list is refused with the rule's reason; a rule over the arguments refuses A's
+    /// echo of a secret with its reason and lets B's through. Four calls reach the upstream.
+    async fn calls_are_decided_per_caller(&mut self, a: &str, b: &str) {
+        let step_up = self
+            .send(
+                Some(a),
+                "tools/call",
+                json!({"name": "up__current_time", "arguments": {}}),
+            )
+            .await;
+        assert_eq!(step_up.status, 403, "{}", step_up.message);
+        assert!(
+            step_up.challenge.contains("insufficient_scope") && step_up.challenge.contains("admin"),
+            "{}",
+            step_up.challenge
+        );
+        let admin = self
+            .token(("rs-test", "rs-secret"), "tools:read admin")
+            .await;
+        let (now, error) = self.called(&admin, "up__current_time", json!({})).await;
+        assert!(!error && !now.is_empty(), "{now}");
+
+        let (sum, error) = self.called(b, "up__add", json!({"a": 2, "b": 3})).await;
+        assert!(!error && sum.contains('5'), "{sum}");
+        let hidden = self
+            .send(
+                Some(a),
+                "tools/call",
+                json!({"name": "up__add", "arguments": {"a": 2, "b": 3}}),
+            )
+            .await;
+        assert!(
+            hidden.message["error"]["message"]
+                .as_str()
+                .is_some_and(|m| m.contains("adding needs the math scope")),
+            "{}",
+            hidden.message
+        );
+        let secret = json!({"message": "the secret"});
+        let (refusal, error) = self.called(a, "up__echo", secret.clone()).await;
+        assert!(
+            error && refusal.contains("the first client may not echo secrets"),
+            "{refusal}"
+        );
+        let (echoed, error) = self.called(b, "up__echo", secret).await;
+        assert!(!error && echoed.contains("the secret"), "{echoed}");
+        let (echoed, error) = self
+            .called(a, "up__echo", json!({"message": "hello"}))
+            .await;
+        assert!(!error && echoed.contains("hello"), "{echoed}");
+    }
+
+    /// A legacy (2025-11-25) session through the gateway: bound to B's principal, its list
+    /// follows the token of each request (B with fewer scopes loses up__add), and A cannot
+    /// use it.
+    async fn legacy_sessions_are_per_caller(&mut self, a: &str, b: &str) {
+        let (http, url) = (&self.http, self.url.as_str());
+        let (status, session, init) = legacy(
+            http,
+            url,
+            b,
+            None,
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25",
+                "capabilities": {},
+                "clientInfo": {"name": "legacy-caller", "version": "1"},
+            }}),
+        )
         .await;
-    let (c_tools, _) = listed(&http, &url, &contractor).await;
-    assert!(
-        c_tools.contains(&"up__echo".to_owned())
-            && !c_tools.iter().any(|t| t.starts_with("up__note_")),
-        "{c_tools:?}"
-    );
+        assert_eq!(status, 200, "{init}");
+        let session = session.unwrap_or_else(|| panic!("a session id: {init}"));
+        let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+        let (status, _, _) = legacy(http, url, b, Some(&session), initialized).await;
+        assert_eq!(status, 202);
+        let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
+        let (status, _, b_legacy) = legacy(http, url, b, Some(&session), list.clone()).await;
+        assert_eq!(status, 200, "{b_legacy}");
+        assert!(
+            names(&b_legacy).contains(&"up__add".to_owned()),
+            "{b_legacy}"
+        );
+        let b_reader = self.token(("rs-test-2", "rs-secret-2"), "tools:read").await;
+        let (http, url) = (&self.http, self.url.as_str());
+        let (status, _, fewer) = legacy(http, url, &b_reader, Some(&session), list.clone()).await;
+        assert_eq!(status, 200, "{fewer}");
+        assert!(
+            !names(&fewer).contains(&"up__add".to_owned())
+                && names(&fewer).contains(&"up__word_count".to_owned()),
+            "the list follows this request's token: {fewer}"
+        );
+        let (status, _, stolen) = legacy(http, url, a, Some(&session), list).await;
+        assert_eq!(
+            status, 404,
+            "another principal's session is unknown to A: {stolen}"
+        );
+    }
 
-    // A tool's own scopes (gateway.tools): out of the list without them, and a call gets the
-    // step-up challenge naming the scope.
-    assert!(
-        !a_tools.contains(&"up__current_time".to_owned())
-            && !b_tools.contains(&"up__current_time".to_owned()),
-        "{a_tools:?} {b_tools:?}"
-    );
-    let step_up = send(
-        &http,
-        &url,
-        Some(&a),
-        "tools/call",
-        json!({"name": "up__current_time", "arguments": {}}),
-    )
-    .await;
-    assert_eq!(step_up.status, 403, "{}", step_up.message);
-    assert!(
-        step_up.challenge.contains("insufficient_scope") && step_up.challenge.contains("admin"),
-        "{}",
-        step_up.challenge
-    );
-    let admin = provider
-        .token(("rs-test", "rs-secret"), &resource, "tools:read admin")
-        .await;
-    let (now, error) = called(&http, &url, &admin, "up__current_time", json!({})).await;
-    assert!(!error && !now.is_empty(), "{now}");
+    /// The upstream saw the calls the gateway made, every request with the gateway's own
+    /// credential and none with a caller's token anywhere in it.
+    fn upstream_never_saw_a_callers_token(&self, calls: usize) {
+        let seen = self.recorder.seen.lock().unwrap().clone();
+        let made = seen.iter().filter(|(m, _)| m == "tools/call").count();
+        assert_eq!(made, calls, "nothing refused reached it: {seen:?}");
+        let expected = format!("Bearer {UPSTREAM_CREDENTIAL}");
+        for (method, authorization) in &seen {
+            assert_eq!(
+                authorization.as_deref(),
+                Some(expected.as_str()),
+                "{method}: every upstream request carries the configured credential: {seen:?}"
+            );
+        }
+        let whole = self.recorder.whole.lock().unwrap().clone();
+        for token in &self.tokens {
+            assert!(
+                !whole.iter().any(|request| request.contains(token.as_str())),
+                "a caller's token reached the upstream"
+            );
+        }
+    }
 
-    // The toolwire client, presenting A's token, sees A's list.
-    let (cli_dir, cli_url, cli_token) = (dir.path().to_owned(), url.clone(), a.clone());
+    /// Stops the gateway with SIGTERM (bounded) and reads its audit log, written out as it
+    /// stops: each call under its caller's principal, and no token anywhere.
+    async fn audit_names_principals_and_no_tokens(&mut self) {
+        let mut gateway = self.gateway.take().unwrap();
+        let stopped = tokio::task::spawn_blocking(move || {
+            let pid = gateway.0.id().to_string();
+            let term = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+            assert!(term.success());
+            let deadline = Instant::now() + STEP;
+            while Instant::now() < deadline {
+                if let Some(status) = gateway.0.try_wait().unwrap() {
+                    return Some(status);
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            None
+        })
+        .await
+        .unwrap();
+        assert!(
+            stopped.is_some(),
+            "the gateway stops on SIGTERM within {STEP:?}"
+        );
+        let audit = std::fs::read_to_string(self.dir.path().join("state/gateway-audit.jsonl"))
+            .expect("the gateway's audit file");
+        let events: Vec<Value> = audit
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let issuer = self.provider.issuer();
+        let of = |client: &str, tool: &str| {
+            let principal = json!(format!("{issuer} {client}"));
+            events
+                .iter()
+                .filter(|e| e["principal"] == principal && e["tool"] == json!(tool))
+                .count()
+        };
+        assert_eq!(of("rs-test-2", "up__add"), 1, "{audit}");
+        assert_eq!(
+            of("rs-test", "up__echo"),
+            2,
+            "the refused and the allowed: {audit}"
+        );
+        assert_eq!(of("rs-test-2", "up__echo"), 1, "{audit}");
+        for token in &self.tokens {
+            assert!(!audit.contains(token.as_str()), "a token in the audit log");
+        }
+    }
+}
+
+/// The toolwire client, presenting `token`, sees that caller's list.
+async fn the_client_shows(dir: &std::path::Path, url: &str, token: &str) -> String {
+    let (dir, url, token) = (dir.to_owned(), url.to_owned(), token.to_owned());
     let shown = tokio::task::spawn_blocking(move || {
         Command::new(BIN)
-            .current_dir(&cli_dir)
-            .env("HOME", &cli_dir)
-            .env("TOOLWIRE_STATE_DIR", cli_dir.join("client-state"))
+            .current_dir(&dir)
+            .env("HOME", &dir)
+            .env("TOOLWIRE_STATE_DIR", dir.join("client-state"))
             .env("NO_COLOR", "1")
             .env_remove("RUST_LOG")
-            .args(["tools", &cli_url, "--bearer", &cli_token])
+            .args(["tools", &url, "--bearer", &token])
             .output()
             .unwrap()
     })
     .await
     .unwrap();
-    let out = String::from_utf8_lossy(&shown.stdout);
+    let out = String::from_utf8_lossy(&shown.stdout).into_owned();
     assert!(
         shown.status.success(),
         "{out}{}",
         String::from_utf8_lossy(&shown.stderr)
     );
-    assert!(
-        out.contains("up__echo") && !out.contains("up__add") && !out.contains("up__word_count"),
-        "{out}"
-    );
+    out
+}
 
-    // Calls: B adds through the gateway; A's call of a tool not in its list is refused; a rule
-    // over the arguments refuses A's echo of a secret with the rule's reason, and lets B's
-    // through.
-    let (sum, error) = called(&http, &url, &b, "up__add", json!({"a": 2, "b": 3})).await;
-    assert!(!error && sum.contains('5'), "{sum}");
-    let hidden = send(
-        &http,
-        &url,
-        Some(&a),
-        "tools/call",
-        json!({"name": "up__add", "arguments": {"a": 2, "b": 3}}),
-    )
-    .await;
-    assert!(
-        hidden.message["error"]["message"]
-            .as_str()
-            .is_some_and(|m| m.contains("adding needs the math scope")),
-        "{}",
-        hidden.message
-    );
-    let (refusal, error) = called(
-        &http,
-        &url,
-        &a,
-        "up__echo",
-        json!({"message": "the secret"}),
-    )
-    .await;
-    assert!(
-        error && refusal.contains("the first client may not echo secrets"),
-        "{refusal}"
-    );
-    let (echoed, error) = called(
-        &http,
-        &url,
-        &b,
-        "up__echo",
-        json!({"message": "the secret"}),
-    )
-    .await;
-    assert!(!error && echoed.contains("the secret"), "{echoed}");
-    // A legacy (2025-11-25) session through the gateway: bound to B's principal, its list
-    // follows the token of each request (B with fewer scopes loses up__add), and A cannot use
-    // it.
-    let (status, session, init) = legacy(
-        &http,
-        &url,
-        &b,
-        None,
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "legacy-caller", "version": "1"},
-        }}),
-    )
-    .await;
-    assert_eq!(status, 200, "{init}");
-    let session = session.unwrap_or_else(|| panic!("a session id: {init}"));
-    let (status, _, _) = legacy(
-        &http,
-        &url,
-        &b,
-        Some(&session),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    )
-    .await;
-    assert_eq!(status, 202);
-    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list", "params": {}});
-    let (status, _, b_legacy) = legacy(&http, &url, &b, Some(&session), list.clone()).await;
-    assert_eq!(status, 200, "{b_legacy}");
-    assert!(
-        names(&b_legacy).contains(&"up__add".to_owned()),
-        "{b_legacy}"
-    );
-    let b_reader = provider
-        .token(("rs-test-2", "rs-secret-2"), &resource, "tools:read")
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_reach_upstream() {
+    let mut scene = Scene::start().await;
+    scene.strangers_are_refused().await;
+    // Caller A (client rs-test, scope tools:read) and caller B (rs-test-2, tools:read math).
+    let a = scene.token(("rs-test", "rs-secret"), "tools:read").await;
+    let b = scene
+        .token(("rs-test-2", "rs-secret-2"), "tools:read math")
         .await;
-    let (status, _, fewer) = legacy(&http, &url, &b_reader, Some(&session), list.clone()).await;
-    assert_eq!(status, 200, "{fewer}");
+    scene.each_caller_sees_its_own_list(&a, &b).await;
+    let shown = the_client_shows(scene.dir.path(), &scene.url, &a).await;
     assert!(
-        !names(&fewer).contains(&"up__add".to_owned())
-            && names(&fewer).contains(&"up__word_count".to_owned()),
-        "the list follows this request's token: {fewer}"
+        shown.contains("up__echo")
+            && !shown.contains("up__add")
+            && !shown.contains("up__word_count"),
+        "{shown}"
     );
-    let (status, _, stolen) = legacy(&http, &url, &a, Some(&session), list).await;
-    assert_eq!(
-        status, 404,
-        "another principal's session is unknown to A: {stolen}"
-    );
-    let (echoed, error) = called(&http, &url, &a, "up__echo", json!({"message": "hello"})).await;
-    assert!(!error && echoed.contains("hello"), "{echoed}");
-
-    // The upstream saw the calls the gateway made, each with the gateway's own credential and
-    // never a caller's token.
-    let seen = recorder.seen.lock().unwrap().clone();
-    let calls = seen.iter().filter(|(m, _)| m == "tools/call").count();
-    assert_eq!(
-        calls, 4,
-        "the admin's current_time, B's add and echo, A's allowed echo; nothing refused reached it: {seen:?}"
-    );
-    let expected = format!("Bearer {UPSTREAM_CREDENTIAL}");
-    for (method, authorization) in &seen {
-        assert_eq!(
-            authorization.as_deref(),
-            Some(expected.as_str()),
-            "{method}: every upstream request carries the configured credential: {seen:?}"
-        );
-    }
-    let whole = recorder.whole.lock().unwrap().clone();
-    for token in [&a, &b, &b_reader, &admin, &contractor] {
-        assert!(
-            !whole.iter().any(|request| request.contains(token.as_str())),
-            "a caller's token reached the upstream"
-        );
-    }
-
-    // The gateway's audit log, written out when it stops: each call under its caller's
-    // principal, the refused one as refused, and no token anywhere.
-    let mut gateway = gateway_process;
-    let stopped = tokio::task::spawn_blocking(move || {
-        let pid = gateway.0.id().to_string();
-        let term = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
-        assert!(term.success());
-        let deadline = Instant::now() + STEP;
-        while Instant::now() < deadline {
-            if let Some(status) = gateway.0.try_wait().unwrap() {
-                return Some(status);
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        None
-    })
-    .await
-    .unwrap();
-    assert!(
-        stopped.is_some(),
-        "the gateway stops on SIGTERM within {STEP:?}"
-    );
-    let audit = std::fs::read_to_string(dir.path().join("state/gateway-audit.jsonl"))
-        .expect("the gateway's audit file");
-    let events: Vec<Value> = audit
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect();
-    let principal_a = format!("{issuer} rs-test");
-    let principal_b = format!("{issuer} rs-test-2");
-    let of = |principal: &str, tool: &str| {
-        events
-            .iter()
-            .filter(|e| e["principal"] == json!(principal) && e["tool"] == json!(tool))
-            .count()
-    };
-    assert_eq!(of(&principal_b, "up__add"), 1, "{audit}");
-    assert_eq!(
-        of(&principal_a, "up__echo"),
-        2,
-        "the refused and the allowed: {audit}"
-    );
-    assert_eq!(of(&principal_b, "up__echo"), 1, "{audit}");
-    for token in [&a, &b, &b_reader, &admin, &contractor] {
-        assert!(!audit.contains(token.as_str()), "a token in the audit log");
-    }
+    scene.calls_are_decided_per_caller(&a, &b).await;
+    scene.legacy_sessions_are_per_caller(&a, &b).await;
+    // The admin's current_time, B's add and echo, A's allowed echo.
+    scene.upstream_never_saw_a_callers_token(4);
+    scene.audit_names_principals_and_no_tokens().await;
 }
 
 /// Opaque tokens, introspected (RFC 7662) by the gateway with its own client secret from the
 /// environment: the introspection answer's claims reach the rules as `caller.claims`.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn introspected_callers_get_their_own_lists() {
-    let provider = Provider {
-        launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
-            .await
-            .unwrap(),
-        http: reqwest::Client::new(),
-    };
+    let provider = Provider::start().await;
     let issuer = provider.issuer();
     let dir = tempfile::tempdir().unwrap();
-    let mut upstream = toolwire(&dir);
-    upstream
-        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
-        .arg(dir.path().join("notes"));
-    let (_upstream, upstream_url) =
-        tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
-            .await
-            .unwrap();
+    let (_upstream, upstream_url) = serve_upstream(&dir).await;
 
     let port = free_port();
     let resource = format!("http://127.0.0.1:{port}/mcp");
-    let opaque: Value = provider
-        .http
-        .post(format!("{issuer}/__test/resource"))
-        .json(&json!({"resource": resource, "format": "opaque"}))
-        .timeout(STEP)
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    assert_eq!(opaque["settings"]["format"], "opaque", "{opaque}");
+    provider.opaque_for(&resource).await;
     let config = json!({
         "mcpServers": {"upstream": {"url": upstream_url, "prefix": "up"}},
         "gateway": {
