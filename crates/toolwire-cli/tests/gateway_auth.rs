@@ -300,19 +300,23 @@ async fn send(
         .map(|v| v.to_str().unwrap().to_owned())
         .unwrap_or_default();
     let text = reply.text().await.unwrap();
-    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
-        // An SSE body: its last data line.
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .last()
-            .unwrap_or(Value::Null)
-    });
+    let message = last_message(&text);
     Reply {
         status,
         challenge,
         message,
     }
+}
+
+/// The last JSON-RPC message of a reply's body: JSON, or the last `data:` line of SSE.
+fn last_message(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        text.lines()
+            .rev()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+            .unwrap_or(Value::Null)
+    })
 }
 
 /// The names in a caller's `tools/list`, and its `cacheScope`.
@@ -381,13 +385,7 @@ async fn legacy(
         .get("mcp-session-id")
         .map(|v| v.to_str().unwrap().to_owned());
     let text = reply.text().await.unwrap();
-    let message = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .filter_map(|d| serde_json::from_str(d.trim()).ok())
-            .last()
-            .unwrap_or(Value::Null)
-    });
+    let message = last_message(&text);
     (status, session, message)
 }
 
