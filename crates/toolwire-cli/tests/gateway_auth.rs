@@ -485,7 +485,10 @@ impl Scene {
             },
             "gateway": {
                 "auth": {"issuer": provider.issuer(), "resource": resource},
-                "tools": {"up__current_time": {"scopes": ["admin"]}},
+                "tools": {
+                    "up__current_time": {"scopes": ["admin"]},
+                    "up__note_create": {"rate_limit": {"calls": 2, "period_seconds": 3600}},
+                },
                 "audit": {"file": "gateway-audit.jsonl"},
                 "policy": rules(),
             },
@@ -674,6 +677,30 @@ impl Scene {
         assert!(!error && echoed.contains("hello"), "{echoed}");
     }
 
+    /// A tool's quota is each caller's own: A's third call is refused, B's first is not.
+    /// Three calls reach the upstream.
+    async fn quotas_are_per_principal(&self, a: &str, b: &str) {
+        let create = json!({"text": "a line"});
+        for _ in 0..2 {
+            let (text, error) = self.called(a, "up__note_create", create.clone()).await;
+            assert!(!error, "{text}");
+        }
+        let third = self
+            .send(
+                Some(a),
+                "tools/call",
+                json!({"name": "up__note_create", "arguments": create}),
+            )
+            .await;
+        assert!(
+            third.message.to_string().contains("called too often"),
+            "{}",
+            third.message
+        );
+        let (text, error) = self.called(b, "up__note_create", create).await;
+        assert!(!error, "B's own quota: {text}");
+    }
+
     /// A legacy (2025-11-25) session through the gateway: bound to B's principal, its list
     /// follows the token of each request (B with fewer scopes loses up__add), and A cannot
     /// use it.
@@ -835,9 +862,10 @@ async fn callers_of_a_real_authorization_server_get_their_own_lists_and_never_re
         "{shown}"
     );
     scene.calls_are_decided_per_caller(&a, &b).await;
+    scene.quotas_are_per_principal(&a, &b).await;
     scene.legacy_sessions_are_per_caller(&a, &b).await;
-    // The admin's current_time, B's add and echo, A's allowed echo.
-    scene.upstream_never_saw_a_callers_token(4);
+    // The admin's current_time, B's add and echo, A's allowed echo, A's two notes and B's.
+    scene.upstream_never_saw_a_callers_token(7);
     scene.audit_names_principals_and_no_tokens().await;
 }
 
