@@ -81,9 +81,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
         .state_dir(&state_dir)
         // What happens upstream (servers failing, tools changing, with the diff against their
-        // pins, changes approved, every call made upstream), hash-chained: the log the
+        // pins, changes approved, calls that failed upstream), hash-chained: the log the
         // terminal host keeps, which `toolwire audit verify` checks.
         .audit_log(state_dir.join("audit.jsonl"))
+        // Each call is in the server's audit, with its caller: one synced write per call here
+        // would cost more than the call.
+        .audit_each_call(false)
         // The downstream output guard cleans and caps the tool results callers get; it never
         // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
         .clean_results(false)

@@ -437,6 +437,14 @@ impl Host {
     /// at ERROR: the host keeps working.
     fn record(&self, event: HostEvent<'_>) {
         let Some(log) = &self.audit else { return };
+        if !self.options.audit_each_call
+            && matches!(
+                event,
+                HostEvent::Call { .. } | HostEvent::ApprovalGiven { .. }
+            )
+        {
+            return;
+        }
         let event_name = event.name();
         let written = match event.fields() {
             Ok(fields) => log

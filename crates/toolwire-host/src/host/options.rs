@@ -52,6 +52,7 @@ pub struct HostOptions {
     pub(super) authorizer: Option<AuthorizerFor>,
     pub(super) oauth_insecure_http: bool,
     pub(super) keep_last_list: bool,
+    pub(super) audit_each_call: bool,
 }
 
 /// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
@@ -94,6 +95,7 @@ impl HostOptions {
             authorizer: None,
             oauth_insecure_http: false,
             keep_last_list: false,
+            audit_each_call: true,
         }
     }
 
@@ -251,6 +253,16 @@ impl HostOptions {
     /// spoken to as a 2025-11-25 server (the client's default is 30 s).
     pub fn probe_timeout(mut self, timeout: Duration) -> Self {
         self.probe_timeout = Some(timeout);
+        self
+    }
+
+    /// Whether each call that goes through gets its records in the audit log — who allowed it,
+    /// and its answer — (default yes). A host whose calls are audited elsewhere — a gateway,
+    /// whose server records each call with its caller — turns it off, so that the log keeps
+    /// what happens upstream (failures, refusals, changes, approvals of changes) without
+    /// synced writes per call.
+    pub fn audit_each_call(mut self, audit: bool) -> Self {
+        self.audit_each_call = audit;
         self
     }
 
