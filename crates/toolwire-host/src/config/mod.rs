@@ -115,7 +115,8 @@ pub struct ServerConfig {
     /// How to reach it.
     pub transport: Transport,
     /// What its tools' qualified names start with (`prefix__tool`): the configured `prefix`,
-    /// else the server's name with every character outside `[A-Za-z0-9_-]` made `_`.
+    /// else the server's name with every character outside `[A-Za-z0-9_-]` made `_`. Empty
+    /// (`"prefix": ""`) only for the only server: its tools under their own names.
     pub prefix: String,
     /// Which of its tools the model may see.
     pub tools: ToolFilter,
