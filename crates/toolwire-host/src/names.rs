@@ -315,11 +315,21 @@ mod tests {
         let long = "z".repeat(80);
         let n = names(
             64,
-            &[("up", "", "test_simple_text"), ("up", "", "a.b"), ("up", "", &long)],
+            &[
+                ("up", "", "test_simple_text"),
+                ("up", "", "a.b"),
+                ("up", "", &long),
+            ],
         );
-        assert_eq!(n.qualified("up", "test_simple_text"), Some("test_simple_text"));
+        assert_eq!(
+            n.qualified("up", "test_simple_text"),
+            Some("test_simple_text")
+        );
         let r = n.resolve("test_simple_text").unwrap();
-        assert_eq!((r.server.as_str(), r.tool.as_str()), ("up", "test_simple_text"));
+        assert_eq!(
+            (r.server.as_str(), r.tool.as_str()),
+            ("up", "test_simple_text")
+        );
         // Made safe and fitted to the budget as with a prefix.
         let dotted = n.qualified("up", "a.b").unwrap();
         assert!(dotted.starts_with("a_b_") && dotted.len() == "a_b_".len() + 8);

@@ -165,6 +165,36 @@ async fn the_only_upstream_with_an_empty_prefix_is_served_under_its_own_names() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_missing_capability_refusal_reaches_the_caller_as_that_error() {
+    let needs_sampling = Tool::new("sample", |_: Words, _: RequestContext| async move {
+        Err::<String, _>(toolwire_server::ToolError::Protocol(
+            toolwire_client::protocol::ErrorObject::new(
+                -32021,
+                "Missing required client capability",
+            )
+            .with_data(json!({"requiredCapabilities": {"sampling": {}}})),
+        ))
+    });
+    let words = Served::start(upstream("words", vec![needs_sampling]), None).await;
+    let (gateway, served) = gateway(&[("words", "", &words.url)]).await;
+    let caller = client(&served.url);
+    let refused = caller.call_tool("sample", json!({"text": "hi"})).await;
+    let error = refused
+        .as_ref()
+        .err()
+        .and_then(toolwire_client::Error::rpc)
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {refused:?}"));
+    assert_eq!(error.code, -32021);
+    assert_eq!(
+        error.data,
+        Some(json!({"requiredCapabilities": {"sampling": {}}}))
+    );
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_prefix_beside_another_upstream_is_refused_at_start() {
     let mut config = HostConfig::parse(
         r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "prefix": "a"},
