@@ -25,28 +25,53 @@ pub(crate) async fn call(
     ctx: RequestContext,
 ) -> Result<CallToolResult, ToolError> {
     match policy.decide(&qualified, &arguments, &ctx) {
-        Verdict::Go => passed_on(upstream(&host, &qualified, arguments, &ctx).await),
+        Verdict::Go => passed_on(upstream(&host, &qualified, arguments, &ctx).await, &ctx),
         Verdict::Answer(answer) => *answer,
     }
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the
-/// request itself when it is about the request (a client capability the tool needs, invalid
-/// params), as the upstream sent it. Any other upstream error (internal, unknown method)
-/// stays the `isError` result the host made of it, so that the upstream's failures are not
-/// taken for the gateway's.
-fn passed_on(called: Called) -> Result<CallToolResult, ToolError> {
-    match called.error {
-        Some(error) if PASSED_ON.contains(&error.code) => Err(ToolError::Protocol(error)),
-        _ => Ok(called.result),
+/// request itself when that refusal is about the caller's request, as the upstream sent it:
+/// invalid params, or a client capability the tool needs that the caller did not declare. A
+/// capability the caller did declare is missing on the gateway's side (it does not relay an
+/// upstream's questions), so the caller is not told it lacks it: it gets the `isError` result
+/// the host made, as for any other upstream error (internal, unknown method), so that the
+/// upstream's failures are not taken for the caller's.
+fn passed_on(called: Called, ctx: &RequestContext) -> Result<CallToolResult, ToolError> {
+    let Some(error) = called.error else {
+        return Ok(called.result);
+    };
+    let about_the_caller = match error.code {
+        toolwire_protocol::INVALID_PARAMS => true,
+        toolwire_protocol::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let required = error
+                .data
+                .as_ref()
+                .and_then(|data| data.get("requiredCapabilities"));
+            let declared = serde_json::to_value(ctx.client_capabilities()).unwrap_or_default();
+            required.is_some_and(|required| !declares(&declared, required))
+        }
+        _ => false,
+    };
+    if about_the_caller {
+        Err(ToolError::Protocol(error))
+    } else {
+        Ok(called.result)
     }
 }
 
-/// The upstream JSON-RPC errors passed on to the caller as they are.
-const PASSED_ON: [i64; 2] = [
-    toolwire_protocol::MISSING_REQUIRED_CLIENT_CAPABILITY,
-    toolwire_protocol::INVALID_PARAMS,
-];
+/// Whether the capabilities `declared` hold every capability of `required`, member by member
+/// (`{"elicitation": {"url": {}}}` needs `elicitation.url`).
+fn declares(declared: &Value, required: &Value) -> bool {
+    match required {
+        Value::Object(required) => required.iter().all(|(name, required)| {
+            declared
+                .get(name)
+                .is_some_and(|declared| !declared.is_null() && declares(declared, required))
+        }),
+        _ => true,
+    }
+}
 
 /// Makes the call upstream, with the caller's cancellation and progress passed through.
 async fn upstream(host: &Host, qualified: &str, arguments: Value, ctx: &RequestContext) -> Called {
@@ -69,4 +94,22 @@ async fn upstream(host: &Host, qualified: &str, arguments: Value, ctx: &RequestC
     };
     let (called, ()) = tokio::join!(called, relay);
     called
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::declares;
+
+    #[test]
+    fn a_required_capability_is_declared_member_by_member() {
+        let declared = json!({"elicitation": {"form": {}}, "sampling": {}});
+        assert!(declares(&declared, &json!({"sampling": {}})));
+        assert!(declares(&declared, &json!({"elicitation": {"form": {}}})));
+        assert!(!declares(&declared, &json!({"elicitation": {"url": {}}})));
+        assert!(!declares(&declared, &json!({"roots": {}})));
+        assert!(!declares(&json!({"roots": null}), &json!({"roots": {}})));
+        assert!(declares(&declared, &json!({})));
+    }
 }

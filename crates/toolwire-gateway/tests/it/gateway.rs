@@ -165,20 +165,21 @@ async fn the_only_upstream_with_an_empty_prefix_is_served_under_its_own_names() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_upstreams_missing_capability_refusal_reaches_the_caller_as_that_error() {
-    let needs_sampling = Tool::new("sample", |_: Words, _: RequestContext| async move {
+async fn an_upstreams_missing_capability_refusal_reaches_a_caller_without_it_as_that_error() {
+    let needs_elicitation = Tool::new("ask", |_: Words, _: RequestContext| async move {
         Err::<String, _>(toolwire_server::ToolError::Protocol(
             toolwire_client::protocol::ErrorObject::new(
                 -32021,
                 "Missing required client capability",
             )
-            .with_data(json!({"requiredCapabilities": {"sampling": {}}})),
+            .with_data(json!({"requiredCapabilities": {"elicitation": {}}})),
         ))
     });
-    let words = Served::start(upstream("words", vec![needs_sampling]), None).await;
+    let words = Served::start(upstream("words", vec![needs_elicitation]), None).await;
     let (gateway, served) = gateway(&[("words", "", &words.url)]).await;
+    // A caller that cannot elicit: the upstream's refusal is about it.
     let caller = client(&served.url);
-    let refused = caller.call_tool("sample", json!({"text": "hi"})).await;
+    let refused = caller.call_tool("ask", json!({"text": "hi"})).await;
     let error = refused
         .as_ref()
         .err()
@@ -187,7 +188,22 @@ async fn an_upstreams_missing_capability_refusal_reaches_the_caller_as_that_erro
     assert_eq!(error.code, -32021);
     assert_eq!(
         error.data,
-        Some(json!({"requiredCapabilities": {"sampling": {}}}))
+        Some(json!({"requiredCapabilities": {"elicitation": {}}}))
+    );
+    // A caller that can: the refusal is about the gateway, which cannot relay the upstream's
+    // questions; the caller is not told it lacks what it declared.
+    let eliciting = toolwire_client::ClientBuilder::new("eliciting", "1")
+        .on_elicit(|_| async { Err(toolwire_client::Error::Cancelled) })
+        .http(&served.url)
+        .expect("a client");
+    let failed = eliciting
+        .call_tool("ask", json!({"text": "hi"}))
+        .await
+        .expect("a result, not a JSON-RPC error");
+    assert!(failed.is_error(), "{failed:?}");
+    assert!(
+        text(&failed).contains("Missing required client capability"),
+        "{failed:?}"
     );
     gateway.close().await;
     served.stop().await;
