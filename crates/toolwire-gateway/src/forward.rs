@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use toolwire_client::CallOptions;
-use toolwire_host::Host;
+use toolwire_host::{Called, Host};
 use toolwire_protocol::{CallToolResult, ProgressParams};
 use toolwire_server::{RequestContext, ToolError};
 
@@ -25,21 +25,59 @@ pub(crate) async fn call(
     ctx: RequestContext,
 ) -> Result<CallToolResult, ToolError> {
     match policy.decide(&qualified, &arguments, &ctx) {
-        Verdict::Go => Ok(upstream(&host, &qualified, arguments, &ctx).await),
+        Verdict::Go => passed_on(upstream(&host, &qualified, arguments, &ctx).await, &ctx),
         Verdict::Answer(answer) => *answer,
     }
 }
 
+/// What the caller gets of an upstream call: its result, or the upstream's refusal of the
+/// request itself when that refusal is about the caller's request, as the upstream sent it:
+/// invalid params, or a client capability the tool needs that the caller did not declare. A
+/// capability the caller did declare is missing on the gateway's side (it does not relay an
+/// upstream's questions), so the caller is not told it lacks it: it gets the `isError` result
+/// the host made, as for any other upstream error (internal, unknown method), so that the
+/// upstream's failures are not taken for the caller's.
+fn passed_on(called: Called, ctx: &RequestContext) -> Result<CallToolResult, ToolError> {
+    let Some(error) = called.error else {
+        return Ok(called.result);
+    };
+    let about_the_caller = match error.code {
+        toolwire_protocol::INVALID_PARAMS => true,
+        toolwire_protocol::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let required = error
+                .data
+                .as_ref()
+                .and_then(|data| data.get("requiredCapabilities"));
+            let declared = serde_json::to_value(ctx.client_capabilities()).unwrap_or_default();
+            required.is_some_and(|required| !declares(&declared, required))
+        }
+        _ => false,
+    };
+    if about_the_caller {
+        Err(ToolError::Protocol(error))
+    } else {
+        Ok(called.result)
+    }
+}
+
+/// Whether the capabilities `declared` hold every capability of `required`, member by member
+/// (`{"elicitation": {"url": {}}}` needs `elicitation.url`).
+fn declares(declared: &Value, required: &Value) -> bool {
+    match required {
+        Value::Object(required) => required.iter().all(|(name, required)| {
+            declared
+                .get(name)
+                .is_some_and(|declared| !declared.is_null() && declares(declared, required))
+        }),
+        _ => true,
+    }
+}
+
 /// Makes the call upstream, with the caller's cancellation and progress passed through.
-async fn upstream(
-    host: &Host,
-    qualified: &str,
-    arguments: Value,
-    ctx: &RequestContext,
-) -> CallToolResult {
+async fn upstream(host: &Host, qualified: &str, arguments: Value, ctx: &RequestContext) -> Called {
     let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
     if ctx.meta().progress_token.is_none() {
-        return host.call_with(qualified, arguments, options).await.result;
+        return host.call_with(qualified, arguments, options).await;
     }
     let (progress, mut received) = tokio::sync::mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     options = options.on_progress(move |params| {
@@ -55,5 +93,23 @@ async fn upstream(
         }
     };
     let (called, ()) = tokio::join!(called, relay);
-    called.result
+    called
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::declares;
+
+    #[test]
+    fn a_required_capability_is_declared_member_by_member() {
+        let declared = json!({"elicitation": {"form": {}}, "sampling": {}});
+        assert!(declares(&declared, &json!({"sampling": {}})));
+        assert!(declares(&declared, &json!({"elicitation": {"form": {}}})));
+        assert!(!declares(&declared, &json!({"elicitation": {"url": {}}})));
+        assert!(!declares(&declared, &json!({"roots": {}})));
+        assert!(!declares(&json!({"roots": null}), &json!({"roots": {}})));
+        assert!(declares(&declared, &json!({})));
+    }
 }

@@ -7,6 +7,11 @@
 //! its tail, so two tools never share a qualified name. A prefix holds no `"__"` and does not end
 //! with `_` (the configuration checks that), so the first `"__"` of a qualified name always ends
 //! its prefix: tools of two servers can never collide.
+//!
+//! One exception, for a gateway or host in front of a single server: an empty prefix serves
+//! that server's tools under their own names (still made safe and fitted to the budget). It is
+//! allowed only when that server is the only one: with another server beside it, a name could
+//! stand for either, so [`Names::build`] and [`check_prefixes`] refuse it.
 
 use std::collections::HashMap;
 
@@ -47,6 +52,42 @@ pub enum NameError {
     /// Two tools ended with one name even after hashing (a SHA-256 collision).
     #[error("tools {0:?} and {1:?} cannot be told apart")]
     Collision(ToolRef, ToolRef),
+    /// A server has an empty prefix beside another server: a name without a prefix could
+    /// stand for a tool of either.
+    #[error(
+        "server {unprefixed:?} has an empty prefix, which only the only server may have: \
+         with server {other:?} beside it, its tools' names could be taken for the other's; \
+         give it a prefix"
+    )]
+    Unprefixed {
+        /// The server with the empty prefix.
+        unprefixed: String,
+        /// Another server configured beside it.
+        other: String,
+    },
+}
+
+/// Checks that an empty prefix belongs to the only server of `servers` (`(name, prefix)`
+/// pairs): see [`NameError::Unprefixed`].
+pub fn check_prefixes<'a>(
+    servers: impl IntoIterator<Item = (&'a str, &'a str)>,
+) -> Result<(), NameError> {
+    let mut unprefixed: Option<&str> = None;
+    let mut other: Option<&str> = None;
+    for (server, prefix) in servers {
+        if prefix.is_empty() && unprefixed.is_none() {
+            unprefixed = Some(server);
+        } else if other.is_none() {
+            other = Some(server);
+        }
+    }
+    match (unprefixed, other) {
+        (Some(unprefixed), Some(other)) if unprefixed != other => Err(NameError::Unprefixed {
+            unprefixed: unprefixed.to_owned(),
+            other: other.to_owned(),
+        }),
+        _ => Ok(()),
+    }
 }
 
 impl Names {
@@ -58,6 +99,11 @@ impl Names {
         if !(MIN_NAME_BUDGET..=MAX_NAME_BUDGET).contains(&budget) {
             return Err(NameError::Budget(budget));
         }
+        let tools: Vec<(&str, &str, &str)> = tools.into_iter().collect();
+        let mut servers: Vec<(&str, &str)> = tools.iter().map(|(s, p, _)| (*s, *p)).collect();
+        servers.sort_unstable();
+        servers.dedup();
+        check_prefixes(servers)?;
         let mut named: Vec<(ToolRef, &str, String)> = tools
             .into_iter()
             .map(|(server, prefix, tool)| {
@@ -130,9 +176,10 @@ enum Tail {
     Clashed,
 }
 
-/// `prefix__tool`, with the characters a model API refuses made `_`; when that changed the
-/// name, when it is over `budget`, or when it [`Tail::Clashed`], the tail becomes `_` and hex
-/// digits of SHA-256 over the prefix and the real name.
+/// `prefix__tool` (just `tool` when the prefix is empty), with the characters a model API
+/// refuses made `_`; when that changed the name, when it is over `budget`, or when it
+/// [`Tail::Clashed`], the tail becomes `_` and hex digits of SHA-256 over the prefix and the
+/// real name.
 fn qualify(prefix: &str, tool: &str, budget: usize, tail: Tail) -> String {
     let (hash, force) = match tail {
         Tail::WhenNeeded => (SHORT_HASH, false),
@@ -148,16 +195,21 @@ fn qualify(prefix: &str, tool: &str, budget: usize, tail: Tail) -> String {
             }
         })
         .collect();
-    let plain = format!("{prefix}__{clean}");
+    let start = if prefix.is_empty() {
+        String::new()
+    } else {
+        format!("{prefix}__")
+    };
+    let plain = format!("{start}{clean}");
     if !force && clean == tool && !tool.is_empty() && plain.len() <= budget {
         return plain;
     }
     let digest = crate::util::sha256_hex(format!("{prefix}\0{tool}").as_bytes());
     let digest = &digest[..hash];
     // `clean` is ASCII, so any byte index is a character boundary.
-    let room = budget.saturating_sub(prefix.len() + 2 + 1 + hash);
+    let room = budget.saturating_sub(start.len() + 1 + hash);
     let head = &clean[..clean.len().min(room)];
-    format!("{prefix}__{head}_{digest}")
+    format!("{start}{head}_{digest}")
 }
 
 #[cfg(test)]
@@ -256,6 +308,51 @@ mod tests {
         assert_eq!(n.resolve(x).unwrap().tool, "files.read");
         assert_eq!(n.resolve(y).unwrap().tool, literal);
         assert_eq!(n.len(), 2);
+    }
+
+    #[test]
+    fn the_only_server_may_serve_its_tools_unprefixed() {
+        let long = "z".repeat(80);
+        let n = names(
+            64,
+            &[
+                ("up", "", "test_simple_text"),
+                ("up", "", "a.b"),
+                ("up", "", &long),
+            ],
+        );
+        assert_eq!(
+            n.qualified("up", "test_simple_text"),
+            Some("test_simple_text")
+        );
+        let r = n.resolve("test_simple_text").unwrap();
+        assert_eq!(
+            (r.server.as_str(), r.tool.as_str()),
+            ("up", "test_simple_text")
+        );
+        // Made safe and fitted to the budget as with a prefix.
+        let dotted = n.qualified("up", "a.b").unwrap();
+        assert!(dotted.starts_with("a_b_") && dotted.len() == "a_b_".len() + 8);
+        assert_eq!(n.qualified("up", &long).unwrap().len(), 64);
+        assert_eq!(n.resolve(dotted).unwrap().tool, "a.b");
+    }
+
+    #[test]
+    fn an_empty_prefix_beside_another_server_is_refused() {
+        let err = Names::build(64, [("up", "", "echo"), ("other", "other", "echo")]).unwrap_err();
+        assert_eq!(
+            err,
+            NameError::Unprefixed {
+                unprefixed: "up".into(),
+                other: "other".into()
+            }
+        );
+        assert!(err.to_string().contains("give it a prefix"), "{err}");
+        // Whatever the order, and with no tool listed yet.
+        assert!(check_prefixes([("other", "other"), ("up", "")]).is_err());
+        assert!(check_prefixes([("a", ""), ("b", "")]).is_err());
+        assert!(check_prefixes([("up", "")]).is_ok());
+        assert!(check_prefixes([("a", "a"), ("b", "b")]).is_ok());
     }
 
     #[test]

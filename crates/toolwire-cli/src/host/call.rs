@@ -344,11 +344,14 @@ fn find(opened: &Opened<'_>, name: &str) -> anyhow::Result<HostTool> {
             continue;
         };
         let entry = config.server(&server.name);
-        // The tool would be this server's: the only one, or one named by its prefix.
+        // The tool would be this server's: the only one, one named by its prefix, or any name
+        // when its prefix is empty (then it is the only server configured).
         let theirs = one_off
             || entry.is_some_and(|e| {
-                name.strip_prefix(e.prefix.as_str())
-                    .is_some_and(|rest| rest.starts_with("__"))
+                e.prefix.is_empty()
+                    || name
+                        .strip_prefix(e.prefix.as_str())
+                        .is_some_and(|rest| rest.starts_with("__"))
             });
         let why = format!(
             "server {shown_server} {}: {}",

@@ -149,6 +149,99 @@ async fn upstream_tools_are_served_under_their_prefixes_and_called_upstream() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_upstream_with_an_empty_prefix_is_served_under_its_own_names() {
+    let words = Served::start(upstream("words", vec![shout("Shouts.")]), None).await;
+    let (gateway, served) = gateway(&[("words", "", &words.url)]).await;
+    let caller = client(&served.url);
+    assert_eq!(names(&caller).await, ["shout"]);
+    let result = caller
+        .call_tool("shout", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "HI");
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstreams_missing_capability_refusal_reaches_a_caller_without_it_as_that_error() {
+    let needs_elicitation = Tool::new("ask", |_: Words, _: RequestContext| async move {
+        Err::<String, _>(toolwire_server::ToolError::Protocol(
+            toolwire_client::protocol::ErrorObject::new(
+                -32021,
+                "Missing required client capability",
+            )
+            .with_data(json!({"requiredCapabilities": {"elicitation": {}}})),
+        ))
+    });
+    let words = Served::start(upstream("words", vec![needs_elicitation]), None).await;
+    let (gateway, served) = gateway(&[("words", "", &words.url)]).await;
+    // A caller that cannot elicit: the upstream's refusal is about it.
+    let caller = client(&served.url);
+    let refused = caller.call_tool("ask", json!({"text": "hi"})).await;
+    let error = refused
+        .as_ref()
+        .err()
+        .and_then(toolwire_client::Error::rpc)
+        .unwrap_or_else(|| panic!("not a JSON-RPC error: {refused:?}"));
+    assert_eq!(error.code, -32021);
+    assert_eq!(
+        error.data,
+        Some(json!({"requiredCapabilities": {"elicitation": {}}}))
+    );
+    // A caller that can: the refusal is about the gateway, which cannot relay the upstream's
+    // questions; the caller is not told it lacks what it declared.
+    let eliciting = toolwire_client::ClientBuilder::new("eliciting", "1")
+        .on_elicit(|_| async { Err(toolwire_client::Error::Cancelled) })
+        .http(&served.url)
+        .expect("a client");
+    let failed = eliciting
+        .call_tool("ask", json!({"text": "hi"}))
+        .await
+        .expect("a result, not a JSON-RPC error");
+    assert!(failed.is_error(), "{failed:?}");
+    assert!(
+        text(&failed).contains("Missing required client capability"),
+        "{failed:?}"
+    );
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_prefix_beside_another_upstream_is_refused_at_start() {
+    let mut config = HostConfig::parse(
+        r#"{"mcpServers": {"a": {"url": "http://127.0.0.1:9/mcp", "prefix": "a"},
+                           "b": {"url": "http://127.0.0.1:9/mcp", "prefix": "b"}}}"#,
+        "/nonexistent/gateway.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .expect("a configuration");
+    // Made in code, past the file's own check.
+    for server in &mut config.servers {
+        if server.name == "b" {
+            server.prefix = String::new();
+        }
+    }
+    let refused = Gateway::start(
+        &config,
+        HostOptions::new(Allow),
+        Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .map(|_| ())
+    .unwrap_err();
+    let message = refused.to_string();
+    assert!(
+        message.contains("server \"b\" has an empty prefix") && message.contains("\"a\""),
+        "{message}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_list_change_reaches_downstream_listeners() {
     let words = Served::start(upstream("words", vec![shout("Shouts.")]), None).await;
     let (gateway, served) = gateway(&[("words", "w", &words.url)]).await;

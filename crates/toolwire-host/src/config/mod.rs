@@ -117,7 +117,8 @@ pub struct ServerConfig {
     /// What its tools' and prompts' qualified names start with (`prefix__tool`), and the
     /// authority of its resources' URIs (`toolwire://prefix/URI`, [`crate::uris`]): the
     /// configured `prefix`, else the server's name with every character outside
-    /// `[A-Za-z0-9_-]` made `_`. No two servers' prefixes are the same ignoring case.
+    /// `[A-Za-z0-9_-]` made `_`. No two servers' prefixes are the same ignoring case. Empty
+    /// (`"prefix": ""`) only for the only server: its tools under their own names.
     pub prefix: String,
     /// Which of its tools the model may see.
     pub tools: ToolFilter,

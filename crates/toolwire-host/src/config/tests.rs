@@ -244,6 +244,14 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "key \"audit.redact\": unknown key",
         ),
         (
+            r#"{"mcpServers": {"a": {"command": "x", "prefix": ""}, "b": {"command": "y"}}}"#,
+            "server \"a\": key \"prefix\": an empty prefix (tools under their own names) is for the only server, and server \"b\" is configured too",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"command": "x"}, "b": {"command": "y", "prefix": ""}}}"#,
+            "server \"b\": key \"prefix\": an empty prefix",
+        ),
+        (
             r#"{"mcpServers": {"a b": {"command": "x"}, "a.b": {"command": "y"}}}"#,
             "server \"a.b\": key \"prefix\": prefix \"a_b\" is also the prefix of server \"a b\"",
         ),
@@ -263,6 +271,18 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "{text}\n  gave: {message}\n  want: {expected}"
         );
     }
+}
+
+#[test]
+fn the_only_server_may_have_an_empty_prefix() {
+    let config = parse(r#"{"mcpServers": {"up": {"url": "http://h/mcp", "prefix": ""}}}"#).unwrap();
+    assert_eq!(config.servers[0].prefix, "");
+    // A disabled server beside it is not configured: it cannot take a name.
+    let config = parse(
+        r#"{"mcpServers": {"up": {"command": "x", "prefix": ""}, "off": {"command": "y", "disabled": true}}}"#,
+    )
+    .unwrap();
+    assert_eq!(config.servers.len(), 1);
 }
 
 #[test]

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolwire_client::CallOptions;
-use toolwire_client::protocol::CallToolResult;
+use toolwire_client::protocol::{CallToolResult, ErrorObject};
 
 use super::connect::Connection;
 use super::output::{cap, clean};
@@ -40,6 +40,10 @@ pub struct Called {
     pub result: CallToolResult,
     /// What became of the call.
     pub outcome: Outcome,
+    /// The server's JSON-RPC error, when it refused the call with one instead of a result
+    /// (e.g. -32021, a client capability the tool needs): the model gets `result`, which says
+    /// so, and a gateway can pass the error on as the server sent it.
+    pub error: Option<ErrorObject>,
 }
 
 /// The steps of [`Host::call_with`]: the tool looked up, authorized, called within its time
@@ -58,6 +62,7 @@ pub(super) async fn call(
                 "There is no tool named {qualified}. List the tools again and use one of their names."
             )),
             outcome: Outcome::Unknown,
+            error: None,
         };
     };
     // A tool the view lists always has a pin state; none would mean "never seen".
@@ -137,6 +142,7 @@ async fn authorize(
             return Err(Called {
                 result: CallToolResult::error(refusal.message),
                 outcome: Outcome::Refused,
+                error: None,
             });
         }
     };
@@ -173,6 +179,7 @@ fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Call
     Called {
         result,
         outcome: Outcome::Answered,
+        error: None,
     }
 }
 
@@ -196,6 +203,7 @@ fn not_running(host: &Host, tool: &HostTool, approved_by: &str, arguments: &Valu
     Called {
         result: CallToolResult::error(format!("The call to {} failed: {error}", tool.qualified)),
         outcome: Outcome::Failed,
+        error: None,
     }
 }
 
@@ -204,6 +212,7 @@ fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Cal
     let qualified = sent.tool.to_owned();
     let cancelled = matches!(error, toolwire_client::Error::Cancelled);
     let words = error.to_string();
+    let refusal = error.rpc().cloned();
     host.record(if cancelled {
         HostEvent::CallCancelled { sent, error: words }
     } else {
@@ -216,6 +225,7 @@ fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Cal
         } else {
             Outcome::Failed
         },
+        error: refusal,
     }
 }
 

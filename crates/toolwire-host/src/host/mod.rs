@@ -198,6 +198,12 @@ impl Host {
             None => Redaction::new(&config.audit)?,
         };
         Names::build(options.name_budget, std::iter::empty())?;
+        crate::names::check_prefixes(
+            config
+                .servers
+                .iter()
+                .map(|s| (s.name.as_str(), s.prefix.as_str())),
+        )?;
         let servers = config
             .servers
             .iter()

@@ -301,10 +301,15 @@ pub(crate) fn default_prefix(name: &str) -> String {
     }
 }
 
+/// A configured prefix: empty (the only server's tools under their own names, checked by
+/// [`check_prefixes`]) or 1 to 32 safe characters that cannot be taken for the separator.
 fn check_prefix(prefix: &str) -> Result<(), String> {
-    if prefix.is_empty() || prefix.len() > MAX_PREFIX {
+    if prefix.is_empty() {
+        return Ok(());
+    }
+    if prefix.len() > MAX_PREFIX {
         return Err(format!(
-            "must be 1 to {MAX_PREFIX} characters (got {})",
+            "must be empty or 1 to {MAX_PREFIX} characters (got {})",
             prefix.len()
         ));
     }
@@ -324,10 +329,23 @@ fn check_prefix(prefix: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Two servers may not share a prefix: their tools' names would be ambiguous. Nor may two
-/// prefixes differ only in case: a prefix is the authority of its resources' URIs
-/// (`toolwire://PREFIX/…`, see [`crate::uris`]), which RFC 3986 compares ignoring case.
+/// Two servers may not share a prefix, and only the only server may have an empty one: their
+/// tools' names would be ambiguous. Nor may two prefixes differ only in case: a prefix is the
+/// authority of its resources' URIs (`toolwire://PREFIX/…`, see [`crate::uris`]), which RFC
+/// 3986 compares ignoring case.
 fn check_prefixes(servers: &[ServerConfig], file: &Path) -> Result<(), ConfigError> {
+    if let Err(crate::NameError::Unprefixed { unprefixed, other }) =
+        crate::names::check_prefixes(servers.iter().map(|s| (s.name.as_str(), s.prefix.as_str())))
+    {
+        return Err(ConfigError {
+            file: file.to_owned(),
+            server: Some(unprefixed),
+            key: Some("prefix".to_owned()),
+            message: format!(
+                "an empty prefix (tools under their own names) is for the only server, and server {other:?} is configured too: with two servers a name could stand for a tool of either; give this server a prefix"
+            ),
+        });
+    }
     let mut seen: BTreeMap<String, (&str, &str)> = BTreeMap::new();
     for server in servers {
         let key = server.prefix.to_ascii_lowercase();
