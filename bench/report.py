@@ -196,8 +196,9 @@ def render(data):
     lines.append(f"tools/list of {listing['tools']:,} tools: {listing['pages']:,} pages, per page p50 "
                  f"{listing['page_p50_us']:,} µs, p99 {listing['page_p99_us']:,} µs, max {listing['page_max_us']:,} µs.")
     for n, walk in gateway_lists.items():
-        n = n.replace("-policy", ", with a policy (each caller's own list)")
-        lines.append(f"tools/list through the gateway, {n} upstreams merged ({walk['tools']:,} tools): "
+        policy = " with a policy (each caller's own list)" if n.endswith("-policy") else ""
+        n = n.removesuffix("-policy")
+        lines.append(f"tools/list through the gateway, {n} upstreams merged{policy} ({walk['tools']:,} tools): "
                      f"{walk['pages']:,} pages, per page p50 {walk['page_p50_us']:,} µs, p99 {walk['page_p99_us']:,} µs.")
     per_stream = listen.get("rss_bytes_per_stream")
     lines.append(f"listen: {listen['streams']:,} streams open in {listen['open_seconds']:.1f} s; one change reached all "
