@@ -15,6 +15,9 @@ use toolwire_server::{JsonlAuditSink, Server, http, stdio};
 use crate::config::{self, ServeConfig};
 use crate::{examples, store, terminal};
 
+/// The top-level key of the downstream settings.
+const GATEWAY_KEY: &str = "gateway";
+
 /// `toolwire gateway`'s arguments.
 #[derive(clap::Args)]
 pub(crate) struct GatewayArgs {
@@ -43,7 +46,12 @@ pub(crate) struct GatewayArgs {
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let settings = downstream_settings(&args.config)?;
     let upstreams = HostConfig::load(&args.config)?;
-    for ignored in &upstreams.ignored {
+    // The host leaves the "gateway" object alone; it is read here.
+    let left_alone = upstreams
+        .ignored
+        .iter()
+        .filter(|i| !(i.server.is_none() && i.key == GATEWAY_KEY));
+    for ignored in left_alone {
         terminal::note(&format!("toolwire: warning: {ignored}"));
     }
     let state_dir = crate::signin::state_dir(args.state_dir.as_deref())?;
@@ -102,7 +110,7 @@ fn downstream_settings(file: &Path) -> anyhow::Result<ServeConfig> {
     let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
-    match value.get("gateway") {
+    match value.get(GATEWAY_KEY) {
         Some(gateway) => config::from_json(gateway, file),
         None => Ok(ServeConfig::default()),
     }

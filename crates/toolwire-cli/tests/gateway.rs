@@ -34,7 +34,16 @@ fn toolwire(dir: &tempfile::TempDir) -> Command {
 }
 
 /// Starts `command` and waits for the stderr line with `needle`: the URL that follows it.
-fn started(mut command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
+fn started(command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
+    let (child, url, lines, _) = started_saying(command, needle);
+    (child, url, lines)
+}
+
+/// [`started`], with the stderr lines before the one with `needle`.
+fn started_saying(
+    mut command: Command,
+    needle: &str,
+) -> (Killed, String, mpsc::Receiver<String>, Vec<String>) {
     let mut child = command
         .stderr(Stdio::piped())
         .spawn()
@@ -48,15 +57,17 @@ fn started(mut command: Command, needle: &str) -> (Killed, String, mpsc::Receive
     });
     let child = Killed(child);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut before = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let line = lines
             .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s"));
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s after {before:?}"));
         if let Some(rest) = line.split(needle).nth(1) {
             let url = rest.split_whitespace().next().unwrap().to_owned();
-            return (child, url, lines);
+            return (child, url, lines, before);
         }
+        before.push(line);
     }
 }
 
@@ -137,6 +148,30 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
     let audit = std::fs::read_to_string(dir.path().join("state/gateway-audit.jsonl"))
         .expect("the gateway's audit file");
     assert!(audit.contains("local__echo"), "{audit}");
+}
+
+#[test]
+fn the_gateway_object_is_read_without_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {}, "gateway": {"audit": {"file": "audit.jsonl"}}, "inputs": [{"id": "key"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (_gateway, _url, _lines, said) = started_saying(gateway, "the gateway serves at ");
+    let warnings: Vec<&String> = said.iter().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "only VS Code's \"inputs\" is named as left alone, not the \"gateway\" object the gateway reads: {said:?}"
+    );
+    assert!(warnings[0].contains("\"inputs\""), "{said:?}");
 }
 
 #[test]
