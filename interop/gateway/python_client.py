@@ -12,6 +12,7 @@ Usage:
 The plan (JSON, written by scripts/gateway-interop):
     {"era": "2026-07-28" | "2025-11-25",       the protocol version the connection must reach
      "tools": ["prefix__tool", ...],           names tools/list must show (every page)
+     "absent": ["prefix__tool", ...],          names it must not show
      "calls": [{"name", "arguments",           each called; the result must not be isError, its
                 "contains": [TEXT, ...],       text must contain every TEXT and, with
                 "structured": {KEY: VALUE}}],  "structured", its structuredContent hold them
@@ -169,6 +170,8 @@ async def run_steps(session: Session, plan: dict[str, Any], runner: Runner) -> N
         names = [tool["name"] for tool in tools]
         missing = [name for name in plan["tools"] if name not in names]
         check(not missing, f"missing {missing} in {names}")
+        listed = [name for name in plan.get("absent", []) if name in names]
+        check(not listed, f"listed, and must not be: {listed}")
         bad = [t["name"] for t in tools if t.get("inputSchema", {}).get("type") != "object"]
         check(not bad, f"an inputSchema that is not an object schema: {bad}")
         return f"{len(names)} tools, {len(plan['tools'])} wanted all there"

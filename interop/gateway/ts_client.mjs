@@ -166,6 +166,8 @@ async function main() {
       const names = tools.map((t) => t.name);
       const missing = plan.tools.filter((n) => !names.includes(n));
       check(missing.length === 0, `missing ${JSON.stringify(missing)} in ${JSON.stringify(names)}`);
+      const listed = (plan.absent ?? []).filter((n) => names.includes(n));
+      check(listed.length === 0, `listed, and must not be: ${JSON.stringify(listed)}`);
       const bad = tools.filter((t) => t.inputSchema?.type !== 'object').map((t) => t.name);
       check(bad.length === 0, `an inputSchema that is not an object schema: ${bad}`);
       return `${names.length} tools, ${plan.tools.length} wanted all there`;

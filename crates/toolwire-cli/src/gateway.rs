@@ -118,11 +118,16 @@ fn downstream_settings(file: &Path) -> anyhow::Result<ServeConfig> {
 
 /// Says on stderr how each upstream is doing.
 fn report(gateway: &Gateway) {
+    let starting = gateway.starting();
     for status in gateway.host().servers() {
         let line = match &status.state {
             ServerState::Connected { tools } => {
                 format!("toolwire: upstream {}: {tools} tools", status.name)
             }
+            ServerState::Failed { .. } if starting.contains(&status.name) => format!(
+                "toolwire: warning: upstream {} has not answered yet; its tools are served once it does",
+                status.name
+            ),
             ServerState::Failed { error } => format!(
                 "toolwire: warning: upstream {} failed ({error}); retrying in the background",
                 status.name

@@ -1,8 +1,10 @@
 //! The gateway: the host that reaches the upstream servers, the server that serves their
 //! tools downstream, and the task that keeps the second in step with the first.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, Tool};
@@ -30,24 +32,49 @@ pub enum GatewayError {
 /// the tool as the gateway made it.
 pub type ToolSettings = Arc<dyn Fn(&HostTool, Tool) -> Tool + Send + Sync>;
 
+/// How long [`Gateway::start`] waits by default for the upstreams' first answers: under the
+/// 15 s the MCP Inspector gives a stdio server to start, and well under most hosts' minute.
+pub const START_WAIT: Duration = Duration::from_secs(10);
+
 /// How a gateway serves its upstreams' tools.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub struct GatewayOptions {
     pub(crate) settings: Option<ToolSettings>,
+    pub(crate) start_wait: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            settings: None,
+            start_wait: START_WAIT,
+        }
+    }
 }
 
 impl std::fmt::Debug for GatewayOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GatewayOptions")
             .field("settings", &self.settings.is_some())
+            .field("start_wait", &self.start_wait)
             .finish()
     }
 }
 
 impl GatewayOptions {
-    /// Default options: each tool served as its upstream lists it.
+    /// Default options: each tool served as its upstream lists it, the start waiting
+    /// [`START_WAIT`] at most for the upstreams.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How long [`Gateway::start`] waits for the upstreams' first answers before it returns
+    /// (default [`START_WAIT`]): an upstream that has not answered by then is served once it
+    /// does, and listeners are told of its tools. A stdio host gives the gateway a bounded
+    /// time to start, so one slow upstream must not cost it all the others.
+    pub fn start_wait(mut self, wait: Duration) -> Self {
+        self.start_wait = wait;
+        self
     }
 
     /// Changes each mirrored tool before it is served (see [`ToolSettings`]).
@@ -74,6 +101,10 @@ pub(crate) struct Inner {
     pub(crate) trusted: HashMap<String, bool>,
     /// The task following upstream changes, stopped with the gateway.
     pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The upstreams whose first try (start and list) has not ended.
+    pub(crate) starting: tokio::sync::watch::Sender<BTreeSet<String>>,
+    /// Whether [`Gateway::start`] has returned: an upstream that answers later is logged.
+    pub(crate) serving: AtomicBool,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -85,10 +116,12 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Connects to every server of `config` (a server that fails is retried in the
-    /// background; the others serve) and serves their tools on `server`, which the caller
-    /// built with its downstream settings (sign-in, limits, output guard, audit) and serves
-    /// over HTTP or stdio. The host keeps each upstream's last good list while it fails.
+    /// Connects to every server of `config` at once and serves their tools on `server`, which
+    /// the caller built with its downstream settings (sign-in, limits, output guard, audit)
+    /// and serves over HTTP or stdio. Returns once every upstream has answered or failed, or
+    /// after [`GatewayOptions::start_wait`]: one still starting then ([`Gateway::starting`])
+    /// is served when it answers; one that failed is retried in the background. The host
+    /// keeps each upstream's last good list while it fails.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
@@ -99,12 +132,13 @@ impl Gateway {
         if !asking.is_empty() {
             return Err(GatewayError::AskRules(asking));
         }
-        let host = Arc::new(Host::connect(config, host.keep_last_list(true)).await?);
+        let host = Arc::new(Host::new(config, host.keep_last_list(true))?);
         let trusted = config
             .servers
             .iter()
             .map(|s| (s.name.clone(), s.trust))
             .collect();
+        let names = config.servers.iter().map(|s| s.name.clone()).collect();
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 host,
@@ -112,16 +146,30 @@ impl Gateway {
                 mirror: Mirror::new(options.settings),
                 trusted,
                 watching: Mutex::new(None),
+                starting: tokio::sync::watch::Sender::new(names),
+                serving: AtomicBool::new(false),
             }),
         };
-        gateway.sync();
+        let mut started = gateway.inner.starting.subscribe();
+        // The watch makes each upstream's first try, each on its own.
         let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&gateway.inner)));
         *gateway
             .inner
             .watching
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(watching);
+        let all_tried = started.wait_for(BTreeSet::is_empty);
+        // Whether all were tried or the wait ran out, the gateway serves what it has.
+        let _ = tokio::time::timeout(options.start_wait, all_tried).await;
+        gateway.inner.serving.store(true, Ordering::Release);
+        gateway.sync();
         Ok(gateway)
+    }
+
+    /// The upstreams still on their first try (started and not yet listed, nor failed), by
+    /// name: their tools are served once they answer.
+    pub fn starting(&self) -> Vec<String> {
+        self.inner.starting.borrow().iter().cloned().collect()
     }
 
     /// The downstream server: serve it over HTTP or stdio.
@@ -169,6 +217,23 @@ impl Inner {
         self.mirror.sync(&self.host, &self.server, |server| {
             self.trusted.get(server).copied().unwrap_or(false)
         });
+    }
+
+    /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
+    pub(crate) fn tried(&self, upstream: &str) {
+        self.starting.send_modify(|starting| {
+            starting.remove(upstream);
+        });
+        if self.serving.load(Ordering::Acquire) {
+            let status = self.host.servers().into_iter().find(|s| s.name == upstream);
+            if let Some(toolwire_host::ServerState::Connected { tools }) = status.map(|s| s.state) {
+                tracing::info!(
+                    %upstream,
+                    tools,
+                    "the upstream answered after the gateway started: its tools are served now"
+                );
+            }
+        }
     }
 }
 

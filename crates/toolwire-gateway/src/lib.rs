@@ -14,6 +14,6 @@ mod gateway;
 mod mirror;
 mod watch;
 
-pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, ToolSettings};
+pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, ToolSettings};
 pub use mirror::UPSTREAM_META_KEY;
 pub use watch::{RETRY_FIRST, RETRY_MOST};

@@ -85,6 +85,11 @@ impl Mirror {
             if served.tools.contains_key(name) || served.refused.get(name) == Some(&digest) {
                 continue;
             }
+            if let Some(why) = unservable(&tool.definition) {
+                tracing::warn!(tool = %name, upstream = %tool.server, "{name} is not served: {why}");
+                served.refused.insert(name.to_owned(), digest);
+                continue;
+            }
             match server.add_tool(self.served(host, tool, trusted(&tool.server))) {
                 Ok(()) => {
                     served.refused.remove(name);
@@ -144,6 +149,19 @@ impl Mirror {
     }
 }
 
+/// Why the gateway cannot serve an upstream tool, if it cannot: one its upstream runs only as
+/// a task (the 2025-11-25 `execution.taskSupport: "required"`), since the gateway makes every
+/// upstream call a plain call, which such an upstream refuses; served, it would fail every time.
+fn unservable(definition: &toolwire_protocol::Tool) -> Option<&'static str> {
+    let task_support = definition
+        .extra
+        .get("execution")
+        .and_then(|execution| execution.get("taskSupport"));
+    (task_support.and_then(Value::as_str) == Some("required")).then_some(
+        "its upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls upstream tools as plain calls",
+    )
+}
+
 /// What a served tool is made from: its upstream, its definition and whether its annotations
 /// are trusted.
 fn digest(tool: &HostTool, trusted: bool) -> u64 {
@@ -154,4 +172,41 @@ fn digest(tool: &HostTool, trusted: bool) -> u64 {
         .hash(&mut hasher);
     trusted.hash(&mut hasher);
     hasher.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn listed(extra: Value) -> toolwire_protocol::Tool {
+        serde_json::from_value(json!({
+            "name": "t",
+            "inputSchema": {"type": "object"},
+        }))
+        .map(|mut tool: toolwire_protocol::Tool| {
+            if let Value::Object(extra) = extra {
+                tool.extra = extra;
+            }
+            tool
+        })
+        .expect("a tool")
+    }
+
+    #[test]
+    fn a_tool_its_upstream_runs_only_as_a_task_is_not_served() {
+        let cases = [
+            (json!({}), false),
+            (json!({"execution": {"taskSupport": "forbidden"}}), false),
+            (json!({"execution": {"taskSupport": "optional"}}), false),
+            (json!({"execution": {}}), false),
+            (json!({"execution": {"taskSupport": "required"}}), true),
+        ];
+        for (extra, refused) in cases {
+            let why = unservable(&listed(extra.clone()));
+            assert_eq!(why.is_some(), refused, "{extra}: {why:?}");
+            if let Some(why) = why {
+                assert!(why.contains("task"), "{why}");
+            }
+        }
+    }
 }

@@ -1,6 +1,7 @@
-//! Following the upstreams: each one's list changes (its listen stream, or a poll when it
-//! offers none) refresh it and bring the served tools in step; one that fails is tried again
-//! with a growing wait while its last good list is still served.
+//! Following the upstreams: each one is started and listed on its own (so that a slow one
+//! holds up no other), then its list changes (its listen stream, or a poll when it offers
+//! none) refresh it and bring the served tools in step; one that fails is tried again with a
+//! growing wait while its last good list is still served.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -31,9 +32,15 @@ pub(crate) async fn watch(gateway: Weak<Inner>) {
     futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name))).await;
 }
 
-/// Follows one upstream: waits for its next change (or, failed, for its next try), then
-/// refreshes it and brings the served tools in step.
+/// Follows one upstream: starts and lists it, then waits for its next change (or, failed,
+/// for its next try), refreshes it and brings the served tools in step.
 async fn follow(gateway: Weak<Inner>, server: String) {
+    if !refresh(&gateway, &server).await {
+        return;
+    }
+    if let Some(inner) = gateway.upgrade() {
+        inner.tried(&server);
+    }
     let mut retry = RETRY_FIRST;
     loop {
         let Some(wait) = next(&gateway, &server, &mut retry).await else {
@@ -42,14 +49,23 @@ async fn follow(gateway: Weak<Inner>, server: String) {
         if let Some(wait) = wait {
             tokio::time::sleep(wait).await;
         }
-        let Some(inner) = gateway.upgrade() else {
+        if !refresh(&gateway, &server).await {
             return;
-        };
-        if let Err(error) = inner.host.refresh_server(&server).await {
-            tracing::warn!(upstream = %server, %error, "the upstream could not be refreshed");
         }
-        inner.sync();
     }
+}
+
+/// Refreshes `server` (starting it if it is not running) and brings the served tools in
+/// step; `false` when the gateway is gone.
+async fn refresh(gateway: &Weak<Inner>, server: &str) -> bool {
+    let Some(inner) = gateway.upgrade() else {
+        return false;
+    };
+    if let Err(error) = inner.host.refresh_server(server).await {
+        tracing::warn!(upstream = %server, %error, "the upstream could not be refreshed");
+    }
+    inner.sync();
+    true
 }
 
 /// Waits for a reason to refresh `server`: `None` when the gateway is gone; else how long to

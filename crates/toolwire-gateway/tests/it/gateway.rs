@@ -47,6 +47,14 @@ fn upstream(name: &str, tools: Vec<Tool>) -> Server {
 
 /// A gateway in front of `upstreams` (name, prefix, url), served over HTTP.
 async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
+    gateway_with(upstreams, GatewayOptions::new()).await
+}
+
+/// [`gateway`] with `options`.
+async fn gateway_with(
+    upstreams: &[(&str, &str, &str)],
+    options: GatewayOptions,
+) -> (Gateway, Served) {
     let servers: serde_json::Map<String, serde_json::Value> = upstreams
         .iter()
         .map(|(name, prefix, url)| (name.to_string(), json!({"url": url, "prefix": prefix})))
@@ -62,7 +70,7 @@ async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
         &config,
         HostOptions::new(Allow),
         downstream.clone(),
-        GatewayOptions::new(),
+        options,
     )
     .await
     .expect("a gateway");
@@ -272,4 +280,44 @@ async fn a_changed_definition_is_withheld_until_approved() {
     gateway.close().await;
     served.stop().await;
     words.stop().await;
+}
+
+/// A loopback address that takes connections and never answers on them: an upstream that hangs.
+async fn silent() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_answers_holds_up_neither_the_start_nor_the_others() {
+    let words = Served::start(upstream("words", vec![shout("Shouts.")]), None).await;
+    let (hanging, hang_task) = silent().await;
+    // Named first, so that it is started first.
+    let upstreams = [
+        ("a-hangs", "h", hanging.as_str()),
+        ("words", "w", &words.url),
+    ];
+    let options = GatewayOptions::new().start_wait(std::time::Duration::from_millis(300));
+    let started = tokio::time::timeout(DEADLINE, gateway_with(&upstreams, options)).await;
+    let (gateway, served) = started.expect("the gateway serves within the deadline");
+    assert_eq!(gateway.starting(), ["a-hangs"]);
+    let caller = client(&served.url);
+    // The start waited for neither; the answering upstream's tools come in as it answers.
+    until_listed(&caller, &["w__shout"]).await;
+    let result = caller
+        .call_tool("w__shout", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "HI");
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
+    hang_task.abort();
 }
