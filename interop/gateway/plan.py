@@ -90,7 +90,10 @@ def setup(work: str, toolwire_url: str, node: str, everything: str, filesystem: 
     # makes plain calls upstream.
     absent = ["everything__simulate-research-query"]
     for era in ("2026-07-28", "2025-11-25"):
-        plan = {"era": era, "tools": tools, "absent": absent, "calls": calls, "progress": progress}
+        plan = {"era": era, "tools": tools, "absent": absent, "calls": calls, "progress": progress,
+                # An upstream's list change, passed on by the gateway to its callers.
+                "list_changed": {"toggle": {"name": "toolwire__toggle_shout", "arguments": {}},
+                                 "tool": "toolwire__shout"}}
         with open(os.path.join(work, f"plan-{era}.json"), "w", encoding="utf-8") as f:
             json.dump(plan, f, indent=2)
 

@@ -17,7 +17,10 @@ The plan (JSON, written by scripts/gateway-interop):
                 "contains": [TEXT, ...],       text must contain every TEXT and, with
                 "structured": {KEY: VALUE}}],  "structured", its structuredContent hold them
      "progress": [{"name", "arguments",        each called with a progress token: at least
-                   "at_least": N, "contains"}]} N progress notifications must arrive
+                   "at_least": N, "contains"}], N progress notifications must arrive
+     "list_changed": {"toggle": {"name",       called twice; each time a tools/list change must
+                                 "arguments"}, be told (listen stream, or notification), and
+                      "tool": NAME}}           NAME appear or go
 
 Each step prints "PASS <step>: ..." or "FAIL <step>: ..."; the last line is
 "python_client: N passed, M failed", and the exit status is 1 on any failure, 2 on a usage error.
@@ -39,6 +42,7 @@ from importlib.metadata import version as package_version
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 
 import mcp
 from mcp import StdioServerParameters
@@ -65,19 +69,54 @@ def text_of(result: dict[str, Any]) -> str:
     return "".join(block.get("text", "") for block in result.get("content", []) if block.get("type") == "text")
 
 
+class Changes:
+    """notifications/tools/list_changed as the SDK's message handler passes them (the
+    2025-11-25 way: on the session's stream)."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.event = anyio.Event()
+
+    async def handler(self, message: Any) -> None:
+        root = getattr(message, "root", message)
+        if type(root).__name__ == "ToolListChangedNotification":
+            self.count += 1
+            self.event.set()
+            self.event = anyio.Event()
+        await anyio.lowlevel.checkpoint()
+
+
 class Session:
     """The few operations the steps need, over either SDK."""
 
-    def __init__(self, inner: Any, protocol_version: str, server: str) -> None:
+    def __init__(self, inner: Any, protocol_version: str, server: str, changes: Changes) -> None:
         self.inner = inner
         self.protocol_version = protocol_version
         self.server = server
+        self.changes = changes
+
+    @contextlib.asynccontextmanager
+    async def next_change(self) -> AsyncIterator[Callable[[], Awaitable[None]]]:
+        """Yields a wait for the next tools/list change: a `subscriptions/listen` stream on a
+        2026-07-28 connection, the session's notifications on a 2025-11-25 one."""
+        if self.protocol_version == "2025-11-25":
+            event = self.changes.event
+            yield event.wait
+            return
+        async with self.inner.listen(tools_list_changed=True) as subscription:
+
+            async def wait() -> None:
+                await subscription.__anext__()
+
+            yield wait
 
     async def list_tools(self) -> list[dict[str, Any]]:
         tools: list[dict[str, Any]] = []
         cursor: str | None = None
+        # mcp 2.x keeps lists for their ttlMs; the steps must see what the server lists now.
+        fresh = {"cache_mode": "refresh"} if MODERN_SDK else {}
         for _ in range(100):
-            page = wire(await self.inner.list_tools(cursor=cursor))
+            page = wire(await self.inner.list_tools(cursor=cursor, **fresh))
             tools.extend(page.get("tools", []))
             cursor = page.get("nextCursor")
             if cursor is None:
@@ -97,10 +136,14 @@ async def connect(args: argparse.Namespace) -> AsyncIterator[Session]:
         target: Any = StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ))
     else:
         target = args.http
+    changes = Changes()
     if MODERN_SDK:
-        async with mcp.Client(target, mode=args.era, read_timeout_seconds=args.timeout) as client:
+        async with mcp.Client(
+            target, mode=args.era, read_timeout_seconds=args.timeout, message_handler=changes.handler
+        ) as client:
             info = client.server_info
-            yield Session(client, client.protocol_version, f"{info.name} {info.version}" if info else "anonymous")
+            server = f"{info.name} {info.version}" if info else "anonymous"
+            yield Session(client, client.protocol_version, server, changes)
         return
     from mcp import ClientSession
     from mcp.client.streamable_http import streamable_http_client
@@ -115,10 +158,12 @@ async def connect(args: argparse.Namespace) -> AsyncIterator[Session]:
                 yield read, write
 
     async with streams() as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=timedelta(seconds=args.timeout)) as session:
+        async with ClientSession(
+            read, write, read_timeout_seconds=timedelta(seconds=args.timeout), message_handler=changes.handler
+        ) as session:
             result = await session.initialize()
             info = result.serverInfo
-            yield Session(session, result.protocolVersion, f"{info.name} {info.version}")
+            yield Session(session, result.protocolVersion, f"{info.name} {info.version}", changes)
 
 
 class Runner:
@@ -200,6 +245,25 @@ async def run_steps(session: Session, plan: dict[str, Any], runner: Runner) -> N
             return f"{len(seen)} progress notifications {seen}, then {said}"
 
         await runner.step(f"progress {call['name']}", with_progress)
+    change = plan.get("list_changed")
+    if change is None:
+        return
+
+    async def toggle() -> str:
+        toggled = change["toggle"]
+        had = change["tool"] in [tool["name"] for tool in await session.list_tools()]
+        async with session.next_change() as next_change:
+            await session.call_tool(toggled["name"], toggled["arguments"])
+            waited = time.monotonic()
+            await next_change()
+            waited = time.monotonic() - waited
+        has = change["tool"] in [tool["name"] for tool in await session.list_tools()]
+        check(has != had, f"{change['tool']} listed before and after {toggled['name']}: {had}")
+        return f"{change['tool']} {'added' if has else 'removed'}, told {waited:.2f}s after the call"
+
+    # Twice, so that the upstream ends as it started.
+    await runner.step(f"list_changed {change['toggle']['name']}", toggle)
+    await runner.step(f"list_changed {change['toggle']['name']} again", toggle)
 
 
 async def main_async(args: argparse.Namespace) -> int:
@@ -219,7 +283,7 @@ async def main_async(args: argparse.Namespace) -> int:
             if session.protocol_version != plan["era"]:
                 print(f"FAIL era: negotiated {session.protocol_version}, want {plan['era']}", flush=True)
                 runner.failed += 1
-            total = args.timeout * (3 + len(plan["calls"]) + len(plan.get("progress", [])))
+            total = args.timeout * (5 + len(plan["calls"]) + len(plan.get("progress", [])))
             with anyio.move_on_after(total) as deadline:
                 await run_steps(session, plan, runner)
             if deadline.cancelled_caught:

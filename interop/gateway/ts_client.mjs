@@ -46,6 +46,7 @@ async function sdk(version) {
     const { Client } = await import('@modelcontextprotocol/sdk/client/index.js');
     const { StreamableHTTPClientTransport } = await import('@modelcontextprotocol/sdk/client/streamableHttp.js');
     const { StdioClientTransport } = await import('@modelcontextprotocol/sdk/client/stdio.js');
+    const { ToolListChangedNotificationSchema } = await import('@modelcontextprotocol/sdk/types.js');
     const pkg = JSON.parse(readFileSync(new URL('node_modules/@modelcontextprotocol/sdk/package.json', import.meta.url), 'utf8'));
     return {
       Client,
@@ -55,6 +56,10 @@ async function sdk(version) {
       clientOptions: {},
       // v1: callTool(params, resultSchema, options)
       callTool: (client, params, options) => client.callTool(params, undefined, options),
+      listTools: (client, params) => client.listTools(params),
+      // v1 speaks 2025-11-25 only: list changes come as notifications on the session.
+      onListChanged: (client, handler) => client.setNotificationHandler(ToolListChangedNotificationSchema, handler),
+      listen: async () => ({ close: async () => {} }),
     };
   }
   const { Client, StreamableHTTPClientTransport } = await import('@modelcontextprotocol/client');
@@ -68,6 +73,13 @@ async function sdk(version) {
     clientOptions: { versionNegotiation: { mode: 'auto' } },
     // v2: callTool(params, options)
     callTool: (client, params, options) => client.callTool(params, options),
+    // v2 keeps lists for their ttlMs; the steps must see what the server lists now.
+    listTools: (client, params) => client.listTools(params, { cacheMode: 'refresh' }),
+    onListChanged: (client, handler) => client.setNotificationHandler('notifications/tools/list_changed', handler),
+    // On 2026-07-28 list changes come only on a subscriptions/listen stream; on a 2025-11-25
+    // connection, on the session, as in v1.
+    listen: async (client) =>
+      client.getProtocolEra?.() === 'legacy' ? { close: async () => {} } : client.listen({ toolsListChanged: true }),
   };
 }
 
@@ -117,11 +129,11 @@ function checkResult(call, result) {
   return JSON.stringify(shown.length > 80 ? `${shown.slice(0, 80)}...` : shown);
 }
 
-async function listAll(client) {
+async function listAll(api, client) {
   const tools = [];
   let cursor;
   for (let page = 0; page < 100; page += 1) {
-    const result = await client.listTools(cursor ? { cursor } : undefined);
+    const result = await api.listTools(client, cursor ? { cursor } : undefined);
     tools.push(...result.tools);
     cursor = result.nextCursor;
     if (!cursor) return tools;
@@ -130,7 +142,8 @@ async function listAll(client) {
 }
 
 async function main() {
-  const { Client, StreamableHTTPClientTransport, StdioClientTransport, name, clientOptions, callTool } = await sdk(options.sdk);
+  const api = await sdk(options.sdk);
+  const { Client, StreamableHTTPClientTransport, StdioClientTransport, name, clientOptions, callTool } = api;
   const target = options.stdio ? `stdio ${JSON.stringify(options.stdio)}` : `http ${options.http}`;
   console.log(`ts_client: ${name} against ${target}`);
   const started = performance.now();
@@ -162,7 +175,7 @@ async function main() {
   });
   if (connected) {
     await step('tools/list', async () => {
-      const tools = await listAll(client);
+      const tools = await listAll(api, client);
       const names = tools.map((t) => t.name);
       const missing = plan.tools.filter((n) => !names.includes(n));
       check(missing.length === 0, `missing ${JSON.stringify(missing)} in ${JSON.stringify(names)}`);
@@ -193,6 +206,29 @@ async function main() {
         return `${got}, then ${said}`;
       });
     }
+  }
+  if (connected && plan.list_changed) {
+    const { toggle, tool } = plan.list_changed;
+    let changed = () => {};
+    api.onListChanged(client, () => changed());
+    const subscription = await api.listen(client);
+    const toggled = async () => {
+      const listed = async () => (await listAll(api, client)).map((t) => t.name).includes(tool);
+      const had = await listed();
+      const told = new Promise((resolve) => {
+        changed = resolve;
+      });
+      await callTool(client, { name: toggle.name, arguments: toggle.arguments }, { timeout: timeoutMs });
+      const waited = performance.now();
+      await told;
+      const has = await listed();
+      check(has !== had, `${tool} listed before and after ${toggle.name}: ${had}`);
+      return `${tool} ${has ? 'added' : 'removed'}, told ${((performance.now() - waited) / 1000).toFixed(2)}s after the call`;
+    };
+    // Twice, so that the upstream ends as it started.
+    await step(`list_changed ${toggle.name}`, toggled);
+    await step(`list_changed ${toggle.name} again`, toggled);
+    await subscription.close();
   }
   await step('close', async () => {
     await client.close();

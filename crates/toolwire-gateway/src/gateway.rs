@@ -2,7 +2,6 @@
 //! tools downstream, and the task that keeps the second in step with the first.
 
 use std::collections::{BTreeSet, HashMap};
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -101,10 +100,17 @@ pub(crate) struct Inner {
     pub(crate) trusted: HashMap<String, bool>,
     /// The task following upstream changes, stopped with the gateway.
     pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
-    /// The upstreams whose first try (start and list) has not ended.
-    pub(crate) starting: tokio::sync::watch::Sender<BTreeSet<String>>,
-    /// Whether [`Gateway::start`] has returned: an upstream that answers later is logged.
-    pub(crate) serving: AtomicBool,
+    /// The upstreams whose first try has not ended, and whether the start stopped waiting.
+    pub(crate) starting: tokio::sync::watch::Sender<Starting>,
+}
+
+/// The upstreams on their first try (started and not yet listed, nor failed), and whether
+/// [`Gateway::start`] has stopped waiting for them (an upstream that answers later is
+/// logged): one value, so that an upstream's end and the start's are seen in one order.
+#[derive(Debug, Default)]
+pub(crate) struct Starting {
+    pending: BTreeSet<String>,
+    serving: bool,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -146,8 +152,10 @@ impl Gateway {
                 mirror: Mirror::new(options.settings),
                 trusted,
                 watching: Mutex::new(None),
-                starting: tokio::sync::watch::Sender::new(names),
-                serving: AtomicBool::new(false),
+                starting: tokio::sync::watch::Sender::new(Starting {
+                    pending: names,
+                    serving: false,
+                }),
             }),
         };
         let mut started = gateway.inner.starting.subscribe();
@@ -158,10 +166,13 @@ impl Gateway {
             .watching
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(watching);
-        let all_tried = started.wait_for(BTreeSet::is_empty);
+        let all_tried = started.wait_for(|starting| starting.pending.is_empty());
         // Whether all were tried or the wait ran out, the gateway serves what it has.
         let _ = tokio::time::timeout(options.start_wait, all_tried).await;
-        gateway.inner.serving.store(true, Ordering::Release);
+        gateway
+            .inner
+            .starting
+            .send_modify(|starting| starting.serving = true);
         gateway.sync();
         Ok(gateway)
     }
@@ -169,7 +180,13 @@ impl Gateway {
     /// The upstreams still on their first try (started and not yet listed, nor failed), by
     /// name: their tools are served once they answer.
     pub fn starting(&self) -> Vec<String> {
-        self.inner.starting.borrow().iter().cloned().collect()
+        self.inner
+            .starting
+            .borrow()
+            .pending
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// The downstream server: serve it over HTTP or stdio.
@@ -221,10 +238,12 @@ impl Inner {
 
     /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
     pub(crate) fn tried(&self, upstream: &str) {
+        let mut late = false;
         self.starting.send_modify(|starting| {
-            starting.remove(upstream);
+            starting.pending.remove(upstream);
+            late = starting.serving;
         });
-        if self.serving.load(Ordering::Acquire) {
+        if late {
             let status = self.host.servers().into_iter().find(|s| s.name == upstream);
             if let Some(toolwire_host::ServerState::Connected { tools }) = status.map(|s| s.state) {
                 tracing::info!(
