@@ -5,13 +5,16 @@
         and an untracked file), and writes WORK/gateway.json (the gateway's mcpServers file: the
         five upstreams and a "gateway" object with an audit file) and WORK/plan-2026-07-28.json
         and WORK/plan-2025-11-25.json (the plan python_client.py and ts_client.mjs follow, for a
-        client that reaches either era)
-    plan.py calls PLAN
-        prints one line per call of the plan, "INDEX NAME ARGUMENTS-JSON", for the Inspector
+        client that reaches either era: the tools listed and not listed, the calls and what
+        their results hold, the calls whose progress is followed, the list change)
+    plan.py calls PLAN [--one-per-upstream]
+        prints one line per call of the plan (or only each upstream's first),
+        "INDEX NAME ARGUMENTS-JSON", for the Inspector
     plan.py check-list PLAN < OUTPUT
     plan.py check-call PLAN INDEX < OUTPUT
-        hold the Inspector CLI's --format json output to the plan: every wanted tool listed, or
-        the call's text and structured content as the plan says; exit 1 saying why otherwise
+        hold the Inspector CLI's --format json output to the plan: every wanted tool listed and
+        no absent one, or the call's text and structured content as the plan says; exit 1
+        saying why otherwise
     plan.py check-audit PLAN AUDIT_FILE
         every call of the plan is in the gateway's audit log (JSON lines)
     plan.py check-started LOG
@@ -182,8 +185,13 @@ def main() -> None:
     command, rest = args[0], args[1:]
     if command == "setup" and len(rest) == 7:
         setup(*rest)
-    elif command == "calls" and len(rest) == 1:
+    elif command == "calls" and len(rest) in (1, 2) and rest[1:] in ([], ["--one-per-upstream"]):
+        seen = set()
         for index, call in enumerate(load(rest[0])["calls"]):
+            upstream = call["name"].split("__", 1)[0]
+            if rest[1:] and upstream in seen:
+                continue
+            seen.add(upstream)
             print(index, call["name"], json.dumps(call["arguments"]))
     elif command == "check-list" and len(rest) == 1:
         check_list(load(rest[0]))

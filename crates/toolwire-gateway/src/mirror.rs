@@ -178,18 +178,13 @@ fn digest(tool: &HostTool, trusted: bool) -> u64 {
 mod tests {
     use super::*;
 
-    fn listed(extra: Value) -> toolwire_protocol::Tool {
-        serde_json::from_value(json!({
-            "name": "t",
-            "inputSchema": {"type": "object"},
-        }))
-        .map(|mut tool: toolwire_protocol::Tool| {
-            if let Value::Object(extra) = extra {
-                tool.extra = extra;
-            }
-            tool
-        })
-        .expect("a tool")
+    /// A tool as an upstream lists it, with `more` of its members.
+    fn listed(more: &Value) -> toolwire_protocol::Tool {
+        let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
+        if let (Some(tool), Some(more)) = (tool.as_object_mut(), more.as_object()) {
+            tool.extend(more.clone());
+        }
+        serde_json::from_value(tool).expect("a tool")
     }
 
     #[test]
@@ -201,9 +196,9 @@ mod tests {
             (json!({"execution": {}}), false),
             (json!({"execution": {"taskSupport": "required"}}), true),
         ];
-        for (extra, refused) in cases {
-            let why = unservable(&listed(extra.clone()));
-            assert_eq!(why.is_some(), refused, "{extra}: {why:?}");
+        for (more, refused) in cases {
+            let why = unservable(&listed(&more));
+            assert_eq!(why.is_some(), refused, "{more}: {why:?}");
             if let Some(why) = why {
                 assert!(why.contains("task"), "{why}");
             }
