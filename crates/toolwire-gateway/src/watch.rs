@@ -32,8 +32,9 @@ pub(crate) async fn watch(gateway: Weak<Inner>) {
     futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name))).await;
 }
 
-/// Follows one upstream: starts and lists it, then waits for its next change (or, failed,
-/// for its next try), refreshes it and brings the served tools in step.
+/// Follows one upstream: starts and lists it, then refreshes it on each change it announces
+/// (or, when it announces none, now and then), and tries it again with a growing wait while it
+/// fails.
 async fn follow(gateway: Weak<Inner>, server: String) {
     if !refresh(&gateway, &server).await {
         return;
@@ -43,16 +44,67 @@ async fn follow(gateway: Weak<Inner>, server: String) {
     }
     let mut retry = RETRY_FIRST;
     loop {
-        let Some(wait) = next(&gateway, &server, &mut retry).await else {
-            return;
+        let going_on = match failed(&gateway, &server) {
+            None => false,
+            Some(true) => {
+                let wait = retry;
+                retry = (retry * 2).min(RETRY_MOST);
+                tracing::info!(upstream = %server, ?wait, "the upstream failed; trying it again");
+                tokio::time::sleep(wait).await;
+                refresh(&gateway, &server).await
+            }
+            Some(false) => {
+                retry = RETRY_FIRST;
+                follow_changes(&gateway, &server).await
+            }
         };
-        if let Some(wait) = wait {
-            tokio::time::sleep(wait).await;
-        }
-        if !refresh(&gateway, &server).await {
+        if !going_on {
             return;
         }
     }
+}
+
+/// Follows a connected upstream's changes, listing it on each, until its stream ends, it
+/// fails or a poll is due (`true`: follow it again), or the gateway is gone (`false`).
+async fn follow_changes(gateway: &Weak<Inner>, server: &str) -> bool {
+    let Some(inner) = gateway.upgrade() else {
+        return false;
+    };
+    let mut changes = inner.host.list_changes_of(server).await;
+    // The stream is followed without holding the gateway, so that dropping it ends this.
+    drop(inner);
+    if !changes.unavailable.is_empty() {
+        // No stream: the upstream announces no changes, or it could not be reached (it may
+        // have gone since it was listed). A listing tells which: a failed one is tried again
+        // with the short waits of a failure, not the long one of a poll.
+        // Followed again after the poll's wait, which lists it then.
+        if !refresh(gateway, server).await {
+            return false;
+        }
+        if failed(gateway, server) == Some(false) {
+            tokio::time::sleep(POLL).await;
+        }
+        return true;
+    }
+    // The upstream was listed before its stream was acknowledged: a change in between was
+    // announced to nobody, so it is listed once more now that changes reach the stream.
+    if !refresh(gateway, server).await {
+        return false;
+    }
+    // A change, or a reconnection (changes may have been missed): list again, on the same
+    // stream, so that no change falls between two streams.
+    while changes.next().await.is_some() {
+        if !refresh(gateway, server).await {
+            return false;
+        }
+        if failed(gateway, server) != Some(false) {
+            return true;
+        }
+    }
+    // The stream ended (the upstream went away, or closed it): followed again after a pause,
+    // so that an upstream that ends every stream at once is not listed in a tight loop.
+    tokio::time::sleep(RETRY_FIRST).await;
+    true
 }
 
 /// Refreshes `server` (starting it if it is not running) and brings the served tools in
@@ -68,34 +120,13 @@ async fn refresh(gateway: &Weak<Inner>, server: &str) -> bool {
     true
 }
 
-/// Waits for a reason to refresh `server`: `None` when the gateway is gone; else how long to
-/// wait first (a failed upstream's retry), or nothing (a change came).
-async fn next(
-    gateway: &Weak<Inner>,
-    server: &str,
-    retry: &mut Duration,
-) -> Option<Option<Duration>> {
+/// Whether `server` is failed now; `None` when the gateway is gone.
+fn failed(gateway: &Weak<Inner>, server: &str) -> Option<bool> {
     let inner = gateway.upgrade()?;
     let failed = inner
         .host
         .servers()
         .iter()
         .any(|s| s.name == server && matches!(s.state, ServerState::Failed { .. }));
-    if failed {
-        let wait = *retry;
-        *retry = (*retry * 2).min(RETRY_MOST);
-        tracing::info!(upstream = %server, ?wait, "the upstream failed; trying it again");
-        return Some(Some(wait));
-    }
-    *retry = RETRY_FIRST;
-    let mut changes = inner.host.list_changes_of(server).await;
-    // The stream is followed without holding the gateway, so that dropping it ends this.
-    drop(inner);
-    if !changes.unavailable.is_empty() {
-        return Some(Some(POLL));
-    }
-    // A change, a reconnection (changes may have been missed) or the end of the stream: each
-    // means list again.
-    changes.next().await;
-    Some(None)
+    Some(failed)
 }
