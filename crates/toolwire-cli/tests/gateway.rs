@@ -210,3 +210,93 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("no person to ask"), "{stderr}");
 }
+
+/// Reads `child`'s stderr up to the line with `needle`, which ends the list; then the pipe's
+/// reading end is closed.
+fn said_until(child: &mut Child, needle: &str) -> Vec<String> {
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let until = needle.to_owned();
+    // Read on a thread, so that the wait is bounded; the thread ends at the needle, dropping
+    // the pipe's reading end.
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let last = line.contains(&until);
+            let _ = tx.send(line);
+            if last {
+                return;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s after {said:?}"));
+        let last = line.contains(needle);
+        said.push(line);
+        if last {
+            reader.join().expect("the reader ends at the needle");
+            return said;
+        }
+    }
+}
+
+#[test]
+fn a_gateway_whose_stderr_is_gone_still_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, json!({"mcpServers": {}}).to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .stderr(Stdio::piped());
+    let mut child = Killed(gateway.spawn().expect("toolwire starts"));
+    said_until(&mut child.0, "the gateway serves at ");
+    // Whoever read its stderr is gone (a host that closed the pipe, a log collector that
+    // stopped): the next log line cannot be written, and that must cost only the line.
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not stop within 15 s of SIGTERM with its stderr closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_upstreams_stderr_reaches_the_gateways_log_with_control_characters_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "printf '\\033]0;owned\\007\\033[2Jan upstream says hi\\n' >&2; exec {BIN} serve --data-dir {}",
+        dir.path().join("notes").display()
+    );
+    let config = json!({"mcpServers": {"loud": {"command": "sh", "args": ["-c", script]}}});
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .stderr(Stdio::piped());
+    let mut child = Killed(gateway.spawn().expect("toolwire starts"));
+    let said = said_until(&mut child.0, "the gateway serves at ");
+    let line = said
+        .iter()
+        .find(|l| l.contains("an upstream says hi"))
+        .unwrap_or_else(|| panic!("the upstream's stderr line is logged: {said:?}"));
+    assert!(
+        !line.contains('\u{1b}') && !line.contains('\u{7}'),
+        "the upstream's escape sequences reach the operator's terminal as they are: {line:?}"
+    );
+}
