@@ -17,6 +17,9 @@ use toolwire_server::{JsonlAuditSink, Server, http, stdio};
 use crate::config::{self, ServeConfig};
 use crate::{examples, store, terminal};
 
+/// The top-level key of the downstream settings.
+const GATEWAY_KEY: &str = "gateway";
+
 /// `toolwire gateway`'s arguments.
 #[derive(clap::Args)]
 pub(crate) struct GatewayArgs {
@@ -45,7 +48,12 @@ pub(crate) struct GatewayArgs {
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let (settings, policy) = downstream_settings(&args.config)?;
     let upstreams = HostConfig::load(&args.config)?;
-    for ignored in &upstreams.ignored {
+    // The host leaves the "gateway" object alone; it is read here.
+    let left_alone = upstreams
+        .ignored
+        .iter()
+        .filter(|i| !(i.server.is_none() && i.key == GATEWAY_KEY));
+    for ignored in left_alone {
         terminal::note(&format!("toolwire: warning: {ignored}"));
     }
     let state_dir = crate::signin::state_dir(args.state_dir.as_deref())?;
@@ -121,7 +129,7 @@ fn downstream_settings(file: &Path) -> anyhow::Result<(ServeConfig, Option<Rules
     let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
-    let Some(gateway) = value.get("gateway") else {
+    let Some(gateway) = value.get(GATEWAY_KEY) else {
         return Ok((ServeConfig::default(), None));
     };
     let mut gateway = gateway.clone();
@@ -137,11 +145,16 @@ fn downstream_settings(file: &Path) -> anyhow::Result<(ServeConfig, Option<Rules
 
 /// Says on stderr how each upstream is doing.
 fn report(gateway: &Gateway) {
+    let starting = gateway.starting();
     for status in gateway.host().servers() {
         let line = match &status.state {
             ServerState::Connected { tools } => {
                 format!("toolwire: upstream {}: {tools} tools", status.name)
             }
+            ServerState::Failed { .. } if starting.contains(&status.name) => format!(
+                "toolwire: warning: upstream {} has not answered yet; its tools are served once it does",
+                status.name
+            ),
             ServerState::Failed { error } => format!(
                 "toolwire: warning: upstream {} failed ({error}); retrying in the background",
                 status.name

@@ -23,6 +23,12 @@ use crate::terminal::SafeStderr;
 pub(crate) enum Running {
     /// `toolwire serve`: a server's log, INFO by default.
     Server,
+    /// `toolwire gateway`: a server's log too, whose events carry the upstreams' text (their
+    /// stderr, their errors), and whose stderr may be a pipe its host stops reading: written
+    /// through [`SafeStderr`], where a line that cannot be written is lost, never a panic (the
+    /// fmt layer's own error report panics on a closed stderr, killing the task that logged,
+    /// such as the one that stops the gateway on SIGTERM).
+    Gateway,
     /// Any other command: quiet unless asked.
     Command,
 }
@@ -32,15 +38,18 @@ pub(crate) fn init(running: Running, verbose: u8) {
     let asked = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
-    if running == Running::Server {
+    if running != Running::Command {
         let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
         let filter = tracing_subscriber::EnvFilter::new(asked.as_deref().unwrap_or(level));
         // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
-        tracing_subscriber::fmt()
-            .with_env_filter(filter)
-            .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-            .init();
+        let logs = tracing_subscriber::fmt().with_env_filter(filter);
+        if running == Running::Gateway {
+            logs.with_writer(SafeStderr).with_ansi(false).init();
+        } else {
+            logs.with_writer(std::io::stderr)
+                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+                .init();
+        }
         return;
     }
     let level = match verbose {

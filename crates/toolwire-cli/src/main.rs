@@ -216,7 +216,8 @@ async fn main() {
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let running = match cli.command {
-        Command::Serve { .. } | Command::Gateway(_) => logs::Running::Server,
+        Command::Serve { .. } => logs::Running::Server,
+        Command::Gateway(_) => logs::Running::Gateway,
         _ => logs::Running::Command,
     };
     logs::init(running, cli.verbose);

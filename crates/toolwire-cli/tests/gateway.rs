@@ -34,7 +34,16 @@ fn toolwire(dir: &tempfile::TempDir) -> Command {
 }
 
 /// Starts `command` and waits for the stderr line with `needle`: the URL that follows it.
-fn started(mut command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
+fn started(command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
+    let (child, url, lines, _) = started_saying(command, needle);
+    (child, url, lines)
+}
+
+/// [`started`], with the stderr lines before the one with `needle`.
+fn started_saying(
+    mut command: Command,
+    needle: &str,
+) -> (Killed, String, mpsc::Receiver<String>, Vec<String>) {
     let mut child = command
         .stderr(Stdio::piped())
         .spawn()
@@ -48,15 +57,17 @@ fn started(mut command: Command, needle: &str) -> (Killed, String, mpsc::Receive
     });
     let child = Killed(child);
     let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let mut before = Vec::new();
     loop {
         let left = deadline.saturating_duration_since(std::time::Instant::now());
         let line = lines
             .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s"));
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s after {before:?}"));
         if let Some(rest) = line.split(needle).nth(1) {
             let url = rest.split_whitespace().next().unwrap().to_owned();
-            return (child, url, lines);
+            return (child, url, lines, before);
         }
+        before.push(line);
     }
 }
 
@@ -155,6 +166,30 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
     let audit = std::fs::read_to_string(dir.path().join("state/gateway-audit.jsonl"))
         .expect("the gateway's audit file");
     assert!(audit.contains("local__echo"), "{audit}");
+}
+
+#[test]
+fn the_gateway_object_is_read_without_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.json");
+    std::fs::write(
+        &file,
+        json!({"mcpServers": {}, "gateway": {"audit": {"file": "audit.jsonl"}}, "inputs": [{"id": "key"}]})
+            .to_string(),
+    )
+    .unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (_gateway, _url, _lines, said) = started_saying(gateway, "the gateway serves at ");
+    let warnings: Vec<&String> = said.iter().filter(|l| l.contains("warning")).collect();
+    assert_eq!(
+        warnings.len(),
+        1,
+        "only VS Code's \"inputs\" is named as left alone, not the \"gateway\" object the gateway reads: {said:?}"
+    );
+    assert!(warnings[0].contains("\"inputs\""), "{said:?}");
 }
 
 #[test]
@@ -287,5 +322,95 @@ fn the_readme_example_file_runs_as_described() {
     assert!(
         !early.iter().any(|l| l.contains("not one Toolwire reads")),
         "{early:?}"
+    );
+}
+
+/// Reads `child`'s stderr up to the line with `needle`, which ends the list; then the pipe's
+/// reading end is closed.
+fn said_until(child: &mut Child, needle: &str) -> Vec<String> {
+    let (tx, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().expect("piped"));
+    let until = needle.to_owned();
+    // Read on a thread, so that the wait is bounded; the thread ends at the needle, dropping
+    // the pipe's reading end.
+    let reader = std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let last = line.contains(&until);
+            let _ = tx.send(line);
+            if last {
+                return;
+            }
+        }
+    });
+    let mut said = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(30))
+            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s after {said:?}"));
+        let last = line.contains(needle);
+        said.push(line);
+        if last {
+            reader.join().expect("the reader ends at the needle");
+            return said;
+        }
+    }
+}
+
+#[test]
+fn a_gateway_whose_stderr_is_gone_still_stops_on_sigterm() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, json!({"mcpServers": {}}).to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .stderr(Stdio::piped());
+    let mut child = Killed(gateway.spawn().expect("toolwire starts"));
+    said_until(&mut child.0, "the gateway serves at ");
+    // Whoever read its stderr is gone (a host that closed the pipe, a log collector that
+    // stopped): the next log line cannot be written, and that must cost only the line.
+    let pid = child.0.id().to_string();
+    assert!(
+        Command::new("kill")
+            .args(["-TERM", &pid])
+            .status()
+            .unwrap()
+            .success()
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(15);
+    while child.0.try_wait().unwrap().is_none() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the gateway did not stop within 15 s of SIGTERM with its stderr closed"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn an_upstreams_stderr_reaches_the_gateways_log_with_control_characters_visible() {
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "printf '\\033]0;owned\\007\\033[2Jan upstream says hi\\n' >&2; exec {BIN} serve --data-dir {}",
+        dir.path().join("notes").display()
+    );
+    let config = json!({"mcpServers": {"loud": {"command": "sh", "args": ["-c", script]}}});
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file)
+        .stderr(Stdio::piped());
+    let mut child = Killed(gateway.spawn().expect("toolwire starts"));
+    let said = said_until(&mut child.0, "the gateway serves at ");
+    let line = said
+        .iter()
+        .find(|l| l.contains("an upstream says hi"))
+        .unwrap_or_else(|| panic!("the upstream's stderr line is logged: {said:?}"));
+    assert!(
+        !line.contains('\u{1b}') && !line.contains('\u{7}'),
+        "the upstream's escape sequences reach the operator's terminal as they are: {line:?}"
     );
 }

@@ -2,8 +2,9 @@
 //! tools, prompts and resources downstream, and the task that keeps the second in step with
 //! the first.
 
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
@@ -40,11 +41,25 @@ pub enum GatewayError {
 /// the tool as the gateway made it.
 pub type ToolSettings = Arc<dyn Fn(&HostTool, Tool) -> Tool + Send + Sync>;
 
+/// How long [`Gateway::start`] waits by default for the upstreams' first answers: under the
+/// 15 s the MCP Inspector gives a stdio server to start, and well under most hosts' minute.
+pub const START_WAIT: Duration = Duration::from_secs(10);
+
 /// How a gateway serves its upstreams' tools.
-#[derive(Default)]
 pub struct GatewayOptions {
     pub(crate) settings: Option<ToolSettings>,
     pub(crate) rules: Option<Rules>,
+    pub(crate) start_wait: Duration,
+}
+
+impl Default for GatewayOptions {
+    fn default() -> Self {
+        GatewayOptions {
+            settings: None,
+            rules: None,
+            start_wait: START_WAIT,
+        }
+    }
 }
 
 impl std::fmt::Debug for GatewayOptions {
@@ -52,14 +67,25 @@ impl std::fmt::Debug for GatewayOptions {
         f.debug_struct("GatewayOptions")
             .field("settings", &self.settings.is_some())
             .field("rules", &self.rules.as_ref().map(Rules::len))
+            .field("start_wait", &self.start_wait)
             .finish()
     }
 }
 
 impl GatewayOptions {
-    /// Default options: each tool served as its upstream lists it.
+    /// Default options: each tool served as its upstream lists it, the start waiting
+    /// [`START_WAIT`] at most for the upstreams.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// How long [`Gateway::start`] waits for the upstreams' first answers before it returns
+    /// (default [`START_WAIT`]): an upstream that has not answered by then is served once it
+    /// does, and listeners are told of its tools. A stdio host gives the gateway a bounded
+    /// time to start, so one slow upstream must not cost it all the others.
+    pub fn start_wait(mut self, wait: Duration) -> Self {
+        self.start_wait = wait;
+        self
     }
 
     /// Changes each mirrored tool before it is served (see [`ToolSettings`]).
@@ -96,6 +122,17 @@ pub(crate) struct Inner {
     pub(crate) trusted: HashMap<String, bool>,
     /// The task following upstream changes, stopped with the gateway.
     pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
+    /// The upstreams whose first try has not ended, and whether the start stopped waiting.
+    pub(crate) starting: tokio::sync::watch::Sender<Starting>,
+}
+
+/// The upstreams on their first try (started and not yet listed, nor failed), and whether
+/// [`Gateway::start`] has stopped waiting for them (an upstream that answers later is
+/// logged): one value, so that an upstream's end and the start's are seen in one order.
+#[derive(Debug, Default)]
+pub(crate) struct Starting {
+    pending: BTreeSet<String>,
+    serving: bool,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -107,11 +144,13 @@ impl std::fmt::Debug for Gateway {
 }
 
 impl Gateway {
-    /// Connects to every server of `config` (a server that fails is retried in the
-    /// background; the others serve) and serves their tools on the server `server` builds,
-    /// which the caller set up with its downstream settings (sign-in, limits, output guard,
-    /// audit) and serves over HTTP or stdio ([`Gateway::server`]). The host keeps each
-    /// upstream's last good list while it fails.
+    /// Connects to every server of `config` at once and serves their tools on the server
+    /// `server` builds, which the caller set up with its downstream settings (sign-in, limits,
+    /// output guard, audit) and serves over HTTP or stdio ([`Gateway::server`]). Returns once
+    /// every upstream has answered or failed, or after [`GatewayOptions::start_wait`]: one
+    /// still starting then ([`Gateway::starting`]) is served when it answers; one that failed
+    /// is retried in the background. The host keeps each upstream's last good list while it
+    /// fails.
     ///
     /// Their prompts and resources are served too (`prefix__name`, `toolwire://PREFIX/URI`)
     /// when `server` offers them (built with `offer_prompts()` and `offer_resources()`). The
@@ -140,12 +179,13 @@ impl Gateway {
         } else {
             server.tool_visibility(Visibility(policy.clone())).build()?
         };
-        let host = Arc::new(Host::connect(config, host.keep_last_list(true)).await?);
+        let host = Arc::new(Host::new(config, host.keep_last_list(true))?);
         let trusted = config
             .servers
             .iter()
             .map(|s| (s.name.clone(), s.trust))
             .collect();
+        let names = config.servers.iter().map(|s| s.name.clone()).collect();
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 host,
@@ -154,16 +194,41 @@ impl Gateway {
                 offers: Offers::default(),
                 trusted,
                 watching: Mutex::new(None),
+                starting: tokio::sync::watch::Sender::new(Starting {
+                    pending: names,
+                    serving: false,
+                }),
             }),
         };
-        gateway.sync();
+        let mut started = gateway.inner.starting.subscribe();
+        // The watch makes each upstream's first try, each on its own.
         let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&gateway.inner)));
         *gateway
             .inner
             .watching
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(watching);
+        let all_tried = started.wait_for(|starting| starting.pending.is_empty());
+        // Whether all were tried or the wait ran out, the gateway serves what it has.
+        let _ = tokio::time::timeout(options.start_wait, all_tried).await;
+        gateway
+            .inner
+            .starting
+            .send_modify(|starting| starting.serving = true);
+        gateway.sync();
         Ok(gateway)
+    }
+
+    /// The upstreams still on their first try (started and not yet listed, nor failed), by
+    /// name: their tools are served once they answer.
+    pub fn starting(&self) -> Vec<String> {
+        self.inner
+            .starting
+            .borrow()
+            .pending
+            .iter()
+            .cloned()
+            .collect()
     }
 
     /// The downstream server: serve it over HTTP or stdio.
@@ -220,6 +285,25 @@ impl Inner {
             .filter_map(|s| s.list_ttl)
             .min();
         self.server.cap_list_ttl(shortest);
+    }
+
+    /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
+    pub(crate) fn tried(&self, upstream: &str) {
+        let mut late = false;
+        self.starting.send_modify(|starting| {
+            starting.pending.remove(upstream);
+            late = starting.serving;
+        });
+        if late {
+            let status = self.host.servers().into_iter().find(|s| s.name == upstream);
+            if let Some(toolwire_host::ServerState::Connected { tools }) = status.map(|s| s.state) {
+                tracing::info!(
+                    %upstream,
+                    tools,
+                    "the upstream answered after the gateway started: its tools are served now"
+                );
+            }
+        }
     }
 }
 

@@ -21,7 +21,7 @@ mod policy;
 pub mod rules;
 mod watch;
 
-pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, ToolSettings};
+pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, ToolSettings};
 pub use mirror::UPSTREAM_META_KEY;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
 pub use watch::{RETRY_FIRST, RETRY_MOST};

@@ -104,11 +104,8 @@ impl Mirror {
             .filter(|(name, digest)| wanted.get(name.as_str()).is_none_or(|(d, ..)| d != *digest))
             .map(|(name, _)| name.clone())
             .collect();
-        if !gone.is_empty() {
-            server.remove_tools(gone.iter().map(String::as_str));
-            for name in &gone {
-                served.tools.remove(name);
-            }
+        for name in &gone {
+            served.tools.remove(name);
         }
         let mut names: Vec<&str> = wanted
             .iter()
@@ -119,22 +116,34 @@ impl Mirror {
             .collect();
         // In the host's order, so that instances that saw the same lists serve the same order.
         names.sort_unstable();
+        names.retain(|name| {
+            let (digest, tool, _) = wanted[name];
+            let Some(why) = unservable(&tool.definition) else {
+                return true;
+            };
+            tracing::warn!(tool = %name, upstream = %tool.server, "{name} is not served: {why}");
+            served.refused.insert((*name).to_owned(), digest);
+            false
+        });
         let make = |name: &str| {
             let (_, tool, down) = wanted[name];
             self.served(host, tool, trusted(&tool.server), down)
         };
-        // All at once (one list change, one rebuild of the list); if the server refuses one,
-        // one by one, so that the others are served.
-        if server
-            .add_tools(names.iter().map(|name| make(name)))
-            .is_ok()
-        {
+        // All at once, the tools gone and the tools changed or new (one list change, one
+        // rebuild of the list; a tool whose definition changed is never missing from a list
+        // in between); if the server refuses one, one by one, so that the others are served.
+        let batch = server.replace_tools(
+            gone.iter().map(String::as_str),
+            names.iter().map(|name| make(name)),
+        );
+        if batch.is_ok() {
             for name in names {
                 served.refused.remove(name);
                 served.tools.insert(name.to_owned(), wanted[name].0);
             }
             return;
         }
+        server.remove_tools(gone.iter().map(String::as_str));
         for name in names {
             let (digest, tool, _) = wanted[name];
             match server.add_tool(make(name)) {
@@ -211,6 +220,19 @@ impl Mirror {
     }
 }
 
+/// Why the gateway cannot serve an upstream tool, if it cannot: one its upstream runs only as
+/// a task (the 2025-11-25 `execution.taskSupport: "required"`), since the gateway makes every
+/// upstream call a plain call, which such an upstream refuses; served, it would fail every time.
+fn unservable(definition: &toolwire_protocol::Tool) -> Option<&'static str> {
+    let task_support = definition
+        .extra
+        .get("execution")
+        .and_then(|execution| execution.get("taskSupport"));
+    (task_support.and_then(Value::as_str) == Some("required")).then_some(
+        "its upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls upstream tools as plain calls",
+    )
+}
+
 /// What a served tool is made from: its upstream, its definition and whether its annotations
 /// are trusted.
 /// The definition is read by its pinned hash (computed once per list) where it has one.
@@ -242,5 +264,37 @@ impl Mirror {
             .unwrap_or_else(|e| e.into_inner())
             .withheld
             .is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tool as an upstream lists it, with `more` of its members.
+    fn listed(more: &Value) -> toolwire_protocol::Tool {
+        let mut tool = json!({"name": "t", "inputSchema": {"type": "object"}});
+        if let (Some(tool), Some(more)) = (tool.as_object_mut(), more.as_object()) {
+            tool.extend(more.clone());
+        }
+        serde_json::from_value(tool).expect("a tool")
+    }
+
+    #[test]
+    fn a_tool_its_upstream_runs_only_as_a_task_is_not_served() {
+        let cases = [
+            (json!({}), false),
+            (json!({"execution": {"taskSupport": "forbidden"}}), false),
+            (json!({"execution": {"taskSupport": "optional"}}), false),
+            (json!({"execution": {}}), false),
+            (json!({"execution": {"taskSupport": "required"}}), true),
+        ];
+        for (more, refused) in cases {
+            let why = unservable(&listed(&more));
+            assert_eq!(why.is_some(), refused, "{more}: {why:?}");
+            if let Some(why) = why {
+                assert!(why.contains("task"), "{why}");
+            }
+        }
     }
 }

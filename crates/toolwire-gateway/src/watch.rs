@@ -1,6 +1,7 @@
-//! Following the upstreams: each one's list changes (its listen stream, or a poll when it
-//! offers none) refresh it and bring the served tools in step; one that fails is tried again
-//! with a growing wait while its last good list is still served.
+//! Following the upstreams: each one is started and listed on its own (so that a slow one
+//! holds up no other), then its list changes (its listen stream, or a poll when it offers
+//! none) refresh it and bring the served tools in step; one that fails is tried again with a
+//! growing wait while its last good list is still served.
 
 use std::sync::Weak;
 use std::time::Duration;
@@ -60,6 +61,13 @@ async fn recheck_pins(gateway: Weak<Inner>) {
 /// Follows one upstream until the gateway is gone: while it is failed, tries it again with
 /// a growing wait; while it is up, holds its listen stream and refreshes on every change.
 async fn follow(gateway: Weak<Inner>, server: String) {
+    // The first start: the gateway waits for each upstream's first answer (or its failure).
+    if !refresh(&gateway, &server).await {
+        return;
+    }
+    if let Some(inner) = gateway.upgrade() {
+        inner.tried(&server);
+    }
     let mut retry = RETRY_FIRST;
     loop {
         let Some(failed) = failed(&gateway, &server) else {

@@ -715,3 +715,60 @@ async fn prompts_and_resources_of_every_server_under_names_that_map_back() {
     assert_eq!(reads, 4);
     host.close().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_never_answers_holds_up_no_other_servers_start() {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let silent_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let silent = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    let words = Server::builder("words", "1")
+        .tool(Tool::new(
+            "shout",
+            |a: Text, _: RequestContext| async move { a.text.to_uppercase() },
+        ))
+        .build()
+        .unwrap();
+    let words_url = serve(words).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {
+            "silent": {"url": silent_url},
+            "words": {"url": words_url},
+        }})
+        .to_string(),
+        "/nonexistent/mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let host = Host::new(&config, HostOptions::new(Allow)).unwrap();
+    assert!(
+        host.tools().is_empty(),
+        "nothing is started before a refresh"
+    );
+    // The silent server starts first and never answers; the other's start goes on meanwhile.
+    let silent_start = host.refresh_server("silent");
+    let words_start = tokio::time::timeout(
+        std::time::Duration::from_secs(10),
+        host.refresh_server("words"),
+    );
+    tokio::pin!(silent_start);
+    let words_started = tokio::select! {
+        biased;
+        _ = &mut silent_start => panic!("the silent server answered"),
+        started = words_start => started,
+    };
+    assert!(
+        words_started
+            .expect("words starts while the silent server is being started")
+            .unwrap(),
+        "words is a configured server"
+    );
+    let names: Vec<String> = host.tools().iter().map(|t| t.qualified.clone()).collect();
+    assert_eq!(names, ["words__shout"]);
+    host.close().await;
+    silent.abort();
+}

@@ -511,3 +511,43 @@ async fn the_lists_ttl_is_no_longer_than_the_shortest_upstreams() {
     quick.stop().await;
     slow.stop().await;
 }
+
+/// A loopback address that takes connections and never answers on them: an upstream that hangs.
+async fn silent() -> (String, tokio::task::JoinHandle<()>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let task = tokio::spawn(async move {
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept().await {
+            held.push(stream);
+        }
+    });
+    (url, task)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_that_never_answers_holds_up_neither_the_start_nor_the_others() {
+    let words = Served::start(upstream("words", vec![shout("Shouts.")]), None).await;
+    let (hanging, hang_task) = silent().await;
+    // Named first, so that it is started first.
+    let upstreams = [
+        ("a-hangs", "h", hanging.as_str()),
+        ("words", "w", &words.url),
+    ];
+    let options = GatewayOptions::new().start_wait(std::time::Duration::from_millis(300));
+    let started = tokio::time::timeout(DEADLINE, gateway_with(&upstreams, options)).await;
+    let (gateway, served) = started.expect("the gateway serves within the deadline");
+    assert_eq!(gateway.starting(), ["a-hangs"]);
+    let caller = client(&served.url);
+    // The start waited for neither; the answering upstream's tools come in as it answers.
+    until_listed(&caller, &["w__shout"]).await;
+    let result = caller
+        .call_tool("w__shout", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(text(&result), "HI");
+    gateway.close().await;
+    served.stop().await;
+    words.stop().await;
+    hang_task.abort();
+}

@@ -69,6 +69,8 @@ const FOREIGN_SERVER_KEYS: &[Foreign] = &[
 
 /// Top-level keys of other hosts' formats.
 const FOREIGN_TOP_KEYS: &[Foreign] = &[
+    // The downstream settings of `toolwire gateway`, which reads the same file.
+    foreign("gateway", "toolwire gateway", None),
     foreign("inputs", "VS Code", None),
     foreign("globalShortcut", "Claude Desktop", None),
     foreign("preferences", "Claude Desktop", None),
@@ -233,6 +235,13 @@ mod tests {
                 ..
             })
         ));
+        let Verdict::Ignored(gateway) = top_key("gateway") else {
+            panic!("the gateway's object is known");
+        };
+        assert_eq!(
+            gateway.to_string(),
+            "key \"gateway\" is toolwire gateway's and not read here"
+        );
         assert!(matches!(
             top_key("somethingElse"),
             Verdict::Ignored(IgnoredKey { whose: None, .. })

@@ -176,6 +176,16 @@ impl Host {
     /// Connects to every server of `config` at once and lists their tools. A server that
     /// fails is reported in [`Host::servers`]; the others work.
     pub async fn connect(config: &HostConfig, options: HostOptions) -> Result<Host, HostError> {
+        let host = Host::new(config, options)?;
+        host.refresh().await?;
+        Ok(host)
+    }
+
+    /// A host of the servers of `config` with none of them started yet: [`Host::refresh`]
+    /// or [`Host::refresh_server`] starts them, so that a caller that must not wait for the
+    /// slowest (a gateway) can start each on its own. Fails only on the host's own state (its
+    /// audit log, pins and rules), as [`Host::connect`] does.
+    pub fn new(config: &HostConfig, options: HostOptions) -> Result<Host, HostError> {
         let (pins, remembered): (Arc<dyn PinStore>, Arc<dyn crate::policy::Remembered>) =
             match options
                 .state_dir
@@ -219,7 +229,6 @@ impl Host {
             audit,
             redaction,
         };
-        host.refresh().await?;
         Ok(host)
     }
 

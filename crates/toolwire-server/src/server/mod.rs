@@ -198,6 +198,25 @@ impl Server {
         removed
     }
 
+    /// Removes the named tools and registers `tools` in one step: a list request sees the
+    /// tools before or after, never without a tool that is replaced under its own name (a
+    /// gateway updating an upstream's definition). All or nothing: a tool that is refused, or
+    /// whose name stays taken, changes nothing. One change for listen streams.
+    pub fn replace_tools<'a>(
+        &self,
+        names: impl IntoIterator<Item = &'a str>,
+        tools: impl IntoIterator<Item = Tool>,
+    ) -> Result<()> {
+        let names: std::collections::HashSet<&str> = names.into_iter().collect();
+        let tools: Vec<Tool> = tools.into_iter().collect();
+        let added = !tools.is_empty();
+        let removed = self.inner.registry.replace_all(&names, tools)?;
+        if removed > 0 || added {
+            self.notify(Change::Tools);
+        }
+        Ok(())
+    }
+
     /// Caps `ttlMs` of list results from now on, under the configured one
     /// ([`ServerBuilder::list_ttl`]): a gateway keeps its lists no fresher than its upstreams'.
     /// `None` lifts the cap.

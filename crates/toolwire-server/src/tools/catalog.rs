@@ -109,35 +109,46 @@ impl<T: Entry> Catalog<T> {
 
     /// Adds items atomically; on a duplicate key nothing is added and that key is returned.
     pub(crate) fn add_all(&self, items: Vec<Arc<T>>) -> Result<(), String> {
-        let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.current.load();
-        let mut keys = std::collections::HashSet::new();
-        for item in &items {
-            if current.get(item.key()).is_some() || !keys.insert(item.key()) {
-                return Err(item.key().to_owned());
-            }
-        }
-        let mut all = current.items.clone();
-        all.extend(items);
-        self.current.store(Arc::new(Snapshot::new(all)));
-        Ok(())
+        self.replace_all(&std::collections::HashSet::new(), items)
+            .map(|_| ())
     }
 
     /// Removes the items with these keys at once; how many there were.
     pub(crate) fn remove_all(&self, keys: &std::collections::HashSet<&str>) -> usize {
+        // Adding nothing cannot meet a duplicate.
+        self.replace_all(keys, Vec::new()).unwrap_or(0)
+    }
+
+    /// Removes the items with `keys` and adds `items` in one step, so that a reader sees the
+    /// catalog before or after, never between (an item replaced under its own key is never
+    /// missing). On a duplicate key among the items and those left, nothing changes and that
+    /// key is returned; otherwise how many were removed.
+    pub(crate) fn replace_all(
+        &self,
+        keys: &std::collections::HashSet<&str>,
+        items: Vec<Arc<T>>,
+    ) -> Result<usize, String> {
         let _guard = self.write.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.current.load();
-        let all: Vec<Arc<T>> = current
+        let mut added = std::collections::HashSet::new();
+        for item in &items {
+            let taken = current.get(item.key()).is_some() && !keys.contains(item.key());
+            if taken || !added.insert(item.key()) {
+                return Err(item.key().to_owned());
+            }
+        }
+        let mut all: Vec<Arc<T>> = current
             .items
             .iter()
             .filter(|item| !keys.contains(item.key()))
             .cloned()
             .collect();
         let removed = current.items.len() - all.len();
-        if removed > 0 {
+        if removed > 0 || !items.is_empty() {
+            all.extend(items);
             self.current.store(Arc::new(Snapshot::new(all)));
         }
-        removed
+        Ok(removed)
     }
 
     /// Removes an item; false if there was none with this key.

@@ -89,6 +89,17 @@ impl ToolRegistry {
 
     /// Adds tools atomically: all are checked first, and none is added if one is refused.
     pub(crate) fn add_all(&self, tools: Vec<Tool>) -> Result<(), Error> {
+        self.replace_all(&std::collections::HashSet::new(), tools)
+            .map(|_| ())
+    }
+
+    /// Removes the named tools and registers `tools` in one step (see
+    /// [`Catalog::replace_all`]): all or nothing; how many were removed.
+    pub(crate) fn replace_all(
+        &self,
+        names: &std::collections::HashSet<&str>,
+        tools: Vec<Tool>,
+    ) -> Result<usize, Error> {
         let mut prepared = Vec::with_capacity(tools.len());
         for tool in tools {
             prepared.push(Arc::new(prepare(
@@ -99,14 +110,13 @@ impl ToolRegistry {
             )?));
         }
         self.catalog
-            .add_all(prepared)
+            .replace_all(names, prepared)
             .map_err(|tool| Error::InvalidTool {
                 tool,
                 rule: ToolRule::DuplicateName,
             })
     }
 
-    /// Removes a tool by name.
     /// Removes the named tools at once; how many were registered.
     pub(crate) fn remove_all(&self, names: &std::collections::HashSet<&str>) -> usize {
         self.catalog.remove_all(names)

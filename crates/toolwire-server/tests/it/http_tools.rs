@@ -378,6 +378,52 @@ async fn runtime_registration_is_checked() {
     assert!(built.unwrap_err().to_string().contains("T-06"));
 }
 
+/// A tool replaced under its own name is in every list taken meanwhile: readers see the
+/// catalog before the replacement or after it, never between.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_replaced_in_one_step_is_never_missing() {
+    let server = builder().build().unwrap();
+    let named = |name: &str, description: &str| {
+        Tool::raw(name, json!({"type": "object"}), |_, _| async { "x" }).description(description)
+    };
+    server.add_tool(named("kept", "v0")).unwrap();
+    // A refused replacement (a new name that is taken) changes nothing.
+    let err = server
+        .replace_tools(["kept"], [named("kept", "v1"), named("echo", "clash")])
+        .unwrap_err();
+    assert!(err.to_string().contains("already registered"), "{err}");
+    assert!(server.tool_names().contains(&"kept".to_owned()));
+
+    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (server, stop) = (server.clone(), stop.clone());
+        std::thread::spawn(move || {
+            let mut reads = 0u32;
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                assert!(
+                    server.tool_names().iter().any(|n| n == "kept"),
+                    "a list taken during a replacement missed the tool"
+                );
+                reads += 1;
+            }
+            reads
+        })
+    };
+    for round in 0..2_000 {
+        server
+            .replace_tools(["kept"], [named("kept", &format!("v{round}"))])
+            .unwrap();
+    }
+    stop.store(true, std::sync::atomic::Ordering::Relaxed);
+    assert!(reader.join().unwrap() > 0);
+    // Removing and adding under other names in one step.
+    server
+        .replace_tools(["kept"], [named("other", "o")])
+        .unwrap();
+    let names = server.tool_names();
+    assert!(!names.contains(&"kept".to_owned()) && names.contains(&"other".to_owned()));
+}
+
 #[derive(serde::Deserialize, schemars::JsonSchema)]
 struct Tags {
     #[allow(dead_code)]
