@@ -22,6 +22,11 @@
 //!   `toolwire://PREFIX/` followed by the expansion of the server's template, with the same
 //!   variables; taking the prefix off gives the server's own expansion.
 //!
+//! - **The only server, unprefixed.** A server whose prefix is empty (allowed only when it is
+//!   the only server) offers its URIs and templates unchanged, as its tools keep their names:
+//!   there is no other server to tell it from, and a client that reads a URI the server gave
+//!   it directly reads the same resource.
+//!
 //! Other gateways wrap differently: agentgateway puts the target before the scheme
 //! (`target+file:///…`), which needs a prefix that is a valid scheme (no `_`, a letter first)
 //! and cannot wrap a URI without a scheme; this rule takes any prefix the configuration accepts
@@ -34,8 +39,11 @@ pub const URI_SCHEME: &str = "toolwire";
 const HEAD: &str = "toolwire://";
 
 /// The URI under which the resource `uri` of the server whose prefix is `prefix` is offered:
-/// `toolwire://PREFIX/URI`.
+/// `toolwire://PREFIX/URI`, or `uri` itself for the only server, unprefixed.
 pub fn wrap(prefix: &str, uri: &str) -> String {
+    if prefix.is_empty() {
+        return uri.to_owned();
+    }
     let mut wrapped = String::with_capacity(HEAD.len() + prefix.len() + 1 + uri.len());
     wrapped.push_str(HEAD);
     wrapped.push_str(prefix);
@@ -46,7 +54,7 @@ pub fn wrap(prefix: &str, uri: &str) -> String {
 
 /// The URI template under which a server's template is offered: wrapped like a URI, so that
 /// each of its expansions is the wrapped expansion of the server's template (see the module's
-/// documentation).
+/// documentation); unchanged for the only server, unprefixed.
 pub fn wrap_template(prefix: &str, template: &str) -> String {
     wrap(prefix, template)
 }
@@ -161,6 +169,14 @@ mod tests {
         }
         // The scheme is case-insensitive; the prefix is returned as written.
         assert_eq!(unwrap("ToolWire://Fs/x"), Some(("Fs", "x")));
+    }
+
+    #[test]
+    fn the_only_server_unprefixed_offers_its_uris_unchanged() {
+        for uri in URIS {
+            assert_eq!(wrap("", uri), *uri);
+            assert_eq!(wrap_template("", uri), *uri);
+        }
     }
 
     #[test]

@@ -716,6 +716,67 @@ async fn prompts_and_resources_of_every_server_under_names_that_map_back() {
     host.close().await;
 }
 
+/// The only server, unprefixed (a gateway in front of one server): its resources and templates
+/// keep their own URIs, and are read and completed by them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_only_server_unprefixed_keeps_its_resource_uris() {
+    use toolwire_client::protocol::{CompletionArgument, CompletionReference, ResourceContents};
+    use toolwire_host::OfferError;
+
+    let notes = serve(notes_server("notes")).await;
+    let scratch = tempfile::tempdir().unwrap();
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"notes": {"url": notes, "prefix": ""}}}).to_string(),
+        scratch.path().join("mcp.json"),
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let host = Host::connect(&config, HostOptions::new(Allow))
+        .await
+        .unwrap();
+    let uris: Vec<String> = host.resources().iter().map(|r| r.uri.clone()).collect();
+    // The hostile URI is still not offered.
+    assert_eq!(uris, ["notes:///today.md"]);
+    let templates: Vec<String> = host
+        .resource_templates()
+        .iter()
+        .map(|t| t.for_model().uri_template)
+        .collect();
+    assert_eq!(templates, ["notes:///{+path}"]);
+    let text = |read: &toolwire_client::protocol::ReadResourceResult| match &read.contents[0] {
+        ResourceContents::Text(t) => (t.uri.clone(), t.text.clone()),
+        other => panic!("{other:?}"),
+    };
+    for (uri, want) in [
+        ("notes:///today.md", "notes today"),
+        ("notes:///a/b.md", "notes a/b.md"),
+    ] {
+        let read = host.read_resource(uri).await.unwrap();
+        assert!(text(&read).1.starts_with(want), "{uri}: {read:?}");
+        assert_eq!(text(&read).0, uri);
+    }
+    // A wrapped URI is just another URI of the server's: the server says it has none such.
+    let wrapped = host.read_resource("toolwire://x/notes:///today.md").await;
+    assert!(
+        matches!(&wrapped, Err(OfferError::Server { server, .. }) if server == "notes"),
+        "{wrapped:?}"
+    );
+    let completed = host
+        .complete(
+            CompletionReference::Resource {
+                uri: "notes:///{+path}".into(),
+            },
+            CompletionArgument {
+                name: "path".into(),
+                value: "todo".into(),
+            },
+        )
+        .await
+        .unwrap();
+    assert_eq!(completed.completion.values, ["todo.md"]);
+    host.close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_server_that_never_answers_holds_up_no_other_servers_start() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
