@@ -9,66 +9,15 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+#[path = "support/gateway.rs"]
+mod support;
 
-/// A child process killed when the test ends, whatever happens.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn toolwire(dir: &tempfile::TempDir) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env("TOOLWIRE_STATE_DIR", dir.path().join("state"))
-        .env("NO_COLOR", "1")
-        .env_remove("TOOLWIRE_STORE")
-        .env_remove("RUST_LOG");
-    command
-}
+use support::{BIN, Killed, toolwire};
 
 /// Starts `command` and waits for the stderr line with `needle`: the URL that follows it.
 fn started(command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<String>) {
-    let (child, url, lines, _) = started_saying(command, needle);
-    (child, url, lines)
-}
-
-/// [`started`], with the stderr lines before the one with `needle`.
-fn started_saying(
-    mut command: Command,
-    needle: &str,
-) -> (Killed, String, mpsc::Receiver<String>, Vec<String>) {
-    let mut child = command
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolwire starts");
-    let (tx, lines) = mpsc::channel();
-    let stderr = BufReader::new(child.stderr.take().expect("piped"));
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let child = Killed(child);
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let mut before = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(std::time::Instant::now());
-        let line = lines
-            .recv_timeout(left)
-            .unwrap_or_else(|_| panic!("no line with {needle:?} within 30 s after {before:?}"));
-        if let Some(rest) = line.split(needle).nth(1) {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            return (child, url, lines, before);
-        }
-        before.push(line);
-    }
+    let started = support::start(command, needle);
+    (started.child, started.url, started.lines)
 }
 
 /// Runs a client command against `url`; its stdout, or a panic with both streams.
@@ -182,7 +131,7 @@ fn the_gateway_object_is_read_without_a_warning() {
     gateway
         .args(["gateway", "--http", "127.0.0.1:0", "--config"])
         .arg(&file);
-    let (_gateway, _url, _lines, said) = started_saying(gateway, "the gateway serves at ");
+    let said = support::start(gateway, "the gateway serves at ").before;
     let warnings: Vec<&String> = said.iter().filter(|l| l.contains("warning")).collect();
     assert_eq!(
         warnings.len(),
@@ -413,4 +362,156 @@ fn an_upstreams_stderr_reaches_the_gateways_log_with_control_characters_visible(
         !line.contains('\u{1b}') && !line.contains('\u{7}'),
         "the upstream's escape sequences reach the operator's terminal as they are: {line:?}"
     );
+}
+
+/// The pids of `parent`'s children whose command line holds `needle`.
+fn children_saying(parent: u32, needle: &str) -> Vec<u32> {
+    let output = Command::new("pgrep")
+        .args(["-P", &parent.to_string(), "-f", needle])
+        .output()
+        .expect("pgrep runs");
+    String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.trim().parse().ok())
+        .collect()
+}
+
+/// Waits (at most 30 s) for the next progress after those already received.
+async fn progressed(progress: &mut tokio::sync::mpsc::UnboundedReceiver<()>) {
+    while progress.try_recv().is_ok() {}
+    tokio::time::timeout(Duration::from_secs(30), progress.recv())
+        .await
+        .expect("progress within 30 s")
+        .expect("progress");
+}
+
+/// Sends SIGKILL to `pid`.
+fn kill(pid: u32) {
+    let killed = Command::new("kill")
+        .args(["-KILL", &pid.to_string()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+}
+
+/// The one upstream process of `gateway` other than `not`, once there is one (at most 30 s).
+async fn upstream_process(gateway: u32, not: Option<u32>) -> u32 {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let pids = children_saying(gateway, "serve --data-dir");
+        if let [pid] = pids[..]
+            && Some(pid) != not
+        {
+            return pid;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no new upstream process within 30 s: {pids:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// A stdio upstream killed in the middle of a call. The call was lost with the process: the
+/// gateway starts the upstream again and issues the call once more (S-11, H-27), so the
+/// caller gets its answer. Killed again during that second try, the caller gets an error
+/// naming the tool at once, not at a timeout; and the next call is served by a new process.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_killed_mid_call_is_restarted_and_a_second_death_is_a_clear_error() {
+    use toolwire_client::{CallOptions, ClientBuilder};
+
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {"local": {
+        "command": BIN,
+        "args": ["serve", "--data-dir", dir.path().join("stdio-notes")],
+        "prefix": "local",
+    }}});
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (gateway, url, lines) =
+        tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
+            .await
+            .unwrap();
+    let gateway_pid = gateway.0.id();
+    let caller = ClientBuilder::new("gateway-test", "1")
+        .http(&url)
+        .expect("a client");
+    // Counting to `to` through the gateway, each step's progress on `progress`.
+    let count = |to: u32| {
+        let caller = caller.clone();
+        let (progressed, progress) = tokio::sync::mpsc::unbounded_channel();
+        let call = tokio::spawn(async move {
+            let options = CallOptions::default().on_progress(move |_| {
+                let _ = progressed.send(());
+            });
+            caller
+                .call_tool_with(
+                    "local__count_slowly",
+                    json!({"to": to, "delay_ms": 100}),
+                    options,
+                )
+                .await
+        });
+        (call, progress)
+    };
+    // Killed once: the call goes on in a new process and is answered.
+    let first = upstream_process(gateway_pid, None).await;
+    let (call, mut progress) = count(20);
+    progressed(&mut progress).await;
+    kill(first);
+    let second = upstream_process(gateway_pid, Some(first)).await;
+    let answered = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("answered")
+        .unwrap()
+        .expect("a result");
+    assert!(!answered.is_error(), "{answered:?}");
+    assert!(
+        serde_json::to_string(&answered)
+            .unwrap()
+            .contains("Counted to 20")
+    );
+
+    // Killed during the call and again during its second try: an error naming the tool, at
+    // once (100 steps of 100 ms would take 10 s).
+    let (call, mut progress) = count(100);
+    progressed(&mut progress).await;
+    kill(second);
+    let third = upstream_process(gateway_pid, Some(second)).await;
+    progressed(&mut progress).await;
+    kill(third);
+    let Ok(answered) = tokio::time::timeout(Duration::from_secs(5), call).await else {
+        let said: Vec<String> = lines.try_iter().collect();
+        panic!(
+            "the call did not end within 5 s of its upstream's death; the gateway said {said:#?}"
+        );
+    };
+    let failed = answered.unwrap().expect("a result, not a transport error");
+    assert!(failed.is_error(), "{failed:?}");
+    let said = serde_json::to_string(&failed).unwrap();
+    assert!(said.contains("local__count_slowly"), "{said}");
+
+    // The next call is served by a new process, once the gateway started it.
+    let fourth = upstream_process(gateway_pid, Some(third)).await;
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let result = caller
+            .call_tool("local__echo", json!({"message": "back"}))
+            .await
+            .expect("a result");
+        if !result.is_error() {
+            assert!(serde_json::to_string(&result).unwrap().contains("back"));
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the upstream is not served again within 30 s: {result:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(upstream_process(gateway_pid, Some(third)).await, fourth);
 }

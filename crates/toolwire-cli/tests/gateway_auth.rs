@@ -5,9 +5,7 @@
 //! keeps the `Authorization` header of every request — never sees a caller's token, only the
 //! credential the gateway's file names for it.
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -19,7 +17,10 @@ use serde_json::{Value, json};
 #[path = "../../../interop/oidc/launch.rs"]
 mod launch;
 
-const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
+#[path = "support/gateway.rs"]
+mod support;
+
+use support::{BIN, Killed, toolwire};
 
 /// The credential the gateway's file gives the upstream (through the environment).
 const UPSTREAM_CREDENTIAL: &str = "gateway-to-upstream-7f3a";
@@ -27,57 +28,13 @@ const UPSTREAM_CREDENTIAL: &str = "gateway-to-upstream-7f3a";
 /// How long any one step may take.
 const STEP: Duration = Duration::from_secs(30);
 
-/// A child process killed when the test ends, whatever happens.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn toolwire(dir: &tempfile::TempDir) -> Command {
-    let mut command = Command::new(BIN);
-    command
-        .current_dir(dir.path())
-        .env("HOME", dir.path())
-        .env("TOOLWIRE_STATE_DIR", dir.path().join("state"))
-        .env("NO_COLOR", "1")
-        .env_remove("TOOLWIRE_STORE")
-        .env_remove("RUST_LOG");
-    command
-}
-
-/// Starts `command` and waits (at most [`STEP`]) for the stderr line with `needle`: the URL
-/// that follows it. The rest of stderr is drained in the background.
-fn started(mut command: Command, needle: &str) -> (Killed, String) {
-    let mut child = command
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("toolwire starts");
-    let (tx, lines) = mpsc::channel();
-    let stderr = BufReader::new(child.stderr.take().expect("piped"));
-    std::thread::spawn(move || {
-        for line in stderr.lines().map_while(Result::ok) {
-            let _ = tx.send(line);
-        }
-    });
-    let child = Killed(child);
-    let deadline = Instant::now() + STEP;
-    let mut seen = Vec::new();
-    loop {
-        let left = deadline.saturating_duration_since(Instant::now());
-        let Ok(line) = lines.recv_timeout(left) else {
-            panic!("no line with {needle:?} within {STEP:?}; stderr: {seen:#?}");
-        };
-        if let Some(rest) = line.split(needle).nth(1) {
-            let url = rest.split_whitespace().next().unwrap().to_owned();
-            std::thread::spawn(move || while lines.recv().is_ok() {});
-            return (child, url);
-        }
-        seen.push(line);
-    }
+/// Starts `command` and waits for the stderr line with `needle`: the URL that follows it. The
+/// rest of stderr is drained in the background.
+fn started(command: Command, needle: &str) -> (Killed, String) {
+    let started = support::start(command, needle);
+    let lines = started.lines;
+    std::thread::spawn(move || while lines.recv().is_ok() {});
+    (started.child, started.url)
 }
 
 /// What the recording proxy saw: for each request, its JSON-RPC method (or the HTTP method
