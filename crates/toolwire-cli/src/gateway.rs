@@ -48,12 +48,7 @@ pub(crate) struct GatewayArgs {
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let (settings, policy) = downstream_settings(&args.config)?;
     let upstreams = HostConfig::load(&args.config)?;
-    // The host leaves the "gateway" object alone; it is read here.
-    let left_alone = upstreams
-        .ignored
-        .iter()
-        .filter(|i| !(i.server.is_none() && i.key == GATEWAY_KEY));
-    for ignored in left_alone {
+    for ignored in &upstreams.ignored {
         terminal::note(&format!("toolwire: warning: {ignored}"));
     }
     let state_dir = crate::signin::state_dir(args.state_dir.as_deref())?;
@@ -99,6 +94,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
         .clean_results(false)
         .max_result_chars(usize::MAX);
+    // With a shared store, the pins are there: every instance withholds and serves alike, and
+    // `toolwire pins approve --store` approves for all.
+    let host = match &store {
+        Some(chosen) => host.pin_store(chosen.pins.clone()),
+        None => host,
+    };
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
     report(&gateway);
@@ -120,6 +121,20 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// The shared store a gateway file's `gateway.store` names, if any (for `toolwire pins`).
+pub(crate) fn store_settings(file: &Path) -> anyhow::Result<Option<crate::store::StoreConfig>> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("{}: cannot read", file.display()))?;
+    let Ok(value) = serde_json::from_str::<serde_json::Value>(&text) else {
+        // Not JSON: the configuration's own reading says why.
+        return Ok(None);
+    };
+    if value.get(GATEWAY_KEY).is_none() {
+        return Ok(None);
+    }
+    Ok(downstream_settings(file)?.0.store)
 }
 
 /// The file's `"gateway"` object (the defaults of `toolwire serve` without one), and its

@@ -152,6 +152,10 @@ enum Command {
     Pins {
         #[command(flatten)]
         host: host::ConnectArgs,
+        /// The pins of gateways sharing this Redis store (`redis://HOST:PORT[/DB]`) rather than
+        /// the state directory's; a gateway file's `gateway.store` is used without it.
+        #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
+        store: Option<String>,
         #[command(subcommand)]
         action: host::pins::PinsAction,
     },
@@ -272,7 +276,11 @@ async fn run() -> anyhow::Result<()> {
             ),
             None => host::watch::watch(&host, only.as_deref()).await,
         },
-        Command::Pins { host, action } => host::pins::pins(&host, &action).await,
+        Command::Pins {
+            host,
+            store,
+            action,
+        } => host::pins::pins(&host, store.as_deref(), &action).await,
         Command::Audit { state, action } => host::audit::audit(&state, &action),
         Command::Trust(args) => host::trust::trust(&args).await,
         Command::Login { host, name } => host::login::login(&host.host(), &name).await,

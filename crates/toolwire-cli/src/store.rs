@@ -2,10 +2,12 @@
 //! Valkey) shared by every instance that names it with `--store` or `[store] url`, so that
 //! several instances behind a load balancer answer for one another.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail};
 use serde::Deserialize;
+use toolwire_host::RedisPins;
 use toolwire_server::Store;
 
 /// The environment variable `--store` reads when not given, so that a URL with a password
@@ -33,6 +35,8 @@ pub(crate) struct StoreConfig {
 #[derive(Debug)]
 pub(crate) struct Chosen {
     pub(crate) store: Store,
+    /// Tool pins in the same store, under the same key prefix (`{prefix}pins:{server}`).
+    pub(crate) pins: Arc<RedisPins>,
     /// `redis://HOST:PORT/DB (key prefix P)`.
     pub(crate) shown: String,
 }
@@ -88,12 +92,18 @@ pub(crate) fn open(
     if let Some(prefix) = &prefix {
         store = store.key_prefix(prefix.clone());
     }
-    if let Some(ms) = config.and_then(|c| c.timeout_ms) {
-        store = store.timeout(Duration::from_millis(ms));
-    }
+    let timeout = config.and_then(|c| c.timeout_ms).map_or(
+        toolwire_server::DEFAULT_STORE_TIMEOUT,
+        Duration::from_millis,
+    );
+    store = store.timeout(timeout);
     let prefix = prefix.unwrap_or_else(|| toolwire_server::DEFAULT_KEY_PREFIX.to_owned());
+    // The URL was checked by `Store::redis` above.
+    let client = redis::Client::open(url.as_str())
+        .map_err(|_| anyhow!("{key}: {} is not a Redis URL", shown(&url)))?;
     Ok(Some(Chosen {
         store,
+        pins: Arc::new(RedisPins::new(client, prefix.clone(), timeout)),
         shown: format!("{} (key prefix {prefix})", shown(&url)),
     }))
 }

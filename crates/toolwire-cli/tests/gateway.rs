@@ -515,3 +515,74 @@ async fn an_upstream_killed_mid_call_is_restarted_and_a_second_death_is_a_clear_
     }
     assert_eq!(upstream_process(gateway_pid, Some(third)).await, fourth);
 }
+
+#[path = "../../toolwire-server/tests/it/redis_server.rs"]
+mod redis_server;
+
+/// `redis-cli --raw` against `redis`.
+fn redis_cli(redis: &redis_server::RedisServer, args: &[&str]) -> String {
+    let output = Command::new("redis-cli")
+        .args(["-p", &redis.port.to_string(), "--raw"])
+        .args(args)
+        .output()
+        .expect("redis-cli (Debian: redis-tools)");
+    assert!(output.status.success(), "redis-cli {args:?}");
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+/// A gateway whose file names a shared store keeps its pins there, and `toolwire pins` on the
+/// same file reads and changes them there (not in the state directory).
+#[test]
+fn a_gateway_with_a_store_keeps_its_pins_there_for_toolwire_pins() {
+    let Some(redis) = redis_server::RedisServer::start() else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let mut upstream = toolwire(&dir);
+    upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("notes"));
+    let (_upstream, upstream_url, _lines) = started(upstream, "serving the example tools at ");
+    let config = json!({
+        "mcpServers": {"remote": {"url": upstream_url, "prefix": "remote"}},
+        "gateway": {"store": {"url": redis.url, "key_prefix": "team-a:"}},
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(&dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    let (_gateway, _url, _lines) = started(gateway, "the gateway serves at ");
+
+    let stored = redis_cli(&redis, &["HKEYS", "team-a:pins:remote"]);
+    let stored: Vec<&str> = stored.lines().collect();
+    assert!(
+        stored.contains(&"echo") && stored.contains(&"add"),
+        "{stored:?}"
+    );
+    assert!(
+        !dir.path().join("state/pins").exists(),
+        "no pins in the state directory"
+    );
+
+    let file = file.to_str().unwrap();
+    let (ok, out, err) = client(&dir, &["pins", "--config", file, "list"]);
+    assert!(ok, "{out}\n{err}");
+    assert!(err.contains("the pins in redis://127.0.0.1:"), "{err}");
+    assert!(
+        out.lines()
+            .any(|l| l.contains("pinned") && l.contains("remote__echo")),
+        "{out}"
+    );
+    let (ok, out, err) = client(
+        &dir,
+        &["pins", "--config", file, "forget", "remote", "echo"],
+    );
+    assert!(ok, "{out}\n{err}");
+    assert_eq!(
+        redis_cli(&redis, &["HEXISTS", "team-a:pins:remote", "echo"]).trim(),
+        "0"
+    );
+    assert!(!dir.path().join("state/pins").exists());
+}

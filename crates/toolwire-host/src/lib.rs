@@ -59,6 +59,8 @@ pub use host::{
     OfferError, Outcome, Prompts, ResourceTemplates, Resources, ServerState, ServerStatus, Tools,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
+#[cfg(feature = "redis")]
+pub use pins::RedisPins;
 pub use pins::{
     Change, FilePins, MemoryPins, PinReport, PinState, PinStore, Pins, definition_hash,
 };

@@ -91,6 +91,7 @@ impl ConnectArgs {
             roots: Vec::new(),
             connection: self.connection.clone(),
             asks: Asks::default(),
+            pin_store: None,
         }
     }
 }
@@ -117,6 +118,9 @@ pub(crate) struct HostArgs {
     /// How the servers' questions and log messages are met (set by `call`).
     #[arg(skip)]
     pub(crate) asks: Asks,
+    /// Pins in a shared store rather than the state directory (`toolwire pins --store`).
+    #[arg(skip)]
+    pub(crate) pin_store: Option<Arc<toolwire_host::RedisPins>>,
 }
 
 /// How the servers' questions and log messages are met: `call` sets them from its options;
@@ -292,6 +296,9 @@ impl HostArgs {
         // answers are not kept.
         if servers == Servers::Configured {
             options = options.state_dir(&state);
+        }
+        if let Some(pins) = &self.pin_store {
+            options = options.pin_store(pins.clone());
         }
         for file in &self.connection.ca_files {
             options = options.ca_file(file);

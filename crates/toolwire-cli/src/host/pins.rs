@@ -3,7 +3,9 @@
 //! accepts a changed definition, `forget` drops a pin (a removed tool no longer reported).
 
 use clap::Subcommand;
-use toolwire_host::{FilePins, Host, HostTool, Pins};
+use std::sync::Arc;
+
+use toolwire_host::{FilePins, Host, HostTool, PinStore, Pins};
 
 use super::ConnectArgs;
 use super::tools::pin_word;
@@ -36,9 +38,18 @@ pub(crate) enum PinsAction {
     },
 }
 
-/// Runs `toolwire pins`.
-pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Result<()> {
+/// Runs `toolwire pins`, on the pins of the shared store `store` (or the one a gateway file
+/// names) when there is one.
+pub(crate) async fn pins(
+    args: &ConnectArgs,
+    store: Option<&str>,
+    action: &PinsAction,
+) -> anyhow::Result<()> {
     let ui = Ui::new(Consent::Ask);
+    let shared = shared_pins(args, store)?;
+    if let Some(chosen) = &shared {
+        note(&format!("toolwire: the pins in {}", chosen.shown));
+    }
     if let PinsAction::Forget { server, tool } = action {
         // Nothing is started: the configuration only says where its pins are kept.
         let config = args.config.configured(&ui).await?;
@@ -50,10 +61,13 @@ pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Res
                 crate::terminal::shown(&config.file)
             );
         }
-        let pins = Pins::new(FilePins::new(
-            config.state_dir_in(&args.config.state_dir()?),
-        ));
-        if !pins.forget(server, tool)? {
+        let store: Arc<dyn PinStore> = match &shared {
+            Some(chosen) => chosen.pins.clone(),
+            None => Arc::new(FilePins::new(
+                config.state_dir_in(&args.config.state_dir()?),
+            )),
+        };
+        if !Pins::new(store).forget(server, tool)? {
             anyhow::bail!(
                 "server {server_shown} has no pin of {tool_shown} (`toolwire pins list` shows them)"
             );
@@ -62,10 +76,25 @@ pub(crate) async fn pins(args: &ConnectArgs, action: &PinsAction) -> anyhow::Res
             "forgot the pin of {tool_shown} of server {server_shown}"
         ))?);
     }
-    let host = args.host().open(None, &ui).await?;
+    let mut host_args = args.host();
+    host_args.pin_store = shared.map(|chosen| chosen.pins);
+    let host = host_args.open(None, &ui).await?;
     let done = act(&host, &ui, action);
     host.close().await;
     done
+}
+
+/// The shared store of `--store`, else of the configuration file's `gateway.store` (a
+/// gateway's file: its pins are where the gateway keeps them).
+fn shared_pins(
+    args: &ConnectArgs,
+    flag: Option<&str>,
+) -> anyhow::Result<Option<crate::store::Chosen>> {
+    let settings = match &args.config.config {
+        Some(file) => crate::gateway::store_settings(file)?,
+        None => None,
+    };
+    crate::store::open(flag, settings.as_ref(), |name| std::env::var(name).ok())
 }
 
 /// An action on the listed tools.

@@ -4,5 +4,8 @@
 mod credentials;
 mod gateway;
 mod offers;
+#[path = "../../../toolwire-server/tests/it/redis_server.rs"]
+mod redis_server;
 mod rules;
+mod shared_pins;
 mod support;

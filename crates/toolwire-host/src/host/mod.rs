@@ -201,6 +201,7 @@ impl Host {
                     Arc::new(MemoryRemembered::new()),
                 ),
             };
+        let pins = options.pin_store.clone().unwrap_or(pins);
         let policy = Policy::new(config, remembered)?;
         let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
         let redaction = match &options.redaction {

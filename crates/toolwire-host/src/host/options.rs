@@ -53,6 +53,7 @@ pub struct HostOptions {
     pub(super) oauth_insecure_http: bool,
     pub(super) keep_last_list: bool,
     pub(super) audit_each_call: bool,
+    pub(super) pin_store: Option<Arc<dyn crate::PinStore>>,
 }
 
 /// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
@@ -67,6 +68,7 @@ impl std::fmt::Debug for HostOptions {
             .field("audit_log", &self.audit_log)
             .field("call_timeout", &self.call_timeout)
             .field("max_result_chars", &self.max_result_chars)
+            .field("pin_store", &self.pin_store.is_some())
             .finish_non_exhaustive()
     }
 }
@@ -96,6 +98,7 @@ impl HostOptions {
             oauth_insecure_http: false,
             keep_last_list: false,
             audit_each_call: true,
+            pin_store: None,
         }
     }
 
@@ -194,6 +197,14 @@ impl HostOptions {
     /// ([`HostConfig::state_dir_in`](crate::HostConfig::state_dir_in)).
     pub fn state_dir(mut self, dir: impl Into<PathBuf>) -> Self {
         self.state_dir = Some(dir.into());
+        self
+    }
+
+    /// Keeps pins in `store` rather than in memory or the state directory: a store shared by
+    /// several processes (`RedisPins`, feature `redis`) makes them withhold and serve
+    /// changed tools alike, and an approval by one holds for all.
+    pub fn pin_store(mut self, store: Arc<dyn crate::PinStore>) -> Self {
+        self.pin_store = Some(store);
         self
     }
 

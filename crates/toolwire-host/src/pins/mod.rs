@@ -9,7 +9,11 @@
 //! annotations, icons, execution) except `_meta` entries outside `dev.toolwire/`: those are the
 //! server's own bookkeeping, free to change, and neither the model nor the policy reads them.
 
+#[cfg(any(test, feature = "contract-tests"))]
+pub mod contract;
 mod diff;
+#[cfg(feature = "redis")]
+mod redis;
 mod store;
 
 use std::collections::BTreeMap;
@@ -17,6 +21,8 @@ use std::collections::BTreeMap;
 use serde_json::Value;
 
 pub use diff::{Change, diff};
+#[cfg(feature = "redis")]
+pub use redis::RedisPins;
 pub use store::{FilePins, MemoryPins, Pin, PinStore, PinStoreError};
 
 /// The canonical hash (SHA-256, hex) of a tool definition.
@@ -100,24 +106,37 @@ impl<S: PinStore> Pins<S> {
         let pinned = self.store.load(server)?;
         let mut report = PinReport::default();
         let mut new = Vec::new();
+        let mut hashes = BTreeMap::new();
         for (tool, definition) in listed {
             let hash = definition_hash(definition);
             match pinned.get(tool) {
-                None => {
-                    new.push((tool.clone(), Pin::new(hash, definition)));
-                    report.new.push(tool.clone());
-                }
+                None => new.push((tool.clone(), Pin::new(hash.clone(), definition))),
                 Some(pin) if pin.hash != hash => report.changed.push(Changed {
                     tool: tool.clone(),
                     pinned: pin.hash.clone(),
-                    listed: hash,
+                    listed: hash.clone(),
                     changes: diff(&pin.definition, definition),
                 }),
                 Some(_) => {}
             }
+            hashes.insert(tool, hash);
         }
         if !new.is_empty() {
-            self.store.save_many(server, &new)?;
+            // Another process may have pinned one of them since the load: its pin stands.
+            for (tool, pin) in self.store.save_new(server, &new)? {
+                let listed_hash = &hashes[&tool];
+                if pin.hash == *listed_hash {
+                    report.new.push(tool);
+                } else {
+                    report.changed.push(Changed {
+                        changes: diff(&pin.definition, &listed[&tool]),
+                        tool,
+                        pinned: pin.hash,
+                        listed: listed_hash.clone(),
+                    });
+                }
+            }
+            report.changed.sort_by(|a, b| a.tool.cmp(&b.tool));
         }
         report.removed = pinned
             .keys()

@@ -1,5 +1,7 @@
-//! Where pins are kept: in memory, or in a state directory (one JSON file per server).
-//! A shared store for several host processes implements [`PinStore`].
+//! Where pins are kept: in memory, in a state directory (one JSON file per server), or in
+//! Redis shared by several processes (`RedisPins`, feature `redis`). Another shared store
+//! implements [`PinStore`] and passes the contract suite (`contract`, feature
+//! `contract-tests`).
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -30,12 +32,12 @@ impl Pin {
 
 /// Why pins could not be read or kept.
 #[derive(Debug, thiserror::Error)]
-#[error("pins of server {server:?} in {}: {message}", path.display())]
+#[error("pins of server {server:?} in {location}: {message}")]
 pub struct PinStoreError {
     /// The server.
     pub server: String,
-    /// The file (empty for a store without files).
-    pub path: PathBuf,
+    /// Where they are kept: the file, or the store (never with its password).
+    pub location: String,
     /// What went wrong.
     pub message: String,
 }
@@ -48,10 +50,28 @@ pub trait PinStore: Send + Sync {
     fn save(&self, server: &str, tool: &str, pin: &Pin) -> Result<(), PinStoreError>;
     /// Removes the pin of `tool` of `server`, if any.
     fn remove(&self, server: &str, tool: &str) -> Result<(), PinStoreError>;
-    /// Pins several tools of `server` at once (by default one by one).
-    fn save_many(&self, server: &str, pins: &[(String, Pin)]) -> Result<(), PinStoreError> {
-        pins.iter()
-            .try_for_each(|(tool, pin)| self.save(server, tool, pin))
+    /// Pins the tools of `pins` that have no pin yet, and returns the pin each of them has
+    /// now: one another process made meanwhile is kept (the first sight wins), so that two
+    /// processes seeing a tool at once keep one pin and report the same change. A shared store
+    /// does this in one step; the default reads, then saves what is missing.
+    fn save_new(
+        &self,
+        server: &str,
+        pins: &[(String, Pin)],
+    ) -> Result<BTreeMap<String, Pin>, PinStoreError> {
+        let stored = self.load(server)?;
+        let mut now = BTreeMap::new();
+        for (tool, pin) in pins {
+            let pin = match stored.get(tool) {
+                Some(first) => first.clone(),
+                None => {
+                    self.save(server, tool, pin)?;
+                    pin.clone()
+                }
+            };
+            now.insert(tool.clone(), pin);
+        }
+        Ok(now)
     }
 }
 
@@ -65,8 +85,12 @@ impl<T: PinStore + ?Sized> PinStore for std::sync::Arc<T> {
     fn remove(&self, server: &str, tool: &str) -> Result<(), PinStoreError> {
         (**self).remove(server, tool)
     }
-    fn save_many(&self, server: &str, pins: &[(String, Pin)]) -> Result<(), PinStoreError> {
-        (**self).save_many(server, pins)
+    fn save_new(
+        &self,
+        server: &str,
+        pins: &[(String, Pin)],
+    ) -> Result<BTreeMap<String, Pin>, PinStoreError> {
+        (**self).save_new(server, pins)
     }
 }
 
@@ -147,7 +171,7 @@ impl FilePins {
     fn error(&self, server: &str, message: impl std::fmt::Display) -> PinStoreError {
         PinStoreError {
             server: server.to_owned(),
-            path: self.file(server),
+            location: self.file(server).display().to_string(),
             message: message.to_string(),
         }
     }
@@ -217,11 +241,26 @@ impl PinStore for FilePins {
         self.write(server, &pins)
     }
 
-    fn save_many(&self, server: &str, new: &[(String, Pin)]) -> Result<(), PinStoreError> {
+    fn save_new(
+        &self,
+        server: &str,
+        new: &[(String, Pin)],
+    ) -> Result<BTreeMap<String, Pin>, PinStoreError> {
         let _writing = self.writing.lock().unwrap_or_else(|e| e.into_inner());
         let mut pins = self.load(server)?;
-        pins.extend(new.iter().cloned());
-        self.write(server, &pins)
+        let mut now = BTreeMap::new();
+        let mut added = false;
+        for (tool, pin) in new {
+            let kept = pins.entry(tool.clone()).or_insert_with(|| {
+                added = true;
+                pin.clone()
+            });
+            now.insert(tool.clone(), kept.clone());
+        }
+        if added {
+            self.write(server, &pins)?;
+        }
+        Ok(now)
     }
 
     fn remove(&self, server: &str, tool: &str) -> Result<(), PinStoreError> {

@@ -16,15 +16,15 @@ use std::time::Duration;
 const READY_WITHIN: Duration = Duration::from_secs(15);
 
 /// A running `redis-server`.
-pub struct RedisServer {
-    pub port: u16,
-    pub url: String,
+pub(crate) struct RedisServer {
+    pub(crate) port: u16,
+    pub(crate) url: String,
     child: Option<Child>,
 }
 
 /// Whether the Redis tests are to be skipped (`TOOLWIRE_SKIP_REDIS_TESTS=1`); said once per
 /// test on stderr.
-pub fn skipped() -> bool {
+pub(crate) fn skipped() -> bool {
     let skip = std::env::var("TOOLWIRE_SKIP_REDIS_TESTS").is_ok_and(|v| v == "1");
     if skip {
         eprintln!("TOOLWIRE_SKIP_REDIS_TESTS=1: this Redis test is skipped");
@@ -34,7 +34,7 @@ pub fn skipped() -> bool {
 
 impl RedisServer {
     /// A new server on a free port; `None` if the Redis tests are skipped.
-    pub fn start() -> Option<RedisServer> {
+    pub(crate) fn start() -> Option<RedisServer> {
         if skipped() {
             return None;
         }
@@ -52,7 +52,7 @@ impl RedisServer {
     }
 
     /// Starts it (again) on its port and waits until it accepts connections.
-    pub fn restart(&mut self) {
+    pub(crate) fn restart(&mut self) {
         self.stop();
         let spawned = Command::new("redis-server")
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
@@ -91,12 +91,12 @@ impl RedisServer {
 
     /// Stops it answering without closing its connections (`SIGSTOP`), as a hung Redis
     /// would; [`RedisServer::resume`] lets it go on.
-    pub fn pause(&self) {
+    pub(crate) fn pause(&self) {
         self.signal("-STOP");
     }
 
     /// Lets a paused server go on (`SIGCONT`).
-    pub fn resume(&self) {
+    pub(crate) fn resume(&self) {
         self.signal("-CONT");
     }
 
@@ -107,7 +107,7 @@ impl RedisServer {
     }
 
     /// How many scripts it has run (`EVAL` and `EVALSHA`, from `INFO commandstats`).
-    pub fn scripts_run(&self) -> u64 {
+    pub(crate) fn scripts_run(&self) -> u64 {
         let output = Command::new("redis-cli")
             .args(["-p", &self.port.to_string(), "INFO", "commandstats"])
             .output()
@@ -126,7 +126,7 @@ impl RedisServer {
     }
 
     /// Kills it (as a crash would) and waits until it is gone.
-    pub fn stop(&mut self) {
+    pub(crate) fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             // A paused server is killed all the same (SIGKILL needs no CONT).
             let _ = child.kill();
@@ -142,7 +142,7 @@ impl Drop for RedisServer {
 }
 
 /// A key prefix no other test in this process uses, so that tests can share a server.
-pub fn fresh_prefix(test: &str) -> String {
+pub(crate) fn fresh_prefix(test: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     format!("test:{test}:{}:", NEXT.fetch_add(1, Ordering::Relaxed))
 }
