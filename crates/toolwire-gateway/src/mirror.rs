@@ -69,7 +69,7 @@ impl Mirror {
         let mut wanted: HashMap<&str, (u64, &HostTool, Option<&Value>)> = HashMap::new();
         let mut withheld = HashSet::new();
         for tool in tools.iter() {
-            if let Some(PinState::Changed { pinned, listed }) = host.pin_state(&tool.qualified) {
+            if let Some(PinState::Changed { pinned, listed }) = tools.pin_state(&tool.qualified) {
                 if !served.withheld.contains(&tool.qualified) {
                     tracing::warn!(
                         tool = %tool.qualified,
@@ -84,11 +84,11 @@ impl Mirror {
                 continue;
             }
             let down = unavailable.get(&tool.server);
-            let pinned = match host.pin_state(&tool.qualified) {
-                Some(PinState::Pinned(hash)) => Some(hash),
+            let pinned = match tools.pin_state(&tool.qualified) {
+                Some(PinState::Pinned(hash)) => Some(hash.as_str()),
                 _ => None,
             };
-            let digest = digest(tool, pinned.as_deref(), trusted(&tool.server), down);
+            let digest = digest(tool, pinned, trusted(&tool.server), down);
             wanted.insert(tool.qualified.as_str(), (digest, tool, down));
         }
         served.withheld = withheld;

@@ -176,17 +176,18 @@ pub(crate) struct Visibility(pub(crate) Arc<Policy>);
 
 impl ToolVisibility for Visibility {
     fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
-        let hidden = self.0.hidden(&caller(&viewer));
+        let hidden = self.0.hidden(&viewer);
         Box::new(move |tool| hidden.get(tool).cloned())
     }
 }
 
 impl Policy {
-    /// The tools `caller` may not see, and why: kept per caller until the facts change.
-    fn hidden(&self, caller: &Caller) -> Arc<HashMap<String, String>> {
+    /// The tools the caller `viewer` may not see, and why: kept per caller until the facts
+    /// change (the caller is made into the rules' facts only when it is not kept).
+    fn hidden(&self, viewer: &Viewer<'_>) -> Arc<HashMap<String, String>> {
         let facts = self.facts.load_full();
         let at = Arc::as_ptr(&facts) as usize;
-        let key = self.digest(caller);
+        let key = self.digest(viewer);
         {
             let mut views = self.views.lock().unwrap_or_else(|e| e.into_inner());
             if views.facts != at {
@@ -199,7 +200,7 @@ impl Policy {
                 return hidden.clone();
             }
         }
-        let rules = self.rules.for_caller(caller);
+        let rules = self.rules.for_caller(&caller(viewer));
         let hidden: HashMap<String, String> = facts
             .iter()
             .filter(|(_, facts)| !rules.lists(facts))
@@ -216,18 +217,19 @@ impl Policy {
         hidden
     }
 
-    /// A keyed digest of everything the rules may read of a caller.
-    fn digest(&self, caller: &Caller) -> u64 {
+    /// A keyed digest of everything the rules may read of a caller ([`caller`]).
+    fn digest(&self, viewer: &Viewer<'_>) -> u64 {
         use std::hash::{BuildHasher as _, Hash as _, Hasher as _};
         let mut hasher = self.keys.build_hasher();
-        caller.principal.hash(&mut hasher);
-        caller.scopes.hash(&mut hasher);
-        serde_json::to_string(&caller.claims)
+        viewer.principal.hash(&mut hasher);
+        viewer.scopes.unwrap_or_default().hash(&mut hasher);
+        viewer
+            .claims
+            .map(|claims| serde_json::to_string(claims).unwrap_or_default())
             .unwrap_or_default()
             .hash(&mut hasher);
-        caller
+        viewer
             .client
-            .as_ref()
             .map(|c| (&c.name, &c.version))
             .hash(&mut hasher);
         hasher.finish()

@@ -55,6 +55,23 @@ pub(crate) async fn gateway_with(
     upstreams: &[(&str, &str, &str)],
     options: GatewayOptions,
 ) -> (Gateway, Served) {
+    gateway_on(
+        upstreams,
+        Server::builder("gateway", "1"),
+        HostOptions::new(Allow),
+        options,
+    )
+    .await
+}
+
+/// A gateway in front of `upstreams` (name, prefix, url) on the server `downstream` builds,
+/// its host run with `host`, served over HTTP.
+pub(crate) async fn gateway_on(
+    upstreams: &[(&str, &str, &str)],
+    downstream: toolwire_server::ServerBuilder,
+    host: HostOptions,
+    options: GatewayOptions,
+) -> (Gateway, Served) {
     let servers: serde_json::Map<String, serde_json::Value> = upstreams
         .iter()
         .map(|(name, prefix, url)| (name.to_string(), json!({"url": url, "prefix": prefix})))
@@ -65,8 +82,7 @@ pub(crate) async fn gateway_with(
         &Variables::new::<&str, &str>([]),
     )
     .expect("a configuration");
-    let downstream = Server::builder("gateway", "1");
-    let gateway = Gateway::start(&config, HostOptions::new(Allow), downstream, options)
+    let gateway = Gateway::start(&config, host, downstream, options)
         .await
         .expect("a gateway");
     let served = Served::start(gateway.server().clone(), None).await;
@@ -86,7 +102,7 @@ pub(crate) async fn names(client: &toolwire_client::Client) -> Vec<String> {
 }
 
 /// Waits until the downstream list is `want`.
-async fn until_listed(client: &toolwire_client::Client, want: &[&str]) {
+pub(crate) async fn until_listed(client: &toolwire_client::Client, want: &[&str]) {
     let start = Instant::now();
     loop {
         let listed = names(client).await;

@@ -9,7 +9,7 @@ use serde_json::json;
 use toolwire_client::Notification;
 use toolwire_client::protocol::{ContentBlock, ResourceContents, SubscriptionFilter};
 use toolwire_gateway::{Gateway, GatewayOptions};
-use toolwire_host::{HostConfig, HostOptions, Variables};
+use toolwire_host::HostOptions;
 use toolwire_server::{Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server};
 
 use crate::support::{DEADLINE, Served, client};
@@ -62,29 +62,11 @@ fn upstream(name: &'static str) -> Server {
 /// A gateway in front of `upstreams` (name, prefix, url), its server offering prompts and
 /// resources, served over HTTP.
 async fn gateway(upstreams: &[(&str, &str, &str)]) -> (Gateway, Served) {
-    let servers: serde_json::Map<String, serde_json::Value> = upstreams
-        .iter()
-        .map(|(name, prefix, url)| (name.to_string(), json!({"url": url, "prefix": prefix})))
-        .collect();
-    let config = HostConfig::parse(
-        &json!({ "mcpServers": servers }).to_string(),
-        "/nonexistent/gateway.json",
-        &Variables::new::<&str, &str>([]),
-    )
-    .expect("a configuration");
     let downstream = Server::builder("gateway", "1")
         .offer_prompts()
         .offer_resources();
-    let gateway = Gateway::start(
-        &config,
-        HostOptions::new(toolwire_gateway::NoPerson),
-        downstream,
-        GatewayOptions::new(),
-    )
-    .await
-    .expect("a gateway");
-    let served = Served::start(gateway.server().clone(), None).await;
-    (gateway, served)
+    let host = HostOptions::new(toolwire_gateway::NoPerson);
+    crate::gateway::gateway_on(upstreams, downstream, host, GatewayOptions::new()).await
 }
 
 fn text_of(contents: &ResourceContents) -> &str {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::json;
-use toolwire_gateway::{Gateway, GatewayOptions};
-use toolwire_host::{HostConfig, HostOptions, PinState, PinStore as _, Pins, RedisPins, Variables};
+use toolwire_gateway::GatewayOptions;
+use toolwire_host::{HostOptions, PinState, PinStore as _, Pins, RedisPins};
 use toolwire_server::Server;
 
-use crate::gateway::{Allow, shout};
+use crate::gateway::{Allow, gateway_on, names, shout, until_listed};
 use crate::redis_server::RedisServer;
 use crate::support::{DEADLINE, Served, client};
 
@@ -28,22 +28,6 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
     }
 }
 
-async fn listed(caller: &toolwire_client::Client) -> Vec<String> {
-    let tools = caller.refresh_tools().await.unwrap();
-    tools.iter().map(|t| t.name.clone()).collect()
-}
-
-async fn until_listed(caller: &toolwire_client::Client, want: &[&str]) {
-    let start = Instant::now();
-    loop {
-        if listed(caller).await == want {
-            return;
-        }
-        assert!(start.elapsed() < DEADLINE, "never listed {want:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_one_store_withhold_and_serve_a_changed_tool_alike() {
     let Some(redis) = RedisServer::start() else {
@@ -54,25 +38,17 @@ async fn two_instances_on_one_store_withhold_and_serve_a_changed_tool_alike() {
         .build()
         .unwrap();
     let words = Served::start(words, None).await;
-    let config = HostConfig::parse(
-        &json!({"mcpServers": {"words": {"url": words.url, "prefix": "w"}}}).to_string(),
-        "/nonexistent/gateway.json",
-        &Variables::new::<&str, &str>([]),
-    )
-    .unwrap();
     let mut instances = Vec::new();
     for _ in 0..2 {
-        let gateway = Gateway::start(
-            &config,
-            HostOptions::new(Allow).pin_store(pins(&redis)),
+        let (gateway, served) = gateway_on(
+            &[("words", "w", &words.url)],
             Server::builder("gateway", "1"),
+            HostOptions::new(Allow).pin_store(pins(&redis)),
             GatewayOptions::new(),
         )
-        .await
-        .unwrap();
-        let served = Served::start(gateway.server().clone(), None).await;
+        .await;
         let caller = client(&served.url);
-        assert_eq!(listed(&caller).await, ["w__shout"]);
+        assert_eq!(names(&caller).await, ["w__shout"]);
         instances.push((gateway, served, caller));
     }
     // One pin, in the store.

@@ -122,6 +122,14 @@ snapshot!(
     /// qualified names, that stays as it is while the host refreshes.
     Tools, HostTool, tools, qualified
 );
+impl Tools {
+    /// The pin state of a tool of this snapshot, as of the same moment
+    /// ([`Host::pin_state`](super::Host::pin_state) reads the host's current view instead).
+    pub fn pin_state(&self, qualified: &str) -> Option<&PinState> {
+        self.0.pin_states.get(qualified)
+    }
+}
+
 snapshot!(
     /// The prompts of a [`Host`](super::Host) at one moment: a slice, in order of their
     /// qualified names, that stays as it is while the host refreshes.
