@@ -1,22 +1,25 @@
 //! A downstream call of a served tool, made upstream through the host: cancelled when the
-//! caller cancels, and the upstream's progress passed on to the caller.
+//! caller cancels, the upstream's progress passed on to the caller, and the upstream's
+//! `input_required` rounds relayed to the caller and back (`relay`).
 
 use std::sync::Arc;
 
 use serde_json::Value;
-use toolwire_client::CallOptions;
-use toolwire_host::{Called, Host};
+use toolwire_client::{CallOptions, RoundAnswers};
+use toolwire_host::{Called, Host, Outcome};
 use toolwire_protocol::{CallToolResult, ProgressParams};
 use toolwire_server::{RequestContext, ToolError};
 
 use crate::policy::{Policy, Verdict};
+use crate::relay::{self, Sealed, Upstream};
 
 /// How many upstream progress notifications may wait to be passed on; past it, the newest
 /// are dropped (a later one supersedes them anyway).
 const PROGRESS_QUEUE: usize = 32;
 
 /// Calls `qualified` upstream with `arguments` for the caller of `ctx`, if the gateway's rules
-/// let it (or once the person behind the caller approved it).
+/// let it (or once the person behind the caller approved it). An upstream that needs input
+/// gets its questions relayed to the caller; the caller's retry takes the answers upstream.
 pub(crate) async fn call(
     host: Arc<Host>,
     policy: Arc<Policy>,
@@ -24,9 +27,26 @@ pub(crate) async fn call(
     arguments: Value,
     ctx: RequestContext,
 ) -> Result<CallToolResult, ToolError> {
-    match policy.decide(&qualified, &arguments, &ctx) {
-        Verdict::Go => passed_on(upstream(&host, &qualified, arguments, &ctx).await, &ctx),
-        Verdict::Answer(answer) => *answer,
+    let sealed = Sealed::of(&ctx)?;
+    let approved = match policy.decide(&qualified, &arguments, &ctx, &sealed) {
+        Verdict::Go(approved) => approved,
+        Verdict::Answer(answer) => return *answer,
+    };
+    let server = host.tool(&qualified).map(|t| t.server).unwrap_or_default();
+    let answers = sealed.upstream_answers(&server, &qualified, &arguments, &ctx)?;
+    let digest = relay::arguments_sha256(&arguments);
+    let mut called = upstream(&host, &qualified, arguments, answers, &ctx).await;
+    match (called.outcome, called.input_required.take()) {
+        (Outcome::InputRequired, Some(input)) => {
+            let upstream = Upstream {
+                server,
+                tool: qualified.to_string(),
+                arguments_sha256: digest,
+                state: input.request_state.clone(),
+            };
+            Err(relay::relayed(*input, upstream, approved))
+        }
+        _ => passed_on(called, &ctx),
     }
 }
 
@@ -73,9 +93,21 @@ fn declares(declared: &Value, required: &Value) -> bool {
     }
 }
 
-/// Makes the call upstream, with the caller's cancellation and progress passed through.
-async fn upstream(host: &Host, qualified: &str, arguments: Value, ctx: &RequestContext) -> Called {
-    let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
+/// Makes one round of the call upstream, with the caller's cancellation and progress passed
+/// through, and the answers to the upstream's previous round if there was one.
+async fn upstream(
+    host: &Host,
+    qualified: &str,
+    arguments: Value,
+    answers: Option<RoundAnswers>,
+    ctx: &RequestContext,
+) -> Called {
+    let mut options = CallOptions::default()
+        .cancel_on(ctx.cancellation().clone())
+        .relay_input();
+    if let Some(answers) = answers {
+        options = options.answers(answers);
+    }
     if ctx.meta().progress_token.is_none() {
         return host.call_with(qualified, arguments, options).await;
     }

@@ -18,6 +18,7 @@ mod gateway;
 mod mirror;
 mod offers;
 mod policy;
+mod relay;
 pub mod rules;
 mod watch;
 

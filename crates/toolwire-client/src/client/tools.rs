@@ -18,6 +18,7 @@ use toolwire_protocol::{CallToolParams, CallToolResult, HEADER_MISMATCH, Tool};
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
+use crate::client::rounds::{CallRound, RoundAnswers, is_input_required};
 use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
@@ -36,6 +37,13 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Cancels the call when cancelled: the request is dropped and the server told.
     pub cancel: Option<CancellationToken>,
+    /// Sent with the first request: the answers to the previous round of this same call and
+    /// the server's state, for a caller that relays rounds ([`CallOptions::answers`]).
+    pub answers: Option<RoundAnswers>,
+    /// Makes one round only: an `input_required` result comes back (as
+    /// [`Error::InputRequired`], or [`CallRound::InputRequired`] from
+    /// [`Client::call_tool_round`]) instead of being answered by the client's handlers.
+    pub relay: bool,
 }
 
 impl CallOptions {
@@ -62,6 +70,21 @@ impl CallOptions {
         self.cancel = Some(token);
         self
     }
+
+    /// Sends `answers` (the answers to the previous round of this same call, and the state
+    /// the server gave with it) with the request: the retry of a relayed round (M-11, M-12).
+    pub fn answers(mut self, answers: RoundAnswers) -> Self {
+        self.answers = Some(answers);
+        self
+    }
+
+    /// Relays the server's questions instead of answering them: the call makes one round,
+    /// and an `input_required` result comes back for the caller to answer (a gateway passes
+    /// it on to its own caller). See [`Client::call_tool_round`].
+    pub fn relay_input(mut self) -> Self {
+        self.relay = true;
+        self
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -71,6 +94,8 @@ impl std::fmt::Debug for CallOptions {
             .field("log", &self.log.is_some())
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.is_some())
+            .field("answers", &self.answers.as_ref().map(|a| a.responses.len()))
+            .field("relay", &self.relay)
             .finish()
     }
 }
@@ -238,6 +263,26 @@ impl Client {
             .await
     }
 
+    /// One round of a tool call: like [`Client::call_tool_with`], except that a server that
+    /// needs input gets its `input_required` result returned rather than answered by the
+    /// handlers. Answer its requests and call again with the same name and arguments and
+    /// [`CallOptions::answers`] (the answers and the `requestState` verbatim, M-11, M-12).
+    pub async fn call_tool_round(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallRound> {
+        match self
+            .call_tool_with(name, arguments, options.relay_input())
+            .await
+        {
+            Ok(result) => Ok(CallRound::Complete(result)),
+            Err(Error::InputRequired(input)) => Ok(CallRound::InputRequired(input)),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Calls a tool with options (progress, log, timeout, cancellation). With output
     /// validation on (the default), the tool's definition is known before the call (listed if
     /// need be): a tool whose `outputSchema` cannot be used is not called, and its
@@ -266,6 +311,8 @@ impl Client {
             log: options.log,
             timeout: options.timeout,
             cancel: options.cancel,
+            answers: options.answers,
+            relay: options.relay,
             ..Default::default()
         };
         let mut relisted = false;
@@ -300,6 +347,12 @@ impl Client {
                     continue;
                 }
                 Err(e) => return Err(e),
+                Ok(result) if is_input_required(&result) => {
+                    // Only a relaying call gets here: the others answer every round.
+                    let input = serde_json::from_value(result)
+                        .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
+                    return Err(Error::InputRequired(Box::new(input)));
+                }
                 Ok(result) => {
                     let result = crate::client::rpc::read_result::<CallTool>(result)?;
                     if validate && !result.is_error() {

@@ -4,7 +4,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolwire_client::CallOptions;
-use toolwire_client::protocol::{CallToolResult, ErrorObject};
+use toolwire_client::protocol::{CallToolResult, ErrorObject, InputRequiredResult};
 
 use super::connect::Connection;
 use super::output::{cap, clean};
@@ -31,6 +31,10 @@ pub enum Outcome {
     Failed,
     /// Cancelled by the caller's token (the server was told).
     Cancelled,
+    /// The server needs input before it can answer, and the call relays its questions
+    /// ([`CallOptions::relay_input`]): they are in [`Called::input_required`], for the caller
+    /// to answer and call again with [`CallOptions::answers`].
+    InputRequired,
 }
 
 /// A call's result for the model, and what became of the call.
@@ -44,6 +48,9 @@ pub struct Called {
     /// (e.g. -32021, a client capability the tool needs): the model gets `result`, which says
     /// so, and a gateway can pass the error on as the server sent it.
     pub error: Option<ErrorObject>,
+    /// The server's `input_required` result, exactly as it came, when the outcome is
+    /// [`Outcome::InputRequired`] (only for a call that relays rounds).
+    pub input_required: Option<Box<InputRequiredResult>>,
 }
 
 /// The steps of [`Host::call_with`]: the tool looked up, authorized, called within its time
@@ -63,6 +70,7 @@ pub(super) async fn call(
             )),
             outcome: Outcome::Unknown,
             error: None,
+            input_required: None,
         };
     };
     // A tool the view lists always has a pin state; none would mean "never seen".
@@ -108,6 +116,7 @@ pub(super) async fn call(
     notice_restart(host, connection);
     match outcome {
         Ok(result) => answered(host, sent, result),
+        Err(toolwire_client::Error::InputRequired(input)) => asked(host, sent, input),
         Err(error) => failed(host, sent, error),
     }
 }
@@ -143,6 +152,7 @@ async fn authorize(
                 result: CallToolResult::error(refusal.message),
                 outcome: Outcome::Refused,
                 error: None,
+                input_required: None,
             });
         }
     };
@@ -180,6 +190,31 @@ fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Call
         result,
         outcome: Outcome::Answered,
         error: None,
+        input_required: None,
+    }
+}
+
+/// A relayed round that ended with the server's questions: recorded as a call whose result
+/// is the question (the audit log sees every round), and passed on as it came.
+fn asked(host: &Host, sent: SentCall<'_>, input: Box<InputRequiredResult>) -> Called {
+    let result_sha256 = crate::util::sha256_hex(&serde_json::to_vec(&input).unwrap_or_default());
+    let asks = input.input_requests.as_ref().map_or(0, |r| r.len());
+    let message = format!(
+        "The server {} needs input before it can answer the call of {} ({asks} input requests).",
+        sent.server, sent.tool
+    );
+    host.record(HostEvent::Call {
+        sent,
+        result_sha256,
+        controls_removed: None,
+        truncated: false,
+        is_error: false,
+    });
+    Called {
+        result: CallToolResult::error(message),
+        outcome: Outcome::InputRequired,
+        error: None,
+        input_required: Some(input),
     }
 }
 
@@ -204,6 +239,7 @@ fn not_running(host: &Host, tool: &HostTool, approved_by: &str, arguments: &Valu
         result: CallToolResult::error(format!("The call to {} failed: {error}", tool.qualified)),
         outcome: Outcome::Failed,
         error: None,
+        input_required: None,
     }
 }
 
@@ -226,6 +262,7 @@ fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Cal
             Outcome::Failed
         },
         error: refusal,
+        input_required: None,
     }
 }
 

@@ -1,0 +1,110 @@
+//! An upstream's `input_required` rounds relayed to the caller, statelessly (M-01…M-14): the
+//! upstream's input requests go to the caller verbatim, under their own keys, as the gateway's
+//! own `input_required` result; the upstream's `requestState` travels inside the gateway's
+//! state, which the downstream server seals (M-06, M-07) and binds to the tool, the arguments
+//! and the caller; the caller's answers on the retry go upstream with that state.
+//!
+//! The gateway's own question (a rule's `ask`) is a round of its own, before any upstream
+//! round: which round an answer belongs to is read from the sealed state, never from its key,
+//! so an upstream may use any key, the gateway's approval key included.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sha2::{Digest as _, Sha256};
+use toolwire_client::RoundAnswers;
+use toolwire_protocol::{ErrorObject, InputRequiredResult};
+use toolwire_server::{InputRequired, RequestContext, ToolError};
+
+/// What the gateway keeps of a call between its rounds, sealed by the downstream server.
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(crate) struct Sealed {
+    /// The digest of the arguments the approval question (`ask`) was put about: the question
+    /// is pending, and this round's answers are its answer.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) asked_sha256: Option<String>,
+    /// The digest of the arguments a person approved in an earlier round of this call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) approved_sha256: Option<String>,
+    /// The upstream round being relayed: this round's answers are the upstream's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) upstream: Option<Upstream>,
+}
+
+/// An upstream round in flight.
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct Upstream {
+    /// The upstream server that asked.
+    pub(crate) server: String,
+    /// The served tool called.
+    pub(crate) tool: String,
+    /// The digest of the arguments it was called with.
+    pub(crate) arguments_sha256: String,
+    /// The upstream's `requestState`, verbatim (M-12).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) state: Option<String>,
+}
+
+impl Sealed {
+    /// The state the previous round of this call left, opened by the server (`-32602` for a
+    /// tampered, expired or foreign one, before the handler runs); empty on a first round.
+    pub(crate) fn of(ctx: &RequestContext) -> Result<Sealed, ToolError> {
+        Ok(ctx.request_state::<Sealed>()?.unwrap_or_default())
+    }
+
+    /// The answers to send upstream with this call: the caller's answers and the upstream's
+    /// state, when the previous round was the upstream's; -32602 when that round was another
+    /// call's (the server binds the state to the call already: this says so plainly should
+    /// a state ever reach another call).
+    pub(crate) fn upstream_answers(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Value,
+        ctx: &RequestContext,
+    ) -> Result<Option<RoundAnswers>, ToolError> {
+        let Some(upstream) = &self.upstream else {
+            return Ok(None);
+        };
+        if upstream.server != server
+            || upstream.tool != tool
+            || upstream.arguments_sha256 != arguments_sha256(arguments)
+        {
+            return Err(ToolError::Protocol(ErrorObject::invalid_params(format!(
+                "The requestState is of a call of {} on {}, with other arguments or to another \
+                 tool: retry the call with the same tool and arguments, or call it anew without \
+                 requestState",
+                upstream.tool, upstream.server
+            ))));
+        }
+        Ok(Some(RoundAnswers::new(
+            ctx.input_responses().clone(),
+            upstream.state.clone(),
+        )))
+    }
+}
+
+/// The gateway's own `input_required` result standing for the upstream's: its requests under
+/// their own keys, verbatim, and its state sealed inside the gateway's with what binds it to
+/// this call. The server checks the requests against the caller's capabilities (M-05).
+pub(crate) fn relayed(
+    input: InputRequiredResult,
+    upstream: Upstream,
+    approved_sha256: Option<String>,
+) -> ToolError {
+    let mut asked = InputRequired::new();
+    for (key, request) in input.input_requests.unwrap_or_default() {
+        asked = asked.request(key, request);
+    }
+    asked
+        .state(Sealed {
+            asked_sha256: None,
+            approved_sha256,
+            upstream: Some(upstream),
+        })
+        .into()
+}
+
+/// A digest of the arguments as sent (JSON text with sorted keys).
+pub(crate) fn arguments_sha256(arguments: &Value) -> String {
+    toolwire_protocol::hex::encode(&Sha256::digest(arguments.to_string().as_bytes()))
+}
