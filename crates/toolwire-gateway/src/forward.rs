@@ -11,7 +11,7 @@ use toolwire_protocol::{CallToolResult, ProgressParams};
 use toolwire_server::{RequestContext, ToolError};
 
 use crate::policy::{Policy, Verdict};
-use crate::relay::{self, Sealed, Upstream};
+use crate::relay::{self, Sealed, Unrelayable, Upstream};
 
 /// How many upstream progress notifications may wait to be passed on; past it, the newest
 /// are dropped (a later one supersedes them anyway).
@@ -23,6 +23,7 @@ const PROGRESS_QUEUE: usize = 32;
 pub(crate) async fn call(
     host: Arc<Host>,
     policy: Arc<Policy>,
+    unrelayable: Arc<Unrelayable>,
     qualified: Arc<str>,
     arguments: Value,
     ctx: RequestContext,
@@ -35,6 +36,7 @@ pub(crate) async fn call(
     let server = host.tool(&qualified).map(|t| t.server).unwrap_or_default();
     let answers = sealed.upstream_answers(&server, &qualified, &arguments, &ctx)?;
     let digest = relay::arguments_sha256(&arguments);
+    let questions = unrelayable.count(&server);
     let mut called = upstream(&host, &qualified, arguments, answers, &ctx).await;
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
@@ -45,6 +47,9 @@ pub(crate) async fn call(
                 state: input.request_state.clone(),
             };
             Err(relay::relayed(*input, upstream, approved))
+        }
+        (Outcome::Answered, _) if unrelayable.count(&server) != questions => {
+            Ok(Unrelayable::failed(&server, &qualified, &called.result))
         }
         _ => passed_on(called, &ctx),
     }

@@ -12,6 +12,7 @@ use toolwire_server::{RequestContext, Server, Tool};
 
 use crate::gateway::ToolSettings;
 use crate::policy::{Policy, facts_of};
+use crate::relay::Unrelayable;
 
 /// The key of a served tool's `_meta` that says where it comes from:
 /// `{"server", "tool", "annotationsTrusted"}`, and while its upstream is failing,
@@ -24,6 +25,8 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 pub(crate) struct Mirror {
     settings: Option<ToolSettings>,
     policy: Arc<Policy>,
+    /// The questions of legacy upstreams, which calls check.
+    unrelayable: Arc<Unrelayable>,
     state: Mutex<Served>,
 }
 
@@ -39,10 +42,15 @@ struct Served {
 }
 
 impl Mirror {
-    pub(crate) fn new(settings: Option<ToolSettings>, policy: Arc<Policy>) -> Mirror {
+    pub(crate) fn new(
+        settings: Option<ToolSettings>,
+        policy: Arc<Policy>,
+        unrelayable: Arc<Unrelayable>,
+    ) -> Mirror {
         Mirror {
             settings,
             policy,
+            unrelayable,
             state: Mutex::new(Served::default()),
         }
     }
@@ -177,6 +185,7 @@ impl Mirror {
         let qualified: Arc<str> = tool.qualified.as_str().into();
         let host = host.clone();
         let policy = self.policy.clone();
+        let unrelayable = self.unrelayable.clone();
         let mut served = Tool::raw(
             tool.qualified.clone(),
             Value::Object(definition.input_schema.clone()),
@@ -184,6 +193,7 @@ impl Mirror {
                 crate::forward::call(
                     host.clone(),
                     policy.clone(),
+                    unrelayable.clone(),
                     qualified.clone(),
                     arguments,
                     ctx,

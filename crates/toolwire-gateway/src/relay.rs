@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
 use toolwire_client::RoundAnswers;
-use toolwire_protocol::{ErrorObject, InputRequiredResult};
+use toolwire_protocol::{CallToolResult, ErrorObject, InputRequiredResult};
 use toolwire_server::{InputRequired, RequestContext, ToolError};
 
 /// What the gateway keeps of a call between its rounds, sealed by the downstream server.
@@ -108,3 +108,56 @@ pub(crate) fn relayed(
 pub(crate) fn arguments_sha256(arguments: &Value) -> String {
     toolwire_protocol::hex::encode(&Sha256::digest(arguments.to_string().as_bytes()))
 }
+
+/// The questions legacy (2025-11-25) upstreams asked mid-call, by upstream. Such a question
+/// is a server→client request on the upstream's open call: relaying it to the caller would
+/// mean holding that call open across the caller's rounds, which a stateless gateway does
+/// not do. The gateway's client refuses it at once (the upstream is told why), and the call
+/// during which it was asked ends with an error result that says so.
+#[derive(Debug, Default)]
+pub(crate) struct Unrelayable {
+    asked: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+}
+
+impl Unrelayable {
+    /// How many questions `server` has asked so far.
+    pub(crate) fn count(&self, server: &str) -> u64 {
+        let asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        asked.get(server).copied().unwrap_or(0)
+    }
+
+    /// Notes that `server` asked with `method`, and returns the refusal its client sends.
+    pub(crate) fn refuse(&self, server: &str, method: &str) -> toolwire_client::Error {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        *asked.entry(server.to_owned()).or_default() += 1;
+        toolwire_client::Error::Input(format!(
+            "{method} from the upstream {server}: {CANNOT_RELAY}"
+        ))
+    }
+
+    /// The error result of a call during which `server` asked a question the gateway could
+    /// not relay, with what the upstream answered after the refusal.
+    pub(crate) fn failed(server: &str, tool: &str, answered: &CallToolResult) -> CallToolResult {
+        let words: Vec<String> = answered
+            .content
+            .iter()
+            .filter_map(|block| serde_json::to_value(block).ok())
+            .filter_map(|block| block["text"].as_str().map(str::to_owned))
+            .collect();
+        CallToolResult::error(format!(
+            "The call of {tool} failed: the upstream server {server} asked for input \
+             (elicitation, sampling or roots) during the call, which the gateway cannot relay \
+             to you: {CANNOT_RELAY}. The upstream's answer after the refusal: {}",
+            if words.is_empty() {
+                "none".to_owned()
+            } else {
+                words.join(" ")
+            }
+        ))
+    }
+}
+
+/// Why a legacy upstream's question is not relayed.
+const CANNOT_RELAY: &str = "the gateway relays the input_required rounds of 2026-07-28 \
+    servers only; a 2025-11-25 server's request during a call would need the call held open \
+    between the caller's rounds";

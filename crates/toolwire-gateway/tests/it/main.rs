@@ -4,5 +4,6 @@
 mod credentials;
 mod gateway;
 mod offers;
+mod relay;
 mod rules;
 mod support;
