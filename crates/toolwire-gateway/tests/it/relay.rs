@@ -290,3 +290,40 @@ async fn a_rules_question_comes_first_and_an_upstream_may_use_its_key() {
     served.stop().await;
     up.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_asking.py");
+    let config = toolwire_host::HostConfig::parse(
+        &json!({"mcpServers": {"old": {"command": "python3", "args": [script], "prefix": "old"}}})
+            .to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .expect("a configuration");
+    let gateway = toolwire_gateway::Gateway::start(
+        &config,
+        toolwire_host::HostOptions::new(toolwire_gateway::NoPerson),
+        toolwire_server::Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .expect("a gateway");
+    let served = Served::start(gateway.server().clone(), None).await;
+    let caller = answering(&served.url, Arc::default());
+    let call = caller.call_tool("old__ask", json!({}));
+    let result = tokio::time::timeout(crate::support::DEADLINE, call)
+        .await
+        .expect("the call ends, it does not hang")
+        .unwrap();
+    assert!(result.is_error(), "{result:?}");
+    let words = text(&result);
+    assert!(
+        words.contains("the upstream server old asked for input")
+            && words.contains("cannot relay")
+            && words.contains("refused: "),
+        "{words}"
+    );
+    gateway.close().await;
+    served.stop().await;
+}
