@@ -3,6 +3,7 @@
 //! `input_required` rounds relayed to the caller and back (`relay`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 use toolwire_client::{CallOptions, RoundAnswers};
@@ -23,36 +24,44 @@ const PROGRESS_QUEUE: usize = 32;
 pub(crate) async fn call(
     host: Arc<Host>,
     policy: Arc<Policy>,
-    unrelayable: Arc<Unrelayable>,
-    qualified: Arc<str>,
+    route: Arc<Route>,
     arguments: Value,
     ctx: RequestContext,
 ) -> Result<CallToolResult, ToolError> {
+    let qualified = &*route.qualified;
     let sealed = Sealed::of(&ctx)?;
-    let approved = match policy.decide(&qualified, &arguments, &ctx, &sealed) {
+    let approved = match policy.decide(qualified, &arguments, &ctx, &sealed) {
         Verdict::Go(approved) => approved,
         Verdict::Answer(answer) => return *answer,
     };
-    let server = host.tool(&qualified).map(|t| t.server).unwrap_or_default();
-    let answers = sealed.upstream_answers(&server, &qualified, &arguments, &ctx)?;
-    let digest = relay::arguments_sha256(&arguments);
-    let questions = unrelayable.count(&server);
-    let mut called = upstream(&host, &qualified, arguments, answers, &ctx).await;
+    let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
+    // Kept for the digest that binds a round the upstream may ask to these arguments.
+    let sent = arguments.clone();
+    let questions = route.asked.load(Ordering::Acquire);
+    let mut called = upstream(&host, qualified, arguments, answers, &ctx).await;
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
             let upstream = Upstream {
-                server,
-                tool: qualified.to_string(),
-                arguments_sha256: digest,
+                server: route.server.to_string(),
+                tool: qualified.to_owned(),
+                arguments_sha256: relay::arguments_sha256(&sent),
                 state: input.request_state.clone(),
             };
             Err(relay::relayed(*input, upstream, approved))
         }
-        (Outcome::Answered, _) if unrelayable.count(&server) != questions => {
-            Ok(Unrelayable::failed(&server, &qualified, &called.result))
-        }
+        (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
+            Unrelayable::failed(&route.server, qualified, &called.result),
+        ),
         _ => passed_on(called, &ctx),
     }
+}
+
+/// What a served tool stands for: the upstream tool's qualified name, its upstream, and the
+/// count of the questions that upstream asked that the gateway could not relay.
+pub(crate) struct Route {
+    pub(crate) qualified: Arc<str>,
+    pub(crate) server: Arc<str>,
+    pub(crate) asked: Arc<AtomicU64>,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the

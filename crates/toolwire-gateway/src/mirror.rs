@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use toolwire_host::{Host, HostTool, PinState, ServerState};
 use toolwire_server::{RequestContext, Server, Tool};
 
+use crate::forward::Route;
 use crate::gateway::ToolSettings;
 use crate::policy::{Policy, facts_of};
 use crate::relay::Unrelayable;
@@ -182,22 +183,18 @@ impl Mirror {
         unavailable: Option<&Value>,
     ) -> Tool {
         let definition = &tool.definition;
-        let qualified: Arc<str> = tool.qualified.as_str().into();
+        let route = Arc::new(Route {
+            qualified: tool.qualified.as_str().into(),
+            server: tool.server.as_str().into(),
+            asked: self.unrelayable.counter(&tool.server),
+        });
         let host = host.clone();
         let policy = self.policy.clone();
-        let unrelayable = self.unrelayable.clone();
         let mut served = Tool::raw(
             tool.qualified.clone(),
             Value::Object(definition.input_schema.clone()),
             move |arguments: Value, ctx: RequestContext| {
-                crate::forward::call(
-                    host.clone(),
-                    policy.clone(),
-                    unrelayable.clone(),
-                    qualified.clone(),
-                    arguments,
-                    ctx,
-                )
+                crate::forward::call(host.clone(), policy.clone(), route.clone(), arguments, ctx)
             },
         );
         if let Some(description) = &definition.description {

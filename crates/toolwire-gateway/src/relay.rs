@@ -8,6 +8,9 @@
 //! round: which round an answer belongs to is read from the sealed state, never from its key,
 //! so an upstream may use any key, the gateway's approval key included.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sha2::{Digest as _, Sha256};
@@ -51,13 +54,12 @@ impl Sealed {
         Ok(ctx.request_state::<Sealed>()?.unwrap_or_default())
     }
 
-    /// The answers to send upstream with this call: the caller's answers and the upstream's
-    /// state, when the previous round was the upstream's; -32602 when that round was another
-    /// call's (the server binds the state to the call already: this says so plainly should
+    /// The answers to send upstream with this call of `tool` (a served tool's or prompt's name,
+    /// or a resource's URI): the caller's answers and the upstream's state, when the previous
+    /// round was the upstream's; -32602 when that round was another call's (the server binds the state to the call already: this says so plainly should
     /// a state ever reach another call).
     pub(crate) fn upstream_answers(
         &self,
-        server: &str,
         tool: &str,
         arguments: &Value,
         ctx: &RequestContext,
@@ -65,10 +67,7 @@ impl Sealed {
         let Some(upstream) = &self.upstream else {
             return Ok(None);
         };
-        if upstream.server != server
-            || upstream.tool != tool
-            || upstream.arguments_sha256 != arguments_sha256(arguments)
-        {
+        if upstream.tool != tool || upstream.arguments_sha256 != arguments_sha256(arguments) {
             return Err(ToolError::Protocol(ErrorObject::invalid_params(format!(
                 "The requestState is of a call of {} on {}, with other arguments or to another \
                  tool: retry the call with the same tool and arguments, or call it anew without \
@@ -116,20 +115,20 @@ pub(crate) fn arguments_sha256(arguments: &Value) -> String {
 /// during which it was asked ends with an error result that says so.
 #[derive(Debug, Default)]
 pub(crate) struct Unrelayable {
-    asked: std::sync::Mutex<std::collections::HashMap<String, u64>>,
+    asked: std::sync::Mutex<std::collections::HashMap<String, Arc<AtomicU64>>>,
 }
 
 impl Unrelayable {
-    /// How many questions `server` has asked so far.
-    pub(crate) fn count(&self, server: &str) -> u64 {
-        let asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        asked.get(server).copied().unwrap_or(0)
+    /// The count of the questions `server` asked, which a call reads before and after it
+    /// is made (two atomic loads: no lock on the call's path).
+    pub(crate) fn counter(&self, server: &str) -> Arc<AtomicU64> {
+        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
+        asked.entry(server.to_owned()).or_default().clone()
     }
 
     /// Notes that `server` asked with `method`, and returns the refusal its client sends.
     pub(crate) fn refuse(&self, server: &str, method: &str) -> toolwire_client::Error {
-        let mut asked = self.asked.lock().unwrap_or_else(|e| e.into_inner());
-        *asked.entry(server.to_owned()).or_default() += 1;
+        self.counter(server).fetch_add(1, Ordering::AcqRel);
         toolwire_client::Error::Input(format!(
             "{method} from the upstream {server}: {CANNOT_RELAY}"
         ))

@@ -87,6 +87,22 @@ impl CallOptions {
     }
 }
 
+impl CallOptions {
+    /// The request path's options for a request about `name` (its `Mcp-Name`).
+    pub(crate) fn into_rpc(self, name: &str) -> RpcOptions {
+        RpcOptions {
+            name: Some(name.to_owned()),
+            progress: self.progress,
+            log: self.log,
+            timeout: self.timeout,
+            cancel: self.cancel,
+            answers: self.answers,
+            relay: self.relay,
+            ..Default::default()
+        }
+    }
+}
+
 impl std::fmt::Debug for CallOptions {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CallOptions")
@@ -305,16 +321,7 @@ impl Client {
             ..Default::default()
         });
         let validate = self.inner.config.validate_output;
-        let mut rpc = RpcOptions {
-            name: Some(name.to_owned()),
-            progress: options.progress,
-            log: options.log,
-            timeout: options.timeout,
-            cancel: options.cancel,
-            answers: options.answers,
-            relay: options.relay,
-            ..Default::default()
-        };
+        let mut rpc = options.into_rpc(name);
         let mut relisted = false;
         loop {
             let epoch = self.inner.tools_epoch.load(Ordering::Acquire);

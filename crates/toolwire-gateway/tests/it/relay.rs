@@ -291,25 +291,89 @@ async fn a_rules_question_comes_first_and_an_upstream_may_use_its_key() {
     up.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
-    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_asking.py");
+/// A gateway over the upstreams of `servers` (an `mcpServers` object), its server offering
+/// prompts and resources, served over HTTP.
+async fn gateway_of(servers: serde_json::Value) -> (toolwire_gateway::Gateway, Served) {
     let config = toolwire_host::HostConfig::parse(
-        &json!({"mcpServers": {"old": {"command": "python3", "args": [script], "prefix": "old"}}})
-            .to_string(),
+        &json!({ "mcpServers": servers }).to_string(),
         "/nonexistent/gateway.json",
         &toolwire_host::Variables::new::<&str, &str>([]),
     )
     .expect("a configuration");
+    let downstream = toolwire_server::Server::builder("gateway", "1")
+        .offer_prompts()
+        .offer_resources();
     let gateway = toolwire_gateway::Gateway::start(
         &config,
         toolwire_host::HostOptions::new(toolwire_gateway::NoPerson),
-        toolwire_server::Server::builder("gateway", "1"),
+        downstream,
         GatewayOptions::new(),
     )
     .await
     .expect("a gateway");
     let served = Served::start(gateway.server().clone(), None).await;
+    (gateway, served)
+}
+
+/// The name the caller gave under `user_name`, or the question.
+fn name_of(ctx: &RequestContext) -> Result<String, ToolError> {
+    match ctx.elicited::<Name>("user_name")? {
+        Some(Elicited::Accepted(form)) => Ok(form.name),
+        Some(_) => Ok("stranger".to_owned()),
+        None => Err(ToolError::from(
+            InputRequired::new().elicit::<Name>("user_name", "What is your name?"),
+        )),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_prompt_or_resource_that_asks_is_relayed_too() {
+    let upstream = toolwire_server::Server::builder("up", "1")
+        .prompt(toolwire_server::Prompt::new(
+            "welcome",
+            |_: toolwire_server::PromptArgs, ctx: RequestContext| async move {
+                Ok(format!("Welcome, {}!", name_of(&ctx)?))
+            },
+        ))
+        .resource(toolwire_server::Resource::new(
+            "file:///card",
+            "card",
+            |uri: String, ctx: RequestContext| async move {
+                let name = name_of(&ctx)?;
+                Ok(toolwire_client::protocol::ResourceContents::text(
+                    uri,
+                    "text/plain",
+                    format!("card of {name}"),
+                ))
+            },
+        ))
+        .build()
+        .expect("an upstream");
+    let up = Served::start(upstream, None).await;
+    let (gateway, served) = gateway_of(json!({"up": {"url": up.url, "prefix": "up"}})).await;
+    let asked = Arc::new(AtomicUsize::new(0));
+    let caller = answering(&served.url, asked.clone());
+
+    let prompt = caller.get_prompt("up__welcome", json!({})).await.unwrap();
+    let message = serde_json::to_value(&prompt.messages[0].content).unwrap();
+    assert_eq!(message["text"], "Welcome, Ada!", "{prompt:?}");
+    let read = caller
+        .read_resource("toolwire://up/file:///card")
+        .await
+        .unwrap();
+    let contents = serde_json::to_value(&read.contents[0]).unwrap();
+    assert_eq!(contents["text"], "card of Ada", "{read:?}");
+    assert_eq!(asked.load(Ordering::SeqCst), 2, "one question each");
+    gateway.close().await;
+    served.stop().await;
+    up.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_asking.py");
+    let (gateway, served) =
+        gateway_of(json!({"old": {"command": "python3", "args": [script], "prefix": "old"}})).await;
     let caller = answering(&served.url, Arc::default());
     let call = caller.call_tool("old__ask", json!({}));
     let result = tokio::time::timeout(crate::support::DEADLINE, call)
