@@ -11,7 +11,7 @@ use super::output::{cap, clean};
 use super::{Host, HostEvent, HostTool, SentCall};
 use crate::config::ServerConfig;
 use crate::pins::PinState;
-use crate::policy::{Answer, Approved, Call};
+use crate::policy::{Answer, Approved, Call, Verdict};
 
 /// The key of a tool's advertised time limit in its definition's `_meta`: a server may say
 /// how long a tool takes, and a shorter limit than the host's is honoured.
@@ -75,8 +75,14 @@ pub(super) async fn call(
     };
     // A tool the view lists always has a pin state; none would mean "never seen".
     let pin = view.pin_states.get(qualified).cloned();
-    let approved_by = match authorize(host, tool, pin, &arguments).await {
-        Ok(approved_by) => approved_by,
+    // The retry of a round a person approved: the person is not asked again (`rounds`).
+    let earlier = options
+        .answers
+        .as_ref()
+        .and_then(|answers| answers.state.as_deref())
+        .and_then(|state| host.rounds.take(qualified, &arguments, state));
+    let (approved_by, by_person) = match authorize(host, tool, pin, &arguments, earlier).await {
+        Ok(approved) => approved,
         Err(refused) => return refused,
     };
     let Some(connection) = view
@@ -104,6 +110,11 @@ pub(super) async fn call(
         )
         .await;
     let latency_ms = started.elapsed().as_millis() as u64;
+    if let (true, Err(toolwire_client::Error::InputRequired(input))) = (by_person, &outcome) {
+        if let Some(state) = &input.request_state {
+            host.rounds.keep(qualified, &arguments, state, &approved_by);
+        }
+    }
     let (logged, redacted) = host.logged(&arguments);
     let sent = SentCall {
         server: &tool.server,
@@ -121,13 +132,16 @@ pub(super) async fn call(
     }
 }
 
-/// Who allowed the call, in words for the audit log; or the refusal the model gets, recorded.
+/// Who allowed the call, in words for the audit log, and whether it was a person; or the
+/// refusal the model gets, recorded. `earlier` is who approved the earlier round of this same
+/// call: the rules and the pin are checked again, and a person is not asked again.
 async fn authorize(
     host: &Host,
     tool: &HostTool,
     pin: Option<PinState>,
     arguments: &Value,
-) -> Result<String, Called> {
+    earlier: Option<String>,
+) -> Result<(String, bool), Called> {
     let qualified = tool.qualified.as_str();
     let pin = pin.unwrap_or(PinState::Unknown);
     let call = Call {
@@ -137,6 +151,11 @@ async fn authorize(
         pin: &pin,
         arguments,
     };
+    if let Some(by) = earlier {
+        if matches!(host.policy.verdict(&call), Verdict::Ask(_)) {
+            return Ok((format!("{by}, for an earlier round of this call"), true));
+        }
+    }
     let approved = match host.authorize(&call).await {
         Ok(approved) => approved,
         Err(refusal) => {
@@ -162,14 +181,15 @@ async fn authorize(
         Approved::ByPerson(Answer::AllowedBy(by)) => by.clone(),
         Approved::ByPerson(_) => "a person, once".to_owned(),
     };
-    if matches!(approved, Approved::ByPerson(_)) {
+    let by_person = matches!(approved, Approved::ByPerson(_));
+    if by_person {
         host.record(HostEvent::ApprovalGiven {
             server: &tool.server,
             tool: qualified,
             by: &approved_by,
         });
     }
-    Ok(approved_by)
+    Ok((approved_by, by_person))
 }
 
 /// The server's answer, recorded with its digest, then cleaned and capped for the model.

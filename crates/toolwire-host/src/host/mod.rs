@@ -13,6 +13,7 @@ mod options;
 mod output;
 mod read;
 mod refresh;
+mod rounds;
 mod view;
 
 pub use call::{Called, Outcome};
@@ -160,6 +161,8 @@ pub struct Host {
     audit: Option<AuditLog>,
     /// What the audit log keeps of arguments.
     redaction: Redaction,
+    /// Approvals by a person waiting for the next round of their call.
+    rounds: rounds::Rounds,
 }
 
 impl std::fmt::Debug for Host {
@@ -228,6 +231,7 @@ impl Host {
             policy,
             audit,
             redaction,
+            rounds: rounds::Rounds::default(),
         };
         Ok(host)
     }
