@@ -119,7 +119,8 @@ async fn upstream(
 ) -> Called {
     let mut options = CallOptions::default()
         .cancel_on(ctx.cancellation().clone())
-        .relay_input();
+        .relay_input()
+        .input_capabilities(ctx.client_capabilities().clone());
     if let Some(answers) = answers {
         options = options.answers(answers);
     }

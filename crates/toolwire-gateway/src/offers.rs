@@ -299,7 +299,8 @@ where
     let sealed = Sealed::of(ctx)?;
     let mut options = CallOptions::default()
         .cancel_on(ctx.cancellation().clone())
-        .relay_input();
+        .relay_input()
+        .input_capabilities(ctx.client_capabilities().clone());
     if let Some(answers) = sealed.upstream_answers(name, arguments, ctx)? {
         options = options.answers(answers);
     }

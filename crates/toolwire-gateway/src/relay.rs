@@ -2,7 +2,10 @@
 //! upstream's input requests go to the caller verbatim, under their own keys, as the gateway's
 //! own `input_required` result; the upstream's `requestState` travels inside the gateway's
 //! state, which the downstream server seals (M-06, M-07) and binds to the tool, the arguments
-//! and the caller; the caller's answers on the retry go upstream with that state.
+//! and the caller; the caller's answers on the retry go upstream with that state. Answers on
+//! a request without state go upstream as they are (a server may read them without state).
+//! The gateway's client declares upstream, on each request, the caller's own capabilities
+//! for questions, so that the upstream asks, or refuses, as it would the caller (M-05).
 //!
 //! The gateway's own question (a rule's `ask`) is a round of its own, before any upstream
 //! round: which round an answer belongs to is read from the sealed state, never from its key,
@@ -31,6 +34,9 @@ pub(crate) struct Sealed {
     /// The upstream round being relayed: this round's answers are the upstream's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) upstream: Option<Upstream>,
+    /// Whether the request carried state at all (a first round carries none).
+    #[serde(skip)]
+    pub(crate) carried: bool,
 }
 
 /// An upstream round in flight.
@@ -51,12 +57,19 @@ impl Sealed {
     /// The state the previous round of this call left, opened by the server (`-32602` for a
     /// tampered, expired or foreign one, before the handler runs); empty on a first round.
     pub(crate) fn of(ctx: &RequestContext) -> Result<Sealed, ToolError> {
-        Ok(ctx.request_state::<Sealed>()?.unwrap_or_default())
+        Ok(match ctx.request_state::<Sealed>()? {
+            Some(sealed) => Sealed {
+                carried: true,
+                ..sealed
+            },
+            None => Sealed::default(),
+        })
     }
 
     /// The answers to send upstream with this call of `tool` (a served tool's or prompt's name,
     /// or a resource's URI): the caller's answers and the upstream's state, when the previous
-    /// round was the upstream's; -32602 when that round was another call's (the server binds the state to the call already: this says so plainly should
+    /// round was the upstream's, or the answers alone, when the request carries no state;
+    /// -32602 when the previous round was another call's (the server binds the state to the call already: this says so plainly should
     /// a state ever reach another call).
     pub(crate) fn upstream_answers(
         &self,
@@ -65,7 +78,12 @@ impl Sealed {
         ctx: &RequestContext,
     ) -> Result<Option<RoundAnswers>, ToolError> {
         let Some(upstream) = &self.upstream else {
-            return Ok(None);
+            // A request without state may still carry answers (to a server that needs no
+            // state to read them): they are the upstream's, as the caller sent them. After
+            // a round of the gateway's own (its approval), they were the gateway's.
+            let answers = ctx.input_responses();
+            return Ok((!self.carried && !answers.is_empty())
+                .then(|| RoundAnswers::new(answers.clone(), None)));
         };
         if upstream.tool != tool || upstream.arguments_sha256 != arguments_sha256(arguments) {
             return Err(ToolError::Protocol(ErrorObject::invalid_params(format!(
@@ -96,9 +114,9 @@ pub(crate) fn relayed(
     }
     asked
         .state(Sealed {
-            asked_sha256: None,
             approved_sha256,
             upstream: Some(upstream),
+            ..Sealed::default()
         })
         .into()
 }

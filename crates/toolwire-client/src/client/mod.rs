@@ -102,6 +102,8 @@ pub(crate) struct RpcOptions {
     pub(crate) answers: Option<crate::client::rounds::RoundAnswers>,
     /// Return an `input_required` result as it came instead of answering it.
     pub(crate) relay: bool,
+    /// The capabilities declared for the server's questions, instead of the client's own.
+    pub(crate) input_capabilities: Option<toolwire_protocol::ClientCapabilities>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,

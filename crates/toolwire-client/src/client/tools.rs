@@ -13,7 +13,9 @@ use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
-use toolwire_protocol::{CallToolParams, CallToolResult, HEADER_MISMATCH, Tool};
+use toolwire_protocol::{
+    CallToolParams, CallToolResult, ClientCapabilities, HEADER_MISMATCH, Tool,
+};
 
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
@@ -44,6 +46,9 @@ pub struct CallOptions {
     /// [`Error::InputRequired`], or [`CallRound::InputRequired`] from
     /// [`Client::call_tool_round`]) instead of being answered by the client's handlers.
     pub relay: bool,
+    /// The capabilities declared for the server's questions (elicitation, sampling, roots)
+    /// on this call's requests, instead of the client's own ([`CallOptions::input_capabilities`]).
+    pub input_capabilities: Option<ClientCapabilities>,
 }
 
 impl CallOptions {
@@ -85,6 +90,17 @@ impl CallOptions {
         self.relay = true;
         self
     }
+
+    /// Declares `capabilities`' elicitation, sampling and roots on this call's requests
+    /// instead of the client's own (a 2026-07-28 server reads them from each request, B-15):
+    /// a relay declares what its own caller can answer, so that the server asks, or refuses
+    /// with -32021, as it would ask or refuse that caller (M-05). The client's other
+    /// capabilities (extensions) are declared as they are. A legacy session declared its
+    /// capabilities once, at `initialize`: there this changes nothing.
+    pub fn input_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.input_capabilities = Some(capabilities);
+        self
+    }
 }
 
 impl CallOptions {
@@ -98,6 +114,7 @@ impl CallOptions {
             cancel: self.cancel,
             answers: self.answers,
             relay: self.relay,
+            input_capabilities: self.input_capabilities,
             ..Default::default()
         }
     }
@@ -112,6 +129,7 @@ impl std::fmt::Debug for CallOptions {
             .field("cancel", &self.cancel.is_some())
             .field("answers", &self.answers.as_ref().map(|a| a.responses.len()))
             .field("relay", &self.relay)
+            .field("input_capabilities", &self.input_capabilities)
             .finish()
     }
 }

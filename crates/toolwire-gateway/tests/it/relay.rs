@@ -75,6 +75,9 @@ async fn relay_gateway(options: GatewayOptions) -> (toolwire_gateway::Gateway, S
         greet("greet", "user_name"),
         greet("clash", APPROVAL_KEY),
         full_name(),
+        Tool::new("caps", |_: Greeting, ctx: RequestContext| async move {
+            serde_json::to_string(ctx.client_capabilities()).unwrap()
+        }),
     ];
     let up = Served::start(upstream("up", tools), None).await;
     let (gateway, served) = gateway_with(&[("up", "up", &up.url)], options).await;
@@ -390,4 +393,42 @@ async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
     );
     gateway.close().await;
     served.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_upstream_sees_the_callers_capabilities_and_stateless_answers() {
+    let (gateway, served, up) = relay_gateway(GatewayOptions::new()).await;
+    // The upstream is told what the caller can answer, not what the gateway could.
+    let plain = crate::support::client(&served.url);
+    let caps = plain
+        .call_tool("up__caps", json!({"greeting": "-"}))
+        .await
+        .unwrap();
+    let declared: serde_json::Value = serde_json::from_str(&text(&caps)).unwrap();
+    assert!(declared.get("elicitation").is_none(), "{declared}");
+    assert!(declared.get("sampling").is_none(), "{declared}");
+    let answering = answering(&served.url, Arc::default());
+    let caps = answering
+        .call_tool("up__caps", json!({"greeting": "-"}))
+        .await
+        .unwrap();
+    let declared: serde_json::Value = serde_json::from_str(&text(&caps)).unwrap();
+    assert_eq!(declared["elicitation"]["form"], json!({}), "{declared}");
+
+    // Answers sent without any state go upstream as they are.
+    let done = answering
+        .call_tool_round(
+            "up__greet",
+            json!({"greeting": "Hey"}),
+            CallOptions::default().answers(ada("user_name")),
+        )
+        .await
+        .unwrap();
+    assert!(
+        matches!(&done, CallRound::Complete(r) if text(r) == "Hey, Ada!"),
+        "{done:?}"
+    );
+    gateway.close().await;
+    served.stop().await;
+    up.stop().await;
 }
