@@ -39,7 +39,7 @@ impl RoundAnswers {
 #[non_exhaustive]
 pub enum CallRound {
     /// The call's result.
-    Complete(CallToolResult),
+    Complete(Box<CallToolResult>),
     /// The server needs input first: answer its requests and retry with
     /// [`CallOptions::answers`](crate::CallOptions::answers).
     InputRequired(Box<InputRequiredResult>),

@@ -311,7 +311,7 @@ impl Client {
             .call_tool_with(name, arguments, options.relay_input())
             .await
         {
-            Ok(result) => Ok(CallRound::Complete(result)),
+            Ok(result) => Ok(CallRound::Complete(Box::new(result))),
             Err(Error::InputRequired(input)) => Ok(CallRound::InputRequired(input)),
             Err(error) => Err(error),
         }
