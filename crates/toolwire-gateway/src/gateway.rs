@@ -159,6 +159,11 @@ impl Gateway {
     /// server's output guard sees only tool results: leave the host's
     /// [`clean_offers`](HostOptions::clean_offers) on so that prompts and resources are
     /// cleaned.
+    ///
+    /// The handlers of upstreams' questions in `host` are replaced: a 2026-07-28 upstream's
+    /// questions go to the caller (the gateway declares upstream, on each request, what the
+    /// caller can answer), and a 2025-11-25 upstream's requests during a call are refused,
+    /// the call ending with an error result that names the upstream.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
