@@ -66,12 +66,12 @@ pub(crate) struct Route {
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the
 /// request itself when that refusal is about the caller's request, as the upstream sent it:
-/// invalid params, or a client capability the tool needs that the caller did not declare. A
-/// capability the caller did declare is missing on the gateway's side (its client declares
-/// every kind of question upstream, not each one's every option, e.g. sampling with tools),
-/// so the caller is not told it lacks it: it gets the `isError` result the host made, as for
-/// any other upstream error (internal, unknown method), so that the upstream's failures are
-/// not taken for the caller's.
+/// invalid params, or a client capability the tool needs that the caller did not declare (a
+/// 2026-07-28 upstream is told the caller's own capabilities on each request). A capability
+/// the caller did declare is missing on the gateway's side (a legacy upstream read the
+/// gateway's own at `initialize`), so the caller is not told it lacks it: it gets the
+/// `isError` result the host made, as for any other upstream error (internal, unknown
+/// method), so that the upstream's failures are not taken for the caller's.
 fn passed_on(called: Called, ctx: &RequestContext) -> Result<CallToolResult, ToolError> {
     let Some(error) = called.error else {
         return Ok(called.result);
