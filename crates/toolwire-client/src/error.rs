@@ -71,6 +71,12 @@ pub enum Error {
     /// The server kept asking for input past the round limit.
     #[error("gave up after {0} rounds of input requests")]
     TooManyRounds(usize),
+    /// The server needs input, and the call was made to relay it rather than answer it
+    /// ([`CallOptions::relay_input`](crate::CallOptions::relay_input)): its `input_required`
+    /// result as the server sent it, for the caller to answer and retry with
+    /// [`CallOptions::answers`](crate::CallOptions::answers).
+    #[error("the server needs input before it can answer ({} input requests)", .0.input_requests.as_ref().map_or(0, |r| r.len()))]
+    InputRequired(Box<toolwire_protocol::InputRequiredResult>),
     /// The server asked for input this client cannot give.
     #[error("cannot answer the server's input request: {0}")]
     Input(String),

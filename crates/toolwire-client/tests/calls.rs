@@ -498,3 +498,57 @@ async fn a_list_that_takes_too_long_stops_at_the_time_bound() {
     );
     client.close().await;
 }
+
+/// A relaying client makes one round: the server's `input_required` comes back as it was
+/// sent, with no handler run, and the retry carries the caller's answers and the state
+/// verbatim (M-11, M-12).
+#[tokio::test]
+async fn a_relayed_round_comes_back_and_its_retry_carries_the_answers() {
+    use toolwire_client::protocol::{ElicitAction, ElicitResult, ElicitValue, InputResponse};
+    use toolwire_client::{CallRound, RoundAnswers};
+
+    let server = asking_server();
+    // A handler that must not run: the round is the caller's to answer.
+    let (client, mut running) = stuck_client(&server).await;
+    let first = client
+        .call_tool_round("ask", json!({}), CallOptions::default())
+        .await
+        .unwrap();
+    let CallRound::InputRequired(input) = first else {
+        panic!("the server's questions come back, got {first:?}");
+    };
+    assert_eq!(input.request_state.as_deref(), Some("round-1"));
+    assert!(input.input_requests.unwrap().contains_key("name"));
+    assert!(running.try_recv().is_err(), "no handler ran");
+
+    let answer = ElicitResult {
+        action: ElicitAction::Accept,
+        content: Some([("name".to_owned(), ElicitValue::String("Ada".into()))].into()),
+        meta: None,
+    };
+    let answers = RoundAnswers::new(
+        [("name".to_owned(), InputResponse::Elicit(answer))].into(),
+        input.request_state,
+    );
+    let done = client
+        .call_tool_round("ask", json!({}), CallOptions::default().answers(answers))
+        .await
+        .unwrap();
+    let CallRound::Complete(result) = done else {
+        panic!("the answered call completes, got {done:?}");
+    };
+    let echoed = serde_json::to_value(&result).unwrap()["content"][0]["text"].clone();
+    assert_eq!(
+        echoed,
+        r#"{"name": {"action": "accept", "content": {"name": "Ada"}}}"#
+    );
+    let retry = server.received("tools/call").pop().unwrap();
+    assert_eq!(retry["params"]["requestState"], "round-1");
+    // Without relaying, the same call's round would be answered by the (stuck) handler.
+    let error = client
+        .call_tool_with("ask", json!({}), CallOptions::default().relay_input())
+        .await
+        .unwrap_err();
+    assert!(matches!(error, Error::InputRequired(_)), "{error}");
+    client.close().await;
+}

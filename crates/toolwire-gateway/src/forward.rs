@@ -1,42 +1,77 @@
 //! A downstream call of a served tool, made upstream through the host: cancelled when the
-//! caller cancels, and the upstream's progress passed on to the caller.
+//! caller cancels, the upstream's progress passed on to the caller, and the upstream's
+//! `input_required` rounds relayed to the caller and back (`relay`).
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
-use toolwire_client::CallOptions;
-use toolwire_host::{Called, Host};
+use toolwire_client::{CallOptions, RoundAnswers};
+use toolwire_host::{Called, Host, Outcome};
 use toolwire_protocol::{CallToolResult, ProgressParams};
 use toolwire_server::{RequestContext, ToolError};
 
 use crate::policy::{Policy, Verdict};
+use crate::relay::{self, Sealed, Unrelayable, Upstream};
 
 /// How many upstream progress notifications may wait to be passed on; past it, the newest
 /// are dropped (a later one supersedes them anyway).
 const PROGRESS_QUEUE: usize = 32;
 
 /// Calls `qualified` upstream with `arguments` for the caller of `ctx`, if the gateway's rules
-/// let it (or once the person behind the caller approved it).
+/// let it (or once the person behind the caller approved it). An upstream that needs input
+/// gets its questions relayed to the caller; the caller's retry takes the answers upstream.
 pub(crate) async fn call(
     host: Arc<Host>,
     policy: Arc<Policy>,
-    qualified: Arc<str>,
+    route: Arc<Route>,
     arguments: Value,
     ctx: RequestContext,
 ) -> Result<CallToolResult, ToolError> {
-    match policy.decide(&qualified, &arguments, &ctx) {
-        Verdict::Go => passed_on(upstream(&host, &qualified, arguments, &ctx).await, &ctx),
-        Verdict::Answer(answer) => *answer,
+    let qualified = &*route.qualified;
+    let sealed = Sealed::of(&ctx)?;
+    let approved = match policy.decide(qualified, &arguments, &ctx, &sealed) {
+        Verdict::Go(approved) => approved,
+        Verdict::Answer(answer) => return *answer,
+    };
+    let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
+    // Kept for the digest that binds a round the upstream may ask to these arguments.
+    let sent = arguments.clone();
+    let questions = route.asked.load(Ordering::Acquire);
+    let mut called = upstream(&host, qualified, arguments, answers, &ctx).await;
+    match (called.outcome, called.input_required.take()) {
+        (Outcome::InputRequired, Some(input)) => {
+            let upstream = Upstream {
+                server: route.server.to_string(),
+                tool: qualified.to_owned(),
+                arguments_sha256: relay::arguments_sha256(&sent),
+                state: input.request_state.clone(),
+            };
+            Err(relay::relayed(*input, upstream, approved))
+        }
+        (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
+            Unrelayable::failed(&route.server, qualified, &called.result),
+        ),
+        _ => passed_on(called, &ctx),
     }
+}
+
+/// What a served tool stands for: the upstream tool's qualified name, its upstream, and the
+/// count of the questions that upstream asked that the gateway could not relay.
+pub(crate) struct Route {
+    pub(crate) qualified: Arc<str>,
+    pub(crate) server: Arc<str>,
+    pub(crate) asked: Arc<AtomicU64>,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the
 /// request itself when that refusal is about the caller's request, as the upstream sent it:
-/// invalid params, or a client capability the tool needs that the caller did not declare. A
-/// capability the caller did declare is missing on the gateway's side (it does not relay an
-/// upstream's questions), so the caller is not told it lacks it: it gets the `isError` result
-/// the host made, as for any other upstream error (internal, unknown method), so that the
-/// upstream's failures are not taken for the caller's.
+/// invalid params, or a client capability the tool needs that the caller did not declare (a
+/// 2026-07-28 upstream is told the caller's own capabilities on each request). A capability
+/// the caller did declare is missing on the gateway's side (a legacy upstream read the
+/// gateway's own at `initialize`), so the caller is not told it lacks it: it gets the
+/// `isError` result the host made, as for any other upstream error (internal, unknown
+/// method), so that the upstream's failures are not taken for the caller's.
 fn passed_on(called: Called, ctx: &RequestContext) -> Result<CallToolResult, ToolError> {
     let Some(error) = called.error else {
         return Ok(called.result);
@@ -73,9 +108,22 @@ fn declares(declared: &Value, required: &Value) -> bool {
     }
 }
 
-/// Makes the call upstream, with the caller's cancellation and progress passed through.
-async fn upstream(host: &Host, qualified: &str, arguments: Value, ctx: &RequestContext) -> Called {
-    let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
+/// Makes one round of the call upstream, with the caller's cancellation and progress passed
+/// through, and the answers to the upstream's previous round if there was one.
+async fn upstream(
+    host: &Host,
+    qualified: &str,
+    arguments: Value,
+    answers: Option<RoundAnswers>,
+    ctx: &RequestContext,
+) -> Called {
+    let mut options = CallOptions::default()
+        .cancel_on(ctx.cancellation().clone())
+        .relay_input()
+        .input_capabilities(ctx.client_capabilities().clone());
+    if let Some(answers) = answers {
+        options = options.answers(answers);
+    }
     if ctx.meta().progress_token.is_none() {
         return host.call_with(qualified, arguments, options).await;
     }

@@ -12,7 +12,9 @@ use toolwire_server::{Server, ServerBuilder, Tool};
 use crate::mirror::Mirror;
 use crate::offers::Offers;
 use crate::policy::{Policy, Visibility};
+use crate::relay::Unrelayable;
 use crate::rules::Rules;
+use toolwire_protocol::{METHOD_CREATE_MESSAGE, METHOD_ELICIT, METHOD_LIST_ROOTS};
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -157,6 +159,11 @@ impl Gateway {
     /// server's output guard sees only tool results: leave the host's
     /// [`clean_offers`](HostOptions::clean_offers) on so that prompts and resources are
     /// cleaned.
+    ///
+    /// The handlers of upstreams' questions in `host` are replaced: a 2026-07-28 upstream's
+    /// questions go to the caller (the gateway declares upstream, on each request, what the
+    /// caller can answer), and a 2025-11-25 upstream's requests during a call are refused,
+    /// the call ending with an error result that names the upstream.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
@@ -179,7 +186,11 @@ impl Gateway {
         } else {
             server.tool_visibility(Visibility(policy.clone())).build()?
         };
-        let host = Arc::new(Host::new(config, host.keep_last_list(true))?);
+        let unrelayable = Arc::new(Unrelayable::default());
+        let host = Arc::new(Host::new(
+            config,
+            refusing(host, &unrelayable).keep_last_list(true),
+        )?);
         let trusted = config
             .servers
             .iter()
@@ -190,7 +201,7 @@ impl Gateway {
             inner: Arc::new(Inner {
                 host,
                 server,
-                mirror: Mirror::new(options.settings, policy),
+                mirror: Mirror::new(options.settings, policy, unrelayable),
                 offers: Offers::default(),
                 trusted,
                 watching: Mutex::new(None),
@@ -330,6 +341,27 @@ impl toolwire_host::Approver for NoPerson {
         };
         Box::pin(std::future::ready(answer))
     }
+}
+
+/// The host's options with handlers of upstreams' questions that refuse them, noting which
+/// upstream asked. A 2026-07-28 upstream's questions never reach them (its rounds are relayed
+/// to the caller); a legacy upstream's requests during a call do. With them the gateway's
+/// client declares every input capability upstream, so that an upstream asks rather than
+/// refuses: whether the caller can answer is checked downstream, against what the caller
+/// declared (M-05).
+fn refusing(host: HostOptions, unrelayable: &Arc<Unrelayable>) -> HostOptions {
+    let (elicit, url, sample, roots) = (
+        unrelayable.clone(),
+        unrelayable.clone(),
+        unrelayable.clone(),
+        unrelayable.clone(),
+    );
+    host.on_elicit(move |server, _| std::future::ready(Err(elicit.refuse(&server, METHOD_ELICIT))))
+        .on_elicit_url(move |server, _| std::future::ready(Err(url.refuse(&server, METHOD_ELICIT))))
+        .on_sample(move |server, _| {
+            std::future::ready(Err(sample.refuse(&server, METHOD_CREATE_MESSAGE)))
+        })
+        .on_roots(move |server| std::future::ready(Err(roots.refuse(&server, METHOD_LIST_ROOTS))))
 }
 
 /// The servers whose configuration (or the file's top) has `approval.ask` rules.

@@ -9,7 +9,12 @@
 //! [`toolwire_host::uris`]) beside them. Upstream lists are followed: a change upstream
 //! reaches downstream listeners, an upstream that fails is retried with backoff while its
 //! last good list is still offered, and one that changes a tool's definition has that tool
-//! withheld until an operator approves the change.
+//! withheld until an operator approves the change. An upstream that needs input mid-call (a
+//! 2026-07-28 `input_required` round, of a tool call, a prompt or a resource read) has its
+//! questions relayed to the caller verbatim and the caller's answers taken back upstream,
+//! statelessly: the upstream's state travels sealed inside the gateway's own. A 2025-11-25
+//! upstream's request during a call cannot be relayed that way: the call ends with an error
+//! result that says so.
 //!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
 
@@ -18,6 +23,7 @@ mod gateway;
 mod mirror;
 mod offers;
 mod policy;
+mod relay;
 pub mod rules;
 mod watch;
 

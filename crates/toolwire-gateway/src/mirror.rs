@@ -10,8 +10,10 @@ use serde_json::{Value, json};
 use toolwire_host::{Host, HostTool, PinState, ServerState};
 use toolwire_server::{RequestContext, Server, Tool};
 
+use crate::forward::Route;
 use crate::gateway::ToolSettings;
 use crate::policy::{Policy, facts_of};
+use crate::relay::Unrelayable;
 
 /// The key of a served tool's `_meta` that says where it comes from:
 /// `{"server", "tool", "annotationsTrusted"}`, and while its upstream is failing,
@@ -24,6 +26,8 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 pub(crate) struct Mirror {
     settings: Option<ToolSettings>,
     policy: Arc<Policy>,
+    /// The questions of legacy upstreams, which calls check.
+    unrelayable: Arc<Unrelayable>,
     state: Mutex<Served>,
 }
 
@@ -39,10 +43,15 @@ struct Served {
 }
 
 impl Mirror {
-    pub(crate) fn new(settings: Option<ToolSettings>, policy: Arc<Policy>) -> Mirror {
+    pub(crate) fn new(
+        settings: Option<ToolSettings>,
+        policy: Arc<Policy>,
+        unrelayable: Arc<Unrelayable>,
+    ) -> Mirror {
         Mirror {
             settings,
             policy,
+            unrelayable,
             state: Mutex::new(Served::default()),
         }
     }
@@ -174,20 +183,18 @@ impl Mirror {
         unavailable: Option<&Value>,
     ) -> Tool {
         let definition = &tool.definition;
-        let qualified: Arc<str> = tool.qualified.as_str().into();
+        let route = Arc::new(Route {
+            qualified: tool.qualified.as_str().into(),
+            server: tool.server.as_str().into(),
+            asked: self.unrelayable.counter(&tool.server),
+        });
         let host = host.clone();
         let policy = self.policy.clone();
         let mut served = Tool::raw(
             tool.qualified.clone(),
             Value::Object(definition.input_schema.clone()),
             move |arguments: Value, ctx: RequestContext| {
-                crate::forward::call(
-                    host.clone(),
-                    policy.clone(),
-                    qualified.clone(),
-                    arguments,
-                    ctx,
-                )
+                crate::forward::call(host.clone(), policy.clone(), route.clone(), arguments, ctx)
             },
         );
         if let Some(description) = &definition.description {

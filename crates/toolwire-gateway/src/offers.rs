@@ -19,7 +19,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
+use crate::relay::{self, Sealed, Upstream};
 use serde_json::Value;
+use toolwire_client::CallOptions;
 use toolwire_host::{Host, HostPrompt, HostResource, HostTemplate, OfferError};
 use toolwire_protocol::{ErrorObject, GetPromptResult};
 use toolwire_server::{
@@ -181,7 +183,7 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
     let host = host.clone();
     let mut served = Prompt::new(
         prompt.qualified.clone(),
-        move |arguments: PromptArgs, _: RequestContext| {
+        move |arguments: PromptArgs, ctx: RequestContext| {
             let (host, qualified) = (host.clone(), qualified.clone());
             async move {
                 let arguments = Value::Object(
@@ -190,13 +192,16 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
                         .map(|(k, v)| (k, Value::String(v)))
                         .collect(),
                 );
-                let got = host.get_prompt(&qualified, arguments).await;
+                let sent = arguments.clone();
+                let got = one_round(&qualified, &arguments, &ctx, |options| {
+                    host.get_prompt_with(&qualified, sent, options)
+                })
+                .await;
                 got.map(|result| GetPromptResult {
                     // The gateway's own `_meta` (its serverInfo), as on every result it gives.
                     meta: None,
                     ..result
                 })
-                .map_err(refusal)
             }
         },
     );
@@ -227,9 +232,9 @@ fn resource(host: &Arc<Host>, resource: &HostResource) -> Resource {
     let mut served = Resource::new(
         resource.uri.clone(),
         definition.name.clone(),
-        move |uri: String, _: RequestContext| {
+        move |uri: String, ctx: RequestContext| {
             let host = host.clone();
-            async move { read(&host, &uri).await }
+            async move { read(&host, &uri, &ctx).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -252,9 +257,9 @@ fn template(host: &Arc<Host>, template: &HostTemplate) -> ResourceTemplate {
     let mut served = ResourceTemplate::new(
         template.uri_template.clone(),
         definition.name.clone(),
-        move |uri: String, _, _: RequestContext| {
+        move |uri: String, _, ctx: RequestContext| {
             let host = host.clone();
-            async move { read(&host, &uri).await }
+            async move { read(&host, &uri, &ctx).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -270,9 +275,51 @@ fn template(host: &Arc<Host>, template: &HostTemplate) -> ResourceTemplate {
 async fn read(
     host: &Host,
     uri: &str,
+    ctx: &RequestContext,
 ) -> Result<Vec<toolwire_protocol::ResourceContents>, ToolError> {
-    let read = host.read_resource(uri).await.map_err(refusal)?;
+    let read = one_round(uri, &Value::Null, ctx, |options| {
+        host.read_resource_with(uri, options)
+    })
+    .await?;
     Ok(read.contents)
+}
+
+/// One round of getting the prompt or reading the resource `name` (with `arguments`) for the
+/// caller of `ctx`, as a tool call is made (see `relay`): the answers to the upstream's
+/// previous round sent with it, and an upstream's questions relayed to the caller.
+async fn one_round<T, Got>(
+    name: &str,
+    arguments: &Value,
+    ctx: &RequestContext,
+    get: impl FnOnce(CallOptions) -> Got,
+) -> Result<T, ToolError>
+where
+    Got: std::future::Future<Output = Result<T, OfferError>>,
+{
+    let sealed = Sealed::of(ctx)?;
+    let mut options = CallOptions::default()
+        .cancel_on(ctx.cancellation().clone())
+        .relay_input()
+        .input_capabilities(ctx.client_capabilities().clone());
+    if let Some(answers) = sealed.upstream_answers(name, arguments, ctx)? {
+        options = options.answers(answers);
+    }
+    match get(options).await {
+        Ok(got) => Ok(got),
+        Err(OfferError::Server {
+            server,
+            error: toolwire_client::Error::InputRequired(input),
+        }) => {
+            let upstream = Upstream {
+                server,
+                tool: name.to_owned(),
+                arguments_sha256: relay::arguments_sha256(arguments),
+                state: input.request_state.clone(),
+            };
+            Err(relay::relayed(*input, upstream, None))
+        }
+        Err(error) => Err(refusal(error)),
+    }
 }
 
 /// What the caller is told when the host could not get a prompt or read a resource: the

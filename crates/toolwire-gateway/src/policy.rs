@@ -7,17 +7,19 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use arc_swap::ArcSwap;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use serde_json::Value;
-use sha2::{Digest as _, Sha256};
 use toolwire_server::{
     Elicited, InputRequired, RequestContext, ToolCheck, ToolError, ToolVisibility, Viewer,
 };
 
+use crate::relay::{Sealed, arguments_sha256};
 use crate::rules::{Caller, ClientFacts, Decision, Effect, Rules, ToolFacts};
 
-/// The input key of the approval question.
-const APPROVAL_KEY: &str = "dev.toolwire/approval";
+/// The input key of the approval question. It is asked in a round of its own, before any
+/// round of the upstream's (see `relay`), so an upstream's key of the same name does not
+/// collide with it.
+pub(crate) const APPROVAL_KEY: &str = "dev.toolwire/approval";
 
 /// The most argument text an approval question shows; larger arguments are refused rather
 /// than shown cut, since a person must see exactly what will be sent.
@@ -48,8 +50,9 @@ const MOST_VIEWS: usize = 4096;
 
 /// What becomes of a call.
 pub(crate) enum Verdict {
-    /// Make it upstream.
-    Go,
+    /// Make it upstream; with the digest of the arguments a person approved, when one did
+    /// (kept in the state of the upstream's rounds, so that they are not asked again).
+    Go(Option<String>),
     /// Answer with this instead (a refusal the caller reads, or a question to ask).
     Answer(Box<Result<toolwire_protocol::CallToolResult, ToolError>>),
 }
@@ -69,25 +72,32 @@ impl Policy {
         self.facts.store(Arc::new(facts));
     }
 
-    /// What becomes of a call of `tool` with `arguments` by the caller of `ctx`.
-    pub(crate) fn decide(&self, tool: &str, arguments: &Value, ctx: &RequestContext) -> Verdict {
+    /// What becomes of a call of `tool` with `arguments` by the caller of `ctx`, in the round
+    /// whose state is `sealed`.
+    pub(crate) fn decide(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        ctx: &RequestContext,
+        sealed: &Sealed,
+    ) -> Verdict {
         if self.rules.is_empty() && self.rules.default_effect() == Effect::Allow {
-            return Verdict::Go;
+            return Verdict::Go(None);
         }
         let facts = self.facts.load();
         let Some(facts) = facts.get(tool) else {
-            return Verdict::Go;
+            return Verdict::Go(None);
         };
         let decision = self
             .rules
             .decide(&caller(&Viewer::of(ctx)), facts, arguments);
         match decision.effect {
-            Effect::Allow => Verdict::Go,
+            Effect::Allow => Verdict::Go(None),
             Effect::Deny => answer(Ok(toolwire_protocol::CallToolResult::error(format!(
                 "The gateway refused the call of {tool}: {}",
                 decision.message()
             )))),
-            Effect::Ask => ask(facts, arguments, &decision, ctx),
+            Effect::Ask => ask(facts, arguments, &decision, ctx, sealed),
         }
     }
 }
@@ -99,15 +109,16 @@ struct Approval {
     approve: bool,
 }
 
-/// What the question's round seals: the arguments it was asked about.
-#[derive(Serialize, Deserialize)]
-struct Asked {
-    arguments_sha256: String,
-}
-
 /// An `ask` decision: the call goes ahead once the person behind the caller approved these
-/// exact arguments; until then, the question.
-fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestContext) -> Verdict {
+/// exact arguments (in this round, or in an earlier round of the same call); until then, the
+/// question.
+fn ask(
+    facts: &ToolFacts,
+    arguments: &Value,
+    decision: &Decision,
+    ctx: &RequestContext,
+    sealed: &Sealed,
+) -> Verdict {
     let refuse = |why: String| {
         answer(Ok(toolwire_protocol::CallToolResult::error(format!(
             "The call of {} needs a person's approval ({}), and {why}",
@@ -119,13 +130,14 @@ fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestC
         return refuse("this client cannot ask one: it declares no elicitation capability".into());
     }
     let digest = arguments_sha256(arguments);
-    let asked = match ctx.request_state::<Asked>() {
-        Ok(asked) => asked,
-        Err(error) => return answer(Err(error)),
-    };
-    if asked.is_some_and(|a| a.arguments_sha256 == digest) {
+    if sealed.approved_sha256.as_deref() == Some(digest.as_str()) {
+        return Verdict::Go(Some(digest));
+    }
+    if sealed.asked_sha256.as_deref() == Some(digest.as_str()) {
         match ctx.elicited::<Approval>(APPROVAL_KEY) {
-            Ok(Some(Elicited::Accepted(Approval { approve: true }))) => return Verdict::Go,
+            Ok(Some(Elicited::Accepted(Approval { approve: true }))) => {
+                return Verdict::Go(Some(digest));
+            }
             Ok(Some(_)) => return refuse("the person did not approve it".into()),
             Ok(None) => {}
             Err(error) => return answer(Err(error)),
@@ -146,15 +158,11 @@ fn ask(facts: &ToolFacts, arguments: &Value, decision: &Decision, ctx: &RequestC
     );
     answer(Err(InputRequired::new()
         .elicit::<Approval>(APPROVAL_KEY, message)
-        .state(Asked {
-            arguments_sha256: digest,
+        .state(Sealed {
+            asked_sha256: Some(digest),
+            ..Sealed::default()
         })
         .into()))
-}
-
-/// A digest of the arguments as sent (JSON text with sorted keys).
-fn arguments_sha256(arguments: &Value) -> String {
-    toolwire_protocol::hex::encode(&Sha256::digest(arguments.to_string().as_bytes()))
 }
 
 /// The caller as the rules read it.

@@ -833,3 +833,89 @@ async fn a_server_that_never_answers_holds_up_no_other_servers_start() {
     host.close().await;
     silent.abort();
 }
+
+/// A relayed call's retry is the same call: the person who approved its first round is not
+/// asked again; the rules are; a retry with another state (or none) is asked about again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_person_approves_a_relayed_call_once_for_all_its_rounds() {
+    use toolwire_client::protocol::{ElicitAction, ElicitResult, InputResponse};
+    use toolwire_client::{CallOptions, RoundAnswers};
+    use toolwire_host::Outcome;
+    use toolwire_server::{Elicited, InputRequired, ToolError};
+
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Sure {
+        sure: bool,
+    }
+    let asking = Tool::new("confirm", |a: Text, ctx: RequestContext| async move {
+        match ctx.elicited::<Sure>("sure")? {
+            Some(Elicited::Accepted(form)) => Ok(format!("{} {}", a.text, form.sure)),
+            _ => Err(ToolError::from(
+                InputRequired::new()
+                    .elicit::<Sure>("sure", "Sure?")
+                    .state("asked"),
+            )),
+        }
+    });
+    let url = serve(Server::builder("asking", "1").tool(asking).build().unwrap()).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"asking": {"url": url, "prefix": "a"}}, "approval": {"ask": ["*"]}})
+            .to_string(),
+        "/nonexistent/mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let approver = Scripted::default();
+    approver
+        .answers
+        .lock()
+        .unwrap()
+        .extend([Answer::AllowOnce, Answer::AllowOnce]);
+    // A host that could answer the question itself (it declares elicitation) relays it.
+    let options = HostOptions::new(approver.clone())
+        .on_elicit(|_, _| async { Ok(toolwire_client::declined()) });
+    let host = Host::connect(&config, options).await.unwrap();
+    let arguments = json!({"text": "go"});
+    let relay = || CallOptions::default().relay_input();
+    let first = host
+        .call_with("a__confirm", arguments.clone(), relay())
+        .await;
+    assert_eq!(first.outcome, Outcome::InputRequired, "{first:?}");
+    let input = first.input_required.expect("the server's questions");
+    assert_eq!(approver.asked.lock().unwrap().len(), 1);
+
+    let answer = ElicitResult {
+        action: ElicitAction::Accept,
+        content: Some(
+            [(
+                "sure".to_owned(),
+                toolwire_client::protocol::ElicitValue::Bool(true),
+            )]
+            .into(),
+        ),
+        meta: None,
+    };
+    let answers = RoundAnswers::new(
+        [("sure".to_owned(), InputResponse::Elicit(answer))].into(),
+        input.request_state.clone(),
+    );
+    let done = host
+        .call_with(
+            "a__confirm",
+            arguments.clone(),
+            relay().answers(answers.clone()),
+        )
+        .await;
+    assert_eq!(text(&done.result), "go true", "{done:?}");
+    assert_eq!(
+        approver.asked.lock().unwrap().len(),
+        1,
+        "the retry of an approved round is not asked about again"
+    );
+    // The same state again: the approval was used up, the person is asked.
+    let again = host
+        .call_with("a__confirm", arguments, relay().answers(answers))
+        .await;
+    assert_eq!(approver.asked.lock().unwrap().len(), 2, "{again:?}");
+    host.close().await;
+}

@@ -10,9 +10,10 @@ use toolwire_protocol::{
     GetPromptParams, GetPromptResult, ReadResourceParams, ReadResourceResult, RequestMeta,
 };
 
+use crate::CallOptions;
 use crate::client::rpc::read_result;
 use crate::client::{Client, RpcOptions, params as params_value};
-use crate::error::Result;
+use crate::error::{Error, Result};
 
 impl Client {
     /// Sends any method the protocol crate types, by its type: `params` without `_meta` (the
@@ -37,10 +38,19 @@ impl Client {
 
     /// Reads a resource, answering input requests on the way.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult> {
-        let options = RpcOptions {
-            name: Some(uri.to_owned()),
-            ..Default::default()
-        };
+        self.read_resource_with(uri, CallOptions::default()).await
+    }
+
+    /// Reads a resource with options: a timeout, a cancellation, and for a relay the answers
+    /// to the previous round ([`CallOptions::answers`]) or one round only
+    /// ([`CallOptions::relay_input`]: the server's questions come back as
+    /// [`Error::InputRequired`](crate::Error::InputRequired)).
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult> {
+        let options = options.into_rpc(uri);
         let params = ReadResourceParams {
             uri: uri.to_owned(),
             ..Default::default()
@@ -48,15 +58,24 @@ impl Client {
         let result = self
             .rpc_rounds(ReadResource::METHOD, params_value(&params), &options)
             .await?;
+        relayed(&result)?;
         read_result::<ReadResource>(result)
     }
 
     /// Renders a prompt, answering input requests on the way.
     pub async fn get_prompt(&self, name: &str, arguments: Value) -> Result<GetPromptResult> {
-        let options = RpcOptions {
-            name: Some(name.to_owned()),
-            ..Default::default()
-        };
+        self.get_prompt_with(name, arguments, CallOptions::default())
+            .await
+    }
+
+    /// Renders a prompt with options, as [`Client::read_resource_with`] reads a resource.
+    pub async fn get_prompt_with(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<GetPromptResult> {
+        let options = options.into_rpc(name);
         // The arguments go as given: `GetPromptParams` holds string values only, and a caller's
         // other values are the server's to refuse.
         let mut params = params_value(&GetPromptParams {
@@ -65,6 +84,7 @@ impl Client {
         });
         params["arguments"] = arguments;
         let result = self.rpc_rounds(GetPrompt::METHOD, params, &options).await?;
+        relayed(&result)?;
         read_result::<GetPrompt>(result)
     }
 
@@ -82,4 +102,15 @@ impl Client {
         };
         self.call::<Complete>(&params, &RpcOptions::default()).await
     }
+}
+
+/// A relayed round's `input_required` result as [`Error::InputRequired`] (only a request made
+/// with [`CallOptions::relay_input`] gets one back: the others answer every round).
+fn relayed(result: &Value) -> Result<()> {
+    if !crate::client::rounds::is_input_required(result) {
+        return Ok(());
+    }
+    let input = serde_json::from_value(result.clone())
+        .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
+    Err(Error::InputRequired(Box::new(input)))
 }

@@ -18,7 +18,7 @@ pub(crate) mod incoming;
 pub(crate) mod listen;
 mod methods;
 mod pages;
-mod rounds;
+pub(crate) mod rounds;
 pub(crate) mod rpc;
 mod tool_cache;
 pub(crate) mod tools;
@@ -98,6 +98,12 @@ pub(crate) struct RpcOptions {
     pub(crate) name: Option<String>,
     /// `Mcp-Param-*` headers.
     pub(crate) mirrored: Vec<(String, String)>,
+    /// The answers to the previous round, sent with the first request (a relayed retry).
+    pub(crate) answers: Option<crate::client::rounds::RoundAnswers>,
+    /// Return an `input_required` result as it came instead of answering it.
+    pub(crate) relay: bool,
+    /// The capabilities declared for the server's questions, instead of the client's own.
+    pub(crate) input_capabilities: Option<toolwire_protocol::ClientCapabilities>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,

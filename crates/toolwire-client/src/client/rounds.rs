@@ -1,15 +1,83 @@
 //! `input_required` rounds from the client's side (M-11…M-14): the server's input requests
 //! are answered by the handlers, concurrently and under the call's timeout, and the request is
 //! sent again with a new id, the same params, the answers and the state echoed verbatim.
-//! Results of such rounds are never cached (K-04).
+//! Results of such rounds are never cached (K-04). A relay (a gateway) makes one round at a
+//! time instead: it gets the `input_required` result back, and sends the answers its own
+//! caller gave with the retry ([`RoundAnswers`]).
 
 use std::collections::HashMap;
 
 use serde_json::Value;
-use toolwire_protocol::{InputRequest, InputRequests, InputResponse};
+use toolwire_protocol::{
+    CallToolResult, InputRequest, InputRequests, InputRequiredResult, InputResponse,
+    InputResponses, ResultType,
+};
 
 use crate::client::{Client, RpcOptions};
 use crate::error::{Error, Result};
+
+/// The answers to a request's previous round, sent with its retry (M-11, M-12): the answers
+/// by the keys of the server's input requests, and its `requestState` exactly as it came.
+#[derive(Debug, Clone, Default, PartialEq)]
+#[non_exhaustive]
+pub struct RoundAnswers {
+    /// The answers (`inputResponses`), by the keys of the input requests.
+    pub responses: InputResponses,
+    /// The server's `requestState`, verbatim (M-12); `None` if it sent none.
+    pub state: Option<String>,
+}
+
+impl RoundAnswers {
+    /// The answers `responses`, and the server's `state` echoed.
+    pub fn new(responses: InputResponses, state: Option<String>) -> Self {
+        RoundAnswers { responses, state }
+    }
+}
+
+/// What one round of a tool call ended with ([`Client::call_tool_round`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum CallRound {
+    /// The call's result.
+    Complete(Box<CallToolResult>),
+    /// The server needs input first: answer its requests and retry with
+    /// [`CallOptions::answers`](crate::CallOptions::answers).
+    InputRequired(Box<InputRequiredResult>),
+}
+
+/// Whether a result is an `input_required` one (M-01).
+pub(crate) fn is_input_required(result: &Value) -> bool {
+    result
+        .get("resultType")
+        .and_then(|t| serde_json::from_value::<ResultType>(t.clone()).ok())
+        == Some(ResultType::InputRequired)
+}
+
+/// `params` with a round's answers and state (M-11, M-12), and without any earlier round's.
+fn with_answers(mut params: Value, answers: Option<&RoundAnswers>) -> Value {
+    if let Some(object) = params.as_object_mut() {
+        object.remove(INPUT_RESPONSES);
+        object.remove(REQUEST_STATE);
+        if let Some(answers) = answers {
+            if !answers.responses.is_empty() {
+                object.insert(
+                    INPUT_RESPONSES.into(),
+                    serde_json::to_value(&answers.responses).expect("answers serialize"),
+                );
+            }
+            // Echo the state exactly, and only when there is one (M-12).
+            if let Some(state) = &answers.state {
+                object.insert(REQUEST_STATE.into(), Value::String(state.clone()));
+            }
+        }
+    }
+    params
+}
+
+/// The params member that carries a round's answers.
+const INPUT_RESPONSES: &str = "inputResponses";
+/// The params member that echoes the server's state.
+const REQUEST_STATE: &str = "requestState";
 
 impl Client {
     /// A request that may answer `input_required`: the requests are answered by the handlers
@@ -22,10 +90,10 @@ impl Client {
         options: &RpcOptions,
     ) -> Result<Value> {
         let max = self.inner.config.max_rounds;
-        let mut next = params.clone();
+        let mut next = with_answers(params.clone(), options.answers.as_ref());
         for _ in 0..=max {
             let result = self.rpc(method, next, options).await?;
-            if result["resultType"] != "input_required" {
+            if !is_input_required(&result) || options.relay {
                 return Ok(result);
             }
             let requests: InputRequests = match result.get("inputRequests") {
@@ -33,17 +101,23 @@ impl Client {
                     .map_err(|e| Error::InvalidResponse(format!("inputRequests: {e}")))?,
                 None => InputRequests::new(),
             };
-            next = params.clone();
+            let mut answers = RoundAnswers {
+                responses: InputResponses::new(),
+                state: result
+                    .get(REQUEST_STATE)
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            };
             if !requests.is_empty() {
                 // The handlers run under the call's timeout and cancellation like the exchanges
                 // do: a handler that never finishes must not hold the call forever.
-                let answers = self.bounded(options, self.answer(requests)).await?;
-                next["inputResponses"] = serde_json::to_value(answers).expect("answers serialize");
+                answers.responses = self
+                    .bounded(options, self.answer(requests))
+                    .await?
+                    .into_iter()
+                    .collect();
             }
-            // Echo the state exactly, and only when there is one (M-12).
-            if let Some(state) = result.get("requestState").and_then(Value::as_str) {
-                next["requestState"] = Value::String(state.to_owned());
-            }
+            next = with_answers(params.clone(), Some(&answers));
         }
         Err(Error::TooManyRounds(max))
     }

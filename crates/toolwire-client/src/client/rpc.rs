@@ -10,9 +10,9 @@ use serde_json::{Value, json};
 use tokio::time::Instant;
 use toolwire_protocol::methods::{Discover, Method};
 use toolwire_protocol::{
-    ErrorObject, JsonObject, LoggingMessageParams, META_FIELD, META_PROGRESS_TOKEN,
-    META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS, ProgressParams,
-    TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+    ClientCapabilities, ErrorObject, JsonObject, LoggingMessageParams, META_CLIENT_CAPABILITIES,
+    META_FIELD, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE,
+    NOTIFICATION_PROGRESS, ProgressParams, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
 use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
@@ -31,6 +31,21 @@ impl Client {
         params: &Value,
         progress: Progress,
     ) -> Result<String> {
+        self.envelope_with(era, id, method, params, progress, None)
+    }
+
+    /// [`Client::envelope`], declaring `inputs` as the capabilities for the server's questions
+    /// (elicitation, sampling, roots) instead of the client's own, when given: a relay declares
+    /// what its own caller can answer. The client's other capabilities stay as they are.
+    pub(crate) fn envelope_with(
+        &self,
+        era: &Era,
+        id: i64,
+        method: &str,
+        params: &Value,
+        progress: Progress,
+        inputs: Option<&ClientCapabilities>,
+    ) -> Result<String> {
         let mut params = params.clone();
         let object = params
             .as_object_mut()
@@ -38,6 +53,18 @@ impl Client {
         let mut meta = JsonObject::new();
         if !matches!(era, Era::Legacy(_)) {
             meta = self.inner.request_meta.clone();
+            if let Some(inputs) = inputs {
+                let declared = ClientCapabilities {
+                    elicitation: inputs.elicitation.clone(),
+                    sampling: inputs.sampling.clone(),
+                    roots: inputs.roots.clone(),
+                    ..self.capabilities()
+                };
+                meta.insert(
+                    META_CLIENT_CAPABILITIES.into(),
+                    serde_json::to_value(declared).expect("capabilities serialize"),
+                );
+            }
             meta.insert(
                 META_PROTOCOL_VERSION.into(),
                 Value::String(self.state().version.clone()),
@@ -114,7 +141,8 @@ impl Client {
             Some(_) => Progress::Wanted,
             None => Progress::Unwanted,
         };
-        let body = self.envelope(era, id, method, params, progress)?;
+        let inputs = options.input_capabilities.as_ref();
+        let body = self.envelope_with(era, id, method, params, progress, inputs)?;
         let (version, session) = self.wire_identity(era);
         let out = Outgoing {
             id: Some(id),

@@ -13,11 +13,14 @@ use tokio::time::Instant;
 use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
-use toolwire_protocol::{CallToolParams, CallToolResult, HEADER_MISMATCH, Tool};
+use toolwire_protocol::{
+    CallToolParams, CallToolResult, ClientCapabilities, HEADER_MISMATCH, Tool,
+};
 
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
+use crate::client::rounds::{CallRound, RoundAnswers, is_input_required};
 use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
 use crate::error::{Error, Result};
@@ -36,6 +39,16 @@ pub struct CallOptions {
     pub timeout: Option<Duration>,
     /// Cancels the call when cancelled: the request is dropped and the server told.
     pub cancel: Option<CancellationToken>,
+    /// Sent with the first request: the answers to the previous round of this same call and
+    /// the server's state, for a caller that relays rounds ([`CallOptions::answers`]).
+    pub answers: Option<RoundAnswers>,
+    /// Makes one round only: an `input_required` result comes back (as
+    /// [`Error::InputRequired`], or [`CallRound::InputRequired`] from
+    /// [`Client::call_tool_round`]) instead of being answered by the client's handlers.
+    pub relay: bool,
+    /// The capabilities declared for the server's questions (elicitation, sampling, roots)
+    /// on this call's requests, instead of the client's own ([`CallOptions::input_capabilities`]).
+    pub input_capabilities: Option<ClientCapabilities>,
 }
 
 impl CallOptions {
@@ -62,6 +75,49 @@ impl CallOptions {
         self.cancel = Some(token);
         self
     }
+
+    /// Sends `answers` (the answers to the previous round of this same call, and the state
+    /// the server gave with it) with the request: the retry of a relayed round (M-11, M-12).
+    pub fn answers(mut self, answers: RoundAnswers) -> Self {
+        self.answers = Some(answers);
+        self
+    }
+
+    /// Relays the server's questions instead of answering them: the call makes one round,
+    /// and an `input_required` result comes back for the caller to answer (a gateway passes
+    /// it on to its own caller). See [`Client::call_tool_round`].
+    pub fn relay_input(mut self) -> Self {
+        self.relay = true;
+        self
+    }
+
+    /// Declares `capabilities`' elicitation, sampling and roots on this call's requests
+    /// instead of the client's own (a 2026-07-28 server reads them from each request, B-15):
+    /// a relay declares what its own caller can answer, so that the server asks, or refuses
+    /// with -32021, as it would ask or refuse that caller (M-05). The client's other
+    /// capabilities (extensions) are declared as they are. A legacy session declared its
+    /// capabilities once, at `initialize`: there this changes nothing.
+    pub fn input_capabilities(mut self, capabilities: ClientCapabilities) -> Self {
+        self.input_capabilities = Some(capabilities);
+        self
+    }
+}
+
+impl CallOptions {
+    /// The request path's options for a request about `name` (its `Mcp-Name`).
+    pub(crate) fn into_rpc(self, name: &str) -> RpcOptions {
+        RpcOptions {
+            name: Some(name.to_owned()),
+            progress: self.progress,
+            log: self.log,
+            timeout: self.timeout,
+            cancel: self.cancel,
+            answers: self.answers,
+            relay: self.relay,
+            input_capabilities: self.input_capabilities,
+            ..Default::default()
+        }
+    }
 }
 
 impl std::fmt::Debug for CallOptions {
@@ -71,6 +127,9 @@ impl std::fmt::Debug for CallOptions {
             .field("log", &self.log.is_some())
             .field("timeout", &self.timeout)
             .field("cancel", &self.cancel.is_some())
+            .field("answers", &self.answers.as_ref().map(|a| a.responses.len()))
+            .field("relay", &self.relay)
+            .field("input_capabilities", &self.input_capabilities)
             .finish()
     }
 }
@@ -238,6 +297,26 @@ impl Client {
             .await
     }
 
+    /// One round of a tool call: like [`Client::call_tool_with`], except that a server that
+    /// needs input gets its `input_required` result returned rather than answered by the
+    /// handlers. Answer its requests and call again with the same name and arguments and
+    /// [`CallOptions::answers`] (the answers and the `requestState` verbatim, M-11, M-12).
+    pub async fn call_tool_round(
+        &self,
+        name: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<CallRound> {
+        match self
+            .call_tool_with(name, arguments, options.relay_input())
+            .await
+        {
+            Ok(result) => Ok(CallRound::Complete(Box::new(result))),
+            Err(Error::InputRequired(input)) => Ok(CallRound::InputRequired(input)),
+            Err(error) => Err(error),
+        }
+    }
+
     /// Calls a tool with options (progress, log, timeout, cancellation). With output
     /// validation on (the default), the tool's definition is known before the call (listed if
     /// need be): a tool whose `outputSchema` cannot be used is not called, and its
@@ -260,14 +339,7 @@ impl Client {
             ..Default::default()
         });
         let validate = self.inner.config.validate_output;
-        let mut rpc = RpcOptions {
-            name: Some(name.to_owned()),
-            progress: options.progress,
-            log: options.log,
-            timeout: options.timeout,
-            cancel: options.cancel,
-            ..Default::default()
-        };
+        let mut rpc = options.into_rpc(name);
         let mut relisted = false;
         loop {
             let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
@@ -300,6 +372,12 @@ impl Client {
                     continue;
                 }
                 Err(e) => return Err(e),
+                Ok(result) if is_input_required(&result) => {
+                    // Only a relaying call gets here: the others answer every round.
+                    let input = serde_json::from_value(result)
+                        .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
+                    return Err(Error::InputRequired(Box::new(input)));
+                }
                 Ok(result) => {
                     let result = crate::client::rpc::read_result::<CallTool>(result)?;
                     if validate && !result.is_error() {

@@ -6,6 +6,7 @@ mod gateway;
 mod offers;
 #[path = "../../../toolwire-server/tests/it/redis_server.rs"]
 mod redis_server;
+mod relay;
 mod rules;
 mod shared_pins;
 mod support;

@@ -4,14 +4,14 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use toolwire_client::CallOptions;
-use toolwire_client::protocol::{CallToolResult, ErrorObject};
+use toolwire_client::protocol::{CallToolResult, ErrorObject, InputRequiredResult};
 
 use super::connect::Connection;
 use super::output::{cap, clean};
 use super::{Host, HostEvent, HostTool, SentCall};
 use crate::config::ServerConfig;
 use crate::pins::PinState;
-use crate::policy::{Answer, Approved, Call};
+use crate::policy::{Answer, Approved, Call, Verdict};
 
 /// The key of a tool's advertised time limit in its definition's `_meta`: a server may say
 /// how long a tool takes, and a shorter limit than the host's is honoured.
@@ -31,6 +31,10 @@ pub enum Outcome {
     Failed,
     /// Cancelled by the caller's token (the server was told).
     Cancelled,
+    /// The server needs input before it can answer, and the call relays its questions
+    /// ([`CallOptions::relay_input`]): they are in [`Called::input_required`], for the caller
+    /// to answer and call again with [`CallOptions::answers`].
+    InputRequired,
 }
 
 /// A call's result for the model, and what became of the call.
@@ -44,6 +48,9 @@ pub struct Called {
     /// (e.g. -32021, a client capability the tool needs): the model gets `result`, which says
     /// so, and a gateway can pass the error on as the server sent it.
     pub error: Option<ErrorObject>,
+    /// The server's `input_required` result, exactly as it came, when the outcome is
+    /// [`Outcome::InputRequired`] (only for a call that relays rounds).
+    pub input_required: Option<Box<InputRequiredResult>>,
 }
 
 /// The steps of [`Host::call_with`]: the tool looked up, authorized, called within its time
@@ -63,12 +70,19 @@ pub(super) async fn call(
             )),
             outcome: Outcome::Unknown,
             error: None,
+            input_required: None,
         };
     };
     // A tool the view lists always has a pin state; none would mean "never seen".
     let pin = view.pin_states.get(qualified).cloned();
-    let approved_by = match authorize(host, tool, pin, &arguments).await {
-        Ok(approved_by) => approved_by,
+    // The retry of a round a person approved: the person is not asked again (`rounds`).
+    let earlier = options
+        .answers
+        .as_ref()
+        .and_then(|answers| answers.state.as_deref())
+        .and_then(|state| host.rounds.take(qualified, &arguments, state));
+    let (approved_by, by_person) = match authorize(host, tool, pin, &arguments, earlier).await {
+        Ok(approved) => approved,
         Err(refused) => return refused,
     };
     let Some(connection) = view
@@ -96,6 +110,11 @@ pub(super) async fn call(
         )
         .await;
     let latency_ms = started.elapsed().as_millis() as u64;
+    if let (true, Err(toolwire_client::Error::InputRequired(input))) = (by_person, &outcome) {
+        if let Some(state) = &input.request_state {
+            host.rounds.keep(qualified, &arguments, state, &approved_by);
+        }
+    }
     let (logged, redacted) = host.logged(&arguments);
     let sent = SentCall {
         server: &tool.server,
@@ -108,17 +127,21 @@ pub(super) async fn call(
     notice_restart(host, connection);
     match outcome {
         Ok(result) => answered(host, sent, result),
+        Err(toolwire_client::Error::InputRequired(input)) => asked(host, sent, input),
         Err(error) => failed(host, sent, error),
     }
 }
 
-/// Who allowed the call, in words for the audit log; or the refusal the model gets, recorded.
+/// Who allowed the call, in words for the audit log, and whether it was a person; or the
+/// refusal the model gets, recorded. `earlier` is who approved the earlier round of this same
+/// call: the rules and the pin are checked again, and a person is not asked again.
 async fn authorize(
     host: &Host,
     tool: &HostTool,
     pin: Option<PinState>,
     arguments: &Value,
-) -> Result<String, Called> {
+    earlier: Option<String>,
+) -> Result<(String, bool), Called> {
     let qualified = tool.qualified.as_str();
     let pin = pin.unwrap_or(PinState::Unknown);
     let call = Call {
@@ -128,6 +151,11 @@ async fn authorize(
         pin: &pin,
         arguments,
     };
+    if let Some(by) = earlier {
+        if matches!(host.policy.verdict(&call), Verdict::Ask(_)) {
+            return Ok((format!("{by}, for an earlier round of this call"), true));
+        }
+    }
     let approved = match host.authorize(&call).await {
         Ok(approved) => approved,
         Err(refusal) => {
@@ -143,6 +171,7 @@ async fn authorize(
                 result: CallToolResult::error(refusal.message),
                 outcome: Outcome::Refused,
                 error: None,
+                input_required: None,
             });
         }
     };
@@ -152,14 +181,15 @@ async fn authorize(
         Approved::ByPerson(Answer::AllowedBy(by)) => by.clone(),
         Approved::ByPerson(_) => "a person, once".to_owned(),
     };
-    if matches!(approved, Approved::ByPerson(_)) {
+    let by_person = matches!(approved, Approved::ByPerson(_));
+    if by_person {
         host.record(HostEvent::ApprovalGiven {
             server: &tool.server,
             tool: qualified,
             by: &approved_by,
         });
     }
-    Ok(approved_by)
+    Ok((approved_by, by_person))
 }
 
 /// The server's answer, recorded with its digest, then cleaned and capped for the model.
@@ -180,6 +210,31 @@ fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Call
         result,
         outcome: Outcome::Answered,
         error: None,
+        input_required: None,
+    }
+}
+
+/// A relayed round that ended with the server's questions: recorded as a call whose result
+/// is the question (the audit log sees every round), and passed on as it came.
+fn asked(host: &Host, sent: SentCall<'_>, input: Box<InputRequiredResult>) -> Called {
+    let result_sha256 = crate::util::sha256_hex(&serde_json::to_vec(&input).unwrap_or_default());
+    let asks = input.input_requests.as_ref().map_or(0, |r| r.len());
+    let message = format!(
+        "The server {} needs input before it can answer the call of {} ({asks} input requests).",
+        sent.server, sent.tool
+    );
+    host.record(HostEvent::Call {
+        sent,
+        result_sha256,
+        controls_removed: None,
+        truncated: false,
+        is_error: false,
+    });
+    Called {
+        result: CallToolResult::error(message),
+        outcome: Outcome::InputRequired,
+        error: None,
+        input_required: Some(input),
     }
 }
 
@@ -204,6 +259,7 @@ fn not_running(host: &Host, tool: &HostTool, approved_by: &str, arguments: &Valu
         result: CallToolResult::error(format!("The call to {} failed: {error}", tool.qualified)),
         outcome: Outcome::Failed,
         error: None,
+        input_required: None,
     }
 }
 
@@ -226,6 +282,7 @@ fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Cal
             Outcome::Failed
         },
         error: refusal,
+        input_required: None,
     }
 }
 

@@ -13,6 +13,7 @@ mod options;
 mod output;
 mod read;
 mod refresh;
+mod rounds;
 mod view;
 
 pub use call::{Called, Outcome};
@@ -160,6 +161,8 @@ pub struct Host {
     audit: Option<AuditLog>,
     /// What the audit log keeps of arguments.
     redaction: Redaction,
+    /// Approvals by a person waiting for the next round of their call.
+    rounds: rounds::Rounds,
 }
 
 impl std::fmt::Debug for Host {
@@ -229,6 +232,7 @@ impl Host {
             policy,
             audit,
             redaction,
+            rounds: rounds::Rounds::default(),
         };
         Ok(host)
     }
@@ -302,7 +306,20 @@ impl Host {
         qualified: &str,
         arguments: Value,
     ) -> Result<GetPromptResult, OfferError> {
-        read::get_prompt(self, qualified, arguments).await
+        read::get_prompt(self, qualified, arguments, CallOptions::default()).await
+    }
+
+    /// [`Host::get_prompt`] with the caller's options: a time limit, a cancellation, and for
+    /// a relay one round only ([`CallOptions::relay_input`]: a server's questions come back
+    /// as [`OfferError::Server`] with [`toolwire_client::Error::InputRequired`]) or the
+    /// answers to the previous round ([`CallOptions::answers`]).
+    pub async fn get_prompt_with(
+        &self,
+        qualified: &str,
+        arguments: Value,
+        options: CallOptions,
+    ) -> Result<GetPromptResult, OfferError> {
+        read::get_prompt(self, qualified, arguments, options).await
     }
 
     /// Reads a resource by the URI the host offers it under (`toolwire://PREFIX/URI`) from the
@@ -311,7 +328,16 @@ impl Host {
     /// The contents are cleaned (see [`HostOptions::clean_offers`]) and under the host's URIs.
     /// Recorded in the audit log.
     pub async fn read_resource(&self, uri: &str) -> Result<ReadResourceResult, OfferError> {
-        read::read_resource(self, uri).await
+        read::read_resource(self, uri, CallOptions::default()).await
+    }
+
+    /// [`Host::read_resource`] with the caller's options, as [`Host::get_prompt_with`].
+    pub async fn read_resource_with(
+        &self,
+        uri: &str,
+        options: CallOptions,
+    ) -> Result<ReadResourceResult, OfferError> {
+        read::read_resource(self, uri, options).await
     }
 
     /// Completion values for an argument of a prompt (by its qualified name) or a variable of

@@ -7,6 +7,7 @@
 use std::time::Instant;
 
 use serde_json::Value;
+use toolwire_client::CallOptions;
 use toolwire_client::protocol::{
     CompleteResult, CompletionArgument, CompletionReference, ContentBlock, GetPromptResult,
     ReadResourceResult, ResourceContents,
@@ -61,6 +62,7 @@ pub(super) async fn get_prompt(
     host: &Host,
     qualified: &str,
     arguments: Value,
+    options: CallOptions,
 ) -> Result<GetPromptResult, OfferError> {
     let view = host.view.load_full();
     let prompt = view
@@ -70,7 +72,7 @@ pub(super) async fn get_prompt(
     let started = Instant::now();
     let got = connection
         .client
-        .get_prompt(&prompt.definition.name, arguments.clone())
+        .get_prompt_with(&prompt.definition.name, arguments.clone(), options)
         .await;
     let (logged, redacted) = host.logged(&arguments);
     host.record(HostEvent::PromptGot {
@@ -106,12 +108,16 @@ pub(super) async fn get_prompt(
 pub(super) async fn read_resource(
     host: &Host,
     uri: &str,
+    options: CallOptions,
 ) -> Result<ReadResourceResult, OfferError> {
     let view = host.view.load_full();
     let (server, original) = server_of(&view, uri)?;
     let (connection, prefix) = connection(&view, server)?;
     let started = Instant::now();
-    let read = connection.client.read_resource(original).await;
+    let read = connection
+        .client
+        .read_resource_with(original, options)
+        .await;
     host.record(HostEvent::ResourceRead {
         server,
         uri,

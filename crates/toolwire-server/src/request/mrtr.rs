@@ -121,6 +121,14 @@ impl InputRequired {
         self
     }
 
+    /// Asks for `request` under `key` as it is: for a handler that passes on another server's
+    /// request verbatim (a gateway relaying its upstream's rounds). The client's declared
+    /// capabilities are checked against it like any other request (M-05).
+    pub fn request(mut self, key: impl Into<String>, request: InputRequest) -> Self {
+        self.requests.insert(key.into(), request);
+        self
+    }
+
     /// State the server seals and gives back on the retry ([`RequestContext::request_state`]).
     pub fn state(mut self, state: impl Serialize) -> Self {
         match serde_json::to_value(state) {
