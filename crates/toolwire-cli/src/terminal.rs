@@ -184,12 +184,11 @@ impl io::Write for SafeStderr {
             Some(event) => (event, "\n"),
             None => (&*text, ""),
         };
-        let shown = visible(event, Layout::Line);
-        let mut stderr = io::stderr().lock();
-        // A stderr that cannot be written loses the log line, nothing more.
-        let _ = stderr
-            .write_all(shown.as_bytes())
-            .and_then(|()| stderr.write_all(newline.as_bytes()));
+        let mut line = visible(event, Layout::Line).into_owned();
+        line.push_str(newline);
+        // One write per line (stderr is unbuffered): a busy gateway logs a line per call. A
+        // stderr that cannot be written loses the line, nothing more.
+        let _ = io::stderr().lock().write_all(line.as_bytes());
         Ok(buf.len())
     }
 
