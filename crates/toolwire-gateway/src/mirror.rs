@@ -7,7 +7,7 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
-use toolwire_host::{Host, HostTool, PinState, ServerState};
+use toolwire_host::{Host, HostTool, PinState, ServerState, Tools};
 use toolwire_server::{RequestContext, Server, Tool};
 
 use crate::forward::Route;
@@ -61,46 +61,8 @@ impl Mirror {
     pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server, trusted: impl Fn(&str) -> bool) {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tools = host.tools();
-        let unavailable: HashMap<String, Value> = host
-            .servers()
-            .into_iter()
-            .filter_map(|s| match s.state {
-                ServerState::Failed { error } => {
-                    let listed_at = s
-                        .listed_at
-                        .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                        .map(|d| d.as_secs());
-                    Some((s.name, json!({"reason": error, "listedAt": listed_at})))
-                }
-                ServerState::Connected { .. } => None,
-            })
-            .collect();
-        let mut wanted: HashMap<&str, (u64, &HostTool, Option<&Value>)> = HashMap::new();
-        let mut withheld = HashSet::new();
-        for tool in tools.iter() {
-            if let Some(PinState::Changed { pinned, listed }) = tools.pin_state(&tool.qualified) {
-                if !served.withheld.contains(&tool.qualified) {
-                    tracing::warn!(
-                        tool = %tool.qualified,
-                        upstream = %tool.server,
-                        %pinned,
-                        %listed,
-                        "{}: its definition changed since it was approved; it is withheld from every caller until an operator approves the change",
-                        tool.qualified
-                    );
-                }
-                withheld.insert(tool.qualified.clone());
-                continue;
-            }
-            let down = unavailable.get(&tool.server);
-            let pinned = match tools.pin_state(&tool.qualified) {
-                Some(PinState::Pinned(hash)) => Some(hash.as_str()),
-                _ => None,
-            };
-            let digest = digest(tool, pinned, trusted(&tool.server), down);
-            wanted.insert(tool.qualified.as_str(), (digest, tool, down));
-        }
-        served.withheld = withheld;
+        let unavailable = unavailable(host);
+        let wanted = served.wanted(&tools, &unavailable, &trusted);
         self.policy.set_facts(
             wanted
                 .values()
@@ -116,24 +78,7 @@ impl Mirror {
         for name in &gone {
             served.tools.remove(name);
         }
-        let mut names: Vec<&str> = wanted
-            .iter()
-            .filter(|(name, (digest, ..))| {
-                !served.tools.contains_key(**name) && served.refused.get(**name) != Some(digest)
-            })
-            .map(|(name, _)| *name)
-            .collect();
-        // In the host's order, so that instances that saw the same lists serve the same order.
-        names.sort_unstable();
-        names.retain(|name| {
-            let (digest, tool, _) = wanted[name];
-            let Some(why) = unservable(&tool.definition) else {
-                return true;
-            };
-            tracing::warn!(tool = %name, upstream = %tool.server, "{name} is not served: {why}");
-            served.refused.insert((*name).to_owned(), digest);
-            false
-        });
+        let names = served.new_or_changed(&wanted);
         let make = |name: &str| {
             let (_, tool, down) = wanted[name];
             self.served(host, tool, trusted(&tool.server), down)
@@ -224,6 +169,90 @@ impl Mirror {
             Some(settings) => settings(tool, served),
             None => served,
         }
+    }
+}
+
+/// The tools to serve, by served name: each one's digest, its host tool and, when its
+/// upstream is down, why.
+type Wanted<'a> = HashMap<&'a str, (u64, &'a HostTool, Option<&'a Value>)>;
+
+/// Why each upstream that is down is down, and when its tools were last listed, by name.
+fn unavailable(host: &Host) -> HashMap<String, Value> {
+    host.servers()
+        .into_iter()
+        .filter_map(|s| match s.state {
+            ServerState::Failed { error } => {
+                let listed_at = s
+                    .listed_at
+                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                    .map(|d| d.as_secs());
+                Some((s.name, json!({"reason": error, "listedAt": listed_at})))
+            }
+            ServerState::Connected { .. } => None,
+        })
+        .collect()
+}
+
+impl Served {
+    /// The tools of `tools` to serve; those whose definition changed since it was pinned are
+    /// withheld instead (and said so once).
+    fn wanted<'a>(
+        &mut self,
+        tools: &'a Tools,
+        unavailable: &'a HashMap<String, Value>,
+        trusted: &impl Fn(&str) -> bool,
+    ) -> Wanted<'a> {
+        let mut wanted = Wanted::new();
+        let mut withheld = HashSet::new();
+        for tool in tools.iter() {
+            if let Some(PinState::Changed { pinned, listed }) = tools.pin_state(&tool.qualified) {
+                if !self.withheld.contains(&tool.qualified) {
+                    tracing::warn!(
+                        tool = %tool.qualified,
+                        upstream = %tool.server,
+                        %pinned,
+                        %listed,
+                        "{}: its definition changed since it was approved; it is withheld from every caller until an operator approves the change",
+                        tool.qualified
+                    );
+                }
+                withheld.insert(tool.qualified.clone());
+                continue;
+            }
+            let down = unavailable.get(&tool.server);
+            let pinned = match tools.pin_state(&tool.qualified) {
+                Some(PinState::Pinned(hash)) => Some(hash.as_str()),
+                _ => None,
+            };
+            let digest = digest(tool, pinned, trusted(&tool.server), down);
+            wanted.insert(tool.qualified.as_str(), (digest, tool, down));
+        }
+        self.withheld = withheld;
+        wanted
+    }
+
+    /// The wanted tools not served yet (nor refused as they are now), in the host's order, so
+    /// that instances that saw the same lists serve the same order; one that cannot be
+    /// served is refused here, said once.
+    fn new_or_changed<'a>(&mut self, wanted: &Wanted<'a>) -> Vec<&'a str> {
+        let mut names: Vec<&str> = wanted
+            .iter()
+            .filter(|(name, (digest, ..))| {
+                !self.tools.contains_key(**name) && self.refused.get(**name) != Some(digest)
+            })
+            .map(|(name, _)| *name)
+            .collect();
+        names.sort_unstable();
+        names.retain(|name| {
+            let (digest, tool, _) = wanted[name];
+            let Some(why) = unservable(&tool.definition) else {
+                return true;
+            };
+            tracing::warn!(tool = %name, upstream = %tool.server, "{name} is not served: {why}");
+            self.refused.insert((*name).to_owned(), digest);
+            false
+        });
+        names
     }
 }
 
