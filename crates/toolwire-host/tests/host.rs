@@ -716,6 +716,94 @@ async fn prompts_and_resources_of_every_server_under_names_that_map_back() {
     host.close().await;
 }
 
+/// A tool's resource links and embedded resources come under the URIs the host reads them
+/// by, so that a link the model follows is read from the server that gave it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tools_resource_links_are_read_from_its_own_server() {
+    use toolwire_client::protocol::{
+        CallToolResult, ContentBlock, EmbeddedResource, ResourceContents, ResourceLink,
+    };
+    use toolwire_server::NoArgs;
+
+    let builder = |name: &'static str| {
+        Server::builder(name, "1")
+            .resource(toolwire_server::Resource::new(
+                "notes:///today.md",
+                "today",
+                move |uri: String, _: RequestContext| async move {
+                    Ok(ResourceContents::text(
+                        uri,
+                        "text/markdown",
+                        format!("{name} today"),
+                    ))
+                },
+            ))
+            .tool(Tool::new(
+                "latest",
+                move |_: NoArgs, _: RequestContext| async move {
+                    CallToolResult {
+                        content: vec![
+                            ContentBlock::ResourceLink(ResourceLink {
+                                uri: "notes:///today.md".into(),
+                                name: "today".into(),
+                                ..Default::default()
+                            }),
+                            ContentBlock::EmbeddedResource(EmbeddedResource {
+                                resource: ResourceContents::text(
+                                    "notes:///today.md",
+                                    "text/markdown",
+                                    format!("{name} today"),
+                                ),
+                                annotations: None,
+                                meta: None,
+                            }),
+                        ],
+                        ..Default::default()
+                    }
+                },
+            ))
+            .build()
+            .unwrap()
+    };
+    let alpha = serve(builder("alpha")).await;
+    let beta = serve(builder("beta")).await;
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"alpha": {"url": alpha, "prefix": "a"}, "beta": {"url": beta, "prefix": "b"}}})
+            .to_string(),
+        "/nonexistent/mcp.json",
+        &Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let host = Host::connect(&config, HostOptions::new(Allow))
+        .await
+        .unwrap();
+    for (tool, prefix, name) in [("a__latest", "a", "alpha"), ("b__latest", "b", "beta")] {
+        let result = host.call(tool, json!({})).await;
+        assert!(!result.is_error(), "{result:?}");
+        let wrapped = format!("toolwire://{prefix}/notes:///today.md");
+        match &result.content[..] {
+            [
+                ContentBlock::ResourceLink(link),
+                ContentBlock::EmbeddedResource(embedded),
+            ] => {
+                assert_eq!(link.uri, wrapped);
+                let ResourceContents::Text(text) = &embedded.resource else {
+                    panic!("{embedded:?}");
+                };
+                assert_eq!(text.uri, wrapped);
+            }
+            other => panic!("{other:?}"),
+        }
+        // Following the link reads it from the server that gave it.
+        let read = host.read_resource(&wrapped).await.unwrap();
+        let ResourceContents::Text(text) = &read.contents[0] else {
+            panic!("{read:?}");
+        };
+        assert_eq!(text.text, format!("{name} today"));
+    }
+    host.close().await;
+}
+
 /// The only server, unprefixed (a gateway in front of one server): its resources and templates
 /// keep their own URIs, and are read and completed by them.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

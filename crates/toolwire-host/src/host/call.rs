@@ -115,7 +115,17 @@ pub(super) async fn call(
             host.rounds.keep(qualified, &arguments, state, &approved_by);
         }
     }
-    let (logged, redacted) = host.logged(&arguments);
+    // A call that is answered (or asks) is recorded only with `audit_each_call`; a failure
+    // always is: the arguments are redacted for the log only when they will be written.
+    let recorded = match &outcome {
+        Ok(_) | Err(toolwire_client::Error::InputRequired(_)) => host.records_calls(),
+        Err(_) => true,
+    };
+    let (logged, redacted) = if recorded {
+        host.logged(&arguments)
+    } else {
+        (Value::Null, 0)
+    };
     let sent = SentCall {
         server: &tool.server,
         tool: qualified,
@@ -126,7 +136,7 @@ pub(super) async fn call(
     };
     notice_restart(host, connection);
     match outcome {
-        Ok(result) => answered(host, sent, result),
+        Ok(result) => answered(host, sent, &connection.config.prefix, result),
         Err(toolwire_client::Error::InputRequired(input)) => asked(host, sent, input),
         Err(error) => failed(host, sent, error),
     }
@@ -192,11 +202,23 @@ async fn authorize(
     Ok((approved_by, by_person))
 }
 
-/// The server's answer, recorded with its digest, then cleaned and capped for the model.
-fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Called {
+/// The SHA-256 (hex) of `result` as the server sent it, for the audit log; empty when the
+/// call is not recorded (a gateway's host, whose calls its server audits).
+fn digest_if<T: serde::Serialize>(recorded: bool, result: &T) -> String {
+    if !recorded {
+        return String::new();
+    }
+    crate::util::sha256_hex(&serde_json::to_vec(result).unwrap_or_default())
+}
+
+/// The server's answer, recorded with its digest, then cleaned and capped for the model, its
+/// resource links and embedded resources under the host's URIs.
+fn answered(host: &Host, sent: SentCall<'_>, prefix: &str, mut result: CallToolResult) -> Called {
     let options = host.options();
-    // The digest is of what the server sent; the model gets it cleaned and capped.
-    let result_sha256 = crate::util::sha256_hex(&serde_json::to_vec(&result).unwrap_or_default());
+    // The digest is of what the server sent; the model gets it cleaned and capped, its links
+    // under the URIs the host reads them by.
+    let result_sha256 = digest_if(host.records_calls(), &result);
+    super::read::wrap_result_uris(prefix, &mut result);
     let controls_removed = options.clean_results.then(|| clean(&mut result));
     let truncated = cap(&mut result, options.max_result_chars);
     host.record(HostEvent::Call {
@@ -217,7 +239,7 @@ fn answered(host: &Host, sent: SentCall<'_>, mut result: CallToolResult) -> Call
 /// A relayed round that ended with the server's questions: recorded as a call whose result
 /// is the question (the audit log sees every round), and passed on as it came.
 fn asked(host: &Host, sent: SentCall<'_>, input: Box<InputRequiredResult>) -> Called {
-    let result_sha256 = crate::util::sha256_hex(&serde_json::to_vec(&input).unwrap_or_default());
+    let result_sha256 = digest_if(host.records_calls(), &input);
     let asks = input.input_requests.as_ref().map_or(0, |r| r.len());
     let message = format!(
         "The server {} needs input before it can answer the call of {} ({asks} input requests).",

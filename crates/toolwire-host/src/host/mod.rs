@@ -520,6 +520,11 @@ impl Host {
         self.redaction.apply(arguments)
     }
 
+    /// Whether answered calls are written to the audit log ([`HostOptions::audit_each_call`]).
+    fn records_calls(&self) -> bool {
+        self.audit.is_some() && self.options.audit_each_call
+    }
+
     /// The connection to a configured server, if it has one.
     fn connection(&self, server: &str) -> Option<Arc<connect::Connection>> {
         self.view.load().servers.get(server)?.connection.clone()

@@ -205,6 +205,24 @@ fn connection<'v>(view: &'v View, server: &str) -> Result<(&'v Connection, &'v s
     Ok((connection, entry.config.prefix.as_str()))
 }
 
+/// A tool result's resource links and embedded resources under the URIs the host offers
+/// them by (`toolwire://PREFIX/URI`), so that a link the model follows is read from the server
+/// that gave it ([`Host::read_resource`](super::Host::read_resource)).
+pub(super) fn wrap_result_uris(
+    prefix: &str,
+    result: &mut toolwire_client::protocol::CallToolResult,
+) {
+    for block in &mut result.content {
+        match block {
+            ContentBlock::ResourceLink(link) => link.uri = uris::wrap(prefix, &link.uri),
+            ContentBlock::EmbeddedResource(embedded) => {
+                wrap_contents(prefix, &mut embedded.resource)
+            }
+            _ => {}
+        }
+    }
+}
+
 /// A resource's contents under the URI the host offers it by.
 fn wrap_contents(prefix: &str, contents: &mut ResourceContents) {
     let uri = match contents {
