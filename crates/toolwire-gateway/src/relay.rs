@@ -69,8 +69,8 @@ impl Sealed {
     /// The answers to send upstream with this call of `tool` (a served tool's or prompt's name,
     /// or a resource's URI): the caller's answers and the upstream's state, when the previous
     /// round was the upstream's, or the answers alone, when the request carries no state;
-    /// -32602 when the previous round was another call's (the server binds the state to the call already: this says so plainly should
-    /// a state ever reach another call).
+    /// -32602 when the previous round was another call's (the server already binds the state
+    /// to the call: this says so plainly should a state ever reach another call).
     pub(crate) fn upstream_answers(
         &self,
         tool: &str,
