@@ -42,6 +42,11 @@ pub(crate) struct GatewayArgs {
     /// redis://HOST:PORT[/DB]; read from TOOLWIRE_STORE when not given.
     #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
     store: Option<String>,
+    /// Development only: the upstreams' OAuth (their own sign-in, and token exchange for
+    /// callers) may use authorization servers over plain http anywhere, not only at the
+    /// upstream's own origin. Link-local addresses stay refused.
+    #[arg(long)]
+    insecure_oauth_http: bool,
 }
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
@@ -75,6 +80,9 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
             Some(config) => examples::configured_tool(served, config),
             None => served,
         });
+    if args.insecure_oauth_http {
+        options = options.oauth_insecure_http();
+    }
     if let Some(policy) = policy {
         let rules = Rules::compile(&policy)
             .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
@@ -96,6 +104,11 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .max_result_chars(usize::MAX);
     // With a shared store, the pins are there: every instance withholds and serves alike, and
     // `toolwire pins approve --store` approves for all.
+    let host = if args.insecure_oauth_http {
+        host.oauth_insecure_http()
+    } else {
+        host
+    };
     let host = match &store {
         Some(chosen) => host.pin_store(chosen.pins.clone()),
         None => host,
@@ -103,9 +116,21 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
     report(&gateway);
+    let exchanging = gateway.exchanging();
+    if !exchanging.is_empty() && (args.http.is_none() || settings.auth.is_none()) {
+        terminal::note(&format!(
+            "toolwire: warning: {} exchange each caller's access token for their own, and this \
+             gateway checks no tokens (it needs --http and gateway.auth): every call of their \
+             tools will be refused",
+            exchanging.join(", ")
+        ));
+    }
     server.shutdown_on_signal();
     let served = match args.http {
-        Some(addr) => serve_http(&server, addr, args.allow_hosts, &settings).await,
+        Some(addr) => {
+            let exchanges = !exchanging.is_empty();
+            serve_http(&server, addr, args.allow_hosts, &settings, exchanges).await
+        }
         None => {
             if settings.auth.is_some() {
                 anyhow::bail!(
@@ -185,10 +210,16 @@ async fn serve_http(
     addr: SocketAddr,
     allow_hosts: Vec<String>,
     settings: &ServeConfig,
+    exchanges: bool,
 ) -> anyhow::Result<()> {
     let listener = crate::bind(addr).await?;
     let addr = listener.local_addr()?;
-    let config = crate::http_config(allow_hosts, settings);
+    let mut config = crate::http_config(allow_hosts, settings);
+    // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
+    // handlers, never further.
+    if let (true, Some(oauth)) = (exchanges, settings.oauth()) {
+        config = config.oauth(oauth.token_to_handlers());
+    }
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));
