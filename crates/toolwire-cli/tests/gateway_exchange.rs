@@ -56,7 +56,9 @@ struct Proxy {
 
 async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 16 << 20).await.unwrap_or_default();
+    let body = axum::body::to_bytes(body, 16 << 20)
+        .await
+        .unwrap_or_default();
     let method = serde_json::from_slice::<Value>(&body)
         .ok()
         .and_then(|m| m["method"].as_str().map(str::to_owned))
@@ -73,7 +75,10 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
         .push((method, authorization));
     let mut whole = format!("{} {}\n", parts.method, parts.uri);
     for (name, value) in &parts.headers {
-        whole.push_str(&format!("{name}: {}\n", String::from_utf8_lossy(value.as_bytes())));
+        whole.push_str(&format!(
+            "{name}: {}\n",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
     }
     whole.push_str(&String::from_utf8_lossy(&body));
     proxy.recorder.whole.lock().unwrap().push(whole);
@@ -212,7 +217,10 @@ async fn called(url: &str, token: &str, tool: &str, arguments: Value) -> (String
         .header("mcp-name", tool)
         .bearer_auth(token)
         .timeout(STEP)
-        .body(json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).to_string())
+        .body(
+            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
+                .to_string(),
+        )
         .send()
         .await
         .unwrap();
@@ -262,7 +270,9 @@ async fn scene() -> Scene {
     });
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let upstream_resource = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = axum::Router::new().fallback(forward).with_state(proxy.clone());
+    let app = axum::Router::new()
+        .fallback(forward)
+        .with_state(proxy.clone());
     tokio::spawn(async move { axum::serve(listener, app).await });
 
     // The upstream: a resource server of the provider, known by the proxy's URL.
@@ -357,8 +367,13 @@ async fn each_caller_is_called_upstream_with_a_token_exchanged_for_its_own() {
 
     // Three calls of A, one of B: the upstream accepts each exchanged token.
     for n in 0..3 {
-        let (echoed, error) =
-            called(&scene.url, &a, "up__echo", json!({"message": format!("a{n}")})).await;
+        let (echoed, error) = called(
+            &scene.url,
+            &a,
+            "up__echo",
+            json!({"message": format!("a{n}")}),
+        )
+        .await;
         assert!(!error && echoed.contains(&format!("a{n}")), "{echoed}");
     }
     let (echoed, error) = called(&scene.url, &b, "up__echo", json!({"message": "b"})).await;
@@ -403,8 +418,7 @@ async fn a_refused_exchange_is_the_callers_error_and_nothing_goes_upstream() {
         .unwrap()
         .to_owned();
     for _ in 0..2 {
-        let (text, error) =
-            called(&scene.url, &minted, "up__echo", json!({"message": "x"})).await;
+        let (text, error) = called(&scene.url, &minted, "up__echo", json!({"message": "x"})).await;
         assert!(error, "{text}");
         assert!(
             text.contains("upstream") && text.contains("invalid_grant"),
@@ -424,5 +438,8 @@ async fn a_refused_exchange_is_the_callers_error_and_nothing_goes_upstream() {
     assert!(error && text.contains("invalid_target"), "{text}");
     // A refusal is not cached as a success: each was asked again.
     assert_eq!(scene.provider.exchanges().await, (0, 3));
-    assert!(scene.call_tokens().is_empty(), "no call reached the upstream");
+    assert!(
+        scene.call_tokens().is_empty(),
+        "no call reached the upstream"
+    );
 }

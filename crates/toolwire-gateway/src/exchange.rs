@@ -61,27 +61,32 @@ impl Exchanges {
     }
 }
 
-/// The bearer token for a call of `tool` at `upstream` for the caller of `ctx`: exchanged for
-/// the caller's own, or the error result the caller gets instead.
+/// The bearer token for a request about `name` (a tool, prompt or resource) at `upstream` for
+/// the caller of `ctx`: exchanged for the caller's own, or what the caller is told instead.
 pub(crate) async fn bearer_for(
     exchange: &TokenExchange,
     upstream: &str,
-    tool: &str,
+    name: &str,
     ctx: &RequestContext,
-) -> Result<String, CallToolResult> {
+) -> Result<String, String> {
     let Some(subject) = ctx.access_token() else {
-        return Err(CallToolResult::error(format!(
-            "The call of {tool} was not made: the upstream server {upstream} is called with a \
-             token exchanged for each caller's own access token (RFC 8693), and this call came \
-             without one (the gateway checks no tokens on this transport, or has no \
-             gateway.auth). It is never made in the gateway's own name instead."
-        )));
+        return Err(format!(
+            "The request for {name} was not made: the upstream server {upstream} is called \
+             with a token exchanged for each caller's own access token (RFC 8693), and this \
+             request came without one (the gateway checks no tokens on this transport, or has \
+             no gateway.auth). It is never made in the gateway's own name instead."
+        ));
     };
     exchange.token_for(subject).await.map_err(|error| {
         tracing::warn!(%upstream, %error, "token exchange failed");
-        CallToolResult::error(format!(
-            "The call of {tool} was not made: the upstream server {upstream} needs a token \
+        format!(
+            "The request for {name} was not made: the upstream server {upstream} needs a token \
              exchanged for yours, and {error}"
-        ))
+        )
     })
+}
+
+/// The tool call result for a refusal of [`bearer_for`].
+pub(crate) fn refused(why: String) -> CallToolResult {
+    CallToolResult::error(why)
 }

@@ -40,7 +40,7 @@ pub(crate) async fn call(
         Some(exchange) => {
             match crate::exchange::bearer_for(exchange, &route.server, qualified, &ctx).await {
                 Ok(token) => Some(token),
-                Err(refused) => return Ok(refused),
+                Err(why) => return Ok(crate::exchange::refused(why)),
             }
         }
         None => None,

@@ -218,7 +218,7 @@ impl Gateway {
                 host,
                 server,
                 mirror: Mirror::new(options.settings, policy, unrelayable, exchanges.clone()),
-                offers: Offers::default(),
+                offers: Offers::new(exchanges.clone()),
                 exchanges,
                 trusted,
                 watching: Mutex::new(None),

@@ -149,7 +149,9 @@ impl TokenExchange {
                 issuer: issuer.clone(),
                 error,
             })?;
-        let lifetime = tokens.expires_in.map_or(UNSAID_LIFETIME, Duration::from_secs);
+        let lifetime = tokens
+            .expires_in
+            .map_or(UNSAID_LIFETIME, Duration::from_secs);
         self.cached()
             .put(key, tokens.access_token.clone(), lifetime, Instant::now());
         Ok(tokens.access_token)

@@ -29,9 +29,9 @@ pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
+pub use exchange::{ExchangeError, TokenExchange};
 pub use http::{AuthHttp, UrlError};
 pub use loopback::Loopback;
-pub use exchange::{ExchangeError, TokenExchange};
 pub use oauth::{AuthError, Authorized, OAuth};
 pub use request::{AuthorizationError, AuthorizationRequest, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};

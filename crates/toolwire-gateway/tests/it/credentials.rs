@@ -128,9 +128,7 @@ async fn a_caller_without_a_token_is_refused_by_an_upstream_that_exchanges_token
     .unwrap();
     assert_eq!(gateway.exchanging(), vec!["words".to_owned()]);
     let served = Served::start(gateway.server().clone(), None).await;
-    let caller = ClientBuilder::new("caller", "1")
-        .http(&served.url)
-        .unwrap();
+    let caller = ClientBuilder::new("caller", "1").http(&served.url).unwrap();
     let result = caller
         .call_tool("w__shout", json!({"text": "hi"}))
         .await
@@ -138,7 +136,9 @@ async fn a_caller_without_a_token_is_refused_by_an_upstream_that_exchanges_token
     assert_eq!(result.is_error, Some(true));
     let said = text(&result);
     assert!(
-        said.contains("words") && said.contains("without one") && said.contains("never made in the gateway's own name"),
+        said.contains("words")
+            && said.contains("without one")
+            && said.contains("never made in the gateway's own name"),
         "{said}"
     );
     assert!(

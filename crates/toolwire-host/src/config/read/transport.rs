@@ -305,7 +305,10 @@ fn token_exchange(
         Some(Value::String(_)) => Ok(()),
         _ => Err(at.err(format!("oauth.{name}"), why.to_owned())),
     };
-    needs("clientId", "token exchange needs the gateway's own client (clientId)")?;
+    needs(
+        "clientId",
+        "token exchange needs the gateway's own client (clientId)",
+    )?;
     needs(
         "issuer",
         "token exchange needs the authorization server it is done at (issuer)",
@@ -314,7 +317,10 @@ fn token_exchange(
         "clientSecret",
         "token exchange needs the gateway client's secret (clientSecret: \"${VAR}\")",
     )?;
-    if !oauth["clientSecret"].as_str().is_some_and(|s| s.contains("${")) {
+    if !oauth["clientSecret"]
+        .as_str()
+        .is_some_and(|s| s.contains("${"))
+    {
         return Err(at.err(
             "oauth.clientSecret".to_owned(),
             "with tokenExchange the secret comes from the environment: write \"${VAR}\", not the secret",
