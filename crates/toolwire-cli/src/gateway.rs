@@ -88,31 +88,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
             .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
         options = options.rules(rules);
     }
-    let host = HostOptions::new(NoPerson)
-        .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
-        .state_dir(&state_dir)
-        // What happens upstream (servers failing, tools changing, with the diff against their
-        // pins, changes approved, calls that failed upstream), hash-chained: the log the
-        // terminal host keeps, which `toolwire audit verify` checks.
-        .audit_log(state_dir.join("audit.jsonl"))
-        // Each call is in the server's audit, with its caller: one synced write per call here
-        // would cost more than the call.
-        .audit_each_call(false)
-        // The downstream output guard cleans and caps the tool results callers get; it never
-        // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
-        .clean_results(false)
-        .max_result_chars(usize::MAX);
-    // With a shared store, the pins are there: every instance withholds and serves alike, and
-    // `toolwire pins approve --store` approves for all.
-    let host = if args.insecure_oauth_http {
-        host.oauth_insecure_http()
-    } else {
-        host
-    };
-    let host = match &store {
-        Some(chosen) => host.pin_store(chosen.pins.clone()),
-        None => host,
-    };
+    let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
     report(&gateway);
@@ -146,6 +122,40 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// How the gateway's host reaches the upstreams: its state, audit and pins (in the shared
+/// store when there is one), and plain-http authorization servers with `insecure_oauth_http`.
+fn host_options(
+    state_dir: &Path,
+    store: Option<&store::Chosen>,
+    insecure_oauth_http: bool,
+) -> HostOptions {
+    let host = HostOptions::new(NoPerson)
+        .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
+        .state_dir(state_dir)
+        // What happens upstream (servers failing, tools changing, with the diff against their
+        // pins, changes approved, calls that failed upstream), hash-chained: the log the
+        // terminal host keeps, which `toolwire audit verify` checks.
+        .audit_log(state_dir.join("audit.jsonl"))
+        // Each call is in the server's audit, with its caller: one synced write per call here
+        // would cost more than the call.
+        .audit_each_call(false)
+        // The downstream output guard cleans and caps the tool results callers get; it never
+        // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
+        .clean_results(false)
+        .max_result_chars(usize::MAX);
+    // With a shared store, the pins are there: every instance withholds and serves alike, and
+    // `toolwire pins approve --store` approves for all.
+    let host = if insecure_oauth_http {
+        host.oauth_insecure_http()
+    } else {
+        host
+    };
+    match store {
+        Some(chosen) => host.pin_store(chosen.pins.clone()),
+        None => host,
+    }
 }
 
 /// The shared store a gateway file's `gateway.store` names, if any (for `toolwire pins`).
