@@ -392,9 +392,45 @@ async fn each_caller_is_called_upstream_with_a_token_exchanged_for_its_own() {
         assert_eq!(claims["act"]["sub"], json!(EXCHANGER.0), "{claims}");
     }
 
+    // The gateway's own requests (initialize, listing) went in its own name: its client's
+    // client-credentials token, acting for nobody.
+    let seen = scene.recorder.seen.lock().unwrap().clone();
+    for (method, authorization) in seen.iter().filter(|(m, _)| m != "tools/call") {
+        if let Some(token) = authorization
+            .as_deref()
+            .and_then(|a| a.strip_prefix("Bearer "))
+        {
+            let claims = claims(token);
+            assert_eq!(claims["sub"], json!(EXCHANGER.0), "{method}: {claims}");
+            assert!(claims.get("act").is_none(), "{method}: {claims}");
+        }
+    }
+    // Three calls of a new caller at once wait for one exchange.
+    let c = scene
+        .provider
+        .token(
+            ("rs-test", "rs-secret"),
+            &scene.gateway_resource,
+            "tools:read math",
+        )
+        .await;
+    let one = |n: u32| {
+        called(
+            &scene.url,
+            &c,
+            "up__echo",
+            json!({"message": format!("c{n}")}),
+        )
+    };
+    let (one, two, three) = tokio::join!(one(0), one(1), one(2));
+    for (text, error) in [one, two, three] {
+        assert!(!error, "{text}");
+    }
+    assert_eq!(scene.provider.exchanges().await, (3, 0));
+
     // No caller's token anywhere in what the upstream got.
     let whole = scene.recorder.whole.lock().unwrap().clone();
-    for token in [&a, &b] {
+    for token in [&a, &b, &c] {
         assert!(
             !whole.iter().any(|request| request.contains(token.as_str())),
             "a caller's token reached the upstream"

@@ -5,7 +5,8 @@
 //! names the relay as the actor (`act`, RFC 8693 §4.1).
 //!
 //! Exchanged tokens are cached per caller token (by its SHA-256, never the token itself)
-//! until shortly before they expire, in a bounded cache; a refusal is never cached.
+//! until shortly before they expire, in a bounded cache; a refusal is never cached. Calls of
+//! one caller that miss the cache together wait for one exchange.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -16,6 +17,9 @@ use sha2::{Digest, Sha256};
 use super::discovery::{AuthorizationServerMetadata, DiscoveryError, server_metadata};
 use super::http::AuthHttp;
 use super::token::{ClientIdentity, ExchangeGrant, TokenError, exchange_token};
+
+/// The gate of each caller's exchange under way, by the digest of the caller's token.
+type Gates = HashMap<[u8; 32], Arc<tokio::sync::Mutex<()>>>;
 
 /// How many callers' exchanged tokens one server's exchange keeps.
 const CACHE_ENTRIES: usize = 1024;
@@ -60,6 +64,8 @@ pub struct TokenExchange {
     scope: Option<String>,
     metadata: Arc<tokio::sync::OnceCell<AuthorizationServerMetadata>>,
     cache: Arc<Mutex<Cache>>,
+    /// The exchanges under way, by caller token digest: one at a time per caller.
+    pending: Arc<Mutex<Gates>>,
 }
 
 impl std::fmt::Debug for TokenExchange {
@@ -88,6 +94,7 @@ impl TokenExchange {
             scope: None,
             metadata: Arc::default(),
             cache: Arc::default(),
+            pending: Arc::default(),
         }
     }
 
@@ -128,6 +135,22 @@ impl TokenExchange {
         if let Some(token) = self.cached().get(&key, Instant::now()) {
             return Ok(token);
         }
+        let waiting = Waiting {
+            gate: self.pending().entry(key).or_default().clone(),
+            exchange: self,
+            key,
+        };
+        let _turn = waiting.gate.lock().await;
+        // The exchange of a call that went first may have filled the cache.
+        let cached = self.cached().get(&key, Instant::now());
+        match cached {
+            Some(token) => Ok(token),
+            None => self.exchange(subject_token, key).await,
+        }
+    }
+
+    /// Exchanges `subject_token` (whose digest is `key`) and caches the new token.
+    async fn exchange(&self, subject_token: &str, key: [u8; 32]) -> Result<String, ExchangeError> {
         let issuer = &self.client.issuer;
         let metadata = self
             .metadata
@@ -159,6 +182,28 @@ impl TokenExchange {
 
     fn cached(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pending(&self) -> std::sync::MutexGuard<'_, HashMap<[u8; 32], Arc<tokio::sync::Mutex<()>>>> {
+        self.pending.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A call's place among those exchanging one caller's token; the last to leave (done or
+/// cancelled) forgets the gate, so that only exchanges under way are kept.
+struct Waiting<'a> {
+    gate: Arc<tokio::sync::Mutex<()>>,
+    exchange: &'a TokenExchange,
+    key: [u8; 32],
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let mut pending = self.exchange.pending();
+        // The map's and this call's: nobody else waits.
+        if Arc::strong_count(&self.gate) == 2 {
+            pending.remove(&self.key);
+        }
     }
 }
 
