@@ -32,6 +32,8 @@
 //                                refresh_token
 //   rs-introspect / rs-introspect-secret  for the resource server itself: no grants, only
 //                                introspection (opaque tokens) and revocation
+//   gateway-exchanger / gateway-exchanger-secret  a gateway: client_credentials (for its own
+//                                requests) and RFC 8693 token exchange (below), nothing else
 // Dynamic client registration (RFC 7591) is open at /reg.
 //
 // Scopes: openid offline_access tools:read tools:write math admin. Resource indicators (RFC 8707):
@@ -51,6 +53,21 @@
 // interaction, /auth/UID, interaction, /auth/UID) until one points at the redirect_uri; its query
 // has code, state and iss. Then POST ISSUER/token grant_type=authorization_code, code,
 // redirect_uri, code_verifier, resource (and client auth; rs-public sends client_id only).
+//
+// RFC 8693 token exchange (grant_type urn:ietf:params:oauth:grant-type:token-exchange), through
+// oidc-provider's custom grant API (registerGrantType; oidc-provider ships no RFC 8693 grant),
+// for the clients allowed the grant (gateway-exchanger): subject_token an access token this
+// provider issued that is still active (a JWT: signed with one of its keys, its iss, and its
+// jti one this provider's token endpoint issued and not expired, so one from /__test/mint is
+// refused; an opaque one: stored and valid, so a revoked one is refused), subject_token_type ...:token-type:access_token, one `resource` (required; refused
+// with invalid_target where /__test/resource says "reject": true or "exchange": false), an
+// optional `scope` (the scopes granted are those asked for, or the subject's, that the subject
+// token has and the resource allows), `audience` (if given, it must equal the resource's
+// audience). It issues a JWT access token (RS256, typ at+jwt) with the subject token's `sub`,
+// aud the resource's audience, client_id the exchanging client, and `act: {"sub": CLIENT}`
+// (RFC 8693 section 4.1; a subject token's own `act` is nested inside), lifetime the resource's
+// access-token TTL but no longer than the subject token's; the answer has issued_token_type
+// ...:token-type:access_token. Exchanges issued and refused are counted in /__test/state.
 //
 // Test endpoints (JSON in, JSON out):
 //   POST /__test/rotate   {"keep_old": true}  new RS256 and ES256 signing keys (new kids); tokens
@@ -74,7 +91,8 @@
 //                          "alg": "RS256"|"ES256", "audience": "...", "reject": false}
 //                         per-resource settings instead of the defaults above ("reject": true makes
 //                         asking for it invalid_target; {"resource": URI, "reset": true} forgets).
-//   GET  /__test/state    current kids, the JWKS and the per-resource settings.
+//   GET  /__test/state    current kids, the JWKS, the per-resource settings, and
+//                         token_exchanges {"issued": N, "refused": N}.
 //
 // Environment: OIDC_TOKEN_TTL access-token lifetime in seconds (default 300), OIDC_DEBUG=1 logs
 // every request to stderr, OIDC_RFC8414=0 (above). OIDC_INTERACTIONS=pages keeps oidc-provider's
@@ -198,6 +216,14 @@ function configuration() {
         ...nativeLoopback,
       },
       {
+        client_id: 'gateway-exchanger',
+        client_secret: 'gateway-exchanger-secret',
+        token_endpoint_auth_method: 'client_secret_basic',
+        grant_types: ['client_credentials', EXCHANGE_GRANT],
+        response_types: [],
+        redirect_uris: [],
+      },
+      {
         client_id: 'rs-introspect',
         client_secret: 'rs-introspect-secret',
         token_endpoint_auth_method: 'client_secret_basic',
@@ -260,10 +286,126 @@ function buildProvider() {
       if (DEBUG) console.error(`provider.mjs: ${event}: ${err.error ?? ''} ${err.error_description ?? err.message}`);
     });
   }
+  // JWT access tokens are not stored by oidc-provider: the exchange knows them by their jti.
+  for (const kind of ['access_token', 'client_credentials']) {
+    p.on(`${kind}.issued`, (token) => {
+      issuedJwts.set(token.jti, { sub: token.accountId ?? token.clientId, scope: token.scope ?? '' });
+    });
+  }
+  p.registerGrantType(EXCHANGE_GRANT, (ctx) => tokenExchange(ctx).catch((err) => {
+    exchanges.refused += 1;
+    throw err;
+  }), ['subject_token', 'subject_token_type', 'requested_token_type', 'resource', 'audience', 'scope']);
   provider = p;
   handler = p.callback();
 }
 let handler;
+
+// --- RFC 8693 token exchange --------------------------------------------------------------------
+
+const EXCHANGE_GRANT = 'urn:ietf:params:oauth:grant-type:token-exchange';
+const ACCESS_TOKEN_TYPE = 'urn:ietf:params:oauth:token-type:access_token';
+const exchanges = { issued: 0, refused: 0 };
+const issuedJwts = new Map(); // jti -> {sub, scope} of each JWT access token issued
+
+const grantError = (error, description) => new errors.CustomOIDCProviderError(error, description);
+
+// The claims of a JWT signed with one of this provider's keys (current or retired) and naming it
+// as the issuer, or undefined.
+function ownJwtClaims(token) {
+  const [h, p, sig] = token.split('.');
+  try {
+    const header = JSON.parse(Buffer.from(h, 'base64url'));
+    const claims = JSON.parse(Buffer.from(p, 'base64url'));
+    const jwk = privateJwks().keys.find((k) => k.kid === header.kid && k.alg === header.alg);
+    if (!jwk || !['RS256', 'ES256'].includes(header.alg)) return undefined;
+    const key = crypto.createPublicKey({ key: publicJwk(jwk), format: 'jwk' });
+    const data = Buffer.from(`${h}.${p}`);
+    const signature = Buffer.from(sig, 'base64url');
+    const ok = header.alg === 'ES256'
+      ? crypto.verify('sha256', data, { key, dsaEncoding: 'ieee-p1363' }, signature)
+      : crypto.verify('sha256', data, key, signature);
+    return ok && claims.iss === issuer ? claims : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// Who an active access token (or client-credentials token) of this provider is for, or
+// undefined: a JWT must carry its signature and the jti of one the token endpoint issued (so
+// one minted by /__test/mint is not), an opaque one must be stored (so a revoked one is not).
+async function activeSubject(token) {
+  const now = Math.floor(Date.now() / 1000);
+  if (token.split('.').length === 3) {
+    const claims = ownJwtClaims(token);
+    const issued = claims && issuedJwts.get(claims.jti);
+    if (!issued || claims.sub !== issued.sub || !(claims.exp > now)) return undefined;
+    return { ...issued, exp: claims.exp, act: claims.act };
+  }
+  for (const Model of [provider.AccessToken, provider.ClientCredentials]) {
+    const found = await Model.find(token);
+    if (found && found.isValid) {
+      return { sub: found.accountId ?? found.clientId, scope: found.scope ?? '', exp: found.exp };
+    }
+  }
+  return undefined;
+}
+
+async function tokenExchange(ctx) {
+  const { params, client } = ctx.oidc;
+  if (params.subject_token_type !== ACCESS_TOKEN_TYPE) {
+    throw grantError('invalid_request', 'subject_token_type must be the access_token type');
+  }
+  if (params.requested_token_type && params.requested_token_type !== ACCESS_TOKEN_TYPE) {
+    throw grantError('invalid_request', 'only access tokens are issued');
+  }
+  if (typeof params.subject_token !== 'string' || !params.subject_token) {
+    throw grantError('invalid_request', 'subject_token is required');
+  }
+  const subject = await activeSubject(params.subject_token);
+  if (!subject) {
+    throw grantError('invalid_grant', 'the subject_token is not an active access token of this server');
+  }
+  if (typeof params.resource !== 'string' || !params.resource) {
+    throw grantError('invalid_target', 'one resource is required');
+  }
+  if (resources.get(params.resource)?.exchange === false) {
+    throw grantError('invalid_target', 'this client may not have tokens for that resource');
+  }
+  const info = await getResourceServerInfo(ctx, params.resource);
+  if (params.audience && params.audience !== info.audience) {
+    throw grantError('invalid_target', 'the audience is not the resource');
+  }
+  const had = new Set(subject.scope.split(' ').filter(Boolean));
+  const allowed = new Set(info.scope.split(' '));
+  const asked = params.scope ? params.scope.split(' ') : [...had];
+  const scope = asked.filter((s) => had.has(s) && allowed.has(s)).join(' ');
+  const now = Math.floor(Date.now() / 1000);
+  const expiresIn = Math.max(1, Math.min(info.accessTokenTTL, subject.exp - now));
+  const act = subject.act ? { sub: client.clientId, act: subject.act } : { sub: client.clientId };
+  const { token } = mint({
+    defaults: false,
+    claims: {
+      iss: issuer,
+      sub: subject.sub,
+      aud: info.audience,
+      client_id: client.clientId,
+      ...(scope ? { scope } : {}),
+      act,
+      iat: now,
+      exp: now + expiresIn,
+      jti: crypto.randomUUID(),
+    },
+  });
+  exchanges.issued += 1;
+  ctx.body = {
+    access_token: token,
+    issued_token_type: ACCESS_TOKEN_TYPE,
+    token_type: 'Bearer',
+    expires_in: expiresIn,
+    ...(scope ? { scope } : {}),
+  };
+}
 
 // --- /__test/ -----------------------------------------------------------------------------------
 
@@ -421,6 +563,7 @@ async function testRoute(req, res, path) {
       jwks: publishedJwks(),
       resources: Object.fromEntries(resources),
       token_ttl: TTL,
+      token_exchanges: exchanges,
     });
   }
   throw new HttpError(404, `no test endpoint ${req.method} ${path}`);

@@ -42,6 +42,11 @@ pub(crate) struct GatewayArgs {
     /// redis://HOST:PORT[/DB]; read from TOOLWIRE_STORE when not given.
     #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
     store: Option<String>,
+    /// Development only: the upstreams' OAuth (their own sign-in, and token exchange for
+    /// callers) may use authorization servers over plain http anywhere, not only at the
+    /// upstream's own origin. Link-local addresses stay refused.
+    #[arg(long)]
+    insecure_oauth_http: bool,
 }
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
@@ -75,37 +80,33 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
             Some(config) => examples::configured_tool(served, config),
             None => served,
         });
+    if args.insecure_oauth_http {
+        options = options.oauth_insecure_http();
+    }
     if let Some(policy) = policy {
         let rules = Rules::compile(&policy)
             .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
         options = options.rules(rules);
     }
-    let host = HostOptions::new(NoPerson)
-        .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
-        .state_dir(&state_dir)
-        // What happens upstream (servers failing, tools changing, with the diff against their
-        // pins, changes approved, calls that failed upstream), hash-chained: the log the
-        // terminal host keeps, which `toolwire audit verify` checks.
-        .audit_log(state_dir.join("audit.jsonl"))
-        // Each call is in the server's audit, with its caller: one synced write per call here
-        // would cost more than the call.
-        .audit_each_call(false)
-        // The downstream output guard cleans and caps the tool results callers get; it never
-        // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
-        .clean_results(false)
-        .max_result_chars(usize::MAX);
-    // With a shared store, the pins are there: every instance withholds and serves alike, and
-    // `toolwire pins approve --store` approves for all.
-    let host = match &store {
-        Some(chosen) => host.pin_store(chosen.pins.clone()),
-        None => host,
-    };
+    let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
     report(&gateway);
+    let exchanging = gateway.exchanging();
+    if !exchanging.is_empty() && (args.http.is_none() || settings.auth.is_none()) {
+        terminal::note(&format!(
+            "toolwire: warning: {} exchange each caller's access token for their own, and this \
+             gateway checks no tokens (it needs --http and gateway.auth): every call of their \
+             tools will be refused",
+            exchanging.join(", ")
+        ));
+    }
     server.shutdown_on_signal();
     let served = match args.http {
-        Some(addr) => serve_http(&server, addr, args.allow_hosts, &settings).await,
+        Some(addr) => {
+            let exchanges = !exchanging.is_empty();
+            serve_http(&server, addr, args.allow_hosts, &settings, exchanges).await
+        }
         None => {
             if settings.auth.is_some() {
                 anyhow::bail!(
@@ -121,6 +122,40 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// How the gateway's host reaches the upstreams: its state, audit and pins (in the shared
+/// store when there is one), and plain-http authorization servers with `insecure_oauth_http`.
+fn host_options(
+    state_dir: &Path,
+    store: Option<&store::Chosen>,
+    insecure_oauth_http: bool,
+) -> HostOptions {
+    let host = HostOptions::new(NoPerson)
+        .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
+        .state_dir(state_dir)
+        // What happens upstream (servers failing, tools changing, with the diff against their
+        // pins, changes approved, calls that failed upstream), hash-chained: the log the
+        // terminal host keeps, which `toolwire audit verify` checks.
+        .audit_log(state_dir.join("audit.jsonl"))
+        // Each call is in the server's audit, with its caller: one synced write per call here
+        // would cost more than the call.
+        .audit_each_call(false)
+        // The downstream output guard cleans and caps the tool results callers get; it never
+        // sees prompts and resources, which the host cleans (`clean_offers`, on by default).
+        .clean_results(false)
+        .max_result_chars(usize::MAX);
+    // With a shared store, the pins are there: every instance withholds and serves alike, and
+    // `toolwire pins approve --store` approves for all.
+    let host = if insecure_oauth_http {
+        host.oauth_insecure_http()
+    } else {
+        host
+    };
+    match store {
+        Some(chosen) => host.pin_store(chosen.pins.clone()),
+        None => host,
+    }
 }
 
 /// The shared store a gateway file's `gateway.store` names, if any (for `toolwire pins`).
@@ -185,10 +220,16 @@ async fn serve_http(
     addr: SocketAddr,
     allow_hosts: Vec<String>,
     settings: &ServeConfig,
+    exchanges: bool,
 ) -> anyhow::Result<()> {
     let listener = crate::bind(addr).await?;
     let addr = listener.local_addr()?;
-    let config = crate::http_config(allow_hosts, settings);
+    let mut config = crate::http_config(allow_hosts, settings);
+    // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
+    // handlers, never further.
+    if let (true, Some(oauth)) = (exchanges, settings.oauth()) {
+        config = config.oauth(oauth.token_to_handlers());
+    }
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));

@@ -6,6 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
+use toolwire_client::auth::TokenExchange;
 use toolwire_client::{CallOptions, RoundAnswers};
 use toolwire_host::{Called, Host, Outcome};
 use toolwire_protocol::{CallToolResult, ProgressParams};
@@ -35,10 +36,19 @@ pub(crate) async fn call(
         Verdict::Answer(answer) => return *answer,
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
+    let bearer = match &route.exchange {
+        Some(exchange) => {
+            match crate::exchange::bearer_for(exchange, &route.server, qualified, &ctx).await {
+                Ok(token) => Some(token),
+                Err(why) => return Ok(crate::exchange::refused(why)),
+            }
+        }
+        None => None,
+    };
     // Kept for the digest that binds a round the upstream may ask to these arguments.
     let sent = arguments.clone();
     let questions = route.asked.load(Ordering::Acquire);
-    let mut called = upstream(&host, qualified, arguments, answers, &ctx).await;
+    let mut called = upstream(&host, qualified, arguments, (answers, bearer), &ctx).await;
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
             let upstream = Upstream {
@@ -62,6 +72,8 @@ pub(crate) struct Route {
     pub(crate) qualified: Arc<str>,
     pub(crate) server: Arc<str>,
     pub(crate) asked: Arc<AtomicU64>,
+    /// The token exchange its calls go with, if its upstream has one.
+    pub(crate) exchange: Option<Arc<TokenExchange>>,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the
@@ -109,12 +121,13 @@ fn declares(declared: &Value, required: &Value) -> bool {
 }
 
 /// Makes one round of the call upstream, with the caller's cancellation and progress passed
-/// through, and the answers to the upstream's previous round if there was one.
+/// through, the answers to the upstream's previous round if there was one, and the token
+/// exchanged for the caller's if the upstream takes one.
 async fn upstream(
     host: &Host,
     qualified: &str,
     arguments: Value,
-    answers: Option<RoundAnswers>,
+    (answers, bearer): (Option<RoundAnswers>, Option<String>),
     ctx: &RequestContext,
 ) -> Called {
     let mut options = CallOptions::default()
@@ -123,6 +136,9 @@ async fn upstream(
         .input_capabilities(ctx.client_capabilities().clone());
     if let Some(answers) = answers {
         options = options.answers(answers);
+    }
+    if let Some(bearer) = bearer {
+        options = options.bearer(bearer);
     }
     if ctx.meta().progress_token.is_none() {
         return host.call_with(qualified, arguments, options).await;

@@ -9,6 +9,7 @@ use std::time::Duration;
 use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
 
+use crate::exchange::Exchanges;
 use crate::mirror::Mirror;
 use crate::offers::Offers;
 use crate::policy::{Policy, Visibility};
@@ -52,6 +53,7 @@ pub struct GatewayOptions {
     pub(crate) settings: Option<ToolSettings>,
     pub(crate) rules: Option<Rules>,
     pub(crate) start_wait: Duration,
+    pub(crate) oauth_insecure_http: bool,
 }
 
 impl Default for GatewayOptions {
@@ -60,6 +62,7 @@ impl Default for GatewayOptions {
             settings: None,
             rules: None,
             start_wait: START_WAIT,
+            oauth_insecure_http: false,
         }
     }
 }
@@ -70,6 +73,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("settings", &self.settings.is_some())
             .field("rules", &self.rules.as_ref().map(Rules::len))
             .field("start_wait", &self.start_wait)
+            .field("oauth_insecure_http", &self.oauth_insecure_http)
             .finish()
     }
 }
@@ -87,6 +91,15 @@ impl GatewayOptions {
     /// time to start, so one slow upstream must not cost it all the others.
     pub fn start_wait(mut self, wait: Duration) -> Self {
         self.start_wait = wait;
+        self
+    }
+
+    /// Development only: the token exchanges of upstreams (`"oauth": {"tokenExchange": …}`)
+    /// may reach a plain `http:` authorization server anywhere, not only at the upstream's
+    /// own origin (pair it with [`HostOptions::oauth_insecure_http`] for the upstreams' own
+    /// OAuth flows).
+    pub fn oauth_insecure_http(mut self) -> Self {
+        self.oauth_insecure_http = true;
         self
     }
 
@@ -120,6 +133,8 @@ pub(crate) struct Inner {
     pub(crate) server: Server,
     pub(crate) mirror: Mirror,
     pub(crate) offers: Offers,
+    /// The token exchanges of the upstreams that call for their callers with one.
+    pub(crate) exchanges: Arc<Exchanges>,
     /// Each upstream's `trust` setting, by name: whether its annotations may be relied on.
     pub(crate) trusted: HashMap<String, bool>,
     /// The task following upstream changes, stopped with the gateway.
@@ -197,12 +212,14 @@ impl Gateway {
             .map(|s| (s.name.clone(), s.trust))
             .collect();
         let names = config.servers.iter().map(|s| s.name.clone()).collect();
+        let exchanges = Arc::new(Exchanges::of(config, options.oauth_insecure_http));
         let gateway = Gateway {
             inner: Arc::new(Inner {
                 host,
                 server,
-                mirror: Mirror::new(options.settings, policy, unrelayable),
-                offers: Offers::default(),
+                mirror: Mirror::new(options.settings, policy, unrelayable, exchanges.clone()),
+                offers: Offers::new(exchanges.clone()),
+                exchanges,
                 trusted,
                 watching: Mutex::new(None),
                 starting: tokio::sync::watch::Sender::new(Starting {
@@ -228,6 +245,14 @@ impl Gateway {
             .send_modify(|starting| starting.serving = true);
         gateway.sync();
         Ok(gateway)
+    }
+
+    /// The upstreams whose calls go with a token exchanged for each caller's own
+    /// (`"oauth": {"tokenExchange": …}`), by name: their callers must present access tokens,
+    /// which the downstream server must hand to the gateway
+    /// ([`OAuth::token_to_handlers`](toolwire_server::http::OAuth::token_to_handlers)).
+    pub fn exchanging(&self) -> Vec<String> {
+        self.inner.exchanges.servers()
     }
 
     /// The upstreams still on their first try (started and not yet listed, nor failed), by

@@ -14,10 +14,13 @@
 //! questions relayed to the caller verbatim and the caller's answers taken back upstream,
 //! statelessly: the upstream's state travels sealed inside the gateway's own. A 2025-11-25
 //! upstream's request during a call cannot be relayed that way: the call ends with an error
-//! result that says so.
+//! result that says so. An upstream configured for token exchange
+//! (`"oauth": {"tokenExchange": …}`) is called for each caller with a token exchanged for that
+//! caller's own at its authorization server (RFC 8693), never with the caller's token.
 //!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
 
+mod exchange;
 mod forward;
 mod gateway;
 mod mirror;

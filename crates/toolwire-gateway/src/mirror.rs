@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use toolwire_host::{Host, HostTool, PinState, ServerState, Tools};
 use toolwire_server::{RequestContext, Server, Tool};
 
+use crate::exchange::Exchanges;
 use crate::forward::Route;
 use crate::gateway::ToolSettings;
 use crate::policy::{Policy, facts_of};
@@ -28,6 +29,8 @@ pub(crate) struct Mirror {
     policy: Arc<Policy>,
     /// The questions of legacy upstreams, which calls check.
     unrelayable: Arc<Unrelayable>,
+    /// The upstreams' token exchanges, which their tools' calls use.
+    exchanges: Arc<Exchanges>,
     state: Mutex<Served>,
 }
 
@@ -47,11 +50,13 @@ impl Mirror {
         settings: Option<ToolSettings>,
         policy: Arc<Policy>,
         unrelayable: Arc<Unrelayable>,
+        exchanges: Arc<Exchanges>,
     ) -> Mirror {
         Mirror {
             settings,
             policy,
             unrelayable,
+            exchanges,
             state: Mutex::new(Served::default()),
         }
     }
@@ -132,6 +137,7 @@ impl Mirror {
             qualified: tool.qualified.as_str().into(),
             server: tool.server.as_str().into(),
             asked: self.unrelayable.counter(&tool.server),
+            exchange: self.exchanges.of_server(&tool.server),
         });
         let host = host.clone();
         let policy = self.policy.clone();

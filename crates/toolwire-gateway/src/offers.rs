@@ -19,9 +19,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
+use crate::exchange::Exchanges;
 use crate::relay::{self, Sealed, Upstream};
 use serde_json::Value;
 use toolwire_client::CallOptions;
+use toolwire_client::auth::TokenExchange;
 use toolwire_host::{Host, HostPrompt, HostResource, HostTemplate, OfferError};
 use toolwire_protocol::{ErrorObject, GetPromptResult};
 use toolwire_server::{
@@ -33,9 +35,10 @@ use toolwire_server::{
 const AS_ASKED: [i64; 2] = [-32602, -32002];
 
 /// What the gateway serves of the host's prompts, resources and templates.
-#[derive(Default)]
 pub(crate) struct Offers {
     state: Mutex<Served>,
+    /// The upstreams' token exchanges, which requests for callers use.
+    exchanges: Arc<Exchanges>,
 }
 
 #[derive(Default)]
@@ -59,6 +62,14 @@ struct Kind {
 }
 
 impl Offers {
+    /// Nothing served yet; requests to an upstream in `exchanges` go with exchanged tokens.
+    pub(crate) fn new(exchanges: Arc<Exchanges>) -> Offers {
+        Offers {
+            state: Mutex::default(),
+            exchanges,
+        }
+    }
+
     /// Serves on `server` what `host` lists: new and changed items added, gone ones removed.
     pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server) {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
@@ -78,7 +89,7 @@ impl Offers {
                     let definition = serde_json::to_string(&p.definition);
                     (p.qualified.clone(), digest(&p.server, definition))
                 }),
-                |p| server.add_prompt(prompt(host, p)),
+                |p| server.add_prompt(prompt(host, p, self.exchanges.of_server(&p.server))),
                 |name| server.remove_prompt(name),
             );
         }
@@ -98,7 +109,7 @@ impl Offers {
                     let definition = serde_json::to_string(&r.definition);
                     (r.uri.clone(), digest(&r.server, definition))
                 }),
-                |r| server.add_resource(resource(host, r)),
+                |r| server.add_resource(resource(host, r, self.exchanges.of_server(&r.server))),
                 |uri| server.remove_resource(uri),
             );
             served.templates.in_step(
@@ -107,7 +118,10 @@ impl Offers {
                     let definition = serde_json::to_string(&t.definition);
                     (t.uri_template.clone(), digest(&t.server, definition))
                 }),
-                |t| server.add_resource_template(template(host, t)),
+                |t| {
+                    let exchange = self.exchanges.of_server(&t.server);
+                    server.add_resource_template(template(host, t, exchange))
+                },
                 |uri_template| server.remove_resource_template(uri_template),
             );
         }
@@ -177,14 +191,16 @@ impl Kind {
 
 /// The server prompt that stands for `prompt`: its definition as listed upstream (what the
 /// builder carries), under its qualified name, got through the host.
-fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
+fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExchange>>) -> Prompt {
     let definition = &prompt.definition;
     let qualified: Arc<str> = prompt.qualified.as_str().into();
+    let upstream = Upstreamed::new(&prompt.server, exchange);
     let host = host.clone();
     let mut served = Prompt::new(
         prompt.qualified.clone(),
         move |arguments: PromptArgs, ctx: RequestContext| {
             let (host, qualified) = (host.clone(), qualified.clone());
+            let upstream = upstream.clone();
             async move {
                 let arguments = Value::Object(
                     arguments
@@ -193,7 +209,7 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
                         .collect(),
                 );
                 let sent = arguments.clone();
-                let got = one_round(&qualified, &arguments, &ctx, |options| {
+                let got = one_round(&qualified, &arguments, &ctx, &upstream, |options| {
                     host.get_prompt_with(&qualified, sent, options)
                 })
                 .await;
@@ -226,15 +242,20 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt) -> Prompt {
 
 /// The server resource that stands for `resource`, under the host's URI, read through the
 /// host.
-fn resource(host: &Arc<Host>, resource: &HostResource) -> Resource {
+fn resource(
+    host: &Arc<Host>,
+    resource: &HostResource,
+    exchange: Option<Arc<TokenExchange>>,
+) -> Resource {
     let definition = &resource.definition;
     let host = host.clone();
+    let upstream = Upstreamed::new(&resource.server, exchange);
     let mut served = Resource::new(
         resource.uri.clone(),
         definition.name.clone(),
         move |uri: String, ctx: RequestContext| {
-            let host = host.clone();
-            async move { read(&host, &uri, &ctx).await }
+            let (host, upstream) = (host.clone(), upstream.clone());
+            async move { read(&host, &uri, &ctx, &upstream).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -251,15 +272,20 @@ fn resource(host: &Arc<Host>, resource: &HostResource) -> Resource {
 
 /// The server template that stands for `template`, under the host's template: each URI it
 /// matches is read through the host, which reads the upstream's own expansion.
-fn template(host: &Arc<Host>, template: &HostTemplate) -> ResourceTemplate {
+fn template(
+    host: &Arc<Host>,
+    template: &HostTemplate,
+    exchange: Option<Arc<TokenExchange>>,
+) -> ResourceTemplate {
     let definition = &template.definition;
     let host = host.clone();
+    let upstream = Upstreamed::new(&template.server, exchange);
     let mut served = ResourceTemplate::new(
         template.uri_template.clone(),
         definition.name.clone(),
         move |uri: String, _, ctx: RequestContext| {
-            let host = host.clone();
-            async move { read(&host, &uri, &ctx).await }
+            let (host, upstream) = (host.clone(), upstream.clone());
+            async move { read(&host, &uri, &ctx, &upstream).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -276,12 +302,29 @@ async fn read(
     host: &Host,
     uri: &str,
     ctx: &RequestContext,
+    upstream: &Upstreamed,
 ) -> Result<Vec<toolwire_protocol::ResourceContents>, ToolError> {
-    let read = one_round(uri, &Value::Null, ctx, |options| {
+    let read = one_round(uri, &Value::Null, ctx, upstream, |options| {
         host.read_resource_with(uri, options)
     })
     .await?;
     Ok(read.contents)
+}
+
+/// The upstream a served prompt or resource comes from, and its token exchange if it has one.
+#[derive(Clone)]
+struct Upstreamed {
+    server: Arc<str>,
+    exchange: Option<Arc<TokenExchange>>,
+}
+
+impl Upstreamed {
+    fn new(server: &str, exchange: Option<Arc<TokenExchange>>) -> Upstreamed {
+        Upstreamed {
+            server: server.into(),
+            exchange,
+        }
+    }
 }
 
 /// One round of getting the prompt or reading the resource `name` (with `arguments`) for the
@@ -291,18 +334,30 @@ async fn one_round<T, Got>(
     name: &str,
     arguments: &Value,
     ctx: &RequestContext,
+    upstream: &Upstreamed,
     get: impl FnOnce(CallOptions) -> Got,
 ) -> Result<T, ToolError>
 where
     Got: std::future::Future<Output = Result<T, OfferError>>,
 {
     let sealed = Sealed::of(ctx)?;
+    let bearer = match &upstream.exchange {
+        Some(exchange) => Some(
+            crate::exchange::bearer_for(exchange, &upstream.server, name, ctx)
+                .await
+                .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?,
+        ),
+        None => None,
+    };
     let mut options = CallOptions::default()
         .cancel_on(ctx.cancellation().clone())
         .relay_input()
         .input_capabilities(ctx.client_capabilities().clone());
     if let Some(answers) = sealed.upstream_answers(name, arguments, ctx)? {
         options = options.answers(answers);
+    }
+    if let Some(bearer) = bearer {
+        options = options.bearer(bearer);
     }
     match get(options).await {
         Ok(got) => Ok(got),

@@ -50,7 +50,7 @@ pub use audit::{
 pub use config::{
     ApprovalRules, AuditConfig, ConfigError, Decision, FileTrust, HostConfig, IgnoredKey,
     MemoryTrust, OAuthSettings, Origin, ProjectError, ProjectFile, Review, ServerConfig,
-    ToolFilter, Transport, TrustError, TrustStore, Variables,
+    TokenExchangeSettings, ToolFilter, Transport, TrustError, TrustStore, Variables,
 };
 pub use glob::{GlobError, Globs};
 pub use host::{

@@ -5,7 +5,8 @@
 //! address), the authorization request and its answer as pure functions ([`request`]: PKCE,
 //! the authorization URL, the redirect's `iss` and `state`, scopes), and the client's identity
 //! and tokens ([`token`]: dynamic registration, the code exchange, refresh, client
-//! credentials), kept in a [`CredentialStore`] ([`store`]: a private file or memory), and the
+//! credentials, and RFC 8693 token exchange for a relay: [`TokenExchange`]), kept in a
+//! [`CredentialStore`] ([`store`]: a private file or memory), and the
 //! redirect caught on 127.0.0.1 ([`loopback`]). [`OAuth`] ties them into a client
 //! ([`ClientBuilder::oauth`](crate::ClientBuilder::oauth)): a challenged request runs the flow
 //! and is sent again with the new token; the person's step is an [`Authorizer`]
@@ -14,6 +15,7 @@
 mod authorizer;
 pub mod challenge;
 pub mod discovery;
+mod exchange;
 pub(crate) mod flow;
 pub mod http;
 pub mod loopback;
@@ -27,9 +29,10 @@ pub use challenge::Challenge;
 pub use discovery::{
     AuthorizationServerMetadata, Discovered, DiscoveryError, ResourceMetadata, discover,
 };
+pub use exchange::{ExchangeError, TokenExchange};
 pub use http::{AuthHttp, UrlError};
 pub use loopback::Loopback;
 pub use oauth::{AuthError, Authorized, OAuth};
 pub use request::{AuthorizationError, AuthorizationRequest, Pkce};
 pub use store::{CredentialStore, FileStore, MemoryStore, StoredTokens};
-pub use token::{ClientIdentity, CodeGrant, PrivateKey, TokenError, Tokens};
+pub use token::{ClientIdentity, CodeGrant, ExchangeGrant, PrivateKey, TokenError, Tokens};

@@ -301,6 +301,61 @@ pub async fn client_credentials(
     token_request(http, server, client, &form).await
 }
 
+/// The token type of an access token in a token exchange (RFC 8693 §3).
+pub const ACCESS_TOKEN_TYPE: &str = "urn:ietf:params:oauth:token-type:access_token";
+
+/// The grant type of a token exchange (RFC 8693 §2.1).
+pub const TOKEN_EXCHANGE_GRANT: &str = "urn:ietf:params:oauth:grant-type:token-exchange";
+
+/// What a token exchange asks for: a token for `resource` (RFC 8707) and, if set,
+/// `audience` and `scope`, in exchange for `subject_token`, an access token of the person or
+/// client the new token acts for.
+#[derive(Clone, Copy)]
+pub struct ExchangeGrant<'a> {
+    /// The access token exchanged (`subject_token`, of type [`ACCESS_TOKEN_TYPE`]).
+    pub subject_token: &'a str,
+    /// The resource the new token is for.
+    pub resource: &'a str,
+    /// The logical name of the target service, when the server wants one.
+    pub audience: Option<&'a str>,
+    /// The scope asked for; the server's choice without one.
+    pub scope: Option<&'a str>,
+}
+
+impl std::fmt::Debug for ExchangeGrant<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ExchangeGrant")
+            .field("resource", &self.resource)
+            .field("audience", &self.audience)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+/// An RFC 8693 token exchange: `client` (authenticated as for any token request) trades the
+/// grant's subject token for an access token for its resource.
+pub async fn exchange_token(
+    http: &AuthHttp,
+    server: &AuthorizationServerMetadata,
+    client: &ClientIdentity,
+    grant: ExchangeGrant<'_>,
+) -> Result<Tokens, TokenError> {
+    let mut form = vec![
+        ("grant_type", TOKEN_EXCHANGE_GRANT),
+        ("subject_token", grant.subject_token),
+        ("subject_token_type", ACCESS_TOKEN_TYPE),
+        ("requested_token_type", ACCESS_TOKEN_TYPE),
+        ("resource", grant.resource),
+    ];
+    if let Some(audience) = grant.audience {
+        form.push(("audience", audience));
+    }
+    if let Some(scope) = grant.scope {
+        form.push(("scope", scope));
+    }
+    token_request(http, server, client, &form).await
+}
+
 /// How the client authenticates at the token endpoint: a confidential client uses
 /// `client_secret_basic` unless the server lists only `client_secret_post`; a public client
 /// sends its `client_id` (`none`).

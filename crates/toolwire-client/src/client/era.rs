@@ -236,6 +236,7 @@ impl Client {
             version: Some(&version),
             session: None,
             legacy: false,
+            bearer: None,
         };
         let options = RpcOptions {
             timeout: Some(self.inner.config.probe_timeout),
@@ -345,6 +346,7 @@ impl Client {
             version: None,
             session: None,
             legacy: true,
+            bearer: None,
         };
         let reply = self
             .exchange(&out, &RpcOptions::default())
@@ -383,6 +385,7 @@ impl Client {
                 version: Some(&session.version),
                 session: session.session.as_deref(),
                 legacy: true,
+                bearer: None,
             })
             .await?;
         tracing::info!(version = %session.version, "legacy session initialized");

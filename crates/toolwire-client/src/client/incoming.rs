@@ -111,6 +111,7 @@ impl Client {
             version: Some(&version),
             session: session.as_deref(),
             legacy: true,
+            bearer: None,
         };
         if let Err(error) = self.inner.transport.send(&out).await {
             if self.is_closed() {

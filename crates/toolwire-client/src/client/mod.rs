@@ -104,6 +104,8 @@ pub(crate) struct RpcOptions {
     pub(crate) relay: bool,
     /// The capabilities declared for the server's questions, instead of the client's own.
     pub(crate) input_capabilities: Option<toolwire_protocol::ClientCapabilities>,
+    /// This request's bearer token, instead of the configured one or the OAuth flow's.
+    pub(crate) bearer: Option<std::sync::Arc<str>>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     pub(crate) timeout: Option<Duration>,

@@ -153,6 +153,7 @@ impl Client {
             version: Some(&version),
             session: session.as_deref(),
             legacy: matches!(era, Era::Legacy(_)),
+            bearer: options.bearer.as_deref(),
         };
         self.exchange(&out, options).await
     }
@@ -278,6 +279,10 @@ impl Client {
         let Some(flow) = self.inner.transport.auth() else {
             return Ok(false);
         };
+        // A request sent with a token of its caller's is not the flow's to authorize again.
+        if options.bearer.is_some() {
+            return Ok(false);
+        }
         if *attempts >= crate::auth::flow::MAX_ATTEMPTS
             || !crate::auth::flow::answerable(*status, challenge.as_deref())
         {

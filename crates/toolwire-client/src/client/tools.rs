@@ -49,6 +49,8 @@ pub struct CallOptions {
     /// The capabilities declared for the server's questions (elicitation, sampling, roots)
     /// on this call's requests, instead of the client's own ([`CallOptions::input_capabilities`]).
     pub input_capabilities: Option<ClientCapabilities>,
+    /// The bearer token of this call's requests ([`CallOptions::bearer`]); never printed.
+    pub bearer: Option<Arc<str>>,
 }
 
 impl CallOptions {
@@ -101,6 +103,15 @@ impl CallOptions {
         self.input_capabilities = Some(capabilities);
         self
     }
+
+    /// Sends this call's requests (HTTP) with `token` as the bearer instead of the configured
+    /// `Authorization` header or the OAuth flow's token, and never runs the flow for them: a
+    /// relay calling for one of its callers with a token obtained for that caller (an RFC 8693
+    /// exchange). A refusal of it is the call's error.
+    pub fn bearer(mut self, token: impl Into<Arc<str>>) -> Self {
+        self.bearer = Some(token.into());
+        self
+    }
 }
 
 impl CallOptions {
@@ -115,6 +126,7 @@ impl CallOptions {
             answers: self.answers,
             relay: self.relay,
             input_capabilities: self.input_capabilities,
+            bearer: self.bearer,
             ..Default::default()
         }
     }
@@ -130,6 +142,7 @@ impl std::fmt::Debug for CallOptions {
             .field("answers", &self.answers.as_ref().map(|a| a.responses.len()))
             .field("relay", &self.relay)
             .field("input_capabilities", &self.input_capabilities)
+            .field("bearer", &self.bearer.is_some())
             .finish()
     }
 }

@@ -96,10 +96,17 @@ impl HttpTransport {
     }
 
     fn post(&self, out: &Outgoing<'_>) -> Result<reqwest::RequestBuilder> {
+        let mut headers = self.headers();
+        if let Some(token) = out.bearer {
+            let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
+                Error::Transport("the bearer token is not a valid header value".into())
+            })?;
+            headers.insert(AUTHORIZATION, value);
+        }
         let mut request = self
             .client
             .post(self.url.clone())
-            .headers(self.headers())
+            .headers(headers)
             .header(CONTENT_TYPE, "application/json")
             .header(ACCEPT, "application/json, text/event-stream");
         if let Some(version) = out.version {

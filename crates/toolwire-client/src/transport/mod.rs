@@ -38,6 +38,9 @@ pub(crate) struct Outgoing<'a> {
     pub(crate) session: Option<&'a str>,
     /// A legacy (2025-11-25) message: no `Mcp-Method`/`Mcp-Name`/`Mcp-Param-*` headers.
     pub(crate) legacy: bool,
+    /// This request's bearer token, over the configured `Authorization` and the OAuth flow's
+    /// (HTTP only).
+    pub(crate) bearer: Option<&'a str>,
 }
 
 /// The answer to a request.

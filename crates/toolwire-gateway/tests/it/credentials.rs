@@ -78,3 +78,75 @@ async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does
     words.shutdown();
     let _ = task.await;
 }
+
+/// An upstream configured for token exchange, called by a caller without an access token (a
+/// gateway that checks none): the call is refused with a result that says why, and never
+/// made in the gateway's own name; the authorization server is never asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_caller_without_a_token_is_refused_by_an_upstream_that_exchanges_tokens() {
+    let calls: Arc<Mutex<Vec<String>>> = Arc::default();
+    let recorder = calls.clone();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let words = upstream("words", vec![shout("Shouts.")]);
+    let task = tokio::spawn(toolwire_server::http::serve(
+        words.clone(),
+        listener,
+        HttpConfig::default().principal(move |headers| {
+            if let Some(method) = headers.get("mcp-method").and_then(|v| v.to_str().ok()) {
+                recorder.lock().unwrap().push(method.to_owned());
+            }
+            None
+        }),
+    ));
+    // The gateway lists with its own credential; calls would go with exchanged tokens, at an
+    // authorization server that is not there.
+    let config = HostConfig::parse(
+        &json!({"mcpServers": {"words": {
+            "url": upstream_url,
+            "prefix": "w",
+            "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
+            "oauth": {
+                "clientId": "gateway",
+                "clientSecret": "${UPSTREAM_TOKEN}",
+                "issuer": "http://127.0.0.1:9",
+                "tokenExchange": true,
+            },
+        }}})
+        .to_string(),
+        "/nonexistent/gateway.json",
+        &Variables::new([("UPSTREAM_TOKEN", "upstream-secret")]),
+    )
+    .unwrap();
+    let gateway = Gateway::start(
+        &config,
+        HostOptions::new(NoPerson),
+        Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .unwrap();
+    assert_eq!(gateway.exchanging(), vec!["words".to_owned()]);
+    let served = Served::start(gateway.server().clone(), None).await;
+    let caller = ClientBuilder::new("caller", "1").http(&served.url).unwrap();
+    let result = caller
+        .call_tool("w__shout", json!({"text": "hi"}))
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true));
+    let said = text(&result);
+    assert!(
+        said.contains("words")
+            && said.contains("without one")
+            && said.contains("never made in the gateway's own name"),
+        "{said}"
+    );
+    assert!(
+        !calls.lock().unwrap().iter().any(|m| m == "tools/call"),
+        "no call reached the upstream: {calls:?}"
+    );
+    gateway.close().await;
+    served.stop().await;
+    words.shutdown();
+    let _ = task.await;
+}

@@ -39,6 +39,9 @@
 //! (with the host's credential store and authorizer, [`HostOptions::oauth`]); `"oauth"` sets
 //! a registered client (`clientId`, `clientSecret`, its `issuer`), the `scope`, or
 //! `"grant": "client_credentials"` for a machine client, and `"oauth": false` turns it off.
+//! `"tokenExchange"` (with `clientId`, a `clientSecret` from the environment and `issuer`) is
+//! for `toolwire gateway`: each call for a caller goes with a token exchanged for that caller's
+//! own at `issuer` (RFC 8693), never the caller's token itself.
 //!
 //! [`HostOptions::oauth`]: crate::HostOptions::oauth
 
@@ -177,6 +180,23 @@ pub struct OAuthSettings {
     pub scope: Option<String>,
     /// `"grant": "client_credentials"`: a machine client, no person (needs `clientId`).
     pub client_credentials: bool,
+    /// `"tokenExchange"`: a gateway's calls for its callers go with a token exchanged for
+    /// each caller's own (RFC 8693) by the client `clientId` at `issuer`; the gateway's own
+    /// requests (listing, subscribing) stay with the other settings.
+    pub token_exchange: Option<TokenExchangeSettings>,
+}
+
+/// What a gateway asks the authorization server for when it exchanges a caller's token for
+/// an upstream's (`"oauth": {"tokenExchange": true | {"resource", "audience", "scope"}}`, with
+/// `clientId`, `clientSecret` from the environment, and `issuer` beside it).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TokenExchangeSettings {
+    /// The `resource` the token is for (RFC 8707); the upstream's URL when `None`.
+    pub resource: Option<String>,
+    /// The `audience` to name too, if the authorization server wants one.
+    pub audience: Option<String>,
+    /// The `scope` to ask for; the authorization server's choice when `None`.
+    pub scope: Option<String>,
 }
 
 /// Which tools of a server the model may see: those matching an `allow` glob (every tool when

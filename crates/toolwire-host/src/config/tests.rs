@@ -196,6 +196,34 @@ fn every_error_names_the_file_the_server_and_the_key() {
             "key \"oauth.clientSecret\": a secret without a clientId",
         ),
         (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": "yes"}}}}"#,
+            "key \"oauth.tokenExchange\": must be true, false or an object",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": {"audiense": "x"}}}}}"#,
+            "key \"oauth.tokenExchange.audiense\": unknown key: did you mean \"audience\"?",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": {"resource": "urn:x"}}}}}"#,
+            "key \"oauth.tokenExchange.resource\": \"urn:x\" is not an http or https address",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": true}}}}"#,
+            "key \"oauth.clientId\": token exchange needs the gateway's own client",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": true, "clientId": "g", "clientSecret": "${DOCS_TOKEN}"}}}}"#,
+            "key \"oauth.issuer\": token exchange needs the authorization server",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": true, "clientId": "g", "issuer": "https://as"}}}}"#,
+            "key \"oauth.clientSecret\": token exchange needs the gateway client's secret",
+        ),
+        (
+            r#"{"mcpServers": {"a": {"url": "http://h/", "oauth": {"tokenExchange": true, "clientId": "g", "issuer": "https://as", "clientSecret": "plain"}}}}"#,
+            "key \"oauth.clientSecret\": with tokenExchange the secret comes from the environment",
+        ),
+        (
             r#"{"mcpServers": {"a": {"command": "x", "timeoutMs": 0}}}"#,
             "key \"timeoutMs\": must be a whole number",
         ),
@@ -429,10 +457,49 @@ fn oauth_settings_are_read_per_http_server() {
             issuer: Some("https://as.example".into()),
             scope: Some("crm:read".into()),
             client_credentials: true,
+            token_exchange: None,
         }
     );
     // An explicit "oauth" keeps the flow beside a configured Authorization header.
     assert!(!oauth("both").disabled);
+}
+
+#[test]
+fn token_exchange_is_read_with_the_gateways_client() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "plain": {"url": "https://a.example/mcp", "oauth": {
+                "clientId": "gw", "clientSecret": "${DOCS_TOKEN}", "issuer": "https://as.example",
+                "tokenExchange": true}},
+            "named": {"url": "https://b.example/mcp", "oauth": {
+                "clientId": "gw", "clientSecret": "${DOCS_TOKEN}", "issuer": "https://as.example",
+                "grant": "client_credentials",
+                "tokenExchange": {"resource": "https://b.example/", "audience": "b",
+                                  "scope": "read"}}},
+            "off": {"url": "https://c.example/mcp", "oauth": {"tokenExchange": false}}
+        }}"#,
+    )
+    .unwrap();
+    let oauth = |name: &str| match &config.server(name).unwrap().transport {
+        Transport::Http { oauth, .. } => oauth.clone(),
+        other => panic!("{other:?}"),
+    };
+    let plain = oauth("plain");
+    assert_eq!(
+        plain.token_exchange,
+        Some(crate::TokenExchangeSettings::default())
+    );
+    assert_eq!(plain.client_secret.as_deref(), Some("s3cret"));
+    assert_eq!(
+        oauth("named").token_exchange,
+        Some(crate::TokenExchangeSettings {
+            resource: Some("https://b.example/".into()),
+            audience: Some("b".into()),
+            scope: Some("read".into()),
+        })
+    );
+    assert!(oauth("named").client_credentials);
+    assert_eq!(oauth("off").token_exchange, None);
 }
 
 /// A project's file that starts a command, sends a secret to an address and allows every call.

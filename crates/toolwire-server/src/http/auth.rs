@@ -33,6 +33,7 @@ pub struct OAuth {
     required_scopes: Vec<String>,
     implied: HashMap<String, Vec<String>>,
     resource_name: Option<String>,
+    token_to_handlers: bool,
 }
 
 /// How opaque tokens are introspected (RFC 7662).
@@ -78,7 +79,17 @@ impl OAuth {
             required_scopes: Vec::new(),
             implied: HashMap::new(),
             resource_name: None,
+            token_to_handlers: false,
         }
+    }
+
+    /// Hands each caller's verified access token to the handlers
+    /// ([`RequestContext::access_token`](crate::RequestContext::access_token)): for a relay
+    /// that exchanges it for a token of its own (RFC 8693) and never sends it on. Off by
+    /// default: a handler has no use for the token otherwise.
+    pub fn token_to_handlers(mut self) -> Self {
+        self.token_to_handlers = true;
+        self
     }
 
     /// The issuer's JWKS URL.
@@ -202,6 +213,8 @@ pub(super) struct Caller {
     pub(super) scopes: Option<Arc<[String]>>,
     /// Every claim of the caller's access token, shared with the cached token.
     pub(super) claims: Option<crate::request::context::Claims>,
+    /// The access token itself, when handlers are to have it.
+    pub(super) token: Option<crate::request::context::AccessToken>,
     /// The client's address, for rate limits when there is no principal.
     pub(super) address: Option<crate::safety::limits::ClientId>,
 }
@@ -220,6 +233,7 @@ pub(super) struct Guard {
     implied: HashMap<String, Vec<String>>,
     /// The `scope` of a 401: the required scopes, else every scope supported.
     challenge_scope: Option<String>,
+    token_to_handlers: bool,
 }
 
 impl Guard {
@@ -253,6 +267,7 @@ impl Guard {
         };
         let challenge_scope = (!scopes.is_empty()).then(|| scopes.join(" "));
         Guard {
+            token_to_handlers: oauth.token_to_handlers,
             challenge_scope,
             verifier: verifier(&oauth),
             required: oauth.required_scopes,
@@ -328,6 +343,9 @@ impl Guard {
             principal: Some(verified.principal.clone()),
             scopes: Some(scopes),
             claims: Some(verified.claims.clone()),
+            token: self
+                .token_to_handlers
+                .then(|| crate::request::context::AccessToken(token.into())),
             address: None,
         })
     }

@@ -244,6 +244,7 @@ pub(super) async fn post(
                 live,
                 scopes: caller.scopes,
                 claims: caller.claims,
+                token: caller.token,
                 address: caller.address,
             };
             request(state, sessions, known, id, &raw, accept).await
@@ -392,6 +393,7 @@ struct Known {
     live: Arc<Live>,
     scopes: Option<Arc<[String]>>,
     claims: Option<crate::request::context::Claims>,
+    token: Option<crate::request::context::AccessToken>,
     address: Option<crate::safety::limits::ClientId>,
 }
 
@@ -477,6 +479,7 @@ async fn served(
         live,
         scopes,
         claims,
+        token,
         address,
     } = known;
     let cancel = CancellationToken::new();
@@ -495,6 +498,7 @@ async fn served(
         session: record,
         scopes,
         claims,
+        token,
         address,
         peer: live.peer.clone(),
         outbound: accept.sse.then(|| Outbound::new(tx.clone())),

@@ -152,6 +152,7 @@ async fn caller_of(
                 .map(Into::into),
             scopes: None,
             claims: None,
+            token: None,
             address: None,
         }),
     }
@@ -396,6 +397,7 @@ async fn admit_and_run(
             principal: resolve_principal(&state.config, headers, &id)?.map(Into::into),
             scopes: None,
             claims: None,
+            token: None,
             address,
         },
     };

@@ -145,6 +145,7 @@ fn context(
     .with_principal(caller.principal)
     .with_scopes(caller.scopes)
     .with_claims(caller.claims)
+    .with_token(caller.token)
     .with_address(caller.address)
 }
 

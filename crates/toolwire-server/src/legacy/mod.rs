@@ -94,6 +94,8 @@ pub(crate) struct LegacyCall {
     pub(crate) scopes: Option<Arc<[String]>>,
     /// The claims of the caller's token; `None` without OAuth.
     pub(crate) claims: Option<crate::request::context::Claims>,
+    /// The caller's access token, when handlers are to have it.
+    pub(crate) token: Option<crate::request::context::AccessToken>,
     /// The client's address (HTTP), for rate limits.
     pub(crate) address: Option<crate::safety::limits::ClientId>,
     /// Where requests to the client are matched with their answers.
@@ -207,6 +209,7 @@ impl Server {
             .with_principal(call.session.principal.as_deref().map(Into::into))
             .with_scopes(call.scopes.clone())
             .with_claims(call.claims.clone())
+            .with_token(call.token.clone())
             .with_address(call.address.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;

@@ -101,6 +101,9 @@ struct Inner {
     scopes: Option<Arc<[String]>>,
     /// Every claim of the caller's access token; `None` when the transport checks no tokens.
     claims: Option<Claims>,
+    /// The caller's access token itself, only where the resource server was asked to hand it
+    /// to handlers ([`OAuth::token_to_handlers`](crate::http::OAuth::token_to_handlers)).
+    token: Option<AccessToken>,
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
     address: Option<crate::safety::limits::ClientId>,
@@ -113,6 +116,16 @@ const NO_PROGRESS: u64 = u64::MAX;
 
 /// An access token's claims, shared with the verified token.
 pub(crate) type Claims = Arc<serde_json::Map<String, serde_json::Value>>;
+
+/// A caller's access token, never printed.
+#[derive(Clone)]
+pub(crate) struct AccessToken(pub(crate) Arc<str>);
+
+impl std::fmt::Debug for AccessToken {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("AccessToken(..)")
+    }
+}
 
 /// Whether the server declared the `logging` capability (P-16): handlers' log messages are
 /// sent only if it did.
@@ -147,6 +160,7 @@ impl RequestContext {
                 principal: None,
                 scopes: None,
                 claims: None,
+                token: None,
                 address: None,
             }),
         }
@@ -172,6 +186,14 @@ impl RequestContext {
     pub(crate) fn with_claims(mut self, claims: Option<Claims>) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.claims = claims;
+        }
+        self
+    }
+
+    /// Sets the caller's access token; only on a context nobody else holds yet.
+    pub(crate) fn with_token(mut self, token: Option<AccessToken>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.token = token;
         }
         self
     }
@@ -228,6 +250,14 @@ impl RequestContext {
     /// `None` when the transport checks no tokens.
     pub fn claims(&self) -> Option<&serde_json::Map<String, serde_json::Value>> {
         self.inner.claims.as_deref()
+    }
+
+    /// The caller's access token as it presented it, for a handler that must act for the
+    /// caller elsewhere without passing the token on (a gateway's RFC 8693 token exchange);
+    /// `None` unless the resource server was told to hand it over
+    /// ([`OAuth::token_to_handlers`](crate::http::OAuth::token_to_handlers)), and on stdio.
+    pub fn access_token(&self) -> Option<&str> {
+        self.inner.token.as_ref().map(|t| &*t.0)
     }
 
     pub(crate) fn round(&self) -> Option<&crate::request::mrtr::Round> {

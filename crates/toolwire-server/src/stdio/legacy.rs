@@ -113,6 +113,7 @@ impl Connection {
                     session,
                     scopes: self.caller.scopes.clone(),
                     claims: None,
+                    token: None,
                     address: None,
                     peer,
                     outbound: Some(self.tx.clone()),

@@ -829,3 +829,71 @@ async fn a_tool_visibility_over_claims_decides_who_sees_and_calls_what() {
     assert_eq!(welcomed.last()["result"]["content"][0]["text"], "welcome");
     f.server.stop().await;
 }
+
+/// The caller's access token reaches a handler only when the resource server is told to hand
+/// it over (`OAuth::token_to_handlers`, for a gateway's token exchange): by default a handler
+/// has no use for it and never sees it.
+#[tokio::test]
+async fn handlers_get_the_callers_token_only_when_asked() {
+    use futures::future::BoxFuture;
+    use toolwire_auth::{TokenError, TokenVerifier, VerifiedToken};
+
+    struct Fixed;
+    impl TokenVerifier for Fixed {
+        fn verify<'a>(
+            &'a self,
+            token: &'a str,
+        ) -> BoxFuture<'a, Result<Arc<VerifiedToken>, TokenError>> {
+            Box::pin(async move {
+                match token {
+                    "letmein" => Ok(Arc::new(VerifiedToken::new(
+                        "https://custom",
+                        "alice",
+                        vec![],
+                    ))),
+                    _ => Err(TokenError::Invalid("unknown token".into())),
+                }
+            })
+        }
+    }
+
+    for handed in [false, true] {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let oauth =
+            OAuth::new("https://custom", format!("http://{addr}/mcp")).verifier(Arc::new(Fixed));
+        let oauth = if handed {
+            oauth.token_to_handlers()
+        } else {
+            oauth
+        };
+        let server = Server::builder("tokens", "1")
+            .tool(
+                Tool::new("token", |_: NoArgs, ctx: RequestContext| async move {
+                    ctx.access_token().unwrap_or("none").to_owned()
+                })
+                .description("Says the caller's token"),
+            )
+            .build()
+            .unwrap();
+        let task = tokio::spawn(toolwire_server::http::serve(
+            server.clone(),
+            listener,
+            HttpConfig::default().oauth(oauth),
+        ));
+        let s = TestServer::from_parts(server, addr, task);
+        let body = request(1, "tools/call", json!({"name": "token", "arguments": {}}));
+        let reply = post_with(&s.url, &body, |h| {
+            h.push(("authorization".into(), "Bearer letmein".into()));
+        })
+        .await;
+        let want = if handed { "letmein" } else { "none" };
+        assert_eq!(
+            reply.last()["result"]["content"][0]["text"],
+            want,
+            "{}",
+            reply.body
+        );
+        s.stop().await;
+    }
+}

@@ -506,6 +506,7 @@ async fn listen_once(
         version: Some(&version),
         session: session.as_deref(),
         legacy: false,
+        bearer: None,
     };
     listener.acked = false;
     let mut on_message = |message: Value| listener.on_message(message);

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::super::{ConfigError, OAuthSettings, Transport, Variables};
+use super::super::{ConfigError, OAuthSettings, TokenExchangeSettings, Transport, Variables};
 use super::value::{At, array, only_keys, string, strings};
 
 /// The transport an entry names, before its keys are read.
@@ -206,7 +206,14 @@ fn oauth(
     };
     only_keys(
         map,
-        &["clientId", "clientSecret", "issuer", "scope", "grant"],
+        &[
+            "clientId",
+            "clientSecret",
+            "issuer",
+            "scope",
+            "grant",
+            "tokenExchange",
+        ],
         at,
         "oauth",
     )?;
@@ -233,6 +240,7 @@ fn oauth(
         issuer: text("issuer")?,
         scope: text("scope")?,
         client_credentials,
+        token_exchange: token_exchange(map, at, expand)?,
     };
     if settings.client_credentials && settings.client_id.is_none() {
         return Err(at.err(
@@ -247,6 +255,78 @@ fn oauth(
         ));
     }
     Ok(settings)
+}
+
+/// `"oauth.tokenExchange"`: `true`, `false` or `{"resource", "audience", "scope"}`; it needs
+/// the client's `clientId`, its `clientSecret` from the environment (`"${VAR}"`: a gateway's
+/// file is shared and read by people who must not learn the secret), and the `issuer`.
+fn token_exchange(
+    oauth: &Map<String, Value>,
+    at: &At<'_>,
+    expand: &Expand<'_>,
+) -> Result<Option<TokenExchangeSettings>, ConfigError> {
+    const KEY: &str = "oauth.tokenExchange";
+    let settings = match oauth.get("tokenExchange") {
+        None | Some(Value::Bool(false)) => return Ok(None),
+        Some(Value::Bool(true)) => TokenExchangeSettings::default(),
+        Some(Value::Object(map)) => {
+            only_keys(map, &["resource", "audience", "scope"], at, KEY)?;
+            let text = |name: &str| -> Result<Option<String>, ConfigError> {
+                let key = format!("{KEY}.{name}");
+                map.get(name)
+                    .map(|v| string(v, at, &key).and_then(|s| expand(s, &key)))
+                    .transpose()
+            };
+            TokenExchangeSettings {
+                resource: text("resource")?,
+                audience: text("audience")?,
+                scope: text("scope")?,
+            }
+        }
+        Some(other) => {
+            return Err(at.err(
+                KEY.to_owned(),
+                format!("must be true, false or an object (got {other})"),
+            ));
+        }
+    };
+    if let Some(resource) = &settings.resource {
+        match url::Url::parse(resource) {
+            Ok(u) if matches!(u.scheme(), "http" | "https") && u.host().is_some() => {}
+            _ => {
+                return Err(at.err(
+                    format!("{KEY}.resource"),
+                    format!("{resource:?} is not an http or https address"),
+                ));
+            }
+        }
+    }
+    let needs = |name: &str, why: &str| match oauth.get(name) {
+        Some(Value::String(_)) => Ok(()),
+        _ => Err(at.err(format!("oauth.{name}"), why.to_owned())),
+    };
+    needs(
+        "clientId",
+        "token exchange needs the gateway's own client (clientId)",
+    )?;
+    needs(
+        "issuer",
+        "token exchange needs the authorization server it is done at (issuer)",
+    )?;
+    needs(
+        "clientSecret",
+        "token exchange needs the gateway client's secret (clientSecret: \"${VAR}\")",
+    )?;
+    if !oauth["clientSecret"]
+        .as_str()
+        .is_some_and(|s| s.contains("${"))
+    {
+        return Err(at.err(
+            "oauth.clientSecret".to_owned(),
+            "with tokenExchange the secret comes from the environment: write \"${VAR}\", not the secret",
+        ));
+    }
+    Ok(Some(settings))
 }
 
 /// `KEY=VALUE` lines of an env file (`#` comments, `export ` and quotes allowed).

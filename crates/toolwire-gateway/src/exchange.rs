@@ -1,0 +1,92 @@
+//! The credential of a call made upstream for a caller, where the upstream's configuration
+//! asks for RFC 8693 token exchange (`"oauth": {"tokenExchange": …}`): the caller's own access
+//! token is traded at the upstream's authorization server for a token for that upstream,
+//! which acts for the caller and names the gateway's client as the actor. The caller's token
+//! itself never goes upstream (the spec forbids token passthrough, A-15), and a caller
+//! without a token (a gateway without `gateway.auth`, or on stdio) is refused: the call is
+//! never made in the gateway's own name instead.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use toolwire_client::auth::{ClientIdentity, TokenExchange};
+use toolwire_host::{HostConfig, Transport};
+use toolwire_protocol::CallToolResult;
+use toolwire_server::RequestContext;
+
+/// The exchange of each upstream that has one, by the upstream's name.
+#[derive(Debug, Default)]
+pub(crate) struct Exchanges(HashMap<String, Arc<TokenExchange>>);
+
+impl Exchanges {
+    /// The exchanges `config` asks for; plain `http:` authorization servers allowed anywhere
+    /// with `insecure_http` (development only).
+    pub(crate) fn of(config: &HostConfig, insecure_http: bool) -> Exchanges {
+        let mut exchanges = HashMap::new();
+        for server in &config.servers {
+            let Transport::Http { url, oauth, .. } = &server.transport else {
+                continue;
+            };
+            let (Some(settings), Some(client_id), Some(issuer)) =
+                (&oauth.token_exchange, &oauth.client_id, &oauth.issuer)
+            else {
+                continue;
+            };
+            let client = ClientIdentity::new(issuer, client_id, oauth.client_secret.clone());
+            let mut exchange = TokenExchange::new(url, client).allow_insecure_http(insecure_http);
+            if let Some(resource) = &settings.resource {
+                exchange = exchange.resource(resource);
+            }
+            if let Some(audience) = &settings.audience {
+                exchange = exchange.audience(audience);
+            }
+            if let Some(scope) = &settings.scope {
+                exchange = exchange.scope(scope);
+            }
+            exchanges.insert(server.name.clone(), Arc::new(exchange));
+        }
+        Exchanges(exchanges)
+    }
+
+    /// The exchange of the upstream `server`, if it has one.
+    pub(crate) fn of_server(&self, server: &str) -> Option<Arc<TokenExchange>> {
+        self.0.get(server).cloned()
+    }
+
+    /// The names of the upstreams that exchange tokens.
+    pub(crate) fn servers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.0.keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+/// The bearer token for a request about `name` (a tool, prompt or resource) at `upstream` for
+/// the caller of `ctx`: exchanged for the caller's own, or what the caller is told instead.
+pub(crate) async fn bearer_for(
+    exchange: &TokenExchange,
+    upstream: &str,
+    name: &str,
+    ctx: &RequestContext,
+) -> Result<String, String> {
+    let Some(subject) = ctx.access_token() else {
+        return Err(format!(
+            "The request for {name} was not made: the upstream server {upstream} is called \
+             with a token exchanged for each caller's own access token (RFC 8693), and this \
+             request came without one (the gateway checks no tokens on this transport, or has \
+             no gateway.auth). It is never made in the gateway's own name instead."
+        ));
+    };
+    exchange.token_for(subject).await.map_err(|error| {
+        tracing::warn!(%upstream, %error, "token exchange failed");
+        format!(
+            "The request for {name} was not made: the upstream server {upstream} needs a token \
+             exchanged for yours, and {error}"
+        )
+    })
+}
+
+/// The tool call result for a refusal of [`bearer_for`].
+pub(crate) fn refused(why: String) -> CallToolResult {
+    CallToolResult::error(why)
+}
