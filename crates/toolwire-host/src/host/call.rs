@@ -115,17 +115,7 @@ pub(super) async fn call(
             host.rounds.keep(qualified, &arguments, state, &approved_by);
         }
     }
-    // A call that is answered (or asks) is recorded only with `audit_each_call`; a failure
-    // always is: the arguments are redacted for the log only when they will be written.
-    let recorded = match &outcome {
-        Ok(_) | Err(toolwire_client::Error::InputRequired(_)) => host.records_calls(),
-        Err(_) => true,
-    };
-    let (logged, redacted) = if recorded {
-        host.logged(&arguments)
-    } else {
-        (Value::Null, 0)
-    };
+    let (logged, redacted) = logged_for(host, &outcome, &arguments);
     let sent = SentCall {
         server: &tool.server,
         tool: qualified,
@@ -200,6 +190,25 @@ async fn authorize(
         });
     }
     Ok((approved_by, by_person))
+}
+
+/// The arguments as the audit log gets them (redacted), and how many values were redacted:
+/// a call that is answered (or asks) is recorded only with `audit_each_call`, a failure always,
+/// so the arguments are redacted only when they will be written.
+fn logged_for(
+    host: &Host,
+    outcome: &toolwire_client::Result<CallToolResult>,
+    arguments: &Value,
+) -> (Value, usize) {
+    let recorded = match outcome {
+        Ok(_) | Err(toolwire_client::Error::InputRequired(_)) => host.records_calls(),
+        Err(_) => true,
+    };
+    if recorded {
+        host.logged(arguments)
+    } else {
+        (Value::Null, 0)
+    }
 }
 
 /// The SHA-256 (hex) of `result` as the server sent it, for the audit log; empty when the
