@@ -6,210 +6,24 @@
 //! credential the gateway's file names for it.
 
 use std::process::Command;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use serde_json::{Value, json};
 
 #[path = "../../../interop/oidc/launch.rs"]
 mod launch;
 
+#[path = "support/oidc_gateway.rs"]
+mod oidc;
 #[path = "support/gateway.rs"]
 mod support;
 
-use support::{BIN, Killed, toolwire};
+use oidc::{Provider, Recorder, STEP, free_port, recording_proxy};
+use support::{BIN, Killed, started_drained as started, toolwire};
 
 /// The credential the gateway's file gives the upstream (through the environment).
 const UPSTREAM_CREDENTIAL: &str = "gateway-to-upstream-7f3a";
-
-/// How long any one step may take.
-const STEP: Duration = Duration::from_secs(30);
-
-/// Starts `command` and waits for the stderr line with `needle`: the URL that follows it. The
-/// rest of stderr is drained in the background.
-fn started(command: Command, needle: &str) -> (Killed, String) {
-    let started = support::start(command, needle);
-    let lines = started.lines;
-    std::thread::spawn(move || while lines.recv().is_ok() {});
-    (started.child, started.url)
-}
-
-/// What the recording proxy saw: for each request, its JSON-RPC method (or the HTTP method
-/// when the body has none) and its `Authorization` header; and every request whole (its
-/// headers and body), to look for a caller's token anywhere in it.
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<(String, Option<String>)>>,
-    whole: Mutex<Vec<String>>,
-}
-
-struct Proxy {
-    recorder: Arc<Recorder>,
-    upstream: String,
-    http: reqwest::Client,
-}
-
-/// Records the request, then forwards it to the upstream and streams the reply back.
-async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
-        return status(413);
-    };
-    let method = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|m| m["method"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| parts.method.to_string());
-    let authorization = parts
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    proxy
-        .recorder
-        .seen
-        .lock()
-        .unwrap()
-        .push((method, authorization));
-    let mut whole = format!("{} {}\n", parts.method, parts.uri);
-    for (name, value) in &parts.headers {
-        whole.push_str(&format!(
-            "{name}: {}\n",
-            String::from_utf8_lossy(value.as_bytes())
-        ));
-    }
-    whole.push_str(&String::from_utf8_lossy(&body));
-    proxy.recorder.whole.lock().unwrap().push(whole);
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let mut out = proxy
-        .http
-        .request(parts.method.clone(), format!("{}{path}", proxy.upstream))
-        .body(body);
-    for (name, value) in &parts.headers {
-        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
-            out = out.header(name, value);
-        }
-    }
-    let Ok(reply) = out.send().await else {
-        return status(502);
-    };
-    let mut response = Response::builder().status(reply.status());
-    for (name, value) in reply.headers() {
-        if name != http::header::CONTENT_LENGTH
-            && name != http::header::TRANSFER_ENCODING
-            && name != http::header::CONNECTION
-        {
-            response = response.header(name, value);
-        }
-    }
-    response
-        .body(Body::from_stream(reply.bytes_stream()))
-        .unwrap_or_else(|_| status(502))
-}
-
-fn status(code: u16) -> Response {
-    let mut response = Response::new(Body::empty());
-    *response.status_mut() = http::StatusCode::from_u16(code).unwrap();
-    response
-}
-
-/// Starts the recording proxy in front of `upstream` (an origin, `http://HOST:PORT`); its
-/// origin.
-async fn recording_proxy(upstream: String, recorder: Arc<Recorder>) -> String {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let origin = format!("http://{}", listener.local_addr().unwrap());
-    let proxy = Arc::new(Proxy {
-        recorder,
-        upstream,
-        http: reqwest::Client::new(),
-    });
-    let app = axum::Router::new().fallback(forward).with_state(proxy);
-    tokio::spawn(async move { axum::serve(listener, app).await });
-    origin
-}
-
-/// The authorization server and its token endpoint.
-struct Provider {
-    launched: launch::Launched,
-    http: reqwest::Client,
-}
-
-impl Provider {
-    /// Starts it (installing it on first use).
-    async fn start() -> Provider {
-        Provider {
-            launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
-                .await
-                .unwrap(),
-            http: reqwest::Client::new(),
-        }
-    }
-
-    fn issuer(&self) -> String {
-        self.launched.issuer()
-    }
-
-    /// A client-credentials token of `client` for `resource` with `scope`.
-    async fn token(&self, client: (&str, &str), resource: &str, scope: &str) -> String {
-        let reply: Value = self
-            .http
-            .post(self.launched.ready["token_endpoint"].as_str().unwrap())
-            .basic_auth(client.0, Some(client.1))
-            .form(&[
-                ("grant_type", "client_credentials"),
-                ("resource", resource),
-                ("scope", scope),
-            ])
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        reply["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no token: {reply}"))
-            .to_owned()
-    }
-
-    /// Makes the tokens for `resource` opaque (checked by introspection).
-    async fn opaque_for(&self, resource: &str) {
-        let reply: Value = self
-            .http
-            .post(format!("{}/__test/resource", self.issuer()))
-            .json(&json!({"resource": resource, "format": "opaque"}))
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        assert_eq!(reply["settings"]["format"], "opaque", "{reply}");
-    }
-
-    /// A JWT signed with the provider's current key (its test-only mint), with these claims
-    /// over its defaults: for a claim its token endpoint does not issue.
-    async fn mint(&self, claims: Value) -> String {
-        let reply: Value = self
-            .http
-            .post(format!("{}/__test/mint", self.issuer()))
-            .json(&json!({"claims": claims}))
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        reply["token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no token: {reply}"))
-            .to_owned()
-    }
-}
 
 /// An HTTP reply from the gateway: status, `WWW-Authenticate`, and its last JSON-RPC message.
 struct Reply {
@@ -367,16 +181,6 @@ async fn serve_upstream(dir: &tempfile::TempDir) -> (Killed, String) {
         .unwrap()
 }
 
-/// A free port of 127.0.0.1, for the gateway's resource URI (the gateway must name the URI
-/// callers ask tokens for before it listens).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// The first test's world: the provider, the gateway in front of the recorded upstream, and
 /// the callers' tokens as they are issued.
 struct Scene {
@@ -424,11 +228,8 @@ impl Scene {
         let dir = tempfile::tempdir().unwrap();
         let (upstream, upstream_url) = serve_upstream(&dir).await;
         let recorder = Arc::new(Recorder::default());
-        let proxy = recording_proxy(
-            upstream_url.trim_end_matches("/mcp").to_owned(),
-            recorder.clone(),
-        )
-        .await;
+        let (proxy, forwarding) = recording_proxy(recorder.clone()).await;
+        forwarding.forward_to(upstream_url.trim_end_matches("/mcp").to_owned());
 
         let port = free_port();
         let resource = format!("http://127.0.0.1:{port}/mcp");

@@ -7,176 +7,24 @@
 //! caller's (the caller's `sub`, the upstream's audience, `act.sub` the gateway's client), and
 //! never a caller's token.
 
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::Duration;
+use std::sync::Arc;
 
-use axum::body::Body;
-use axum::extract::{Request, State};
-use axum::response::Response;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
 #[path = "../../../interop/oidc/launch.rs"]
 mod launch;
 
+#[path = "support/oidc_gateway.rs"]
+mod oidc;
 #[path = "support/gateway.rs"]
 mod support;
 
-use support::{Killed, toolwire};
-
-/// How long any one step may take.
-const STEP: Duration = Duration::from_secs(30);
+use oidc::{Provider, Recorder, STEP, free_port, recording_proxy};
+use support::{Killed, started_drained as started, toolwire};
 
 /// The gateway's client at the provider (provider.mjs).
 const EXCHANGER: (&str, &str) = ("gateway-exchanger", "gateway-exchanger-secret");
-
-/// Starts `command` and waits for the stderr line with `needle`: the URL that follows it.
-fn started(command: std::process::Command, needle: &str) -> (Killed, String) {
-    let started = support::start(command, needle);
-    let lines = started.lines;
-    std::thread::spawn(move || while lines.recv().is_ok() {});
-    (started.child, started.url)
-}
-
-/// What the recording proxy saw: each request's JSON-RPC method (or HTTP method) and its
-/// `Authorization` header, and every request whole.
-#[derive(Default)]
-struct Recorder {
-    seen: Mutex<Vec<(String, Option<String>)>>,
-    whole: Mutex<Vec<String>>,
-}
-
-/// The proxy: where it forwards to is set once the upstream runs (the upstream must know the
-/// proxy's URL, its public one, before it starts).
-struct Proxy {
-    recorder: Arc<Recorder>,
-    upstream: OnceLock<String>,
-    http: reqwest::Client,
-}
-
-async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
-    let (parts, body) = request.into_parts();
-    let body = axum::body::to_bytes(body, 16 << 20)
-        .await
-        .unwrap_or_default();
-    let method = serde_json::from_slice::<Value>(&body)
-        .ok()
-        .and_then(|m| m["method"].as_str().map(str::to_owned))
-        .unwrap_or_else(|| parts.method.to_string());
-    let authorization = parts
-        .headers
-        .get(http::header::AUTHORIZATION)
-        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
-    proxy
-        .recorder
-        .seen
-        .lock()
-        .unwrap()
-        .push((method, authorization));
-    let mut whole = format!("{} {}\n", parts.method, parts.uri);
-    for (name, value) in &parts.headers {
-        whole.push_str(&format!(
-            "{name}: {}\n",
-            String::from_utf8_lossy(value.as_bytes())
-        ));
-    }
-    whole.push_str(&String::from_utf8_lossy(&body));
-    proxy.recorder.whole.lock().unwrap().push(whole);
-    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
-    let upstream = proxy.upstream.get().expect("the upstream runs");
-    let mut out = proxy
-        .http
-        .request(parts.method.clone(), format!("{upstream}{path}"))
-        .body(body);
-    for (name, value) in &parts.headers {
-        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
-            out = out.header(name, value);
-        }
-    }
-    let Ok(reply) = out.send().await else {
-        return Response::builder().status(502).body(Body::empty()).unwrap();
-    };
-    let mut response = Response::builder().status(reply.status());
-    for (name, value) in reply.headers() {
-        if name != http::header::CONTENT_LENGTH
-            && name != http::header::TRANSFER_ENCODING
-            && name != http::header::CONNECTION
-        {
-            response = response.header(name, value);
-        }
-    }
-    response
-        .body(Body::from_stream(reply.bytes_stream()))
-        .unwrap()
-}
-
-/// The provider and a client of it.
-struct Provider {
-    launched: launch::Launched,
-    http: reqwest::Client,
-}
-
-impl Provider {
-    fn issuer(&self) -> String {
-        self.launched.issuer()
-    }
-
-    async fn post(&self, path: &str, body: Value) -> Value {
-        self.http
-            .post(format!("{}{path}", self.issuer()))
-            .json(&body)
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap()
-    }
-
-    /// A client-credentials token of `client` for `resource` with `scope`.
-    async fn token(&self, client: (&str, &str), resource: &str, scope: &str) -> String {
-        let reply: Value = self
-            .http
-            .post(self.launched.ready["token_endpoint"].as_str().unwrap())
-            .basic_auth(client.0, Some(client.1))
-            .form(&[
-                ("grant_type", "client_credentials"),
-                ("resource", resource),
-                ("scope", scope),
-            ])
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        reply["access_token"]
-            .as_str()
-            .unwrap_or_else(|| panic!("no token: {reply}"))
-            .to_owned()
-    }
-
-    /// How many exchanges it issued and refused.
-    async fn exchanges(&self) -> (u64, u64) {
-        let state: Value = self
-            .http
-            .get(format!("{}/__test/state", self.issuer()))
-            .timeout(STEP)
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
-        let counts = &state["token_exchanges"];
-        (
-            counts["issued"].as_u64().unwrap(),
-            counts["refused"].as_u64().unwrap(),
-        )
-    }
-}
 
 /// The claims of a JWT (unverified: the upstream verified it).
 fn claims(token: &str) -> Value {
@@ -185,15 +33,6 @@ fn claims(token: &str) -> Value {
         .decode(payload)
         .unwrap();
     serde_json::from_slice(&bytes).unwrap()
-}
-
-/// A free port of 127.0.0.1, for the gateway's resource URI.
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Calls `tool` through the gateway at `url` as the bearer of `token`: the result's text and
@@ -254,26 +93,12 @@ struct Scene {
 }
 
 async fn scene() -> Scene {
-    let provider = Provider {
-        launched: tokio::task::spawn_blocking(|| launch::launch(&[]))
-            .await
-            .unwrap(),
-        http: reqwest::Client::new(),
-    };
+    let provider = Provider::start().await;
     let issuer = provider.issuer();
     let dir = tempfile::tempdir().unwrap();
     let recorder = Arc::new(Recorder::default());
-    let proxy = Arc::new(Proxy {
-        recorder: recorder.clone(),
-        upstream: OnceLock::new(),
-        http: reqwest::Client::new(),
-    });
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_resource = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let app = axum::Router::new()
-        .fallback(forward)
-        .with_state(proxy.clone());
-    tokio::spawn(async move { axum::serve(listener, app).await });
+    let (proxy_origin, proxy) = recording_proxy(recorder.clone()).await;
+    let upstream_resource = format!("{proxy_origin}/mcp");
 
     // The upstream: a resource server of the provider, known by the proxy's URL.
     let serve = dir.path().join("serve.toml");
@@ -290,9 +115,7 @@ async fn scene() -> Scene {
         tokio::task::spawn_blocking(move || started(upstream, "serving the example tools at "))
             .await
             .unwrap();
-    let _ = proxy
-        .upstream
-        .set(upstream_url.trim_end_matches("/mcp").to_owned());
+    proxy.forward_to(upstream_url.trim_end_matches("/mcp").to_owned());
 
     let port = free_port();
     let gateway_resource = format!("http://127.0.0.1:{port}/mcp");
@@ -445,14 +268,8 @@ async fn a_refused_exchange_is_the_callers_error_and_nothing_goes_upstream() {
     // provider's token endpoint never issued: the exchange is refused.
     let minted = scene
         .provider
-        .post(
-            "/__test/mint",
-            json!({"claims": {"aud": scene.gateway_resource, "scope": "tools:read"}}),
-        )
-        .await["token"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+        .mint(json!({"aud": scene.gateway_resource, "scope": "tools:read"}))
+        .await;
     for _ in 0..2 {
         let (text, error) = called(&scene.url, &minted, "up__echo", json!({"message": "x"})).await;
         assert!(error, "{text}");

@@ -81,3 +81,11 @@ pub(crate) fn start(mut command: Command, needle: &str) -> Started {
         before.push(line);
     }
 }
+
+/// [`start`], the rest of stderr drained in the background: the child and its URL.
+pub(crate) fn started_drained(command: Command, needle: &str) -> (Killed, String) {
+    let started = start(command, needle);
+    let lines = started.lines;
+    std::thread::spawn(move || while lines.recv().is_ok() {});
+    (started.child, started.url)
+}

@@ -1,0 +1,233 @@
+//! For the gateway's OAuth tests: the real authorization server (`interop/oidc`, through the
+//! test binary's `launch` module) with a client of it, and a recording proxy in front of an
+//! upstream that keeps every request's `Authorization` header and the request whole.
+
+// Each test binary uses a part of this module.
+#![allow(dead_code)]
+
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::response::Response;
+use serde_json::{Value, json};
+
+/// How long any one step may take.
+pub(crate) const STEP: Duration = Duration::from_secs(30);
+
+/// A free port of 127.0.0.1, for a gateway's resource URI (the gateway must name the URI
+/// callers ask tokens for before it listens).
+pub(crate) fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// What the recording proxy saw: for each request, its JSON-RPC method (or the HTTP method
+/// when the body has none) and its `Authorization` header; and every request whole (its
+/// headers and body), to look for a caller's token anywhere in it.
+#[derive(Default)]
+pub(crate) struct Recorder {
+    pub(crate) seen: Mutex<Vec<(String, Option<String>)>>,
+    pub(crate) whole: Mutex<Vec<String>>,
+}
+
+/// The proxy. Where it forwards to may be set after it runs: an upstream that must know the
+/// proxy's URL (its public one) before it starts.
+pub(crate) struct Proxy {
+    recorder: Arc<Recorder>,
+    upstream: OnceLock<String>,
+    http: reqwest::Client,
+}
+
+impl Proxy {
+    /// Forwards from now on to `upstream` (an origin, `http://HOST:PORT`).
+    pub(crate) fn forward_to(&self, upstream: String) {
+        let _ = self.upstream.set(upstream);
+    }
+}
+
+/// Starts a recording proxy into `recorder`: its origin, and the proxy to tell where to
+/// forward ([`Proxy::forward_to`]).
+pub(crate) async fn recording_proxy(recorder: Arc<Recorder>) -> (String, Arc<Proxy>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let origin = format!("http://{}", listener.local_addr().unwrap());
+    let proxy = Arc::new(Proxy {
+        recorder,
+        upstream: OnceLock::new(),
+        http: reqwest::Client::new(),
+    });
+    let app = axum::Router::new()
+        .fallback(forward)
+        .with_state(proxy.clone());
+    tokio::spawn(async move { axum::serve(listener, app).await });
+    (origin, proxy)
+}
+
+/// Records the request, then forwards it to the upstream and streams the reply back.
+async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
+    let (parts, body) = request.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
+        return status(413);
+    };
+    let method = serde_json::from_slice::<Value>(&body)
+        .ok()
+        .and_then(|m| m["method"].as_str().map(str::to_owned))
+        .unwrap_or_else(|| parts.method.to_string());
+    let authorization = parts
+        .headers
+        .get(http::header::AUTHORIZATION)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned());
+    proxy
+        .recorder
+        .seen
+        .lock()
+        .unwrap()
+        .push((method, authorization));
+    let mut whole = format!("{} {}\n", parts.method, parts.uri);
+    for (name, value) in &parts.headers {
+        whole.push_str(&format!(
+            "{name}: {}\n",
+            String::from_utf8_lossy(value.as_bytes())
+        ));
+    }
+    whole.push_str(&String::from_utf8_lossy(&body));
+    proxy.recorder.whole.lock().unwrap().push(whole);
+    let Some(upstream) = proxy.upstream.get() else {
+        return status(503);
+    };
+    let path = parts.uri.path_and_query().map_or("/", |p| p.as_str());
+    let mut out = proxy
+        .http
+        .request(parts.method.clone(), format!("{upstream}{path}"))
+        .body(body);
+    for (name, value) in &parts.headers {
+        if name != http::header::HOST && name != http::header::CONTENT_LENGTH {
+            out = out.header(name, value);
+        }
+    }
+    let Ok(reply) = out.send().await else {
+        return status(502);
+    };
+    let mut response = Response::builder().status(reply.status());
+    for (name, value) in reply.headers() {
+        if name != http::header::CONTENT_LENGTH
+            && name != http::header::TRANSFER_ENCODING
+            && name != http::header::CONNECTION
+        {
+            response = response.header(name, value);
+        }
+    }
+    response
+        .body(Body::from_stream(reply.bytes_stream()))
+        .unwrap_or_else(|_| status(502))
+}
+
+fn status(code: u16) -> Response {
+    let mut response = Response::new(Body::empty());
+    *response.status_mut() = http::StatusCode::from_u16(code).unwrap();
+    response
+}
+
+/// The authorization server and a client of it.
+pub(crate) struct Provider {
+    launched: crate::launch::Launched,
+    http: reqwest::Client,
+}
+
+impl Provider {
+    /// Starts it (installing it on first use).
+    pub(crate) async fn start() -> Provider {
+        Provider {
+            launched: tokio::task::spawn_blocking(|| crate::launch::launch(&[]))
+                .await
+                .unwrap(),
+            http: reqwest::Client::new(),
+        }
+    }
+
+    pub(crate) fn issuer(&self) -> String {
+        self.launched.issuer()
+    }
+
+    /// Posts `body` to the provider's test-only `path` (`/__test/…`); its JSON reply.
+    pub(crate) async fn post(&self, path: &str, body: Value) -> Value {
+        self.http
+            .post(format!("{}{path}", self.issuer()))
+            .json(&body)
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
+    /// A client-credentials token of `client` for `resource` with `scope`.
+    pub(crate) async fn token(&self, client: (&str, &str), resource: &str, scope: &str) -> String {
+        let reply: Value = self
+            .http
+            .post(self.launched.ready["token_endpoint"].as_str().unwrap())
+            .basic_auth(client.0, Some(client.1))
+            .form(&[
+                ("grant_type", "client_credentials"),
+                ("resource", resource),
+                ("scope", scope),
+            ])
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        reply["access_token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no token: {reply}"))
+            .to_owned()
+    }
+
+    /// Makes the tokens for `resource` opaque (checked by introspection).
+    pub(crate) async fn opaque_for(&self, resource: &str) {
+        let reply = self
+            .post(
+                "/__test/resource",
+                json!({"resource": resource, "format": "opaque"}),
+            )
+            .await;
+        assert_eq!(reply["settings"]["format"], "opaque", "{reply}");
+    }
+
+    /// A JWT signed with the provider's current key (its test-only mint), with these claims
+    /// over its defaults: a token its token endpoint never issued.
+    pub(crate) async fn mint(&self, claims: Value) -> String {
+        let reply = self.post("/__test/mint", json!({"claims": claims})).await;
+        reply["token"]
+            .as_str()
+            .unwrap_or_else(|| panic!("no token: {reply}"))
+            .to_owned()
+    }
+
+    /// How many token exchanges it issued and refused.
+    pub(crate) async fn exchanges(&self) -> (u64, u64) {
+        let state: Value = self
+            .http
+            .get(format!("{}/__test/state", self.issuer()))
+            .timeout(STEP)
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let counts = &state["token_exchanges"];
+        (
+            counts["issued"].as_u64().unwrap(),
+            counts["refused"].as_u64().unwrap(),
+        )
+    }
+}
