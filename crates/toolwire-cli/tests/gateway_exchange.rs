@@ -20,7 +20,7 @@ mod oidc;
 #[path = "support/gateway.rs"]
 mod support;
 
-use oidc::{Provider, Recorder, STEP, free_port, recording_proxy};
+use oidc::{Provider, Recorder, free_port, recording_proxy};
 use support::{Killed, started_drained as started, toolwire};
 
 /// The gateway's client at the provider (provider.mjs).
@@ -38,46 +38,7 @@ fn claims(token: &str) -> Value {
 /// Calls `tool` through the gateway at `url` as the bearer of `token`: the result's text and
 /// whether it is an error result.
 async fn called(url: &str, token: &str, tool: &str, arguments: Value) -> (String, bool) {
-    let params = json!({
-        "name": tool,
-        "arguments": arguments,
-        "_meta": {
-            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
-            "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": "exchange-test", "version": "1"},
-        },
-    });
-    let reply = reqwest::Client::new()
-        .post(url)
-        .header("content-type", "application/json")
-        .header("accept", "application/json, text/event-stream")
-        .header("mcp-protocol-version", "2026-07-28")
-        .header("mcp-method", "tools/call")
-        .header("mcp-name", tool)
-        .bearer_auth(token)
-        .timeout(STEP)
-        .body(
-            json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params})
-                .to_string(),
-        )
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(reply.status(), 200);
-    let text = reply.text().await.unwrap();
-    let message: Value = serde_json::from_str(&text).unwrap_or_else(|_| {
-        text.lines()
-            .rev()
-            .filter_map(|l| l.strip_prefix("data:"))
-            .find_map(|d| serde_json::from_str(d.trim()).ok())
-            .unwrap_or(Value::Null)
-    });
-    let result = &message["result"];
-    let text = result["content"][0]["text"]
-        .as_str()
-        .unwrap_or_else(|| panic!("{tool}: a text result: {message}"))
-        .to_owned();
-    (text, result["isError"] == json!(true))
+    oidc::called(&reqwest::Client::new(), url, token, tool, arguments).await
 }
 
 /// The world: the provider, the recorded upstream (a resource server of the provider at the

@@ -231,3 +231,93 @@ impl Provider {
         )
     }
 }
+
+/// An HTTP reply from the gateway: status, `WWW-Authenticate`, and its last JSON-RPC message.
+pub(crate) struct Reply {
+    pub(crate) status: u16,
+    pub(crate) challenge: String,
+    pub(crate) message: Value,
+}
+
+/// Sends one 2026-07-28 request to the gateway, with `token` as the bearer.
+pub(crate) async fn send(
+    http: &reqwest::Client,
+    url: &str,
+    token: Option<&str>,
+    method: &str,
+    params: Value,
+) -> Reply {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": {"name": "gateway-test", "version": "1"},
+    });
+    let mut request = http
+        .post(url)
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", method)
+        .timeout(STEP);
+    if let Some(name) = params["name"].as_str() {
+        request = request.header("mcp-name", name);
+    }
+    if let Some(token) = token {
+        request = request.bearer_auth(token);
+    }
+    let reply = request
+        .body(json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params}).to_string())
+        .send()
+        .await
+        .unwrap();
+    let status = reply.status().as_u16();
+    let challenge = reply
+        .headers()
+        .get("www-authenticate")
+        .map(|v| v.to_str().unwrap().to_owned())
+        .unwrap_or_default();
+    let text = reply.text().await.unwrap();
+    let message = last_message(&text);
+    Reply {
+        status,
+        challenge,
+        message,
+    }
+}
+
+/// The last JSON-RPC message of a reply's body: JSON, or the last `data:` line of SSE.
+pub(crate) fn last_message(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|_| {
+        text.lines()
+            .rev()
+            .filter_map(|l| l.strip_prefix("data:"))
+            .find_map(|d| serde_json::from_str(d.trim()).ok())
+            .unwrap_or(Value::Null)
+    })
+}
+
+/// The text of a call's result, and whether it is an error result.
+pub(crate) async fn called(
+    http: &reqwest::Client,
+    url: &str,
+    token: &str,
+    tool: &str,
+    arguments: Value,
+) -> (String, bool) {
+    let reply = send(
+        http,
+        url,
+        Some(token),
+        "tools/call",
+        json!({"name": tool, "arguments": arguments}),
+    )
+    .await;
+    assert_eq!(reply.status, 200, "{tool}: {}", reply.message);
+    let result = &reply.message["result"];
+    let text = result["content"][0]["text"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{tool}: a text result: {}", reply.message))
+        .to_owned();
+    (text, result["isError"] == json!(true))
+}
