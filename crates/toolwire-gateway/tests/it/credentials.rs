@@ -13,34 +13,30 @@ use toolwire_server::{Server, http::HttpConfig};
 use crate::gateway::{shout, upstream};
 use crate::support::{Served, text};
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does() {
-    // An upstream that records the Authorization header of every request it gets.
-    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
-    let recorder = seen.clone();
+/// An upstream `words` that tells `record` the headers of every request it gets: its URL, the
+/// server and the task serving it.
+async fn recorded_upstream(
+    record: impl Fn(&http::HeaderMap) + Send + Sync + 'static,
+) -> (String, Server, tokio::task::JoinHandle<std::io::Result<()>>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let words = upstream("words", vec![shout("Shouts.")]);
     let task = tokio::spawn(toolwire_server::http::serve(
         words.clone(),
         listener,
         HttpConfig::default().principal(move |headers| {
-            let authorization = headers
-                .get("authorization")
-                .and_then(|v| v.to_str().ok())
-                .map(str::to_owned);
-            recorder.lock().unwrap().push(authorization);
+            record(headers);
             None
         }),
     ));
+    (url, words, task)
+}
 
+/// A gateway in front of the upstreams of `servers` (an `mcpServers` object), with
+/// `UPSTREAM_TOKEN` in its environment, served over HTTP.
+async fn gateway(servers: serde_json::Value) -> (Gateway, Served) {
     let config = HostConfig::parse(
-        &json!({"mcpServers": {"words": {
-            "url": upstream_url,
-            "prefix": "w",
-            "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
-        }}})
-        .to_string(),
+        &json!({ "mcpServers": servers }).to_string(),
         "/nonexistent/gateway.json",
         &Variables::new([("UPSTREAM_TOKEN", "upstream-secret")]),
     )
@@ -54,6 +50,28 @@ async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does
     .await
     .unwrap();
     let served = Served::start(gateway.server().clone(), None).await;
+    (gateway, served)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does() {
+    // An upstream that records the Authorization header of every request it gets.
+    let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+    let recorder = seen.clone();
+    let (upstream_url, words, task) = recorded_upstream(move |headers| {
+        let authorization = headers
+            .get("authorization")
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned);
+        recorder.lock().unwrap().push(authorization);
+    })
+    .await;
+    let (gateway, served) = gateway(json!({"words": {
+        "url": upstream_url,
+        "prefix": "w",
+        "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
+    }}))
+    .await;
     let caller = ClientBuilder::new("caller", "1")
         .header("Authorization", "Bearer caller-secret")
         .http(&served.url)
@@ -86,48 +104,27 @@ async fn the_callers_token_never_reaches_an_upstream_and_the_configured_one_does
 async fn a_caller_without_a_token_is_refused_by_an_upstream_that_exchanges_tokens() {
     let calls: Arc<Mutex<Vec<String>>> = Arc::default();
     let recorder = calls.clone();
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let words = upstream("words", vec![shout("Shouts.")]);
-    let task = tokio::spawn(toolwire_server::http::serve(
-        words.clone(),
-        listener,
-        HttpConfig::default().principal(move |headers| {
-            if let Some(method) = headers.get("mcp-method").and_then(|v| v.to_str().ok()) {
-                recorder.lock().unwrap().push(method.to_owned());
-            }
-            None
-        }),
-    ));
+    let (upstream_url, words, task) = recorded_upstream(move |headers| {
+        if let Some(method) = headers.get("mcp-method").and_then(|v| v.to_str().ok()) {
+            recorder.lock().unwrap().push(method.to_owned());
+        }
+    })
+    .await;
     // The gateway lists with its own credential; calls would go with exchanged tokens, at an
     // authorization server that is not there.
-    let config = HostConfig::parse(
-        &json!({"mcpServers": {"words": {
-            "url": upstream_url,
-            "prefix": "w",
-            "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
-            "oauth": {
-                "clientId": "gateway",
-                "clientSecret": "${UPSTREAM_TOKEN}",
-                "issuer": "http://127.0.0.1:9",
-                "tokenExchange": true,
-            },
-        }}})
-        .to_string(),
-        "/nonexistent/gateway.json",
-        &Variables::new([("UPSTREAM_TOKEN", "upstream-secret")]),
-    )
-    .unwrap();
-    let gateway = Gateway::start(
-        &config,
-        HostOptions::new(NoPerson),
-        Server::builder("gateway", "1"),
-        GatewayOptions::new(),
-    )
-    .await
-    .unwrap();
+    let (gateway, served) = gateway(json!({"words": {
+        "url": upstream_url,
+        "prefix": "w",
+        "headers": {"Authorization": "Bearer ${UPSTREAM_TOKEN}"},
+        "oauth": {
+            "clientId": "gateway",
+            "clientSecret": "${UPSTREAM_TOKEN}",
+            "issuer": "http://127.0.0.1:9",
+            "tokenExchange": true,
+        },
+    }}))
+    .await;
     assert_eq!(gateway.exchanging(), vec!["words".to_owned()]);
-    let served = Served::start(gateway.server().clone(), None).await;
     let caller = ClientBuilder::new("caller", "1").http(&served.url).unwrap();
     let result = caller
         .call_tool("w__shout", json!({"text": "hi"}))
