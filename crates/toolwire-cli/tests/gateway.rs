@@ -20,6 +20,18 @@ fn started(command: Command, needle: &str) -> (Killed, String, mpsc::Receiver<St
     (started.child, started.url, started.lines)
 }
 
+/// `toolwire gateway --http 127.0.0.1:0` on `config`, written to `DIR/gateway.json`: the
+/// command to start, and the file.
+fn http_gateway(dir: &tempfile::TempDir, config: &Value) -> (Command, std::path::PathBuf) {
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut gateway = toolwire(dir);
+    gateway
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    (gateway, file)
+}
+
 /// Runs a client command against `url`; its stdout, or a panic with both streams.
 fn client(dir: &tempfile::TempDir, args: &[&str]) -> (bool, String, String) {
     let output = toolwire(dir).args(args).output().expect("toolwire runs");
@@ -55,12 +67,7 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
             ]},
         }
     });
-    let file = dir.path().join("gateway.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut gateway = toolwire(&dir);
-    gateway
-        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
-        .arg(&file);
+    let (gateway, _) = http_gateway(&dir, &config);
     let (_gateway, url, _lines) = started(gateway, "the gateway serves at ");
 
     // It offers the upstreams' prompts and resources beside their tools.
@@ -220,12 +227,7 @@ fn the_readme_example_file_runs_as_described() {
     config["mcpServers"]["examples"]["args"] =
         json!(["serve", "--data-dir", dir.path().join("stdio-notes")]);
     config["mcpServers"]["remote"]["url"] = json!(upstream_url);
-    let file = dir.path().join("gateway.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut gateway = toolwire(&dir);
-    gateway
-        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
-        .arg(&file);
+    let (gateway, _) = http_gateway(&dir, &config);
     let (_gateway, url, lines) = started(gateway, "the gateway serves at ");
 
     let (ok, listed, err) = client(&dir, &["tools", &url, "--json"]);
@@ -426,12 +428,7 @@ async fn an_upstream_killed_mid_call_is_restarted_and_a_second_death_is_a_clear_
         "args": ["serve", "--data-dir", dir.path().join("stdio-notes")],
         "prefix": "local",
     }}});
-    let file = dir.path().join("gateway.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut gateway = toolwire(&dir);
-    gateway
-        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
-        .arg(&file);
+    let (gateway, _) = http_gateway(&dir, &config);
     let (gateway, url, lines) =
         tokio::task::spawn_blocking(move || started(gateway, "the gateway serves at "))
             .await
@@ -547,12 +544,7 @@ fn a_gateway_with_a_store_keeps_its_pins_there_for_toolwire_pins() {
         "mcpServers": {"remote": {"url": upstream_url, "prefix": "remote"}},
         "gateway": {"store": {"url": redis.url, "key_prefix": "team-a:"}},
     });
-    let file = dir.path().join("gateway.json");
-    std::fs::write(&file, config.to_string()).unwrap();
-    let mut gateway = toolwire(&dir);
-    gateway
-        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
-        .arg(&file);
+    let (gateway, file) = http_gateway(&dir, &config);
     let (_gateway, _url, _lines) = started(gateway, "the gateway serves at ");
 
     let stored = redis_cli(&redis, &["HKEYS", "team-a:pins:remote"]);
