@@ -47,9 +47,10 @@ pub enum CallRound {
 
 /// Whether a result is an `input_required` one (M-01).
 pub(crate) fn is_input_required(result: &Value) -> bool {
+    // Read in place (a `&Value` deserializes without a copy): this runs on every result.
     result
         .get("resultType")
-        .and_then(|t| serde_json::from_value::<ResultType>(t.clone()).ok())
+        .and_then(|t| <ResultType as serde::Deserialize>::deserialize(t).ok())
         == Some(ResultType::InputRequired)
 }
 
