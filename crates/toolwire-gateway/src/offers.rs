@@ -7,13 +7,12 @@
 //! The downstream server must offer prompts and resources
 //! ([`ServerBuilder::offer_prompts`](toolwire_server::ServerBuilder::offer_prompts),
 //! [`offer_resources`](toolwire_server::ServerBuilder::offer_resources)); a kind it does not
-//! offer is not passed through (said once). What its builders cannot carry is left out of the
-//! served definitions: a resource's `size`, `icons`, `annotations` and `_meta`, a template's
-//! `title`, `icons`, `annotations` and `_meta`, a prompt's `_meta` and its arguments' `title`.
+//! offer is not passed through (said once). Every field of a definition is served as listed
+//! upstream, but for the name or URI (the host's) and fields the protocol does not define.
 //! A template the server's matcher does not take (it takes `{var}` and `{+var}` with literal
 //! text between them; RFC 6570 levels 3 and 4 are refused) is not served (said once); its
-//! expansions can still be read through the host. Completions are not passed through: the
-//! server's completers are synchronous and an upstream's are a request away.
+//! expansions can still be read through the host. `completion/complete` for a served prompt's
+//! argument or template's variable is asked of the upstream, for the caller.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
@@ -25,9 +24,13 @@ use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::auth::TokenExchange;
 use toolwire_host::{Host, HostPrompt, HostResource, HostTemplate, OfferError};
-use toolwire_protocol::{ErrorObject, GetPromptResult};
+use toolwire_protocol::{
+    Completion, CompletionArgument, CompletionContext, CompletionReference, ErrorObject,
+    GetPromptResult,
+};
 use toolwire_server::{
-    Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server, ToolError,
+    CompletionAsk, Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server,
+    ToolError,
 };
 
 /// JSON-RPC codes an upstream answers a request it cannot serve as asked with: invalid params
@@ -195,12 +198,12 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExcha
     let definition = &prompt.definition;
     let qualified: Arc<str> = prompt.qualified.as_str().into();
     let upstream = Upstreamed::new(&prompt.server, exchange);
-    let host = host.clone();
+    let (got_from, getting) = (host.clone(), upstream.clone());
     let mut served = Prompt::new(
         prompt.qualified.clone(),
         move |arguments: PromptArgs, ctx: RequestContext| {
-            let (host, qualified) = (host.clone(), qualified.clone());
-            let upstream = upstream.clone();
+            let (host, qualified) = (got_from.clone(), qualified.clone());
+            let upstream = getting.clone();
             async move {
                 let arguments = Value::Object(
                     arguments
@@ -230,14 +233,14 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExcha
     if let Some(icons) = &definition.icons {
         served = served.icons(icons.clone());
     }
-    for argument in definition.arguments.iter().flatten() {
-        served = served.argument(
-            argument.name.clone(),
-            argument.description.clone().unwrap_or_default(),
-            argument.required.unwrap_or(false),
-        );
+    if let Some(meta) = &definition.meta {
+        served = served.meta(meta.clone());
     }
-    served
+    for argument in definition.arguments.iter().flatten() {
+        served = served.argument_defined(argument.clone());
+    }
+    let complete = Completing::new(host, upstream, prompt.qualified.as_str(), true);
+    served.complete_any(move |ask, ctx| complete.clone().ask(ask, ctx))
 }
 
 /// The server resource that stands for `resource`, under the host's URI, read through the
@@ -267,6 +270,18 @@ fn resource(
     if let Some(mime_type) = &definition.mime_type {
         served = served.mime_type(mime_type.clone());
     }
+    if let Some(size) = definition.size {
+        served = served.size(size);
+    }
+    if let Some(icons) = &definition.icons {
+        served = served.icons(icons.clone());
+    }
+    if let Some(annotations) = &definition.annotations {
+        served = served.annotations(annotations.clone());
+    }
+    if let Some(meta) = &definition.meta {
+        served = served.meta(meta.clone());
+    }
     served
 }
 
@@ -278,23 +293,36 @@ fn template(
     exchange: Option<Arc<TokenExchange>>,
 ) -> ResourceTemplate {
     let definition = &template.definition;
-    let host = host.clone();
     let upstream = Upstreamed::new(&template.server, exchange);
+    let (read_from, reading) = (host.clone(), upstream.clone());
     let mut served = ResourceTemplate::new(
         template.uri_template.clone(),
         definition.name.clone(),
         move |uri: String, _, ctx: RequestContext| {
-            let (host, upstream) = (host.clone(), upstream.clone());
+            let (host, upstream) = (read_from.clone(), reading.clone());
             async move { read(&host, &uri, &ctx, &upstream).await }
         },
     );
     if let Some(description) = &definition.description {
         served = served.description(description.clone());
     }
+    if let Some(title) = &definition.title {
+        served = served.title(title.clone());
+    }
     if let Some(mime_type) = &definition.mime_type {
         served = served.mime_type(mime_type.clone());
     }
-    served
+    if let Some(icons) = &definition.icons {
+        served = served.icons(icons.clone());
+    }
+    if let Some(annotations) = &definition.annotations {
+        served = served.annotations(annotations.clone());
+    }
+    if let Some(meta) = &definition.meta {
+        served = served.meta(meta.clone());
+    }
+    let complete = Completing::new(host, upstream, template.uri_template.as_str(), false);
+    served.complete_any(move |ask, ctx| complete.clone().ask(ask, ctx))
 }
 
 /// Reads `uri` through the host: the contents, under the host's URIs.
@@ -324,6 +352,63 @@ impl Upstreamed {
             server: server.into(),
             exchange,
         }
+    }
+}
+
+/// Completions of a served prompt's arguments or template's variables, asked of its upstream
+/// through the host for the caller (with the caller's exchanged token where the upstream has
+/// a token exchange, and the caller's cancellation).
+#[derive(Clone)]
+struct Completing {
+    host: Arc<Host>,
+    upstream: Upstreamed,
+    /// The prompt's qualified name, or the template as the host offers it.
+    name: Arc<str>,
+    /// Whether `name` names a prompt (else a template).
+    prompt: bool,
+}
+
+impl Completing {
+    fn new(host: &Arc<Host>, upstream: Upstreamed, name: &str, prompt: bool) -> Completing {
+        Completing {
+            host: host.clone(),
+            prompt,
+            upstream,
+            name: name.into(),
+        }
+    }
+
+    async fn ask(self, ask: CompletionAsk, ctx: RequestContext) -> Result<Completion, ToolError> {
+        let reference = if self.prompt {
+            CompletionReference::Prompt {
+                name: self.name.to_string(),
+                title: None,
+            }
+        } else {
+            CompletionReference::Resource {
+                uri: self.name.to_string(),
+            }
+        };
+        let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
+        if let Some(exchange) = &self.upstream.exchange {
+            let bearer =
+                crate::exchange::bearer_for(exchange, &self.upstream.server, &self.name, &ctx)
+                    .await
+                    .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?;
+            options = options.bearer(bearer);
+        }
+        let context = (!ask.context.is_empty()).then(|| CompletionContext {
+            arguments: Some(ask.context),
+        });
+        let argument = CompletionArgument {
+            name: ask.argument,
+            value: ask.value,
+        };
+        self.host
+            .complete_with(reference, argument, context, options)
+            .await
+            .map(|result| result.completion)
+            .map_err(refusal)
     }
 }
 

@@ -6,8 +6,9 @@
 use serde_json::Value;
 use toolwire_protocol::methods::{Complete, Discover, GetPrompt, MetaParams, Method, ReadResource};
 use toolwire_protocol::{
-    CompleteParams, CompleteResult, CompletionArgument, CompletionReference, DiscoverResult,
-    GetPromptParams, GetPromptResult, ReadResourceParams, ReadResourceResult, RequestMeta,
+    CompleteParams, CompleteResult, CompletionArgument, CompletionContext, CompletionReference,
+    DiscoverResult, GetPromptParams, GetPromptResult, ReadResourceParams, ReadResourceResult,
+    RequestMeta,
 };
 
 use crate::CallOptions;
@@ -94,13 +95,33 @@ impl Client {
         reference: CompletionReference,
         argument: CompletionArgument,
     ) -> Result<CompleteResult> {
+        self.complete_with(reference, argument, None, CallOptions::default())
+            .await
+    }
+
+    /// Completion values with the other arguments' values already given (`context`) and
+    /// options: a timeout, a cancellation, a bearer token for this request
+    /// ([`CallOptions::bearer`]). Answers and input relaying do not apply: a completion has
+    /// no `input_required` rounds.
+    pub async fn complete_with(
+        &self,
+        reference: CompletionReference,
+        argument: CompletionArgument,
+        context: Option<CompletionContext>,
+        options: CallOptions,
+    ) -> Result<CompleteResult> {
         let params = CompleteParams {
             meta: RequestMeta::default(),
             reference,
             argument,
-            context: None,
+            context,
         };
-        self.call::<Complete>(&params, &RpcOptions::default()).await
+        let options = RpcOptions {
+            // The header names what the method's own rule names, if anything.
+            name: Complete::mcp_name(&params).map(str::to_owned),
+            ..options.into_rpc("")
+        };
+        self.call::<Complete>(&params, &options).await
     }
 }
 

@@ -6,8 +6,11 @@
 use std::time::Instant;
 
 use serde_json::json;
-use toolwire_client::Notification;
-use toolwire_client::protocol::{ContentBlock, ResourceContents, SubscriptionFilter};
+use toolwire_client::protocol::{
+    Annotations, CompletionArgument, CompletionContext, CompletionReference, ContentBlock,
+    PromptArgument, ResourceContents, SubscriptionFilter,
+};
+use toolwire_client::{CallOptions, Notification};
 use toolwire_gateway::{Gateway, GatewayOptions};
 use toolwire_host::HostOptions;
 use toolwire_server::{Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server};
@@ -293,4 +296,157 @@ where
         );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
+}
+
+/// An upstream whose definitions carry every field the protocol has for them, and whose prompt
+/// and template complete their arguments (the prompt's from the other arguments given).
+fn described() -> Server {
+    let mut meta = toolwire_client::protocol::JsonObject::new();
+    meta.insert("team".into(), json!("docs"));
+    Server::builder("described", "1")
+        .prompt(
+            Prompt::new("greet", |args: PromptArgs, _: RequestContext| async move {
+                Ok(format!("hello {}", args["who"]))
+            })
+            .argument_defined(PromptArgument {
+                name: "who".into(),
+                title: Some("Whom".into()),
+                description: Some("Whom to greet".into()),
+                required: Some(true),
+            })
+            .meta(meta.clone())
+            .complete("who", |typed, given| {
+                let greeting = given.get("greeting").map_or("", String::as_str);
+                ["ada", "alan", "bob"]
+                    .iter()
+                    .filter(|name| name.starts_with(typed))
+                    .map(|name| format!("{greeting}{name}"))
+                    .collect()
+            }),
+        )
+        .resource(
+            Resource::new(
+                "file:///big.bin",
+                "big",
+                |uri: String, _: RequestContext| async move {
+                    Ok(ResourceContents::text(uri, "text/plain", "big"))
+                },
+            )
+            .size(4096)
+            .annotations(Annotations {
+                priority: Some(0.5),
+                ..Default::default()
+            })
+            .meta(meta.clone()),
+        )
+        .resource_template(
+            ResourceTemplate::new(
+                "file:///docs/{+path}",
+                "docs",
+                |uri: String, _, _: RequestContext| async move {
+                    Ok(ResourceContents::text(uri, "text/plain", "doc"))
+                },
+            )
+            .title("The docs")
+            .meta(meta)
+            .complete("path", |typed, _| vec![format!("{typed}/index.md")]),
+        )
+        .build()
+        .expect("an upstream")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn definitions_are_served_whole_and_completions_asked_upstream() {
+    let upstream = Served::start(described(), None).await;
+    let (gateway, served) = gateway(&[("described", "d", &upstream.url)]).await;
+    let caller = client(&served.url);
+
+    let prompts = caller.list_prompts().await.unwrap();
+    assert_eq!(prompts[0].name, "d__greet");
+    let arguments = prompts[0].arguments.as_ref().expect("its arguments");
+    assert_eq!(arguments[0].title.as_deref(), Some("Whom"));
+    assert_eq!(prompts[0].meta.as_ref().unwrap()["team"], "docs");
+    let resources = caller.list_resources().await.unwrap();
+    assert_eq!(resources[0].size, Some(4096));
+    assert_eq!(
+        resources[0].annotations.as_ref().and_then(|a| a.priority),
+        Some(0.5)
+    );
+    let templates = caller.list_resource_templates().await.unwrap();
+    assert_eq!(templates[0].title.as_deref(), Some("The docs"));
+    assert_eq!(templates[0].meta.as_ref().unwrap()["team"], "docs");
+
+    // Completion of a prompt's argument, with the other arguments given, and of a template's
+    // variable, both answered by the upstream's completers.
+    let completed = caller
+        .complete_with(
+            CompletionReference::Prompt {
+                name: "d__greet".into(),
+                title: None,
+            },
+            CompletionArgument {
+                name: "who".into(),
+                value: "a".into(),
+            },
+            Some(CompletionContext {
+                arguments: Some([("greeting".to_owned(), "dear ".to_owned())].into()),
+            }),
+            CallOptions::default(),
+        )
+        .await
+        .expect("completed");
+    assert_eq!(completed.completion.values, ["dear ada", "dear alan"]);
+    assert_eq!(completed.completion.total, Some(2));
+    let completed = caller
+        .complete(
+            CompletionReference::Resource {
+                uri: templates[0].uri_template.clone(),
+            },
+            CompletionArgument {
+                name: "path".into(),
+                value: "guide".into(),
+            },
+        )
+        .await
+        .expect("completed");
+    assert_eq!(completed.completion.values, ["guide/index.md"]);
+    // A prompt the gateway does not serve is the caller's -32602, not a question upstream.
+    let unknown = caller
+        .complete(
+            CompletionReference::Prompt {
+                name: "d__nope".into(),
+                title: None,
+            },
+            CompletionArgument {
+                name: "who".into(),
+                value: String::new(),
+            },
+        )
+        .await
+        .expect_err("an unknown prompt");
+    assert!(
+        matches!(&unknown, toolwire_client::Error::Rpc(e) if e.code == -32602),
+        "{unknown}"
+    );
+    // The upstream stops: the caller is told which upstream failed, with -32603.
+    upstream.stop().await;
+    let failed = caller
+        .complete(
+            CompletionReference::Prompt {
+                name: "d__greet".into(),
+                title: None,
+            },
+            CompletionArgument {
+                name: "who".into(),
+                value: "a".into(),
+            },
+        )
+        .await
+        .expect_err("the upstream is gone");
+    assert!(
+        matches!(&failed, toolwire_client::Error::Rpc(e) if e.code == -32603 && e.message.contains("described")),
+        "{failed}"
+    );
+    gateway.close().await;
+    served.stop().await;
 }

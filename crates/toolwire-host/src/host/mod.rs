@@ -32,8 +32,8 @@ use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::ServerEra;
 use toolwire_client::protocol::{
-    CallToolResult, CompleteResult, CompletionArgument, CompletionReference, GetPromptResult,
-    ReadResourceResult, Tool,
+    CallToolResult, CompleteResult, CompletionArgument, CompletionContext, CompletionReference,
+    GetPromptResult, ReadResourceResult, Tool,
 };
 
 use self::view::View;
@@ -347,7 +347,19 @@ impl Host {
         reference: CompletionReference,
         argument: CompletionArgument,
     ) -> Result<CompleteResult, OfferError> {
-        read::complete(self, reference, argument).await
+        read::complete(self, reference, argument, None, CallOptions::default()).await
+    }
+
+    /// [`Host::complete`] with the other arguments' values already given (`context`) and the
+    /// caller's options (a time limit, a cancellation, a bearer token for this request).
+    pub async fn complete_with(
+        &self,
+        reference: CompletionReference,
+        argument: CompletionArgument,
+        context: Option<CompletionContext>,
+        options: CallOptions,
+    ) -> Result<CompleteResult, OfferError> {
+        read::complete(self, reference, argument, context, options).await
     }
 
     /// Whether a listed tool may be called as listed: pinned, or changed since it was pinned

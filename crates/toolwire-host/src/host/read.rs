@@ -9,8 +9,8 @@ use std::time::Instant;
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::protocol::{
-    CompleteResult, CompletionArgument, CompletionReference, ContentBlock, GetPromptResult,
-    ReadResourceResult, ResourceContents,
+    CompleteResult, CompletionArgument, CompletionContext, CompletionReference, ContentBlock,
+    GetPromptResult, ReadResourceResult, ResourceContents,
 };
 
 use super::connect::Connection;
@@ -144,6 +144,8 @@ pub(super) async fn complete(
     host: &Host,
     reference: CompletionReference,
     argument: CompletionArgument,
+    context: Option<CompletionContext>,
+    options: CallOptions,
 ) -> Result<CompleteResult, OfferError> {
     let view = host.view.load_full();
     let (server, reference) = match reference {
@@ -164,7 +166,7 @@ pub(super) async fn complete(
     let (connection, _) = connection(&view, server)?;
     let mut result = connection
         .client
-        .complete(reference, argument)
+        .complete_with(reference, argument, context, options)
         .await
         .map_err(|error| OfferError::Server {
             server: server.to_owned(),

@@ -311,7 +311,7 @@ impl Server {
             }
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
-            Route::Complete(complete) => Some(self.complete(id, complete, ctx.scopes())),
+            Route::Complete(complete) => Some(self.complete(id, complete, ctx).await),
             Route::TasksGet { task_id } => Some(self.task_get(id, &task_id, &ctx).await),
             Route::TasksUpdate {
                 task_id,

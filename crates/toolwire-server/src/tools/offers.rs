@@ -1,33 +1,28 @@
-//! Prompts, resources and completion (R-01…R-09): the list methods, `prompts/get`,
-//! `resources/read` (both may answer `input_required`, R-03) and `completion/complete`.
-//! Registration is in `offered.rs`.
+//! Prompts and resources (R-01…R-09): the list methods, `prompts/get` and `resources/read`
+//! (both may answer `input_required`, R-03). Registration is in `offered.rs`, completion in
+//! `completion.rs`.
 
 use serde_json::{Value, json};
 use toolwire_protocol::methods::{
     GetPrompt as GetPromptMethod, Method, ReadResource as ReadResourceMethod,
 };
 use toolwire_protocol::{
-    CompleteResult, Completion, CompletionReference, ErrorObject, ReadResourceResult, RequestId,
-    ResultType,
+    CompletionReference, ErrorObject, ReadResourceResult, RequestId, ResultType,
 };
 
 use crate::request::context::RequestContext;
 use crate::request::outcome::Final;
-use crate::request::route::{Complete, GetPrompt, ReadResource, Route};
-use crate::safety::deadline::{contained, panicked};
+use crate::request::route::{GetPrompt, ReadResource, Route};
+use crate::safety::deadline::contained;
 use crate::server::Server;
 use crate::state::request_state::Binding;
 use crate::tools::catalog::{Catalog, insufficient_scope, permits};
 use crate::tools::offered::Offered;
-use crate::tools::prompt::PromptArgs;
 use crate::tools::resource::{Reader, TemplateVars};
 use crate::tools::tool::ToolError;
 
-/// Most completion values in one result.
-const MAX_COMPLETIONS: usize = 100;
-
 impl Server {
-    fn not_offered(method: &str) -> ErrorObject {
+    pub(crate) fn not_offered(method: &str) -> ErrorObject {
         ErrorObject::method_not_found(method)
             .with_data(json!({"reason": "capability not offered by this server"}))
     }
@@ -251,78 +246,6 @@ impl Server {
                 Final::error(Some(id), &ErrorObject::internal("Internal error"))
             }
         }
-    }
-
-    /// `completion/complete` for a prompt argument or a template variable.
-    pub(crate) fn complete(
-        &self,
-        id: &RequestId,
-        complete: Complete,
-        granted: Option<&[String]>,
-    ) -> Final {
-        if !(self.offers().prompts || self.offers().resources) {
-            return Final::error(Some(id), &Self::not_offered("completion/complete"));
-        }
-        let context: PromptArgs = complete
-            .context
-            .and_then(|c| c.arguments)
-            .unwrap_or_default();
-        let argument = &complete.argument;
-        let completer = match &complete.reference {
-            CompletionReference::Prompt { name, .. } => match self.prompts().snapshot().get(name) {
-                Some(entry) if !permits(granted, &entry.prompt.scopes) => {
-                    let error = insufficient_scope("prompt", name, &entry.prompt.scopes);
-                    return Final::error(Some(id), &error);
-                }
-                Some(entry) => entry.prompt.completions.get(&argument.name).cloned(),
-                None => {
-                    return Final::error(
-                        Some(id),
-                        &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
-                    );
-                }
-            },
-            CompletionReference::Resource { uri } => match self.templates().snapshot().get(uri) {
-                Some(entry) if !permits(granted, &entry.template.scopes) => {
-                    let error =
-                        insufficient_scope("resource template", uri, &entry.template.scopes);
-                    return Final::error(Some(id), &error);
-                }
-                Some(entry) => entry.template.completions.get(&argument.name).cloned(),
-                None => {
-                    let error =
-                        ErrorObject::invalid_params(format!("Unknown resource template: {uri}"));
-                    return Final::error(Some(id), &error);
-                }
-            },
-        };
-        // Completers are user code too: a panic is contained and logged, never an aborted
-        // connection or a lost stdio answer (ARCHITECTURE invariant 6).
-        let completed = completer.map(|c| {
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                c(&argument.value, &context)
-            }))
-        });
-        let mut values = match completed {
-            None => Vec::new(),
-            Some(Ok(values)) => values,
-            Some(Err(panic)) => {
-                panicked(&argument.name, &panic);
-                return Final::error(Some(id), &ErrorObject::internal("Internal error"));
-            }
-        };
-        let total = values.len();
-        values.truncate(MAX_COMPLETIONS);
-        let result = CompleteResult {
-            result_type: ResultType::Complete,
-            completion: Completion {
-                has_more: Some(total > values.len()),
-                total: Some(total as u64),
-                values,
-            },
-            meta: self.result_meta().cloned(),
-        };
-        Final::result(id, &result)
     }
 }
 

@@ -8,11 +8,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use toolwire_protocol::{
-    ContentBlock, GetPromptResult, Icon, Prompt as PromptDefinition, PromptArgument, PromptMessage,
-    Role,
+    ContentBlock, GetPromptResult, Icon, JsonObject, Prompt as PromptDefinition, PromptArgument,
+    PromptMessage, Role,
 };
 
 use crate::tools::catalog::Entry;
+use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
 use crate::{RequestContext, ToolError};
 
 /// The string arguments of a `prompts/get`.
@@ -65,6 +66,7 @@ pub struct Prompt {
     pub(crate) definition: PromptDefinition,
     pub(crate) handler: PromptHandler,
     pub(crate) completions: HashMap<String, Completer>,
+    pub(crate) complete_any: Option<CompleteAny>,
     pub(crate) scopes: Vec<String>,
 }
 
@@ -96,6 +98,7 @@ impl Prompt {
             },
             handler,
             completions: HashMap::new(),
+            complete_any: None,
             scopes: Vec::new(),
         }
     }
@@ -130,6 +133,22 @@ impl Prompt {
         self
     }
 
+    /// Sets the definition's `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.definition.meta = Some(meta);
+        self
+    }
+
+    /// Declares an argument from its protocol definition (with its display `title`): for a
+    /// server that passes another's prompts on. A missing `required` is "not required".
+    pub fn argument_defined(mut self, argument: PromptArgument) -> Self {
+        self.definition
+            .arguments
+            .get_or_insert_with(Vec::new)
+            .push(argument);
+        self
+    }
+
     /// Declares an argument.
     pub fn argument(
         mut self,
@@ -157,6 +176,21 @@ impl Prompt {
     ) -> Self {
         self.completions
             .insert(argument.into(), Arc::new(completer));
+        self
+    }
+
+    /// Completes every argument without a completer of its own ([`Prompt::complete`]),
+    /// asynchronously and with the request's context (its caller, its cancellation): for values
+    /// that come from elsewhere, as a gateway asks its upstream. The completer gives the
+    /// [`Completion`](toolwire_protocol::Completion) whole; past 100 values it is cut and says
+    /// so (`hasMore`). A [`ToolError::Failed`] answers -32602, a protocol error as it is,
+    /// anything else -32603.
+    pub fn complete_any<F, Fut>(mut self, completer: F) -> Self
+    where
+        F: Fn(CompletionAsk, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<toolwire_protocol::Completion, ToolError>> + Send + 'static,
+    {
+        self.complete_any = Some(complete_any(completer));
         self
     }
 

@@ -9,10 +9,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use toolwire_protocol::{
-    Resource as ResourceDefinition, ResourceContents, ResourceTemplate as TemplateDefinition,
+    Annotations, Icon, JsonObject, Resource as ResourceDefinition, ResourceContents,
+    ResourceTemplate as TemplateDefinition,
 };
 
 use crate::tools::catalog::Entry;
+use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
 use crate::tools::prompt::Completer;
 use crate::{RequestContext, ToolError};
 
@@ -118,6 +120,30 @@ impl Resource {
         self.definition.title = Some(title.into());
         self
     }
+
+    /// Sets the size in bytes, as the client may show it before reading.
+    pub fn size(mut self, size: u64) -> Self {
+        self.definition.size = Some(size);
+        self
+    }
+
+    /// Sets icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.definition.icons = Some(icons);
+        self
+    }
+
+    /// Sets annotations for the client (audience, priority, last modified).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.definition.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets the definition's `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.definition.meta = Some(meta);
+        self
+    }
 }
 
 /// A family of resources described by a URI template.
@@ -126,6 +152,7 @@ pub struct ResourceTemplate {
     pub(crate) definition: TemplateDefinition,
     pub(crate) reader: Reader,
     pub(crate) completions: HashMap<String, Completer>,
+    pub(crate) complete_any: Option<CompleteAny>,
     pub(crate) scopes: Vec<String>,
 }
 
@@ -158,6 +185,7 @@ impl ResourceTemplate {
             },
             reader: reader(read),
             completions: HashMap::new(),
+            complete_any: None,
             scopes: Vec::new(),
         }
     }
@@ -181,6 +209,30 @@ impl ResourceTemplate {
         self
     }
 
+    /// Sets the display name.
+    pub fn title(mut self, title: impl Into<String>) -> Self {
+        self.definition.title = Some(title.into());
+        self
+    }
+
+    /// Sets icons.
+    pub fn icons(mut self, icons: Vec<Icon>) -> Self {
+        self.definition.icons = Some(icons);
+        self
+    }
+
+    /// Sets annotations for the client (audience, priority, last modified).
+    pub fn annotations(mut self, annotations: Annotations) -> Self {
+        self.definition.annotations = Some(annotations);
+        self
+    }
+
+    /// Sets the definition's `_meta`.
+    pub fn meta(mut self, meta: JsonObject) -> Self {
+        self.definition.meta = Some(meta);
+        self
+    }
+
     /// Completes values of the template variable `variable` for `completion/complete`.
     pub fn complete(
         mut self,
@@ -189,6 +241,21 @@ impl ResourceTemplate {
     ) -> Self {
         self.completions
             .insert(variable.into(), Arc::new(completer));
+        self
+    }
+
+    /// Completes every variable without a completer of its own ([`ResourceTemplate::complete`]),
+    /// asynchronously and with the request's context (its caller, its cancellation): for values
+    /// that come from elsewhere, as a gateway asks its upstream. The completer gives the
+    /// [`Completion`](toolwire_protocol::Completion) whole; past 100 values it is cut and says
+    /// so (`hasMore`). A [`ToolError::Failed`] answers -32602, a protocol error as it is,
+    /// anything else -32603.
+    pub fn complete_any<F, Fut>(mut self, completer: F) -> Self
+    where
+        F: Fn(CompletionAsk, RequestContext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<toolwire_protocol::Completion, ToolError>> + Send + 'static,
+    {
+        self.complete_any = Some(complete_any(completer));
         self
     }
 }

@@ -3,10 +3,10 @@
 use std::time::Duration;
 
 use serde_json::{Value, json};
-use toolwire_server::protocol::{ContentBlock, PromptMessage, ResourceContents, Role};
+use toolwire_server::protocol::{Completion, ContentBlock, PromptMessage, ResourceContents, Role};
 use toolwire_server::{
-    Elicited, Error, InputRequired, Prompt, RequestContext, Resource, ResourceTemplate, Server,
-    ToolError,
+    CompletionAsk, Elicited, Error, InputRequired, Prompt, RequestContext, Resource,
+    ResourceTemplate, Server, ToolError,
 };
 
 use crate::support::*;
@@ -361,6 +361,103 @@ async fn completion() {
     assert_eq!(
         reply.last()["result"]["completion"]["values"],
         json!(["python"])
+    );
+    s.stop().await;
+}
+
+/// A server whose prompt and template complete any argument asynchronously (as a gateway asks
+/// its upstream), the prompt's `own` argument by its own completer.
+fn completing_any() -> Server {
+    let any = |ask: CompletionAsk, _: RequestContext| async move {
+        match ask.value.as_str() {
+            "refuse" => Err(ToolError::failed("nothing starts with refuse")),
+            "many" => Ok(Completion {
+                values: (0..150).map(|i| format!("many{i}")).collect(),
+                total: None,
+                has_more: None,
+            }),
+            typed => Ok(Completion {
+                values: vec![format!(
+                    "{}:{typed}:{}",
+                    ask.argument,
+                    ask.context.get("other").map_or("-", String::as_str)
+                )],
+                total: Some(7),
+                has_more: Some(true),
+            }),
+        }
+    };
+    Server::builder("any", "1")
+        .prompt(
+            Prompt::new("p", |_, _: RequestContext| async {
+                Ok::<_, ToolError>("p".to_owned())
+            })
+            .argument("own", "Completed by its own completer", false)
+            .argument("other", "Completed by the prompt's", false)
+            .complete("own", |value, _| vec![format!("own:{value}")])
+            .complete_any(any),
+        )
+        .resource_template(
+            ResourceTemplate::new("mem://t/{x}", "t", |uri, _, _: RequestContext| async move {
+                Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "t"))
+            })
+            .complete_any(any),
+        )
+        .build()
+        .unwrap()
+}
+
+#[tokio::test]
+async fn completion_by_a_completer_of_any_argument() {
+    let s = TestServer::start(completing_any()).await;
+    let complete = |reference: Value, name: &str, value: &str, context: Value| {
+        let reply = request(
+            1,
+            "completion/complete",
+            json!({"ref": reference, "argument": {"name": name, "value": value},
+                   "context": {"arguments": context}}),
+        );
+        let url = s.url.clone();
+        async move { post(&url, &reply).await }
+    };
+    let prompt = json!({"type": "ref/prompt", "name": "p"});
+    let template = json!({"type": "ref/resource", "uri": "mem://t/{x}"});
+    // The completer is given the argument, the typed value and the other arguments, and its
+    // total and hasMore are kept.
+    let reply = complete(prompt.clone(), "other", "ab", json!({"own": "1"})).await;
+    assert_eq!(
+        reply.last()["result"]["completion"],
+        json!({"values": ["other:ab:-"], "total": 7, "hasMore": true})
+    );
+    let reply = complete(template.clone(), "x", "q", json!({"other": "o"})).await;
+    assert_eq!(
+        reply.last()["result"]["completion"]["values"],
+        json!(["x:q:o"])
+    );
+    // An argument with its own completer is completed by it.
+    let reply = complete(prompt.clone(), "own", "z", json!({})).await;
+    assert_eq!(
+        reply.last()["result"]["completion"]["values"],
+        json!(["own:z"])
+    );
+    // Past 100 values the result is cut and says so.
+    let reply = complete(template.clone(), "x", "many", json!({})).await;
+    let completion = &reply.last()["result"]["completion"];
+    assert_eq!(completion["values"].as_array().map(Vec::len), Some(100));
+    assert_eq!(
+        (
+            completion["total"].as_u64(),
+            completion["hasMore"].as_bool()
+        ),
+        (Some(150), Some(true))
+    );
+    // A completer's failure is the caller's -32602 with its words.
+    let reply = complete(prompt, "other", "refuse", json!({})).await;
+    assert_eq!(reply.error_code(), Some(-32602), "{}", reply.body);
+    assert!(
+        reply.body.contains("nothing starts with refuse"),
+        "{}",
+        reply.body
     );
     s.stop().await;
 }
