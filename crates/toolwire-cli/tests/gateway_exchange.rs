@@ -257,3 +257,47 @@ async fn a_refused_exchange_is_the_callers_error_and_nothing_goes_upstream() {
         "no call reached the upstream"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_exchanged_token_the_upstream_refuses_is_exchanged_again_once() {
+    let scene = scene().await;
+    let a = scene.caller(("rs-test", "rs-secret")).await;
+    let (text, error) = called(&scene.url, &a, "up__echo", json!({"message": "one"})).await;
+    assert!(!error, "{text}");
+    let first = scene.call_tokens().remove(0);
+
+    // The upstream revokes the token the gateway cached: the next call is refused once, the
+    // gateway exchanges the caller's token again and the call goes through with the new one.
+    scene
+        .recorder
+        .revoked
+        .lock()
+        .unwrap()
+        .push(format!("Bearer {first}"));
+    let (text, error) = called(&scene.url, &a, "up__echo", json!({"message": "two"})).await;
+    assert!(!error && text.contains("two"), "{text}");
+    let tokens = scene.call_tokens();
+    assert_eq!(
+        tokens.len(),
+        3,
+        "the call, the refused one, the one made again"
+    );
+    assert_eq!(tokens[1], first);
+    assert_ne!(tokens[2], first, "a newly exchanged token");
+    assert_eq!(scene.provider.exchanges().await, (2, 0));
+    // Made again with a token for the caller, never in the gateway's own name.
+    let claims = claims(&tokens[2]);
+    assert_eq!(claims["sub"], json!("rs-test"), "{claims}");
+    assert_eq!(claims["act"]["sub"], json!(EXCHANGER.0), "{claims}");
+
+    // An upstream that refuses every token: the caller is told, after one exchange again
+    // (not a loop of them), and the upstream saw two attempts.
+    scene
+        .recorder
+        .refuse_calls
+        .store(true, std::sync::atomic::Ordering::SeqCst);
+    let (text, error) = called(&scene.url, &a, "up__echo", json!({"message": "three"})).await;
+    assert!(error && text.contains("401"), "{text}");
+    assert_eq!(scene.call_tokens().len(), 5);
+    assert_eq!(scene.provider.exchanges().await, (3, 0));
+}

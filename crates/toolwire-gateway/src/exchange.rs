@@ -7,6 +7,7 @@
 //! never made in the gateway's own name instead.
 
 use std::collections::HashMap;
+use std::future::Future;
 use std::sync::Arc;
 
 use toolwire_client::auth::{ClientIdentity, TokenExchange};
@@ -84,6 +85,35 @@ pub(crate) async fn bearer_for(
              exchanged for yours, and {error}"
         )
     })
+}
+
+/// Makes a request upstream (`make`, given the bearer token to send, if any) for the caller of
+/// `ctx`: with a token exchanged for the caller's where the upstream has an `exchange`, and
+/// once more with a newly exchanged one when the upstream refuses the first (`refused`: HTTP
+/// 401), since a cached token may have been revoked or outlived the upstream's keys. `Err` is
+/// what the caller is told when no token could be got.
+pub(crate) async fn with_exchanged<T, Fut>(
+    exchange: Option<&TokenExchange>,
+    (upstream, name): (&str, &str),
+    ctx: &RequestContext,
+    mut make: impl FnMut(Option<String>) -> Fut,
+    refused: impl Fn(&T) -> bool,
+) -> Result<T, String>
+where
+    Fut: Future<Output = T>,
+{
+    let Some(exchange) = exchange else {
+        return Ok(make(None).await);
+    };
+    let bearer = bearer_for(exchange, upstream, name, ctx).await?;
+    let got = make(Some(bearer.clone())).await;
+    let Some(subject) = ctx.access_token().filter(|_| refused(&got)) else {
+        return Ok(got);
+    };
+    tracing::info!(%upstream, "the upstream refused a token exchanged for the caller's; exchanging again");
+    exchange.refused(subject, &bearer);
+    let bearer = bearer_for(exchange, upstream, name, ctx).await?;
+    Ok(make(Some(bearer)).await)
 }
 
 /// The tool call result for a refusal of [`bearer_for`].

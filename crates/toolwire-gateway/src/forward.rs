@@ -36,19 +36,26 @@ pub(crate) async fn call(
         Verdict::Answer(answer) => return *answer,
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
-    let bearer = match &route.exchange {
-        Some(exchange) => {
-            match crate::exchange::bearer_for(exchange, &route.server, qualified, &ctx).await {
-                Ok(token) => Some(token),
-                Err(why) => return Ok(crate::exchange::refused(why)),
-            }
-        }
-        None => None,
-    };
-    // Kept for the digest that binds a round the upstream may ask to these arguments.
+    // Kept for the digest that binds a round the upstream may ask to these arguments (and
+    // for a call made again with a new token).
     let sent = arguments.clone();
     let questions = route.asked.load(Ordering::Acquire);
-    let mut called = upstream(&host, qualified, arguments, (answers, bearer), &ctx).await;
+    let mut first = Some(arguments);
+    let made = crate::exchange::with_exchanged(
+        route.exchange.as_deref(),
+        (&route.server, qualified),
+        &ctx,
+        |bearer| {
+            let arguments = first.take().unwrap_or_else(|| sent.clone());
+            upstream(&host, qualified, arguments, (answers.clone(), bearer), &ctx)
+        },
+        |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
+    )
+    .await;
+    let mut called = match made {
+        Ok(called) => called,
+        Err(why) => return Ok(crate::exchange::refused(why)),
+    };
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
             let upstream = Upstream {

@@ -211,9 +211,8 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExcha
                         .map(|(k, v)| (k, Value::String(v)))
                         .collect(),
                 );
-                let sent = arguments.clone();
                 let got = one_round(&qualified, &arguments, &ctx, &upstream, |options| {
-                    host.get_prompt_with(&qualified, sent, options)
+                    host.get_prompt_with(&qualified, arguments.clone(), options)
                 })
                 .await;
                 got.map(|result| GetPromptResult {
@@ -389,14 +388,6 @@ impl Completing {
                 uri: self.name.to_string(),
             }
         };
-        let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
-        if let Some(exchange) = &self.upstream.exchange {
-            let bearer =
-                crate::exchange::bearer_for(exchange, &self.upstream.server, &self.name, &ctx)
-                    .await
-                    .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?;
-            options = options.bearer(bearer);
-        }
         let context = (!ask.context.is_empty()).then(|| CompletionContext {
             arguments: Some(ask.context),
         });
@@ -404,11 +395,28 @@ impl Completing {
             name: ask.argument,
             value: ask.value,
         };
-        self.host
-            .complete_with(reference, argument, context, options)
-            .await
-            .map(|result| result.completion)
-            .map_err(refusal)
+        let host = &self.host;
+        let completed = crate::exchange::with_exchanged(
+            self.upstream.exchange.as_deref(),
+            (&self.upstream.server, &self.name),
+            &ctx,
+            |bearer| {
+                let mut options = CallOptions::default().cancel_on(ctx.cancellation().clone());
+                if let Some(bearer) = bearer {
+                    options = options.bearer(bearer);
+                }
+                let (reference, argument, context) =
+                    (reference.clone(), argument.clone(), context.clone());
+                async move {
+                    host.complete_with(reference, argument, context, options)
+                        .await
+                }
+            },
+            refused_credentials,
+        )
+        .await
+        .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?;
+        completed.map(|result| result.completion).map_err(refusal)
     }
 }
 
@@ -420,31 +428,35 @@ async fn one_round<T, Got>(
     arguments: &Value,
     ctx: &RequestContext,
     upstream: &Upstreamed,
-    get: impl FnOnce(CallOptions) -> Got,
+    mut get: impl FnMut(CallOptions) -> Got,
 ) -> Result<T, ToolError>
 where
     Got: std::future::Future<Output = Result<T, OfferError>>,
 {
     let sealed = Sealed::of(ctx)?;
-    let bearer = match &upstream.exchange {
-        Some(exchange) => Some(
-            crate::exchange::bearer_for(exchange, &upstream.server, name, ctx)
-                .await
-                .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?,
-        ),
-        None => None,
-    };
-    let mut options = CallOptions::default()
-        .cancel_on(ctx.cancellation().clone())
-        .relay_input()
-        .input_capabilities(ctx.client_capabilities().clone());
-    if let Some(answers) = sealed.upstream_answers(name, arguments, ctx)? {
-        options = options.answers(answers);
-    }
-    if let Some(bearer) = bearer {
-        options = options.bearer(bearer);
-    }
-    match get(options).await {
+    let answers = sealed.upstream_answers(name, arguments, ctx)?;
+    let got = crate::exchange::with_exchanged(
+        upstream.exchange.as_deref(),
+        (&upstream.server, name),
+        ctx,
+        |bearer| {
+            let mut options = CallOptions::default()
+                .cancel_on(ctx.cancellation().clone())
+                .relay_input()
+                .input_capabilities(ctx.client_capabilities().clone());
+            if let Some(answers) = answers.clone() {
+                options = options.answers(answers);
+            }
+            if let Some(bearer) = bearer {
+                options = options.bearer(bearer);
+            }
+            get(options)
+        },
+        refused_credentials,
+    )
+    .await
+    .map_err(|why| ToolError::Protocol(ErrorObject::internal(why)))?;
+    match got {
         Ok(got) => Ok(got),
         Err(OfferError::Server {
             server,
@@ -460,6 +472,17 @@ where
         }
         Err(error) => Err(refusal(error)),
     }
+}
+
+/// Whether the upstream refused the credentials a request went with (HTTP 401).
+fn refused_credentials<T>(got: &Result<T, OfferError>) -> bool {
+    matches!(
+        got,
+        Err(OfferError::Server {
+            error: toolwire_client::Error::Unauthorized { status: 401, .. },
+            ..
+        })
+    )
 }
 
 /// What the caller is told when the host could not get a prompt or read a resource: the

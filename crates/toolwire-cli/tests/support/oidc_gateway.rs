@@ -33,6 +33,11 @@ pub(crate) fn free_port() -> u16 {
 pub(crate) struct Recorder {
     pub(crate) seen: Mutex<Vec<(String, Option<String>)>>,
     pub(crate) whole: Mutex<Vec<String>>,
+    /// `Authorization` header values the proxy refuses with 401 `invalid_token`, as an
+    /// upstream that revoked the token would (recorded, not forwarded).
+    pub(crate) revoked: Mutex<Vec<String>>,
+    /// Whether every `tools/call` is refused so.
+    pub(crate) refuse_calls: std::sync::atomic::AtomicBool,
 }
 
 /// The proxy. Where it forwards to may be set after it runs: an upstream that must know the
@@ -67,7 +72,8 @@ pub(crate) async fn recording_proxy(recorder: Arc<Recorder>) -> (String, Arc<Pro
     (origin, proxy)
 }
 
-/// Records the request, then forwards it to the upstream and streams the reply back.
+/// Records the request, then forwards it to the upstream and streams the reply back (or
+/// refuses it, as [`Recorder::revoked`] and [`Recorder::refuse_calls`] say).
 async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response {
     let (parts, body) = request.into_parts();
     let Ok(body) = axum::body::to_bytes(body, 16 << 20).await else {
@@ -77,6 +83,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
         .ok()
         .and_then(|m| m["method"].as_str().map(str::to_owned))
         .unwrap_or_else(|| parts.method.to_string());
+    let method_seen = method.clone();
     let authorization = parts
         .headers
         .get(http::header::AUTHORIZATION)
@@ -86,7 +93,7 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
         .seen
         .lock()
         .unwrap()
-        .push((method, authorization));
+        .push((method_seen, authorization.clone()));
     let mut whole = format!("{} {}\n", parts.method, parts.uri);
     for (name, value) in &parts.headers {
         whole.push_str(&format!(
@@ -96,6 +103,22 @@ async fn forward(State(proxy): State<Arc<Proxy>>, request: Request) -> Response 
     }
     whole.push_str(&String::from_utf8_lossy(&body));
     proxy.recorder.whole.lock().unwrap().push(whole);
+    let revoked = authorization
+        .as_ref()
+        .is_some_and(|a| proxy.recorder.revoked.lock().unwrap().contains(a));
+    let refused = method == "tools/call"
+        && proxy
+            .recorder
+            .refuse_calls
+            .load(std::sync::atomic::Ordering::SeqCst);
+    if revoked || refused {
+        let mut response = status(401);
+        response.headers_mut().insert(
+            http::header::WWW_AUTHENTICATE,
+            http::HeaderValue::from_static(r#"Bearer error="invalid_token""#),
+        );
+        return response;
+    }
     let Some(upstream) = proxy.upstream.get() else {
         return status(503);
     };

@@ -149,6 +149,22 @@ impl TokenExchange {
         }
     }
 
+    /// Forgets `token`, got for the bearer of `subject_token`, because the server refused it
+    /// (HTTP 401: revoked, or signed with a key the server no longer trusts): the next
+    /// [`token_for`](TokenExchange::token_for) exchanges again. A newer token got meanwhile by
+    /// another call is kept.
+    pub fn refused(&self, subject_token: &str, token: &str) {
+        let key: [u8; 32] = Sha256::digest(subject_token.as_bytes()).into();
+        let mut cache = self.cached();
+        if cache
+            .entries
+            .get(&key)
+            .is_some_and(|(kept, _)| kept == token)
+        {
+            cache.entries.remove(&key);
+        }
+    }
+
     /// Exchanges `subject_token` (whose digest is `key`) and caches the new token.
     async fn exchange(&self, subject_token: &str, key: [u8; 32]) -> Result<String, ExchangeError> {
         let issuer = &self.client.issuer;

@@ -29,6 +29,10 @@ pub enum Outcome {
     Refused,
     /// Sent, and no answer came: the server failed, was lost or timed out.
     Failed,
+    /// Sent, and the server refused the credentials it came with (HTTP 401) after the
+    /// client's own authorization, if it has one, could not mend it. A call made with a
+    /// bearer of the caller's ([`CallOptions::bearer`]) may get through with a new one.
+    Unauthorized,
     /// Cancelled by the caller's token (the server was told).
     Cancelled,
     /// The server needs input before it can answer, and the call relays its questions
@@ -298,6 +302,10 @@ fn not_running(host: &Host, tool: &HostTool, approved_by: &str, arguments: &Valu
 fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Called {
     let qualified = sent.tool.to_owned();
     let cancelled = matches!(error, toolwire_client::Error::Cancelled);
+    let unauthorized = matches!(
+        error,
+        toolwire_client::Error::Unauthorized { status: 401, .. }
+    );
     let words = error.to_string();
     let refusal = error.rpc().cloned();
     host.record(if cancelled {
@@ -309,6 +317,8 @@ fn failed(host: &Host, sent: SentCall<'_>, error: toolwire_client::Error) -> Cal
         result: CallToolResult::error(format!("The call to {qualified} failed: {error}")),
         outcome: if cancelled {
             Outcome::Cancelled
+        } else if unauthorized {
+            Outcome::Unauthorized
         } else {
             Outcome::Failed
         },
