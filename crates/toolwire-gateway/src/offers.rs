@@ -388,7 +388,7 @@ impl Completing {
                 uri: self.name.to_string(),
             }
         };
-        let context = (!ask.context.is_empty()).then(|| CompletionContext {
+        let context = (!ask.context.is_empty()).then_some(CompletionContext {
             arguments: Some(ask.context),
         });
         let argument = CompletionArgument {
