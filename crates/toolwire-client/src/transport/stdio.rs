@@ -42,6 +42,10 @@ const ROUTE_CAPACITY: usize = 256;
 /// them; the same backpressure applies).
 const INCOMING_CAPACITY: usize = 256;
 
+/// A message that belongs to no request, with the request a server request is related to
+/// when that can be told (the one request in flight).
+pub(crate) type Incoming = (Value, Option<i64>);
+
 /// Messages for one in-flight request: notifications, then its response.
 #[derive(Debug, Clone)]
 struct Route {
@@ -177,14 +181,14 @@ pub(crate) struct StdioTransport {
     /// How many times the server was started; a change means a new process (S-11, L-12).
     generation: AtomicU64,
     /// Server requests and notifications that belong to no request.
-    incoming: mpsc::Sender<Value>,
+    incoming: mpsc::Sender<Incoming>,
     /// Set by `close`: no restart after it.
     closing: AtomicBool,
 }
 
 impl StdioTransport {
     /// Starts the server; the receiver gets the messages that belong to no request.
-    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Value>)> {
+    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Incoming>)> {
         let (incoming, rx) = mpsc::channel(INCOMING_CAPACITY);
         let process = start(&command, incoming.clone())?;
         let transport = StdioTransport {
@@ -376,7 +380,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Process> {
+fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Process> {
     let mut builder = Command::new(&command.program);
     builder
         .args(&command.args)
@@ -455,7 +459,7 @@ async fn read_stdout(
     stdout: ChildStdout,
     routes: Routes,
     closed: Arc<AtomicBool>,
-    incoming: mpsc::Sender<Value>,
+    incoming: mpsc::Sender<Incoming>,
 ) {
     // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded: an
     // oversized one is skipped, not buffered without end, and reading goes on.
@@ -488,7 +492,7 @@ async fn read_stdout(
 /// Hands a message to the request it belongs to, or to the client. Progress for a request
 /// whose consumer has fallen [`ROUTE_CAPACITY`] behind is dropped; anything else waits for
 /// room, which slows the server down (its stdout fills) rather than growing memory.
-async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
+async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Incoming>) {
     let key = route_key(&message);
     match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
         Some((id, route)) if message["method"] == NOTIFICATION_PROGRESS => {
@@ -498,9 +502,24 @@ async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value
             let _ = route.tx.send(message).await;
         }
         None if message.get("method").is_some() => {
-            let _ = incoming.send(message).await;
+            // A server request names no request of ours; on stdio it belongs to one only
+            // when one alone is in flight.
+            let related = match message.get("id") {
+                Some(_) => only_one(&lock(routes)),
+                None => None,
+            };
+            let _ = incoming.send((message, related)).await;
         }
         None => tracing::debug!(%message, "a response for no request in flight"),
+    }
+}
+
+/// The id of the one request in flight, if exactly one is.
+fn only_one<V>(routes: &HashMap<i64, V>) -> Option<i64> {
+    let mut ids = routes.keys();
+    match (ids.next(), ids.next()) {
+        (Some(id), None) => Some(*id),
+        _ => None,
     }
 }
 
