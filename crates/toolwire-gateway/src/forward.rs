@@ -7,13 +7,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 use toolwire_client::auth::TokenExchange;
-use toolwire_client::{CallOptions, RoundAnswers};
+use toolwire_client::{CallOptions, CancellationToken, RoundAnswers};
 use toolwire_host::{Called, Host, Outcome};
 use toolwire_protocol::{CallToolResult, ErrorObject, ProgressParams};
 use toolwire_server::{InputRequired, RequestContext, ToolError};
 
-use crate::policy::{Policy, Verdict};
 use crate::hold::{HoldError, Holds, Question, Running};
+use crate::policy::{Policy, Verdict};
 use crate::relay::{self, HeldRef, Sealed, Unrelayable, Upstream};
 
 /// How many upstream progress notifications may wait to be passed on; past it, the newest
@@ -55,12 +55,25 @@ pub(crate) async fn call(
     // A legacy upstream's question during the call comes out of `asking`: the call is then
     // held, running on in a task of its own, for the caller to answer.
     let (asking, mut asked) = route.holds.asking(&route.server);
+    // The call is cancelled with the caller's request until it is held; once held it outlives
+    // that request, and ends with its hold (dropped, it is cancelled upstream).
+    let cancel = CancellationToken::new();
     let call = {
         let (host, qualified, ctx) = (host.clone(), qualified.to_owned(), ctx.clone());
-        let bind = asking.clone();
-        let options = move |options: CallOptions| options.on_request(move |id| bind.bind(id));
+        let (bind, cancel) = (asking.clone(), cancel.clone());
+        let options = move |options: CallOptions| {
+            options
+                .on_request(move |id| bind.bind(id))
+                .cancel_on(cancel)
+        };
         Box::pin(async move {
-            let called = upstream(&host, &qualified, arguments, (answers, bearer, options), &ctx);
+            let called = upstream(
+                &host,
+                &qualified,
+                arguments,
+                (answers, bearer, options),
+                &ctx,
+            );
             let called = called.await;
             // The call's requests are unbound when it ends.
             drop(asking);
@@ -70,6 +83,10 @@ pub(crate) async fn call(
     let mut call: std::pin::Pin<Box<dyn std::future::Future<Output = Called> + Send>> = call;
     let called = tokio::select! {
         called = &mut call => called,
+        () = ctx.cancellation().cancelled() => {
+            cancel.cancel();
+            call.await
+        }
         Some(question) = asked.recv() => {
             let running = Running::spawn(call, asked);
             let held = Pending { sent: &sent, approved };
@@ -338,10 +355,13 @@ async fn upstream(
     ),
     ctx: &RequestContext,
 ) -> Called {
-    let mut options = more(CallOptions::default())
-        .cancel_on(ctx.cancellation().clone())
-        .relay_input()
-        .input_capabilities(ctx.client_capabilities().clone());
+    // The caller's options last: they may set another cancellation.
+    let mut options = more(
+        CallOptions::default()
+            .cancel_on(ctx.cancellation().clone())
+            .relay_input()
+            .input_capabilities(ctx.client_capabilities().clone()),
+    );
     if let Some(answers) = answers {
         options = options.answers(answers);
     }

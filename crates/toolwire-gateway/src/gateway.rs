@@ -10,10 +10,10 @@ use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
 
 use crate::exchange::Exchanges;
+use crate::hold::Holds;
 use crate::mirror::Mirror;
 use crate::offers::Offers;
 use crate::policy::{Policy, Visibility};
-use crate::hold::Holds;
 use crate::relay::Unrelayable;
 use crate::rules::Rules;
 use toolwire_client::Asked;
@@ -426,7 +426,10 @@ fn relaying(host: HostOptions, unrelayable: &Arc<Unrelayable>, holds: &Arc<Holds
         }
     })
     .on_elicit_url(move |server, params| {
-        let question = url.question(&server, InputRequest::Elicit(ElicitRequestParams::Url(params)));
+        let question = url.question(
+            &server,
+            InputRequest::Elicit(ElicitRequestParams::Url(params)),
+        );
         async move {
             match question?.await {
                 Some(InputResponse::Elicit(answer)) => Ok(answer),
@@ -464,9 +467,7 @@ struct Relay {
     method: &'static str,
 }
 
-type Answer = std::pin::Pin<
-    Box<dyn std::future::Future<Output = Option<InputResponse>> + Send>,
->;
+type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Option<InputResponse>> + Send>>;
 
 impl Relay {
     fn new(unrelayable: &Arc<Unrelayable>, holds: &Arc<Holds>, method: &'static str) -> Relay {

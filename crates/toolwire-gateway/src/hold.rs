@@ -24,7 +24,7 @@ use toolwire_protocol::{ClientCapabilities, ElicitRequestParams, InputRequest, I
 
 /// How long a held call waits for its caller's answer by default: a person reads and fills in
 /// a form within it, and an abandoned call does not hold its upstream longer.
-pub const HOLD_TTL: Duration = Duration::from_secs(120);
+pub const HOLD_TTL: Duration = Duration::from_secs(60);
 
 /// How many calls one gateway instance holds at most by default.
 pub const MAX_HELD: usize = 256;
@@ -47,7 +47,9 @@ impl Question {
             InputRequest::Elicit(ElicitRequestParams::Form(_)) => {
                 declared.supports_elicitation_form()
             }
-            InputRequest::Elicit(ElicitRequestParams::Url(_)) => declared.supports_elicitation_url(),
+            InputRequest::Elicit(ElicitRequestParams::Url(_)) => {
+                declared.supports_elicitation_url()
+            }
             InputRequest::CreateMessage(params) => declared
                 .sampling
                 .as_ref()
@@ -73,7 +75,10 @@ impl Question {
         matches!(
             (&self.request, response),
             (InputRequest::Elicit(_), InputResponse::Elicit(_))
-                | (InputRequest::CreateMessage(_), InputResponse::CreateMessage(_))
+                | (
+                    InputRequest::CreateMessage(_),
+                    InputResponse::CreateMessage(_)
+                )
                 | (InputRequest::ListRoots(_), InputResponse::ListRoots(_))
         )
     }
@@ -193,7 +198,10 @@ impl Holds {
 
     /// A call about to be made upstream to `server`: the questions asked during its requests
     /// come out of the receiver, once [`Asking::bind`] was told each request's id.
-    pub(crate) fn asking(self: &Arc<Self>, server: &Arc<str>) -> (Asking, mpsc::Receiver<Question>) {
+    pub(crate) fn asking(
+        self: &Arc<Self>,
+        server: &Arc<str>,
+    ) -> (Asking, mpsc::Receiver<Question>) {
         let (tx, rx) = mpsc::channel(QUESTIONS);
         let asking = Asking(Arc::new(Bound {
             holds: Arc::downgrade(self),

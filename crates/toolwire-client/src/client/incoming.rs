@@ -94,7 +94,10 @@ impl Client {
         // A handler that never finishes must not keep the server's request open forever: the
         // client's timeout bounds it, as it bounds the handlers of MRTR rounds.
         let timeout = self.inner.config.timeout;
-        let asked = Asked::scoped(Asked { related }, self.server_request_result(&method, params));
+        let asked = Asked::scoped(
+            Asked { related },
+            self.server_request_result(&method, params),
+        );
         let outcome = tokio::time::timeout(timeout, asked)
             .await
             .unwrap_or_else(|_| {

@@ -494,7 +494,13 @@ async fn read_stdout(
 /// room, which slows the server down (its stdout fills) rather than growing memory.
 async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Incoming>) {
     let key = route_key(&message);
-    match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
+    // A response ends its request: its route goes now, not when the request's task next
+    // runs, so that a server request read after it sees only the requests still in flight.
+    let take = |routes: &mut HashMap<i64, Route>, k: i64| match message.get("method") {
+        None => routes.remove(&k),
+        Some(_) => routes.get(&k).cloned(),
+    };
+    match key.and_then(|k| Some((k, take(&mut lock(routes), k)?))) {
         Some((id, route)) if message["method"] == NOTIFICATION_PROGRESS => {
             route.offer_progress(message, id);
         }
