@@ -36,6 +36,16 @@ async fn legacy_gateway(
             (name.to_string(), server)
         })
         .collect();
+    gateway_over(servers, options, key).await
+}
+
+/// A gateway over the upstreams of `servers` (an `mcpServers` object), with `options`, its
+/// server sealing states with `key`.
+async fn gateway_over(
+    servers: serde_json::Map<String, serde_json::Value>,
+    options: GatewayOptions,
+    key: [u8; 32],
+) -> (Gateway, Served) {
     let config = toolwire_host::HostConfig::parse(
         &json!({ "mcpServers": servers }).to_string(),
         "/nonexistent/gateway.json",
@@ -383,6 +393,70 @@ async fn a_legacy_caller_is_asked_with_a_plain_request() {
         .as_str()
         .unwrap_or_default();
     assert!(words.contains(r#""model": "m""#), "{response} {asked}");
+    gateway.close().await;
+    served.stop().await;
+}
+
+/// The legacy HTTP upstream (`legacy_asking_http.py`) on a free port, and its URL; it stops
+/// when the child is dropped.
+async fn legacy_http_upstream() -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt as _;
+    let script = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/it/legacy_asking_http.py"
+    );
+    let mut child = tokio::process::Command::new("python3")
+        .arg(script)
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .expect("python3 runs");
+    let stdout = child.stdout.take().expect("its stdout");
+    let mut url = String::new();
+    let mut lines = tokio::io::BufReader::new(stdout);
+    let said = lines.read_line(&mut url);
+    tokio::time::timeout(DEADLINE, said)
+        .await
+        .expect("the upstream says where it listens")
+        .expect("its URL");
+    (child, url.trim().to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_http_upstreams_questions_are_held_for_each_of_several_calls_at_once() {
+    let (_upstream, url) = legacy_http_upstream().await;
+    let servers = [("old".to_owned(), json!({"url": url, "prefix": "old"}))]
+        .into_iter()
+        .collect();
+    let (gateway, served) = gateway_over(servers, GatewayOptions::new(), KEY).await;
+    let questions = Arc::new(AtomicUsize::new(0));
+    let caller = modern(&served.url, questions.clone());
+    // Over HTTP each question comes on its own call's stream: calls in flight together are
+    // each held for their own answers.
+    let first = asked(&caller, "old__ask").await;
+    let (twice, sampled, roots) = tokio::join!(
+        call(&caller, "old__twice"),
+        call(&caller, "old__sample"),
+        call(&caller, "old__roots"),
+    );
+    let words = text(&twice);
+    assert!(
+        words.contains(r#""name": "Ada"}} then {"#) && words.contains("Lovelace"),
+        "{words}"
+    );
+    assert!(text(&sampled).contains("test-model"), "{sampled:?}");
+    assert!(text(&roots).contains("file:///srv/project"), "{roots:?}");
+    let done = round(
+        &caller,
+        "old__ask",
+        CallOptions::default().answers(answer(&first, "Grace")),
+    )
+    .await;
+    assert!(
+        matches!(&done, Ok(CallRound::Complete(r)) if text(r).contains("Grace")),
+        "{done:?}"
+    );
+    assert_eq!(questions.load(Ordering::SeqCst), 2);
     gateway.close().await;
     served.stop().await;
 }
