@@ -197,15 +197,17 @@ impl Pending<'_> {
         ctx: &RequestContext,
     ) -> Result<CallToolResult, ToolError> {
         match called {
-            Ok(called) => finished(route, called, (self.sent, self.approved.clone()), 0, ctx)
-                .or_else(|error| match error {
-                    // A legacy upstream's call ends without a round of its own.
-                    ToolError::InputRequired(_) => Ok(CallToolResult::error(format!(
-                        "The upstream server {} ended the call of {} asking for input again",
-                        route.server, route.qualified
-                    ))),
-                    other => Err(other),
-                }),
+            Ok(called) => {
+                // The questions it asked were held, not refused: none to report.
+                let refused = route.asked.load(Ordering::Acquire);
+                finished(
+                    route,
+                    called,
+                    (self.sent, self.approved.clone()),
+                    refused,
+                    ctx,
+                )
+            }
             Err(_) => Ok(CallToolResult::error(format!(
                 "The call of {} on the upstream server {} stopped while it was held",
                 route.qualified, route.server

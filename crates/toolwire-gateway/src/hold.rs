@@ -154,6 +154,9 @@ pub(crate) enum HoldError {
     Unknown(Duration),
 }
 
+/// Where questions go, by upstream and the id of the request they come during.
+type Waiting = HashMap<(Arc<str>, i64), mpsc::Sender<Question>>;
+
 /// The calls one gateway instance holds, and the upstream requests whose questions may be held.
 pub(crate) struct Holds {
     /// This instance's id, random for each start: a held call's state names it.
@@ -161,7 +164,7 @@ pub(crate) struct Holds {
     ttl: Duration,
     cap: usize,
     /// Where the questions asked during an upstream request go, by upstream and request id.
-    asking: Mutex<HashMap<(Arc<str>, i64), mpsc::Sender<Question>>>,
+    asking: Mutex<Waiting>,
     held: Mutex<HashMap<String, Held>>,
 }
 
