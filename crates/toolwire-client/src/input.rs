@@ -17,7 +17,8 @@ use crate::error::{Error, Result};
 ///
 /// Over HTTP such a request arrives on the response stream of the request it is about, so
 /// `related` is that request's id; on stdio a request names none, so `related` is the id of
-/// the one request in flight, and `None` when there are several or none. Requests on a legacy
+/// the one call in flight (`tools/call`, `prompts/get` or `resources/read`: lists and pings
+/// do not count), and `None` when there are several or none. Requests on a legacy
 /// session's standalone stream, and MRTR input requests (which come inside a result), have
 /// `None`. [`CallOptions::on_request`](crate::CallOptions::on_request) tells a caller the ids
 /// of its call's requests.

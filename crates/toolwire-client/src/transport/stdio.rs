@@ -52,13 +52,17 @@ struct Route {
     tx: mpsc::Sender<Value>,
     /// Set once progress was dropped, so that is logged once per request.
     dropped: Arc<AtomicBool>,
+    /// A request a server may ask the client about while it handles it (a tool call, a prompt,
+    /// a resource read), as lists and pings are not.
+    asks: bool,
 }
 
 impl Route {
-    fn new() -> (Self, mpsc::Receiver<Value>) {
+    fn new(method: &str) -> (Self, mpsc::Receiver<Value>) {
         let (tx, rx) = mpsc::channel(ROUTE_CAPACITY);
         let dropped = Arc::default();
-        (Route { tx, dropped }, rx)
+        let asks = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+        (Route { tx, dropped, asks }, rx)
     }
 
     /// Queues a progress notification if that leaves room for the response. The reader is the
@@ -258,7 +262,7 @@ impl StdioTransport {
         let (mut rx, mut cancel, tail, generation) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
-            let (route, rx) = Route::new();
+            let (route, rx) = Route::new(out.method);
             {
                 let mut routes = lock(&process.routes);
                 if process.closed.load(Ordering::Acquire) {
@@ -508,8 +512,8 @@ async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Incom
             let _ = route.tx.send(message).await;
         }
         None if message.get("method").is_some() => {
-            // A server request names no request of ours; on stdio it belongs to one only
-            // when one alone is in flight.
+            // A server request names no request of ours; on stdio it belongs to a call only
+            // when that call alone is in flight.
             let related = match message.get("id") {
                 Some(_) => only_one(&lock(routes)),
                 None => None,
@@ -520,9 +524,9 @@ async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Incom
     }
 }
 
-/// The id of the one request in flight, if exactly one is.
-fn only_one<V>(routes: &HashMap<i64, V>) -> Option<i64> {
-    let mut ids = routes.keys();
+/// The id of the one call in flight (a request a server may ask about), if exactly one is.
+fn only_one(routes: &HashMap<i64, Route>) -> Option<i64> {
+    let mut ids = routes.iter().filter(|(_, r)| r.asks).map(|(id, _)| id);
     match (ids.next(), ids.next()) {
         (Some(id), None) => Some(*id),
         _ => None,
@@ -571,6 +575,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[tokio::test]
+    async fn a_server_request_is_related_to_the_one_call_in_flight() {
+        let routes: Routes = Arc::default();
+        let (incoming, mut received) = mpsc::channel(4);
+        let (call, _call_rx) = Route::new("tools/call");
+        let (list, _list_rx) = Route::new("tools/list");
+        lock(&routes).insert(5, call.clone());
+        lock(&routes).insert(6, list);
+        let asking = json!({"jsonrpc": "2.0", "id": "q", "method": "roots/list"});
+        // A list in flight beside the call does not count.
+        dispatch(asking.clone(), &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, Some(5));
+        // Two calls: the request could be either's.
+        lock(&routes).insert(7, call);
+        dispatch(asking.clone(), &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, None);
+        // A response ends its call at once: the request read next is the other call's.
+        dispatch(
+            json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+            &routes,
+            &incoming,
+        )
+        .await;
+        assert!(!lock(&routes).contains_key(&7));
+        dispatch(asking, &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, Some(5));
+    }
 
     #[test]
     fn routes_responses_notifications_and_server_requests() {
