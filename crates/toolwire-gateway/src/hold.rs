@@ -234,10 +234,11 @@ impl Holds {
         tokio::time::timeout(self.ttl, answer).await.ok()?.ok()
     }
 
-    /// Holds `held` under a new random id, which it returns; expired entries are dropped
-    /// first (their calls stop).
+    /// Holds `held` under a new random id, which it returns, until its time runs out: then
+    /// it is dropped, and its call stops (cancelled upstream, if the upstream has not ended
+    /// it on hearing no).
     pub(crate) fn hold(
-        &self,
+        self: &Arc<Self>,
         server: String,
         tool: String,
         arguments_sha256: String,
@@ -262,6 +263,18 @@ impl Holds {
                 until: now + self.ttl,
             },
         );
+        drop(held);
+        let (holds, expiring, until) = (Arc::downgrade(self), id.clone(), now + self.ttl);
+        tokio::spawn(async move {
+            tokio::time::sleep_until(until).await;
+            if let Some(holds) = holds.upgrade() {
+                let now = Instant::now();
+                let mut held = lock(&holds.held);
+                if held.get(&expiring).is_some_and(|h| h.until <= now) {
+                    held.remove(&expiring);
+                }
+            }
+        });
         Ok(id)
     }
 
@@ -334,6 +347,29 @@ fn random_id() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn a_held_call_is_dropped_when_its_time_runs_out() {
+        let holds = Arc::new(Holds::new(Duration::from_secs(5), 2));
+        let (_asking, questions) = holds.asking(&Arc::from("up"));
+        let (reply, mut refused) = oneshot::channel();
+        let question = Question {
+            request: InputRequest::ListRoots(Default::default()),
+            reply,
+        };
+        let running = Running::spawn(Box::pin(std::future::pending()), questions);
+        let id = holds
+            .hold("up".into(), "up__t".into(), "-".into(), (question, running))
+            .unwrap();
+        assert_eq!(holds.len(), 1);
+        // Its question is refused upstream (the reply dropped) once the time has run out.
+        tokio::time::timeout(Duration::from_secs(6), &mut refused)
+            .await
+            .expect("dropped within its time")
+            .expect_err("no answer");
+        assert_eq!(holds.len(), 0);
+        assert!(matches!(holds.take(&id), Err(HoldError::Unknown(_))));
+    }
 
     #[tokio::test]
     async fn a_bound_request_is_unbound_when_the_call_ends() {
