@@ -11,6 +11,41 @@ use toolwire_protocol::{
 
 use crate::error::{Error, Result};
 
+/// What a handler of a legacy (2025-11-25) server's request is told about it, besides its
+/// params: which of this client's requests it came during. Read it with [`Asked::current`]
+/// from within the handler (the handler's own call and the future it returns).
+///
+/// Over HTTP such a request arrives on the response stream of the request it is about, so
+/// `related` is that request's id; on stdio a request names none, so `related` is the id of
+/// the one call in flight (`tools/call`, `prompts/get` or `resources/read`: lists and pings
+/// do not count), and `None` when there are several or none. Requests on a legacy
+/// session's standalone stream, and MRTR input requests (which come inside a result), have
+/// `None`. [`CallOptions::on_request`](crate::CallOptions::on_request) tells a caller the ids
+/// of its call's requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Asked {
+    /// The id of the request of this client the server's request came during.
+    pub related: Option<i64>,
+}
+
+tokio::task_local! {
+    static ASKED: Asked;
+}
+
+impl Asked {
+    /// What the handler running now is told of the request it answers; the default (nothing
+    /// related) outside a handler.
+    pub fn current() -> Asked {
+        ASKED.try_with(|asked| *asked).unwrap_or_default()
+    }
+
+    /// Runs `work` (a handler's answer) with `asked` as [`Asked::current`].
+    pub(crate) async fn scoped<T>(asked: Asked, work: impl Future<Output = T>) -> T {
+        ASKED.scope(asked, work).await
+    }
+}
+
 pub(crate) type ElicitHandler =
     Arc<dyn Fn(ElicitRequestParams) -> BoxFuture<'static, Result<ElicitResult>> + Send + Sync>;
 pub(crate) type ElicitUrlHandler =

@@ -552,3 +552,48 @@ async fn a_relayed_round_comes_back_and_its_retry_carries_the_answers() {
     assert!(matches!(error, Error::InputRequired(_)), "{error}");
     client.close().await;
 }
+
+#[tokio::test]
+async fn a_legacy_servers_request_during_a_call_tells_its_handler_the_calls_request_id() {
+    // The server asks (a request of its own) before it answers the call: on stdio the request
+    // names no call, and with one call in flight it is that call's.
+    let legacy = Scripted::new(&json!({
+        "server/discover": [{"error": {"code": -32601, "message": "Method not found"}}],
+        "initialize": [{"result": {
+            "protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+            "serverInfo": {"name": "old", "version": "1"}
+        }}],
+        "tools/list": [{"result": {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]}}],
+        "tools/call:ask": [
+            {"jsonrpc": "2.0", "id": "q-1", "method": "elicitation/create",
+             "params": {"message": "Your name?", "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}}},
+            {"result": {"content": [{"type": "text", "text": "done"}]}}
+        ],
+    }));
+    let (told, mut heard) = tokio::sync::mpsc::unbounded_channel();
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .on_elicit(move |_| {
+            let _ = told.send(toolwire_client::Asked::current().related);
+            async { Ok(toolwire_client::declined()) }
+        })
+        .spawn_command(legacy.command.clone())
+        .await
+        .unwrap();
+    // Outside a handler, nothing is related.
+    assert_eq!(toolwire_client::Asked::current().related, None);
+    let sent = Arc::new(Mutex::new(Vec::new()));
+    let ids = sent.clone();
+    let options = CallOptions::default().on_request(move |id| ids.lock().unwrap().push(id));
+    client
+        .call_tool_with("ask", json!({}), options)
+        .await
+        .unwrap();
+    let related = tokio::time::timeout(Duration::from_secs(10), heard.recv())
+        .await
+        .expect("the handler ran")
+        .expect("it told");
+    let sent = sent.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    assert_eq!(related, Some(sent[0]));
+    client.close().await;
+}

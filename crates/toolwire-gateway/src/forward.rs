@@ -7,13 +7,14 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde_json::Value;
 use toolwire_client::auth::TokenExchange;
-use toolwire_client::{CallOptions, RoundAnswers};
+use toolwire_client::{CallOptions, CancellationToken, RoundAnswers};
 use toolwire_host::{Called, Host, Outcome};
-use toolwire_protocol::{CallToolResult, ProgressParams};
-use toolwire_server::{RequestContext, ToolError};
+use toolwire_protocol::{CallToolResult, ErrorObject, ProgressParams};
+use toolwire_server::{InputRequired, RequestContext, ToolError};
 
+use crate::hold::{HoldError, Holds, Question, Running};
 use crate::policy::{Policy, Verdict};
-use crate::relay::{self, Sealed, Unrelayable, Upstream};
+use crate::relay::{self, HeldRef, Sealed, Unrelayable, Upstream};
 
 /// How many upstream progress notifications may wait to be passed on; past it, the newest
 /// are dropped (a later one supersedes them anyway).
@@ -36,32 +37,86 @@ pub(crate) async fn call(
         Verdict::Answer(answer) => return *answer,
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
-    // Kept for the digest that binds a round the upstream may ask to these arguments (and
-    // for a call made again with a new token).
+    if let Some(held) = &sealed.held {
+        return answered(&route, held, &arguments, approved, &ctx).await;
+    }
+    // Kept for the digest that binds a round the upstream may ask to these arguments (and,
+    // with a token exchange, for the call made again with a new token).
     let sent = arguments.clone();
+    let again = route.exchange.as_ref().map(|_| sent.clone());
     let questions = route.asked.load(Ordering::Acquire);
-    let mut first = Some(arguments);
-    let made = crate::exchange::with_exchanged(
-        route.exchange.as_deref(),
-        (&route.server, qualified),
-        &ctx,
-        |bearer| {
-            let arguments = first.take().unwrap_or_else(|| sent.clone());
-            upstream(&host, qualified, arguments, (answers.clone(), bearer), &ctx)
-        },
-        |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
-    )
-    .await;
-    let mut called = match made {
-        Ok(called) => called,
-        Err(why) => return Ok(crate::exchange::refused(why)),
+    // A legacy upstream's question during the call comes out of `asking`: the call is then
+    // held, running on in a task of its own, for the caller to answer.
+    let (asking, mut asked) = route.holds.asking(&route.server);
+    // The call is cancelled with the caller's request until it is held; once held it outlives
+    // that request, and ends with its hold (dropped, it is cancelled upstream).
+    let cancel = CancellationToken::new();
+    let call = {
+        let (host, qualified, ctx) = (host.clone(), qualified.to_owned(), ctx.clone());
+        let (bind, cancel) = (asking.clone(), cancel.clone());
+        let options = move |options: CallOptions| {
+            options
+                .on_request(move |id| bind.bind(id))
+                .cancel_on(cancel)
+        };
+        let (exchange, server) = (route.exchange.clone(), route.server.clone());
+        Box::pin(async move {
+            let mut first = Some(arguments);
+            let made = crate::exchange::with_exchanged(
+                exchange.as_deref(),
+                (&server, &qualified),
+                &ctx,
+                |bearer| {
+                    let arguments = first.take().or_else(|| again.clone()).unwrap_or_default();
+                    let more = (answers.clone(), bearer, options.clone());
+                    upstream(&host, &qualified, arguments, more, &ctx)
+                },
+                |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
+            )
+            .await;
+            // The call's requests are unbound when it ends.
+            drop(asking);
+            made.unwrap_or_else(|why| Called {
+                result: crate::exchange::refused(why),
+                outcome: Outcome::Refused,
+                error: None,
+                input_required: None,
+            })
+        })
     };
+    let mut call: std::pin::Pin<Box<dyn std::future::Future<Output = Called> + Send>> = call;
+    let called = tokio::select! {
+        called = &mut call => called,
+        () = ctx.cancellation().cancelled() => {
+            cancel.cancel();
+            call.await
+        }
+        Some(question) = asked.recv() => {
+            let running = Running::spawn(call, asked);
+            let held = Pending { sent: &sent, approved };
+            return held.ask(&route, question, running, &ctx).await;
+        }
+    };
+    finished(&route, called, (&sent, approved), questions, &ctx)
+}
+
+/// What the caller gets of an upstream call that ended: its result, or the upstream's own
+/// `input_required` round relayed (a 2026-07-28 upstream), or the error result saying that a
+/// question of a legacy upstream could not be relayed.
+fn finished(
+    route: &Route,
+    mut called: Called,
+    (sent, approved): (&Value, Option<String>),
+    questions: u64,
+    ctx: &RequestContext,
+) -> Result<CallToolResult, ToolError> {
+    let qualified = &*route.qualified;
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
             let upstream = Upstream {
                 server: route.server.to_string(),
                 tool: qualified.to_owned(),
-                arguments_sha256: relay::arguments_sha256(&sent),
+                arguments_sha256: relay::arguments_sha256(sent),
                 state: input.request_state.clone(),
             };
             Err(relay::relayed(*input, upstream, approved))
@@ -69,7 +124,170 @@ pub(crate) async fn call(
         (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
             Unrelayable::failed(&route.server, qualified, &called.result),
         ),
-        _ => passed_on(called, &ctx),
+        _ => passed_on(called, ctx),
+    }
+}
+
+/// A call whose upstream asked: what binds the round to it.
+struct Pending<'a> {
+    sent: &'a Value,
+    approved: Option<String>,
+}
+
+impl Pending<'_> {
+    /// Holds the running call for the caller to answer `question`, and returns the round that
+    /// asks it; or, if the caller could not answer it (it did not declare the capability,
+    /// M-05), lets the upstream be told no and waits for the call's end or next question.
+    async fn ask(
+        self,
+        route: &Route,
+        mut question: Question,
+        mut running: Running,
+        ctx: &RequestContext,
+    ) -> Result<CallToolResult, ToolError> {
+        let qualified = &*route.qualified;
+        loop {
+            if question.answerable_by(ctx.client_capabilities()) {
+                break;
+            }
+            // Dropped unanswered, the question is refused upstream, as the caller would.
+            drop(question);
+            tokio::select! {
+                called = &mut running.done => return self.ended(route, called, ctx),
+                Some(next) = running.questions.recv() => question = next,
+            }
+        }
+        let key = question.key();
+        let request = question.request.clone();
+        let id = route
+            .holds
+            .hold(
+                route.server.to_string(),
+                qualified.to_owned(),
+                relay::arguments_sha256(self.sent),
+                (question, running),
+            )
+            .map_err(|full| ToolError::Protocol(ErrorObject::internal(format!(
+                "The upstream server {} asked for input during the call of {qualified}, and the \
+                 gateway could not hold the call for your answer: {full}",
+                route.server
+            ))))?;
+        let held = HeldRef {
+            instance: route.holds.instance().to_owned(),
+            id,
+            server: route.server.to_string(),
+        };
+        Err(InputRequired::new()
+            .request(key, request)
+            .state(Sealed {
+                approved_sha256: self.approved,
+                held: Some(held),
+                upstream: Some(Upstream {
+                    server: route.server.to_string(),
+                    tool: qualified.to_owned(),
+                    arguments_sha256: relay::arguments_sha256(self.sent),
+                    state: None,
+                }),
+                ..Sealed::default()
+            })
+            .into())
+    }
+
+    /// The end of a held call.
+    fn ended(
+        &self,
+        route: &Route,
+        called: Result<Called, tokio::sync::oneshot::error::RecvError>,
+        ctx: &RequestContext,
+    ) -> Result<CallToolResult, ToolError> {
+        match called {
+            Ok(called) => {
+                // The questions it asked were held, not refused: none to report.
+                let refused = route.asked.load(Ordering::Acquire);
+                finished(
+                    route,
+                    called,
+                    (self.sent, self.approved.clone()),
+                    refused,
+                    ctx,
+                )
+            }
+            Err(_) => Ok(CallToolResult::error(format!(
+                "The call of {} on the upstream server {} stopped while it was held",
+                route.qualified, route.server
+            ))),
+        }
+    }
+}
+
+/// The retry of a round whose question a legacy upstream asked during the call held under
+/// `held`: the caller's answer goes upstream, and the caller gets the call's result or its
+/// next question.
+async fn answered(
+    route: &Route,
+    held: &HeldRef,
+    arguments: &Value,
+    approved: Option<String>,
+    ctx: &RequestContext,
+) -> Result<CallToolResult, ToolError> {
+    let holds = &route.holds;
+    if held.instance != holds.instance() {
+        return Err(ToolError::Protocol(ErrorObject::internal(format!(
+            "This call of {} is held by another gateway instance (the upstream server {} asked \
+             for input during it, and only the instance holding the call can take your answer \
+             to it), or by this one before it restarted. The gateway's operator must route a \
+             caller's retries to the instance that answered its first round (sticky sessions \
+             on the load balancer); call the tool anew without requestState",
+            route.qualified, held.server
+        ))));
+    }
+    let taken = holds.take(&held.id).and_then(|taken| {
+        // The server binds the state to the call; this says so plainly should it not.
+        if taken.tool == *route.qualified
+            && taken.server == held.server
+            && taken.arguments_sha256 == relay::arguments_sha256(arguments)
+        {
+            Ok(taken)
+        } else {
+            holds.put_back(held.id.clone(), taken);
+            Err(HoldError::Unknown(holds.ttl()))
+        }
+    });
+    let mut taken = taken.map_err(|unknown| {
+        ToolError::Protocol(ErrorObject::invalid_params(format!(
+            "The call of {} on {}: {unknown}",
+            route.qualified, held.server
+        )))
+    })?;
+    let key = taken.question.key();
+    let response = ctx.input_responses().get(key).cloned();
+    let pending = Pending {
+        sent: arguments,
+        approved,
+    };
+    match response {
+        Some(response) if taken.question.answered_by(&response) => {
+            taken.question.answer(response);
+        }
+        Some(_) => {
+            holds.put_back(held.id.clone(), taken);
+            return Err(ToolError::Protocol(ErrorObject::invalid_params(format!(
+                "inputResponses[\"{key}\"] does not answer the {} request the upstream server {} \
+                 asked",
+                key, held.server
+            ))));
+        }
+        None => {
+            // Asked again, as it was (M-10): the call stays held under a new id.
+            return pending.ask(route, taken.question, taken.running, ctx).await;
+        }
+    }
+    let running = &mut taken.running;
+    tokio::select! {
+        called = &mut running.done => pending.ended(route, called, ctx),
+        Some(question) = running.questions.recv() => {
+            pending.ask(route, question, taken.running, ctx).await
+        }
     }
 }
 
@@ -81,6 +299,8 @@ pub(crate) struct Route {
     pub(crate) asked: Arc<AtomicU64>,
     /// The token exchange its calls go with, if its upstream has one.
     pub(crate) exchange: Option<Arc<TokenExchange>>,
+    /// The calls this gateway instance holds for their callers' answers.
+    pub(crate) holds: Arc<Holds>,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the
@@ -134,13 +354,20 @@ async fn upstream(
     host: &Host,
     qualified: &str,
     arguments: Value,
-    (answers, bearer): (Option<RoundAnswers>, Option<String>),
+    (answers, bearer, more): (
+        Option<RoundAnswers>,
+        Option<String>,
+        impl FnOnce(CallOptions) -> CallOptions,
+    ),
     ctx: &RequestContext,
 ) -> Called {
-    let mut options = CallOptions::default()
-        .cancel_on(ctx.cancellation().clone())
-        .relay_input()
-        .input_capabilities(ctx.client_capabilities().clone());
+    // The caller's options last: they may set another cancellation.
+    let mut options = more(
+        CallOptions::default()
+            .cancel_on(ctx.cancellation().clone())
+            .relay_input()
+            .input_capabilities(ctx.client_capabilities().clone()),
+    );
     if let Some(answers) = answers {
         options = options.answers(answers);
     }

@@ -10,12 +10,17 @@ use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
 
 use crate::exchange::Exchanges;
+use crate::hold::Holds;
 use crate::mirror::Mirror;
 use crate::offers::Offers;
 use crate::policy::{Policy, Visibility};
 use crate::relay::Unrelayable;
 use crate::rules::Rules;
-use toolwire_protocol::{METHOD_CREATE_MESSAGE, METHOD_ELICIT, METHOD_LIST_ROOTS};
+use toolwire_client::Asked;
+use toolwire_protocol::{
+    ElicitRequestParams, InputRequest, InputResponse, METHOD_CREATE_MESSAGE, METHOD_ELICIT,
+    METHOD_LIST_ROOTS,
+};
 
 /// Why a gateway could not start.
 #[derive(Debug, thiserror::Error)]
@@ -54,6 +59,8 @@ pub struct GatewayOptions {
     pub(crate) rules: Option<Rules>,
     pub(crate) start_wait: Duration,
     pub(crate) oauth_insecure_http: bool,
+    pub(crate) hold_ttl: Duration,
+    pub(crate) max_held: usize,
 }
 
 impl Default for GatewayOptions {
@@ -63,6 +70,8 @@ impl Default for GatewayOptions {
             rules: None,
             start_wait: START_WAIT,
             oauth_insecure_http: false,
+            hold_ttl: crate::hold::HOLD_TTL,
+            max_held: crate::hold::MAX_HELD,
         }
     }
 }
@@ -74,6 +83,8 @@ impl std::fmt::Debug for GatewayOptions {
             .field("rules", &self.rules.as_ref().map(Rules::len))
             .field("start_wait", &self.start_wait)
             .field("oauth_insecure_http", &self.oauth_insecure_http)
+            .field("hold_ttl", &self.hold_ttl)
+            .field("max_held", &self.max_held)
             .finish()
     }
 }
@@ -100,6 +111,23 @@ impl GatewayOptions {
     /// OAuth flows).
     pub fn oauth_insecure_http(mut self) -> Self {
         self.oauth_insecure_http = true;
+        self
+    }
+
+    /// How long a call is held for its caller's answer when a legacy (2025-11-25) upstream
+    /// asks a question during it (default [`HOLD_TTL`](crate::HOLD_TTL)): unanswered by then,
+    /// the question is declined (elicitation) or refused (sampling, roots) upstream, and the
+    /// call dropped. The upstream's own wait is bounded by its call timeout too.
+    pub fn hold_ttl(mut self, ttl: Duration) -> Self {
+        self.hold_ttl = ttl;
+        self
+    }
+
+    /// How many calls one gateway instance holds at most for their callers' answers (default
+    /// [`MAX_HELD`](crate::MAX_HELD)): beyond it, a legacy upstream's question is refused
+    /// upstream and the caller gets an error that says so.
+    pub fn max_held(mut self, calls: usize) -> Self {
+        self.max_held = calls;
         self
     }
 
@@ -177,8 +205,10 @@ impl Gateway {
     ///
     /// The handlers of upstreams' questions in `host` are replaced: a 2026-07-28 upstream's
     /// questions go to the caller (the gateway declares upstream, on each request, what the
-    /// caller can answer), and a 2025-11-25 upstream's requests during a call are refused,
-    /// the call ending with an error result that names the upstream.
+    /// caller can answer), and so do a 2025-11-25 upstream's requests during a call, the call
+    /// held meanwhile ([`GatewayOptions::hold_ttl`]); such a request that belongs to no call
+    /// the gateway can tell (on stdio, with several calls in flight) is refused, the call
+    /// ending with an error result that names the upstream.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
@@ -202,9 +232,10 @@ impl Gateway {
             server.tool_visibility(Visibility(policy.clone())).build()?
         };
         let unrelayable = Arc::new(Unrelayable::default());
+        let holds = Arc::new(Holds::new(options.hold_ttl, options.max_held));
         let host = Arc::new(Host::new(
             config,
-            refusing(host, &unrelayable).keep_last_list(true),
+            relaying(host, &unrelayable, &holds).keep_last_list(true),
         )?);
         let trusted = config
             .servers
@@ -217,7 +248,12 @@ impl Gateway {
             inner: Arc::new(Inner {
                 host,
                 server,
-                mirror: Mirror::new(options.settings, policy, unrelayable, exchanges.clone()),
+                mirror: Mirror::new(
+                    options.settings,
+                    policy,
+                    (unrelayable, holds),
+                    exchanges.clone(),
+                ),
                 offers: Offers::new(exchanges.clone()),
                 exchanges,
                 trusted,
@@ -368,25 +404,106 @@ impl toolwire_host::Approver for NoPerson {
     }
 }
 
-/// The host's options with handlers of upstreams' questions that refuse them, noting which
-/// upstream asked. A 2026-07-28 upstream's questions never reach them (its rounds are relayed
-/// to the caller); a legacy upstream's requests during a call do. With them the gateway's
-/// client declares every input capability upstream, so that an upstream asks rather than
-/// refuses: whether the caller can answer is checked downstream, against what the caller
-/// declared (M-05).
-fn refusing(host: HostOptions, unrelayable: &Arc<Unrelayable>) -> HostOptions {
-    let (elicit, url, sample, roots) = (
-        unrelayable.clone(),
-        unrelayable.clone(),
-        unrelayable.clone(),
-        unrelayable.clone(),
-    );
-    host.on_elicit(move |server, _| std::future::ready(Err(elicit.refuse(&server, METHOD_ELICIT))))
-        .on_elicit_url(move |server, _| std::future::ready(Err(url.refuse(&server, METHOD_ELICIT))))
-        .on_sample(move |server, _| {
-            std::future::ready(Err(sample.refuse(&server, METHOD_CREATE_MESSAGE)))
-        })
-        .on_roots(move |server| std::future::ready(Err(roots.refuse(&server, METHOD_LIST_ROOTS))))
+/// The host's options with handlers of upstreams' questions: a question a legacy upstream
+/// asks during a call the gateway can tell (the request it came during is one of a call's,
+/// [`Asked`]) goes to that call, to be held for its caller; any other is refused, noting
+/// which upstream asked. A 2026-07-28 upstream's questions never reach them (its rounds are
+/// relayed to the caller). With them the gateway's client declares every input capability
+/// upstream, so that an upstream asks rather than refuses: whether the caller can answer is
+/// checked downstream, against what the caller declared (M-05).
+fn relaying(host: HostOptions, unrelayable: &Arc<Unrelayable>, holds: &Arc<Holds>) -> HostOptions {
+    let elicit = Relay::new(unrelayable, holds, METHOD_ELICIT);
+    let url = elicit.clone();
+    let sample = Relay::new(unrelayable, holds, METHOD_CREATE_MESSAGE);
+    let roots = Relay::new(unrelayable, holds, METHOD_LIST_ROOTS);
+    host.on_elicit(move |server, params| {
+        let question = elicit.question(&server, InputRequest::Elicit(params));
+        async move {
+            match question?.await {
+                Some(InputResponse::Elicit(answer)) => Ok(answer),
+                _ => Ok(toolwire_client::declined()),
+            }
+        }
+    })
+    .on_elicit_url(move |server, params| {
+        let question = url.question(
+            &server,
+            InputRequest::Elicit(ElicitRequestParams::Url(params)),
+        );
+        async move {
+            match question?.await {
+                Some(InputResponse::Elicit(answer)) => Ok(answer),
+                _ => Ok(toolwire_client::declined()),
+            }
+        }
+    })
+    .on_sample(move |server, params| {
+        let question = sample.question(&server, InputRequest::CreateMessage(Box::new(params)));
+        let unanswered = sample.unanswered(&server);
+        async move {
+            match question?.await {
+                Some(InputResponse::CreateMessage(answer)) => Ok(*answer),
+                _ => Err(unanswered),
+            }
+        }
+    })
+    .on_roots(move |server| {
+        let question = roots.question(&server, InputRequest::ListRoots(Default::default()));
+        let unanswered = roots.unanswered(&server);
+        async move {
+            match question?.await {
+                Some(InputResponse::ListRoots(answer)) => Ok(answer),
+                _ => Err(unanswered),
+            }
+        }
+    })
+}
+
+/// Where the handler of one kind of question sends it.
+#[derive(Clone)]
+struct Relay {
+    unrelayable: Arc<Unrelayable>,
+    holds: Arc<Holds>,
+    method: &'static str,
+}
+
+type Answer = std::pin::Pin<Box<dyn std::future::Future<Output = Option<InputResponse>> + Send>>;
+
+impl Relay {
+    fn new(unrelayable: &Arc<Unrelayable>, holds: &Arc<Holds>, method: &'static str) -> Relay {
+        Relay {
+            unrelayable: unrelayable.clone(),
+            holds: holds.clone(),
+            method,
+        }
+    }
+
+    /// The caller's answer to `request`, which `server` asks now, when it asks during a call
+    /// the gateway can tell (`None` when unanswered in time); the refusal otherwise.
+    fn question(
+        &self,
+        server: &str,
+        request: InputRequest,
+    ) -> Result<Answer, toolwire_client::Error> {
+        let to = Asked::current()
+            .related
+            .and_then(|id| self.holds.waiting(server, id));
+        let Some(to) = to else {
+            return Err(self.unrelayable.refuse(server, self.method));
+        };
+        let holds = self.holds.clone();
+        Ok(Box::pin(async move { holds.ask(to, request).await }))
+    }
+
+    /// What `server` is told of a question its caller did not answer.
+    fn unanswered(&self, server: &str) -> toolwire_client::Error {
+        toolwire_client::Error::Input(format!(
+            "{} from the upstream {server}: the caller did not answer within {:?}, or could \
+             not (it did not declare the capability), or the call ended",
+            self.method,
+            self.holds.ttl()
+        ))
+    }
 }
 
 /// The servers whose configuration (or the file's top) has `approval.ask` rules.

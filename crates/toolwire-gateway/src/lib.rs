@@ -13,8 +13,12 @@
 //! 2026-07-28 `input_required` round, of a tool call, a prompt or a resource read) has its
 //! questions relayed to the caller verbatim and the caller's answers taken back upstream,
 //! statelessly: the upstream's state travels sealed inside the gateway's own. A 2025-11-25
-//! upstream's request during a call cannot be relayed that way: the call ends with an error
-//! result that says so. An upstream configured for token exchange
+//! upstream's request during a call (elicitation, sampling, roots) is relayed as a round too,
+//! but not statelessly: the upstream call is held, running, in the gateway instance that
+//! received it, for a bounded time ([`GatewayOptions::hold_ttl`]) and up to a cap
+//! ([`GatewayOptions::max_held`]); the caller's retry must reach that instance (with several
+//! instances, route a caller's retries to the instance that answered its first round), and
+//! one that reaches another is told so. An upstream configured for token exchange
 //! (`"oauth": {"tokenExchange": …}`) is called for each caller with a token exchanged for that
 //! caller's own at its authorization server (RFC 8693), never with the caller's token.
 //!
@@ -23,6 +27,7 @@
 mod exchange;
 mod forward;
 mod gateway;
+mod hold;
 mod mirror;
 mod offers;
 mod policy;
@@ -31,6 +36,7 @@ pub mod rules;
 mod watch;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, ToolSettings};
+pub use hold::{HOLD_TTL, MAX_HELD};
 pub use mirror::UPSTREAM_META_KEY;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
 pub use watch::{RETRY_FIRST, RETRY_MOST};

@@ -13,6 +13,7 @@ use toolwire_server::{RequestContext, Server, Tool};
 use crate::exchange::Exchanges;
 use crate::forward::Route;
 use crate::gateway::ToolSettings;
+use crate::hold::Holds;
 use crate::policy::{Policy, facts_of};
 use crate::relay::Unrelayable;
 
@@ -31,6 +32,8 @@ pub(crate) struct Mirror {
     unrelayable: Arc<Unrelayable>,
     /// The upstreams' token exchanges, which their tools' calls use.
     exchanges: Arc<Exchanges>,
+    /// The calls held while their callers answer a legacy upstream's question.
+    holds: Arc<Holds>,
     state: Mutex<Served>,
 }
 
@@ -49,7 +52,7 @@ impl Mirror {
     pub(crate) fn new(
         settings: Option<ToolSettings>,
         policy: Arc<Policy>,
-        unrelayable: Arc<Unrelayable>,
+        (unrelayable, holds): (Arc<Unrelayable>, Arc<Holds>),
         exchanges: Arc<Exchanges>,
     ) -> Mirror {
         Mirror {
@@ -57,6 +60,7 @@ impl Mirror {
             policy,
             unrelayable,
             exchanges,
+            holds,
             state: Mutex::new(Served::default()),
         }
     }
@@ -138,6 +142,7 @@ impl Mirror {
             server: tool.server.as_str().into(),
             asked: self.unrelayable.counter(&tool.server),
             exchange: self.exchanges.of_server(&tool.server),
+            holds: self.holds.clone(),
         });
         let host = host.clone();
         let policy = self.policy.clone();

@@ -34,9 +34,24 @@ pub(crate) struct Sealed {
     /// The upstream round being relayed: this round's answers are the upstream's.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) upstream: Option<Upstream>,
+    /// The legacy upstream's call held for this round's answer, by this instance or another.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) held: Option<HeldRef>,
     /// Whether the request carried state at all (a first round carries none).
     #[serde(skip)]
     pub(crate) carried: bool,
+}
+
+/// Where a held call is: the gateway instance holding it and its id there, with what binds it
+/// to the call (the state is sealed, and bound to the caller, by the server).
+#[derive(Debug, Serialize, Deserialize)]
+pub(crate) struct HeldRef {
+    /// The instance holding the call.
+    pub(crate) instance: String,
+    /// Its id in that instance's table.
+    pub(crate) id: String,
+    /// The upstream server asking.
+    pub(crate) server: String,
 }
 
 /// An upstream round in flight.
@@ -126,11 +141,12 @@ pub(crate) fn arguments_sha256(arguments: &Value) -> String {
     toolwire_protocol::hex::encode(&Sha256::digest(arguments.to_string().as_bytes()))
 }
 
-/// The questions legacy (2025-11-25) upstreams asked mid-call, by upstream. Such a question
-/// is a server→client request on the upstream's open call: relaying it to the caller would
-/// mean holding that call open across the caller's rounds, which a stateless gateway does
-/// not do. The gateway's client refuses it at once (the upstream is told why), and the call
-/// during which it was asked ends with an error result that says so.
+/// The questions legacy (2025-11-25) upstreams asked that belong to no call the gateway can
+/// tell, by upstream: a question on stdio while several calls are in flight (it names no
+/// request), or on a legacy session's standalone stream. A question asked during a known call
+/// is held for that call's caller instead (`hold`). The gateway's client refuses these at
+/// once (the upstream is told why), and a call during which one was asked ends with an error
+/// result that says so.
 #[derive(Debug, Default)]
 pub(crate) struct Unrelayable {
     asked: std::sync::Mutex<std::collections::HashMap<String, Arc<AtomicU64>>>,
@@ -175,6 +191,6 @@ impl Unrelayable {
 }
 
 /// Why a legacy upstream's question is not relayed.
-const CANNOT_RELAY: &str = "the gateway relays the input_required rounds of 2026-07-28 \
-    servers only; a 2025-11-25 server's request during a call would need the call held open \
-    between the caller's rounds";
+const CANNOT_RELAY: &str = "a 2025-11-25 server's request is relayed only when it can be told \
+    which call it belongs to (over HTTP always; on stdio only while that call is the only one \
+    in flight), and this one could not";

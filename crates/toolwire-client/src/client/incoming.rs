@@ -18,16 +18,18 @@ use toolwire_protocol::{
 
 use crate::client::{Client, Inner};
 use crate::error::{Error, Result};
+use crate::input::Asked;
 use crate::state::Era;
 use crate::transport::Outgoing;
+use crate::transport::stdio::Incoming;
 
 /// Consumes the stdio messages that belong to no request, for as long as the client lives.
-pub(crate) fn serve_stdio(client: &Client, mut incoming: mpsc::Receiver<Value>) {
+pub(crate) fn serve_stdio(client: &Client, mut incoming: mpsc::Receiver<Incoming>) {
     let weak: Weak<Inner> = std::sync::Arc::downgrade(&client.inner);
     tokio::spawn(async move {
-        while let Some(message) = incoming.recv().await {
+        while let Some((message, related)) = incoming.recv().await {
             let Some(inner) = weak.upgrade() else { break };
-            Client { inner }.incoming(message);
+            Client { inner }.incoming_for(message, related);
         }
     });
 }
@@ -48,6 +50,13 @@ pub(crate) fn trace_log(log: &LoggingMessageParams) {
 impl Client {
     /// Handles a message the server started that belongs to no request of ours.
     pub(crate) fn incoming(&self, message: Value) {
+        self.incoming_for(message, None);
+    }
+
+    /// Handles a message the server started, which came for request `related` (on that
+    /// request's own response stream, or as the one request in flight on stdio): a server
+    /// request's handler is told so ([`Asked`]).
+    pub(crate) fn incoming_for(&self, message: Value, related: Option<i64>) {
         let Some(method) = message["method"].as_str() else {
             return;
         };
@@ -59,7 +68,7 @@ impl Client {
                 return;
             }
             let client = self.clone();
-            tokio::spawn(async move { client.answer_server_request(message).await });
+            tokio::spawn(async move { client.answer_server_request(message, related).await });
             return;
         }
         match method {
@@ -78,14 +87,18 @@ impl Client {
     }
 
     /// Answers a legacy server's request with the input handlers.
-    async fn answer_server_request(&self, request: Value) {
+    async fn answer_server_request(&self, request: Value, related: Option<i64>) {
         let id = request["id"].clone();
         let method = request["method"].as_str().unwrap_or_default().to_owned();
         let params = request.get("params").cloned().unwrap_or_else(|| json!({}));
         // A handler that never finishes must not keep the server's request open forever: the
         // client's timeout bounds it, as it bounds the handlers of MRTR rounds.
         let timeout = self.inner.config.timeout;
-        let outcome = tokio::time::timeout(timeout, self.server_request_result(&method, params))
+        let asked = Asked::scoped(
+            Asked { related },
+            self.server_request_result(&method, params),
+        );
+        let outcome = tokio::time::timeout(timeout, asked)
             .await
             .unwrap_or_else(|_| {
                 Err((

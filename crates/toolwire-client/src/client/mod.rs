@@ -44,6 +44,9 @@ pub type ProgressFn = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 /// Called with each log message the server sends while answering a request.
 pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 
+/// Told the id of a request as it is sent ([`CallOptions::on_request`](crate::CallOptions::on_request)).
+pub type RequestIdFn = Arc<dyn Fn(i64) + Send + Sync>;
+
 /// A connection to one MCP server. Cheap to clone; clones share the connection and caches.
 #[derive(Clone)]
 pub struct Client {
@@ -108,6 +111,8 @@ pub(crate) struct RpcOptions {
     pub(crate) bearer: Option<std::sync::Arc<str>>,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
+    /// Told the id of each request sent for this one (a new id on each attempt).
+    pub(crate) on_request: Option<RequestIdFn>,
     pub(crate) timeout: Option<Duration>,
     pub(crate) cancel: Option<CancellationToken>,
 }

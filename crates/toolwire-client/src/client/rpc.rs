@@ -137,6 +137,9 @@ impl Client {
         options: &RpcOptions,
     ) -> Result<Reply, Failure> {
         let id = self.next_id();
+        if let Some(sent) = &options.on_request {
+            sent(id);
+        }
         let progress = match options.progress {
             Some(_) => Progress::Wanted,
             None => Progress::Unwanted,
@@ -380,7 +383,8 @@ impl Client {
                     }
                 }
             }
-            _ => client.incoming(message),
+            // A legacy server's request on this request's own stream is about it.
+            _ => client.incoming_for(message, out.id),
         };
         let cancelled = async {
             match &options.cancel {

@@ -22,7 +22,7 @@ use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
 use crate::client::rounds::{CallRound, RoundAnswers, is_input_required};
 use crate::client::tool_cache::{CachedTool, ToolCache};
-use crate::client::{Client, LogFn, ProgressFn, RpcOptions};
+use crate::client::{Client, LogFn, ProgressFn, RequestIdFn, RpcOptions};
 use crate::error::{Error, Result};
 
 /// Options of one tool call.
@@ -51,6 +51,8 @@ pub struct CallOptions {
     pub input_capabilities: Option<ClientCapabilities>,
     /// The bearer token of this call's requests ([`CallOptions::bearer`]); never printed.
     pub bearer: Option<Arc<str>>,
+    /// Told the id of each request sent for this call ([`CallOptions::on_request`]).
+    pub on_request: Option<RequestIdFn>,
 }
 
 impl CallOptions {
@@ -112,6 +114,15 @@ impl CallOptions {
         self.bearer = Some(token.into());
         self
     }
+
+    /// Tells `f` the id of each request sent for this call, before it is sent (a request lost
+    /// with its stream is sent again with a new id, H-27): the `related` id a legacy server's
+    /// request during the call is handed to its handler with ([`Asked`](crate::Asked)), so
+    /// that a relay can tell which of its calls a question belongs to.
+    pub fn on_request(mut self, f: impl Fn(i64) + Send + Sync + 'static) -> Self {
+        self.on_request = Some(Arc::new(f));
+        self
+    }
 }
 
 impl CallOptions {
@@ -127,6 +138,7 @@ impl CallOptions {
             relay: self.relay,
             input_capabilities: self.input_capabilities,
             bearer: self.bearer,
+            on_request: self.on_request,
             ..Default::default()
         }
     }

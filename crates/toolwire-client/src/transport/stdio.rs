@@ -42,19 +42,27 @@ const ROUTE_CAPACITY: usize = 256;
 /// them; the same backpressure applies).
 const INCOMING_CAPACITY: usize = 256;
 
+/// A message that belongs to no request, with the request a server request is related to
+/// when that can be told (the one request in flight).
+pub(crate) type Incoming = (Value, Option<i64>);
+
 /// Messages for one in-flight request: notifications, then its response.
 #[derive(Debug, Clone)]
 struct Route {
     tx: mpsc::Sender<Value>,
     /// Set once progress was dropped, so that is logged once per request.
     dropped: Arc<AtomicBool>,
+    /// A request a server may ask the client about while it handles it (a tool call, a prompt,
+    /// a resource read), as lists and pings are not.
+    asks: bool,
 }
 
 impl Route {
-    fn new() -> (Self, mpsc::Receiver<Value>) {
+    fn new(method: &str) -> (Self, mpsc::Receiver<Value>) {
         let (tx, rx) = mpsc::channel(ROUTE_CAPACITY);
         let dropped = Arc::default();
-        (Route { tx, dropped }, rx)
+        let asks = matches!(method, "tools/call" | "prompts/get" | "resources/read");
+        (Route { tx, dropped, asks }, rx)
     }
 
     /// Queues a progress notification if that leaves room for the response. The reader is the
@@ -177,14 +185,14 @@ pub(crate) struct StdioTransport {
     /// How many times the server was started; a change means a new process (S-11, L-12).
     generation: AtomicU64,
     /// Server requests and notifications that belong to no request.
-    incoming: mpsc::Sender<Value>,
+    incoming: mpsc::Sender<Incoming>,
     /// Set by `close`: no restart after it.
     closing: AtomicBool,
 }
 
 impl StdioTransport {
     /// Starts the server; the receiver gets the messages that belong to no request.
-    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Value>)> {
+    pub(crate) fn spawn(command: StdioCommand) -> Result<(Self, mpsc::Receiver<Incoming>)> {
         let (incoming, rx) = mpsc::channel(INCOMING_CAPACITY);
         let process = start(&command, incoming.clone())?;
         let transport = StdioTransport {
@@ -254,7 +262,7 @@ impl StdioTransport {
         let (mut rx, mut cancel, tail, generation) = {
             let guard = self.live().await?;
             let process = guard.as_ref().expect("live() leaves a process");
-            let (route, rx) = Route::new();
+            let (route, rx) = Route::new(out.method);
             {
                 let mut routes = lock(&process.routes);
                 if process.closed.load(Ordering::Acquire) {
@@ -376,7 +384,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
-fn start(command: &StdioCommand, incoming: mpsc::Sender<Value>) -> Result<Process> {
+fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Process> {
     let mut builder = Command::new(&command.program);
     builder
         .args(&command.args)
@@ -455,7 +463,7 @@ async fn read_stdout(
     stdout: ChildStdout,
     routes: Routes,
     closed: Arc<AtomicBool>,
-    incoming: mpsc::Sender<Value>,
+    incoming: mpsc::Sender<Incoming>,
 ) {
     // Lines are bytes (a stray invalid byte spoils one line, not the stream) and bounded: an
     // oversized one is skipped, not buffered without end, and reading goes on.
@@ -488,9 +496,15 @@ async fn read_stdout(
 /// Hands a message to the request it belongs to, or to the client. Progress for a request
 /// whose consumer has fallen [`ROUTE_CAPACITY`] behind is dropped; anything else waits for
 /// room, which slows the server down (its stdout fills) rather than growing memory.
-async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value>) {
+async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Incoming>) {
     let key = route_key(&message);
-    match key.and_then(|k| Some((k, lock(routes).get(&k).cloned()?))) {
+    // A response ends its request: its route goes now, not when the request's task next
+    // runs, so that a server request read after it sees only the requests still in flight.
+    let take = |routes: &mut HashMap<i64, Route>, k: i64| match message.get("method") {
+        None => routes.remove(&k),
+        Some(_) => routes.get(&k).cloned(),
+    };
+    match key.and_then(|k| Some((k, take(&mut lock(routes), k)?))) {
         Some((id, route)) if message["method"] == NOTIFICATION_PROGRESS => {
             route.offer_progress(message, id);
         }
@@ -498,9 +512,24 @@ async fn dispatch(message: Value, routes: &Routes, incoming: &mpsc::Sender<Value
             let _ = route.tx.send(message).await;
         }
         None if message.get("method").is_some() => {
-            let _ = incoming.send(message).await;
+            // A server request names no request of ours; on stdio it belongs to a call only
+            // when that call alone is in flight.
+            let related = match message.get("id") {
+                Some(_) => only_one(&lock(routes)),
+                None => None,
+            };
+            let _ = incoming.send((message, related)).await;
         }
         None => tracing::debug!(%message, "a response for no request in flight"),
+    }
+}
+
+/// The id of the one call in flight (a request a server may ask about), if exactly one is.
+fn only_one(routes: &HashMap<i64, Route>) -> Option<i64> {
+    let mut ids = routes.iter().filter(|(_, r)| r.asks).map(|(id, _)| id);
+    match (ids.next(), ids.next()) {
+        (Some(id), None) => Some(*id),
+        _ => None,
     }
 }
 
@@ -546,6 +575,34 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[tokio::test]
+    async fn a_server_request_is_related_to_the_one_call_in_flight() {
+        let routes: Routes = Arc::default();
+        let (incoming, mut received) = mpsc::channel(4);
+        let (call, _call_rx) = Route::new("tools/call");
+        let (list, _list_rx) = Route::new("tools/list");
+        lock(&routes).insert(5, call.clone());
+        lock(&routes).insert(6, list);
+        let asking = json!({"jsonrpc": "2.0", "id": "q", "method": "roots/list"});
+        // A list in flight beside the call does not count.
+        dispatch(asking.clone(), &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, Some(5));
+        // Two calls: the request could be either's.
+        lock(&routes).insert(7, call);
+        dispatch(asking.clone(), &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, None);
+        // A response ends its call at once: the request read next is the other call's.
+        dispatch(
+            json!({"jsonrpc": "2.0", "id": 7, "result": {}}),
+            &routes,
+            &incoming,
+        )
+        .await;
+        assert!(!lock(&routes).contains_key(&7));
+        dispatch(asking, &routes, &incoming).await;
+        assert_eq!(received.recv().await.unwrap().1, Some(5));
+    }
 
     #[test]
     fn routes_responses_notifications_and_server_requests() {

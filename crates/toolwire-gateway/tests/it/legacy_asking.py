@@ -1,11 +1,29 @@
-"""A 2025-11-25 MCP server on stdio whose one tool, `ask`, asks the client for a name with an
-elicitation/create request in the middle of the call, and answers with what became of it:
-`answered NAME`, or (as an error result) `refused: MESSAGE` with the client's error.
-It answers anything it does not know, server/discover included, with -32601."""
+"""A 2025-11-25 MCP server on stdio whose tools ask the client mid-call, with a server->client
+request on the open call, and answer with what became of it:
+- `ask`: elicitation/create for a name; `answered RESULT`, or (as an error result)
+  `refused: MESSAGE` with the client's error;
+- `sample`: sampling/createMessage; `answered RESULT` or `refused: MESSAGE`;
+- `roots`: roots/list; `answered RESULT` or `refused: MESSAGE`;
+- `twice`: two elicitations, one after the other; `answered FIRST then SECOND`.
+Each question has an id of its own, so calls may overlap. It answers anything it does not
+know, server/discover included, with -32601."""
 import json
 import sys
 
-QUESTION_ID = "ask-1"
+NAME_FORM = {
+    "message": "Your name?",
+    "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
+}
+QUESTIONS = {
+    "ask": [("elicitation/create", NAME_FORM)],
+    "sample": [("sampling/createMessage", {
+        "messages": [{"role": "user", "content": {"type": "text", "text": "Say hi"}}],
+        "maxTokens": 20,
+    })],
+    "roots": [("roots/list", {})],
+    "twice": [("elicitation/create", NAME_FORM),
+              ("elicitation/create", {**NAME_FORM, "message": "Your family name?"})],
+}
 
 
 def send(message):
@@ -19,19 +37,34 @@ def answer(request_id, result):
 
 def main():
     calls = {}
+    asked = 0
+
+    def ask(call):
+        nonlocal asked
+        asked += 1
+        question_id = "q-%d" % asked
+        calls[question_id] = call
+        method, params = call["questions"][len(call["answers"])]
+        send({"jsonrpc": "2.0", "id": question_id, "method": method, "params": params})
+
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
         if method is None:
-            call_id = calls.pop(request_id, None)
-            if call_id is None:
+            call = calls.pop(request_id, None)
+            if call is None:
                 continue
             error = message.get("error")
             if error:
-                text, failed = "refused: " + error.get("message", ""), True
-            else:
-                text, failed = "answered " + json.dumps(message.get("result")), False
-            answer(call_id, {"content": [{"type": "text", "text": text}], "isError": failed})
+                text = "refused: " + error.get("message", "")
+                answer(call["id"], {"content": [{"type": "text", "text": text}], "isError": True})
+                continue
+            call["answers"].append(json.dumps(message.get("result"), sort_keys=True))
+            if len(call["answers"]) < len(call["questions"]):
+                ask(call)
+                continue
+            text = "answered " + " then ".join(call["answers"])
+            answer(call["id"], {"content": [{"type": "text", "text": text}], "isError": False})
         elif method == "initialize":
             answer(request_id, {
                 "protocolVersion": "2025-11-25",
@@ -39,13 +72,12 @@ def main():
                 "serverInfo": {"name": "legacy-asking", "version": "1"},
             })
         elif method == "tools/list":
-            answer(request_id, {"tools": [{"name": "ask", "inputSchema": {"type": "object"}}]})
+            answer(request_id, {"tools": [
+                {"name": name, "inputSchema": {"type": "object"}} for name in QUESTIONS
+            ]})
         elif method == "tools/call":
-            calls[QUESTION_ID] = request_id
-            send({"jsonrpc": "2.0", "id": QUESTION_ID, "method": "elicitation/create", "params": {
-                "message": "Your name?",
-                "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}},
-            }})
+            name = message["params"]["name"]
+            ask({"id": request_id, "questions": QUESTIONS[name], "answers": []})
         elif request_id is not None:
             send({"jsonrpc": "2.0", "id": request_id,
                   "error": {"code": -32601, "message": "Method not found"}})

@@ -3,6 +3,7 @@
 
 mod credentials;
 mod gateway;
+mod hold;
 mod offers;
 #[path = "../../../toolwire-server/tests/it/redis_server.rs"]
 mod redis_server;

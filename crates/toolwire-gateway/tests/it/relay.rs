@@ -373,11 +373,15 @@ async fn an_upstream_prompt_or_resource_that_asks_is_relayed_too() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
+async fn a_legacy_stdio_upstreams_question_that_names_no_call_fails_the_call_clearly() {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_asking.py");
     let (gateway, served) =
         gateway_of(json!({"old": {"command": "python3", "args": [script], "prefix": "old"}})).await;
     let caller = answering(&served.url, Arc::default());
+    // One call held for its caller's answer: its question was asked while it was the only
+    // call in flight. A question on stdio names no call: with two in flight, the second's
+    // cannot be told from the first's, and is refused.
+    let held = first_round(&caller, "old__ask", json!({})).await;
     let call = caller.call_tool("old__ask", json!({}));
     let result = tokio::time::timeout(crate::support::DEADLINE, call)
         .await
@@ -388,8 +392,21 @@ async fn a_legacy_upstream_asking_mid_call_fails_the_call_clearly() {
     assert!(
         words.contains("the upstream server old asked for input")
             && words.contains("cannot relay")
+            && words.contains("only while that call is the only one in flight")
             && words.contains("refused: "),
         "{words}"
+    );
+    let answers = RoundAnswers::new(ada("elicitation").responses, held.request_state.clone());
+    let done = caller
+        .call_tool_round(
+            "old__ask",
+            json!({}),
+            CallOptions::default().answers(answers),
+        )
+        .await;
+    assert!(
+        matches!(&done, Ok(CallRound::Complete(r)) if text(r).contains("Ada")),
+        "{done:?}"
     );
     gateway.close().await;
     served.stop().await;

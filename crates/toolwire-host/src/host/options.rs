@@ -128,6 +128,12 @@ impl HostOptions {
 
     /// Answers servers' form-mode elicitation requests, told which server asks (show its
     /// name with the message, M-16). Without it, servers are told elicitation is unsupported.
+    ///
+    /// A legacy (2025-11-25) server's request during a call also says which request of the
+    /// host's client it came during: read
+    /// [`Asked::current`](toolwire_client::Asked::current) in the handler (and
+    /// [`CallOptions::on_request`](toolwire_client::CallOptions::on_request) tells a call's
+    /// request ids). The same holds for the other handlers below.
     pub fn on_elicit<F, Fut>(mut self, handler: F) -> Self
     where
         F: Fn(String, ElicitRequestParams) -> Fut + Send + Sync + 'static,
