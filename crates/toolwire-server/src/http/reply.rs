@@ -21,6 +21,7 @@ use crate::request::context::{Frame, Logging, Outbound, RequestContext};
 use crate::request::dispatch::Final;
 use crate::request::route::Route;
 use crate::server::Server;
+use crate::tools::visibility::Follower;
 
 /// A request that passed every check: its id, its `_meta` and the method it runs.
 pub(super) struct Admitted {
@@ -48,10 +49,16 @@ pub(super) async fn run(
         // The subscription's messages are the SSE body itself: no task and no channel per
         // stream. Dropping the body (the client went away) ends the subscription (L-09).
         let server = &state.server;
+        let follower = Follower {
+            principal: caller.principal.clone(),
+            scopes: caller.scopes.clone(),
+            claims: caller.claims.clone(),
+            client: meta.client_info.clone(),
+        };
         let stream = server.listen_stream(
             id,
             filter,
-            caller.scopes.as_deref(),
+            follower,
             CancellationToken::new(),
             server.shutdown_token(),
         );

@@ -239,6 +239,11 @@ impl RequestContext {
         self.inner.scopes.clone()
     }
 
+    /// The claims, shared (a subscription keeps them).
+    pub(crate) fn shared_claims(&self) -> Option<Claims> {
+        self.inner.claims.clone()
+    }
+
     /// The OAuth scopes the caller's access token grants; `None` when the transport checks no
     /// tokens (stdio, or HTTP without OAuth).
     pub fn scopes(&self) -> Option<&[String]> {

@@ -22,6 +22,7 @@ use crate::server::Server;
 use crate::tools::catalog::permits;
 use crate::tools::offered::Change;
 use crate::tools::offers::covers;
+use crate::tools::visibility::Follower;
 
 /// One message of a subscription stream; the closing result is `last`.
 pub(crate) struct ListenMessage {
@@ -66,14 +67,21 @@ impl Server {
         &self,
         id: RequestId,
         filter: &SubscriptionFilter,
-        granted: Option<&[String]>,
+        follower: Follower,
         cancel: CancellationToken,
         closing: CancellationToken,
     ) -> impl Stream<Item = ListenMessage> + Send + 'static {
-        let honoured = self.honoured(filter, granted);
+        let honoured = self.honoured(filter, follower.scopes.as_deref());
         // Subscribe before acknowledging so no change between the two is missed.
         let mut changes = self.subscribe_changes();
         let result_meta = self.result_meta().cloned();
+        // The tool list this caller sees, where callers see different lists: a change of the
+        // tool set is passed on only when it changed (a change it cannot see is not its).
+        let server = self.clone();
+        let follows_tools = honoured.tools_list_changed == Some(true);
+        let mut seen = follows_tools
+            .then(|| server.seen_tools(&follower))
+            .flatten();
         async_stream::stream! {
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
@@ -93,6 +101,13 @@ impl Server {
                     Err(RecvError::Closed) => break,
                 };
                 for change in changes_seen {
+                    if let (Change::Tools, Some(before)) = (&change, seen) {
+                        let now = server.seen_tools(&follower);
+                        seen = now;
+                        if now == Some(before) {
+                            continue;
+                        }
+                    }
                     if let Some(message) = message_for(&honoured, &change, tag()) {
                         yield message;
                     }
@@ -116,7 +131,7 @@ impl Server {
         let stream = self.listen_stream(
             id.clone(),
             &filter,
-            ctx.scopes(),
+            Follower::of(&ctx),
             ctx.cancellation().clone(),
             ctx.closing().clone(),
         );

@@ -2,10 +2,16 @@
 //! gateway's) rule over who is asking and which tool, applied to every `tools/list` page and
 //! every `tools/call`.
 
+use std::hash::{Hash as _, Hasher as _};
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 use toolwire_protocol::Implementation;
 
 use crate::RequestContext;
+use crate::request::context::Claims;
+use crate::server::Server;
+use crate::tools::catalog::{Entry as _, permits};
 
 /// Who is asking, as a [`ToolVisibility`] sees it.
 #[derive(Debug, Clone, Copy)]
@@ -73,5 +79,62 @@ impl std::ops::Deref for SharedVisibility {
 
     fn deref(&self) -> &(dyn ToolVisibility + 'static) {
         &*self.0
+    }
+}
+
+/// A caller kept for the life of its subscription: what [`Viewer`] borrows, owned.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Follower {
+    pub(crate) principal: Option<Arc<str>>,
+    pub(crate) scopes: Option<Arc<[String]>>,
+    pub(crate) claims: Option<Claims>,
+    pub(crate) client: Option<Implementation>,
+}
+
+impl Follower {
+    /// The caller of `ctx`.
+    pub(crate) fn of(ctx: &RequestContext) -> Follower {
+        Follower {
+            principal: ctx.shared_principal(),
+            scopes: ctx.shared_scopes(),
+            claims: ctx.shared_claims(),
+            client: ctx.client_info().cloned(),
+        }
+    }
+
+    fn viewer(&self) -> Viewer<'_> {
+        Viewer {
+            principal: self.principal.as_deref(),
+            scopes: self.scopes.as_deref(),
+            claims: self.claims.as_deref(),
+            client: self.client.as_ref(),
+        }
+    }
+}
+
+impl Server {
+    /// A digest of the tool list `follower` sees (the definitions of the tools its scopes and
+    /// the server's [`ToolVisibility`] let it see), for telling it of a change of the tool set
+    /// only when its own list changed: a caller is not told when tools it cannot see come and
+    /// go. `None` when every caller sees the whole list (no visibility rule, no OAuth): then
+    /// every change is its change. Made once per change of the tool set per subscription.
+    pub(crate) fn seen_tools(&self, follower: &Follower) -> Option<u64> {
+        let visibility = self.config().tool_visibility.as_ref();
+        if visibility.is_none() && follower.scopes.is_none() {
+            return None;
+        }
+        let check = visibility.map(|v| v.check(follower.viewer()));
+        let snapshot = self.registry().snapshot();
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        for tool in &snapshot.items {
+            let seen = permits(follower.scopes.as_deref(), tool.scopes())
+                && check
+                    .as_ref()
+                    .is_none_or(|check| check(tool.key()).is_none());
+            if seen {
+                tool.listed().get().hash(&mut hasher);
+            }
+        }
+        Some(hasher.finish())
     }
 }

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use futures::StreamExt as _;
 use serde_json::{Value, json};
-use toolwire_server::{NoArgs, RequestContext, Tool};
+use toolwire_server::{NoArgs, RequestContext, Tool, Viewer};
 
 use crate::support::*;
 
@@ -15,7 +15,12 @@ pub struct Listen {
 
 impl Listen {
     pub async fn open(s: &TestServer, id: i64, filter: Value) -> Listen {
-        let body = request(id, "subscriptions/listen", json!({"notifications": filter}));
+        Listen::open_with(s, id, json!({"notifications": filter})).await
+    }
+
+    /// A stream opened with these params (a `_meta` in them is merged into the standard one).
+    pub async fn open_with(s: &TestServer, id: i64, params: Value) -> Listen {
+        let body = request(id, "subscriptions/listen", params);
         let mut req = client().post(&s.url).body(body.to_string());
         for (k, v) in standard_headers(&body) {
             req = req.header(k, v);
@@ -110,6 +115,48 @@ async fn acknowledges_then_forwards_tagged_changes_to_streams_that_asked() {
         prompts.next().await.unwrap()["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
         100
     );
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn a_caller_is_told_of_tool_changes_only_when_its_own_list_changed() {
+    // Tools named admin_* are seen only by the client named "console".
+    let server = builder()
+        .tool_visibility(|viewer: &Viewer<'_>, tool: &str| {
+            let console = viewer.client.is_some_and(|c| c.name == "console");
+            (tool.starts_with("admin_") && !console).then(|| "for the console only".to_owned())
+        })
+        .build()
+        .unwrap();
+    let s = TestServer::start(server).await;
+    let as_client = |name: &str| {
+        json!({"notifications": {"toolsListChanged": true},
+               "_meta": {"io.modelcontextprotocol/clientInfo": {"name": name, "version": "1"}}})
+    };
+    let mut console = Listen::open_with(&s, 1, as_client("console")).await;
+    let mut other = Listen::open_with(&s, 2, as_client("other")).await;
+    for stream in [&mut console, &mut other] {
+        let ack = stream.next().await.unwrap();
+        assert_eq!(ack["method"], "notifications/subscriptions/acknowledged");
+    }
+
+    // A tool only the console sees: only the console is told.
+    s.server.add_tool(extra_tool("admin_reset")).unwrap();
+    let told = console.next().await.unwrap();
+    assert_eq!(told["method"], "notifications/tools/list_changed");
+    assert!(other.quiet_for(300).await, "told of a tool it cannot see");
+
+    // A tool both see: both are told.
+    s.server.add_tool(extra_tool("shared")).unwrap();
+    for stream in [&mut console, &mut other] {
+        let told = stream.next().await.unwrap();
+        assert_eq!(told["method"], "notifications/tools/list_changed");
+    }
+    // The hidden one goes: again only the console.
+    s.server.remove_tool("admin_reset").unwrap();
+    let told = console.next().await.unwrap();
+    assert_eq!(told["method"], "notifications/tools/list_changed");
+    assert!(other.quiet_for(300).await, "told of a tool it cannot see");
     s.stop().await;
 }
 
