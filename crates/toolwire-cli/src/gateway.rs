@@ -8,6 +8,7 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
+use std::time::Duration;
 
 use anyhow::Context as _;
 use toolwire_gateway::{Gateway, GatewayOptions, NoPerson, Rules, RulesConfig};
@@ -51,7 +52,11 @@ pub(crate) struct GatewayArgs {
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
-    let (settings, policy) = downstream_settings(&args.config)?;
+    let Downstream {
+        settings,
+        policy,
+        held,
+    } = downstream_settings(&args.config)?;
     let upstreams = HostConfig::load(&args.config)?;
     for ignored in &upstreams.ignored {
         terminal::note(&format!("toolwire: warning: {ignored}"));
@@ -82,6 +87,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         });
     if args.insecure_oauth_http {
         options = options.oauth_insecure_http();
+    }
+    if let Some(ttl_ms) = held.ttl_ms {
+        options = options.hold_ttl(Duration::from_millis(ttl_ms));
+    }
+    if let Some(max) = held.max {
+        options = options.max_held(max);
     }
     if let Some(policy) = policy {
         let rules = Rules::compile(&policy)
@@ -169,28 +180,74 @@ pub(crate) fn store_settings(file: &Path) -> anyhow::Result<Option<crate::store:
     if value.get(GATEWAY_KEY).is_none() {
         return Ok(None);
     }
-    Ok(downstream_settings(file)?.0.store)
+    Ok(downstream_settings(file)?.settings.store)
 }
 
-/// The file's `"gateway"` object (the defaults of `toolwire serve` without one), and its
-/// `policy`.
-fn downstream_settings(file: &Path) -> anyhow::Result<(ServeConfig, Option<RulesConfig>)> {
+/// The downstream side of a gateway file.
+struct Downstream {
+    /// The settings `toolwire serve` has too.
+    settings: ServeConfig,
+    /// `gateway.policy`: who may call what.
+    policy: Option<RulesConfig>,
+    /// `gateway.held`: calls held for a legacy upstream's question.
+    held: Held,
+}
+
+/// `gateway.held`: how long a call held for a 2025-11-25 upstream's question waits for the
+/// caller's answer, and how many one instance holds.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Held {
+    ttl_ms: Option<u64>,
+    max: Option<usize>,
+}
+
+/// Most a held call may wait: an hour (a person answers a form within minutes).
+const MOST_HELD_MS: u64 = 3_600_000;
+
+/// The file's `"gateway"` object (the defaults of `toolwire serve` without one), with its
+/// gateway-only keys (`policy`, `held`).
+fn downstream_settings(file: &Path) -> anyhow::Result<Downstream> {
     let shown = file.display();
     let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
     let Some(gateway) = value.get(GATEWAY_KEY) else {
-        return Ok((ServeConfig::default(), None));
+        return Ok(Downstream {
+            settings: ServeConfig::default(),
+            policy: None,
+            held: Held::default(),
+        });
     };
     let mut gateway = gateway.clone();
-    let policy = match gateway.as_object_mut().and_then(|g| g.remove("policy")) {
+    let mut take = |key: &str| gateway.as_object_mut().and_then(|g| g.remove(key));
+    let policy = match take("policy") {
         Some(policy) => Some(
             serde_json::from_value(policy)
                 .map_err(|e| anyhow::anyhow!("{shown}: gateway.policy: {e}"))?,
         ),
         None => None,
     };
-    Ok((config::from_json(&gateway, file)?, policy))
+    let held: Held = match take("held") {
+        Some(held) => serde_json::from_value(held)
+            .map_err(|e| anyhow::anyhow!("{shown}: gateway.held: {e}"))?,
+        None => Held::default(),
+    };
+    if held.ttl_ms.is_some_and(|ms| ms == 0 || ms > MOST_HELD_MS) {
+        anyhow::bail!(
+            "{shown}: gateway.held.ttlMs: give a wait from 1 to {MOST_HELD_MS} ms (an hour)"
+        );
+    }
+    if held.max == Some(0) {
+        anyhow::bail!(
+            "{shown}: gateway.held.max: give at least 1 (a gateway that may hold no call refuses every legacy upstream's question)"
+        );
+    }
+    Ok(Downstream {
+        settings: config::from_json(&gateway, file)?,
+        policy,
+        held,
+    })
 }
 
 /// Says on stderr how each upstream is doing.

@@ -205,6 +205,27 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
         stderr.contains("gateway.policy") && stderr.contains("rules[1]") && stderr.contains("user"),
         "{stderr}"
     );
+
+    // The held calls' settings: a wait of nothing, a misspelt key, no room at all.
+    for (held, said) in [
+        (json!({"ttlMs": 0}), "gateway.held.ttlMs"),
+        (json!({"ttl": 5000}), "unknown field `ttl`"),
+        (json!({"max": 0}), "gateway.held.max"),
+    ] {
+        std::fs::write(
+            &file,
+            json!({"mcpServers": {}, "gateway": {"held": held}}).to_string(),
+        )
+        .unwrap();
+        let output = toolwire(&dir)
+            .args(["gateway", "--config"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{held}: {stderr}");
+        assert!(stderr.contains(said), "{held}: {stderr}");
+    }
 }
 
 /// The README's example file, as shipped (only the command and the HTTP upstream's address
