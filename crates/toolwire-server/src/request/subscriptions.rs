@@ -22,7 +22,7 @@ use crate::server::Server;
 use crate::tools::catalog::permits;
 use crate::tools::offered::Change;
 use crate::tools::offers::covers;
-use crate::tools::visibility::Follower;
+use crate::tools::visibility::{Follower, SeenTools};
 
 /// One message of a subscription stream; the closing result is `last`.
 pub(crate) struct ListenMessage {
@@ -78,10 +78,8 @@ impl Server {
         // The tool list this caller sees, where callers see different lists: a change of the
         // tool set is passed on only when it changed (a change it cannot see is not its).
         let server = self.clone();
-        let follows_tools = honoured.tools_list_changed == Some(true);
-        let mut seen = follows_tools
-            .then(|| server.seen_tools(&follower))
-            .flatten();
+        let mut seen =
+            (honoured.tools_list_changed == Some(true)).then(|| SeenTools::new(&server, follower));
         async_stream::stream! {
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
@@ -101,12 +99,8 @@ impl Server {
                     Err(RecvError::Closed) => break,
                 };
                 for change in changes_seen {
-                    if let (Change::Tools, Some(before)) = (&change, seen) {
-                        let now = server.seen_tools(&follower);
-                        seen = now;
-                        if now == Some(before) {
-                            continue;
-                        }
+                    if seen.as_mut().is_some_and(|seen| !seen.is_news(&server, &change)) {
+                        continue;
                     }
                     if let Some(message) = message_for(&honoured, &change, tag()) {
                         yield message;

@@ -18,6 +18,7 @@ use crate::request::dispatch::Final;
 use crate::server::Server;
 use crate::state::sessions::SessionRecord;
 use crate::tools::catalog::{insufficient_scope, permits};
+use crate::tools::visibility::{Follower, SeenTools};
 
 /// A legacy client's session on this connection.
 pub(super) struct LegacyConnection {
@@ -52,6 +53,12 @@ impl Connection {
         let params: InitializeParams = read_initialize(params)?;
         let result = self.server.initialize_result(&params);
         tracing::debug!(version = %result.protocol_version, client = ?params.client_info, "legacy client initialized over stdio");
+        let follower = Follower {
+            principal: self.caller.principal.clone(),
+            scopes: self.caller.scopes.clone(),
+            claims: None,
+            client: params.client_info.clone(),
+        };
         let session = SessionRecord::new(
             "stdio".into(),
             result.protocol_version.clone(),
@@ -65,7 +72,10 @@ impl Connection {
         };
         self.tasks.spawn(notify_changes(
             self.server.clone(),
-            legacy.session.clone(),
+            (
+                legacy.session.clone(),
+                SeenTools::new(&self.server, follower),
+            ),
             self.tx.clone(),
             self.closing.clone(),
         ));
@@ -157,7 +167,7 @@ impl Connection {
 /// until the connection closes.
 async fn notify_changes(
     server: Server,
-    session: Arc<Mutex<SessionRecord>>,
+    (session, mut seen): (Arc<Mutex<SessionRecord>>, SeenTools),
     tx: Outbound,
     closing: CancellationToken,
 ) {
@@ -172,6 +182,13 @@ async fn notify_changes(
             Err(tokio::sync::broadcast::error::RecvError::Closed)
         ) {
             return;
+        }
+        // A change of tools it cannot see is not the session's.
+        if change
+            .as_ref()
+            .is_ok_and(|change| !seen.is_news(&server, change))
+        {
+            continue;
         }
         let subscriptions = session
             .lock()

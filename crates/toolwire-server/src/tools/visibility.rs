@@ -12,6 +12,7 @@ use crate::RequestContext;
 use crate::request::context::Claims;
 use crate::server::Server;
 use crate::tools::catalog::{Entry as _, permits};
+use crate::tools::offered::Change;
 
 /// Who is asking, as a [`ToolVisibility`] sees it.
 #[derive(Debug, Clone, Copy)]
@@ -112,13 +113,39 @@ impl Follower {
     }
 }
 
+/// What one follower's tool list looks like, to tell it of a change of the tool set only when
+/// its own list changed.
+pub(crate) struct SeenTools {
+    follower: Follower,
+    /// The digest of its list, where callers see different lists ([`Server::seen_tools`]).
+    seen: Option<u64>,
+}
+
+impl SeenTools {
+    /// `follower`'s list as of now.
+    pub(crate) fn new(server: &Server, follower: Follower) -> SeenTools {
+        let seen = server.seen_tools(&follower);
+        SeenTools { follower, seen }
+    }
+
+    /// Whether `change` is news to the follower: a change of the tool set is when the list it
+    /// sees changed; any other change is.
+    pub(crate) fn is_news(&mut self, server: &Server, change: &Change) -> bool {
+        let (Change::Tools, Some(before)) = (change, self.seen) else {
+            return true;
+        };
+        self.seen = server.seen_tools(&self.follower);
+        self.seen != Some(before)
+    }
+}
+
 impl Server {
     /// A digest of the tool list `follower` sees (the definitions of the tools its scopes and
     /// the server's [`ToolVisibility`] let it see), for telling it of a change of the tool set
     /// only when its own list changed: a caller is not told when tools it cannot see come and
     /// go. `None` when every caller sees the whole list (no visibility rule, no OAuth): then
     /// every change is its change. Made once per change of the tool set per subscription.
-    pub(crate) fn seen_tools(&self, follower: &Follower) -> Option<u64> {
+    fn seen_tools(&self, follower: &Follower) -> Option<u64> {
         let visibility = self.config().tool_visibility.as_ref();
         if visibility.is_none() && follower.scopes.is_none() {
             return None;

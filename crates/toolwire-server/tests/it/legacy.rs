@@ -12,7 +12,7 @@ use toolwire_server::http::HttpConfig;
 use toolwire_server::protocol::ResourceContents;
 use toolwire_server::{
     Elicited, InputRequired, ManualClock, NoArgs, RequestContext, Resource, ServerBuilder,
-    TaskSupport, Tool, ToolError,
+    TaskSupport, Tool, ToolError, Viewer,
 };
 
 use crate::support::{self, StdioSession, TestServer, client, post_raw, request};
@@ -487,6 +487,49 @@ async fn a_client_that_refuses_or_lacks_the_capability_gets_a_clear_error() {
     let body: Value = json_only.json().await.unwrap();
     let message = body["error"]["message"].as_str().unwrap();
     assert!(message.contains("text/event-stream"), "{message}");
+    s.stop().await;
+}
+
+#[tokio::test]
+async fn the_session_stream_tells_of_tool_changes_only_those_the_session_sees() {
+    // Tools named admin_* are seen only by the client named "console".
+    let server = builder()
+        .tool_visibility(|viewer: &Viewer<'_>, tool: &str| {
+            let console = viewer.client.is_some_and(|c| c.name == "console");
+            (tool.starts_with("admin_") && !console).then(|| "for the console only".to_owned())
+        })
+        .build()
+        .unwrap();
+    let s = TestServer::start(server).await;
+    let session = open_session(&s.url, json!({})).await;
+    let get = client()
+        .get(&s.url)
+        .header("accept", "text/event-stream")
+        .header("mcp-session-id", &session);
+    let mut stream = SseReader::open(get).await;
+    let subscribe = legacy_request(
+        1,
+        "resources/subscribe",
+        json!({"uri": "mem://notes/today"}),
+    );
+    legacy_post(&s.url, Some(&session), &subscribe).await;
+    // Give the stream's task a moment to be waiting on the change bus.
+    tokio::time::sleep(Duration::from_millis(50)).await;
+    let tool = |name: &str| {
+        Tool::new(name, |_: NoArgs, _: RequestContext| async { "x" }).description("Added late")
+    };
+    // A tool the session cannot see, then an update it follows: the update comes first.
+    s.server.add_tool(tool("admin_reset")).unwrap();
+    s.server.notify_resource_updated("mem://notes/today");
+    let next = stream.next().await.unwrap();
+    assert_eq!(
+        next["method"], "notifications/resources/updated",
+        "told of a tool it cannot see"
+    );
+    // A tool it sees: told.
+    s.server.add_tool(tool("shared")).unwrap();
+    let next = stream.next().await.unwrap();
+    assert_eq!(next["method"], "notifications/tools/list_changed");
     s.stop().await;
 }
 

@@ -19,6 +19,7 @@ use crate::http::reply::sse_events;
 use crate::legacy::notifications_for;
 use crate::server::Server;
 use crate::state::sessions::{SessionRecord, SessionStore};
+use crate::tools::visibility::{Follower, SeenTools};
 
 /// GET with a session: the session's stream of list changes and resource updates. 405 without
 /// a session (2026-07-28 has no GET, H-16), 409 if the session's stream is already open.
@@ -50,10 +51,17 @@ pub(in crate::http) async fn get(
         }
         *open = true;
     }
+    let follower = Follower {
+        principal: caller.principal.clone(),
+        scopes: caller.scopes.clone(),
+        claims: caller.claims.clone(),
+        client: record.client_info.clone(),
+    };
+    let seen = SeenTools::new(&state.server, follower);
     let events = session_stream(
         state.server.clone(),
         sessions.store.clone(),
-        record.id,
+        (record.id, seen),
         live,
         sessions.stream_touch,
     );
@@ -65,7 +73,7 @@ pub(in crate::http) async fn get(
 fn session_stream(
     server: Server,
     store: Arc<dyn SessionStore>,
-    session_id: String,
+    (session_id, mut seen): (String, SeenTools),
     live: Arc<Live>,
     touch_every: Duration,
 ) -> impl futures::Stream<Item = Result<Event, Infallible>> + Send + 'static {
@@ -95,6 +103,10 @@ fn session_stream(
             };
             // A task's record changed elsewhere: nothing a session is told about.
             if matches!(change, Ok(crate::tools::offered::Change::Task(_))) {
+                continue;
+            }
+            // A change of tools it cannot see is not the session's.
+            if change.as_ref().is_ok_and(|change| !seen.is_news(&server, change)) {
                 continue;
             }
             let Some(record) = still_live(&*store, &session_id, &server).await else {
