@@ -79,26 +79,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .offer_resources();
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
-    let tools = settings.tools.clone();
-    let mut options =
-        GatewayOptions::new().tool_settings(move |tool, served| match tools.get(&tool.qualified) {
-            Some(config) => examples::configured_tool(served, config),
-            None => served,
-        });
-    if args.insecure_oauth_http {
-        options = options.oauth_insecure_http();
-    }
-    if let Some(ttl_ms) = held.ttl_ms {
-        options = options.hold_ttl(Duration::from_millis(ttl_ms));
-    }
-    if let Some(max) = held.max {
-        options = options.max_held(max);
-    }
-    if let Some(policy) = policy {
-        let rules = Rules::compile(&policy)
-            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
-        options = options.rules(rules);
-    }
+    let options = gateway_options(&args, &settings, policy, held)?;
     let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
@@ -133,6 +114,37 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules,
+/// the held calls' bounds.
+fn gateway_options(
+    args: &GatewayArgs,
+    settings: &ServeConfig,
+    policy: Option<RulesConfig>,
+    held: Held,
+) -> anyhow::Result<GatewayOptions> {
+    let tools = settings.tools.clone();
+    let mut options =
+        GatewayOptions::new().tool_settings(move |tool, served| match tools.get(&tool.qualified) {
+            Some(config) => examples::configured_tool(served, config),
+            None => served,
+        });
+    if args.insecure_oauth_http {
+        options = options.oauth_insecure_http();
+    }
+    if let Some(ttl_ms) = held.ttl_ms {
+        options = options.hold_ttl(Duration::from_millis(ttl_ms));
+    }
+    if let Some(max) = held.max {
+        options = options.max_held(max);
+    }
+    if let Some(policy) = policy {
+        let rules = Rules::compile(&policy)
+            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
+        options = options.rules(rules);
+    }
+    Ok(options)
 }
 
 /// How the gateway's host reaches the upstreams: its state, audit and pins (in the shared
