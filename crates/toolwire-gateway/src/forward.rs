@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolwire_client::auth::TokenExchange;
 use toolwire_client::{CallOptions, RoundAnswers};
 use toolwire_host::{Called, Host, Outcome};
-use toolwire_protocol::{CallToolResult, ProgressParams};
+use toolwire_protocol::{CallToolResult, ProgressParams, TASKS_EXTENSION};
 use toolwire_server::{RequestContext, ToolError};
 
 use crate::policy::{Policy, Verdict};
@@ -36,6 +36,10 @@ pub(crate) async fn call(
         Verdict::Answer(answer) => return *answer,
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
+    // A caller that declared the tasks extension may get a task: the upstream's, followed by
+    // the gateway's client, made the caller's own task by the downstream server when the
+    // upstream makes one (the served tool's task is deferred to that moment).
+    let task = UpstreamTask::of(&ctx, &sealed);
     let bearer = match &route.exchange {
         Some(exchange) => {
             match crate::exchange::bearer_for(exchange, &route.server, qualified, &ctx).await {
@@ -48,7 +52,8 @@ pub(crate) async fn call(
     // Kept for the digest that binds a round the upstream may ask to these arguments.
     let sent = arguments.clone();
     let questions = route.asked.load(Ordering::Acquire);
-    let mut called = upstream(&host, qualified, arguments, (answers, bearer), &ctx).await;
+    let mut called = upstream(&host, qualified, arguments, (answers, bearer), &task, &ctx).await;
+    let task_id = task.id();
     match (called.outcome, called.input_required.take()) {
         (Outcome::InputRequired, Some(input)) => {
             let upstream = Upstream {
@@ -56,13 +61,68 @@ pub(crate) async fn call(
                 tool: qualified.to_owned(),
                 arguments_sha256: relay::arguments_sha256(&sent),
                 state: input.request_state.clone(),
+                task: task_id,
             };
             Err(relay::relayed(*input, upstream, approved))
+        }
+        // The upstream's task failed with an error: the caller's task fails with it.
+        (Outcome::Failed, _) if task_id.is_some() && called.error.is_some() => {
+            Err(ToolError::Protocol(called.error.take().unwrap_or_else(|| {
+                toolwire_protocol::ErrorObject::internal("The upstream task failed")
+            })))
         }
         (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
             Unrelayable::failed(&route.server, qualified, &called.result),
         ),
         _ => passed_on(called, &ctx),
+    }
+}
+
+/// The upstream task of a call, for a caller that declared the tasks extension: the one the
+/// call continues (its earlier round stopped for input), or the one the upstream makes of it.
+struct UpstreamTask {
+    /// Whether the caller declared the extension.
+    declared: bool,
+    /// The task this round continues, with the caller's answers.
+    resumed: Option<String>,
+    /// The task the upstream made of this round's call.
+    made: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl UpstreamTask {
+    fn of(ctx: &RequestContext, sealed: &Sealed) -> UpstreamTask {
+        UpstreamTask {
+            declared: ctx.client_capabilities().has_extension(TASKS_EXTENSION),
+            resumed: sealed.upstream.as_ref().and_then(|up| up.task.clone()),
+            made: Arc::default(),
+        }
+    }
+
+    /// The upstream task this call followed, if any.
+    fn id(&self) -> Option<String> {
+        self.resumed.clone().or_else(|| {
+            self.made
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .clone()
+        })
+    }
+
+    /// The options of the upstream call: the task continued with the caller's answers, or
+    /// the extension declared, and the caller's own task started when the upstream makes one.
+    fn options(&self, mut options: CallOptions, ctx: &RequestContext) -> CallOptions {
+        if let Some(task_id) = &self.resumed {
+            return options.resume_task(task_id.clone(), ctx.input_responses().clone());
+        }
+        if self.declared {
+            let (made, ctx) = (self.made.clone(), ctx.clone());
+            options = options.tasks().on_task(move |created| {
+                *made.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(created.task.task_id.clone());
+                ctx.start_task();
+            });
+        }
+        options
     }
 }
 
@@ -128,15 +188,17 @@ async fn upstream(
     qualified: &str,
     arguments: Value,
     (answers, bearer): (Option<RoundAnswers>, Option<String>),
+    task: &UpstreamTask,
     ctx: &RequestContext,
 ) -> Called {
     let mut options = CallOptions::default()
         .cancel_on(ctx.cancellation().clone())
         .relay_input()
         .input_capabilities(ctx.client_capabilities().clone());
-    if let Some(answers) = answers {
+    if let (Some(answers), None) = (answers, &task.resumed) {
         options = options.answers(answers);
     }
+    options = task.options(options, ctx);
     if let Some(bearer) = bearer {
         options = options.bearer(bearer);
     }

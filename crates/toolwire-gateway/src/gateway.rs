@@ -196,6 +196,9 @@ impl Gateway {
         // Without rules every caller sees every tool: no per-caller lists.
         let open = rules.is_empty() && rules.default_effect() == crate::rules::Effect::Allow;
         let policy = Arc::new(Policy::new(rules));
+        // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
+        // server is built): the extension is declared from the start.
+        let server = server.offer_tasks();
         let server = if open {
             server.build()?
         } else {
