@@ -67,9 +67,9 @@ pub(crate) async fn call(
         }
         // The upstream's task failed with an error: the caller's task fails with it.
         (Outcome::Failed, _) if task_id.is_some() && called.error.is_some() => {
-            Err(ToolError::Protocol(called.error.take().unwrap_or_else(|| {
-                toolwire_protocol::ErrorObject::internal("The upstream task failed")
-            })))
+            Err(ToolError::Protocol(called.error.take().unwrap_or_else(
+                || toolwire_protocol::ErrorObject::internal("The upstream task failed"),
+            )))
         }
         (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
             Unrelayable::failed(&route.server, qualified, &called.result),
@@ -100,12 +100,9 @@ impl UpstreamTask {
 
     /// The upstream task this call followed, if any.
     fn id(&self) -> Option<String> {
-        self.resumed.clone().or_else(|| {
-            self.made
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .clone()
-        })
+        self.resumed
+            .clone()
+            .or_else(|| self.made.lock().unwrap_or_else(|e| e.into_inner()).clone())
     }
 
     /// The options of the upstream call: the task continued with the caller's answers, or

@@ -179,6 +179,12 @@ impl Gateway {
     /// questions go to the caller (the gateway declares upstream, on each request, what the
     /// caller can answer), and a 2025-11-25 upstream's requests during a call are refused,
     /// the call ending with an error result that names the upstream.
+    ///
+    /// `server` is made to offer the tasks extension: a 2026-07-28 upstream's tool becomes the
+    /// caller's task when that upstream makes the call a task (for a caller that declared the
+    /// extension), the gateway following the upstream task (its status, its questions relayed,
+    /// cancelled upstream when the caller cancels); a call the upstream answers at once stays
+    /// a plain call.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,

@@ -275,16 +275,19 @@ impl Served {
     }
 }
 
-/// Why the gateway cannot serve an upstream tool, if it cannot: one its upstream runs only as
-/// a task (the 2025-11-25 `execution.taskSupport: "required"`), since the gateway makes every
-/// upstream call a plain call, which such an upstream refuses; served, it would fail every time.
+/// Why the gateway cannot serve an upstream tool, if it cannot: one a 2025-11-25 upstream runs
+/// only as a task (its `execution.taskSupport: "required"`), since the gateway follows only
+/// 2026-07-28 tasks (a legacy task is another protocol: a `task` param, `tasks/result`) and
+/// calls a legacy upstream's tools as plain calls, which such an upstream refuses; served, it
+/// would fail every time. (A 2026-07-28 upstream's list does not say which tools run only as
+/// tasks: it decides call by call, and the gateway follows its tasks.)
 fn unservable(definition: &toolwire_protocol::Tool) -> Option<&'static str> {
     let task_support = definition
         .extra
         .get("execution")
         .and_then(|execution| execution.get("taskSupport"));
     (task_support.and_then(Value::as_str) == Some("required")).then_some(
-        "its upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls upstream tools as plain calls",
+        "its 2025-11-25 upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls a 2025-11-25 upstream's tools as plain calls (it follows only 2026-07-28 tasks)",
     )
 }
 

@@ -31,12 +31,11 @@ impl Client {
         params: &Value,
         progress: Progress,
     ) -> Result<String> {
-        self.envelope_with(era, id, method, params, progress, None, false)
+        self.envelope_with(era, id, method, params, progress, Declared::default())
     }
 
-    /// [`Client::envelope`], declaring `inputs` as the capabilities for the server's questions
-    /// (elicitation, sampling, roots) instead of the client's own, when given: a relay declares
-    /// what its own caller can answer. The client's other capabilities stay as they are.
+    /// [`Client::envelope`], declaring what `declared` says on top of the client's own
+    /// capabilities.
     pub(crate) fn envelope_with(
         &self,
         era: &Era,
@@ -44,8 +43,7 @@ impl Client {
         method: &str,
         params: &Value,
         progress: Progress,
-        inputs: Option<&ClientCapabilities>,
-        tasks: bool,
+        Declared { inputs, tasks }: Declared<'_>,
     ) -> Result<String> {
         let mut params = params.clone();
         let object = params
@@ -148,8 +146,11 @@ impl Client {
             Some(_) => Progress::Wanted,
             None => Progress::Unwanted,
         };
-        let inputs = options.input_capabilities.as_ref();
-        let body = self.envelope_with(era, id, method, params, progress, inputs, options.tasks)?;
+        let declared = Declared {
+            inputs: options.input_capabilities.as_ref(),
+            tasks: options.tasks,
+        };
+        let body = self.envelope_with(era, id, method, params, progress, declared)?;
         let (version, session) = self.wire_identity(era);
         let out = Outgoing {
             id: Some(id),
@@ -487,6 +488,16 @@ struct Sent<'a> {
     /// The generation of the OAuth token it carried.
     token: u64,
     options: &'a RpcOptions,
+}
+
+/// What a request declares on top of the client's own capabilities (2026-07-28 only).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Declared<'a> {
+    /// The capabilities for the server's questions (elicitation, sampling, roots) instead of
+    /// the client's own: a relay declares what its own caller can answer.
+    pub(crate) inputs: Option<&'a ClientCapabilities>,
+    /// The tasks extension: the call may become a task the client follows.
+    pub(crate) tasks: bool,
 }
 
 /// What the request path does after one attempt.

@@ -137,7 +137,12 @@ impl Client {
     /// [`Error::TaskCancelled`]; its input requests answered on the way, or returned as
     /// [`Error::InputRequired`] when the call relays them (the task waits for
     /// [`CallOptions::resume_task`](crate::CallOptions::resume_task)).
-    async fn follow(&self, task_id: &str, mut poll: Duration, options: &RpcOptions) -> Result<Value> {
+    async fn follow(
+        &self,
+        task_id: &str,
+        mut poll: Duration,
+        options: &RpcOptions,
+    ) -> Result<Value> {
         let task_options = task_options(options, task_id);
         let mut guard = CancelOnDrop {
             client: self,
@@ -173,7 +178,9 @@ impl Client {
                 }
                 TaskStatus::Completed => {
                     break got.result.ok_or_else(|| {
-                        Error::InvalidResponse(format!("the completed task {task_id} has no result"))
+                        Error::InvalidResponse(format!(
+                            "the completed task {task_id} has no result"
+                        ))
                     });
                 }
                 TaskStatus::Failed => {

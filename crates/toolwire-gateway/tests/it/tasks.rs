@@ -10,7 +10,9 @@ use tokio::sync::Notify;
 use toolwire_client::protocol::{ElicitAction, ElicitResult, ElicitValue};
 use toolwire_client::{CallOptions, CancellationToken, Client, ClientBuilder, Error};
 use toolwire_gateway::GatewayOptions;
-use toolwire_server::{Elicited, InputRequired, NoArgs, RequestContext, TaskSupport, Tool, ToolError};
+use toolwire_server::{
+    Elicited, InputRequired, NoArgs, RequestContext, TaskSupport, Tool, ToolError,
+};
 
 use crate::gateway::{gateway_with, upstream};
 use crate::support::{DEADLINE, Served, text};
@@ -73,7 +75,9 @@ fn tools(up: &Arc<Upstream>) -> Vec<Tool> {
             let up = asking.clone();
             async move {
                 match ctx.elicited::<Name>("name")? {
-                    Some(Elicited::Accepted(form)) => Ok::<_, ToolError>(format!("Hello, {}!", form.name)),
+                    Some(Elicited::Accepted(form)) => {
+                        Ok::<_, ToolError>(format!("Hello, {}!", form.name))
+                    }
                     Some(_) => Ok("Hello, stranger!".to_owned()),
                     None => {
                         up.gate.notified().await;
@@ -90,10 +94,17 @@ fn tools(up: &Arc<Upstream>) -> Vec<Tool> {
 
 /// One upstream "up" with the tools above behind a gateway; a caller of the gateway that
 /// declares the tasks extension and answers a name form with "Ada".
-async fn tasks_gateway() -> (toolwire_gateway::Gateway, Served, Served, Arc<Upstream>, Client) {
+async fn tasks_gateway() -> (
+    toolwire_gateway::Gateway,
+    Served,
+    Served,
+    Arc<Upstream>,
+    Client,
+) {
     let up = Arc::new(Upstream::default());
     let upstream = Served::start(upstream("up", tools(&up)), None).await;
-    let (gateway, served) = gateway_with(&[("up", "up", &upstream.url)], GatewayOptions::new()).await;
+    let (gateway, served) =
+        gateway_with(&[("up", "up", &upstream.url)], GatewayOptions::new()).await;
     let caller = ClientBuilder::new("tasks-test", "1")
         .with_tasks()
         .on_elicit(|_| async {
@@ -124,12 +135,19 @@ async fn a_task_through_the_gateway_runs_to_its_result() {
     let gate = up.clone();
     // The upstream finishes once the caller holds its task.
     let options = counting(&made, move || gate.gate.notify_one());
-    let result = tokio::time::timeout(DEADLINE, caller.call_tool_with("up__wait", serde_json::json!({}), options))
-        .await
-        .expect("in time")
-        .expect("a result");
+    let result = tokio::time::timeout(
+        DEADLINE,
+        caller.call_tool_with("up__wait", serde_json::json!({}), options),
+    )
+    .await
+    .expect("in time")
+    .expect("a result");
     assert_eq!(text(&result), "wait done");
-    assert_eq!(made.load(Ordering::SeqCst), 1, "the call became the caller's task");
+    assert_eq!(
+        made.load(Ordering::SeqCst),
+        1,
+        "the call became the caller's task"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -155,9 +173,12 @@ async fn a_task_cancelled_through_the_gateway_cancels_the_upstream_task() {
     let cancelling = cancel.clone();
     // The caller cancels as soon as it holds the task: its client sends tasks/cancel.
     let options = counting(&made, move || cancelling.cancel()).cancel_on(cancel);
-    let called = tokio::time::timeout(DEADLINE, caller.call_tool_with("up__wait", serde_json::json!({}), options))
-        .await
-        .expect("in time");
+    let called = tokio::time::timeout(
+        DEADLINE,
+        caller.call_tool_with("up__wait", serde_json::json!({}), options),
+    )
+    .await
+    .expect("in time");
     assert!(matches!(called, Err(Error::Cancelled)), "{called:?}");
     assert_eq!(made.load(Ordering::SeqCst), 1);
     tokio::time::timeout(DEADLINE, up.cancelled.notified())
@@ -189,7 +210,10 @@ async fn a_tool_the_upstream_runs_only_as_a_task_is_served_and_runs() {
     assert_eq!(text(&result), "only_task done");
     // A caller that does not declare the extension is told it must, as the upstream says.
     let plain = crate::support::client(&served.url);
-    match plain.call_tool("up__only_task", serde_json::json!({})).await {
+    match plain
+        .call_tool("up__only_task", serde_json::json!({}))
+        .await
+    {
         Err(Error::Rpc(error)) => assert_eq!(error.code, -32021, "{error:?}"),
         other => panic!("-32021 for a caller without the extension, got {other:?}"),
     }
@@ -201,10 +225,13 @@ async fn an_upstream_tasks_question_reaches_the_caller_and_its_answer_goes_back(
     let made = Arc::new(AtomicUsize::new(0));
     let gate = up.clone();
     let options = counting(&made, move || gate.gate.notify_one());
-    let result = tokio::time::timeout(DEADLINE, caller.call_tool_with("up__ask", serde_json::json!({}), options))
-        .await
-        .expect("in time")
-        .expect("a result");
+    let result = tokio::time::timeout(
+        DEADLINE,
+        caller.call_tool_with("up__ask", serde_json::json!({}), options),
+    )
+    .await
+    .expect("in time")
+    .expect("a result");
     assert_eq!(text(&result), "Hello, Ada!");
     assert_eq!(made.load(Ordering::SeqCst), 1);
 }
