@@ -86,6 +86,10 @@ pub enum Error {
     /// No tool with this name (after a fresh `tools/list`).
     #[error("no tool named {0}")]
     UnknownTool(String),
+    /// The task the server made of a call ([`CallOptions::tasks`](crate::CallOptions::tasks))
+    /// was cancelled, not by this client: it has no result.
+    #[error("the server's task {0} was cancelled before it finished")]
+    TaskCancelled(String),
 }
 
 /// The bounds on one paginated list (all its pages together), set on the

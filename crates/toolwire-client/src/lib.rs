@@ -42,7 +42,7 @@ mod transport;
 pub use builder::ClientBuilder;
 pub use client::listen::{Notification, Subscription};
 pub use client::rounds::{CallRound, RoundAnswers};
-pub use client::tools::CallOptions;
+pub use client::tools::{CallOptions, ResumeTask, TaskFn};
 pub use client::{Client, LogFn, ProgressFn, RequestIdFn};
 pub use error::{Error, ListLimit, Result};
 pub use input::{Asked, accepted, cancelled, declined};

@@ -469,3 +469,87 @@ async fn a_typed_protocol_method_is_sent_by_its_type() {
     let echoed = client.send::<CallTool>(&params).await.unwrap();
     assert_eq!(text(&echoed), "typed");
 }
+
+/// A server whose `wait` tool waits for `gate` (so it becomes a task when the client lets it)
+/// and, with `ask: true`, then asks for a name inside its task.
+fn task_server(gate: Arc<tokio::sync::Notify>) -> Server {
+    #[derive(Deserialize, schemars::JsonSchema)]
+    struct Wait {
+        ask: bool,
+    }
+    Server::builder("tasks", "1")
+        .tool(
+            Tool::new("wait", move |w: Wait, ctx: RequestContext| {
+                let gate = gate.clone();
+                async move {
+                    match ctx.elicited::<Name>("name")? {
+                        Some(Elicited::Accepted(n)) => {
+                            Ok::<_, ToolError>(format!("Hello, {}!", n.name))
+                        }
+                        Some(_) => Ok("Hello!".to_owned()),
+                        None => {
+                            gate.notified().await;
+                            if !w.ask {
+                                return Ok("waited".to_owned());
+                            }
+                            Err(InputRequired::new()
+                                .elicit::<Name>("name", "Your name?")
+                                .into())
+                        }
+                    }
+                }
+            })
+            .task_support(toolwire_server::TaskSupport::Optional),
+        )
+        .build()
+        .expect("a valid server")
+}
+
+/// A call the server makes a task is followed to its end (`tasks/get`), its question inside
+/// the task answered by the client's handler (`tasks/update`); the task methods, sent by their
+/// types, carry the task's id as `Mcp-Name`.
+#[tokio::test]
+async fn a_call_the_server_makes_a_task_is_followed_to_its_result() {
+    use toolwire_client::protocol::methods::GetTask;
+    use toolwire_client::protocol::{RequestMeta, TaskParams, TaskStatus};
+
+    let gate = Arc::new(tokio::sync::Notify::new());
+    let url = start(task_server(gate.clone())).await;
+    let client = ClientBuilder::new("e2e-client", "1.0")
+        .on_elicit(|_| async { toolwire_client::accepted(&json!({"name": "Ada"})) })
+        .http(&url)
+        .unwrap();
+    for (ask, want) in [(false, "waited"), (true, "Hello, Ada!")] {
+        let task_id = Arc::new(Mutex::new(None));
+        let (seen, opened) = (task_id.clone(), gate.clone());
+        let options = CallOptions::default().tasks().on_task(move |created| {
+            *seen.lock().unwrap() = Some(created.task.task_id.clone());
+            opened.notify_one();
+        });
+        let result = tokio::time::timeout(
+            Duration::from_secs(20),
+            client.call_tool_with("wait", json!({"ask": ask}), options),
+        )
+        .await
+        .expect("in time")
+        .expect("the task's result");
+        assert_eq!(text(&result), want);
+        let task_id = task_id
+            .lock()
+            .unwrap()
+            .clone()
+            .expect("the call became a task");
+        let tasks = ClientBuilder::new("e2e-client", "1.0")
+            .with_tasks()
+            .http(&url)
+            .unwrap();
+        let got = tasks
+            .send::<GetTask>(&TaskParams {
+                meta: RequestMeta::default(),
+                task_id,
+            })
+            .await
+            .expect("tasks/get by its type");
+        assert_eq!(got.task.status, TaskStatus::Completed);
+    }
+}

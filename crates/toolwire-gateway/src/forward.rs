@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolwire_client::auth::TokenExchange;
 use toolwire_client::{CallOptions, CancellationToken, RoundAnswers};
 use toolwire_host::{Called, Host, Outcome};
-use toolwire_protocol::{CallToolResult, ErrorObject, ProgressParams};
+use toolwire_protocol::{CallToolResult, ErrorObject, ProgressParams, TASKS_EXTENSION};
 use toolwire_server::{InputRequired, RequestContext, ToolError};
 
 use crate::hold::{HoldError, Holds, Question, Running};
@@ -37,6 +37,10 @@ pub(crate) async fn call(
         Verdict::Answer(answer) => return *answer,
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
+    // A caller that declared the tasks extension may get a task: the upstream's, followed by
+    // the gateway's client, made the caller's own task by the downstream server when the
+    // upstream makes one (the served tool's task is deferred to that moment).
+    let task = Arc::new(UpstreamTask::of(&ctx, &sealed));
     if let Some(held) = &sealed.held {
         return answered(&route, held, &arguments, approved, &ctx).await;
     }
@@ -60,6 +64,7 @@ pub(crate) async fn call(
                 .cancel_on(cancel)
         };
         let (exchange, server) = (route.exchange.clone(), route.server.clone());
+        let task = task.clone();
         Box::pin(async move {
             let mut first = Some(arguments);
             let made = crate::exchange::with_exchanged(
@@ -69,7 +74,7 @@ pub(crate) async fn call(
                 |bearer| {
                     let arguments = first.take().or_else(|| again.clone()).unwrap_or_default();
                     let more = (answers.clone(), bearer, options.clone());
-                    upstream(&host, &qualified, arguments, more, &ctx)
+                    upstream(&host, &qualified, arguments, more, &task, &ctx)
                 },
                 |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
             )
@@ -97,7 +102,13 @@ pub(crate) async fn call(
             return held.ask(&route, question, running, &ctx).await;
         }
     };
-    finished(&route, called, (&sent, approved), questions, &ctx)
+    finished(
+        &route,
+        called,
+        (&sent, approved, task.id()),
+        questions,
+        &ctx,
+    )
 }
 
 /// What the caller gets of an upstream call that ended: its result, or the upstream's own
@@ -106,7 +117,7 @@ pub(crate) async fn call(
 fn finished(
     route: &Route,
     mut called: Called,
-    (sent, approved): (&Value, Option<String>),
+    (sent, approved, task_id): (&Value, Option<String>, Option<String>),
     questions: u64,
     ctx: &RequestContext,
 ) -> Result<CallToolResult, ToolError> {
@@ -118,8 +129,15 @@ fn finished(
                 tool: qualified.to_owned(),
                 arguments_sha256: relay::arguments_sha256(sent),
                 state: input.request_state.clone(),
+                task: task_id,
             };
             Err(relay::relayed(*input, upstream, approved))
+        }
+        // The upstream's task failed with an error: the caller's task fails with it.
+        (Outcome::Failed, _) if task_id.is_some() && called.error.is_some() => {
+            Err(ToolError::Protocol(called.error.take().unwrap_or_else(
+                || toolwire_protocol::ErrorObject::internal("The upstream task failed"),
+            )))
         }
         (Outcome::Answered, _) if route.asked.load(Ordering::Acquire) != questions => Ok(
             Unrelayable::failed(&route.server, qualified, &called.result),
@@ -187,6 +205,7 @@ impl Pending<'_> {
                     tool: qualified.to_owned(),
                     arguments_sha256: relay::arguments_sha256(self.sent),
                     state: None,
+                    task: None,
                 }),
                 ..Sealed::default()
             })
@@ -207,7 +226,7 @@ impl Pending<'_> {
                 finished(
                     route,
                     called,
-                    (self.sent, self.approved.clone()),
+                    (self.sent, self.approved.clone(), None),
                     refused,
                     ctx,
                 )
@@ -291,6 +310,51 @@ async fn answered(
     }
 }
 
+/// The upstream task of a call, for a caller that declared the tasks extension: the one the
+/// call continues (its earlier round stopped for input), or the one the upstream makes of it.
+struct UpstreamTask {
+    /// Whether the caller declared the extension.
+    declared: bool,
+    /// The task this round continues, with the caller's answers.
+    resumed: Option<String>,
+    /// The task the upstream made of this round's call.
+    made: Arc<std::sync::Mutex<Option<String>>>,
+}
+
+impl UpstreamTask {
+    fn of(ctx: &RequestContext, sealed: &Sealed) -> UpstreamTask {
+        UpstreamTask {
+            declared: ctx.client_capabilities().has_extension(TASKS_EXTENSION),
+            resumed: sealed.upstream.as_ref().and_then(|up| up.task.clone()),
+            made: Arc::default(),
+        }
+    }
+
+    /// The upstream task this call followed, if any.
+    fn id(&self) -> Option<String> {
+        self.resumed
+            .clone()
+            .or_else(|| self.made.lock().unwrap_or_else(|e| e.into_inner()).clone())
+    }
+
+    /// The options of the upstream call: the task continued with the caller's answers, or
+    /// the extension declared, and the caller's own task started when the upstream makes one.
+    fn options(&self, mut options: CallOptions, ctx: &RequestContext) -> CallOptions {
+        if let Some(task_id) = &self.resumed {
+            return options.resume_task(task_id.clone(), ctx.input_responses().clone());
+        }
+        if self.declared {
+            let (made, ctx) = (self.made.clone(), ctx.clone());
+            options = options.tasks().on_task(move |created| {
+                *made.lock().unwrap_or_else(|e| e.into_inner()) =
+                    Some(created.task.task_id.clone());
+                ctx.start_task();
+            });
+        }
+        options
+    }
+}
+
 /// What a served tool stands for: the upstream tool's qualified name, its upstream, and the
 /// count of the questions that upstream asked that the gateway could not relay.
 pub(crate) struct Route {
@@ -359,6 +423,7 @@ async fn upstream(
         Option<String>,
         impl FnOnce(CallOptions) -> CallOptions,
     ),
+    task: &UpstreamTask,
     ctx: &RequestContext,
 ) -> Called {
     // The caller's options last: they may set another cancellation.
@@ -368,9 +433,10 @@ async fn upstream(
             .relay_input()
             .input_capabilities(ctx.client_capabilities().clone()),
     );
-    if let Some(answers) = answers {
+    if let (Some(answers), None) = (answers, &task.resumed) {
         options = options.answers(answers);
     }
+    options = task.options(options, ctx);
     if let Some(bearer) = bearer {
         options = options.bearer(bearer);
     }

@@ -209,6 +209,12 @@ impl Gateway {
     /// held meanwhile ([`GatewayOptions::hold_ttl`]); such a request that belongs to no call
     /// the gateway can tell (on stdio, with several calls in flight) is refused, the call
     /// ending with an error result that names the upstream.
+    ///
+    /// `server` is made to offer the tasks extension: a 2026-07-28 upstream's tool becomes the
+    /// caller's task when that upstream makes the call a task (for a caller that declared the
+    /// extension), the gateway following the upstream task (its status, its questions relayed,
+    /// cancelled upstream when the caller cancels); a call the upstream answers at once stays
+    /// a plain call.
     pub async fn start(
         config: &HostConfig,
         host: HostOptions,
@@ -226,6 +232,9 @@ impl Gateway {
         // Without rules every caller sees every tool: no per-caller lists.
         let open = rules.is_empty() && rules.default_effect() == crate::rules::Effect::Allow;
         let policy = Arc::new(Policy::new(rules));
+        // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
+        // server is built): the extension is declared from the start.
+        let server = server.offer_tasks();
         let server = if open {
             server.build()?
         } else {

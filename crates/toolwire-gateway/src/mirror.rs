@@ -7,8 +7,9 @@ use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
+use toolwire_client::ServerEra;
 use toolwire_host::{Host, HostTool, PinState, ServerState, Tools};
-use toolwire_server::{RequestContext, Server, Tool};
+use toolwire_server::{RequestContext, Server, TaskSupport, Tool};
 
 use crate::exchange::Exchanges;
 use crate::forward::Route;
@@ -70,8 +71,8 @@ impl Mirror {
     pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server, trusted: impl Fn(&str) -> bool) {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tools = host.tools();
-        let unavailable = unavailable(host);
-        let wanted = served.wanted(&tools, &unavailable, &trusted);
+        let (unavailable, modern) = upstreams(host);
+        let wanted = served.wanted(&tools, &unavailable, &modern, &trusted);
         self.policy.set_facts(
             wanted
                 .values()
@@ -90,7 +91,8 @@ impl Mirror {
         let names = served.new_or_changed(&wanted);
         let make = |name: &str| {
             let (_, tool, down) = wanted[name];
-            self.served(host, tool, trusted(&tool.server), down)
+            let tasks = modern.contains(&tool.server);
+            self.served(host, tool, (trusted(&tool.server), tasks), down)
         };
         // All at once, the tools gone and the tools changed or new (one list change, one
         // rebuild of the list; a tool whose definition changed is never missing from a list
@@ -128,12 +130,15 @@ impl Mirror {
     }
 
     /// The server tool that stands for `tool`: its definition as listed upstream, under its
-    /// qualified name, calling it through the host.
+    /// qualified name, calling it through the host. A 2026-07-28 upstream's tool may run as a
+    /// task (`tasks`): that upstream decides, call by call, whether to make a task (its list
+    /// does not say which tools may), so the served tool becomes the caller's task exactly
+    /// when the upstream makes one (a deferred task), and answers as a plain call otherwise.
     fn served(
         &self,
         host: &Arc<Host>,
         tool: &HostTool,
-        trusted: bool,
+        (trusted, tasks): (bool, bool),
         unavailable: Option<&Value>,
     ) -> Tool {
         let definition = &tool.definition;
@@ -168,6 +173,9 @@ impl Mirror {
         if let Some(schema) = &definition.output_schema {
             served = served.output_schema(Value::Object(schema.clone()));
         }
+        if tasks {
+            served = served.task_support(TaskSupport::Optional).deferred_task();
+        }
         let mut meta = definition.meta.clone().unwrap_or_default();
         let mut upstream =
             json!({"server": tool.server, "tool": definition.name, "annotationsTrusted": trusted});
@@ -187,21 +195,24 @@ impl Mirror {
 /// upstream is down, why.
 type Wanted<'a> = HashMap<&'a str, (u64, &'a HostTool, Option<&'a Value>)>;
 
-/// Why each upstream that is down is down, and when its tools were last listed, by name.
-fn unavailable(host: &Host) -> HashMap<String, Value> {
-    host.servers()
-        .into_iter()
-        .filter_map(|s| match s.state {
-            ServerState::Failed { error } => {
-                let listed_at = s
-                    .listed_at
-                    .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
-                    .map(|d| d.as_secs());
-                Some((s.name, json!({"reason": error, "listedAt": listed_at})))
-            }
-            ServerState::Connected { .. } => None,
-        })
-        .collect()
+/// Why each upstream that is down is down, and when its tools were last listed, by name;
+/// and the upstreams that speak 2026-07-28, whose tools may run as tasks.
+fn upstreams(host: &Host) -> (HashMap<String, Value>, HashSet<String>) {
+    let mut unavailable = HashMap::new();
+    let mut modern = HashSet::new();
+    for s in host.servers() {
+        if matches!(s.era, Some(ServerEra::Modern { .. })) {
+            modern.insert(s.name.clone());
+        }
+        if let ServerState::Failed { error } = s.state {
+            let listed_at = s
+                .listed_at
+                .and_then(|t| t.duration_since(std::time::UNIX_EPOCH).ok())
+                .map(|d| d.as_secs());
+            unavailable.insert(s.name, json!({"reason": error, "listedAt": listed_at}));
+        }
+    }
+    (unavailable, modern)
 }
 
 impl Served {
@@ -211,6 +222,7 @@ impl Served {
         &mut self,
         tools: &'a Tools,
         unavailable: &'a HashMap<String, Value>,
+        modern: &HashSet<String>,
         trusted: &impl Fn(&str) -> bool,
     ) -> Wanted<'a> {
         let mut wanted = Wanted::new();
@@ -235,7 +247,8 @@ impl Served {
                 Some(PinState::Pinned(hash)) => Some(hash.as_str()),
                 _ => None,
             };
-            let digest = digest(tool, pinned, trusted(&tool.server), down);
+            let served_as = (trusted(&tool.server), modern.contains(&tool.server));
+            let digest = digest(tool, pinned, served_as, down);
             wanted.insert(tool.qualified.as_str(), (digest, tool, down));
         }
         self.withheld = withheld;
@@ -267,26 +280,29 @@ impl Served {
     }
 }
 
-/// Why the gateway cannot serve an upstream tool, if it cannot: one its upstream runs only as
-/// a task (the 2025-11-25 `execution.taskSupport: "required"`), since the gateway makes every
-/// upstream call a plain call, which such an upstream refuses; served, it would fail every time.
+/// Why the gateway cannot serve an upstream tool, if it cannot: one a 2025-11-25 upstream runs
+/// only as a task (its `execution.taskSupport: "required"`), since the gateway follows only
+/// 2026-07-28 tasks (a legacy task is another protocol: a `task` param, `tasks/result`) and
+/// calls a legacy upstream's tools as plain calls, which such an upstream refuses; served, it
+/// would fail every time. (A 2026-07-28 upstream's list does not say which tools run only as
+/// tasks: it decides call by call, and the gateway follows its tasks.)
 fn unservable(definition: &toolwire_protocol::Tool) -> Option<&'static str> {
     let task_support = definition
         .extra
         .get("execution")
         .and_then(|execution| execution.get("taskSupport"));
     (task_support.and_then(Value::as_str) == Some("required")).then_some(
-        "its upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls upstream tools as plain calls",
+        "its 2025-11-25 upstream runs it only as a task (execution.taskSupport \"required\"), and the gateway calls a 2025-11-25 upstream's tools as plain calls (it follows only 2026-07-28 tasks)",
     )
 }
 
-/// What a served tool is made from: its upstream, its definition and whether its annotations
-/// are trusted.
+/// What a served tool is made from: its upstream, its definition, whether its annotations
+/// are trusted and whether it may run as a task.
 /// The definition is read by its pinned hash (computed once per list) where it has one.
 fn digest(
     tool: &HostTool,
     pinned: Option<&str>,
-    trusted: bool,
+    (trusted, tasks): (bool, bool),
     unavailable: Option<&Value>,
 ) -> u64 {
     let mut hasher = std::collections::hash_map::DefaultHasher::new();
@@ -298,6 +314,7 @@ fn digest(
             .hash(&mut hasher),
     }
     trusted.hash(&mut hasher);
+    tasks.hash(&mut hasher);
     unavailable.map(Value::to_string).hash(&mut hasher);
     hasher.finish()
 }

@@ -467,6 +467,7 @@ where
                 tool: name.to_owned(),
                 arguments_sha256: relay::arguments_sha256(arguments),
                 state: input.request_state.clone(),
+                task: None,
             };
             Err(relay::relayed(*input, upstream, None))
         }

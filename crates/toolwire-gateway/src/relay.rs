@@ -66,6 +66,9 @@ pub(crate) struct Upstream {
     /// The upstream's `requestState`, verbatim (M-12).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) state: Option<String>,
+    /// The upstream task that asked, when the round is a task's: the answers go to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<String>,
 }
 
 impl Sealed {

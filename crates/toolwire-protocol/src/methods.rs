@@ -105,9 +105,11 @@ pub const REMOVED_METHODS: &[&str] = &[
 ];
 
 // The tasks extension's methods (`io.modelcontextprotocol/tasks`), spelled once like the others.
+// Their `Mcp-Name` is the task's id (H-13).
 method!(/// `tasks/get`: a task's status and, by status, its input requests, result or error.
-    GetTask, "tasks/get", crate::TaskParams, crate::GetTaskResult);
+    GetTask, "tasks/get", crate::TaskParams, crate::GetTaskResult, mcp_name: |p| &p.task_id);
 method!(/// `tasks/update`: answers to a task's input requests.
-    UpdateTask, "tasks/update", crate::UpdateTaskParams, crate::EmptyResult);
+    UpdateTask, "tasks/update", crate::UpdateTaskParams, crate::EmptyResult,
+    mcp_name: |p| &p.task_id);
 method!(/// `tasks/cancel`: stops a task.
-    CancelTask, "tasks/cancel", crate::TaskParams, crate::EmptyResult);
+    CancelTask, "tasks/cancel", crate::TaskParams, crate::EmptyResult, mcp_name: |p| &p.task_id);

@@ -20,6 +20,7 @@ mod methods;
 mod pages;
 pub(crate) mod rounds;
 pub(crate) mod rpc;
+mod tasks;
 mod tool_cache;
 pub(crate) mod tools;
 
@@ -109,6 +110,8 @@ pub(crate) struct RpcOptions {
     pub(crate) input_capabilities: Option<toolwire_protocol::ClientCapabilities>,
     /// This request's bearer token, instead of the configured one or the OAuth flow's.
     pub(crate) bearer: Option<std::sync::Arc<str>>,
+    /// Declares the tasks extension on this request, and takes a task for a result.
+    pub(crate) tasks: bool,
     pub(crate) progress: Option<ProgressFn>,
     pub(crate) log: Option<LogFn>,
     /// Told the id of each request sent for this one (a new id on each attempt).

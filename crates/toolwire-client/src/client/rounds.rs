@@ -124,7 +124,10 @@ impl Client {
     }
 
     /// Answers every input request of a round, concurrently.
-    async fn answer(&self, requests: InputRequests) -> Result<HashMap<String, InputResponse>> {
+    pub(crate) async fn answer(
+        &self,
+        requests: InputRequests,
+    ) -> Result<HashMap<String, InputResponse>> {
         let handlers = self.inner.config.handlers.clone();
         let answers = requests.into_iter().map(|(key, request)| {
             let handlers = handlers.clone();

@@ -31,12 +31,11 @@ impl Client {
         params: &Value,
         progress: Progress,
     ) -> Result<String> {
-        self.envelope_with(era, id, method, params, progress, None)
+        self.envelope_with(era, id, method, params, progress, Declared::default())
     }
 
-    /// [`Client::envelope`], declaring `inputs` as the capabilities for the server's questions
-    /// (elicitation, sampling, roots) instead of the client's own, when given: a relay declares
-    /// what its own caller can answer. The client's other capabilities stay as they are.
+    /// [`Client::envelope`], declaring what `declared` says on top of the client's own
+    /// capabilities.
     pub(crate) fn envelope_with(
         &self,
         era: &Era,
@@ -44,7 +43,7 @@ impl Client {
         method: &str,
         params: &Value,
         progress: Progress,
-        inputs: Option<&ClientCapabilities>,
+        Declared { inputs, tasks }: Declared<'_>,
     ) -> Result<String> {
         let mut params = params.clone();
         let object = params
@@ -53,13 +52,19 @@ impl Client {
         let mut meta = JsonObject::new();
         if !matches!(era, Era::Legacy(_)) {
             meta = self.inner.request_meta.clone();
-            if let Some(inputs) = inputs {
-                let declared = ClientCapabilities {
-                    elicitation: inputs.elicitation.clone(),
-                    sampling: inputs.sampling.clone(),
-                    roots: inputs.roots.clone(),
-                    ..self.capabilities()
-                };
+            if inputs.is_some() || tasks {
+                let mut declared = self.capabilities();
+                if let Some(inputs) = inputs {
+                    declared.elicitation.clone_from(&inputs.elicitation);
+                    declared.sampling.clone_from(&inputs.sampling);
+                    declared.roots.clone_from(&inputs.roots);
+                }
+                if tasks {
+                    declared
+                        .extensions
+                        .get_or_insert_with(Default::default)
+                        .insert(TASKS_EXTENSION.into(), json!({}));
+                }
                 meta.insert(
                     META_CLIENT_CAPABILITIES.into(),
                     serde_json::to_value(declared).expect("capabilities serialize"),
@@ -144,8 +149,11 @@ impl Client {
             Some(_) => Progress::Wanted,
             None => Progress::Unwanted,
         };
-        let inputs = options.input_capabilities.as_ref();
-        let body = self.envelope_with(era, id, method, params, progress, inputs)?;
+        let declared = Declared {
+            inputs: options.input_capabilities.as_ref(),
+            tasks: options.tasks,
+        };
+        let body = self.envelope_with(era, id, method, params, progress, declared)?;
         let (version, session) = self.wire_identity(era);
         let out = Outgoing {
             id: Some(id),
@@ -196,7 +204,8 @@ impl Client {
             return Err(Error::Rpc(error));
         }
         self.confirm_modern(era);
-        self.checked_result(message).map(Step::Done)
+        self.checked_result(message, sent.options.tasks)
+            .map(Step::Done)
     }
 
     /// A failure before any reply: a lost request is issued again once (H-27, S-11), an
@@ -320,7 +329,7 @@ impl Client {
 
     /// The result object, with `resultType` checked: absent reads as complete (B-06), unknown
     /// types are refused (B-05).
-    pub(crate) fn checked_result(&self, message: Value) -> Result<Value> {
+    pub(crate) fn checked_result(&self, message: Value, tasks: bool) -> Result<Value> {
         let Some(mut result) = message.get("result").cloned() else {
             return Err(Error::InvalidResponse(
                 "a response with neither result nor error".into(),
@@ -334,7 +343,7 @@ impl Client {
             .or_insert_with(|| json!("complete"));
         match result_type.as_str() {
             Some("complete" | "input_required") => Ok(result),
-            Some("task") if self.inner.config.extensions.contains_key(TASKS_EXTENSION) => {
+            Some("task") if tasks || self.inner.config.extensions.contains_key(TASKS_EXTENSION) => {
                 Ok(result)
             }
             other => Err(Error::InvalidResponse(format!(
@@ -483,6 +492,16 @@ struct Sent<'a> {
     /// The generation of the OAuth token it carried.
     token: u64,
     options: &'a RpcOptions,
+}
+
+/// What a request declares on top of the client's own capabilities (2026-07-28 only).
+#[derive(Default, Clone, Copy)]
+pub(crate) struct Declared<'a> {
+    /// The capabilities for the server's questions (elicitation, sampling, roots) instead of
+    /// the client's own: a relay declares what its own caller can answer.
+    pub(crate) inputs: Option<&'a ClientCapabilities>,
+    /// The tasks extension: the call may become a task the client follows.
+    pub(crate) tasks: bool,
 }
 
 /// What the request path does after one attempt.

@@ -14,7 +14,8 @@ use toolwire_protocol::headers::{self as mcp_headers, HeaderParam};
 use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
 use toolwire_protocol::{
-    CallToolParams, CallToolResult, ClientCapabilities, HEADER_MISMATCH, Tool,
+    CallToolParams, CallToolResult, ClientCapabilities, CreateTaskResult, HEADER_MISMATCH,
+    InputResponses, Tool,
 };
 
 use tokio_util::sync::CancellationToken;
@@ -53,6 +54,27 @@ pub struct CallOptions {
     pub bearer: Option<Arc<str>>,
     /// Told the id of each request sent for this call ([`CallOptions::on_request`]).
     pub on_request: Option<RequestIdFn>,
+    /// Lets the server run the call as a task, which the client follows to its end
+    /// ([`CallOptions::tasks`]).
+    pub tasks: bool,
+    /// Called when the server makes the call a task ([`CallOptions::on_task`]).
+    pub on_task: Option<TaskFn>,
+    /// Continues a task that asked for input instead of calling anew
+    /// ([`CallOptions::resume_task`]).
+    pub resume: Option<ResumeTask>,
+}
+
+/// Told when the server made a call a task, with the task as created.
+pub type TaskFn = Arc<dyn Fn(&CreateTaskResult) + Send + Sync>;
+
+/// A task that asked for input, and the answers to send it ([`CallOptions::resume_task`]).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ResumeTask {
+    /// The task.
+    pub task_id: String,
+    /// The answers to its input requests, by their keys.
+    pub responses: InputResponses,
 }
 
 impl CallOptions {
@@ -123,6 +145,37 @@ impl CallOptions {
         self.on_request = Some(Arc::new(f));
         self
     }
+
+    /// Declares the tasks extension on this call's requests, so that the server may run the
+    /// call as a task (a tool it runs only as a task needs this), and follows such a task to
+    /// its end: `tasks/get` at the server's `pollIntervalMs`, its input requests answered by
+    /// the handlers (or, relaying, returned as [`Error::InputRequired`] for
+    /// [`CallOptions::resume_task`]), its result returned as the call's. A call cancelled or
+    /// dropped while its task runs cancels the task (`tasks/cancel`). A 2025-11-25 server is
+    /// called as before (its tasks are another protocol).
+    pub fn tasks(mut self) -> Self {
+        self.tasks = true;
+        self
+    }
+
+    /// Calls `f` when the server makes this call a task (with [`CallOptions::tasks`]), before
+    /// the client follows it.
+    pub fn on_task(mut self, f: impl Fn(&CreateTaskResult) + Send + Sync + 'static) -> Self {
+        self.on_task = Some(Arc::new(f));
+        self
+    }
+
+    /// Continues the task `task_id`, which stopped for input while this client relayed it,
+    /// instead of calling the tool anew: `responses` go to it with `tasks/update`, and the
+    /// task is followed to its end as with [`CallOptions::tasks`].
+    pub fn resume_task(mut self, task_id: impl Into<String>, responses: InputResponses) -> Self {
+        self.tasks = true;
+        self.resume = Some(ResumeTask {
+            task_id: task_id.into(),
+            responses,
+        });
+        self
+    }
 }
 
 impl CallOptions {
@@ -139,6 +192,7 @@ impl CallOptions {
             input_capabilities: self.input_capabilities,
             bearer: self.bearer,
             on_request: self.on_request,
+            tasks: self.tasks,
             ..Default::default()
         }
     }
@@ -155,6 +209,9 @@ impl std::fmt::Debug for CallOptions {
             .field("relay", &self.relay)
             .field("input_capabilities", &self.input_capabilities)
             .field("bearer", &self.bearer.is_some())
+            .field("tasks", &self.tasks)
+            .field("on_task", &self.on_task.is_some())
+            .field("resume", &self.resume)
             .finish()
     }
 }
@@ -364,7 +421,14 @@ impl Client {
             ..Default::default()
         });
         let validate = self.inner.config.validate_output;
+        let (on_task, resume) = (options.on_task.clone(), options.resume.clone());
         let mut rpc = options.into_rpc(name);
+        if let Some(resume) = resume {
+            // A task that asked for input: answered, and followed on; nothing is called anew.
+            let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
+            let result = self.resume_task(resume, &rpc).await?;
+            return self.completed(name, result, None, epoch, &rpc).await;
+        }
         let mut relisted = false;
         loop {
             let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
@@ -403,18 +467,32 @@ impl Client {
                         .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
                     return Err(Error::InputRequired(Box::new(input)));
                 }
-                Ok(result) => {
-                    let result = crate::client::rpc::read_result::<CallTool>(result)?;
-                    if validate && !result.is_error() {
-                        let tool = self.definition_after(name, entry, epoch, &rpc).await?;
-                        if let Some(tool) = tool {
-                            check_output(&tool, &result)?;
-                        }
-                    }
-                    return Ok(result);
+                Ok(result) if rpc.tasks && crate::client::tasks::is_task(&result) => {
+                    let result = self.follow_task(result, on_task.as_ref(), &rpc).await?;
+                    return self.completed(name, result, entry, epoch, &rpc).await;
                 }
+                Ok(result) => return self.completed(name, result, entry, epoch, &rpc).await,
             }
         }
+    }
+
+    /// A call's complete result, read and checked against the tool's `outputSchema`.
+    async fn completed(
+        &self,
+        name: &str,
+        result: Value,
+        entry: Option<Arc<CachedTool>>,
+        epoch: u64,
+        rpc: &RpcOptions,
+    ) -> Result<CallToolResult> {
+        let result = crate::client::rpc::read_result::<CallTool>(result)?;
+        if self.inner.config.validate_output && !result.is_error() {
+            let tool = self.definition_after(name, entry, epoch, rpc).await?;
+            if let Some(tool) = tool {
+                check_output(&tool, &result)?;
+            }
+        }
+        Ok(result)
     }
 
     /// The definition to check a result against: the one the call started with, unless the

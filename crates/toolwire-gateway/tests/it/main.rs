@@ -11,3 +11,4 @@ mod relay;
 mod rules;
 mod shared_pins;
 mod support;
+mod tasks;

@@ -110,6 +110,9 @@ struct Inner {
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
+    /// Makes the call a task when notified: set only for the first step of a call of a
+    /// [`Tool::deferred_task`](crate::Tool::deferred_task) tool that may run as a task.
+    task_start: Option<Arc<tokio::sync::Notify>>,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -162,8 +165,18 @@ impl RequestContext {
                 claims: None,
                 token: None,
                 address: None,
+                task_start: None,
             }),
         }
+    }
+
+    /// Lets the handler make the call a task ([`RequestContext::start_task`]); only on a
+    /// context nobody else holds yet.
+    pub(crate) fn with_task_start(mut self, start: Arc<tokio::sync::Notify>) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.task_start = Some(start);
+        }
+        self
     }
 
     /// Sets the principal; only on a context nobody else holds yet.
@@ -301,6 +314,21 @@ impl RequestContext {
     /// Fires when the client cancels the request or goes away (H-08, S-08).
     pub fn cancellation(&self) -> &CancellationToken {
         &self.inner.cancel
+    }
+
+    /// Makes this call a task now: the client is answered with the task while the handler
+    /// keeps running, as its step. Only the first step of a call of a
+    /// [`Tool::deferred_task`](crate::Tool::deferred_task) tool, from a client that declared
+    /// the tasks extension, can be made a task; elsewhere this does nothing. Returns whether
+    /// the call is becoming a task.
+    pub fn start_task(&self) -> bool {
+        match &self.inner.task_start {
+            Some(start) => {
+                start.notify_one();
+                true
+            }
+            None => false,
+        }
     }
 
     /// Fires when the server or the transport is shutting down: long-running handlers should

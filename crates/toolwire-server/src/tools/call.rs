@@ -65,8 +65,12 @@ impl Server {
         // A task outlives its request: its handler gets a cancellation of its own, which a
         // shutdown fires too, so that no task outlives the server.
         let (ctx, task) = if as_task {
-            let (task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
-            (task_ctx, Some((rerun, cancel)))
+            let (mut task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
+            let start = tool.deferred_task.then(Arc::<tokio::sync::Notify>::default);
+            if let Some(start) = &start {
+                task_ctx = task_ctx.with_task_start(start.clone());
+            }
+            (task_ctx, Some((rerun, cancel, start)))
         } else {
             (ctx, None)
         };
@@ -81,9 +85,19 @@ impl Server {
         );
         let outcome = match task {
             // The first step runs inline; a call that does not finish at once becomes a task.
-            Some((mut rerun, cancel)) => match futures::poll!(step.as_mut()) {
+            Some((mut rerun, cancel, None)) => match futures::poll!(step.as_mut()) {
                 std::task::Poll::Ready(outcome) => outcome,
                 std::task::Poll::Pending => {
+                    rerun.arguments = arguments;
+                    let task = self.start_task(rerun, cancel, step).await?;
+                    return Ok(Outcome::Task(task));
+                }
+            },
+            // A deferred task: the handler says when the call becomes one.
+            Some((mut rerun, cancel, Some(start))) => tokio::select! {
+                biased;
+                outcome = &mut step => outcome,
+                () = start.notified() => {
                     rerun.arguments = arguments;
                     let task = self.start_task(rerun, cancel, step).await?;
                     return Ok(Outcome::Task(task));

@@ -30,6 +30,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) header_params: Vec<(String, HeaderParam)>,
     pub(crate) handler: Handler,
     pub(crate) task_support: Option<TaskSupport>,
+    /// Whether a call becomes a task only when its handler says so.
+    pub(crate) deferred_task: bool,
     /// OAuth scopes needed to see and call it.
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, if it has one (else the server's).
@@ -217,6 +219,7 @@ fn prepare(
         header_params,
         handler: tool.handler,
         task_support: tool.task_support,
+        deferred_task: tool.deferred_task,
         scopes: tool.scopes,
         guard,
         limit,

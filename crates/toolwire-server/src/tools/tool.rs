@@ -177,6 +177,9 @@ pub struct Tool {
     pub(crate) definition: ToolDefinition,
     pub(crate) handler: Handler,
     pub(crate) task_support: Option<TaskSupport>,
+    /// Whether a call becomes a task only when its handler says so
+    /// ([`Tool::deferred_task`]).
+    pub(crate) deferred_task: bool,
     /// OAuth scopes a caller needs to see and call the tool (HTTP with OAuth only).
     pub(crate) scopes: Vec<String>,
     /// Its own output guard, instead of the server's.
@@ -320,6 +323,7 @@ impl Tool {
             },
             handler,
             task_support: None,
+            deferred_task: false,
             scopes: Vec::new(),
             output_guard: None,
             timeout: None,
@@ -409,6 +413,17 @@ impl Tool {
     /// step becomes a task the client polls.
     pub fn task_support(mut self, support: TaskSupport) -> Self {
         self.task_support = Some(support);
+        self
+    }
+
+    /// Makes a call that may run as a task (see [`Tool::task_support`]) a task only when its
+    /// handler calls [`RequestContext::start_task`], rather than as soon as its first step has
+    /// to wait: until then the call waits for its handler as a plain call does (within the
+    /// tool's time limit), and a handler that never asks answers as a plain call. For a
+    /// handler that learns only after a while whether its work is long (a relay whose own
+    /// server decides whether to make a task).
+    pub fn deferred_task(mut self) -> Self {
+        self.deferred_task = true;
         self
     }
 

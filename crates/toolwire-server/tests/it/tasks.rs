@@ -397,3 +397,47 @@ async fn updates_to_a_working_task_are_not_queued() {
     let done = until_in_memory(&server, &task_id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "confirmed false");
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Defer {
+    /// Whether the handler makes the call a task before it waits.
+    task: bool,
+    ms: u64,
+}
+
+/// A deferred task is made only when its handler asks: a handler that waits without asking
+/// answers as a plain call, even for a client that declared the extension; one that asks
+/// makes it a task at once, and the task ends with the handler's result.
+#[tokio::test]
+async fn a_deferred_task_is_made_only_when_its_handler_asks() {
+    let server = Server::builder("deferred", "1")
+        .tool(
+            Tool::new("defer", |d: Defer, ctx: RequestContext| async move {
+                if d.task {
+                    assert!(ctx.start_task(), "a deferred call may become a task");
+                }
+                tokio::time::sleep(Duration::from_millis(d.ms)).await;
+                format!("slept {}", d.ms)
+            })
+            .task_support(TaskSupport::Optional)
+            .deferred_task(),
+        )
+        .build()
+        .unwrap();
+    let s = TestServer::start(server).await;
+    let plain = post(
+        &s.url,
+        &with_tasks(request(
+            1,
+            "tools/call",
+            json!({"name": "defer", "arguments": {"task": false, "ms": 30}}),
+        )),
+    )
+    .await;
+    let result = &plain.last()["result"];
+    assert_eq!(result["resultType"], "complete", "{}", plain.body);
+    assert_eq!(result["content"][0]["text"], "slept 30");
+    let task_id = create(&s, "defer", json!({"task": true, "ms": 30})).await;
+    let done = until(&s, &task_id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "slept 30");
+}
