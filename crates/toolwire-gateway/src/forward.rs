@@ -12,7 +12,7 @@ use toolwire_host::{Called, Host, Outcome};
 use toolwire_protocol::{CallToolResult, ErrorObject, ProgressParams, TASKS_EXTENSION};
 use toolwire_server::{InputRequired, RequestContext, ToolError};
 
-use crate::hold::{HoldError, Holds, Question, Running};
+use crate::hold::{Asking, HoldError, Holds, Question, Running};
 use crate::policy::{Policy, Verdict};
 use crate::relay::{self, HeldRef, Sealed, Unrelayable, Upstream};
 
@@ -44,10 +44,8 @@ pub(crate) async fn call(
     if let Some(held) = &sealed.held {
         return answered(&route, held, &arguments, approved, &ctx).await;
     }
-    // Kept for the digest that binds a round the upstream may ask to these arguments (and,
-    // with a token exchange, for the call made again with a new token).
+    // Kept for the digest that binds a round the upstream may ask to these arguments.
     let sent = arguments.clone();
-    let again = route.exchange.as_ref().map(|_| sent.clone());
     let questions = route.asked.load(Ordering::Acquire);
     // A legacy upstream's question during the call comes out of `asking`: the call is then
     // held, running on in a task of its own, for the caller to answer.
@@ -55,41 +53,14 @@ pub(crate) async fn call(
     // The call is cancelled with the caller's request until it is held; once held it outlives
     // that request, and ends with its hold (dropped, it is cancelled upstream).
     let cancel = CancellationToken::new();
-    let call = {
-        let (host, qualified, ctx) = (host.clone(), qualified.to_owned(), ctx.clone());
-        let (bind, cancel) = (asking.clone(), cancel.clone());
-        let options = move |options: CallOptions| {
-            options
-                .on_request(move |id| bind.bind(id))
-                .cancel_on(cancel)
-        };
-        let (exchange, server) = (route.exchange.clone(), route.server.clone());
-        let task = task.clone();
-        Box::pin(async move {
-            let mut first = Some(arguments);
-            let made = crate::exchange::with_exchanged(
-                exchange.as_deref(),
-                (&server, &qualified),
-                &ctx,
-                |bearer| {
-                    let arguments = first.take().or_else(|| again.clone()).unwrap_or_default();
-                    let more = (answers.clone(), bearer, options.clone());
-                    upstream(&host, &qualified, arguments, more, &task, &ctx)
-                },
-                |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
-            )
-            .await;
-            // The call's requests are unbound when it ends.
-            drop(asking);
-            made.unwrap_or_else(|why| Called {
-                result: crate::exchange::refused(why),
-                outcome: Outcome::Refused,
-                error: None,
-                input_required: None,
-            })
-        })
-    };
-    let mut call: std::pin::Pin<Box<dyn std::future::Future<Output = Called> + Send>> = call;
+    let mut call = upstream_call(
+        (&host, &route),
+        arguments,
+        answers,
+        (asking, cancel.clone()),
+        task.clone(),
+        &ctx,
+    );
     let called = tokio::select! {
         called = &mut call => called,
         () = ctx.cancellation().cancelled() => {
@@ -109,6 +80,53 @@ pub(crate) async fn call(
         questions,
         &ctx,
     )
+}
+
+/// The upstream call as a future of its own, so that it can be held: made with a token
+/// exchanged for the caller's where the upstream takes one (and once more with a new one
+/// when the upstream refuses it), its requests bound to `asking` (a legacy upstream's
+/// question names one), cancelled by `cancel`.
+fn upstream_call(
+    (host, route): (&Arc<Host>, &Route),
+    arguments: Value,
+    answers: Option<RoundAnswers>,
+    (asking, cancel): (Asking, CancellationToken),
+    task: Arc<UpstreamTask>,
+    ctx: &RequestContext,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Called> + Send>> {
+    let (host, qualified, ctx) = (host.clone(), route.qualified.clone(), ctx.clone());
+    let bind = asking.clone();
+    let options = move |options: CallOptions| {
+        options
+            .on_request(move |id| bind.bind(id))
+            .cancel_on(cancel)
+    };
+    let (exchange, server) = (route.exchange.clone(), route.server.clone());
+    // Kept only where the call may be made again with a new token.
+    let again = exchange.as_ref().map(|_| arguments.clone());
+    Box::pin(async move {
+        let mut first = Some(arguments);
+        let made = crate::exchange::with_exchanged(
+            exchange.as_deref(),
+            (&server, &qualified),
+            &ctx,
+            |bearer| {
+                let arguments = first.take().or_else(|| again.clone()).unwrap_or_default();
+                let more = (answers.clone(), bearer, options.clone());
+                upstream(&host, &qualified, arguments, more, &task, &ctx)
+            },
+            |called: &Called| matches!(called.outcome, Outcome::Unauthorized),
+        )
+        .await;
+        // The call's requests are unbound when it ends.
+        drop(asking);
+        made.unwrap_or_else(|why| Called {
+            result: crate::exchange::refused(why),
+            outcome: Outcome::Refused,
+            error: None,
+            input_required: None,
+        })
+    })
 }
 
 /// What the caller gets of an upstream call that ended: its result, or the upstream's own
