@@ -39,4 +39,4 @@ pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, T
 pub use hold::{HOLD_TTL, MAX_HELD};
 pub use mirror::UPSTREAM_META_KEY;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
-pub use watch::{RETRY_FIRST, RETRY_MOST};
+pub use watch::{MAX_FOLLOWED, REFOLLOW_WAIT, RETRY_FIRST, RETRY_MOST};

@@ -10,4 +10,5 @@ mod redis_server;
 mod relay;
 mod rules;
 mod shared_pins;
+mod subscriptions;
 mod support;

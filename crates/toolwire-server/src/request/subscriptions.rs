@@ -74,7 +74,13 @@ impl Server {
         // Subscribe before acknowledging so no change between the two is missed.
         let mut changes = self.subscribe_changes();
         let result_meta = self.result_meta().cloned();
+        // The resources it follows count as followed here while the stream lives.
+        let following = honoured
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| self.followers().hold(uris.iter().cloned().collect()));
         async_stream::stream! {
+            let _following = following;
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
             yield notification(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack);
