@@ -148,8 +148,8 @@ struct Said {
 /// that it offers, then lists it (so that a change made before the subscription took hold is
 /// not missed), then refreshes on each change and passes each update on, until the stream
 /// ends or the server fails; the subscription is opened again when the followed resources
-/// change. An upstream that announces no changes is listed every [`POLL`]. `false` when the
-/// gateway is gone.
+/// change. An upstream that announces no list changes is listed every [`POLL`] (its stream,
+/// if it follows resources, still brings their updates). `false` when the gateway is gone.
 async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
     let Some(inner) = gateway.upgrade() else {
         return false;
@@ -163,17 +163,27 @@ async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
     if !refresh(gateway, server).await {
         return false;
     }
-    if !changes.unavailable.is_empty() {
-        // No stream: the upstream announces no changes (then it is polled), or could not be
-        // reached (then the refresh just now found it failed, and it is retried).
-        if failed(gateway, server) == Some(false) {
-            tokio::time::sleep(POLL).await;
-        }
-        return gateway.strong_count() > 0;
-    }
+    let polled = !changes.unavailable.is_empty();
+    let mut poll = tokio::time::interval_at(tokio::time::Instant::now() + POLL, POLL);
+    poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
+        if polled {
+            // No list changes announced: the upstream announces none (then it is polled), or
+            // could not be reached (then the refresh found it failed, and it is retried).
+            match failed(gateway, server) {
+                None => return false,
+                Some(true) => return true,
+                Some(false) => {}
+            }
+        }
         let change = tokio::select! {
             change = changes.next() => change,
+            _ = poll.tick(), if polled => {
+                if !refresh(gateway, server).await {
+                    return false;
+                }
+                continue;
+            }
             alive = followed.changed() => {
                 if !alive {
                     return false;
@@ -183,7 +193,7 @@ async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
                     Some(None) => {}
                     Some(Some((now, reopened))) => {
                         (asked, changes) = (now, reopened);
-                        if !changes.unavailable.is_empty() {
+                        if !changes.unavailable.is_empty() && !polled {
                             // It could not be opened again: start over.
                             return refresh(gateway, server).await;
                         }

@@ -179,3 +179,74 @@ async fn closing_the_last_stream_that_follows_a_resource_stops_following_it_upst
     served.stop().await;
     alpha.stop().await;
 }
+
+/// What the legacy upstream of `legacy_resources.py` says it is subscribed to, through the
+/// gateway (its tool `old__subscribed`).
+async fn subscribed_upstream(caller: &toolwire_client::Client) -> String {
+    let result = caller
+        .call_tool("old__subscribed", serde_json::json!({}))
+        .await
+        .expect("the tool answers");
+    crate::support::text(&result)
+}
+
+/// Asks until the legacy upstream says it is subscribed to `want` (a JSON list).
+async fn until_subscribed_upstream(caller: &toolwire_client::Client, want: &str) {
+    let start = std::time::Instant::now();
+    loop {
+        let now = subscribed_upstream(caller).await;
+        if now == want {
+            return;
+        }
+        assert!(
+            start.elapsed() < DEADLINE,
+            "the upstream is subscribed to {now}, not {want}"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_legacy_upstream_is_subscribed_while_a_caller_follows_and_its_updates_are_passed_on() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_resources.py");
+    let config = toolwire_host::HostConfig::parse(
+        &serde_json::json!({"mcpServers": {
+            "old": {"command": "python3", "args": [script], "prefix": "old"}
+        }})
+        .to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .expect("a configuration");
+    let downstream = Server::builder("gateway", "1").offer_resources();
+    let host = HostOptions::new(toolwire_gateway::NoPerson);
+    let gateway = Gateway::start(&config, host, downstream, GatewayOptions::new())
+        .await
+        .expect("a gateway");
+    let served = Served::start(gateway.server().clone(), None).await;
+    let caller = client(&served.url);
+    assert_eq!(subscribed_upstream(&caller).await, "[]");
+
+    // The upstream announces no list changes: it is polled, and still followed.
+    let mut follows = follow(&caller, &["toolwire://old/file:///README.md"]).await;
+    until_subscribed_upstream(&caller, r#"["file:///README.md"]"#).await;
+    let touched = caller
+        .call_tool(
+            "old__touch",
+            serde_json::json!({"uri": "file:///README.md"}),
+        )
+        .await
+        .expect("the tool answers");
+    assert_eq!(crate::support::text(&touched), "touched");
+    assert_eq!(
+        next_update(&mut follows).await,
+        "toolwire://old/file:///README.md"
+    );
+
+    // No caller follows it any more: the upstream is unsubscribed.
+    drop(follows);
+    until_subscribed_upstream(&caller, "[]").await;
+
+    gateway.close().await;
+    served.stop().await;
+}

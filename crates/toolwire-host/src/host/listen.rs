@@ -24,7 +24,8 @@ pub struct ListChange {
 }
 
 /// Every connected server's list changes in one stream. Servers that do not announce tool-list
-/// changes are in [`ListChanges::unavailable`]; refresh now and then to see theirs. (A server
+/// changes are in [`ListChanges::unavailable`]; refresh now and then to see theirs (the
+/// stream still brings the updates of the resources such a server follows). (A server
 /// that offers no prompts or resources does not announce their changes, and is not
 /// unavailable for it.)
 pub struct ListChanges {
@@ -96,14 +97,7 @@ pub(super) async fn list_changes<'c>(
         };
         for (server, subscription) in opened {
             let subscription = match subscription {
-                Ok(s) if s.acknowledged().tools_list_changed == Some(true) => s,
-                Ok(_) => {
-                    changes.unavailable.push((
-                        server,
-                        "the server does not announce tool-list changes".into(),
-                    ));
-                    continue;
-                }
+                Ok(s) => s,
                 Err(e) => {
                     changes.unavailable.push((server, e.to_string()));
                     continue;
@@ -122,6 +116,16 @@ pub(super) async fn list_changes<'c>(
                     } else {
                         changes.unfollowed.push(hosts.clone());
                     }
+                }
+            }
+            if subscription.acknowledged().tools_list_changed != Some(true) {
+                changes.unavailable.push((
+                    server.clone(),
+                    "the server does not announce tool-list changes".into(),
+                ));
+                // Its stream is kept for the updates of the resources it follows, if any.
+                if followed.is_empty() {
+                    continue;
                 }
             }
             let name = server.clone();
