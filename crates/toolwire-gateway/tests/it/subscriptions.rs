@@ -250,3 +250,26 @@ async fn a_legacy_upstream_is_subscribed_while_a_caller_follows_and_its_updates_
     gateway.close().await;
     served.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_more_resources_than_the_cap_are_followed_on_an_upstream() {
+    let alpha = Served::start(upstream("alpha"), None).await;
+    let mut alpha_follows = alpha.server.followed_resources();
+    let (gateway, served) = gateway(&[("alpha", "a", &alpha.url)]).await;
+    let caller = client(&served.url);
+    let uris: Vec<String> = (0..=toolwire_gateway::MAX_FOLLOWED)
+        .map(|i| format!("toolwire://a/file:///{i:04}"))
+        .collect();
+    let uris: Vec<&str> = uris.iter().map(String::as_str).collect();
+    let _follows = follow(&caller, &uris).await;
+    // The first ones in order of their URIs; the last one is not followed upstream.
+    let want: Vec<&str> = uris[..toolwire_gateway::MAX_FOLLOWED]
+        .iter()
+        .map(|u| u.trim_start_matches("toolwire://a/"))
+        .collect();
+    until_followed(&mut alpha_follows, &want).await;
+
+    gateway.close().await;
+    served.stop().await;
+    alpha.stop().await;
+}
