@@ -52,6 +52,11 @@ pub(crate) struct LegacySession {
     pub(crate) session: Option<String>,
     /// The `initialize` result.
     pub(crate) initialized: Value,
+    /// How many of this client's subscriptions follow each resource the session subscribed
+    /// to with `resources/subscribe`: the session is unsubscribed when the last one goes. The
+    /// lock is held across each `resources/(un)subscribe`, so that they reach the server in
+    /// the order of the counts.
+    pub(crate) subscribed: tokio::sync::Mutex<std::collections::HashMap<String, usize>>,
 }
 
 impl LegacySession {

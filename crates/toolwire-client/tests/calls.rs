@@ -13,8 +13,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Value, json};
+use toolwire_client::protocol::SubscriptionFilter;
 use toolwire_client::{
-    CallOptions, CancellationToken, ClientBuilder, Error, ListLimit, ServerEra, StdioCommand,
+    CallOptions, CancellationToken, ClientBuilder, Error, ListLimit, Notification, ServerEra,
+    StdioCommand,
 };
 
 /// A scripted stdio server and the file where it logs what it received.
@@ -596,4 +598,75 @@ async fn a_legacy_servers_request_during_a_call_tells_its_handler_the_calls_requ
     assert_eq!(sent.len(), 1, "{sent:?}");
     assert_eq!(related, Some(sent[0]));
     client.close().await;
+}
+
+#[tokio::test]
+async fn a_legacy_resource_is_unsubscribed_when_the_last_subscription_following_it_is_dropped() {
+    // Each unsubscription is answered, then witnessed by an update of `file:///witness`, which
+    // a subscription kept to the end follows: the test knows when one reached the server.
+    let witnessed = json!({"method": "notifications/resources/updated",
+                           "params": {"uri": "file:///witness"}});
+    let server = Scripted::new(&json!({
+        "server/discover": [{"error": {"code": -32601, "message": "Method not found"}}],
+        "initialize": [{"result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"resources": {"subscribe": true}},
+            "serverInfo": {"name": "old", "version": "1"}
+        }}],
+        "resources/subscribe": [{"result": {}}],
+        "resources/unsubscribe": [{"result": {}}, witnessed],
+    }));
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let following = |uris: &[&str]| SubscriptionFilter {
+        resource_subscriptions: Some(uris.iter().map(|u| (*u).to_owned()).collect()),
+        ..Default::default()
+    };
+    let mut witness = client
+        .listen(following(&["file:///witness"]))
+        .await
+        .unwrap();
+    let a = client.listen(following(&["file:///a"])).await.unwrap();
+    let a_and_b = client
+        .listen(following(&["file:///a", "file:///b"]))
+        .await
+        .unwrap();
+    assert_eq!(
+        a_and_b.acknowledged().resource_subscriptions.as_deref(),
+        Some(&["file:///a".to_owned(), "file:///b".to_owned()][..])
+    );
+    let uris = |method: &str| -> Vec<String> {
+        server
+            .received(method)
+            .iter()
+            .map(|m| m["params"]["uri"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    // A resource the session is subscribed to already is not asked for again.
+    assert_eq!(
+        uris("resources/subscribe"),
+        ["file:///witness", "file:///a", "file:///b"]
+    );
+
+    // `a` is still followed by the other subscription: only `b` goes.
+    drop(a_and_b);
+    witnessed_unsubscription(&mut witness).await;
+    assert_eq!(uris("resources/unsubscribe"), ["file:///b"]);
+    drop(a);
+    witnessed_unsubscription(&mut witness).await;
+    assert_eq!(uris("resources/unsubscribe"), ["file:///b", "file:///a"]);
+    client.close().await;
+}
+
+/// Waits for the witness of an unsubscription (see the test above).
+async fn witnessed_unsubscription(witness: &mut toolwire_client::Subscription) {
+    let next = tokio::time::timeout(Duration::from_secs(20), witness.next()).await;
+    match next {
+        Ok(Some(Ok(Notification::ResourceUpdated { uri }))) => {
+            assert_eq!(uri, "file:///witness")
+        }
+        other => panic!("no unsubscription reached the server: {other:?}"),
+    }
 }

@@ -9,7 +9,10 @@
 //! [`toolwire_host::uris`]) beside them. Upstream lists are followed: a change upstream
 //! reaches downstream listeners, an upstream that fails is retried with backoff while its
 //! last good list is still offered, and one that changes a tool's definition has that tool
-//! withheld until an operator approves the change. An upstream that needs input mid-call (a
+//! withheld until an operator approves the change. The resources downstream listeners follow
+//! (`resourceSubscriptions`, a legacy caller's `resources/subscribe`) are followed on the
+//! upstream that offers them, under its own URIs, at most [`MAX_FOLLOWED`] per upstream, and
+//! its updates reach those listeners under the served URIs. An upstream that needs input mid-call (a
 //! 2026-07-28 `input_required` round, of a tool call, a prompt or a resource read) has its
 //! questions relayed to the caller verbatim and the caller's answers taken back upstream,
 //! statelessly: the upstream's state travels sealed inside the gateway's own. A 2025-11-25
@@ -39,4 +42,4 @@ pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, T
 pub use hold::{HOLD_TTL, MAX_HELD};
 pub use mirror::UPSTREAM_META_KEY;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
-pub use watch::{RETRY_FIRST, RETRY_MOST};
+pub use watch::{MAX_FOLLOWED, REFOLLOW_WAIT, RETRY_FIRST, RETRY_MOST};

@@ -55,6 +55,7 @@ mod tools;
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use request::context::RequestContext;
+pub use request::followed::FollowedResources;
 pub use request::mrtr::{Elicited, InputRequired};
 pub use safety::audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
 pub use safety::deadline::TIMED_OUT_META_KEY;

@@ -368,6 +368,7 @@ impl Client {
             version: version.to_owned(),
             session: reply.session,
             initialized: result,
+            subscribed: Default::default(),
         });
         let initialized = body_of(&Notification {
             jsonrpc: Version2,

@@ -10,5 +10,6 @@ mod redis_server;
 mod relay;
 mod rules;
 mod shared_pins;
+mod subscriptions;
 mod support;
 mod tasks;

@@ -24,13 +24,18 @@ pub struct ListChange {
 }
 
 /// Every connected server's list changes in one stream. Servers that do not announce tool-list
-/// changes are in [`ListChanges::unavailable`]; refresh now and then to see theirs. (A server
+/// changes are in [`ListChanges::unavailable`]; refresh now and then to see theirs (the
+/// stream still brings the updates of the resources such a server follows). (A server
 /// that offers no prompts or resources does not announce their changes, and is not
 /// unavailable for it.)
 pub struct ListChanges {
     streams: SelectAll<Pin<Box<dyn Stream<Item = ListChange> + Send>>>,
     /// The servers whose changes cannot be followed, and why.
     pub unavailable: Vec<(String, String)>,
+    /// The resources asked to be followed ([`Host::changes_of`](super::Host::changes_of)) whose
+    /// updates the server does not send (it does not support subscriptions, or refused them),
+    /// under the host's URIs.
+    pub unfollowed: Vec<String>,
 }
 
 impl std::fmt::Debug for ListChanges {
@@ -38,6 +43,7 @@ impl std::fmt::Debug for ListChanges {
         f.debug_struct("ListChanges")
             .field("streams", &self.streams.len())
             .field("unavailable", &self.unavailable)
+            .field("unfollowed", &self.unfollowed)
             .finish()
     }
 }
@@ -54,10 +60,17 @@ impl Stream for ListChanges {
     }
 }
 
+/// Resources to follow on one server: the server's own URIs, each with the host's URI for it.
+pub(super) struct Following {
+    pub(super) server: String,
+    pub(super) uris: Vec<(String, String)>,
+}
+
 /// The steps of [`Host::list_changes`](super::Host::list_changes): every connection's
-/// subscription, merged.
+/// subscription, merged; with `following`, updates of those resources of its server too.
 pub(super) async fn list_changes<'c>(
     connections: impl Iterator<Item = &'c Connection>,
+    following: Option<Following>,
 ) -> ListChanges {
     {
         let filter = SubscriptionFilter {
@@ -66,30 +79,55 @@ pub(super) async fn list_changes<'c>(
             resources_list_changed: Some(true),
             ..SubscriptionFilter::default()
         };
+        let following = following.as_ref();
         let opened = futures::future::join_all(connections.map(|c| {
-            let filter = filter.clone();
-            async move { (c.config.name.clone(), c.client.listen(filter).await) }
+            let mut filter = filter.clone();
+            let name = c.config.name.clone();
+            if let Some(f) = following.filter(|f| f.server == name && !f.uris.is_empty()) {
+                let own = f.uris.iter().map(|(own, _)| own.clone()).collect();
+                filter.resource_subscriptions = Some(own);
+            }
+            async move { (name, c.client.listen(filter).await) }
         }))
         .await;
         let mut changes = ListChanges {
             streams: SelectAll::new(),
             unavailable: Vec::new(),
+            unfollowed: Vec::new(),
         };
         for (server, subscription) in opened {
             let subscription = match subscription {
-                Ok(s) if s.acknowledged().tools_list_changed == Some(true) => s,
-                Ok(_) => {
-                    changes.unavailable.push((
-                        server,
-                        "the server does not announce tool-list changes".into(),
-                    ));
-                    continue;
-                }
+                Ok(s) => s,
                 Err(e) => {
                     changes.unavailable.push((server, e.to_string()));
                     continue;
                 }
             };
+            // The followed resources, the server's own URI to the host's.
+            let mut followed = Vec::new();
+            if let Some(f) = following.filter(|f| f.server == server) {
+                let acknowledged = subscription
+                    .acknowledged()
+                    .resource_subscriptions
+                    .as_deref();
+                for (own, hosts) in &f.uris {
+                    if acknowledged.unwrap_or_default().contains(own) {
+                        followed.push((own.clone(), hosts.clone()));
+                    } else {
+                        changes.unfollowed.push(hosts.clone());
+                    }
+                }
+            }
+            if subscription.acknowledged().tools_list_changed != Some(true) {
+                changes.unavailable.push((
+                    server.clone(),
+                    "the server does not announce tool-list changes".into(),
+                ));
+                // Its stream is kept for the updates of the resources it follows, if any.
+                if followed.is_empty() {
+                    continue;
+                }
+            }
             let name = server.clone();
             let stream = subscription.filter_map(move |item| {
                 let notification = match item {
@@ -100,6 +138,10 @@ pub(super) async fn list_changes<'c>(
                         | Notification::Reconnected
                         | Notification::Missed { .. }),
                     ) => Some(n),
+                    Ok(Notification::ResourceUpdated { uri }) => {
+                        updated_under_host_uri(&followed, &uri)
+                            .map(|uri| Notification::ResourceUpdated { uri })
+                    }
                     Ok(_) => None,
                     Err(_) => Some(Notification::Reconnected),
                 };
@@ -114,5 +156,48 @@ pub(super) async fn list_changes<'c>(
             changes.streams.push(Box::pin(stream));
         }
         changes
+    }
+}
+
+/// The host's URI for an update of the server's resource `uri`, if it is one of `followed` or
+/// under one of them (a server may send updates of resources under a subscribed one); `None`
+/// for an update nobody asked for.
+fn updated_under_host_uri(followed: &[(String, String)], uri: &str) -> Option<String> {
+    followed.iter().find_map(|(own, hosts)| {
+        let rest = uri.strip_prefix(own.as_str())?;
+        let under = rest.is_empty() || own.ends_with('/') || rest.starts_with('/');
+        // The host's URI is the server's own preceded by its prefix (or unchanged): the same
+        // rest follows it.
+        under.then(|| format!("{hosts}{rest}"))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_are_reported_under_the_host_uri_of_what_was_followed() {
+        let followed = vec![
+            ("file:///a".to_owned(), "toolwire://fs/file:///a".to_owned()),
+            (
+                "file:///dir/".to_owned(),
+                "toolwire://fs/file:///dir/".to_owned(),
+            ),
+        ];
+        let table: &[(&str, Option<&str>)] = &[
+            ("file:///a", Some("toolwire://fs/file:///a")),
+            ("file:///a/b", Some("toolwire://fs/file:///a/b")),
+            ("file:///dir/x", Some("toolwire://fs/file:///dir/x")),
+            ("file:///ab", None),
+            ("file:///other", None),
+        ];
+        for (uri, want) in table {
+            assert_eq!(
+                updated_under_host_uri(&followed, uri).as_deref(),
+                *want,
+                "{uri}"
+            );
+        }
     }
 }

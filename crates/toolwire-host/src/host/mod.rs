@@ -462,13 +462,45 @@ impl Host {
     /// that server, so the host refreshes.
     pub async fn list_changes(&self) -> ListChanges {
         let connections = self.connections();
-        listen::list_changes(connections.iter().map(|c| &**c)).await
+        listen::list_changes(connections.iter().map(|c| &**c), None).await
     }
 
     /// [`Host::list_changes`] of one server (of none if it is not connected).
     pub async fn list_changes_of(&self, server: &str) -> ListChanges {
+        self.changes_of(server, &[]).await
+    }
+
+    /// [`Host::list_changes_of`], and updates of the resources `uris` (the host's URIs, as
+    /// [`Host::resources`] gives them; those of other servers are left out): the server is
+    /// asked to follow its own URIs for them (its listen stream's `resourceSubscriptions`, or
+    /// a legacy server's `resources/subscribe` when it declares `resources.subscribe`), and
+    /// each update comes as a [`Notification::ResourceUpdated`](toolwire_client::Notification::ResourceUpdated)
+    /// under the host's URI. Those the server does not follow are in
+    /// [`ListChanges::unfollowed`]. Following ends when the stream is dropped.
+    pub async fn changes_of(&self, server: &str, uris: &[String]) -> ListChanges {
         let connection = self.connection(server);
-        listen::list_changes(connection.iter().map(|c| &**c)).await
+        let view = self.view.load();
+        let uris = uris
+            .iter()
+            .filter_map(|uri| match read::server_of(&view, uri) {
+                Ok((of, own)) if of == server => Some((own.to_owned(), uri.clone())),
+                _ => None,
+            })
+            .collect();
+        drop(view);
+        let following = listen::Following {
+            server: server.to_owned(),
+            uris,
+        };
+        listen::list_changes(connection.iter().map(|c| &**c), Some(following)).await
+    }
+
+    /// The name of the server whose resource the host's URI `uri` is, if it is one's.
+    pub fn server_of_uri(&self, uri: &str) -> Option<String> {
+        let view = self.view.load();
+        read::server_of(&view, uri)
+            .ok()
+            .map(|(server, _)| server.to_owned())
     }
 
     /// Closes every connection (stdio servers are stopped).

@@ -184,7 +184,10 @@ pub(super) async fn complete(
 
 /// The server a wrapped URI names, and the server's own URI; every URI is the own URI of the
 /// only server when it is unprefixed ([`uris::wrap`]).
-fn server_of<'v, 'u>(view: &'v View, uri: &'u str) -> Result<(&'v str, &'u str), OfferError> {
+pub(super) fn server_of<'v, 'u>(
+    view: &'v View,
+    uri: &'u str,
+) -> Result<(&'v str, &'u str), OfferError> {
     let unknown = || OfferError::UnknownUri(uri.to_owned());
     if let Some((_, server)) = view.server_of_prefix("") {
         return Ok((server, uri));

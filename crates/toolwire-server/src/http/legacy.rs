@@ -78,6 +78,9 @@ struct Live {
     stream_open: Mutex<bool>,
     /// Fires when the session ends (DELETE, or found expired).
     ended: CancellationToken,
+    /// Told when the session subscribes or unsubscribes here, for its GET stream to count
+    /// what it follows anew.
+    resubscribed: tokio::sync::Notify,
 }
 
 impl Live {
@@ -148,6 +151,15 @@ impl Sessions {
             })
         };
         live.entry(id.to_owned()).or_insert_with(made).clone()
+    }
+
+    /// The session subscribed or unsubscribed here: its GET stream, if open here, counts what
+    /// it follows anew (a change made through another instance is seen at the stream's next
+    /// reading of the record).
+    fn resubscribed(&self, id: &str) {
+        if let Some(live) = self.live_map().get(id) {
+            live.resubscribed.notify_one();
+        }
     }
 
     fn forget(&self, id: &str) {
@@ -435,16 +447,20 @@ async fn request(
                     return guard.insufficient_scope(&needed, Some(&id)).into_response();
                 }
             }
-            update(Box::new(move |r| {
+            let response = update(Box::new(move |r| {
                 r.subscriptions.insert(uri.clone());
             }))
-            .await
+            .await;
+            sessions.resubscribed(&known.record.id);
+            response
         }
         LegacyStep::Unsubscribe(uri) => {
-            update(Box::new(move |r| {
+            let response = update(Box::new(move |r| {
                 r.subscriptions.remove(&uri);
             }))
-            .await
+            .await;
+            sessions.resubscribed(&known.record.id);
+            response
         }
         LegacyStep::Served => served(state, known, id, raw, accept).await,
     }

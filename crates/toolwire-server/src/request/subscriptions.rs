@@ -80,7 +80,13 @@ impl Server {
         let server = self.clone();
         let mut seen =
             (honoured.tools_list_changed == Some(true)).then(|| SeenTools::new(&server, follower));
+        // The resources it follows count as followed here while the stream lives.
+        let following = honoured
+            .resource_subscriptions
+            .as_ref()
+            .map(|uris| self.followers().hold(uris.iter().cloned().collect()));
         async_stream::stream! {
+            let _following = following;
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
             yield notification(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack);

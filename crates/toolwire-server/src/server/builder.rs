@@ -553,6 +553,7 @@ impl ServerBuilder {
                 registry,
                 cursors: CursorCodec::new(key),
                 changes,
+                followers: Arc::default(),
                 shutdown,
                 result_meta,
             }),

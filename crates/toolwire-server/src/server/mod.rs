@@ -16,6 +16,7 @@ use crate::clock::Clock;
 use crate::error::{Error, Result};
 use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
+use crate::request::followed::{FollowedResources, Followers};
 use crate::safety::audit::AuditSink;
 use crate::safety::output::CompiledGuard;
 use crate::state::request_keys::RequestKeys;
@@ -95,6 +96,8 @@ pub(crate) struct ServerInner {
     cursors: CursorCodec,
     /// Where changes go: this process's listeners and, with a shared store, every instance's.
     changes: Arc<dyn crate::state::fanout::ChangeFanOut>,
+    /// The resources this instance's listeners follow.
+    followers: Arc<Followers>,
     shutdown: CancellationToken,
     /// `_meta` put on every result: serverInfo unless turned off (B-18).
     result_meta: Option<ResultMeta>,
@@ -285,6 +288,17 @@ impl Server {
         self.notify(Change::ResourceUpdated(uri.into()));
     }
 
+    /// The resource URIs this instance's listeners follow, as it changes: the
+    /// `resourceSubscriptions` its open listen streams were acknowledged (those the caller
+    /// may read), and the `resources/subscribe` of the legacy sessions that listen here (on
+    /// stdio, or on their GET stream). For an embedder that relays changes from elsewhere
+    /// with [`Server::notify_resource_updated`], to follow there only what someone follows
+    /// here. It changes only when a stream opens or closes or a legacy session subscribes or
+    /// unsubscribes.
+    pub fn followed_resources(&self) -> FollowedResources {
+        self.inner.followers.watch()
+    }
+
     /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
     /// would be written: the request's notifications and then its response. A notification
     /// yields nothing; `subscriptions/listen` runs until the server shuts down.
@@ -398,6 +412,11 @@ impl Server {
     /// The changes from now on, for a listen stream or a legacy session.
     pub(crate) fn subscribe_changes(&self) -> broadcast::Receiver<Change> {
         self.inner.changes.subscribe()
+    }
+
+    /// The resources this instance's listeners follow, for a listener to add its own to.
+    pub(crate) fn followers(&self) -> &Arc<Followers> {
+        &self.inner.followers
     }
 
     /// A handle on the server that does not keep it alive (for its background work).

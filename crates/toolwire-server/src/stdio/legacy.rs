@@ -15,6 +15,7 @@ use super::Connection;
 use crate::legacy::{LegacyCall, LegacyStep, Peer, empty_result, read_initialize};
 use crate::request::context::{Frame, Outbound};
 use crate::request::dispatch::Final;
+use crate::request::followed::Following;
 use crate::server::Server;
 use crate::state::sessions::SessionRecord;
 use crate::tools::catalog::{insufficient_scope, permits};
@@ -24,6 +25,8 @@ use crate::tools::visibility::{Follower, SeenTools};
 pub(super) struct LegacyConnection {
     session: Arc<Mutex<SessionRecord>>,
     peer: Arc<Peer>,
+    /// The session's subscriptions, counted as followed here while the connection lasts.
+    following: Following,
 }
 
 impl LegacyConnection {
@@ -69,6 +72,7 @@ impl Connection {
         let legacy = LegacyConnection {
             session: Arc::new(Mutex::new(session)),
             peer: Arc::new(Peer::default()),
+            following: self.server.followers().hold(Default::default()),
         };
         self.tasks.spawn(notify_changes(
             self.server.clone(),
@@ -108,10 +112,14 @@ impl Connection {
                 if !permits(self.caller.scopes.as_deref(), &needed) {
                     return Err(insufficient_scope("resource", &uri, &needed));
                 }
-                legacy.session().subscriptions.insert(uri);
+                let mut session = legacy.session();
+                session.subscriptions.insert(uri);
+                legacy.following.set(session.subscriptions.clone());
             }
             LegacyStep::Unsubscribe(uri) => {
-                legacy.session().subscriptions.remove(&uri);
+                let mut session = legacy.session();
+                session.subscriptions.remove(&uri);
+                legacy.following.set(session.subscriptions.clone());
             }
             LegacyStep::Served => {
                 let session = legacy.session().clone();

@@ -118,6 +118,50 @@ async fn acknowledges_then_forwards_tagged_changes_to_streams_that_asked() {
     s.stop().await;
 }
 
+/// Waits until `followed` is `want`.
+pub async fn until_followed(followed: &mut toolwire_server::FollowedResources, want: &[&str]) {
+    let want: std::collections::BTreeSet<String> = want.iter().map(|u| (*u).to_owned()).collect();
+    let reached = tokio::time::timeout(Duration::from_secs(5), async {
+        while *followed.current() != want {
+            assert!(followed.changed().await, "the server is gone");
+        }
+    })
+    .await;
+    assert!(
+        reached.is_ok(),
+        "followed: {:?}, not {want:?}",
+        followed.current()
+    );
+}
+
+#[tokio::test]
+async fn the_resources_open_streams_follow_are_what_the_server_says_it_follows() {
+    let s = TestServer::start(builder().offer_resources().build().unwrap()).await;
+    let mut followed = s.server.followed_resources();
+    assert!(followed.current().is_empty());
+    let mut both = Listen::open(
+        &s,
+        1,
+        json!({"resourceSubscriptions": ["mem://a", "mem://b"]}),
+    )
+    .await;
+    both.next().await.expect("its acknowledgement");
+    // Counted before the acknowledgement is sent.
+    until_followed(&mut followed, &["mem://a", "mem://b"]).await;
+    let mut b = Listen::open(&s, 2, json!({"resourceSubscriptions": ["mem://b"]})).await;
+    b.next().await.expect("its acknowledgement");
+    let mut lists = Listen::open(&s, 3, json!({"toolsListChanged": true})).await;
+    lists.next().await.expect("its acknowledgement");
+    assert_eq!(followed.current().len(), 2);
+
+    // A URI is followed while any open stream follows it.
+    drop(both);
+    until_followed(&mut followed, &["mem://b"]).await;
+    drop(b);
+    until_followed(&mut followed, &[]).await;
+    s.stop().await;
+}
+
 #[tokio::test]
 async fn a_caller_is_told_of_tool_changes_only_when_its_own_list_changed() {
     // Tools named admin_* are seen only by the client named "console".

@@ -543,6 +543,7 @@ async fn the_session_stream_carries_list_changes_and_subscribed_updates() {
             .header("accept", "text/event-stream")
             .header("mcp-session-id", &session)
     };
+    let mut followed = s.server.followed_resources();
     let mut stream = SseReader::open(get()).await;
     let second = get().send().await.unwrap();
     assert_eq!(second.status(), 409, "one stream per session");
@@ -556,6 +557,8 @@ async fn the_session_stream_carries_list_changes_and_subscribed_updates() {
         legacy_post(&s.url, Some(&session), &subscribe).await.last()["result"],
         json!({})
     );
+    // While its stream is open here, what the session subscribed to is followed here.
+    crate::http_listen::until_followed(&mut followed, &["mem://notes/today"]).await;
     // Give the stream's task a moment to be waiting on the change bus.
     tokio::time::sleep(Duration::from_millis(50)).await;
     s.server.notify_resource_updated("mem://notes/other");
@@ -584,6 +587,7 @@ async fn the_session_stream_carries_list_changes_and_subscribed_updates() {
         json!({"uri": "mem://notes/today"}),
     );
     legacy_post(&s.url, Some(&session), &unsubscribe).await;
+    crate::http_listen::until_followed(&mut followed, &[]).await;
     s.server.notify_resource_updated("mem://notes/today");
     s.server.remove_tool("late").unwrap();
     let next = stream.next().await.unwrap();
@@ -592,7 +596,9 @@ async fn the_session_stream_carries_list_changes_and_subscribed_updates() {
         "no update after unsubscribe"
     );
 
-    // DELETE ends the stream.
+    // DELETE ends the stream, and the following of what the session subscribed to.
+    legacy_post(&s.url, Some(&session), &subscribe).await;
+    crate::http_listen::until_followed(&mut followed, &["mem://notes/today"]).await;
     client()
         .delete(&s.url)
         .header("mcp-session-id", &session)
@@ -600,6 +606,7 @@ async fn the_session_stream_carries_list_changes_and_subscribed_updates() {
         .await
         .unwrap();
     assert_eq!(stream.next().await, None);
+    crate::http_listen::until_followed(&mut followed, &[]).await;
     s.stop().await;
 }
 
@@ -821,6 +828,12 @@ async fn a_legacy_client_over_stdio() {
     ))
     .await;
     assert_eq!(c.recv("").await["result"], json!({}));
+    let followed = server.followed_resources().current();
+    assert_eq!(
+        followed.iter().collect::<Vec<_>>(),
+        ["mem://notes/today"],
+        "what a legacy connection subscribed to is followed"
+    );
     server.notify_resource_updated("mem://notes/today");
     assert_eq!(
         c.recv("").await["method"],

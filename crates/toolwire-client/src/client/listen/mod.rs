@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio::sync::{broadcast, oneshot};
-use toolwire_protocol::legacy::{ResourceSubscriptionParams, Subscribe};
+use toolwire_protocol::legacy::{ResourceSubscriptionParams, Subscribe, Unsubscribe};
 use toolwire_protocol::methods::{Listen, Method};
 use toolwire_protocol::{
     AcknowledgedParams, ErrorObject, ListenParams, NOTIFICATION_PROMPTS_LIST_CHANGED,
@@ -118,6 +118,8 @@ pub struct Subscription {
     mailbox: Arc<Mutex<Mailbox>>,
     acknowledged: SubscriptionFilter,
     task: tokio::task::AbortHandle,
+    /// A legacy server's resources this subscription subscribed to, given back when dropped.
+    subscribed: Option<LegacySubscribed>,
 }
 
 impl Subscription {
@@ -148,6 +150,9 @@ impl futures::Stream for Subscription {
 impl Drop for Subscription {
     fn drop(&mut self) {
         self.task.abort();
+        if let Some(subscribed) = self.subscribed.take() {
+            subscribed.release();
+        }
     }
 }
 
@@ -248,6 +253,7 @@ impl Client {
             mailbox: inbox,
             acknowledged,
             task: task.0.take().expect("set above"),
+            subscribed: None,
         })
     }
 
@@ -266,21 +272,15 @@ impl Client {
             resources_list_changed: list_changed("resources", filter.resources_list_changed),
             resource_subscriptions: None,
         };
+        let mut held = None;
         if let Some(uris) = &filter.resource_subscriptions {
             if caps["resources"]["subscribe"] == true {
-                let mut subscribed = Vec::new();
-                for uri in uris {
-                    let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
-                    match self
-                        .rpc(Subscribe::METHOD, params, &RpcOptions::default())
-                        .await
-                    {
-                        Ok(_) => subscribed.push(uri.clone()),
-                        Err(error) => {
-                            tracing::warn!(%uri, %error, "{} failed", Subscribe::METHOD);
-                        }
-                    }
-                }
+                let subscribed = self.subscribe_legacy(&session, uris).await;
+                held = Some(LegacySubscribed {
+                    client: Arc::downgrade(&self.inner),
+                    session: session.clone(),
+                    uris: subscribed.clone(),
+                });
                 acknowledged.resource_subscriptions = Some(subscribed);
             }
         }
@@ -312,7 +312,33 @@ impl Client {
             mailbox: inbox,
             acknowledged,
             task,
+            subscribed: held,
         })
+    }
+
+    /// Subscribes the legacy session to each of `uris` no subscription of this client follows
+    /// yet (`resources/subscribe`); returns those followed now.
+    async fn subscribe_legacy(&self, session: &LegacySession, uris: &[String]) -> Vec<String> {
+        let mut counts = session.subscribed.lock().await;
+        let mut subscribed = Vec::new();
+        for uri in uris {
+            if subscribed.contains(uri) {
+                continue;
+            }
+            if !counts.contains_key(uri) {
+                let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
+                let sent = self
+                    .rpc(Subscribe::METHOD, params, &RpcOptions::default())
+                    .await;
+                if let Err(error) = sent {
+                    tracing::warn!(%uri, %error, "{} failed", Subscribe::METHOD);
+                    continue;
+                }
+            }
+            *counts.entry(uri.clone()).or_default() += 1;
+            subscribed.push(uri.clone());
+        }
+        subscribed
     }
 
     /// Keeps the legacy HTTP server's standalone GET stream open, where its unsolicited
@@ -376,6 +402,51 @@ impl Client {
             }
         });
         *slot = Some(task.abort_handle());
+    }
+}
+
+/// The resources a legacy subscription subscribed its session to. Given back when the
+/// subscription is dropped: each that no other subscription of the client follows is
+/// unsubscribed (`resources/unsubscribe`), so that the server stops sending its updates.
+#[derive(Debug)]
+struct LegacySubscribed {
+    client: std::sync::Weak<super::Inner>,
+    session: Arc<LegacySession>,
+    uris: Vec<String>,
+}
+
+impl LegacySubscribed {
+    /// Gives the resources back, in a task of the current runtime (none: the client is being
+    /// torn down with it, and so is the session).
+    fn release(self) {
+        if self.uris.is_empty() {
+            return;
+        }
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return;
+        };
+        runtime.spawn(async move {
+            let mut counts = self.session.subscribed.lock().await;
+            let client = self.client.upgrade().map(|inner| Client { inner });
+            for uri in self.uris {
+                let Some(count) = counts.get_mut(&uri) else {
+                    continue;
+                };
+                *count -= 1;
+                if *count > 0 {
+                    continue;
+                }
+                counts.remove(&uri);
+                let Some(client) = &client else { continue };
+                let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
+                let sent = client
+                    .rpc(Unsubscribe::METHOD, params, &RpcOptions::default())
+                    .await;
+                if let Err(error) = sent {
+                    tracing::debug!(%uri, %error, "{} failed", Unsubscribe::METHOD);
+                }
+            }
+        });
     }
 }
 

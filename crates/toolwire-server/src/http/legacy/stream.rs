@@ -17,6 +17,7 @@ use super::{
 use crate::http::checks::Accept;
 use crate::http::reply::sse_events;
 use crate::legacy::notifications_for;
+use crate::request::followed::Following;
 use crate::server::Server;
 use crate::state::sessions::{SessionRecord, SessionStore};
 use crate::tools::visibility::{Follower, SeenTools};
@@ -58,11 +59,12 @@ pub(in crate::http) async fn get(
         client: record.client_info.clone(),
     };
     let seen = SeenTools::new(&state.server, follower);
+    let following = state.server.followers().hold(record.subscriptions.clone());
     let events = session_stream(
         state.server.clone(),
         sessions.store.clone(),
         (record.id, seen),
-        live,
+        (live, following),
         sessions.stream_touch,
     );
     sse_events(events, state.config.keep_alive)
@@ -74,7 +76,7 @@ fn session_stream(
     server: Server,
     store: Arc<dyn SessionStore>,
     (session_id, mut seen): (String, SeenTools),
-    live: Arc<Live>,
+    (live, following): (Arc<Live>, Following),
     touch_every: Duration,
 ) -> impl futures::Stream<Item = Result<Event, Infallible>> + Send + 'static {
     struct Close(Arc<Live>);
@@ -89,14 +91,24 @@ fn session_stream(
         let mut touch = tokio::time::interval(touch_every);
         touch.tick().await;
         let shutdown = server.shutdown_token();
+        // While the stream is open, the session's subscriptions count as followed here.
+        let following = following;
         loop {
             let change = tokio::select! {
                 _ = close.0.ended.cancelled() => break,
                 _ = shutdown.cancelled() => break,
                 _ = touch.tick() => {
-                    if still_live(&*store, &session_id, &server).await.is_none() {
+                    let Some(record) = still_live(&*store, &session_id, &server).await else {
                         break;
-                    }
+                    };
+                    following.set(record.subscriptions);
+                    continue;
+                }
+                _ = close.0.resubscribed.notified() => {
+                    let Some(record) = still_live(&*store, &session_id, &server).await else {
+                        break;
+                    };
+                    following.set(record.subscriptions);
                     continue;
                 }
                 change = changes.recv() => change,
