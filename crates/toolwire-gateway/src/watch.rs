@@ -21,7 +21,7 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt as _;
 use toolwire_client::Notification;
-use toolwire_host::{ListChanges, ServerState};
+use toolwire_host::{ListChange, ListChanges, ServerState};
 use toolwire_server::FollowedResources;
 
 use crate::gateway::Inner;
@@ -207,35 +207,48 @@ async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
         let Some(change) = change else {
             return refresh(gateway, server).await;
         };
-        let missed = match change.notification {
-            Notification::ResourceUpdated { uri } => {
-                let Some(inner) = gateway.upgrade() else {
-                    return false;
-                };
-                inner.server.notify_resource_updated(&uri);
-                continue;
-            }
-            Notification::Reconnected | Notification::Missed { .. } => true,
-            _ => false,
-        };
-        // A change, a reconnection (changes may have been missed): each means list again; a
-        // reconnection also means that any followed resource may have changed meanwhile.
-        if missed {
+        if let Some(end) = on_change(gateway, server, change, &asked).await {
+            return end;
+        }
+    }
+}
+
+/// Acts on one change `server` announced: an update is passed on downstream; a list change, a
+/// reconnection or a gap (then any followed resource may have changed meanwhile, and each is
+/// said to have) means listing again. `Some(false)` when the gateway is gone, `Some(true)`
+/// when the upstream failed, `None` to go on.
+async fn on_change(
+    gateway: &Weak<Inner>,
+    server: &str,
+    change: ListChange,
+    asked: &[String],
+) -> Option<bool> {
+    let missed = match change.notification {
+        Notification::ResourceUpdated { uri } => {
             let Some(inner) = gateway.upgrade() else {
-                return false;
+                return Some(false);
             };
-            for uri in &asked {
-                inner.server.notify_resource_updated(uri);
-            }
+            inner.server.notify_resource_updated(&uri);
+            return None;
         }
-        if !refresh(gateway, server).await {
-            return false;
+        Notification::Reconnected | Notification::Missed { .. } => true,
+        _ => false,
+    };
+    if missed {
+        let Some(inner) = gateway.upgrade() else {
+            return Some(false);
+        };
+        for uri in asked {
+            inner.server.notify_resource_updated(uri);
         }
-        match failed(gateway, server) {
-            None => return false,
-            Some(true) => return true,
-            Some(false) => {}
-        }
+    }
+    if !refresh(gateway, server).await {
+        return Some(false);
+    }
+    match failed(gateway, server) {
+        None => Some(false),
+        Some(true) => Some(true),
+        Some(false) => None,
     }
 }
 

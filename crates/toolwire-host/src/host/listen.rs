@@ -5,8 +5,8 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use futures::stream::{SelectAll, Stream, StreamExt as _};
-use toolwire_client::Notification;
 use toolwire_client::protocol::SubscriptionFilter;
+use toolwire_client::{Notification, Subscription};
 
 use super::connect::Connection;
 
@@ -128,35 +128,43 @@ pub(super) async fn list_changes<'c>(
                     continue;
                 }
             }
-            let name = server.clone();
-            let stream = subscription.filter_map(move |item| {
-                let notification = match item {
-                    Ok(
-                        n @ (Notification::ToolsListChanged
-                        | Notification::PromptsListChanged
-                        | Notification::ResourcesListChanged
-                        | Notification::Reconnected
-                        | Notification::Missed { .. }),
-                    ) => Some(n),
-                    Ok(Notification::ResourceUpdated { uri }) => {
-                        updated_under_host_uri(&followed, &uri)
-                            .map(|uri| Notification::ResourceUpdated { uri })
-                    }
-                    Ok(_) => None,
-                    Err(_) => Some(Notification::Reconnected),
-                };
-                let server = name.clone();
-                async move {
-                    notification.map(|notification| ListChange {
-                        server,
-                        notification,
-                    })
-                }
-            });
+            let stream = announced(server, subscription, followed);
             changes.streams.push(Box::pin(stream));
         }
         changes
     }
+}
+
+/// The changes `server`'s subscription announces: its list changes, reconnections and gaps,
+/// and the updates of the `followed` resources (the server's own URI, the host's), under the
+/// host's URIs.
+fn announced(
+    server: String,
+    subscription: Subscription,
+    followed: Vec<(String, String)>,
+) -> impl Stream<Item = ListChange> + Send + 'static {
+    subscription.filter_map(move |item| {
+        let notification = match item {
+            Ok(
+                n @ (Notification::ToolsListChanged
+                | Notification::PromptsListChanged
+                | Notification::ResourcesListChanged
+                | Notification::Reconnected
+                | Notification::Missed { .. }),
+            ) => Some(n),
+            Ok(Notification::ResourceUpdated { uri }) => updated_under_host_uri(&followed, &uri)
+                .map(|uri| Notification::ResourceUpdated { uri }),
+            Ok(_) => None,
+            Err(_) => Some(Notification::Reconnected),
+        };
+        let server = server.clone();
+        async move {
+            notification.map(|notification| ListChange {
+                server,
+                notification,
+            })
+        }
+    })
 }
 
 /// The host's URI for an update of the server's resource `uri`, if it is one of `followed` or
