@@ -47,6 +47,24 @@ pub(crate) async fn call(
     // Kept for the digest that binds a round the upstream may ask to these arguments.
     let sent = arguments.clone();
     let questions = route.asked.load(Ordering::Acquire);
+    if route.modern {
+        let called = upstream_call(
+            (&host, &route),
+            arguments,
+            answers,
+            None,
+            task.clone(),
+            &ctx,
+        );
+        let called = called.await;
+        return finished(
+            &route,
+            called,
+            (&sent, approved, task.id()),
+            questions,
+            &ctx,
+        );
+    }
     // A legacy upstream's question during the call comes out of `asking`: the call is then
     // held, running on in a task of its own, for the caller to answer.
     let (asking, mut asked) = route.holds.asking(&route.server);
@@ -57,7 +75,7 @@ pub(crate) async fn call(
         (&host, &route),
         arguments,
         answers,
-        (asking, cancel.clone()),
+        Some((asking, cancel.clone())),
         task.clone(),
         &ctx,
     );
@@ -84,22 +102,24 @@ pub(crate) async fn call(
 
 /// The upstream call as a future of its own, so that it can be held: made with a token
 /// exchanged for the caller's where the upstream takes one (and once more with a new one
-/// when the upstream refuses it), its requests bound to `asking` (a legacy upstream's
-/// question names one), cancelled by `cancel`.
+/// when the upstream refuses it); for an upstream that may ask during a call, `holding`: its
+/// requests bound to the `Asking` (a legacy upstream's question names one), and the call
+/// cancelled by the token, not the caller's request (a held call outlives it).
 fn upstream_call(
     (host, route): (&Arc<Host>, &Route),
     arguments: Value,
     answers: Option<RoundAnswers>,
-    (asking, cancel): (Asking, CancellationToken),
+    holding: Option<(Asking, CancellationToken)>,
     task: Arc<UpstreamTask>,
     ctx: &RequestContext,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Called> + Send>> {
     let (host, qualified, ctx) = (host.clone(), route.qualified.clone(), ctx.clone());
-    let bind = asking.clone();
-    let options = move |options: CallOptions| {
-        options
-            .on_request(move |id| bind.bind(id))
-            .cancel_on(cancel)
+    let bound = holding.clone();
+    let options = move |options: CallOptions| match bound {
+        Some((asking, cancel)) => options
+            .on_request(move |id| asking.bind(id))
+            .cancel_on(cancel),
+        None => options,
     };
     let (exchange, server) = (route.exchange.clone(), route.server.clone());
     // Kept only where the call may be made again with a new token.
@@ -119,7 +139,7 @@ fn upstream_call(
         )
         .await;
         // The call's requests are unbound when it ends.
-        drop(asking);
+        drop(holding);
         made.unwrap_or_else(|why| Called {
             result: crate::exchange::refused(why),
             outcome: Outcome::Refused,
@@ -383,6 +403,9 @@ pub(crate) struct Route {
     pub(crate) exchange: Option<Arc<TokenExchange>>,
     /// The calls this gateway instance holds for their callers' answers.
     pub(crate) holds: Arc<Holds>,
+    /// Whether the upstream speaks 2026-07-28, whose questions come as `input_required`
+    /// rounds and never as requests during a call: its calls are not set up to be held.
+    pub(crate) modern: bool,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the

@@ -148,6 +148,7 @@ impl Mirror {
             asked: self.unrelayable.counter(&tool.server),
             exchange: self.exchanges.of_server(&tool.server),
             holds: self.holds.clone(),
+            modern: tasks,
         });
         let host = host.clone();
         let policy = self.policy.clone();
