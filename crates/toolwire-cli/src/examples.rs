@@ -31,7 +31,20 @@ struct Add {
 #[derive(Serialize, JsonSchema)]
 struct Sum {
     /// a + b.
+    #[serde(serialize_with = "as_written")]
     sum: f64,
+}
+
+/// A number as a person writes it: a whole one without a fraction (2 + 3 is `5`, not `5.0`),
+/// while it is exact as an integer; any other as it is.
+fn as_written<S: serde::Serializer>(number: &f64, serializer: S) -> Result<S::Ok, S::Error> {
+    /// The largest whole numbers an f64 holds exactly.
+    const EXACT: f64 = 9_007_199_254_740_992.0;
+    if number.fract() == 0.0 && number.abs() <= EXACT {
+        serializer.serialize_i64(*number as i64)
+    } else {
+        serializer.serialize_f64(*number)
+    }
 }
 
 #[derive(Deserialize, JsonSchema)]

@@ -414,7 +414,7 @@ async fn serve(
     let Some(addr) = addr else {
         // stdio has no access tokens: the caller is who the environment says.
         let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;
-        tracing::info!(?caller, "serving the example tools on stdio");
+        tracing::info!(%caller, "serving the example tools on stdio");
         stdio::serve_with(server.clone(), caller)
             .await
             .context("stdio transport")?;

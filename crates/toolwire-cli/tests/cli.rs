@@ -387,7 +387,12 @@ fn tools_and_calls_over_stdio() {
     let sum = toolwire(&["call", "--yes", &server, "add", r#"{"a": 2, "b": 3}"#]);
     assert!(sum.status.success(), "{}", stderr(&sum));
     let value: serde_json::Value = serde_json::from_str(&stdout(&sum)).unwrap();
-    assert_eq!(value["sum"], 5.0);
+    // As a person writes it: 5, not 5.0.
+    assert_eq!(value["sum"], serde_json::json!(5), "{value}");
+    assert!(!stdout(&sum).contains("5.0"), "{}", stdout(&sum));
+    let half = toolwire(&["call", "--yes", &server, "add", r#"{"a": 0.5, "b": 0.25}"#]);
+    let value: serde_json::Value = serde_json::from_str(&stdout(&half)).unwrap();
+    assert_eq!(value["sum"], serde_json::json!(0.75), "{value}");
 
     // Progress goes to stderr, the result to stdout.
     let counted = toolwire(&[
@@ -832,7 +837,7 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
     let answered = call(&headers);
     assert!(answered.starts_with("HTTP/1.1 200"), "{answered}");
     assert!(
-        answered.contains(r#""structuredContent":{"sum":5.0}"#),
+        answered.contains(r#""structuredContent":{"sum":5}"#),
         "{answered}"
     );
     let without: Vec<String> = headers
@@ -1317,4 +1322,30 @@ fn serve_refuses_a_bad_store_url_naming_the_flag_without_the_password() {
         help.contains("--store <URL>") && help.contains("TOOLWIRE_STORE"),
         "{help}"
     );
+}
+
+/// `toolwire serve` on stdio says who its caller is in words, never as Rust's debug text.
+#[test]
+fn serve_on_stdio_names_its_caller_in_words() {
+    let scratch = tempfile::tempdir().unwrap();
+    for (principal, said) in [
+        (None, "anyone (no principal, no scope checks)"),
+        (Some("ada"), "principal ada, no scope checks"),
+    ] {
+        let mut command = toolwire_in(&scratch);
+        command
+            .arg("serve")
+            .env_remove("RUST_LOG")
+            .env_remove("TOOLWIRE_SCOPES")
+            .stdin(std::process::Stdio::null());
+        match principal {
+            Some(principal) => command.env("TOOLWIRE_PRINCIPAL", principal),
+            None => command.env_remove("TOOLWIRE_PRINCIPAL"),
+        };
+        let output = command.output().expect("toolwire runs");
+        let err = stderr(&output);
+        assert!(output.status.success(), "{err}");
+        assert!(err.contains(said), "{err}");
+        assert!(!err.contains("StdioConfig"), "{err}");
+    }
 }

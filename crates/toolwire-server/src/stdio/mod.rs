@@ -63,6 +63,25 @@ pub struct StdioConfig {
     scopes: Option<Arc<[String]>>,
 }
 
+/// The caller as a person reads it: `anyone (no principal, no scope checks)`, or
+/// `principal alice, scopes notes:read notes:write`.
+impl std::fmt::Display for StdioConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.principal {
+            Some(principal) => write!(f, "principal {principal}")?,
+            None => f.write_str("anyone (no principal")?,
+        }
+        match (&self.scopes, &self.principal) {
+            (Some(scopes), Some(_)) if scopes.is_empty() => f.write_str(", no scopes"),
+            (Some(scopes), Some(_)) => write!(f, ", scopes {}", scopes.join(" ")),
+            (Some(scopes), None) if scopes.is_empty() => f.write_str(", no scopes)"),
+            (Some(scopes), None) => write!(f, ", scopes {})", scopes.join(" ")),
+            (None, Some(_)) => f.write_str(", no scope checks"),
+            (None, None) => f.write_str(", no scope checks)"),
+        }
+    }
+}
+
 impl StdioConfig {
     /// The caller's principal: binds its request state and owns its tasks.
     pub fn principal(mut self, principal: impl Into<String>) -> Self {
@@ -584,6 +603,28 @@ mod tests {
             "{err:?}"
         );
         assert_eq!(err.to_string(), "TOOLWIRE_PRINCIPAL is set but empty");
+    }
+
+    #[test]
+    fn the_caller_reads_as_words() {
+        let said = |config: StdioConfig| config.to_string();
+        assert_eq!(
+            said(StdioConfig::default()),
+            "anyone (no principal, no scope checks)"
+        );
+        assert_eq!(
+            said(StdioConfig::default().principal("ada").scopes(["a", "b"])),
+            "principal ada, scopes a b"
+        );
+        assert_eq!(
+            said(StdioConfig::default().principal("ada")),
+            "principal ada, no scope checks"
+        );
+        let none: [&str; 0] = [];
+        assert_eq!(
+            said(StdioConfig::default().scopes(none)),
+            "anyone (no principal, no scopes)"
+        );
     }
 
     async fn lines(input: &[u8], max: usize) -> Vec<Line> {
