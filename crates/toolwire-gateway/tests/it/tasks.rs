@@ -128,26 +128,33 @@ fn counting(made: &Arc<AtomicUsize>, then: impl Fn() + Send + Sync + 'static) ->
     })
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_task_through_the_gateway_runs_to_its_result() {
-    let (_gateway, _served, _upstream, up, caller) = tasks_gateway().await;
+/// Calls `tool` through the gateway as a task, letting the upstream finish once the caller
+/// holds its task: the result, and how many tasks were made of the call.
+async fn called_as_task(
+    caller: &toolwire_client::Client,
+    up: &Arc<Upstream>,
+    tool: &str,
+) -> (toolwire_client::protocol::CallToolResult, usize) {
     let made = Arc::new(AtomicUsize::new(0));
     let gate = up.clone();
-    // The upstream finishes once the caller holds its task.
     let options = counting(&made, move || gate.gate.notify_one());
     let result = tokio::time::timeout(
         DEADLINE,
-        caller.call_tool_with("up__wait", serde_json::json!({}), options),
+        caller.call_tool_with(tool, serde_json::json!({}), options),
     )
     .await
     .expect("in time")
     .expect("a result");
+    (result, made.load(Ordering::SeqCst))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_through_the_gateway_runs_to_its_result() {
+    let (_gateway, _served, _upstream, up, caller) = tasks_gateway().await;
+    // The upstream finishes once the caller holds its task.
+    let (result, made) = called_as_task(&caller, &up, "up__wait").await;
     assert_eq!(text(&result), "wait done");
-    assert_eq!(
-        made.load(Ordering::SeqCst),
-        1,
-        "the call became the caller's task"
-    );
+    assert_eq!(made, 1, "the call became the caller's task");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -197,16 +204,7 @@ async fn a_tool_the_upstream_runs_only_as_a_task_is_served_and_runs() {
         .map(|t| t.name)
         .collect();
     assert!(listed.contains(&"up__only_task".to_owned()), "{listed:?}");
-    let made = Arc::new(AtomicUsize::new(0));
-    let gate = up.clone();
-    let options = counting(&made, move || gate.gate.notify_one());
-    let result = tokio::time::timeout(
-        DEADLINE,
-        caller.call_tool_with("up__only_task", serde_json::json!({}), options),
-    )
-    .await
-    .expect("in time")
-    .expect("a result");
+    let (result, _) = called_as_task(&caller, &up, "up__only_task").await;
     assert_eq!(text(&result), "only_task done");
     // A caller that does not declare the extension is told it must, as the upstream says.
     let plain = crate::support::client(&served.url);
@@ -222,16 +220,7 @@ async fn a_tool_the_upstream_runs_only_as_a_task_is_served_and_runs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_upstream_tasks_question_reaches_the_caller_and_its_answer_goes_back() {
     let (_gateway, _served, _upstream, up, caller) = tasks_gateway().await;
-    let made = Arc::new(AtomicUsize::new(0));
-    let gate = up.clone();
-    let options = counting(&made, move || gate.gate.notify_one());
-    let result = tokio::time::timeout(
-        DEADLINE,
-        caller.call_tool_with("up__ask", serde_json::json!({}), options),
-    )
-    .await
-    .expect("in time")
-    .expect("a result");
+    let (result, made) = called_as_task(&caller, &up, "up__ask").await;
     assert_eq!(text(&result), "Hello, Ada!");
-    assert_eq!(made.load(Ordering::SeqCst), 1);
+    assert_eq!(made, 1);
 }
