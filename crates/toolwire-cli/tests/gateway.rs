@@ -152,17 +152,22 @@ fn the_gateway_object_is_read_without_a_warning() {
 fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("gateway.json");
+    // The gateway started on `file`: how it ended and what it said.
+    let start = |file: &std::path::Path| {
+        let output = toolwire(&dir)
+            .args(["gateway", "--config"])
+            .arg(file)
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        (output, stderr)
+    };
     std::fs::write(
         &file,
         json!({"mcpServers": {}, "gateway": {"limitz": {}}}).to_string(),
     )
     .unwrap();
-    let output = toolwire(&dir)
-        .args(["gateway", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (output, stderr) = start(&file);
     assert_eq!(output.status.code(), Some(2), "a usage error: {stderr}");
     assert!(
         stderr.contains("gateway") && stderr.contains("limitz"),
@@ -175,12 +180,7 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
             .to_string(),
     )
     .unwrap();
-    let output = toolwire(&dir)
-        .args(["gateway", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (output, stderr) = start(&file);
     assert!(!output.status.success(), "{stderr}");
     assert!(stderr.contains("no person to ask"), "{stderr}");
 
@@ -194,12 +194,7 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
         .to_string(),
     )
     .unwrap();
-    let output = toolwire(&dir)
-        .args(["gateway", "--config"])
-        .arg(&file)
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let (output, stderr) = start(&file);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
     assert!(
         stderr.contains("gateway.policy") && stderr.contains("rules[1]") && stderr.contains("user"),
@@ -217,12 +212,7 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
             json!({"mcpServers": {}, "gateway": {"held": held}}).to_string(),
         )
         .unwrap();
-        let output = toolwire(&dir)
-            .args(["gateway", "--config"])
-            .arg(&file)
-            .output()
-            .unwrap();
-        let stderr = String::from_utf8_lossy(&output.stderr);
+        let (output, stderr) = start(&file);
         assert_eq!(output.status.code(), Some(2), "{held}: {stderr}");
         assert!(stderr.contains(said), "{held}: {stderr}");
     }
