@@ -78,7 +78,7 @@ use std::time::Duration;
 
 use crate::layers::{HandlesConfig, LimitsConfig, RateLimitConfig};
 use crate::store::StoreConfig;
-use anyhow::{Context, anyhow, bail};
+use anyhow::{anyhow, bail};
 use serde::Deserialize;
 use toolwire_server::OutputGuard;
 use toolwire_server::http::OAuth;
@@ -278,11 +278,6 @@ impl OutputConfig {
     }
 }
 
-/// Reads and checks `path`.
-pub(crate) fn load(path: &Path) -> anyhow::Result<ServeConfig> {
-    load_with_env(path, |name| std::env::var(name).ok())
-}
-
 /// The `"gateway"` object of a `toolwire gateway` file, `file`: the settings of this file
 /// (`auth`, `tools`, `output`, `audit`, `deadlines`, `limits`, `store`) under the same names,
 /// as JSON.
@@ -302,13 +297,21 @@ pub(crate) fn from_json(value: &serde_json::Value, file: &Path) -> anyhow::Resul
     Ok(config)
 }
 
-/// [`load`] reading secrets through `env`.
-fn load_with_env(path: &Path, env: impl Fn(&str) -> Option<String>) -> anyhow::Result<ServeConfig> {
+/// The file `path` whose content is `text`, read and checked: at start and on each reload.
+pub(crate) fn parse(text: &str, path: &Path) -> anyhow::Result<ServeConfig> {
+    parse_with_env(text, path, |name| std::env::var(name).ok())
+}
+
+/// [`parse`] reading secrets through `env`.
+fn parse_with_env(
+    text: &str,
+    path: &Path,
+    env: impl Fn(&str) -> Option<String>,
+) -> anyhow::Result<ServeConfig> {
     let shown = path.display();
-    let text = std::fs::read_to_string(path).with_context(|| format!("{shown}: cannot read"))?;
     let mut config: ServeConfig =
         // The parser shows the line and a caret under the column: its lines are kept.
-        toml::from_str(&text).map_err(|e| {
+        toml::from_str(text).map_err(|e| {
             crate::terminal::Lines(format!("{shown}: {}", e.to_string().trim_end()))
         })?;
     config.check().map_err(|e| anyhow!("{shown}: {e}"))?;
@@ -586,7 +589,7 @@ mod tests {
             .unwrap();
         let path = dir.path().join("serve.toml");
         std::fs::write(&path, text).unwrap();
-        load_with_env(&path, env)
+        super::parse_with_env(text, &path, env)
     }
 
     #[test]

@@ -10,8 +10,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use toolwire_server::protocol::ToolAnnotations;
 use toolwire_server::{
-    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, RequestContext, Server,
-    ServerBuilder, Store, Structured, Tool, ToolError,
+    AuditSink, Elicited, InputRequired, MemoryReplayGuard, NoArgs, Reconfigure, RequestContext,
+    Server, ServerBuilder, Store, Structured, Tool, ToolError,
 };
 
 #[derive(Deserialize, JsonSchema)]
@@ -209,11 +209,12 @@ pub(crate) fn server(
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
     store: Option<&Store>,
-) -> anyhow::Result<Server> {
-    let handle = Arc::new(OnceLock::new());
-    let mut tools = tools(handle.clone());
-    tools.extend(crate::notes::tools(notes));
-    tools = configured(tools, &settings.tools)?;
+) -> anyhow::Result<(Server, Examples)> {
+    let examples = Examples {
+        handle: Arc::new(OnceLock::new()),
+        notes: notes.clone(),
+    };
+    let tools = examples.tools(&settings.tools)?;
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
@@ -223,8 +224,46 @@ pub(crate) fn server(
         .instructions("Small example tools: echo, arithmetic, text statistics, a slow counter with progress, the time, a greeting that asks your name, two questions in two rounds, a tool that changes the tool list, and notes kept by handle (note_create, note_append, note_read).")
         .tools(tools)
         .build()?;
-    let _ = handle.set(server.clone());
-    Ok(server)
+    let _ = examples.handle.set(server.clone());
+    Ok((server, examples))
+}
+
+/// What makes the example tools again, with other settings (a reload).
+pub(crate) struct Examples {
+    /// The server, for `toggle_shout`.
+    handle: Arc<OnceLock<Server>>,
+    notes: Notes,
+}
+
+impl Examples {
+    /// Every example tool with the settings of its `[tools.NAME]` section.
+    pub(crate) fn tools(&self, settings: &BTreeMap<String, ToolConfig>) -> anyhow::Result<Vec<Tool>> {
+        let mut tools = tools(self.handle.clone());
+        tools.extend(crate::notes::tools(&self.notes));
+        configured(tools, settings)
+    }
+}
+
+/// The server-wide settings of a `--config` file a running server takes (output guard, tool
+/// quota, deadlines): what [`configured_builder`] sets at start, for a reload.
+pub(crate) fn reconfigure(settings: &ServeConfig) -> Reconfigure {
+    let mut reconfigure = Reconfigure::new();
+    if let Some(output) = &settings.output {
+        reconfigure = reconfigure.output_guard(output.guard());
+    }
+    if let Some(limits) = &settings.limits {
+        reconfigure = limits.reconfigure(reconfigure);
+    }
+    match &settings.deadlines {
+        Some(DeadlinesConfig {
+            off: Some(reason), ..
+        }) => reconfigure.no_tool_timeout(reason.clone()),
+        Some(DeadlinesConfig {
+            tool_timeout_ms: Some(ms),
+            ..
+        }) => reconfigure.tool_timeout(Duration::from_millis(*ms)),
+        _ => reconfigure,
+    }
 }
 
 /// `builder` with the server-wide settings of a `--config` file (output guard, audit sink,
@@ -364,7 +403,7 @@ mod tests {
             crate::layers::HandlesConfig::default().lifetimes(),
         )
         .unwrap();
-        let server =
+        let (server, _) =
             super::server(super::Clients::All, &Default::default(), None, &notes, None).unwrap();
         assert_eq!(
             server.tool_names(),

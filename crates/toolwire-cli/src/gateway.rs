@@ -43,6 +43,11 @@ pub(crate) struct GatewayArgs {
     /// redis://HOST:PORT[/DB]; read from TOOLWIRE_STORE when not given.
     #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
     store: Option<String>,
+    /// Reload the file when its content changes, as on SIGHUP: upstreams, rules, held calls'
+    /// bounds, limits, output guard and tool settings (the store, auth and audit file need a
+    /// restart).
+    #[arg(long)]
+    watch_config: bool,
     /// Development only: the upstreams' OAuth (their own sign-in, and token exchange for
     /// callers) may use authorization servers over plain http anywhere, not only at the
     /// upstream's own origin. Link-local addresses stay refused.
@@ -52,12 +57,16 @@ pub(crate) struct GatewayArgs {
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
+    let shown = args.config.display();
+    let started =
+        std::fs::read(&args.config).with_context(|| format!("{shown}: cannot read"))?;
+    let value = file_json(&started, &args.config)?;
     let Downstream {
         settings,
         policy,
         held,
-    } = downstream_settings(&args.config)?;
-    let upstreams = HostConfig::load(&args.config)?;
+    } = downstream_of(&value, &args.config)?;
+    let upstreams = upstreams_of(&started, &args.config)?;
     for ignored in &upstreams.ignored {
         terminal::note(&format!("toolwire: warning: {ignored}"));
     }
@@ -79,7 +88,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .offer_resources();
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
-    let options = gateway_options(&args, &settings, policy, held)?;
+    let options = gateway_options(&args.config, args.insecure_oauth_http, &settings, policy, held)?;
     let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
@@ -94,6 +103,13 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         ));
     }
     server.shutdown_on_signal();
+    let reloading = Reloading {
+        gateway: gateway.clone(),
+        file: args.config.clone(),
+        insecure_oauth_http: args.insecure_oauth_http,
+        running: value,
+    };
+    crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
     let served = match args.http {
         Some(addr) => {
             let exchanges = !exchanging.is_empty();
@@ -119,7 +135,8 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
 /// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules,
 /// the held calls' bounds.
 fn gateway_options(
-    args: &GatewayArgs,
+    file: &Path,
+    insecure_oauth_http: bool,
     settings: &ServeConfig,
     policy: Option<RulesConfig>,
     held: Held,
@@ -130,7 +147,7 @@ fn gateway_options(
             Some(config) => examples::configured_tool(served, config),
             None => served,
         });
-    if args.insecure_oauth_http {
+    if insecure_oauth_http {
         options = options.oauth_insecure_http();
     }
     if let Some(ttl_ms) = held.ttl_ms {
@@ -141,7 +158,7 @@ fn gateway_options(
     }
     if let Some(policy) = policy {
         let rules = Rules::compile(&policy)
-            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", args.config.display()))?;
+            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", file.display()))?;
         options = options.rules(rules);
     }
     Ok(options)
@@ -192,7 +209,7 @@ pub(crate) fn store_settings(file: &Path) -> anyhow::Result<Option<crate::store:
     if value.get(GATEWAY_KEY).is_none() {
         return Ok(None);
     }
-    Ok(downstream_settings(file)?.settings.store)
+    Ok(downstream_of(&value, file)?.settings.store)
 }
 
 /// The downstream side of a gateway file.
@@ -217,13 +234,23 @@ struct Held {
 /// Most a held call may wait: an hour (a person answers a form within minutes).
 const MOST_HELD_MS: u64 = 3_600_000;
 
+/// The file's content as JSON.
+fn file_json(text: &[u8], file: &Path) -> anyhow::Result<serde_json::Value> {
+    serde_json::from_slice(text).map_err(|e| anyhow::anyhow!("{}: not JSON: {e}", file.display()))
+}
+
+/// The upstreams of the file's content `text`.
+fn upstreams_of(text: &[u8], file: &Path) -> anyhow::Result<HostConfig> {
+    let text = std::str::from_utf8(text)
+        .map_err(|e| anyhow::anyhow!("{}: not UTF-8: {e}", file.display()))?;
+    let variables = toolwire_host::Variables::from_process(file);
+    Ok(HostConfig::parse(text, file, &variables)?)
+}
+
 /// The file's `"gateway"` object (the defaults of `toolwire serve` without one), with its
-/// gateway-only keys (`policy`, `held`).
-fn downstream_settings(file: &Path) -> anyhow::Result<Downstream> {
+/// gateway-only keys (`policy`, `held`); `value` is the file's content.
+fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downstream> {
     let shown = file.display();
-    let text = std::fs::read_to_string(file).with_context(|| format!("{shown}: cannot read"))?;
-    let value: serde_json::Value =
-        serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{shown}: not JSON: {e}"))?;
     let Some(gateway) = value.get(GATEWAY_KEY) else {
         return Ok(Downstream {
             settings: ServeConfig::default(),
@@ -260,6 +287,114 @@ fn downstream_settings(file: &Path) -> anyhow::Result<Downstream> {
         policy,
         held,
     })
+}
+
+/// The keys of the `"gateway"` object read only at start: a reload that changes one is
+/// refused. The store and the audit file are opened once; the sign-in settings and the HTTP
+/// flood limit are the HTTP transport's, which is built once.
+const RESTART_ONLY: &[&str] = &[
+    "store",
+    "auth",
+    "audit",
+    "limits.http_requests_per_second",
+    "limits.http_burst",
+    "limits.http_off",
+    "limits.forwarded_header",
+    "limits.trusted_proxies",
+];
+
+/// What a reload of the gateway's file reads and changes.
+struct Reloading {
+    gateway: Gateway,
+    file: PathBuf,
+    insecure_oauth_http: bool,
+    /// The file's content as running.
+    running: serde_json::Value,
+}
+
+impl crate::reload::Reload for Reloading {
+    fn reload(&mut self, text: &[u8]) -> anyhow::Result<crate::reload::Applied> {
+        let value = file_json(text, &self.file)?;
+        let Downstream {
+            settings,
+            policy,
+            held,
+        } = downstream_of(&value, &self.file)?;
+        let upstreams = upstreams_of(text, &self.file)?;
+        let empty = serde_json::Value::Object(Default::default());
+        let (was, is) = (
+            self.running.get(GATEWAY_KEY).unwrap_or(&empty),
+            value.get(GATEWAY_KEY).unwrap_or(&empty),
+        );
+        crate::reload::needs_restart("gateway.", RESTART_ONLY, was, is)?;
+        let options = gateway_options(
+            &self.file,
+            self.insecure_oauth_http,
+            &settings,
+            policy,
+            held,
+        )?;
+        let server = examples::reconfigure(&settings);
+        // The one step that may refuse what the checks above let through (the host's
+        // names); nothing changed before it.
+        let reloaded = self.gateway.reload(&upstreams, options)?;
+        self.gateway.server().reconfigure(server)?;
+        for ignored in &upstreams.ignored {
+            terminal::note(&format!("toolwire: warning: {ignored}"));
+        }
+        let applied = summary(was, is, reloaded.upstreams);
+        self.running = value;
+        Ok(applied)
+    }
+
+    fn audit(&self, event: &toolwire_server::ReloadEvent) {
+        self.gateway.server().audit_reload(event);
+        let changes: Vec<String> = event
+            .upstreams_added
+            .iter()
+            .map(|u| format!("upstream added: {u}"))
+            .chain(event.upstreams_removed.iter().map(|u| format!("upstream removed: {u}")))
+            .chain(event.upstreams_changed.iter().map(|u| format!("upstream changed: {u}")))
+            .chain(event.changed.iter().cloned())
+            .collect();
+        self.gateway
+            .host()
+            .record_reload(&event.file_sha256, &changes, event.reason.as_deref());
+    }
+}
+
+/// What a reload changed, in words and by key.
+fn summary(
+    was: &serde_json::Value,
+    is: &serde_json::Value,
+    upstreams: toolwire_host::ServerChanges,
+) -> crate::reload::Applied {
+    let mut said = Vec::new();
+    for (what, names) in [
+        ("upstreams added", &upstreams.added),
+        ("upstreams removed", &upstreams.removed),
+        ("upstreams changed", &upstreams.changed),
+    ] {
+        if !names.is_empty() {
+            said.push(format!("{what}: {}", names.join(", ")));
+        }
+    }
+    let mut keys = Vec::new();
+    for key in crate::reload::changed_keys(Some(was), Some(is)) {
+        if key == "tools" {
+            let tools = crate::reload::changed_keys(was.get("tools"), is.get("tools"));
+            said.push(format!("tools changed: {}", tools.join(", ")));
+            keys.extend(tools.iter().map(|t| format!("{GATEWAY_KEY}.tools.{t}")));
+        } else {
+            said.push(format!("{GATEWAY_KEY}.{key} changed"));
+            keys.push(format!("{GATEWAY_KEY}.{key}"));
+        }
+    }
+    crate::reload::Applied {
+        said,
+        keys,
+        upstreams,
+    }
 }
 
 /// Says on stderr how each upstream is doing.

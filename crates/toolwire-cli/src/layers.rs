@@ -184,6 +184,18 @@ impl LimitsConfig {
         }
     }
 
+    /// A reconfiguration with the section's tool quota (a reload).
+    pub(crate) fn reconfigure(
+        &self,
+        reconfigure: toolwire_server::Reconfigure,
+    ) -> toolwire_server::Reconfigure {
+        match (&self.off, self.tool_limit()) {
+            (Some(reason), _) => reconfigure.no_rate_limit(reason.clone()),
+            (None, Some(limit)) => reconfigure.rate_limit(limit),
+            (None, None) => reconfigure,
+        }
+    }
+
     /// The HTTP config with the section's flood limit and forwarding header.
     pub(crate) fn apply_http(&self, config: HttpConfig) -> HttpConfig {
         let mut config = match (&self.http_off, self.http_limit()) {

@@ -16,6 +16,7 @@ mod layers;
 mod logs;
 mod notes;
 mod private;
+mod reload;
 mod session;
 mod signin;
 mod store;
@@ -63,6 +64,11 @@ enum Command {
         /// per-tool settings (`[tools.add] scopes = ["math"]`); see examples/serve.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
+        /// Reload --config when its content changes, as on SIGHUP: tool settings (scopes,
+        /// quotas, deadlines, output), [limits] tool quotas, [deadlines] and [output] ([auth],
+        /// [store], [audit], [handles] and the HTTP flood limit need a restart).
+        #[arg(long, requires = "config")]
+        watch_config: bool,
         /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
         /// survive a restart, and a relative `[audit] file` of --config. Default:
         /// $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
@@ -237,6 +243,7 @@ async fn run() -> anyhow::Result<()> {
             allow_hosts,
             modern_only,
             config,
+            watch_config,
             data_dir,
             store,
         } => {
@@ -249,7 +256,11 @@ async fn run() -> anyhow::Result<()> {
                     examples::Clients::All
                 },
             };
-            serve_command(listen, config.as_deref(), data_dir, store.as_deref()).await
+            let config = config.map(|file| Configured {
+                file,
+                watch: watch_config,
+            });
+            serve_command(listen, config, data_dir, store.as_deref()).await
         }
         Command::Gateway(args) => gateway::gateway(args).await,
         Command::Discover { target, json } => client::discover(&target, json).await,
@@ -297,14 +308,19 @@ async fn run() -> anyhow::Result<()> {
 /// `toolwire serve`: reads `--config`, opens the store and the notes, and serves.
 async fn serve_command(
     listen: Listen,
-    config: Option<&std::path::Path>,
+    configured: Option<Configured>,
     data_dir: Option<std::path::PathBuf>,
     store: Option<&str>,
 ) -> anyhow::Result<()> {
-    let config = match config {
-        Some(path) => config::load(path)?,
-        None => config::ServeConfig::default(),
+    let (config, started) = match &configured {
+        Some(Configured { file, .. }) => {
+            let text = std::fs::read_to_string(file)
+                .with_context(|| format!("{}: cannot read", file.display()))?;
+            (config::parse(&text, file)?, Some(text))
+        }
+        None => (config::ServeConfig::default(), None),
     };
+    let reloads = configured.zip(started);
     let store = store::open(store, config.store.as_ref(), |name| {
         std::env::var(name).ok()
     })?;
@@ -332,7 +348,78 @@ async fn serve_command(
         ));
     }
     let audit = config.audit_file(data_dir.as_deref());
-    serve(listen, config, audit, notes, store.map(|c| c.store)).await
+    serve(listen, config, audit, notes, store.map(|c| c.store), reloads).await
+}
+
+/// `--config FILE` of `toolwire serve`, and whether to reload it when it changes.
+struct Configured {
+    file: std::path::PathBuf,
+    watch: bool,
+}
+
+/// The `--config` sections read only at start: a reload that changes one is refused. The
+/// sign-in settings and the flood limit are the HTTP transport's, built once; the store, the
+/// audit file and the notes' handles are opened once.
+const RESTART_ONLY: &[&str] = &[
+    "auth",
+    "store",
+    "audit",
+    "handles",
+    "limits.http_requests_per_second",
+    "limits.http_burst",
+    "limits.http_off",
+    "limits.forwarded_header",
+    "limits.trusted_proxies",
+];
+
+/// What a reload of `toolwire serve --config` reads and changes.
+struct Reloading {
+    server: toolwire_server::Server,
+    examples: examples::Examples,
+    file: std::path::PathBuf,
+    /// The file's content as running, as JSON.
+    running: serde_json::Value,
+}
+
+impl Reloading {
+    /// A TOML file's content as JSON, for comparing sections.
+    fn json_of(text: &str) -> serde_json::Value {
+        toml::from_str::<toml::Table>(text)
+            .ok()
+            .and_then(|table| serde_json::to_value(table).ok())
+            .unwrap_or_default()
+    }
+}
+
+impl reload::Reload for Reloading {
+    fn reload(&mut self, text: &[u8]) -> anyhow::Result<reload::Applied> {
+        let shown = self.file.display();
+        let text =
+            std::str::from_utf8(text).map_err(|e| anyhow::anyhow!("{shown}: not UTF-8: {e}"))?;
+        let settings = config::parse(text, &self.file)?;
+        let value = Self::json_of(text);
+        reload::needs_restart("", RESTART_ONLY, &self.running, &value)?;
+        let tools = self.examples.tools(&settings.tools)?;
+        self.server
+            .reconfigure(examples::reconfigure(&settings).tools(tools))?;
+        let mut applied = reload::Applied::default();
+        for key in reload::changed_keys(Some(&self.running), Some(&value)) {
+            if key == "tools" {
+                let tools = reload::changed_keys(self.running.get("tools"), value.get("tools"));
+                applied.said.push(format!("tools changed: {}", tools.join(", ")));
+                applied.keys.extend(tools.iter().map(|t| format!("tools.{t}")));
+            } else {
+                applied.said.push(format!("{key} changed"));
+                applied.keys.push(key);
+            }
+        }
+        self.running = value;
+        Ok(applied)
+    }
+
+    fn audit(&self, event: &toolwire_server::ReloadEvent) {
+        self.server.audit_reload(event);
+    }
 }
 
 /// The directory `toolwire serve` keeps notes (and a relative audit file) in: `given`
@@ -391,6 +478,7 @@ async fn serve(
     audit_file: Option<std::path::PathBuf>,
     notes: notes::Notes,
     store: Option<toolwire_server::Store>,
+    reloads: Option<(Configured, String)>,
 ) -> anyhow::Result<()> {
     let audit = match &audit_file {
         Some(file) => Some(std::sync::Arc::new(
@@ -404,13 +492,22 @@ async fn serve(
         allow_hosts,
         clients,
     } = listen;
-    let server = examples::server(clients, &settings, audit, &notes, store.as_ref())?;
+    let (server, examples) = examples::server(clients, &settings, audit, &notes, store.as_ref())?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"
         );
     }
     server.shutdown_on_signal();
+    if let Some((Configured { file, watch }, text)) = reloads {
+        let reloading = Reloading {
+            server: server.clone(),
+            examples,
+            file: file.clone(),
+            running: Reloading::json_of(&text),
+        };
+        reload::follow(file, watch, text.into_bytes(), reloading);
+    }
     let Some(addr) = addr else {
         // stdio has no access tokens: the caller is who the environment says.
         let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;

@@ -15,14 +15,47 @@ use toolwire_host::{HostConfig, Transport};
 use toolwire_protocol::CallToolResult;
 use toolwire_server::RequestContext;
 
-/// The exchange of each upstream that has one, by the upstream's name.
+/// The exchange of each upstream that has one, by the upstream's name; replaced whole by a
+/// reload.
 #[derive(Debug, Default)]
-pub(crate) struct Exchanges(HashMap<String, Arc<TokenExchange>>);
+pub(crate) struct Exchanges {
+    exchanges: arc_swap::ArcSwap<HashMap<String, Arc<TokenExchange>>>,
+    /// Plain `http:` authorization servers allowed anywhere (development only).
+    insecure_http: bool,
+}
 
 impl Exchanges {
     /// The exchanges `config` asks for; plain `http:` authorization servers allowed anywhere
     /// with `insecure_http` (development only).
     pub(crate) fn of(config: &HostConfig, insecure_http: bool) -> Exchanges {
+        Exchanges {
+            exchanges: arc_swap::ArcSwap::from_pointee(exchanges_of(config, insecure_http)),
+            insecure_http,
+        }
+    }
+
+    /// Replaces the exchanges with those `config` asks for (a reload).
+    pub(crate) fn reload(&self, config: &HostConfig) {
+        self.exchanges
+            .store(Arc::new(exchanges_of(config, self.insecure_http)));
+    }
+
+    /// The exchange of the upstream `server`, if it has one.
+    pub(crate) fn of_server(&self, server: &str) -> Option<Arc<TokenExchange>> {
+        self.exchanges.load().get(server).cloned()
+    }
+
+    /// The names of the upstreams that exchange tokens.
+    pub(crate) fn servers(&self) -> Vec<String> {
+        let mut names: Vec<String> = self.exchanges.load().keys().cloned().collect();
+        names.sort();
+        names
+    }
+}
+
+/// The exchanges `config` asks for, by upstream.
+fn exchanges_of(config: &HostConfig, insecure_http: bool) -> HashMap<String, Arc<TokenExchange>> {
+    {
         let mut exchanges = HashMap::new();
         for server in &config.servers {
             let Transport::Http { url, oauth, .. } = &server.transport else {
@@ -46,19 +79,7 @@ impl Exchanges {
             }
             exchanges.insert(server.name.clone(), Arc::new(exchange));
         }
-        Exchanges(exchanges)
-    }
-
-    /// The exchange of the upstream `server`, if it has one.
-    pub(crate) fn of_server(&self, server: &str) -> Option<Arc<TokenExchange>> {
-        self.0.get(server).cloned()
-    }
-
-    /// The names of the upstreams that exchange tokens.
-    pub(crate) fn servers(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.0.keys().cloned().collect();
-        names.sort();
-        names
+        exchanges
     }
 }
 

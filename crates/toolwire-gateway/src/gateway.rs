@@ -6,6 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use arc_swap::ArcSwap;
+
 use toolwire_host::{Host, HostConfig, HostError, HostOptions, HostTool};
 use toolwire_server::{Server, ServerBuilder, Tool};
 
@@ -164,7 +166,15 @@ pub(crate) struct Inner {
     /// The token exchanges of the upstreams that call for their callers with one.
     pub(crate) exchanges: Arc<Exchanges>,
     /// Each upstream's `trust` setting, by name: whether its annotations may be relied on.
-    pub(crate) trusted: HashMap<String, bool>,
+    pub(crate) trusted: ArcSwap<HashMap<String, bool>>,
+    /// The rules, which a reload replaces.
+    pub(crate) policy: Arc<Policy>,
+    /// The held calls, whose bounds a reload replaces.
+    pub(crate) holds: Arc<Holds>,
+    /// The task following each upstream, by name, stopped when it is removed or changed.
+    pub(crate) follows: Mutex<HashMap<String, tokio::task::AbortHandle>>,
+    /// Held while a reload is applied, one at a time.
+    pub(crate) reloading: Mutex<()>,
     /// The task following upstream changes, stopped with the gateway.
     pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The upstreams whose first try has not ended, and whether the start stopped waiting.
@@ -229,28 +239,22 @@ impl Gateway {
             Some(rules) => rules,
             None => Rules::compile(&crate::rules::RulesConfig::default())?,
         };
-        // Without rules every caller sees every tool: no per-caller lists.
-        let open = rules.is_empty() && rules.default_effect() == crate::rules::Effect::Allow;
         let policy = Arc::new(Policy::new(rules));
         // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
-        // server is built): the extension is declared from the start.
-        let server = server.offer_tasks();
-        let server = if open {
-            server.build()?
-        } else {
-            server.tool_visibility(Visibility(policy.clone())).build()?
-        };
+        // server is built): the extension is declared from the start. The rules decide each
+        // caller's list, even when there are none yet: a reload may bring some (without rules
+        // the check lets every tool through at once).
+        let server = server
+            .offer_tasks()
+            .tool_visibility(Visibility(policy.clone()))
+            .build()?;
         let unrelayable = Arc::new(Unrelayable::default());
         let holds = Arc::new(Holds::new(options.hold_ttl, options.max_held));
         let host = Arc::new(Host::new(
             config,
             relaying(host, &unrelayable, &holds).keep_last_list(true),
         )?);
-        let trusted = config
-            .servers
-            .iter()
-            .map(|s| (s.name.clone(), s.trust))
-            .collect();
+        let trusted = ArcSwap::from_pointee(trusted_of(config));
         let names = config.servers.iter().map(|s| s.name.clone()).collect();
         let exchanges = Arc::new(Exchanges::of(config, options.oauth_insecure_http));
         let gateway = Gateway {
@@ -259,10 +263,14 @@ impl Gateway {
                 server,
                 mirror: Mirror::new(
                     options.settings,
-                    policy,
-                    (unrelayable, holds),
+                    policy.clone(),
+                    (unrelayable, holds.clone()),
                     exchanges.clone(),
                 ),
+                policy,
+                holds,
+                follows: Mutex::default(),
+                reloading: Mutex::new(()),
                 offers: Offers::new(exchanges.clone()),
                 exchanges,
                 trusted,
@@ -274,7 +282,10 @@ impl Gateway {
             }),
         };
         let mut started = gateway.inner.starting.subscribe();
-        // The watch makes each upstream's first try, each on its own.
+        // Each upstream's follower makes its first try, each on its own.
+        for server in &config.servers {
+            gateway.inner.follow(&server.name);
+        }
         let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&gateway.inner)));
         *gateway
             .inner
@@ -347,6 +358,10 @@ impl Gateway {
         if let Some(watching) = watching {
             watching.abort();
         }
+        let follows = std::mem::take(&mut *lock(&self.inner.follows));
+        for follow in follows.values() {
+            follow.abort();
+        }
         self.inner.host.close().await;
     }
 }
@@ -354,8 +369,9 @@ impl Gateway {
 impl Inner {
     /// Brings the served tools, prompts and resources in step with the host's lists.
     pub(crate) fn sync(&self) {
+        let trusted = self.trusted.load();
         self.mirror.sync(&self.host, &self.server, |server| {
-            self.trusted.get(server).copied().unwrap_or(false)
+            trusted.get(server).copied().unwrap_or(false)
         });
         self.offers.sync(&self.host, &self.server);
         // The list is no fresher than the stalest upstream list it is made of.
@@ -366,6 +382,25 @@ impl Inner {
             .filter_map(|s| s.list_ttl)
             .min();
         self.server.cap_list_ttl(shortest);
+    }
+
+    /// Starts following `upstream` (its first try, then its changes), replacing any
+    /// follower it had.
+    pub(crate) fn follow(self: &Arc<Self>, upstream: &str) {
+        let task = tokio::spawn(crate::watch::follow(
+            Arc::downgrade(self),
+            upstream.to_owned(),
+        ));
+        if let Some(old) = lock(&self.follows).insert(upstream.to_owned(), task.abort_handle()) {
+            old.abort();
+        }
+    }
+
+    /// Stops following `upstream`.
+    pub(crate) fn unfollow(&self, upstream: &str) {
+        if let Some(old) = lock(&self.follows).remove(upstream) {
+            old.abort();
+        }
     }
 
     /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
@@ -386,6 +421,20 @@ impl Inner {
             }
         }
     }
+}
+
+/// Each upstream's `trust` setting, by name.
+fn trusted_of(config: &HostConfig) -> HashMap<String, bool> {
+    config
+        .servers
+        .iter()
+        .map(|s| (s.name.clone(), s.trust))
+        .collect()
+}
+
+/// The lock of `mutex`, whether or not a holder panicked.
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// The approver of a gateway's host: a call no approval rule decides goes ahead (the

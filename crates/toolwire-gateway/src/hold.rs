@@ -14,6 +14,7 @@
 //! must route a caller's retries to the instance that answered the first round.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -161,8 +162,11 @@ type Waiting = HashMap<(Arc<str>, i64), mpsc::Sender<Question>>;
 pub(crate) struct Holds {
     /// This instance's id, random for each start: a held call's state names it.
     instance: String,
-    ttl: Duration,
-    cap: usize,
+    /// How long a held call waits, in milliseconds; changed by a reload (a call held already
+    /// keeps the wait it was given).
+    ttl_ms: AtomicU64,
+    /// How many calls may be held at once; changed by a reload.
+    cap: AtomicUsize,
     /// Where the questions asked during an upstream request go, by upstream and request id.
     asking: Mutex<Waiting>,
     held: Mutex<HashMap<String, Held>>,
@@ -172,8 +176,8 @@ impl std::fmt::Debug for Holds {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Holds")
             .field("instance", &self.instance)
-            .field("ttl", &self.ttl)
-            .field("cap", &self.cap)
+            .field("ttl", &self.ttl())
+            .field("cap", &self.cap())
             .finish_non_exhaustive()
     }
 }
@@ -182,8 +186,8 @@ impl Holds {
     pub(crate) fn new(ttl: Duration, cap: usize) -> Holds {
         Holds {
             instance: random_id(),
-            ttl,
-            cap,
+            ttl_ms: AtomicU64::new(millis(ttl)),
+            cap: AtomicUsize::new(cap),
             asking: Mutex::default(),
             held: Mutex::default(),
         }
@@ -196,7 +200,18 @@ impl Holds {
 
     /// How long a held call waits for its caller.
     pub(crate) fn ttl(&self) -> Duration {
-        self.ttl
+        Duration::from_millis(self.ttl_ms.load(Ordering::Relaxed))
+    }
+
+    /// How many calls may be held at once.
+    pub(crate) fn cap(&self) -> usize {
+        self.cap.load(Ordering::Relaxed)
+    }
+
+    /// New bounds (a reload): calls held from now on get them.
+    pub(crate) fn set_bounds(&self, ttl: Duration, cap: usize) {
+        self.ttl_ms.store(millis(ttl), Ordering::Relaxed);
+        self.cap.store(cap, Ordering::Relaxed);
     }
 
     /// A call about to be made upstream to `server`: the questions asked during its requests
@@ -231,7 +246,7 @@ impl Holds {
     ) -> Option<InputResponse> {
         let (reply, answer) = oneshot::channel();
         to.try_send(Question { request, reply }).ok()?;
-        tokio::time::timeout(self.ttl, answer).await.ok()?.ok()
+        tokio::time::timeout(self.ttl(), answer).await.ok()?.ok()
     }
 
     /// Holds `held` under a new random id, which it returns, until its time runs out: then
@@ -247,9 +262,9 @@ impl Holds {
         let now = Instant::now();
         let mut held = lock(&self.held);
         held.retain(|_, h| h.until > now);
-        if held.len() >= self.cap {
+        if held.len() >= self.cap() {
             // Dropped here, the question is refused upstream and the call stops.
-            return Err(HoldError::Full(self.cap));
+            return Err(HoldError::Full(self.cap()));
         }
         let id = random_id();
         held.insert(
@@ -260,11 +275,11 @@ impl Holds {
                 arguments_sha256,
                 question,
                 running,
-                until: now + self.ttl,
+                until: now + self.ttl(),
             },
         );
         drop(held);
-        let (holds, expiring, until) = (Arc::downgrade(self), id.clone(), now + self.ttl);
+        let (holds, expiring, until) = (Arc::downgrade(self), id.clone(), now + self.ttl());
         tokio::spawn(async move {
             tokio::time::sleep_until(until).await;
             if let Some(holds) = holds.upgrade() {
@@ -289,7 +304,7 @@ impl Holds {
         let now = Instant::now();
         let mut held = lock(&self.held);
         held.retain(|_, h| h.until > now);
-        held.remove(id).ok_or(HoldError::Unknown(self.ttl))
+        held.remove(id).ok_or(HoldError::Unknown(self.ttl()))
     }
 
     /// How many calls are held now (expired ones included until the next hold or take).
@@ -382,4 +397,9 @@ mod tests {
         assert!(holds.waiting("up", 7).is_none());
         assert_eq!(holds.len(), 0);
     }
+}
+
+/// A duration in whole milliseconds, saturating.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

@@ -25,6 +25,10 @@
 //! (`"oauth": {"tokenExchange": …}`) is called for each caller with a token exchanged for that
 //! caller's own at its authorization server (RFC 8693), never with the caller's token.
 //!
+//! A running gateway takes a new configuration with [`Gateway::reload`]: upstreams added,
+//! removed and changed, its rules, held calls' bounds and tools' settings, with calls in
+//! flight ending under what they started with.
+//!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
 
 mod exchange;
@@ -35,11 +39,13 @@ mod mirror;
 mod offers;
 mod policy;
 mod relay;
+mod reload;
 pub mod rules;
 mod watch;
 
 pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, ToolSettings};
 pub use hold::{HOLD_TTL, MAX_HELD};
 pub use mirror::UPSTREAM_META_KEY;
+pub use reload::Reloaded;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
 pub use watch::{MAX_FOLLOWED, REFOLLOW_WAIT, RETRY_FIRST, RETRY_MOST};

@@ -27,7 +27,8 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
-    settings: Option<ToolSettings>,
+    /// Replaced by a reload; each tool is made with the settings of the moment.
+    settings: Mutex<Option<ToolSettings>>,
     policy: Arc<Policy>,
     /// The questions of legacy upstreams, which calls check.
     unrelayable: Arc<Unrelayable>,
@@ -57,13 +58,26 @@ impl Mirror {
         exchanges: Arc<Exchanges>,
     ) -> Mirror {
         Mirror {
-            settings,
+            settings: Mutex::new(settings),
             policy,
             unrelayable,
             exchanges,
             holds,
             state: Mutex::new(Served::default()),
         }
+    }
+
+    /// Replaces the settings each served tool is made with (a reload): the next sync makes
+    /// every served tool again, all in one change of the list; a call in flight ends with the
+    /// tool it started with.
+    pub(crate) fn set_settings(&self, settings: Option<ToolSettings>) {
+        let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        *self.settings.lock().unwrap_or_else(|e| e.into_inner()) = settings;
+        // No tool is made from nothing: a digest of 0 differs from every wanted one.
+        for digest in served.tools.values_mut() {
+            *digest = 0;
+        }
+        served.refused.clear();
     }
 
     /// Serves on `server` what `host` lists: new and changed tools added, gone ones removed,
@@ -185,7 +199,12 @@ impl Mirror {
         }
         meta.insert(UPSTREAM_META_KEY.to_owned(), upstream);
         served = served.meta(meta);
-        match &self.settings {
+        let settings = self
+            .settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match settings {
             Some(settings) => settings(tool, served),
             None => served,
         }

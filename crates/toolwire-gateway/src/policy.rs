@@ -27,7 +27,8 @@ const MOST_SHOWN: usize = 8 * 1024;
 
 /// The rules, and the facts of every served tool they read.
 pub(crate) struct Policy {
-    rules: Rules,
+    /// Swapped whole by a reload: a call is decided under the rules it read.
+    rules: ArcSwap<Rules>,
     facts: ArcSwap<HashMap<String, Arc<ToolFacts>>>,
     /// Each caller's hidden tools, for the facts of the moment: a list page reads them, rather
     /// than evaluating the rules over every tool again.
@@ -60,7 +61,7 @@ pub(crate) enum Verdict {
 impl Policy {
     pub(crate) fn new(rules: Rules) -> Policy {
         Policy {
-            rules,
+            rules: ArcSwap::from_pointee(rules),
             facts: ArcSwap::from_pointee(HashMap::new()),
             views: Mutex::new(Views::default()),
             keys: std::collections::hash_map::RandomState::new(),
@@ -72,6 +73,22 @@ impl Policy {
         self.facts.store(Arc::new(facts));
     }
 
+    /// Replaces the rules (a reload): callers' lists are computed again under them.
+    pub(crate) fn set_rules(&self, rules: Rules) {
+        self.rules.store(Arc::new(rules));
+        // The kept views are tied to the facts they were computed over: new facts (the same
+        // ones, in a new map) drop them, and every view computed from now on reads the new
+        // rules, stored first.
+        let facts = HashMap::clone(&self.facts.load());
+        self.facts.store(Arc::new(facts));
+    }
+
+    /// Whether the rules allow every caller every tool.
+    pub(crate) fn is_open(&self) -> bool {
+        let rules = self.rules.load();
+        rules.is_empty() && rules.default_effect() == Effect::Allow
+    }
+
     /// What becomes of a call of `tool` with `arguments` by the caller of `ctx`, in the round
     /// whose state is `sealed`.
     pub(crate) fn decide(
@@ -81,16 +98,15 @@ impl Policy {
         ctx: &RequestContext,
         sealed: &Sealed,
     ) -> Verdict {
-        if self.rules.is_empty() && self.rules.default_effect() == Effect::Allow {
+        let rules = self.rules.load();
+        if rules.is_empty() && rules.default_effect() == Effect::Allow {
             return Verdict::Go(None);
         }
         let facts = self.facts.load();
         let Some(facts) = facts.get(tool) else {
             return Verdict::Go(None);
         };
-        let decision = self
-            .rules
-            .decide(&caller(&Viewer::of(ctx)), facts, arguments);
+        let decision = rules.decide(&caller(&Viewer::of(ctx)), facts, arguments);
         match decision.effect {
             Effect::Allow => Verdict::Go(None),
             Effect::Deny => answer(Ok(toolwire_protocol::CallToolResult::error(format!(
@@ -184,6 +200,9 @@ pub(crate) struct Visibility(pub(crate) Arc<Policy>);
 
 impl ToolVisibility for Visibility {
     fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        if self.0.is_open() {
+            return Box::new(|_| None);
+        }
         let hidden = self.0.hidden(&viewer);
         Box::new(move |tool| hidden.get(tool).cloned())
     }
@@ -208,7 +227,8 @@ impl Policy {
                 return hidden.clone();
             }
         }
-        let rules = self.rules.for_caller(&caller(viewer));
+        let rules = self.rules.load();
+        let rules = rules.for_caller(&caller(viewer));
         let hidden: HashMap<String, String> = facts
             .iter()
             .filter(|(_, facts)| !rules.lists(facts))

@@ -43,20 +43,11 @@ const POLL: Duration = Duration::from_secs(60);
 /// process on the same state (`toolwire pins approve`).
 const PINS_RECHECK: Duration = Duration::from_secs(2);
 
-/// Follows every upstream until the gateway is gone.
+/// What the gateway does besides following each upstream (each has a task of its own,
+/// [`follow`], started and stopped as upstreams come and go): reads withheld tools' pins
+/// again, until the gateway is gone.
 pub(crate) async fn watch(gateway: Weak<Inner>) {
-    let Some(names) = gateway.upgrade().map(|g| {
-        g.host
-            .servers()
-            .into_iter()
-            .map(|s| s.name)
-            .collect::<Vec<_>>()
-    }) else {
-        return;
-    };
-    let followers =
-        futures::future::join_all(names.into_iter().map(|name| follow(gateway.clone(), name)));
-    tokio::join!(followers, recheck_pins(gateway.clone()));
+    recheck_pins(gateway).await;
 }
 
 /// While a tool is withheld, reads its pin again now and then, and serves it once approved.
@@ -82,7 +73,7 @@ async fn recheck_pins(gateway: Weak<Inner>) {
 
 /// Follows one upstream until the gateway is gone: while it is failed, tries it again with
 /// a growing wait; while it is up, holds its listen stream and refreshes on every change.
-async fn follow(gateway: Weak<Inner>, server: String) {
+pub(crate) async fn follow(gateway: Weak<Inner>, server: String) {
     // The first start: the gateway waits for each upstream's first answer (or its failure).
     if !refresh(&gateway, &server).await {
         return;

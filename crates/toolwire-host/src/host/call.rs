@@ -156,7 +156,7 @@ async fn authorize(
         arguments,
     };
     if let Some(by) = earlier {
-        if matches!(host.policy.verdict(&call), Verdict::Ask(_)) {
+        if matches!(host.policy.load().verdict(&call), Verdict::Ask(_)) {
             return Ok((format!("{by}, for an earlier round of this call"), true));
         }
     }

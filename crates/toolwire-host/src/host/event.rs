@@ -155,6 +155,21 @@ pub enum HostEvent<'a> {
         /// Why it was started again.
         reason: &'a str,
     },
+    /// The configuration file was read again (a reload), and applied or refused: refused,
+    /// the configuration before it kept running unchanged.
+    ConfigReloaded {
+        /// `applied` or `refused`.
+        outcome: &'a str,
+        /// The SHA-256 (hex) of the file as read.
+        #[serde(rename = "fileSha256")]
+        file_sha256: &'a str,
+        /// What changed, in short (`upstreams added: two`, `rules changed`); empty when
+        /// refused or when nothing changed.
+        changes: &'a [String],
+        /// Why it was refused; absent when applied.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        reason: Option<&'a str>,
+    },
 }
 
 /// What the records of every call that was sent hold.
@@ -203,6 +218,7 @@ impl<'a> HostEvent<'a> {
             HostEvent::PromptGot { .. } => "prompt_got",
             HostEvent::ResourceRead { .. } => "resource_read",
             HostEvent::ServerRestarted { .. } => "server_restarted",
+            HostEvent::ConfigReloaded { .. } => "config_reloaded",
         }
     }
 

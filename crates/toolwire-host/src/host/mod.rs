@@ -12,6 +12,7 @@ mod offers;
 mod options;
 mod output;
 mod read;
+mod reconfigure;
 mod refresh;
 mod rounds;
 mod view;
@@ -22,6 +23,7 @@ pub use listen::{ListChange, ListChanges};
 pub use offers::{HostPrompt, HostResource, HostTemplate};
 pub use options::{AuthorizerFor, HostOptions};
 pub use read::OfferError;
+pub use reconfigure::{RETIRE_WAIT, Reconfiguration, ServerChanges};
 pub use view::{Prompts, ResourceTemplates, Resources, Tools};
 
 use std::sync::{Arc, Mutex};
@@ -157,10 +159,16 @@ pub struct Host {
     /// Held while a server is started.
     starting: tokio::sync::Mutex<()>,
     pins: Pins<Arc<dyn PinStore>>,
-    policy: Policy,
+    /// The approval rules, swapped whole by [`Host::apply`]: a call decides under the rules
+    /// it read.
+    policy: ArcSwap<Policy>,
+    /// The answers a person asked to be remembered, kept across reconfigurations.
+    remembered: Arc<dyn crate::policy::Remembered>,
     audit: Option<AuditLog>,
-    /// What the audit log keeps of arguments.
-    redaction: Redaction,
+    /// The file's top-level approval rules and audit settings, as last applied.
+    top: ArcSwap<reconfigure::TopSettings>,
+    /// What the audit log keeps of arguments, swapped whole by [`Host::apply`].
+    redaction: ArcSwap<Redaction>,
     /// Approvals by a person waiting for the next round of their call.
     rounds: rounds::Rounds,
 }
@@ -205,7 +213,7 @@ impl Host {
                 ),
             };
         let pins = options.pin_store.clone().unwrap_or(pins);
-        let policy = Policy::new(config, remembered)?;
+        let policy = Policy::new(config, remembered.clone())?;
         let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
         let redaction = match &options.redaction {
             Some(redaction) => redaction.clone(),
@@ -229,9 +237,11 @@ impl Host {
             merging: Mutex::new(()),
             starting: tokio::sync::Mutex::new(()),
             pins: Pins::new(pins),
-            policy,
+            policy: ArcSwap::from_pointee(policy),
+            remembered,
+            top: ArcSwap::from_pointee((config.approval.clone(), config.audit.clone())),
             audit,
-            redaction,
+            redaction: ArcSwap::from_pointee(redaction),
             rounds: rounds::Rounds::default(),
         };
         Ok(host)
@@ -551,6 +561,7 @@ impl Host {
     /// to a person.
     async fn authorize(&self, call: &Call<'_>) -> Result<Approved, Refusal> {
         self.policy
+            .load_full()
             .authorize(call, self.options.approver.as_ref())
             .await
     }
@@ -561,7 +572,7 @@ impl Host {
         if self.audit.is_none() {
             return (Value::Null, 0);
         }
-        self.redaction.apply(arguments)
+        self.redaction.load().apply(arguments)
     }
 
     /// Whether answered calls are written to the audit log ([`HostOptions::audit_each_call`]).

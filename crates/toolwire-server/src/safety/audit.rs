@@ -83,6 +83,12 @@ pub trait AuditSink: Send + Sync + 'static {
     /// Takes one event; must not block for long (it runs on the request path).
     fn record(&self, event: &AuditEvent);
 
+    /// Takes the record of a reload of the configuration (applied or refused); by default
+    /// nothing is kept but the log line [`crate::Server::audit_reload`] writes.
+    fn record_reload(&self, event: &crate::safety::reload::ReloadEvent) {
+        let _ = event;
+    }
+
     /// Makes every event recorded so far durable (before the process exits); by default
     /// nothing to do.
     fn flush(&self) {}
@@ -282,6 +288,16 @@ impl AuditSink for JsonlAuditSink {
                 *line = Vec::new();
             }
         });
+    }
+
+    fn record_reload(&self, event: &crate::safety::reload::ReloadEvent) {
+        match serde_json::to_vec(event) {
+            Ok(mut line) => {
+                line.push(b'\n');
+                self.append(&line);
+            }
+            Err(e) => tracing::error!(error = %e, "cannot serialize a reload's audit record"),
+        }
     }
 
     /// Writes and syncs every event recorded before it returns.

@@ -492,6 +492,7 @@ impl ServerBuilder {
             ToolDefaults {
                 timeout: self.tool_timeout,
                 rate_limit: self.rate_limit,
+                output_guard,
             },
         );
         let tasks_offered = self.tools.iter().any(|t| t.task_support.is_some());
@@ -526,7 +527,6 @@ impl ServerBuilder {
             inner: Arc::new(ServerInner {
                 list_ttl_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
                 audit: self.audit,
-                output_guard,
                 prompts,
                 resources,
                 templates,

@@ -18,7 +18,6 @@ use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
 use crate::request::followed::{FollowedResources, Followers};
 use crate::safety::audit::AuditSink;
-use crate::safety::output::CompiledGuard;
 use crate::state::request_keys::RequestKeys;
 use crate::state::request_state::ReplayGuard;
 use crate::state::task_store::Tasks;
@@ -32,6 +31,9 @@ use builder::ServerBuilder;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 pub(crate) mod builder;
+mod reconfigure;
+
+pub use reconfigure::Reconfigure;
 
 pub use crate::request::route::SUPPORTED_VERSIONS;
 
@@ -118,8 +120,6 @@ pub(crate) struct ServerInner {
     clock: Arc<dyn Clock>,
     /// The instructions of `server/discover` and of a legacy `initialize`.
     instructions: Option<String>,
-    /// What every tool result goes through, unless its tool has its own (T-15).
-    output_guard: Arc<CompiledGuard>,
     /// Where audit events go besides `tracing`.
     audit: Option<Arc<dyn AuditSink>>,
     /// The store every state lives in, if one was set (the HTTP transport's sessions).
@@ -517,11 +517,6 @@ impl Server {
     /// The instructions of `server/discover` and of a legacy `initialize`.
     pub(crate) fn instructions(&self) -> Option<&str> {
         self.inner.instructions.as_deref()
-    }
-
-    /// What every tool result goes through, unless its tool has its own (T-15).
-    pub(crate) fn output_guard(&self) -> &Arc<CompiledGuard> {
-        &self.inner.output_guard
     }
 
     /// Where audit events go besides `tracing`.

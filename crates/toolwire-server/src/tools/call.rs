@@ -312,8 +312,7 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> CallToolResult {
-        let guard = tool.guard.as_ref().unwrap_or(self.output_guard());
-        guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        tool.guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
         result
     }
 

@@ -34,14 +34,19 @@ pub(crate) struct RegisteredTool {
     pub(crate) deferred_task: bool,
     /// OAuth scopes needed to see and call it.
     pub(crate) scopes: Vec<String>,
-    /// Its own output guard, if it has one (else the server's).
-    pub(crate) guard: Option<Arc<crate::safety::output::CompiledGuard>>,
+    /// The output guard its results go through: its own, else the server's when it was
+    /// registered (a reconfiguration registers every tool again).
+    pub(crate) guard: Arc<crate::safety::output::CompiledGuard>,
     /// How long its handler may run per call (or per task step).
     pub(crate) timeout: Option<Duration>,
     /// SHA-256 (hex) of `listed`, for audit events.
     pub(crate) definition_sha256: String,
-    /// How often each caller may call it; `None` for no limit.
-    pub(crate) limit: Option<ToolLimit>,
+    /// How often each caller may call it; `None` for no limit. Shared with the tool
+    /// registered again by a reconfiguration that left its limit as it was, so that callers'
+    /// quotas carry over.
+    pub(crate) limit: Option<Arc<ToolLimit>>,
+    /// The tool as given, to register it again under new defaults.
+    source: Tool,
 }
 
 impl Entry for RegisteredTool {
@@ -63,15 +68,17 @@ pub(crate) struct ToolRegistry {
     catalog: Catalog<RegisteredTool>,
     limits: SchemaLimits,
     formats: FormatMode,
-    /// The time and rate limits of tools that set none.
-    defaults: ToolDefaults,
+    /// The time and rate limits and the output guard of tools that set none; replaced by
+    /// [`ToolRegistry::reconfigure`].
+    defaults: std::sync::RwLock<ToolDefaults>,
 }
 
 /// What a tool gets when it does not say otherwise.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub(crate) struct ToolDefaults {
     pub(crate) timeout: Option<Duration>,
     pub(crate) rate_limit: Option<RateLimit>,
+    pub(crate) output_guard: Arc<CompiledGuard>,
 }
 
 impl ToolRegistry {
@@ -80,8 +87,61 @@ impl ToolRegistry {
             catalog: Catalog::default(),
             limits,
             formats,
-            defaults,
+            defaults: std::sync::RwLock::new(defaults),
         }
+    }
+
+    /// The defaults of the moment.
+    fn defaults(&self) -> ToolDefaults {
+        self.defaults
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Registers every tool again under `defaults`, each from `replacements` when one there
+    /// has its name, else as it was given: all checked first, then swapped in at once (a call
+    /// in flight ends with the tool it found). A tool whose rate limit stays as it was keeps
+    /// its callers' quotas. Refused, changing nothing, when a tool is refused or a
+    /// replacement names no registered tool. Whether any listed definition changed.
+    pub(crate) fn reconfigure(
+        &self,
+        defaults: ToolDefaults,
+        replacements: Vec<Tool>,
+    ) -> Result<bool, Error> {
+        let mut replacing: std::collections::HashMap<String, Tool> = replacements
+            .into_iter()
+            .map(|t| (t.definition.name.clone(), t))
+            .collect();
+        let current = self.snapshot();
+        let mut prepared = Vec::with_capacity(current.items.len());
+        let mut changed = false;
+        for old in &current.items {
+            let source = replacing
+                .remove(&old.name)
+                .unwrap_or_else(|| old.source.clone());
+            let mut new = prepare(source, self.limits, self.formats, defaults.clone())?;
+            if let (Some(kept), Some(made)) = (&old.limit, &new.limit) {
+                if kept.limiter.limit() == made.limiter.limit() && kept.cost == made.cost {
+                    new.limit = Some(kept.clone());
+                }
+            }
+            changed |= new.listed.get() != old.listed.get();
+            prepared.push(Arc::new(new));
+        }
+        if let Some(name) = replacing.into_keys().next() {
+            return Err(Error::UnknownTool(name));
+        }
+        let names = current.items.iter().map(|t| t.name.as_str()).collect();
+        let mut kept_defaults = self.defaults.write().unwrap_or_else(|e| e.into_inner());
+        self.catalog
+            .replace_all(&names, prepared)
+            .map_err(|tool| Error::InvalidTool {
+                tool,
+                rule: ToolRule::DuplicateName,
+            })?;
+        *kept_defaults = defaults;
+        Ok(changed)
     }
 
     /// The current snapshot.
@@ -102,13 +162,14 @@ impl ToolRegistry {
         names: &std::collections::HashSet<&str>,
         tools: Vec<Tool>,
     ) -> Result<usize, Error> {
+        let defaults = self.defaults();
         let mut prepared = Vec::with_capacity(tools.len());
         for tool in tools {
             prepared.push(Arc::new(prepare(
                 tool,
                 self.limits,
                 self.formats,
-                self.defaults,
+                defaults.clone(),
             )?));
         }
         self.catalog
@@ -176,6 +237,7 @@ fn prepare(
     formats: FormatMode,
     defaults: ToolDefaults,
 ) -> Result<RegisteredTool, Error> {
+    let source = tool.clone();
     let mut definition = tool.definition;
     let name = definition.name.clone();
     let reject = |rule| Error::InvalidTool {
@@ -184,7 +246,9 @@ fn prepare(
     };
     check_shape(&definition).map_err(reject)?;
     let (input, output) = compile_schemas(&definition, limits, formats).map_err(reject)?;
-    let guard = compile_guard(&name, tool.output_guard.as_ref()).map_err(reject)?;
+    let guard = compile_guard(&name, tool.output_guard.as_ref())
+        .map_err(reject)?
+        .unwrap_or(defaults.output_guard);
     let header_params = read_header_params(&name, &definition).map_err(reject)?;
     let timeout = time_limit(&name, tool.timeout, defaults.timeout);
     advertise_time_limit(&mut definition, timeout);
@@ -222,9 +286,10 @@ fn prepare(
         deferred_task: tool.deferred_task,
         scopes: tool.scopes,
         guard,
-        limit,
+        limit: limit.map(Arc::new),
         timeout,
         definition_sha256,
+        source,
     })
 }
 
@@ -418,6 +483,7 @@ mod tests {
             ToolDefaults {
                 timeout: None,
                 rate_limit: None,
+                output_guard: OutputGuard::default().compile().unwrap(),
             },
         );
         let object = json!({"type": "object"});
@@ -469,6 +535,7 @@ mod tests {
             ToolDefaults {
                 timeout: None,
                 rate_limit: None,
+                output_guard: OutputGuard::default().compile().unwrap(),
             },
         );
         let object = json!({"type": "object"});

@@ -1,0 +1,74 @@
+//! A running gateway given a new configuration: its upstreams added, removed and changed, its
+//! rules, the bounds of held calls, the settings of served tools and the upstreams' trust and
+//! token exchanges replaced. Everything is checked before anything changes; the host's
+//! servers are swapped first (the one step that can fail), then the rest, then the served
+//! list is brought in step, as one change for listeners. A call in flight ends under what it
+//! started with: the tool it found, the rules that decided it, its upstream's connection.
+
+use std::sync::Arc;
+
+use toolwire_host::{HostConfig, ServerChanges};
+
+use crate::gateway::{Gateway, GatewayError, GatewayOptions, asking};
+use crate::rules::{Rules, RulesConfig};
+
+/// What a reload changed among the upstreams ([`Gateway::reload`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct Reloaded {
+    /// The upstreams added, removed and changed (a changed one is connected again).
+    pub upstreams: ServerChanges,
+}
+
+impl Gateway {
+    /// Puts `config` (the upstreams) and `options` (the rules, the bounds of held calls, each
+    /// tool's settings) in place of the gateway's: an added upstream is connected and its
+    /// tools served (pinned as usual), a removed one's tools leave the list and its connection
+    /// is closed once its calls in flight end, a changed one is connected again; listeners
+    /// are told the list changed. Refused, changing nothing, when `config` has `approval.ask`
+    /// rules or does not check as [`Gateway::start`]'s would. `options`'
+    /// [`start_wait`](GatewayOptions::start_wait) and
+    /// [`oauth_insecure_http`](GatewayOptions::oauth_insecure_http) are those of the start
+    /// and are not read. Needs a Tokio runtime.
+    pub fn reload(
+        &self,
+        config: &HostConfig,
+        options: GatewayOptions,
+    ) -> Result<Reloaded, GatewayError> {
+        let inner = &self.inner;
+        let _one_at_a_time = inner
+            .reloading
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let asking = asking(config);
+        if !asking.is_empty() {
+            return Err(GatewayError::AskRules(asking));
+        }
+        let rules = match options.rules {
+            Some(rules) => rules,
+            None => Rules::compile(&RulesConfig::default())?,
+        };
+        let prepared = inner.host.prepare(config)?;
+        let upstreams = inner.host.apply(prepared)?;
+        // From here on nothing fails.
+        inner.policy.set_rules(rules);
+        inner.holds.set_bounds(options.hold_ttl, options.max_held);
+        inner.exchanges.reload(config);
+        inner.trusted.store(Arc::new(
+            config
+                .servers
+                .iter()
+                .map(|s| (s.name.clone(), s.trust))
+                .collect(),
+        ));
+        inner.mirror.set_settings(options.settings);
+        for removed in &upstreams.removed {
+            inner.unfollow(removed);
+        }
+        for started in upstreams.added.iter().chain(&upstreams.changed) {
+            inner.follow(started);
+        }
+        inner.sync();
+        Ok(Reloaded { upstreams })
+    }
+}
