@@ -27,6 +27,7 @@ mod mrtr;
 mod offers;
 mod output_guard;
 mod props;
+mod reconfigure;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_shared;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
