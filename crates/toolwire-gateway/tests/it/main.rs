@@ -8,6 +8,7 @@ mod offers;
 #[path = "../../../toolwire-server/tests/it/redis_server.rs"]
 mod redis_server;
 mod relay;
+mod reload;
 mod rules;
 mod shared_pins;
 mod subscriptions;
