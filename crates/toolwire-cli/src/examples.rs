@@ -237,7 +237,10 @@ pub(crate) struct Examples {
 
 impl Examples {
     /// Every example tool with the settings of its `[tools.NAME]` section.
-    pub(crate) fn tools(&self, settings: &BTreeMap<String, ToolConfig>) -> anyhow::Result<Vec<Tool>> {
+    pub(crate) fn tools(
+        &self,
+        settings: &BTreeMap<String, ToolConfig>,
+    ) -> anyhow::Result<Vec<Tool>> {
         let mut tools = tools(self.handle.clone());
         tools.extend(crate::notes::tools(&self.notes));
         configured(tools, settings)

@@ -58,8 +58,7 @@ pub(crate) struct GatewayArgs {
 /// Reads the file, connects to the upstreams and serves their tools until stopped.
 pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let shown = args.config.display();
-    let started =
-        std::fs::read(&args.config).with_context(|| format!("{shown}: cannot read"))?;
+    let started = std::fs::read(&args.config).with_context(|| format!("{shown}: cannot read"))?;
     let value = file_json(&started, &args.config)?;
     let Downstream {
         settings,
@@ -88,7 +87,13 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .offer_resources();
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
-    let options = gateway_options(&args.config, args.insecure_oauth_http, &settings, policy, held)?;
+    let options = gateway_options(
+        &args.config,
+        args.insecure_oauth_http,
+        &settings,
+        policy,
+        held,
+    )?;
     let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
@@ -353,8 +358,18 @@ impl crate::reload::Reload for Reloading {
             .upstreams_added
             .iter()
             .map(|u| format!("upstream added: {u}"))
-            .chain(event.upstreams_removed.iter().map(|u| format!("upstream removed: {u}")))
-            .chain(event.upstreams_changed.iter().map(|u| format!("upstream changed: {u}")))
+            .chain(
+                event
+                    .upstreams_removed
+                    .iter()
+                    .map(|u| format!("upstream removed: {u}")),
+            )
+            .chain(
+                event
+                    .upstreams_changed
+                    .iter()
+                    .map(|u| format!("upstream changed: {u}")),
+            )
             .chain(event.changed.iter().cloned())
             .collect();
         self.gateway

@@ -348,7 +348,15 @@ async fn serve_command(
         ));
     }
     let audit = config.audit_file(data_dir.as_deref());
-    serve(listen, config, audit, notes, store.map(|c| c.store), reloads).await
+    serve(
+        listen,
+        config,
+        audit,
+        notes,
+        store.map(|c| c.store),
+        reloads,
+    )
+    .await
 }
 
 /// `--config FILE` of `toolwire serve`, and whether to reload it when it changes.
@@ -406,8 +414,12 @@ impl reload::Reload for Reloading {
         for key in reload::changed_keys(Some(&self.running), Some(&value)) {
             if key == "tools" {
                 let tools = reload::changed_keys(self.running.get("tools"), value.get("tools"));
-                applied.said.push(format!("tools changed: {}", tools.join(", ")));
-                applied.keys.extend(tools.iter().map(|t| format!("tools.{t}")));
+                applied
+                    .said
+                    .push(format!("tools changed: {}", tools.join(", ")));
+                applied
+                    .keys
+                    .extend(tools.iter().map(|t| format!("tools.{t}")));
             } else {
                 applied.said.push(format!("{key} changed"));
                 applied.keys.push(key);

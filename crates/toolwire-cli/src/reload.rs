@@ -170,7 +170,11 @@ async fn next_hangup(_: &mut Hangups) -> bool {
 
 /// The first key under `key` whose value differs between `old` and `new`, as a dotted path
 /// (`store.url`); `None` when they are equal.
-pub(crate) fn first_difference(key: &str, old: Option<&Value>, new: Option<&Value>) -> Option<String> {
+pub(crate) fn first_difference(
+    key: &str,
+    old: Option<&Value>,
+    new: Option<&Value>,
+) -> Option<String> {
     if old == new {
         return None;
     }
@@ -234,10 +238,22 @@ mod tests {
     fn a_restart_only_key_is_named_down_to_the_leaf_that_changed() {
         let old = json!({"store": {"url": "redis://a", "key_prefix": "t:"}, "tools": {}});
         let cases = [
-            (json!({"store": {"url": "redis://b", "key_prefix": "t:"}}), Some("store.url: changing it needs a restart")),
-            (json!({"tools": {"add": {}}, "store": {"url": "redis://a", "key_prefix": "t:"}}), None),
-            (json!({}), Some("store.key_prefix: changing it needs a restart")),
-            (json!({"store": {}}), Some("store.key_prefix: changing it needs a restart")),
+            (
+                json!({"store": {"url": "redis://b", "key_prefix": "t:"}}),
+                Some("store.url: changing it needs a restart"),
+            ),
+            (
+                json!({"tools": {"add": {}}, "store": {"url": "redis://a", "key_prefix": "t:"}}),
+                None,
+            ),
+            (
+                json!({}),
+                Some("store.key_prefix: changing it needs a restart"),
+            ),
+            (
+                json!({"store": {}}),
+                Some("store.key_prefix: changing it needs a restart"),
+            ),
         ];
         for (new, expected) in cases {
             let got = super::needs_restart("", &["store", "auth"], &old, &new)

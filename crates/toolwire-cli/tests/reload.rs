@@ -96,10 +96,7 @@ async fn audit_record(file: &std::path::Path, needles: &[&str]) -> Value {
     let deadline = Instant::now() + EFFECT;
     loop {
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        if let Some(line) = text
-            .lines()
-            .find(|l| needles.iter().all(|n| l.contains(n)))
-        {
+        if let Some(line) = text.lines().find(|l| needles.iter().all(|n| l.contains(n))) {
             return serde_json::from_str(line).expect("a JSON line");
         }
         assert!(
@@ -120,7 +117,11 @@ async fn a_gateway_reloads_upstreams_and_rules_on_sighup_without_dropping_calls_
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("gateway.json");
     let settings = json!({"audit": {"file": "gateway-audit.jsonl"}});
-    write_gateway(&file, json!({"one": upstream(&dir, "one")}), settings.clone());
+    write_gateway(
+        &file,
+        json!({"one": upstream(&dir, "one")}),
+        settings.clone(),
+    );
     let mut gateway = toolwire(&dir);
     gateway
         .args(["gateway", "--http", "127.0.0.1:0", "--config"])
@@ -210,7 +211,11 @@ async fn a_gateway_reloads_upstreams_and_rules_on_sighup_without_dropping_calls_
     );
 
     // The upstream removed: its tools leave the list.
-    write_gateway(&file, json!({"one": upstream(&dir, "one")}), denying.clone());
+    write_gateway(
+        &file,
+        json!({"one": upstream(&dir, "one")}),
+        denying.clone(),
+    );
     signal(&child, "HUP");
     until_listed(&client, "two's tools gone", |n| {
         !n.iter().any(|t| t.starts_with("two__")) && has(n, "one__echo")
@@ -247,7 +252,10 @@ async fn a_gateway_reloads_upstreams_and_rules_on_sighup_without_dropping_calls_
     signal(&child, "HUP");
     line_with(
         &lines,
-        &["reload refused", "gateway.store.url: changing it needs a restart"],
+        &[
+            "reload refused",
+            "gateway.store.url: changing it needs a restart",
+        ],
     );
 
     // The host's hash-chained log records each reload and stays verifiable.
@@ -272,7 +280,13 @@ async fn a_gateway_with_watch_config_reloads_when_its_file_changes() {
     write_gateway(&file, json!({"one": upstream(&dir, "one")}), json!({}));
     let mut gateway = toolwire(&dir);
     gateway
-        .args(["gateway", "--watch-config", "--http", "127.0.0.1:0", "--config"])
+        .args([
+            "gateway",
+            "--watch-config",
+            "--http",
+            "127.0.0.1:0",
+            "--config",
+        ])
         .arg(&file);
     let started = support::start(gateway, "the gateway serves at ");
     let (_child, lines) = (started.child, started.lines);

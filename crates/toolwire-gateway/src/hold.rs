@@ -359,6 +359,11 @@ fn random_id() -> String {
     toolwire_protocol::hex::encode(&rand::random::<[u8; 16]>())
 }
 
+/// A duration in whole milliseconds, saturating.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -397,9 +402,4 @@ mod tests {
         assert!(holds.waiting("up", 7).is_none());
         assert_eq!(holds.len(), 0);
     }
-}
-
-/// A duration in whole milliseconds, saturating.
-fn millis(duration: Duration) -> u64 {
-    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
 }

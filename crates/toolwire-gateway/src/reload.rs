@@ -36,10 +36,7 @@ impl Gateway {
         options: GatewayOptions,
     ) -> Result<Reloaded, GatewayError> {
         let inner = &self.inner;
-        let _one_at_a_time = inner
-            .reloading
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
+        let _one_at_a_time = inner.reloading.lock().unwrap_or_else(|e| e.into_inner());
         let asking = asking(config);
         if !asking.is_empty() {
             return Err(GatewayError::AskRules(asking));

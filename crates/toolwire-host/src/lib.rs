@@ -54,10 +54,10 @@ pub use config::{
 };
 pub use glob::{GlobError, Globs};
 pub use host::{
-    RETIRE_WAIT, Reconfiguration, ServerChanges,
     AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
     HostOptions, HostPrompt, HostResource, HostTemplate, HostTool, ListChange, ListChanges,
-    OfferError, Outcome, Prompts, ResourceTemplates, Resources, ServerState, ServerStatus, Tools,
+    OfferError, Outcome, Prompts, RETIRE_WAIT, Reconfiguration, ResourceTemplates, Resources,
+    ServerChanges, ServerState, ServerStatus, Tools,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 #[cfg(feature = "redis")]

@@ -58,7 +58,6 @@ pub use request::context::RequestContext;
 pub use request::followed::FollowedResources;
 pub use request::mrtr::{Elicited, InputRequired};
 pub use safety::audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
-pub use safety::reload::{ReloadEvent, ReloadOutcome};
 pub use safety::deadline::TIMED_OUT_META_KEY;
 pub use safety::limits::{
     CALLER_BUCKETS, DEFAULT_TOOL_RATE_LIMIT, RATE_LIMIT_META_KEY, RATE_LIMITED_META_KEY, RateLimit,
@@ -66,6 +65,7 @@ pub use safety::limits::{
 pub use safety::output::{
     DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
 };
+pub use safety::reload::{ReloadEvent, ReloadOutcome};
 pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, Reconfigure, SUPPORTED_VERSIONS, Server};
 #[cfg(any(test, feature = "contract-tests"))]

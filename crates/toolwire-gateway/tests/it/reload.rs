@@ -54,7 +54,8 @@ async fn a_reload_adds_and_removes_upstreams_and_rules_and_tells_listeners() {
         None,
     )
     .await;
-    let (gateway, served) = gateway_with(&[("words", "w", &words.url)], GatewayOptions::new()).await;
+    let (gateway, served) =
+        gateway_with(&[("words", "w", &words.url)], GatewayOptions::new()).await;
     let caller = client(&served.url);
     assert_eq!(names(&caller).await, ["w__shout"]);
     let mut listening = caller
@@ -65,7 +66,10 @@ async fn a_reload_adds_and_removes_upstreams_and_rules_and_tells_listeners() {
         .await
         .expect("a listen stream");
 
-    let both = [("words", "w", words.url.as_str()), ("maths", "m", maths.url.as_str())];
+    let both = [
+        ("words", "w", words.url.as_str()),
+        ("maths", "m", maths.url.as_str()),
+    ];
     let denying = GatewayOptions::new().rules(rules(json!({
         "rules": [{"deny": "tool.name == \"m__triple\"", "why": "not here"}],
     })));
@@ -78,7 +82,10 @@ async fn a_reload_adds_and_removes_upstreams_and_rules_and_tells_listeners() {
     let heard = tokio::time::timeout(DEADLINE, listening.next())
         .await
         .expect("the listener hears of it");
-    assert!(matches!(heard, Some(Ok(Notification::ToolsListChanged))), "{heard:?}");
+    assert!(
+        matches!(heard, Some(Ok(Notification::ToolsListChanged))),
+        "{heard:?}"
+    );
     let refused = caller.call_tool("m__triple", json!({"text": "a"})).await;
     assert!(
         format!("{refused:?}").contains("denied by rules[0]"),
@@ -91,12 +98,18 @@ async fn a_reload_adds_and_removes_upstreams_and_rules_and_tells_listeners() {
         json!({"approval": {"ask": ["*"]}}),
     );
     let refused = gateway.reload(&asking, GatewayOptions::new());
-    assert!(matches!(refused, Err(GatewayError::AskRules(_))), "{refused:?}");
+    assert!(
+        matches!(refused, Err(GatewayError::AskRules(_))),
+        "{refused:?}"
+    );
     assert_eq!(names(&caller).await, ["m__double", "w__shout"]);
 
     // maths removed, no rules.
     let reloaded = gateway
-        .reload(&config(&[("words", "w", words.url.as_str())], json!({})), GatewayOptions::new())
+        .reload(
+            &config(&[("words", "w", words.url.as_str())], json!({})),
+            GatewayOptions::new(),
+        )
         .expect("a reload");
     assert_eq!(reloaded.upstreams.removed, ["maths"]);
     until_listed(&caller, &["w__shout"]).await;

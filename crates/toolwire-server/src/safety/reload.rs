@@ -69,7 +69,12 @@ impl ReloadEvent {
     }
 
     /// With the upstreams a gateway's reload added, removed and changed.
-    pub fn upstreams(mut self, added: Vec<String>, removed: Vec<String>, changed: Vec<String>) -> Self {
+    pub fn upstreams(
+        mut self,
+        added: Vec<String>,
+        removed: Vec<String>,
+        changed: Vec<String>,
+    ) -> Self {
         self.upstreams_added = added;
         self.upstreams_removed = removed;
         self.upstreams_changed = changed;

@@ -112,9 +112,7 @@ impl Server {
             rate_limit,
             tools,
         } = settings;
-        let compiled = output_guard
-            .compile()
-            .map_err(Error::InvalidOutputGuard)?;
+        let compiled = output_guard.compile().map_err(Error::InvalidOutputGuard)?;
         if let Some(limit) = rate_limit {
             limit.quota().map_err(Error::InvalidRateLimit)?;
         }

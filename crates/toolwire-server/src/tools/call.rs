@@ -312,7 +312,8 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> CallToolResult {
-        tool.guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        tool.guard
+            .apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
         result
     }
 

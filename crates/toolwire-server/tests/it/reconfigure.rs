@@ -6,9 +6,7 @@
 use std::sync::Arc;
 
 use serde_json::{Value, json};
-use toolwire_server::{
-    NoArgs, OutputGuard, RateLimit, Reconfigure, RequestContext, Server, Tool,
-};
+use toolwire_server::{NoArgs, OutputGuard, RateLimit, Reconfigure, RequestContext, Server, Tool};
 
 use crate::support::*;
 
@@ -48,10 +46,16 @@ async fn a_new_default_limit_holds_at_once_and_an_unchanged_limit_keeps_its_quot
         .unwrap();
     // `own` kept its limit, so its quota: one call of two left.
     assert!(answered(&s.url, 3, "own").await);
-    assert!(!answered(&s.url, 4, "own").await, "own's quota carried over");
+    assert!(
+        !answered(&s.url, 4, "own").await,
+        "own's quota carried over"
+    );
     // `default` has the new limit, one an hour, counted afresh.
     assert!(answered(&s.url, 5, "default").await);
-    assert!(!answered(&s.url, 6, "default").await, "the new default holds");
+    assert!(
+        !answered(&s.url, 6, "default").await,
+        "the new default holds"
+    );
     s.stop().await;
 }
 
@@ -116,16 +120,28 @@ async fn a_call_in_flight_ends_under_the_output_guard_it_started_with() {
         .unwrap();
     release.notify_one();
     let before = in_flight.await.unwrap();
-    let text = before.last()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
-    assert!(!text.contains('\u{1b}'), "cleaned by the guard it started with: {text:?}");
+    let text = before.last()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        !text.contains('\u{1b}'),
+        "cleaned by the guard it started with: {text:?}"
+    );
 
     let url = s.url.clone();
     let after = tokio::spawn(async move { post(&url, &call(2, "coloured")).await });
     started.notified().await;
     release.notify_one();
     let after = after.await.unwrap();
-    let text = after.last()["result"]["content"][0]["text"].as_str().unwrap().to_owned();
-    assert!(text.contains('\u{1b}'), "the guard is off for calls after: {text:?}");
+    let text = after.last()["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        text.contains('\u{1b}'),
+        "the guard is off for calls after: {text:?}"
+    );
     s.stop().await;
 }
 
@@ -149,6 +165,10 @@ async fn a_refused_reconfiguration_changes_nothing() {
     assert_eq!(server.tool_names(), ["own"]);
     let s = TestServer::start(server.clone()).await;
     let listed = post(&s.url, &request(1, "tools/list", json!({}))).await;
-    assert_eq!(listed.last()["result"]["tools"][0]["name"], "own", "still listed without scopes");
+    assert_eq!(
+        listed.last()["result"]["tools"][0]["name"],
+        "own",
+        "still listed without scopes"
+    );
     s.stop().await;
 }
