@@ -64,9 +64,10 @@ enum Command {
         /// per-tool settings (`[tools.add] scopes = ["math"]`); see examples/serve.toml.
         #[arg(long, value_name = "FILE")]
         config: Option<std::path::PathBuf>,
-        /// Reload --config when its content changes, as on SIGHUP: tool settings (scopes,
-        /// quotas, deadlines, output), [limits] tool quotas, [deadlines] and [output] ([auth],
-        /// [store], [audit], [handles] and the HTTP flood limit need a restart).
+        /// Reload --config when its content changes, as on SIGHUP: `[tools.NAME]` (scopes,
+        /// quotas, deadlines, raw output), the tool quota of `[limits]`, `[deadlines]` and
+        /// `[output]`; `[auth]`, `[store]`, `[audit]`, `[handles]` and the HTTP flood limit
+        /// need a restart.
         #[arg(long, requires = "config")]
         watch_config: bool,
         /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
