@@ -108,18 +108,18 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         ));
     }
     server.shutdown_on_signal();
+    let exchanges = !exchanging.is_empty();
+    let http_config = http_config(args.allow_hosts.clone(), &settings, exchanges);
     let reloading = Reloading {
         gateway: gateway.clone(),
+        flood: args.http.map(|_| http_config.flood_control()),
         file: args.config.clone(),
         insecure_oauth_http: args.insecure_oauth_http,
         running: value,
     };
     crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
     let served = match args.http {
-        Some(addr) => {
-            let exchanges = !exchanging.is_empty();
-            serve_http(&server, addr, args.allow_hosts, &settings, exchanges).await
-        }
+        Some(addr) => serve_http(&server, addr, http_config).await,
         None => {
             if settings.auth.is_some() {
                 anyhow::bail!(
@@ -295,15 +295,12 @@ fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downs
 }
 
 /// The keys of the `"gateway"` object read only at start: a reload that changes one is
-/// refused. The store and the audit file are opened once; the sign-in settings and the HTTP
-/// flood limit are the HTTP transport's, which is built once.
+/// refused. The store and the audit file are opened once; the sign-in settings and where the
+/// client's address comes from are the HTTP transport's, which is built once.
 const RESTART_ONLY: &[&str] = &[
     "store",
     "auth",
     "audit",
-    "limits.http_requests_per_second",
-    "limits.http_burst",
-    "limits.http_off",
     "limits.forwarded_header",
     "limits.trusted_proxies",
 ];
@@ -311,6 +308,8 @@ const RESTART_ONLY: &[&str] = &[
 /// What a reload of the gateway's file reads and changes.
 struct Reloading {
     gateway: Gateway,
+    /// The flood limit's handle, when serving HTTP.
+    flood: Option<http::FloodControl>,
     file: PathBuf,
     insecure_oauth_http: bool,
     /// The file's content as running.
@@ -344,6 +343,7 @@ impl crate::reload::Reload for Reloading {
         // names); nothing changed before it.
         let reloaded = self.gateway.reload(&upstreams, options)?;
         self.gateway.server().reconfigure(server)?;
+        crate::reload::set_flood_limit(self.flood.as_ref(), &settings)?;
         for ignored in &upstreams.ignored {
             terminal::note(&format!("toolwire: warning: {ignored}"));
         }
@@ -433,22 +433,30 @@ fn report(gateway: &Gateway) {
     }
 }
 
-/// Serves `server` at `addr` until it shuts down.
-async fn serve_http(
-    server: &Server,
-    addr: SocketAddr,
+/// The HTTP settings of the gateway: those of `toolwire serve`, and with `exchanges` (an
+/// upstream exchanges callers' tokens) each caller's token handed to the gateway's handlers.
+fn http_config(
     allow_hosts: Vec<String>,
     settings: &ServeConfig,
     exchanges: bool,
+) -> http::HttpConfig {
+    let config = crate::http_config(allow_hosts, settings);
+    // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
+    // handlers, never further.
+    match (exchanges, settings.oauth()) {
+        (true, Some(oauth)) => config.oauth(oauth.token_to_handlers()),
+        _ => config,
+    }
+}
+
+/// Serves `server` at `addr` with `config` until it shuts down.
+async fn serve_http(
+    server: &Server,
+    addr: SocketAddr,
+    config: http::HttpConfig,
 ) -> anyhow::Result<()> {
     let listener = crate::bind(addr).await?;
     let addr = listener.local_addr()?;
-    let mut config = crate::http_config(allow_hosts, settings);
-    // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
-    // handlers, never further.
-    if let (true, Some(oauth)) = (exchanges, settings.oauth()) {
-        config = config.oauth(oauth.token_to_handlers());
-    }
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));

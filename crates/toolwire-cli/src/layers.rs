@@ -196,6 +196,15 @@ impl LimitsConfig {
         }
     }
 
+    /// The flood limit the section sets (`None`: off), for a reload.
+    pub(crate) fn flood_limit(&self) -> Option<RateLimit> {
+        match (&self.http_off, self.http_limit()) {
+            (Some(_), _) => None,
+            (None, Some(limit)) => Some(limit),
+            (None, None) => Some(toolwire_server::http::DEFAULT_FLOOD_LIMIT),
+        }
+    }
+
     /// The HTTP config with the section's flood limit and forwarding header.
     pub(crate) fn apply_http(&self, config: HttpConfig) -> HttpConfig {
         let mut config = match (&self.http_off, self.http_limit()) {

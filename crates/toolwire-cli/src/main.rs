@@ -367,16 +367,13 @@ struct Configured {
 }
 
 /// The `--config` sections read only at start: a reload that changes one is refused. The
-/// sign-in settings and the flood limit are the HTTP transport's, built once; the store, the
-/// audit file and the notes' handles are opened once.
+/// sign-in settings and where the client's address comes from are the HTTP transport's,
+/// built once; the store, the audit file and the notes' handles are opened once.
 const RESTART_ONLY: &[&str] = &[
     "auth",
     "store",
     "audit",
     "handles",
-    "limits.http_requests_per_second",
-    "limits.http_burst",
-    "limits.http_off",
     "limits.forwarded_header",
     "limits.trusted_proxies",
 ];
@@ -384,6 +381,8 @@ const RESTART_ONLY: &[&str] = &[
 /// What a reload of `toolwire serve --config` reads and changes.
 struct Reloading {
     server: toolwire_server::Server,
+    /// The flood limit's handle, when serving HTTP.
+    flood: Option<http::FloodControl>,
     examples: examples::Examples,
     file: std::path::PathBuf,
     /// The file's content as running, as JSON.
@@ -411,6 +410,7 @@ impl reload::Reload for Reloading {
         let tools = self.examples.tools(&settings.tools)?;
         self.server
             .reconfigure(examples::reconfigure(&settings).tools(tools))?;
+        reload::set_flood_limit(self.flood.as_ref(), &settings)?;
         let mut applied = reload::Applied::default();
         for key in reload::changed_keys(Some(&self.running), Some(&value)) {
             if key == "tools" {
@@ -512,9 +512,11 @@ async fn serve(
         );
     }
     server.shutdown_on_signal();
+    let config = http_config(allow_hosts, &settings);
     if let Some((Configured { file, watch }, text)) = reloads {
         let reloading = Reloading {
             server: server.clone(),
+            flood: addr.is_some().then(|| config.flood_control()),
             examples,
             file: file.clone(),
             running: Reloading::json_of(&text),
@@ -534,7 +536,6 @@ async fn serve(
     };
     let listener = bind(addr).await?;
     let addr = listener.local_addr()?;
-    let config = http_config(allow_hosts, &settings);
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));

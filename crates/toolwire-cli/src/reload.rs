@@ -40,6 +40,24 @@ pub(crate) trait Reload: Send + 'static {
     fn audit(&self, event: &toolwire_server::ReloadEvent);
 }
 
+/// Puts the flood limit of `settings` (the default without `[limits]`) in place, when the
+/// server serves HTTP (`flood`).
+pub(crate) fn set_flood_limit(
+    flood: Option<&toolwire_server::http::FloodControl>,
+    settings: &crate::config::ServeConfig,
+) -> anyhow::Result<()> {
+    let Some(flood) = flood else {
+        return Ok(());
+    };
+    let limit = match &settings.limits {
+        Some(limits) => limits.flood_limit(),
+        None => Some(toolwire_server::http::DEFAULT_FLOOD_LIMIT),
+    };
+    flood
+        .set(limit)
+        .map_err(|e| anyhow::anyhow!("limits.http_requests_per_second: {e}"))
+}
+
 /// The SHA-256 of `bytes`, in hex.
 pub(crate) fn sha256(bytes: &[u8]) -> String {
     toolwire_protocol::hex::encode(&sha2::Sha256::digest(bytes))

@@ -317,7 +317,7 @@ fn serve(dir: &tempfile::TempDir, file: &std::path::Path) -> support::Started {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn serve_reloads_a_tools_rate_limit_and_refuses_a_new_store_url() {
+async fn serve_reloads_a_tools_rate_limit_and_the_flood_limit_and_refuses_a_new_store_url() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("serve.toml");
     std::fs::write(
@@ -378,4 +378,23 @@ async fn serve_reloads_a_tools_rate_limit_and_refuses_a_new_store_url() {
         .await
         .expect("echo");
     assert!(format!("{answer:?}").contains("still here"), "{answer:?}");
+
+    // The HTTP flood limit: one request a second from now on.
+    std::fs::write(
+        &file,
+        "[audit]\nfile = \"audit.jsonl\"\n\n[limits]\nhttp_requests_per_second = 1\nhttp_burst = 1\n",
+    )
+    .unwrap();
+    signal(&child, "HUP");
+    line_with(&lines, &["reloaded", "limits changed"]);
+    let flooded = async {
+        for _ in 0..3 {
+            if let Err(error) = client.call_tool("echo", json!({"message": "again"})).await {
+                return format!("{error:?}");
+            }
+        }
+        String::new()
+    };
+    let flooded = flooded.await;
+    assert!(flooded.contains("too many requests"), "{flooded}");
 }

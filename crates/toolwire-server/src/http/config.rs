@@ -30,6 +30,9 @@ pub struct HttpConfig {
     pub(super) oauth: Option<OAuth>,
     /// Requests per client address; `None` for no limit.
     pub(super) flood_limit: Option<RateLimit>,
+    /// Where the routers made from this config keep their flood limit, to change it while
+    /// they serve.
+    pub(super) flood_control: super::flood::FloodControl,
     /// The header a trusted proxy puts the client's address in.
     pub(super) forwarded_header: Option<http::HeaderName>,
     /// How many proxies in front of the server add an entry to it (at least 1).
@@ -90,6 +93,7 @@ impl Default for HttpConfig {
             session_idle: MemorySessionStore::DEFAULT_IDLE,
             oauth: None,
             flood_limit: Some(DEFAULT_FLOOD_LIMIT),
+            flood_control: super::flood::FloodControl::default(),
             forwarded_header: None,
             trusted_proxies: 1,
             max_connections: DEFAULT_MAX_CONNECTIONS,
@@ -192,6 +196,13 @@ impl HttpConfig {
     pub fn flood_limit(mut self, limit: RateLimit) -> Self {
         self.flood_limit = Some(limit);
         self
+    }
+
+    /// The handle that changes the flood limit of the server this config serves, while it
+    /// serves ([`FloodControl::set`](super::FloodControl::set)): for a reload of the
+    /// server's configuration.
+    pub fn flood_control(&self) -> super::FloodControl {
+        self.flood_control.clone()
     }
 
     /// No flood limit, for the stated reason (logged): for a server behind a proxy that

@@ -8,9 +8,11 @@
 //! logged as a warning at most once a minute, with how many were held back.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use arc_swap::ArcSwapOption;
 use axum::extract::ConnectInfo;
 use axum::response::{IntoResponse, Response};
 use http::{HeaderValue, StatusCode, header};
@@ -31,10 +33,39 @@ pub const DEFAULT_FLOOD_LIMIT: RateLimit = RateLimit::per_second(200).burst(400)
 /// range JSON-RPC and MCP reserve (E-06), with `data.retryAfterMs`.
 pub const TOO_MANY_REQUESTS: i64 = -31429;
 
+/// Changes the flood limit of a server while it serves (a reload of its configuration): the
+/// handle of one [`HttpConfig`] and of the routers made from it, from
+/// [`HttpConfig::flood_control`].
+#[derive(Debug, Clone, Default)]
+pub struct FloodControl {
+    /// The limiter every request of those routers meets; none: no flood limit.
+    limiter: Arc<ArcSwapOption<Limiter>>,
+}
+
+impl FloodControl {
+    /// The flood limit from now on (`None`: none). A limit as it was keeps each client's
+    /// bucket; under another every client starts with a full one. Refused, changing nothing,
+    /// when the limit cannot work (no requests, no burst).
+    pub fn set(&self, limit: Option<RateLimit>) -> crate::Result<()> {
+        let limiter = limit
+            .map(|limit| Limiter::new(limit, 1))
+            .transpose()
+            .map_err(crate::Error::InvalidRateLimit)?;
+        let current = self.limiter.load();
+        if let (Some(new), Some(current)) = (&limiter, current.as_deref()) {
+            if new.limit() == current.limit() {
+                return Ok(());
+            }
+        }
+        self.limiter.store(limiter.map(Arc::new));
+        Ok(())
+    }
+}
+
 /// The client and the flood limit of one router.
 #[derive(Debug)]
 pub(super) struct Admission {
-    limiter: Option<Limiter>,
+    limiter: FloodControl,
     source: Option<Source>,
     unreadable: Throttle,
 }
@@ -42,8 +73,9 @@ pub(super) struct Admission {
 impl Admission {
     /// With `limiter` (none: no flood limit) and the configured forwarding header.
     pub(super) fn new(config: &HttpConfig, limiter: Option<Limiter>) -> Admission {
+        config.flood_control.limiter.store(limiter.map(Arc::new));
         Admission {
-            limiter,
+            limiter: config.flood_control.clone(),
             source: config
                 .forwarded_header
                 .clone()
@@ -63,7 +95,8 @@ impl Admission {
             self.log_unreadable(&why, parts, clock);
             Turned::Unreadable(why)
         })?;
-        match flooded(self.limiter.as_ref(), client.as_ref()) {
+        let limiter = self.limiter.limiter.load();
+        match flooded(limiter.as_deref(), client.as_ref()) {
             Some(turned) => Err(turned),
             None => Ok(client),
         }

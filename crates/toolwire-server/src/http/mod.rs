@@ -20,7 +20,7 @@ mod service;
 pub use auth::OAuth;
 use auth::{Caller, Guard};
 pub use config::{DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_HEADER_BYTES, HttpConfig};
-pub use flood::{DEFAULT_FLOOD_LIMIT, TOO_MANY_REQUESTS};
+pub use flood::{DEFAULT_FLOOD_LIMIT, FloodControl, TOO_MANY_REQUESTS};
 
 use std::net::SocketAddr;
 use std::sync::Arc;
