@@ -1007,3 +1007,87 @@ async fn a_person_approves_a_relayed_call_once_for_all_its_rounds() {
     assert_eq!(approver.asked.lock().unwrap().len(), 2, "{again:?}");
     host.close().await;
 }
+
+/// A host given a new configuration: checked first (a redaction pattern that does not compile
+/// is refused with nothing changed), then a server added, one changed (started again from its new entry) and
+/// one removed, in one step; a server left as it was keeps its connection and list; the new
+/// approval rules decide from then on.
+#[tokio::test]
+async fn a_reconfigured_host_adds_changes_and_removes_servers_in_one_step() {
+    let shout = || {
+        Tool::new("shout", |a: Text, _: RequestContext| async move {
+            a.text.to_uppercase()
+        })
+    };
+    let words = serve(Server::builder("words", "1").tool(shout()).build().unwrap()).await;
+    let files = serve(
+        Server::builder("files", "1")
+            .tool(read_file("Reads a file."))
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let config = |servers: Value| {
+        HostConfig::parse(
+            &json!({"mcpServers": servers}).to_string(),
+            "/nonexistent/mcp.json",
+            &Variables::new::<&str, &str>([]),
+        )
+        .unwrap()
+    };
+    let host = Host::connect(
+        &config(json!({"words": {"url": words}, "old": {"url": files, "prefix": "o"}})),
+        HostOptions::new(Allow),
+    )
+    .await
+    .unwrap();
+    let names =
+        |host: &Host| -> Vec<String> { host.tools().iter().map(|t| t.qualified.clone()).collect() };
+    assert_eq!(names(&host), ["o__read_file", "words__shout"]);
+
+    let mut unusable = config(json!({"words": {"url": words}}));
+    unusable
+        .audit
+        .redact_patterns
+        .push(("broken".into(), "(".into()));
+    assert!(
+        host.prepare(&unusable).is_err(),
+        "a pattern that does not compile is refused"
+    );
+    assert_eq!(names(&host), ["o__read_file", "words__shout"]);
+
+    let next = config(json!({
+        "words": {"url": words, "approval": {"deny": ["words__shout"]}},
+        "fs": {"url": files, "prefix": "fs"},
+    }));
+    let prepared = host.prepare(&next).unwrap();
+    assert_eq!(
+        names(&host),
+        ["o__read_file", "words__shout"],
+        "prepare changes nothing"
+    );
+    let changes = host.apply(prepared).unwrap();
+    assert_eq!(changes.added, ["fs"]);
+    assert_eq!(changes.removed, ["old"]);
+    assert_eq!(changes.changed, ["words"]);
+    assert!(
+        names(&host).is_empty(),
+        "added and changed servers are not started yet"
+    );
+    host.refresh().await.unwrap();
+    assert_eq!(names(&host), ["fs__read_file", "words__shout"]);
+    let denied = host.call("words__shout", json!({"text": "hi"})).await;
+    assert!(
+        denied.is_error(),
+        "the new approval rule decides: {denied:?}"
+    );
+    let read = host.call("fs__read_file", json!({"path": "/x"})).await;
+    assert_eq!(text(&read), "contents of /x");
+
+    // The same configuration again changes nothing, and keeps every connection.
+    let again = host.prepare(&next).unwrap();
+    assert!(again.changes().is_empty(), "{again:?}");
+    assert!(host.apply(again).unwrap().is_empty());
+    assert_eq!(names(&host), ["fs__read_file", "words__shout"]);
+    host.close().await;
+}
