@@ -71,6 +71,9 @@ pub(crate) struct ToolRegistry {
     /// The time and rate limits and the output guard of tools that set none; replaced by
     /// [`ToolRegistry::reconfigure`].
     defaults: std::sync::RwLock<ToolDefaults>,
+    /// Held by each writer from the snapshot it reads to the one it stores, so that a
+    /// reconfiguration never stores a tool another writer replaced meanwhile.
+    writing: std::sync::Mutex<()>,
 }
 
 /// What a tool gets when it does not say otherwise.
@@ -88,7 +91,13 @@ impl ToolRegistry {
             limits,
             formats,
             defaults: std::sync::RwLock::new(defaults),
+            writing: std::sync::Mutex::new(()),
         }
+    }
+
+    /// The writers' lock.
+    fn writing(&self) -> std::sync::MutexGuard<'_, ()> {
+        self.writing.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// The defaults of the moment.
@@ -109,6 +118,7 @@ impl ToolRegistry {
         defaults: ToolDefaults,
         replacements: Vec<Tool>,
     ) -> Result<bool, Error> {
+        let _writing = self.writing();
         let mut replacing: std::collections::HashMap<String, Tool> = replacements
             .into_iter()
             .map(|t| (t.definition.name.clone(), t))
@@ -162,6 +172,7 @@ impl ToolRegistry {
         names: &std::collections::HashSet<&str>,
         tools: Vec<Tool>,
     ) -> Result<usize, Error> {
+        let _writing = self.writing();
         let defaults = self.defaults();
         let mut prepared = Vec::with_capacity(tools.len());
         for tool in tools {
@@ -182,10 +193,12 @@ impl ToolRegistry {
 
     /// Removes the named tools at once; how many were registered.
     pub(crate) fn remove_all(&self, names: &std::collections::HashSet<&str>) -> usize {
+        let _writing = self.writing();
         self.catalog.remove_all(names)
     }
 
     pub(crate) fn remove(&self, name: &str) -> Result<(), Error> {
+        let _writing = self.writing();
         if self.catalog.remove(name) {
             Ok(())
         } else {
