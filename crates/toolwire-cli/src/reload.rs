@@ -75,9 +75,7 @@ async fn run(file: PathBuf, watch: bool, started: String, mut reload: impl Reloa
     let mut hangups = hangups();
     let mut tick = tokio::time::interval(WATCH_EVERY);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-    // The content last tried (applied or refused), and the one the watch read last.
-    let mut tried = started;
-    let mut last_read: Option<String> = None;
+    let mut watched = Watched::new(started);
     loop {
         tokio::select! {
             hangup = next_hangup(&mut hangups) => {
@@ -85,25 +83,50 @@ async fn run(file: PathBuf, watch: bool, started: String, mut reload: impl Reloa
                     return;
                 }
                 if let Some(hash) = attempt(&file, &mut reload) {
-                    tried = hash;
+                    watched.tried(hash);
                 }
             }
             _ = tick.tick(), if watch => {
-                let Ok(text) = std::fs::read(&file) else {
-                    // Gone for a moment (an editor replacing it): read again next time.
-                    last_read = None;
-                    continue;
-                };
-                let hash = sha256(&text);
-                let settled = last_read.as_deref() == Some(hash.as_str());
-                last_read = Some(hash.clone());
-                if settled && hash != tried {
+                // Gone for a moment (an editor replacing it): read again next time.
+                let read = std::fs::read(&file).ok().map(|text| sha256(&text));
+                if watched.read(read) {
                     if let Some(hash) = attempt(&file, &mut reload) {
-                        tried = hash;
+                        watched.tried(hash);
                     }
                 }
             }
         }
+    }
+}
+
+/// What the watch has seen of the file: the content last tried (applied or refused) and the
+/// content read last, by hash.
+#[derive(Debug)]
+struct Watched {
+    tried: String,
+    last_read: Option<String>,
+}
+
+impl Watched {
+    /// The watch of a file started with the content whose hash is `started`.
+    fn new(started: String) -> Watched {
+        Watched {
+            tried: started,
+            last_read: None,
+        }
+    }
+
+    /// Notes a read of the file (`None`: it could not be read); whether to reload now: the
+    /// content is the same as at the read before (settled) and not the one last tried.
+    fn read(&mut self, hash: Option<String>) -> bool {
+        let settled = hash.is_some() && hash == self.last_read;
+        self.last_read = hash;
+        settled && self.last_read.as_deref() != Some(self.tried.as_str())
+    }
+
+    /// Notes that the content whose hash is `hash` was tried.
+    fn tried(&mut self, hash: String) {
+        self.tried = hash;
     }
 }
 
@@ -286,6 +309,36 @@ mod tests {
             got.unwrap_err().to_string(),
             "gateway.limits.http_burst: changing it needs a restart"
         );
+    }
+
+    #[test]
+    fn the_watch_reloads_settled_new_content_once() {
+        let read = |h: &str| Some(h.to_owned());
+        let mut watched = super::Watched::new("a".into());
+        // (what the read found, whether to reload)
+        let steps = [
+            (read("a"), false),
+            (read("a"), false),
+            // Half written: seen once, then again changed.
+            (read("b"), false),
+            (read("c"), false),
+            // Settled.
+            (read("c"), true),
+        ];
+        for (at, (hash, reload)) in steps.into_iter().enumerate() {
+            assert_eq!(watched.read(hash), reload, "step {at}");
+        }
+        watched.tried("c".into());
+        // Seen again after it was tried: no second reload.
+        assert!(!watched.read(read("c")));
+        assert!(!watched.read(read("c")));
+        // Gone for a moment, then back as it was: nothing new.
+        assert!(!watched.read(None));
+        assert!(!watched.read(read("c")));
+        assert!(!watched.read(read("c")));
+        // Back to the first content: a change from the last tried.
+        assert!(!watched.read(read("a")));
+        assert!(watched.read(read("a")));
     }
 
     #[test]
