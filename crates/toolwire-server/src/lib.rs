@@ -45,6 +45,7 @@ pub mod fuzzing;
 pub mod http;
 mod legacy;
 pub mod memory;
+pub mod observe;
 mod request;
 mod safety;
 mod server;
@@ -65,6 +66,7 @@ pub use safety::limits::{
 pub use safety::output::{
     DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
 };
+pub use observe::{Metrics, NotReady, Readiness};
 pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
 #[cfg(any(test, feature = "contract-tests"))]

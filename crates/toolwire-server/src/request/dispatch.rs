@@ -288,8 +288,21 @@ impl Server {
     }
 
     /// Runs a call to its final message; `None` when the request ended without one (a listen
-    /// stream the client cancelled).
+    /// stream the client cancelled). With metrics, its duration is recorded (OPS-01).
     pub(crate) async fn run(
+        &self,
+        id: &RequestId,
+        call: Route,
+        ctx: RequestContext,
+    ) -> Option<Final> {
+        match self.metrics() {
+            None => self.run_route(id, call, ctx).await,
+            Some(metrics) => crate::observe::metrics::observed(self, metrics, id, call, ctx).await,
+        }
+    }
+
+    /// [`Server::run`] without metrics.
+    pub(crate) async fn run_route(
         &self,
         id: &RequestId,
         call: Route,

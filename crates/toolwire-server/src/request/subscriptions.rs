@@ -141,6 +141,7 @@ impl Server {
                 return Some(Final {
                     json: message.json,
                     error_code: None,
+                    tool_error: false,
                 });
             }
             if !ctx.send_json(message.json).await {

@@ -42,6 +42,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) definition_sha256: String,
     /// How often each caller may call it; `None` for no limit.
     pub(crate) limit: Option<ToolLimit>,
+    /// Its operation series, resolved on first use (OPS-03).
+    pub(crate) series: crate::observe::metrics::ToolSeries,
 }
 
 impl Entry for RegisteredTool {
@@ -212,6 +214,7 @@ fn prepare(
         toolwire_protocol::hex::encode(&sha2::Sha256::digest(listed.get().as_bytes()))
     };
     Ok(RegisteredTool {
+        series: crate::observe::metrics::ToolSeries::new(&name),
         name,
         listed,
         input,
