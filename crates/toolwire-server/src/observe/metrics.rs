@@ -172,6 +172,7 @@ impl RefusalReason {
 
 /// A kind of call to the shared store, the label of the store counters.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[cfg_attr(not(feature = "redis"), allow(dead_code))]
 pub(crate) enum StoreCall {
     /// One command.
     Command = 0,
@@ -217,11 +218,9 @@ struct Inner {
     /// `tools/call` of a name that is not registered.
     unknown_tool: ToolSeries,
     refusals: [IntCounter; 6],
-    guard_actions: IntCounterVec,
     store_round_trips: [IntCounter; 4],
     store_failures: [IntCounter; 4],
     listen_streams: IntGauge,
-    legacy_sessions: IntGauge,
     tasks: IntGauge,
 }
 
@@ -288,13 +287,6 @@ impl Metrics {
             ),
             &["reason"],
         );
-        let guard_actions = IntCounterVec::new(
-            Opts::new(
-                "toolwire_output_guard_actions_total",
-                "Changes the output guard made to tool results, by kind",
-            ),
-            &["action"],
-        );
         let round_trips = IntCounterVec::new(
             Opts::new(
                 "toolwire_store_round_trips_total",
@@ -313,10 +305,6 @@ impl Metrics {
             "toolwire_listen_streams",
             "Open subscriptions/listen streams on this instance",
         );
-        let legacy_sessions = IntGauge::new(
-            "toolwire_legacy_sessions",
-            "Legacy (initialize-era) HTTP sessions opened on this instance and not yet ended",
-        );
         let tasks = IntGauge::new(
             "toolwire_tasks",
             "Tasks running on this instance",
@@ -325,11 +313,9 @@ impl Metrics {
             Ok::<_, prometheus::Error>((
                 operations?,
                 refusals?,
-                guard_actions?,
                 round_trips?,
                 failures?,
                 listen_streams?,
-                legacy_sessions?,
                 tasks?,
             ))
         })()
@@ -337,22 +323,16 @@ impl Metrics {
             name: "toolwire".into(),
             source,
         })?;
-        let (operations, refusals, guard_actions, round_trips, failures, listen, legacy, tasks) =
-            made;
-        let collectors: [(&str, Box<dyn prometheus::core::Collector>); 8] = [
+        let (operations, refusals, round_trips, failures, listen, tasks) = made;
+        let collectors: [(&str, Box<dyn prometheus::core::Collector>); 6] = [
             (SERVER_OPERATION_DURATION, Box::new(operations.clone())),
             ("toolwire_refusals_total", Box::new(refusals.clone())),
-            (
-                "toolwire_output_guard_actions_total",
-                Box::new(guard_actions.clone()),
-            ),
             (
                 "toolwire_store_round_trips_total",
                 Box::new(round_trips.clone()),
             ),
             ("toolwire_store_failures_total", Box::new(failures.clone())),
             ("toolwire_listen_streams", Box::new(listen.clone())),
-            ("toolwire_legacy_sessions", Box::new(legacy.clone())),
             ("toolwire_tasks", Box::new(tasks.clone())),
         ];
         for (name, collector) in collectors {
@@ -371,11 +351,9 @@ impl Metrics {
                 fast: (0..METHODS.len()).map(|_| Cells::default()).collect(),
                 unknown_tool: ToolSeries::new(UNKNOWN_TOOL),
                 refusals,
-                guard_actions,
                 store_round_trips,
                 store_failures,
                 listen_streams: listen,
-                legacy_sessions: legacy,
                 tasks,
             }),
         })
@@ -401,12 +379,8 @@ impl Metrics {
         self.inner.refusals[reason.index()].inc();
     }
 
-    /// Counts a change the output guard made (`action`: one of a fixed set of kinds).
-    pub(crate) fn count_guard_action(&self, action: &'static str) {
-        self.inner.guard_actions.with_label_values(&[action]).inc();
-    }
-
     /// Counts a call to the shared store, and whether it failed.
+    #[cfg_attr(not(feature = "redis"), allow(dead_code))]
     pub(crate) fn count_store_call(&self, call: StoreCall, failed: bool) {
         self.inner.store_round_trips[call as usize].inc();
         if failed {
@@ -417,11 +391,6 @@ impl Metrics {
     /// The open listen streams gauge, held up while the returned guard lives.
     pub(crate) fn listen_stream(&self) -> GaugeGuard {
         GaugeGuard::up(self.inner.listen_streams.clone())
-    }
-
-    /// The open legacy sessions gauge.
-    pub(crate) fn legacy_sessions(&self) -> &IntGauge {
-        &self.inner.legacy_sessions
     }
 
     /// The running tasks gauge, held up while the returned guard lives.

@@ -113,7 +113,8 @@ impl Redis {
     /// `PING`, bounded by the timeout: whether the store answers at all.
     pub(crate) async fn ping(&self) -> Result<(), StoreError> {
         let mut connection = self.connection()?;
-        let call = redis::cmd("PING").query_async::<String>(&mut connection);
+        let ping = redis::cmd("PING");
+        let call = ping.query_async::<String>(&mut connection);
         self.bounded(StoreCall::Ping, call).await.map(drop)
     }
 
