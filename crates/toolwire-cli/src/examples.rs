@@ -209,6 +209,7 @@ pub(crate) fn server(
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
     store: Option<&Store>,
+    metrics: Option<toolwire_server::observe::Metrics>,
 ) -> anyhow::Result<Server> {
     let handle = Arc::new(OnceLock::new());
     let mut tools = tools(handle.clone());
@@ -217,6 +218,9 @@ pub(crate) fn server(
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
+    }
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
     }
     let server = configured_builder(builder, settings, audit, store)
         .title("Toolwire examples")
