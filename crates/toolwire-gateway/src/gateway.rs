@@ -171,6 +171,13 @@ pub(crate) struct Inner {
     pub(crate) starting: tokio::sync::watch::Sender<Starting>,
 }
 
+impl Inner {
+    /// The upstreams still on their first try.
+    pub(crate) fn starting_names(&self) -> Vec<String> {
+        self.starting.borrow().pending.iter().cloned().collect()
+    }
+}
+
 /// The upstreams on their first try (started and not yet listed, nor failed), and whether
 /// [`Gateway::start`] has stopped waiting for them (an upstream that answers later is
 /// logged): one value, so that an upstream's end and the start's are seen in one order.
@@ -234,7 +241,9 @@ impl Gateway {
         let policy = Arc::new(Policy::new(rules));
         // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
         // server is built): the extension is declared from the start.
-        let server = server.offer_tasks();
+        let ready = crate::observe::UpstreamsReady::default();
+        let server = server.offer_tasks().readiness(ready.clone());
+        let observed = Arc::new(std::sync::OnceLock::new());
         let server = if open {
             server.build()?
         } else {
@@ -262,6 +271,7 @@ impl Gateway {
                     policy,
                     (unrelayable, holds),
                     exchanges.clone(),
+                    observed.clone(),
                 ),
                 offers: Offers::new(exchanges.clone()),
                 exchanges,
@@ -273,6 +283,14 @@ impl Gateway {
                 }),
             }),
         };
+        ready.set(&gateway.inner);
+        if let Some(metrics) = gateway.inner.server.metrics() {
+            if let Some(registered) =
+                crate::observe::GatewayMetrics::register(metrics, &gateway.inner)
+            {
+                let _ = observed.set(registered);
+            }
+        }
         let mut started = gateway.inner.starting.subscribe();
         // The watch makes each upstream's first try, each on its own.
         let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&gateway.inner)));

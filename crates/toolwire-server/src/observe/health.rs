@@ -31,19 +31,33 @@ pub struct NotReady {
     pub part: Cow<'static, str>,
     /// Why, for a person: what failed and what to look at. Never a secret.
     pub reason: String,
+    /// Whether it makes the whole service not ready (503), or only degrades it: `/readyz`
+    /// then still answers 200 and lists it under `degraded`.
+    #[serde(skip)]
+    pub blocking: bool,
 }
 
 impl NotReady {
-    /// `part` is not ready because of `reason`.
+    /// `part` is not ready because of `reason`, and so neither is the service.
     pub fn new(part: impl Into<Cow<'static, str>>, reason: impl Into<String>) -> Self {
         NotReady {
             part: part.into(),
             reason: reason.into(),
+            blocking: true,
+        }
+    }
+
+    /// `part` is not ready because of `reason`, but the service is, with less to offer.
+    pub fn degraded(part: impl Into<Cow<'static, str>>, reason: impl Into<String>) -> Self {
+        NotReady {
+            blocking: false,
+            ..NotReady::new(part, reason)
         }
     }
 }
 
-/// One readiness check: the parts it watches that are not ready now (empty: ready). Give it to
+/// One readiness check: the parts it watches that are not ready now (empty: ready), each
+/// blocking or only degrading ([`NotReady::degraded`]). Give it to
 /// [`crate::ServerBuilder::readiness`]; a check should answer within a second or two (the
 /// store's is bounded by its timeout).
 pub trait Readiness: Send + Sync + 'static {
@@ -56,14 +70,16 @@ pub trait Readiness: Send + Sync + 'static {
 #[serde(rename_all = "camelCase")]
 struct ReadyBody<'a> {
     ready: bool,
-    #[serde(skip_serializing_if = "<[_]>::is_empty")]
-    not_ready: &'a [NotReady],
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    not_ready: Vec<&'a NotReady>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    degraded: Vec<&'a NotReady>,
 }
 
 impl Server {
     /// Asks every readiness check: the built-in ones (at least one tool registered; the shared
     /// store, if there is one, answers a ping within its timeout) and the builder's, and
-    /// returns the parts that are not ready (empty: ready).
+    /// returns the parts that are not ready (none [`NotReady::blocking`]: ready).
     pub async fn readiness(&self) -> Vec<NotReady> {
         let mut not_ready = Vec::new();
         if self.tool_names().is_empty() {
@@ -124,10 +140,12 @@ pub(crate) async fn healthz() -> Response {
 }
 
 pub(crate) async fn readyz(State(server): State<Server>) -> Response {
-    let not_ready = server.readiness().await;
+    let parts = server.readiness().await;
+    let (not_ready, degraded): (Vec<_>, Vec<_>) = parts.iter().partition(|p| p.blocking);
     let body = ReadyBody {
         ready: not_ready.is_empty(),
-        not_ready: &not_ready,
+        not_ready,
+        degraded,
     };
     let status = if body.ready {
         StatusCode::OK

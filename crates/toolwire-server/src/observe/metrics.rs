@@ -526,9 +526,10 @@ pub(crate) fn version_index(version: &str) -> usize {
         .unwrap_or(VERSIONS.len())
 }
 
-/// The label value of a JSON-RPC error code: the codes this crate knows by themselves,
-/// anything else (an upstream's or a handler's own code) as [`OTHER`].
-fn error_label(code: i64) -> &'static str {
+/// The `error_type` label value of a JSON-RPC error code: the codes of JSON-RPC and MCP by
+/// themselves, anything else (an upstream's or a handler's own code) as [`OTHER`], so that
+/// a peer cannot make series without bound.
+pub fn error_label(code: i64) -> &'static str {
     match code {
         -32700 => "-32700",
         -32600 => "-32600",

@@ -13,5 +13,5 @@ pub use health::{
 pub(crate) use health::{healthz, metrics as metrics_endpoint, readyz};
 pub use metrics::{
     CLIENT_OPERATION_DURATION, DURATION_BUCKETS, Metrics, MetricsError, OTHER, RefusalReason,
-    SERVER_OPERATION_DURATION, UNKNOWN_TOOL,
+    SERVER_OPERATION_DURATION, UNKNOWN_TOOL, error_label,
 };
