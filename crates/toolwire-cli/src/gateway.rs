@@ -34,6 +34,14 @@ pub(crate) struct GatewayArgs {
     /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
+    /// Serve the admin endpoints (GET /metrics in the Prometheus text format, /healthz,
+    /// /readyz) on this address instead of the --http one (e.g. 127.0.0.1:9090); with
+    /// stdio, the only way to have them. They need no token: keep it loopback or private.
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<SocketAddr>,
+    /// Keep no metrics (GET /metrics answers 404); /healthz and /readyz stay.
+    #[arg(long)]
+    no_metrics: bool,
     /// Where the upstream tools' pins are kept, and a relative "gateway.audit.file". Default:
     /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
     #[arg(long, value_name = "DIR", env = "TOOLWIRE_STATE_DIR")]
@@ -77,6 +85,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .title("Toolwire gateway")
         .offer_prompts()
         .offer_resources();
+    // Kept only where they can be scraped: stdio has them only with --admin.
+    let builder = if !args.no_metrics && (args.http.is_some() || args.admin.is_some()) {
+        builder.metrics(toolwire_server::observe::Metrics::new())
+    } else {
+        builder
+    };
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
     let options = gateway_options(&args, &settings, policy, held)?;
@@ -94,10 +108,14 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         ));
     }
     server.shutdown_on_signal();
+    if let Some(admin) = args.admin {
+        crate::serve_admin(&server, admin).await?;
+    }
     let served = match args.http {
         Some(addr) => {
             let exchanges = !exchanging.is_empty();
-            serve_http(&server, addr, args.allow_hosts, &settings, exchanges).await
+            let endpoints = args.admin.is_none();
+            serve_http(&server, addr, args.allow_hosts, &settings, (exchanges, endpoints)).await
         }
         None => {
             if settings.auth.is_some() {
@@ -289,11 +307,11 @@ async fn serve_http(
     addr: SocketAddr,
     allow_hosts: Vec<String>,
     settings: &ServeConfig,
-    exchanges: bool,
+    (exchanges, admin_endpoints): (bool, bool),
 ) -> anyhow::Result<()> {
     let listener = crate::bind(addr).await?;
     let addr = listener.local_addr()?;
-    let mut config = crate::http_config(allow_hosts, settings);
+    let mut config = crate::http_config(allow_hosts, settings).admin_endpoints(admin_endpoints);
     // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
     // handlers, never further.
     if let (true, Some(oauth)) = (exchanges, settings.oauth()) {
@@ -302,6 +320,11 @@ async fn serve_http(
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));
+    if admin_endpoints {
+        terminal::note(&format!(
+            "toolwire: metrics at http://{addr}/metrics, health at /healthz and /readyz"
+        ));
+    }
     http::serve(server.clone(), listener, config)
         .await
         .context("HTTP transport")

@@ -22,11 +22,17 @@ impl Drop for Killed {
 /// `toolwire serve ARGS` with its state in `scratch`, and the first address it names after
 /// each of `notes` on stderr (within 10 s).
 fn serve(scratch: &tempfile::TempDir, args: &[&str], notes: &[&str]) -> (Killed, Vec<String>) {
+    let mut all = vec!["serve"];
+    all.extend(args);
+    toolwire(scratch, &all, notes)
+}
+
+/// `toolwire ARGS`, as [`serve`].
+fn toolwire(scratch: &tempfile::TempDir, args: &[&str], notes: &[&str]) -> (Killed, Vec<String>) {
     let mut child = Command::new(BIN)
         .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
         .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"))
         .env_remove("RUST_LOG")
-        .arg("serve")
         .args(args)
         .stdin(Stdio::null())
         .stderr(Stdio::piped())
@@ -132,6 +138,36 @@ async fn serve_no_metrics_keeps_health_only() {
     let addr = &found[0];
     assert_eq!(get(&format!("http://{addr}/metrics")).await.0, 404);
     assert_eq!(get(&format!("http://{addr}/healthz")).await.0, 200);
+}
+
+/// `toolwire gateway` with one upstream that works and one that cannot be reached: the
+/// second is down in /metrics, and /readyz says the gateway is ready but degraded, naming it.
+#[tokio::test]
+async fn gateway_shows_an_upstream_that_fails_in_metrics_and_readyz() {
+    let scratch = tempfile::tempdir().unwrap();
+    let nowhere = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let config = scratch.path().join("gateway.json");
+    let servers = serde_json::json!({"mcpServers": {
+        "local": {"command": BIN, "args": ["serve", "--data-dir", scratch.path().join("notes")], "prefix": "local"},
+        "gone": {"url": format!("http://127.0.0.1:{nowhere}/mcp"), "prefix": "gone"},
+    }});
+    std::fs::write(&config, servers.to_string()).unwrap();
+    let config = config.to_str().unwrap();
+    let args = ["gateway", "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--config", config];
+    let (_gateway, found) = toolwire(&scratch, &args, &[ADMIN]);
+    let admin = &found[0];
+    let (status, metrics) = get(&format!("http://{admin}/metrics")).await;
+    assert_eq!(status, 200);
+    assert!(metrics.contains("toolwire_upstream_up{upstream=\"gone\"} 0"), "{metrics}");
+    assert!(metrics.contains("toolwire_upstream_up{upstream=\"local\"} 1"), "{metrics}");
+    let (status, body) = get(&format!("http://{admin}/readyz")).await;
+    assert_eq!(status, 200, "{body}");
+    let body: serde_json::Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(body["degraded"][0]["part"], "upstream:gone", "{body}");
 }
 
 /// A real Prometheus scrapes `toolwire serve --http` every second; its query API then counts
