@@ -1,7 +1,7 @@
 //! What an operator sees of the gateway besides the downstream server's own metrics: each
 //! upstream's state (`toolwire_upstream_up`, read from the host at each scrape), the latency of
 //! calls made upstream (`mcp_client_operation_duration_seconds`), refusals by the gateway's
-//! rules (`policy`) and by changed pins (`pin`), and readiness (OPS-07, OPS-08).
+//! rules (`policy`) and by changed pins (`pin`), and readiness (O-07, O-08).
 //!
 //! Readiness: the gateway is not ready while an upstream is still on its first try, nor when
 //! every configured upstream has failed (it would serve nothing that works). An upstream that

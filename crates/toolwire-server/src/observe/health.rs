@@ -1,4 +1,4 @@
-//! Liveness and readiness (OPS-05, OPS-06): `/healthz` answers while the process serves at all;
+//! Liveness and readiness (O-05, O-06): `/healthz` answers while the process serves at all;
 //! `/readyz` asks every [`Readiness`] check of the server and says which parts are not ready
 //! and why, in words an operator can act on (never a secret such as a store URL's password).
 //! The admin endpoints (`/metrics`, `/healthz`, `/readyz`) as an axum router are here too.

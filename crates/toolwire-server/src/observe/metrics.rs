@@ -1,14 +1,14 @@
-//! Prometheus metrics of a server (OPS-01…OPS-04): the operation duration histogram of the
+//! Prometheus metrics of a server (O-01…O-04): the operation duration histogram of the
 //! OpenTelemetry semantic conventions for MCP, and Toolwire's own counters and gauges, in one
 //! [`prometheus::Registry`] that [`Metrics::encode`] writes in the text format 0.0.4.
 //!
-//! Cardinality is bounded by construction (OPS-02): a label value is a method this server
+//! Cardinality is bounded by construction (O-02): a label value is a method this server
 //! implements, a tool that is registered (any other name is `_unknown`), a protocol version
 //! this crate knows (else `_other`), a JSON-RPC error code this crate knows (else `_other`),
 //! or one of a fixed set of reasons and operations. Nothing a caller writes freely becomes a
 //! label value.
 //!
-//! The per-request cost is a few atomic additions (OPS-03): a successful operation's series is
+//! The per-request cost is a few atomic additions (O-03): a successful operation's series is
 //! resolved once, on its first use, into a cell of a fixed table (method × transport ×
 //! version, and per registered tool transport × version), so the hot path hashes no labels
 //! and allocates nothing. Errors resolve their series by label, which is a hash lookup.

@@ -288,7 +288,7 @@ impl Server {
     }
 
     /// Runs a call to its final message; `None` when the request ended without one (a listen
-    /// stream the client cancelled). With metrics, its duration is recorded (OPS-01).
+    /// stream the client cancelled). With metrics, its duration is recorded (O-01).
     pub(crate) async fn run(
         &self,
         id: &RequestId,

@@ -85,7 +85,7 @@ impl Server {
             .resource_subscriptions
             .as_ref()
             .map(|uris| self.followers().hold(uris.iter().cloned().collect()));
-        // Counted as open while the stream lives (OPS-04).
+        // Counted as open while the stream lives (O-04).
         let open = self.metrics().map(crate::observe::Metrics::listen_stream);
         async_stream::stream! {
             let _following = following;

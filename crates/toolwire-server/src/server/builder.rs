@@ -487,7 +487,7 @@ impl ServerBuilder {
         (keys, replay_guard, task_store)
     }
 
-    /// Records the server's operations, refusals and state in `metrics` (OPS-01): off unless
+    /// Records the server's operations, refusals and state in `metrics` (O-01): off unless
     /// set, so that a server that is not scraped pays nothing. Serve them with
     /// [`crate::observe::admin_router`] or
     /// [`HttpConfig::admin_endpoints`](crate::http::HttpConfig::admin_endpoints).

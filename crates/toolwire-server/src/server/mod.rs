@@ -129,7 +129,7 @@ pub(crate) struct ServerInner {
     /// How legacy clients' answers and cancellations reach the instance running their
     /// request, with a shared store.
     session_relay: Option<Arc<dyn crate::state::relay::SessionRelay>>,
-    /// Where operations, refusals and state are counted; `None`: nowhere (OPS-03).
+    /// Where operations, refusals and state are counted; `None`: nowhere (O-03).
     metrics: Option<crate::observe::Metrics>,
     /// The builder's readiness checks, beside the built-in ones.
     readiness: Vec<Arc<dyn crate::observe::Readiness>>,

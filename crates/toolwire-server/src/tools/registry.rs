@@ -42,7 +42,7 @@ pub(crate) struct RegisteredTool {
     pub(crate) definition_sha256: String,
     /// How often each caller may call it; `None` for no limit.
     pub(crate) limit: Option<ToolLimit>,
-    /// Its operation series, resolved on first use (OPS-03).
+    /// Its operation series, resolved on first use (O-03).
     pub(crate) series: crate::observe::metrics::ToolSeries,
 }
 
