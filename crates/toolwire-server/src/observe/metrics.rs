@@ -184,6 +184,15 @@ pub(crate) enum StoreCall {
     Ping = 3,
 }
 
+/// The kinds of change of the output guard, in the order of [`Metrics::count_guard`].
+const GUARD_ACTIONS: [&str; 5] = [
+    "controls_removed",
+    "secrets_redacted",
+    "media_refused",
+    "links_removed",
+    "truncated",
+];
+
 const STORE_CALLS: [&str; 4] = ["command", "pipeline", "script", "ping"];
 
 /// A metrics family that could not be registered: its name is taken in the registry, or is
@@ -218,6 +227,7 @@ struct Inner {
     /// `tools/call` of a name that is not registered.
     unknown_tool: ToolSeries,
     refusals: [IntCounter; 6],
+    guard_actions: [IntCounter; 5],
     store_round_trips: [IntCounter; 4],
     store_failures: [IntCounter; 4],
     listen_streams: IntGauge,
@@ -301,6 +311,13 @@ impl Metrics {
             ),
             &["operation"],
         );
+        let guard_actions = IntCounterVec::new(
+            Opts::new(
+                "toolwire_output_guard_actions_total",
+                "Tool results the output guard changed, by what it changed",
+            ),
+            &["action"],
+        );
         let listen_streams = IntGauge::new(
             "toolwire_listen_streams",
             "Open subscriptions/listen streams on this instance",
@@ -313,6 +330,7 @@ impl Metrics {
             Ok::<_, prometheus::Error>((
                 operations?,
                 refusals?,
+                guard_actions?,
                 round_trips?,
                 failures?,
                 listen_streams?,
@@ -323,10 +341,14 @@ impl Metrics {
             name: "toolwire".into(),
             source,
         })?;
-        let (operations, refusals, round_trips, failures, listen, tasks) = made;
-        let collectors: [(&str, Box<dyn prometheus::core::Collector>); 6] = [
+        let (operations, refusals, guard_actions, round_trips, failures, listen, tasks) = made;
+        let collectors: [(&str, Box<dyn prometheus::core::Collector>); 7] = [
             (SERVER_OPERATION_DURATION, Box::new(operations.clone())),
             ("toolwire_refusals_total", Box::new(refusals.clone())),
+            (
+                "toolwire_output_guard_actions_total",
+                Box::new(guard_actions.clone()),
+            ),
             (
                 "toolwire_store_round_trips_total",
                 Box::new(round_trips.clone()),
@@ -342,6 +364,7 @@ impl Metrics {
             })?;
         }
         let refusals = RefusalReason::ALL.map(|r| refusals.with_label_values(&[r.as_str()]));
+        let guard_actions = GUARD_ACTIONS.map(|a| guard_actions.with_label_values(&[a]));
         let store_round_trips = STORE_CALLS.map(|op| round_trips.with_label_values(&[op]));
         let store_failures = STORE_CALLS.map(|op| failures.with_label_values(&[op]));
         Ok(Metrics {
@@ -351,6 +374,7 @@ impl Metrics {
                 fast: (0..METHODS.len()).map(|_| Cells::default()).collect(),
                 unknown_tool: ToolSeries::new(UNKNOWN_TOOL),
                 refusals,
+                guard_actions,
                 store_round_trips,
                 store_failures,
                 listen_streams: listen,
@@ -377,6 +401,22 @@ impl Metrics {
     /// Counts a refusal under its reason (a gateway counts `policy` and `pin` refusals here).
     pub fn count_refusal(&self, reason: RefusalReason) {
         self.inner.refusals[reason.index()].inc();
+    }
+
+    /// Counts what the output guard changed in one result: each kind of change once.
+    pub(crate) fn count_guard(&self, report: &crate::safety::output::Report) {
+        let kinds = [
+            report.controls > 0,
+            report.secrets > 0,
+            report.media > 0,
+            report.links > 0,
+            report.truncated,
+        ];
+        for (counter, changed) in self.inner.guard_actions.iter().zip(kinds) {
+            if changed {
+                counter.inc();
+            }
+        }
     }
 
     /// Counts a call to the shared store, and whether it failed.

@@ -314,7 +314,10 @@ impl Server {
         mut result: CallToolResult,
     ) -> CallToolResult {
         let guard = tool.guard.as_ref().unwrap_or(self.output_guard());
-        guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        let report = guard.apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        if let Some(metrics) = self.metrics() {
+            metrics.count_guard(&report);
+        }
         result
     }
 

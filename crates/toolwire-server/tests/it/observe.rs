@@ -286,3 +286,22 @@ async fn readyz_is_503_with_the_store_gone_and_200_when_it_is_back() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn what_the_output_guard_changes_is_counted_by_kind() {
+    let loud = Tool::new("loud", |_: NoArgs, _: RequestContext| async {
+        "\u{1b}[31mred\u{1b}[0m"
+    });
+    let server = Server::builder("guarded", "1")
+        .tool(loud)
+        .metrics(Metrics::new())
+        .build()
+        .unwrap();
+    let message = call(1, "loud", json!({})).to_string();
+    server.handle_message(message.as_bytes()).await;
+    let text = server.metrics().unwrap().encode();
+    let line = r#"toolwire_output_guard_actions_total{action="controls_removed"}"#;
+    assert_eq!(sample(&text, line), Some(1.0), "{text}");
+    let line = r#"toolwire_output_guard_actions_total{action="secrets_redacted"}"#;
+    assert_eq!(sample(&text, line), Some(0.0), "{text}");
+}
