@@ -368,8 +368,15 @@ mod tests {
             crate::layers::HandlesConfig::default().lifetimes(),
         )
         .unwrap();
-        let server =
-            super::server(super::Clients::All, &Default::default(), None, &notes, None).unwrap();
+        let server = super::server(
+            super::Clients::All,
+            &Default::default(),
+            None,
+            &notes,
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             server.tool_names(),
             [

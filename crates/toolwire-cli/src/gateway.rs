@@ -115,7 +115,14 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         Some(addr) => {
             let exchanges = !exchanging.is_empty();
             let endpoints = args.admin.is_none();
-            serve_http(&server, addr, args.allow_hosts, &settings, (exchanges, endpoints)).await
+            serve_http(
+                &server,
+                addr,
+                args.allow_hosts,
+                &settings,
+                (exchanges, endpoints),
+            )
+            .await
         }
         None => {
             if settings.auth.is_some() {

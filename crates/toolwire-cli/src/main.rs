@@ -476,9 +476,9 @@ pub(crate) async fn serve_admin(
     server: &toolwire_server::Server,
     addr: SocketAddr,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr)
-        .await
-        .with_context(|| format!("--admin {addr}: cannot listen there (port 0 picks a free one)"))?;
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("--admin {addr}: cannot listen there (port 0 picks a free one)")
+    })?;
     let addr = listener.local_addr()?;
     terminal::note(&format!(
         "toolwire: admin endpoints at http://{addr}/metrics, /healthz and /readyz"

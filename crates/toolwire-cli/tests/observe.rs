@@ -110,7 +110,10 @@ async fn serve_http_answers_metrics_healthz_and_readyz_on_its_address() {
         metrics.contains(r#"gen_ai_tool_name="add",mcp_method_name="tools/call""#),
         "{metrics}"
     );
-    assert_eq!(get(&format!("http://{addr}/healthz")).await, (200, "ok".into()));
+    assert_eq!(
+        get(&format!("http://{addr}/healthz")).await,
+        (200, "ok".into())
+    );
     assert_eq!(
         get(&format!("http://{addr}/readyz")).await,
         (200, r#"{"ready":true}"#.into())
@@ -157,13 +160,27 @@ async fn gateway_shows_an_upstream_that_fails_in_metrics_and_readyz() {
     }});
     std::fs::write(&config, servers.to_string()).unwrap();
     let config = config.to_str().unwrap();
-    let args = ["gateway", "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0", "--config", config];
+    let args = [
+        "gateway",
+        "--http",
+        "127.0.0.1:0",
+        "--admin",
+        "127.0.0.1:0",
+        "--config",
+        config,
+    ];
     let (_gateway, found) = toolwire(&scratch, &args, &[ADMIN]);
     let admin = &found[0];
     let (status, metrics) = get(&format!("http://{admin}/metrics")).await;
     assert_eq!(status, 200);
-    assert!(metrics.contains("toolwire_upstream_up{upstream=\"gone\"} 0"), "{metrics}");
-    assert!(metrics.contains("toolwire_upstream_up{upstream=\"local\"} 1"), "{metrics}");
+    assert!(
+        metrics.contains("toolwire_upstream_up{upstream=\"gone\"} 0"),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("toolwire_upstream_up{upstream=\"local\"} 1"),
+        "{metrics}"
+    );
     let (status, body) = get(&format!("http://{admin}/readyz")).await;
     assert_eq!(status, 200, "{body}");
     let body: serde_json::Value = serde_json::from_str(&body).unwrap();
@@ -218,7 +235,8 @@ async fn prometheus_scrapes_serve_and_counts_a_call() {
         .unwrap();
     let _prometheus = Killed(prometheus);
     // mcp_server_operation_duration_seconds_count{mcp_method_name="tools/call"}, URL-encoded.
-    let query = "mcp_server_operation_duration_seconds_count%7Bmcp_method_name%3D%22tools%2Fcall%22%7D";
+    let query =
+        "mcp_server_operation_duration_seconds_count%7Bmcp_method_name%3D%22tools%2Fcall%22%7D";
     let url = format!("http://127.0.0.1:{port}/api/v1/query?query={query}");
     let deadline = Instant::now() + Duration::from_secs(60);
     let mut last = String::new();

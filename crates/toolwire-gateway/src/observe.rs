@@ -42,7 +42,12 @@ impl GatewayMetrics {
                     "Duration of the gateway's calls to its upstream servers",
                 )
                 .buckets(DURATION_BUCKETS.to_vec()),
-                &["mcp_method_name", "gen_ai_tool_name", "error_type", "upstream"],
+                &[
+                    "mcp_method_name",
+                    "gen_ai_tool_name",
+                    "error_type",
+                    "upstream",
+                ],
             )?;
             metrics.registry().register(Box::new(calls.clone()))?;
             metrics

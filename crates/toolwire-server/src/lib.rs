@@ -55,6 +55,7 @@ mod tools;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use observe::{Metrics, NotReady, Readiness};
 pub use request::context::RequestContext;
 pub use request::followed::FollowedResources;
 pub use request::mrtr::{Elicited, InputRequired};
@@ -66,7 +67,6 @@ pub use safety::limits::{
 pub use safety::output::{
     DEFAULT_LINK_SCHEMES, DEFAULT_MAX_RESULT_BYTES, DEFAULT_SECRET_PATTERNS, OutputGuard,
 };
-pub use observe::{Metrics, NotReady, Readiness};
 pub use server::builder::ServerBuilder;
 pub use server::{DEFAULT_TOOL_TIMEOUT, SUPPORTED_VERSIONS, Server};
 #[cfg(any(test, feature = "contract-tests"))]

@@ -59,8 +59,16 @@ async fn an_upstream_that_fails_is_down_in_metrics_and_degrades_readiness() {
     let server = gateway.server();
     let (status, text) = admin_get(server, "/metrics").await;
     assert_eq!(status, 200);
-    assert_eq!(sample(&text, r#"toolwire_upstream_up{upstream="words"}"#), Some(1.0), "{text}");
-    assert_eq!(sample(&text, r#"toolwire_upstream_up{upstream="gone"}"#), Some(0.0), "{text}");
+    assert_eq!(
+        sample(&text, r#"toolwire_upstream_up{upstream="words"}"#),
+        Some(1.0),
+        "{text}"
+    );
+    assert_eq!(
+        sample(&text, r#"toolwire_upstream_up{upstream="gone"}"#),
+        Some(0.0),
+        "{text}"
+    );
     let timed = r#"mcp_client_operation_duration_seconds_count{error_type="",gen_ai_tool_name="w__shout",mcp_method_name="tools/call",upstream="words"}"#;
     assert_eq!(sample(&text, timed), Some(1.0), "{text}");
 
@@ -86,7 +94,10 @@ async fn an_upstream_that_fails_is_down_in_metrics_and_degrades_readiness() {
             assert!(body.contains(r#""part":"upstream:words""#), "{body}");
             break;
         }
-        assert!(start.elapsed() < crate::support::DEADLINE, "still ready: {body}");
+        assert!(
+            start.elapsed() < crate::support::DEADLINE,
+            "still ready: {body}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     gateway.close().await;

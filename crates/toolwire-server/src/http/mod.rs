@@ -40,10 +40,10 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
+use crate::observe;
 use crate::observe::RefusalReason;
 use crate::request::dispatch::{Final, Message, read_message, read_meta};
 use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
-use crate::observe;
 use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
 use crate::state::sessions::MemorySessionStore;

@@ -43,8 +43,8 @@ pub const OTHER: &str = "_other";
 /// (10 ms to 300 s), with four below them, since a tool served in process answers in
 /// microseconds.
 pub const DURATION_BUCKETS: &[f64] = &[
-    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0,
-    60.0, 120.0, 300.0,
+    0.0001, 0.0005, 0.001, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0,
+    120.0, 300.0,
 ];
 
 /// The methods that get a series, in the order of [`Method`]'s discriminants.
@@ -322,10 +322,7 @@ impl Metrics {
             "toolwire_listen_streams",
             "Open subscriptions/listen streams on this instance",
         );
-        let tasks = IntGauge::new(
-            "toolwire_tasks",
-            "Tasks running on this instance",
-        );
+        let tasks = IntGauge::new("toolwire_tasks", "Tasks running on this instance");
         let made = (|| {
             Ok::<_, prometheus::Error>((
                 operations?,
@@ -358,10 +355,12 @@ impl Metrics {
             ("toolwire_tasks", Box::new(tasks.clone())),
         ];
         for (name, collector) in collectors {
-            registry.register(collector).map_err(|source| MetricsError {
-                name: name.into(),
-                source,
-            })?;
+            registry
+                .register(collector)
+                .map_err(|source| MetricsError {
+                    name: name.into(),
+                    source,
+                })?;
         }
         let refusals = RefusalReason::ALL.map(|r| refusals.with_label_values(&[r.as_str()]));
         let guard_actions = GUARD_ACTIONS.map(|a| guard_actions.with_label_values(&[a]));

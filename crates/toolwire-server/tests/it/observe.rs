@@ -77,9 +77,7 @@ async fn a_call_is_counted_under_its_method_tool_error_and_transport() {
 async fn a_call_over_stdio_is_counted_as_pipe() {
     let server = builder().metrics(Metrics::new()).build().unwrap();
     let mut session = StdioSession::start(server.clone());
-    session
-        .send(&call(1, "add", json!({"a": 1, "b": 1})))
-        .await;
+    session.send(&call(1, "add", json!({"a": 1, "b": 1}))).await;
     session.recv().await;
     let text = server.metrics().unwrap().encode();
     let series = ADD_OK.replace("\"tcp\"", "\"pipe\"");
@@ -129,9 +127,7 @@ async fn a_thousand_random_tool_names_add_one_series() {
     for n in 0..1_000u32 {
         let name = format!("tool-{:08x}", n.wrapping_mul(2_654_435_761));
         let message = call(i64::from(n), &name, json!({}));
-        server
-            .handle_message(message.to_string().as_bytes())
-            .await;
+        server.handle_message(message.to_string().as_bytes()).await;
     }
     let text = server.metrics().unwrap().encode();
     assert_eq!(series_count(&server), before + 1, "{text}");
@@ -153,7 +149,10 @@ fn series_count(server: &Server) -> usize {
 #[tokio::test]
 async fn healthz_is_ok_and_the_endpoints_are_off_unless_asked() {
     let server = observed(builder()).await;
-    assert_eq!(get(&server, "/healthz").await, (200, "text/plain; charset=utf-8".into(), "ok".into()));
+    assert_eq!(
+        get(&server, "/healthz").await,
+        (200, "text/plain; charset=utf-8".into(), "ok".into())
+    );
     server.stop().await;
     let plain = TestServer::start(builder().metrics(Metrics::new()).build().unwrap()).await;
     for path in ["/metrics", "/healthz", "/readyz"] {
@@ -170,7 +169,12 @@ async fn readyz_says_which_part_is_not_ready() {
     let body: Value = serde_json::from_str(&body).unwrap();
     assert_eq!(body["ready"], false);
     assert_eq!(body["notReady"][0]["part"], "tools");
-    server.server.add_tool(Tool::new("ping", |_: NoArgs, _: RequestContext| async { "pong" })).unwrap();
+    server
+        .server
+        .add_tool(Tool::new("ping", |_: NoArgs, _: RequestContext| async {
+            "pong"
+        }))
+        .unwrap();
     let (status, _, body) = get(&server, "/readyz").await;
     assert_eq!((status, body.as_str()), (200, r#"{"ready":true}"#));
     server.stop().await;
@@ -192,7 +196,10 @@ async fn the_admin_router_serves_on_an_address_of_its_own() {
         .text()
         .await
         .unwrap();
-    assert!(body.contains("# TYPE mcp_server_operation_duration_seconds histogram"), "{body}");
+    assert!(
+        body.contains("# TYPE mcp_server_operation_duration_seconds histogram"),
+        "{body}"
+    );
     admin.abort();
 }
 
@@ -214,7 +221,12 @@ async fn promtool_accepts_a_scrape() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    child.stdin.take().unwrap().write_all(text.as_bytes()).unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(text.as_bytes())
+        .unwrap();
     let output = child.wait_with_output().unwrap();
     assert!(
         output.status.success(),
@@ -247,7 +259,9 @@ pub(crate) fn promtool() -> Option<&'static str> {
 #[tokio::test]
 async fn readyz_is_503_with_the_store_gone_and_200_when_it_is_back() {
     use crate::redis_server::RedisServer;
-    let Some(mut redis) = RedisServer::start() else { return };
+    let Some(mut redis) = RedisServer::start() else {
+        return;
+    };
     let store = toolwire_server::Store::redis(&redis.url)
         .unwrap()
         .timeout(Duration::from_millis(500));
