@@ -187,6 +187,65 @@ async fn gateway_shows_an_upstream_that_fails_in_metrics_and_readyz() {
     assert_eq!(body["degraded"][0]["part"], "upstream:gone", "{body}");
 }
 
+/// `toolwire serve --admin ADDR` on stdio: a call made on stdin is in the admin address's
+/// /metrics.
+#[tokio::test]
+async fn serve_on_stdio_has_metrics_only_on_its_admin_address() {
+    use std::io::Write as _;
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"))
+        .env_remove("RUST_LOG")
+        .args(["serve", "--admin", "127.0.0.1:0"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let stdout = BufReader::new(child.stdout.take().unwrap());
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let _child = Killed(child);
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let line = loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the admin address");
+        if line.contains(ADMIN) {
+            break line;
+        }
+    };
+    let admin = line
+        .split(ADMIN)
+        .nth(1)
+        .unwrap()
+        .trim_start_matches("http://");
+    let admin = admin.split('/').next().unwrap().to_owned();
+    writeln!(stdin, "{CALL}").unwrap();
+    let (answered, answer) = mpsc::channel();
+    std::thread::spawn(move || {
+        let first = stdout.lines().map_while(Result::ok).next();
+        let _ = answered.send(first);
+    });
+    let reply = answer
+        .recv_timeout(Duration::from_secs(10))
+        .unwrap()
+        .unwrap();
+    assert!(reply.contains(r#""id":1"#), "{reply}");
+    let (status, metrics) = get(&format!("http://{admin}/metrics")).await;
+    assert_eq!(status, 200);
+    assert!(
+        metrics.contains(r#"gen_ai_tool_name="add",mcp_method_name="tools/call",mcp_protocol_version="2026-07-28",network_transport="pipe"} 1"#),
+        "{metrics}"
+    );
+}
+
 /// A real Prometheus scrapes `toolwire serve --http` every second; its query API then counts
 /// the call made.
 #[tokio::test]
