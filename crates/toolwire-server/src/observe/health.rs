@@ -76,30 +76,32 @@ struct ReadyBody<'a> {
     degraded: Vec<&'a NotReady>,
 }
 
-impl Server {
-    /// Asks every readiness check: the built-in ones (at least one tool registered; the shared
-    /// store, if there is one, answers a ping within its timeout) and the builder's, and
-    /// returns the parts that are not ready (none [`NotReady::blocking`]: ready).
-    pub async fn readiness(&self) -> Vec<NotReady> {
-        let mut not_ready = Vec::new();
-        if self.tool_names().is_empty() {
+/// Every readiness check of `server`: the built-in ones (at least one tool registered; the
+/// shared store, if there is one, answers a ping within its timeout) and the builder's.
+pub(crate) async fn readiness(server: &Server) -> Vec<NotReady> {
+    let mut not_ready = Vec::new();
+    if server.tool_names().is_empty() {
+        not_ready.push(NotReady::new(
+            "tools",
+            "no tool is registered; a caller would find nothing to call",
+        ));
+    }
+    if let Some(store) = server.store() {
+        if let Err(error) = store.ping().await {
             not_ready.push(NotReady::new(
-                "tools",
-                "no tool is registered; a caller would find nothing to call",
+                "store",
+                format!("the shared state store does not answer: {error}"),
             ));
         }
-        if let Some(store) = self.store() {
-            if let Err(error) = store.ping().await {
-                not_ready.push(NotReady::new(
-                    "store",
-                    format!("the shared state store does not answer: {error}"),
-                ));
-            }
-        }
-        let checks = futures::future::join_all(self.readiness_checks().iter().map(|c| c.check()));
-        not_ready.extend(checks.await.into_iter().flatten());
-        not_ready
     }
+    let checks = server.readiness_checks().iter().map(|c| c.check());
+    not_ready.extend(
+        futures::future::join_all(checks)
+            .await
+            .into_iter()
+            .flatten(),
+    );
+    not_ready
 }
 
 /// A router of the admin endpoints of `server`: `GET /metrics` (404 without

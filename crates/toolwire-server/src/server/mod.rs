@@ -495,6 +495,14 @@ impl Server {
         &self.inner.tasks
     }
 
+    /// Asks every readiness check: the built-in ones (at least one tool registered; the shared
+    /// store, if there is one, answers a ping within its timeout) and the builder's
+    /// ([`ServerBuilder::readiness`]); returns the parts that are not ready, none of them
+    /// [`blocking`](crate::NotReady::blocking) when the server is ready (O-06).
+    pub async fn readiness(&self) -> Vec<crate::NotReady> {
+        crate::observe::readiness(self).await
+    }
+
     /// The metrics set with [`ServerBuilder::metrics`], if any.
     pub fn metrics(&self) -> Option<&crate::observe::Metrics> {
         self.inner.metrics.as_ref()
