@@ -16,8 +16,6 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use toolwire_protocol::RequestId;
-
 use crate::request::context::RequestContext;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
@@ -506,36 +504,54 @@ impl Drop for GaugeGuard {
     }
 }
 
-/// Runs `route` through [`Server::run_route`] and records its duration under its labels: from
-/// the request admitted (read, checked and parsed) to its final message serialized, before
-/// the transport writes it; a listen stream's duration is its life.
-pub(crate) async fn observed(
-    server: &Server,
-    metrics: &Metrics,
-    id: &RequestId,
-    route: Route,
-    ctx: RequestContext,
-) -> Option<Final> {
-    let method = method_of(&route);
-    let tool = match &route {
-        Route::CallTool(call) => server.registry().snapshot().get(&call.name).cloned(),
-        _ => None,
-    };
-    let version = version_index(ctx.protocol_version());
-    let transport = ctx.transport();
-    let started = Instant::now();
-    let done = server.run_route(id, route, ctx).await;
-    let ended = match &done {
-        Some(Final {
-            error_code: Some(code),
-            ..
-        }) => Ended::Error(*code),
-        Some(done) if done.tool_error => Ended::ToolError,
-        _ => Ended::Ok,
-    };
-    let series = tool.as_deref().map(|t| &t.series);
-    metrics.observe(method, series, version, transport, ended, started.elapsed());
-    done
+/// One operation being measured: its labels, resolved before it runs, and when it began.
+pub(crate) struct Observation {
+    method: Method,
+    tool: Option<Arc<crate::tools::registry::RegisteredTool>>,
+    version: usize,
+    transport: Transport,
+    started: Instant,
+}
+
+impl Observation {
+    /// Starts measuring `route`: from the request admitted (read, checked and parsed) to its
+    /// final message serialized, before the transport writes it; a listen stream's duration is
+    /// its life.
+    pub(crate) fn start(server: &Server, route: &Route, ctx: &RequestContext) -> Observation {
+        let tool = match route {
+            Route::CallTool(call) => server.registry().snapshot().get(&call.name).cloned(),
+            _ => None,
+        };
+        Observation {
+            method: method_of(route),
+            tool,
+            version: version_index(ctx.protocol_version()),
+            transport: ctx.transport(),
+            started: Instant::now(),
+        }
+    }
+
+    /// Records it, ended with `done`.
+    pub(crate) fn finish(self, metrics: &Metrics, done: Option<&Final>) {
+        let ended = match done {
+            Some(Final {
+                error_code: Some(code),
+                ..
+            }) => Ended::Error(*code),
+            Some(done) if done.tool_error => Ended::ToolError,
+            _ => Ended::Ok,
+        };
+        let series = self.tool.as_deref().map(|t| &t.series);
+        let took = self.started.elapsed();
+        metrics.observe(
+            self.method,
+            series,
+            self.version,
+            self.transport,
+            ended,
+            took,
+        );
+    }
 }
 
 /// The method of a route, as a label.

@@ -295,19 +295,20 @@ impl Server {
         call: Route,
         ctx: RequestContext,
     ) -> Option<Final> {
-        match self.metrics() {
-            None => self.run_route(id, call, ctx).await,
-            Some(metrics) => crate::observe::metrics::observed(self, metrics, id, call, ctx).await,
+        // Labels resolved before the call, recorded after it: no future of its own around the
+        // method's, which would make every request's future larger.
+        let observed = self
+            .metrics()
+            .map(|_| crate::observe::metrics::Observation::start(self, &call, &ctx));
+        let done = self.run_route(id, call, ctx).await;
+        if let (Some(metrics), Some(observed)) = (self.metrics(), observed) {
+            observed.finish(metrics, done.as_ref());
         }
+        done
     }
 
     /// [`Server::run`] without metrics.
-    pub(crate) async fn run_route(
-        &self,
-        id: &RequestId,
-        call: Route,
-        ctx: RequestContext,
-    ) -> Option<Final> {
+    async fn run_route(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),
