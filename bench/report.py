@@ -36,6 +36,7 @@ HOT_PATHS = ["crates/toolwire-protocol/src", "crates/toolwire-server/src", "crat
 BUSY = 0.95
 # Rows that measure throughput (all connections busy); the one-connection rows measure latency.
 THROUGHPUT = {"http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
+              "http-echo-64-metrics",
               "http-echo-64-wrk", "http-echo-64-cluster", "stdio"}
 # The gateway rows: `toolwire gateway` in front of one bench server, against that server called
 # directly; each target's CPU is its own process's.
@@ -119,6 +120,7 @@ def render(data):
               "http-realistic-64": "HTTP realistic schema, 64 conns", "stdio": "stdio, 16 in flight",
               "http-echo-64-auth": "HTTP echo, 64 conns, OAuth",
               "http-echo-64-layers": "HTTP echo, 64 conns, safety layers",
+              "http-echo-64-metrics": "HTTP echo, 64 conns, every layer on, metrics",
               "http-echo-64-wrk": "HTTP echo, 64 conns, wrk",
               "http-echo-64-cluster": "HTTP echo, 64 conns, HAProxy",
               "http-echo-1-gateway": "HTTP echo, 1 conn, gateway",
@@ -132,11 +134,14 @@ def render(data):
                 problems.append(f"{key}/{name}: {t['errors']} wrong or failed replies")
             rss = t.get("peak_rss_kb")
             shown = {"toolwire+auth": "toolwire, auth on",
-                     "toolwire+layers": "toolwire, every layer on"}.get(name, name)
+                     "toolwire+layers": "toolwire, every layer on",
+                     "toolwire+metrics": "toolwire, every layer on, metrics on"}.get(name, name)
             if key == "http-echo-64-auth" and name == "toolwire":
                 shown = "toolwire, auth off"
             if key == "http-echo-64-layers" and name == "toolwire":
                 shown = "toolwire, every layer off"
+            if key == "http-echo-64-metrics" and name == "toolwire":
+                shown = "toolwire, every layer on, metrics off"
             if key == "http-echo-64-cluster":
                 shown = CLUSTER.get(name, name)
             if key in GATEWAY:
@@ -151,7 +156,7 @@ def render(data):
                 ratios[f"{key}: {name}"] = (a["rps"] / b["rps"], server_bound(key, a) and server_bound(key, b))
         for peer in ("rmcp", "python", "ceiling"):
             ratio(f"toolwire/{peer}", tw, targets.get(peer, {}))
-        for extra in ("toolwire+auth", "toolwire+layers"):
+        for extra in ("toolwire+auth", "toolwire+layers", "toolwire+metrics"):
             ratio(f"{extra}/toolwire", targets.get(extra, {}), tw)
         for setup in ("redis-1", "redis-2", "redis-3"):
             ratio(f"{setup}/memory-1", targets.get(setup, {}), targets.get("memory-1", {}))
@@ -233,6 +238,8 @@ def render(data):
                            e1["toolwire"]["p50_us"] <= 1.15 * e1["ceiling"]["p50_us"]))
         against("stdio 16 in flight: toolwire ≥ 0.75× the stdio ceiling", "stdio: toolwire/ceiling", 0.75)
         against("HTTP echo 64: auth on ≥ 90% of auth off", "http-echo-64-auth: toolwire+auth/toolwire", 0.9)
+        against("HTTP echo 64, every layer on: metrics on ≥ 0.9× metrics off",
+                "http-echo-64-metrics: toolwire+metrics/toolwire", 0.9)
         against("HAProxy, 1 instance: state in Redis ≥ 0.8× in memory", "http-echo-64-cluster: redis-1/memory-1", 0.8)
         checks.append(("tools/list: ≤ 2 ms per page (p99)", listing["page_p99_us"] <= 2000))
         g1 = http.get("http-echo-1-gateway", {}).get("targets", {})
@@ -258,8 +265,8 @@ def render(data):
 
 def measure(raw, out, smoke):
     names = ("http-echo-1", "http-echo-64", "http-realistic-64", "http-echo-64-auth", "http-echo-64-layers",
-             "http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway")
-    optional = {"http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway"}
+             "http-echo-64-metrics", "http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway")
+    optional = {"http-echo-64-metrics", "http-echo-64-wrk", "http-echo-64-cluster", "http-echo-1-gateway", "http-echo-64-gateway"}
     commit, dirty = measured_commit(ROOT)
     data = {"commit": commit, "dirty": dirty, "machine": machine(), "smoke": smoke,
             "http": {name: load(raw, f"{name}.json") for name in names

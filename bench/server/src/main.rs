@@ -11,7 +11,8 @@
 //! `--layers` chooses the safety layers: `defaults` (as a server author gets them, with the rate
 //! and flood limits raised so that one load generator on one address is never refused; every
 //! check still runs), `all` (the same plus audit events to a JSON Lines file, `--audit-file`),
-//! or `off` (no output guard, deadline, rate limit, flood limit or audit).
+//! or `off` (no output guard, deadline, rate limit, flood limit or audit). `--metrics` keeps
+//! Prometheus metrics as `toolwire serve` does (served at `/metrics`), to measure their cost.
 //!
 //! `--store redis://HOST:PORT` keeps its state in Redis, shared by every instance naming it;
 //! `--state-tools` adds tools whose calls touch that state (see `state.rs`).
@@ -66,6 +67,10 @@ struct Args {
     /// The safety layers: as defaults (limits raised), all (plus audit), or off.
     #[arg(long, value_enum, default_value = "defaults")]
     layers: Layers,
+    /// Keep Prometheus metrics (operation durations, refusals, store calls) and serve them at
+    /// `/metrics`, as `toolwire serve` does.
+    #[arg(long)]
+    metrics: bool,
     /// With `--layers all`: the JSON Lines file audit events go to.
     #[arg(long, value_name = "FILE")]
     audit_file: Option<std::path::PathBuf>,
@@ -222,6 +227,9 @@ fn build(args: &Args) -> anyhow::Result<Server> {
             .ok_or_else(|| anyhow::anyhow!("--layers all needs --audit-file FILE"))?;
         builder = builder.audit_sink(Arc::new(JsonlAuditSink::open(file)?));
     }
+    if args.metrics {
+        builder = builder.metrics(toolwire_server::observe::Metrics::new());
+    }
     Ok(builder.build()?)
 }
 
@@ -257,7 +265,8 @@ async fn serve_http(server: &Server, addr: SocketAddr, args: &Args) -> anyhow::R
     let mut config = match args.layers {
         Layers::Off => http::HttpConfig::default().no_flood_limit("benchmark: every layer off"),
         Layers::Defaults | Layers::All => http::HttpConfig::default().flood_limit(UNREACHED),
-    };
+    }
+    .admin_endpoints(args.metrics);
     if let Some(file) = &args.auth_token_file {
         let resource = format!("http://{local}/mcp");
         let (issuer, token) = auth::start_issuer(&resource).await?;

@@ -209,6 +209,7 @@ pub(crate) fn server(
     audit: Option<Arc<dyn AuditSink>>,
     notes: &Notes,
     store: Option<&Store>,
+    metrics: Option<toolwire_server::observe::Metrics>,
 ) -> anyhow::Result<(Server, Examples)> {
     let examples = Examples {
         handle: Arc::new(OnceLock::new()),
@@ -218,6 +219,9 @@ pub(crate) fn server(
     let mut builder = Server::builder("toolwire-examples", env!("CARGO_PKG_VERSION"));
     if clients == Clients::ModernOnly {
         builder = builder.modern_only();
+    }
+    if let Some(metrics) = metrics {
+        builder = builder.metrics(metrics);
     }
     let server = configured_builder(builder, settings, audit, store)
         .title("Toolwire examples")
@@ -406,8 +410,15 @@ mod tests {
             crate::layers::HandlesConfig::default().lifetimes(),
         )
         .unwrap();
-        let (server, _) =
-            super::server(super::Clients::All, &Default::default(), None, &notes, None).unwrap();
+        let (server, _) = super::server(
+            super::Clients::All,
+            &Default::default(),
+            None,
+            &notes,
+            None,
+            None,
+        )
+        .unwrap();
         assert_eq!(
             server.tool_names(),
             [

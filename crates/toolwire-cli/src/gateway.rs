@@ -34,6 +34,14 @@ pub(crate) struct GatewayArgs {
     /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
     #[arg(long = "allow-host", value_name = "HOST")]
     allow_hosts: Vec<String>,
+    /// Serve the admin endpoints (GET /metrics in the Prometheus text format, /healthz,
+    /// /readyz) on this address instead of the --http one (e.g. 127.0.0.1:9090); with
+    /// stdio, the only way to have them. They need no token: keep it loopback or private.
+    #[arg(long, value_name = "ADDR")]
+    admin: Option<SocketAddr>,
+    /// Keep no metrics (GET /metrics answers 404); /healthz and /readyz stay.
+    #[arg(long)]
+    no_metrics: bool,
     /// Where the upstream tools' pins are kept, and a relative "gateway.audit.file". Default:
     /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
     #[arg(long, value_name = "DIR", env = "TOOLWIRE_STATE_DIR")]
@@ -85,6 +93,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         .title("Toolwire gateway")
         .offer_prompts()
         .offer_resources();
+    // Kept only where they can be scraped: stdio has them only with --admin.
+    let builder = if !args.no_metrics && (args.http.is_some() || args.admin.is_some()) {
+        builder.metrics(toolwire_server::observe::Metrics::new())
+    } else {
+        builder
+    };
     let builder =
         examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
     let options = gateway_options(
@@ -109,7 +123,8 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     }
     server.shutdown_on_signal();
     let exchanges = !exchanging.is_empty();
-    let http_config = http_config(args.allow_hosts.clone(), &settings, exchanges);
+    let http_config = http_config(args.allow_hosts.clone(), &settings, exchanges)
+        .admin_endpoints(args.admin.is_none());
     let reloading = Reloading {
         gateway: gateway.clone(),
         flood: args.http.map(|_| http_config.flood_control()),
@@ -118,8 +133,11 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         running: value,
     };
     crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
+    if let Some(admin) = args.admin {
+        crate::serve_admin(&server, admin).await?;
+    }
     let served = match args.http {
-        Some(addr) => serve_http(&server, addr, http_config).await,
+        Some(addr) => serve_http(&server, addr, http_config, args.admin.is_none()).await,
         None => {
             if settings.auth.is_some() {
                 anyhow::bail!(
@@ -449,17 +467,22 @@ fn http_config(
     }
 }
 
-/// Serves `server` at `addr` with `config` until it shuts down.
+/// Serves `server` at `addr` with `config` until it shuts down; `endpoints_here`: metrics and
+/// health are served there too (no --admin).
 async fn serve_http(
     server: &Server,
     addr: SocketAddr,
     config: http::HttpConfig,
+    endpoints_here: bool,
 ) -> anyhow::Result<()> {
     let listener = crate::bind(addr).await?;
     let addr = listener.local_addr()?;
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));
+    if endpoints_here {
+        crate::note_endpoints(server, addr);
+    }
     http::serve(server.clone(), listener, config)
         .await
         .context("HTTP transport")

@@ -57,6 +57,14 @@ enum Command {
         /// Extra Host names to accept besides localhost, e.g. when binding beyond loopback.
         #[arg(long = "allow-host", value_name = "HOST")]
         allow_hosts: Vec<String>,
+        /// Serve the admin endpoints (GET /metrics in the Prometheus text format, /healthz,
+        /// /readyz) on this address instead of the --http one (e.g. 127.0.0.1:9090); with
+        /// stdio, the only way to have them. They need no token: keep it loopback or private.
+        #[arg(long, value_name = "ADDR")]
+        admin: Option<SocketAddr>,
+        /// Keep no metrics (GET /metrics answers 404); /healthz and /readyz stay.
+        #[arg(long)]
+        no_metrics: bool,
         /// Refuse clients that start with the 2025-11-25 `initialize` handshake.
         #[arg(long)]
         modern_only: bool,
@@ -242,6 +250,8 @@ async fn run() -> anyhow::Result<()> {
         Command::Serve {
             http,
             allow_hosts,
+            admin,
+            no_metrics,
             modern_only,
             config,
             watch_config,
@@ -251,6 +261,8 @@ async fn run() -> anyhow::Result<()> {
             let listen = Listen {
                 addr: http,
                 allow_hosts,
+                admin,
+                metrics: !no_metrics,
                 clients: if modern_only {
                     examples::Clients::ModernOnly
                 } else {
@@ -480,8 +492,22 @@ struct Listen {
     addr: Option<SocketAddr>,
     /// `--allow-host`: Host names accepted besides localhost.
     allow_hosts: Vec<String>,
+    /// `--admin ADDR`: where the admin endpoints are served instead of the MCP address.
+    admin: Option<SocketAddr>,
+    /// Whether metrics are kept (not `--no-metrics`).
+    metrics: bool,
     /// `--modern-only` or not.
     clients: examples::Clients,
+}
+
+/// Says where `server`'s metrics (when it keeps them) and health endpoints are, at `addr`.
+fn note_endpoints(server: &toolwire_server::Server, addr: SocketAddr) {
+    terminal::note(&match server.metrics() {
+        Some(_) => {
+            format!("toolwire: metrics at http://{addr}/metrics, health at /healthz and /readyz")
+        }
+        None => format!("toolwire: health at http://{addr}/healthz and /readyz"),
+    });
 }
 
 /// Serves the example tools on stdio or Streamable HTTP.
@@ -503,16 +529,22 @@ async fn serve(
     let Listen {
         addr,
         allow_hosts,
+        admin,
+        metrics,
         clients,
     } = listen;
-    let (server, examples) = examples::server(clients, &settings, audit, &notes, store.as_ref())?;
+    // Kept only where they can be scraped: stdio has them only with --admin.
+    let metrics = (metrics && (addr.is_some() || admin.is_some()))
+        .then(toolwire_server::observe::Metrics::new);
+    let (server, examples) =
+        examples::server(clients, &settings, audit, &notes, store.as_ref(), metrics)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
             "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"
         );
     }
     server.shutdown_on_signal();
-    let config = http_config(allow_hosts, &settings);
+    let config = http_config(allow_hosts, &settings).admin_endpoints(admin.is_none());
     if let Some((Configured { file, watch }, text)) = reloads {
         let reloading = Reloading {
             server: server.clone(),
@@ -522,6 +554,9 @@ async fn serve(
             running: Reloading::json_of(&text),
         };
         reload::follow(file, watch, text.into_bytes(), reloading);
+    }
+    if let Some(admin) = admin {
+        serve_admin(&server, admin).await?;
     }
     let Some(addr) = addr else {
         // stdio has no access tokens: the caller is who the environment says.
@@ -539,6 +574,9 @@ async fn serve(
     terminal::note(&format!(
         "toolwire: serving the example tools at http://{addr}/mcp (Ctrl-C to stop)"
     ));
+    if admin.is_none() {
+        note_endpoints(&server, addr);
+    }
     if let Some(file) = &audit_file {
         terminal::note(&format!("toolwire: audit events go to {}", file.display()));
     }
@@ -550,6 +588,33 @@ async fn serve(
         .context("HTTP transport");
     server.flush_audit();
     served
+}
+
+/// Serves the admin endpoints on `--admin ADDR` in a task of their own, until the server
+/// shuts down; says where, and warns when the address is reachable from other machines.
+pub(crate) async fn serve_admin(
+    server: &toolwire_server::Server,
+    addr: SocketAddr,
+) -> anyhow::Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
+        format!("--admin {addr}: cannot listen there (port 0 picks a free one)")
+    })?;
+    let addr = listener.local_addr()?;
+    terminal::note(&format!(
+        "toolwire: admin endpoints at http://{addr}/metrics, /healthz and /readyz"
+    ));
+    if !addr.ip().is_loopback() {
+        tracing::warn!(
+            "--admin {addr} is not a loopback address: /metrics and /readyz answer anyone who reaches it, without a token"
+        );
+    }
+    let server = server.clone();
+    tokio::spawn(async move {
+        if let Err(error) = toolwire_server::observe::serve_admin(server, listener).await {
+            tracing::error!(%error, "the admin endpoints stopped");
+        }
+    });
+    Ok(())
 }
 
 /// A listener on `--http ADDR`, or an error that says what to do.

@@ -34,7 +34,15 @@ pub(crate) async fn call(
     let sealed = Sealed::of(&ctx)?;
     let approved = match policy.decide(qualified, &arguments, &ctx, &sealed) {
         Verdict::Go(approved) => approved,
-        Verdict::Answer(answer) => return *answer,
+        Verdict::Answer(answer) => {
+            // A result is the rules' refusal; an error asks the person behind the caller.
+            if let (Some(observed), Ok(result)) = (route.observed.get(), &*answer) {
+                if result.is_error() {
+                    observed.count_policy_refusal();
+                }
+            }
+            return *answer;
+        }
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
     // A caller that declared the tasks extension may get a task: the upstream's, followed by
@@ -122,10 +130,12 @@ fn upstream_call(
         None => options,
     };
     let (exchange, server) = (route.exchange.clone(), route.server.clone());
+    let observed = route.observed.clone();
     // Kept only where the call may be made again with a new token.
     let again = exchange.as_ref().map(|_| arguments.clone());
     Box::pin(async move {
         let mut first = Some(arguments);
+        let started = std::time::Instant::now();
         let made = crate::exchange::with_exchanged(
             exchange.as_deref(),
             (&server, &qualified),
@@ -140,6 +150,9 @@ fn upstream_call(
         .await;
         // The call's requests are unbound when it ends.
         drop(holding);
+        if let (Some(observed), Ok(called)) = (observed.get(), &made) {
+            observed.observe_call(&server, &qualified, called, started.elapsed());
+        }
         made.unwrap_or_else(|why| Called {
             result: crate::exchange::refused(why),
             outcome: Outcome::Refused,
@@ -406,6 +419,8 @@ pub(crate) struct Route {
     /// Whether the upstream speaks 2026-07-28, whose questions come as `input_required`
     /// rounds and never as requests during a call: its calls are not set up to be held.
     pub(crate) modern: bool,
+    /// Where its upstream calls are counted, once the gateway has metrics.
+    pub(crate) observed: Arc<std::sync::OnceLock<crate::observe::GatewayMetrics>>,
 }
 
 /// What the caller gets of an upstream call: its result, or the upstream's refusal of the

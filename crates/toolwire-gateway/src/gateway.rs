@@ -181,6 +181,13 @@ pub(crate) struct Inner {
     pub(crate) starting: tokio::sync::watch::Sender<Starting>,
 }
 
+impl Inner {
+    /// The upstreams still on their first try.
+    pub(crate) fn starting_names(&self) -> Vec<String> {
+        self.starting.borrow().pending.iter().cloned().collect()
+    }
+}
+
 /// The upstreams on their first try (started and not yet listed, nor failed), and whether
 /// [`Gateway::start`] has stopped waiting for them (an upstream that answers later is
 /// logged): one value, so that an upstream's end and the start's are seen in one order.
@@ -244,8 +251,11 @@ impl Gateway {
         // server is built): the extension is declared from the start. The rules decide each
         // caller's list, even when there are none yet: a reload may bring some (without rules
         // the check lets every tool through at once).
+        let ready = crate::observe::UpstreamsReady::default();
+        let observed = Arc::new(std::sync::OnceLock::new());
         let server = server
             .offer_tasks()
+            .readiness(ready.clone())
             .tool_visibility(Visibility(policy.clone()))
             .build()?;
         let unrelayable = Arc::new(Unrelayable::default());
@@ -266,6 +276,7 @@ impl Gateway {
                     policy.clone(),
                     (unrelayable, holds.clone()),
                     exchanges.clone(),
+                    observed.clone(),
                 ),
                 policy,
                 holds,
@@ -281,6 +292,14 @@ impl Gateway {
                 }),
             }),
         };
+        ready.set(&gateway.inner);
+        if let Some(metrics) = gateway.inner.server.metrics() {
+            if let Some(registered) =
+                crate::observe::GatewayMetrics::register(metrics, &gateway.inner)
+            {
+                let _ = observed.set(registered);
+            }
+        }
         let mut started = gateway.inner.starting.subscribe();
         // Each upstream's follower makes its first try, each on its own.
         for server in &config.servers {

@@ -36,6 +36,7 @@ mod forward;
 mod gateway;
 mod hold;
 mod mirror;
+mod observe;
 mod offers;
 mod policy;
 mod relay;

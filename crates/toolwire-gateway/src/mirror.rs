@@ -27,6 +27,8 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
+    /// Where the served tools' upstream calls are counted (set once the gateway exists).
+    observed: Arc<std::sync::OnceLock<crate::observe::GatewayMetrics>>,
     /// Replaced by a reload; each tool is made with the settings of the moment.
     settings: Mutex<Option<ToolSettings>>,
     policy: Arc<Policy>,
@@ -56,8 +58,10 @@ impl Mirror {
         policy: Arc<Policy>,
         (unrelayable, holds): (Arc<Unrelayable>, Arc<Holds>),
         exchanges: Arc<Exchanges>,
+        observed: Arc<std::sync::OnceLock<crate::observe::GatewayMetrics>>,
     ) -> Mirror {
         Mirror {
+            observed,
             settings: Mutex::new(settings),
             policy,
             unrelayable,
@@ -163,6 +167,7 @@ impl Mirror {
             exchange: self.exchanges.of_server(&tool.server),
             holds: self.holds.clone(),
             modern: tasks,
+            observed: self.observed.clone(),
         });
         let host = host.clone();
         let policy = self.policy.clone();

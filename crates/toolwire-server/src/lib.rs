@@ -45,6 +45,7 @@ pub mod fuzzing;
 pub mod http;
 mod legacy;
 pub mod memory;
+pub mod observe;
 mod request;
 mod safety;
 mod server;
@@ -54,6 +55,7 @@ mod tools;
 
 pub use clock::{Clock, ManualClock, SystemClock};
 pub use error::{Error, Result, SchemaRole, ToolRule};
+pub use observe::{Metrics, NotReady, Readiness};
 pub use request::context::RequestContext;
 pub use request::followed::FollowedResources;
 pub use request::mrtr::{Elicited, InputRequired};

@@ -4,6 +4,7 @@
 mod credentials;
 mod gateway;
 mod hold;
+mod observe;
 mod offers;
 #[path = "../../../toolwire-server/tests/it/redis_server.rs"]
 mod redis_server;

@@ -48,6 +48,8 @@ pub struct HttpConfig {
     pub(super) max_header_bytes: usize,
     /// Whether free memory is handed back to the system after connections close (glibc).
     pub(super) release_memory: bool,
+    /// Whether `/metrics`, `/healthz` and `/readyz` are served on the MCP address.
+    pub(super) admin_endpoints: bool,
 }
 
 /// A session store, shared by the routers made from one config.
@@ -101,6 +103,7 @@ impl Default for HttpConfig {
             body_timeout: Duration::from_secs(30),
             max_header_bytes: DEFAULT_MAX_HEADER_BYTES,
             release_memory: true,
+            admin_endpoints: false,
         }
     }
 }
@@ -278,6 +281,17 @@ impl HttpConfig {
     /// connection is closed.
     pub fn body_timeout(mut self, timeout: Duration) -> Self {
         self.body_timeout = timeout;
+        self
+    }
+
+    /// Serves the admin endpoints on the MCP address too (off by default): `GET /metrics`
+    /// (the server's [`crate::ServerBuilder::metrics`], 404 without), `GET /healthz` and
+    /// `GET /readyz` (see [`crate::observe`]). They need no token and are not MCP requests
+    /// (no audit, no tool quota), but pass the Host/Origin check and the flood limit. To keep
+    /// them off the MCP address, serve [`crate::observe::admin_router`] on an address of
+    /// its own instead.
+    pub fn admin_endpoints(mut self, on: bool) -> Self {
+        self.admin_endpoints = on;
         self
     }
 

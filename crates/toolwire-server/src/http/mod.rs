@@ -40,6 +40,8 @@ use toolwire_protocol::{
     RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
+use crate::observe;
+use crate::observe::RefusalReason;
 use crate::request::dispatch::{Final, Message, read_message, read_meta};
 use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::safety::limits::{ClientId, Limiter};
@@ -126,7 +128,33 @@ fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
     for metadata in metadata_paths {
         router = router.route(&metadata, axum::routing::get(handle_metadata));
     }
+    if state.config.admin_endpoints {
+        router = router
+            .route(observe::METRICS_PATH, axum::routing::get(handle_admin))
+            .route(observe::HEALTHZ_PATH, axum::routing::get(handle_admin))
+            .route(observe::READYZ_PATH, axum::routing::get(handle_admin));
+    }
     (router.with_state(state.clone()), state)
+}
+
+/// `/metrics`, `/healthz` and `/readyz` on the MCP address
+/// ([`HttpConfig::admin_endpoints`]): no token and no MCP limits, since they are not MCP
+/// requests, but the Host and Origin check (against DNS rebinding) and the flood limit.
+async fn handle_admin(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    let (parts, _) = request.into_parts();
+    if let Err(turned) = state.admission.admit(&parts, state.server.clock()) {
+        state.server.count_refusal(RefusalReason::Flood);
+        return turned.into_response();
+    }
+    if let Err(refusal) = checks::host_and_origin(&state.config, &parts.uri, &parts.headers) {
+        return refusal.into_response();
+    }
+    let server = State(state.server.clone());
+    match parts.uri.path() {
+        observe::METRICS_PATH => observe::metrics_endpoint(server).await,
+        observe::HEALTHZ_PATH => observe::healthz().await,
+        _ => observe::readyz(server).await,
+    }
 }
 
 /// RFC 9728 Protected Resource Metadata; needs no token.
@@ -146,7 +174,10 @@ async fn caller_of(
     id: Option<&RequestId>,
 ) -> Result<Caller, Refusal> {
     match &state.guard {
-        Some(guard) => guard.admit(uri, headers).await,
+        Some(guard) => guard
+            .admit(uri, headers)
+            .await
+            .inspect_err(|refusal| count_auth_refusal(state, refusal)),
         None => Ok(Caller {
             principal: resolve_principal(&state.config, headers, id.unwrap_or(&0.into()))?
                 .map(Into::into),
@@ -314,7 +345,10 @@ async fn admit_session_request(
     let address = state
         .admission
         .admit(&parts, state.server.clock())
-        .map_err(IntoResponse::into_response)?;
+        .map_err(|turned| {
+            state.server.count_refusal(RefusalReason::Flood);
+            turned.into_response()
+        })?;
     checks::host_and_origin(&state.config, &parts.uri, &parts.headers)
         .map_err(IntoResponse::into_response)?;
     let caller = caller_of(state, &parts.uri, &parts.headers, None)
@@ -328,7 +362,10 @@ async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> R
     // A flood is turned away before anything else is looked at (T-15).
     let address = match state.admission.admit(&parts, state.server.clock()) {
         Ok(address) => address,
-        Err(turned) => return turned.into_response(),
+        Err(turned) => {
+            state.server.count_refusal(RefusalReason::Flood);
+            return turned.into_response();
+        }
     };
     match admit_and_run(&state, parts, body, address).await {
         Ok(response) => response,
@@ -350,7 +387,10 @@ async fn admit_and_run(
     let oauth_caller = match &state.guard {
         Some(guard) => Some(Caller {
             address: address.clone(),
-            ..guard.admit(&parts.uri, headers).await?
+            ..guard
+                .admit(&parts.uri, headers)
+                .await
+                .inspect_err(|refusal| count_auth_refusal(state, refusal))?
         }),
         None => None,
     };
@@ -448,6 +488,7 @@ fn check_scopes(
     guard
         .check_scopes(&state.server, route, granted, id)
         .inspect_err(|refusal| {
+            state.server.count_refusal(RefusalReason::Scope);
             if let Route::CallTool(call) = route {
                 let principal = caller.principal.as_deref();
                 let code = refusal.error.code;
@@ -456,6 +497,17 @@ fn check_scopes(
                     .audit_refused(id, call, principal, Some(meta), code);
             }
         })
+}
+
+/// Counts an OAuth refusal: 403 is a missing scope, anything else (401, 400, 503) no usable
+/// token.
+fn count_auth_refusal(state: &HttpState, refusal: &Refusal) {
+    let reason = if refusal.status == StatusCode::FORBIDDEN {
+        RefusalReason::Scope
+    } else {
+        RefusalReason::Auth
+    };
+    state.server.count_refusal(reason);
 }
 
 /// The caller's principal from the configured resolver. The resolver is the server author's

@@ -154,6 +154,7 @@ fn context(
     .with_claims(caller.claims)
     .with_token(caller.token)
     .with_address(caller.address)
+    .with_transport(crate::observe::metrics::Transport::Tcp)
 }
 
 /// The reply to `work`, a request whose notifications (and, for a legacy session, requests to

@@ -210,6 +210,7 @@ impl Server {
             .with_scopes(call.scopes.clone())
             .with_claims(call.claims.clone())
             .with_token(call.token.clone())
+            .with_transport(transport_of(call.address.is_some()))
             .with_address(call.address.clone());
             let finisher = ctx.clone();
             let done = self.run(id, route, ctx).await;
@@ -377,6 +378,16 @@ fn read_reply(json: &str) -> Option<Reply> {
         }
     }
     Some(Reply::Complete(result))
+}
+
+/// The transport of a legacy request, for its metrics: HTTP knows its client's address, stdio
+/// has none (an HTTP router served without the peer's address is counted as `pipe`).
+fn transport_of(has_address: bool) -> crate::observe::metrics::Transport {
+    if has_address {
+        crate::observe::metrics::Transport::Tcp
+    } else {
+        crate::observe::metrics::Transport::Pipe
+    }
 }
 
 #[cfg(test)]

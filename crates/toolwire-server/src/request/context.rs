@@ -107,6 +107,8 @@ struct Inner {
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
     address: Option<crate::safety::limits::ClientId>,
+    /// The transport the request came over, for its metrics.
+    transport: crate::observe::metrics::Transport,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
@@ -165,6 +167,7 @@ impl RequestContext {
                 claims: None,
                 token: None,
                 address: None,
+                transport: crate::observe::metrics::Transport::Pipe,
                 task_start: None,
             }),
         }
@@ -209,6 +212,19 @@ impl RequestContext {
             inner.token = token;
         }
         self
+    }
+
+    /// Sets the transport; only on a context nobody else holds yet.
+    pub(crate) fn with_transport(mut self, transport: crate::observe::metrics::Transport) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.transport = transport;
+        }
+        self
+    }
+
+    /// The transport the request came over.
+    pub(crate) fn transport(&self) -> crate::observe::metrics::Transport {
+        self.inner.transport
     }
 
     /// Sets the client; only on a context nobody else holds yet.

@@ -288,13 +288,27 @@ impl Server {
     }
 
     /// Runs a call to its final message; `None` when the request ended without one (a listen
-    /// stream the client cancelled).
+    /// stream the client cancelled). With metrics, its duration is recorded (O-01).
     pub(crate) async fn run(
         &self,
         id: &RequestId,
         call: Route,
         ctx: RequestContext,
     ) -> Option<Final> {
+        // Labels resolved before the call, recorded after it: no future of its own around the
+        // method's, which would make every request's future larger.
+        let observed = self
+            .metrics()
+            .map(|_| crate::observe::metrics::Observation::start(self, &call, &ctx));
+        let done = self.run_route(id, call, ctx).await;
+        if let (Some(metrics), Some(observed)) = (self.metrics(), observed) {
+            observed.finish(metrics, done.as_ref());
+        }
+        done
+    }
+
+    /// [`Server::run`] without metrics.
+    async fn run_route(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),

@@ -17,6 +17,8 @@ pub(crate) struct Final {
     pub(crate) json: String,
     /// The error code when the final message is an error.
     pub(crate) error_code: Option<i64>,
+    /// Whether it is a tool result with `isError` (for metrics).
+    pub(crate) tool_error: bool,
 }
 
 #[derive(Serialize)]
@@ -44,6 +46,7 @@ impl Final {
             Ok(json) => Final {
                 json,
                 error_code: None,
+                tool_error: false,
             },
             Err(e) => {
                 tracing::error!(error = %e, "cannot serialize a result");
@@ -79,6 +82,7 @@ impl Final {
         Final {
             json,
             error_code: Some(error.code),
+            tool_error: false,
         }
     }
 }

@@ -85,8 +85,11 @@ impl Server {
             .resource_subscriptions
             .as_ref()
             .map(|uris| self.followers().hold(uris.iter().cloned().collect()));
+        // Counted as open while the stream lives (O-04).
+        let open = self.metrics().map(crate::observe::Metrics::listen_stream);
         async_stream::stream! {
             let _following = following;
+            let _open = open;
             let tag = || Some(NotificationMeta::subscription(id.clone()));
             let ack = AcknowledgedParams { meta: tag(), notifications: honoured.clone() };
             yield notification(NOTIFICATION_SUBSCRIPTIONS_ACKNOWLEDGED, ack);
@@ -141,6 +144,7 @@ impl Server {
                 return Some(Final {
                     json: message.json,
                     error_code: None,
+                    tool_error: false,
                 });
             }
             if !ctx.send_json(message.json).await {

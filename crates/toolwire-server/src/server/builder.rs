@@ -56,6 +56,8 @@ pub struct ServerBuilder {
     audit: Option<Arc<dyn crate::safety::audit::AuditSink>>,
     store: Option<Store>,
     fan_out: Option<Arc<dyn ChangeFanOut>>,
+    metrics: Option<crate::observe::Metrics>,
+    readiness: Vec<Arc<dyn crate::observe::Readiness>>,
 }
 
 impl ServerBuilder {
@@ -85,6 +87,8 @@ impl ServerBuilder {
             audit: None,
             store: None,
             fan_out: None,
+            metrics: None,
+            readiness: Vec::new(),
         }
     }
 
@@ -483,6 +487,21 @@ impl ServerBuilder {
         (keys, replay_guard, task_store)
     }
 
+    /// Records the server's operations, refusals and state in `metrics` (O-01): off unless
+    /// set, so that a server that is not scraped pays nothing. Serve them with
+    /// [`crate::observe::admin_router`] or
+    /// [`HttpConfig::admin_endpoints`](crate::http::HttpConfig::admin_endpoints).
+    pub fn metrics(mut self, metrics: crate::observe::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// Adds a readiness check to the built-in ones ([`Server::readiness`], `/readyz`).
+    pub fn readiness(mut self, check: impl crate::observe::Readiness) -> Self {
+        self.readiness.push(Arc::new(check));
+        self
+    }
+
     /// Checks every tool and builds the server.
     pub fn build(mut self) -> Result<Server> {
         let output_guard = self.checked_policies()?;
@@ -523,6 +542,9 @@ impl ServerBuilder {
         let discover = self.discover(offers, result_meta.clone())?;
         let shutdown = CancellationToken::new();
         let (keys, replay_guard, task_store) = self.state_stores(&shutdown);
+        if let (Some(store), Some(metrics)) = (&self.store, &self.metrics) {
+            store.count_calls_in(metrics);
+        }
         Ok(Server {
             inner: Arc::new(ServerInner {
                 list_ttl_ms: std::sync::atomic::AtomicU64::new(u64::MAX),
@@ -556,6 +578,8 @@ impl ServerBuilder {
                 followers: Arc::default(),
                 shutdown,
                 result_meta,
+                metrics: self.metrics,
+                readiness: self.readiness,
             }),
         })
     }

@@ -129,6 +129,10 @@ pub(crate) struct ServerInner {
     /// How legacy clients' answers and cancellations reach the instance running their
     /// request, with a shared store.
     session_relay: Option<Arc<dyn crate::state::relay::SessionRelay>>,
+    /// Where operations, refusals and state are counted; `None`: nowhere (O-03).
+    metrics: Option<crate::observe::Metrics>,
+    /// The builder's readiness checks, beside the built-in ones.
+    readiness: Vec<Arc<dyn crate::observe::Readiness>>,
 }
 
 /// Which capabilities beside tools the server declares.
@@ -489,6 +493,31 @@ impl Server {
 
     pub(crate) fn tasks(&self) -> &Tasks {
         &self.inner.tasks
+    }
+
+    /// Asks every readiness check: the built-in ones (at least one tool registered; the shared
+    /// store, if there is one, answers a ping within its timeout) and the builder's
+    /// ([`ServerBuilder::readiness`]); returns the parts that are not ready, none of them
+    /// [`blocking`](crate::NotReady::blocking) when the server is ready (O-06).
+    pub async fn readiness(&self) -> Vec<crate::NotReady> {
+        crate::observe::readiness(self).await
+    }
+
+    /// The metrics set with [`ServerBuilder::metrics`], if any.
+    pub fn metrics(&self) -> Option<&crate::observe::Metrics> {
+        self.inner.metrics.as_ref()
+    }
+
+    /// Counts a refusal, with metrics.
+    pub(crate) fn count_refusal(&self, reason: crate::observe::RefusalReason) {
+        if let Some(metrics) = &self.inner.metrics {
+            metrics.count_refusal(reason);
+        }
+    }
+
+    /// The builder's readiness checks.
+    pub(crate) fn readiness_checks(&self) -> &[Arc<dyn crate::observe::Readiness>] {
+        &self.inner.readiness
     }
 
     /// The store set with [`ServerBuilder::store`], if any.

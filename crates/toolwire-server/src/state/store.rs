@@ -251,6 +251,26 @@ impl Store {
         }
     }
 
+    /// Whether the store answers: always in memory; a Redis store must answer `PING` within
+    /// its timeout (`/readyz` asks this). The error never shows the store's URL or password.
+    pub async fn ping(&self) -> Result<(), crate::StoreError> {
+        match &self.kind {
+            Kind::Memory { .. } => Ok(()),
+            #[cfg(feature = "redis")]
+            Kind::Redis(redis) => redis.ping().await,
+        }
+    }
+
+    /// Counts the store's calls in `metrics` (the first server with metrics to use it).
+    #[cfg_attr(not(feature = "redis"), allow(unused_variables))]
+    pub(crate) fn count_calls_in(&self, metrics: &crate::observe::Metrics) {
+        match &self.kind {
+            Kind::Memory { .. } => {}
+            #[cfg(feature = "redis")]
+            Kind::Redis(redis) => redis.count_calls_in(metrics),
+        }
+    }
+
     /// The key ring kept in this store, if it is shared.
     #[cfg(feature = "redis")]
     pub(crate) fn key_ring(&self) -> Option<Arc<crate::state::redis::SharedKeyRing>> {

@@ -393,7 +393,10 @@ impl Connection {
                     inflight.remove(&id);
                 }
             }
-            if let Some(Final { json, error_code }) = done {
+            if let Some(Final {
+                json, error_code, ..
+            }) = done
+            {
                 let _ = tx
                     .send(Frame {
                         json,

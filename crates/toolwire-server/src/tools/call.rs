@@ -119,6 +119,7 @@ impl Server {
             return Err(ErrorObject::invalid_params(format!("Unknown tool: {name}")));
         };
         if !permits(ctx.scopes(), &tool.scopes) {
+            self.count_refusal(crate::observe::RefusalReason::Scope);
             return Err(insufficient_scope("tool", name, &tool.scopes));
         }
         if let Some(visibility) = &self.config().tool_visibility {
@@ -312,8 +313,12 @@ impl Server {
         tool: &RegisteredTool,
         mut result: CallToolResult,
     ) -> CallToolResult {
-        tool.guard
+        let report = tool
+            .guard
             .apply(&tool.name, &mut result, |scheme| self.own_scheme(scheme));
+        if let Some(metrics) = self.metrics() {
+            metrics.count_guard(&report);
+        }
         result
     }
 
@@ -441,6 +446,13 @@ impl Server {
     /// The response to a call, with serverInfo in the result's `_meta` (B-18). A result without
     /// `_meta` gets the pre-serialized one spliced in; one the handler gave `_meta` is merged.
     pub(crate) fn call_result(&self, id: &RequestId, result: &CallToolResult) -> Final {
+        let mut done = self.call_final_json(id, result);
+        done.tool_error = result.is_error();
+        done
+    }
+
+    /// A tool result's final message, with the server's `_meta` merged in.
+    fn call_final_json(&self, id: &RequestId, result: &CallToolResult) -> Final {
         let Some(server_meta) = self.result_meta() else {
             return Final::result(id, result);
         };
@@ -482,6 +494,7 @@ impl Server {
                 limit.limiter.check(caller, limit.cost).err()?
             }
         };
+        self.count_refusal(crate::observe::RefusalReason::RateLimit);
         Some(limited_result(name, limit, wait))
     }
 }

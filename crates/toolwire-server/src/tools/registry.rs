@@ -47,6 +47,8 @@ pub(crate) struct RegisteredTool {
     pub(crate) limit: Option<Arc<ToolLimit>>,
     /// The tool as given, to register it again under new defaults.
     source: Tool,
+    /// Its operation series, resolved on first use (O-03).
+    pub(crate) series: crate::observe::metrics::ToolSeries,
 }
 
 impl Entry for RegisteredTool {
@@ -289,6 +291,7 @@ fn prepare(
         toolwire_protocol::hex::encode(&sha2::Sha256::digest(listed.get().as_bytes()))
     };
     Ok(RegisteredTool {
+        series: crate::observe::metrics::ToolSeries::new(&name),
         name,
         listed,
         input,

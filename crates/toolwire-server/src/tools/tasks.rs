@@ -85,6 +85,7 @@ impl Server {
         );
         let server = self.clone();
         tokio::spawn(async move {
+            let _running = server.metrics().map(crate::observe::Metrics::task);
             server.drive(&task_id, rerun, cancel, &inbox, step).await;
             server.tasks().running().remove(&task_id);
         });

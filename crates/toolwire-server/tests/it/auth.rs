@@ -897,3 +897,34 @@ async fn handlers_get_the_callers_token_only_when_asked() {
         s.stop().await;
     }
 }
+
+/// A request without a token counts as an `auth` refusal, a call without the tool's scope as a
+/// `scope` one.
+#[tokio::test]
+async fn refusals_of_access_are_counted_by_reason() {
+    let server = Server::builder("guarded", "1")
+        .tool(
+            Tool::new("add", |p: Pair, _: RequestContext| async move {
+                Structured(Sum { total: p.a + p.b })
+            })
+            .scopes(["math"]),
+        )
+        .metrics(toolwire_server::observe::Metrics::new())
+        .build()
+        .unwrap();
+    let f = Fixture::start_with(server).await;
+    let add = request(
+        1,
+        "tools/call",
+        json!({"name": "add", "arguments": {"a": 2, "b": 3}}),
+    );
+    assert_eq!(f.post_as(None, &add).await.status, 401);
+    let reader = f.token("alice", "tools:read");
+    assert_eq!(f.post_as(Some(&reader), &add).await.status, 403);
+    let text = f.server.server.metrics().unwrap().encode();
+    for reason in ["auth", "scope"] {
+        let line = format!("toolwire_refusals_total{{reason=\"{reason}\"}} 1");
+        assert!(text.contains(&line), "{line} in {text}");
+    }
+    f.server.stop().await;
+}

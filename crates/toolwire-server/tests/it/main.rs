@@ -24,6 +24,7 @@ mod http_tools;
 mod legacy;
 mod limits;
 mod mrtr;
+mod observe;
 mod offers;
 mod output_guard;
 mod props;

@@ -52,6 +52,7 @@ use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::{Cmd, FromRedisValue, RedisError, ScriptInvocation};
 use tokio::sync::OnceCell;
 
+use crate::observe::metrics::StoreCall;
 use crate::state::StoreError;
 
 pub(crate) use fanout::RedisFanOut;
@@ -69,6 +70,8 @@ pub(crate) struct Redis {
     prefix: String,
     timeout: Duration,
     connection: OnceCell<ConnectionManager>,
+    /// Where its calls are counted, once a server with metrics uses it.
+    metrics: std::sync::OnceLock<crate::observe::Metrics>,
 }
 
 impl std::fmt::Debug for Redis {
@@ -93,12 +96,26 @@ impl Redis {
             prefix,
             timeout,
             connection: OnceCell::new(),
+            metrics: std::sync::OnceLock::new(),
         }
     }
 
     /// The same store with another prefix or timeout (and a connection of its own).
     pub(crate) fn with(&self, prefix: String, timeout: Duration) -> Self {
         Redis::new(self.client.clone(), prefix, timeout)
+    }
+
+    /// Counts its calls in `metrics` from now on (the first metrics given stay).
+    pub(crate) fn count_calls_in(&self, metrics: &crate::observe::Metrics) {
+        let _ = self.metrics.set(metrics.clone());
+    }
+
+    /// `PING`, bounded by the timeout: whether the store answers at all.
+    pub(crate) async fn ping(&self) -> Result<(), StoreError> {
+        let mut connection = self.connection()?;
+        let ping = redis::cmd("PING");
+        let call = ping.query_async::<String>(&mut connection);
+        self.bounded(StoreCall::Ping, call).await.map(drop)
     }
 
     /// The client, for a connection of its own (a pub/sub subscription).
@@ -146,7 +163,8 @@ impl Redis {
     /// Runs `cmd`, bounded by the timeout.
     pub(crate) async fn query<T: FromRedisValue>(&self, cmd: &Cmd) -> Result<T, StoreError> {
         let mut connection = self.connection()?;
-        self.bounded(cmd.query_async(&mut connection)).await
+        self.bounded(StoreCall::Command, cmd.query_async(&mut connection))
+            .await
     }
 
     /// Runs a pipeline (a transaction if it is atomic), bounded by the timeout.
@@ -155,7 +173,8 @@ impl Redis {
         pipe: &redis::Pipeline,
     ) -> Result<T, StoreError> {
         let mut connection = self.connection()?;
-        self.bounded(pipe.query_async(&mut connection)).await
+        self.bounded(StoreCall::Pipeline, pipe.query_async(&mut connection))
+            .await
     }
 
     /// Runs a script, bounded by the timeout (`EVALSHA`, loading it first if Redis lacks it).
@@ -164,18 +183,24 @@ impl Redis {
         script: &ScriptInvocation<'_>,
     ) -> Result<T, StoreError> {
         let mut connection = self.connection()?;
-        self.bounded(script.invoke_async(&mut connection)).await
+        self.bounded(StoreCall::Script, script.invoke_async(&mut connection))
+            .await
     }
 
     async fn bounded<T>(
         &self,
+        kind: StoreCall,
         call: impl Future<Output = Result<T, RedisError>>,
     ) -> Result<T, StoreError> {
-        match tokio::time::timeout(self.timeout, call).await {
+        let answer = match tokio::time::timeout(self.timeout, call).await {
             Ok(Ok(value)) => Ok(value),
             Ok(Err(error)) => Err(store_error(error)),
             Err(_) => Err(StoreError::unavailable(NoAnswer(self.timeout))),
+        };
+        if let Some(metrics) = self.metrics.get() {
+            metrics.count_store_call(kind, answer.is_err());
         }
+        answer
     }
 }
 
