@@ -16,6 +16,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
+use toolwire_protocol::legacy::LEGACY_VERSIONS;
+use toolwire_protocol::methods::{self as m, Method as _};
+
 use crate::request::context::RequestContext;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
@@ -47,28 +50,28 @@ pub const DURATION_BUCKETS: &[f64] = &[
 
 /// The methods that get a series, in the order of [`Method`]'s discriminants.
 const METHODS: [&str; 13] = [
-    "server/discover",
-    "tools/list",
-    "tools/call",
-    "subscriptions/listen",
-    "prompts/list",
-    "prompts/get",
-    "resources/list",
-    "resources/templates/list",
-    "resources/read",
-    "completion/complete",
-    "tasks/get",
-    "tasks/update",
-    "tasks/cancel",
+    m::Discover::METHOD,
+    m::ListTools::METHOD,
+    m::CallTool::METHOD,
+    m::Listen::METHOD,
+    m::ListPrompts::METHOD,
+    m::GetPrompt::METHOD,
+    m::ListResources::METHOD,
+    m::ListResourceTemplates::METHOD,
+    m::ReadResource::METHOD,
+    m::Complete::METHOD,
+    m::GetTask::METHOD,
+    m::UpdateTask::METHOD,
+    m::CancelTask::METHOD,
 ];
 
 /// The protocol versions that get a label value of their own; others are [`OTHER`].
 const VERSIONS: [&str; 5] = [
-    "2026-07-28",
-    "2025-11-25",
-    "2025-06-18",
-    "2025-03-26",
-    "2024-11-05",
+    toolwire_protocol::PROTOCOL_VERSION,
+    LEGACY_VERSIONS[0],
+    LEGACY_VERSIONS[1],
+    LEGACY_VERSIONS[2],
+    LEGACY_VERSIONS[3],
 ];
 
 /// Versions known plus [`OTHER`].
