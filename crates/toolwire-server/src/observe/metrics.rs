@@ -261,6 +261,25 @@ impl std::fmt::Debug for ToolSeries {
     }
 }
 
+/// Makes families and registers them in one registry, naming the one that fails.
+struct Family<'a>(&'a Registry);
+
+impl Family<'_> {
+    fn add<C: prometheus::core::Collector + Clone + 'static>(
+        &self,
+        name: &str,
+        make: impl FnOnce(&str) -> prometheus::Result<C>,
+    ) -> Result<C, MetricsError> {
+        let failed = |source| MetricsError {
+            name: name.into(),
+            source,
+        };
+        let family = make(name).map_err(failed)?;
+        self.0.register(Box::new(family.clone())).map_err(failed)?;
+        Ok(family)
+    }
+}
+
 impl Default for Metrics {
     fn default() -> Self {
         Metrics::new()
@@ -277,108 +296,66 @@ impl Metrics {
     /// The server's families in `registry`, beside what is already there; fails if one of
     /// their names is taken.
     pub fn with_registry(registry: Registry) -> Result<Metrics, MetricsError> {
-        let operations = HistogramVec::new(
-            HistogramOpts::new(
-                SERVER_OPERATION_DURATION,
-                "Duration of MCP requests as the server saw them, from the request admitted to its final message",
+        let family = Family(&registry);
+        let operations = family.add(SERVER_OPERATION_DURATION, |name| {
+            HistogramVec::new(
+                HistogramOpts::new(
+                    name,
+                    "Duration of MCP requests as the server saw them, from the request admitted to its final message",
+                )
+                .buckets(DURATION_BUCKETS.to_vec()),
+                &[
+                    "mcp_method_name",
+                    "gen_ai_tool_name",
+                    "error_type",
+                    "mcp_protocol_version",
+                    "network_transport",
+                ],
             )
-            .buckets(DURATION_BUCKETS.to_vec()),
-            &[
-                "mcp_method_name",
-                "gen_ai_tool_name",
-                "error_type",
-                "mcp_protocol_version",
-                "network_transport",
-            ],
-        );
-        let refusals = IntCounterVec::new(
-            Opts::new(
-                "toolwire_refusals_total",
-                "Requests and calls refused, by reason",
-            ),
-            &["reason"],
-        );
-        let round_trips = IntCounterVec::new(
-            Opts::new(
-                "toolwire_store_round_trips_total",
-                "Calls to the shared state store, by kind of call",
-            ),
-            &["operation"],
-        );
-        let failures = IntCounterVec::new(
-            Opts::new(
-                "toolwire_store_failures_total",
-                "Calls to the shared state store that failed or timed out, by kind of call",
-            ),
-            &["operation"],
-        );
-        let guard_actions = IntCounterVec::new(
-            Opts::new(
-                "toolwire_output_guard_actions_total",
-                "Tool results the output guard changed, by what it changed",
-            ),
-            &["action"],
-        );
-        let listen_streams = IntGauge::new(
+        })?;
+        let counters = |name: &str, help: &str, label: &str| {
+            family.add(name, |name| {
+                IntCounterVec::new(Opts::new(name, help), &[label])
+            })
+        };
+        let refusals = counters(
+            "toolwire_refusals_total",
+            "Requests and calls refused, by reason",
+            "reason",
+        )?;
+        let guard_actions = counters(
+            "toolwire_output_guard_actions_total",
+            "Tool results the output guard changed, by what it changed",
+            "action",
+        )?;
+        let round_trips = counters(
+            "toolwire_store_round_trips_total",
+            "Calls to the shared state store, by kind of call",
+            "operation",
+        )?;
+        let failures = counters(
+            "toolwire_store_failures_total",
+            "Calls to the shared state store that failed or timed out, by kind of call",
+            "operation",
+        )?;
+        let gauge = |name: &str, help: &str| family.add(name, |name| IntGauge::new(name, help));
+        let listen_streams = gauge(
             "toolwire_listen_streams",
             "Open subscriptions/listen streams on this instance",
-        );
-        let tasks = IntGauge::new("toolwire_tasks", "Tasks running on this instance");
-        let made = (|| {
-            Ok::<_, prometheus::Error>((
-                operations?,
-                refusals?,
-                guard_actions?,
-                round_trips?,
-                failures?,
-                listen_streams?,
-                tasks?,
-            ))
-        })()
-        .map_err(|source| MetricsError {
-            name: "toolwire".into(),
-            source,
-        })?;
-        let (operations, refusals, guard_actions, round_trips, failures, listen, tasks) = made;
-        let collectors: [(&str, Box<dyn prometheus::core::Collector>); 7] = [
-            (SERVER_OPERATION_DURATION, Box::new(operations.clone())),
-            ("toolwire_refusals_total", Box::new(refusals.clone())),
-            (
-                "toolwire_output_guard_actions_total",
-                Box::new(guard_actions.clone()),
-            ),
-            (
-                "toolwire_store_round_trips_total",
-                Box::new(round_trips.clone()),
-            ),
-            ("toolwire_store_failures_total", Box::new(failures.clone())),
-            ("toolwire_listen_streams", Box::new(listen.clone())),
-            ("toolwire_tasks", Box::new(tasks.clone())),
-        ];
-        for (name, collector) in collectors {
-            registry
-                .register(collector)
-                .map_err(|source| MetricsError {
-                    name: name.into(),
-                    source,
-                })?;
-        }
-        let refusals = RefusalReason::ALL.map(|r| refusals.with_label_values(&[r.as_str()]));
-        let guard_actions = GUARD_ACTIONS.map(|a| guard_actions.with_label_values(&[a]));
-        let store_round_trips = STORE_CALLS.map(|op| round_trips.with_label_values(&[op]));
-        let store_failures = STORE_CALLS.map(|op| failures.with_label_values(&[op]));
+        )?;
+        let tasks = gauge("toolwire_tasks", "Tasks running on this instance")?;
         Ok(Metrics {
             inner: Arc::new(Inner {
-                registry,
                 operations,
                 fast: (0..METHODS.len()).map(|_| Cells::default()).collect(),
                 unknown_tool: ToolSeries::new(UNKNOWN_TOOL),
-                refusals,
-                guard_actions,
-                store_round_trips,
-                store_failures,
-                listen_streams: listen,
+                refusals: RefusalReason::ALL.map(|r| refusals.with_label_values(&[r.as_str()])),
+                guard_actions: GUARD_ACTIONS.map(|a| guard_actions.with_label_values(&[a])),
+                store_round_trips: STORE_CALLS.map(|op| round_trips.with_label_values(&[op])),
+                store_failures: STORE_CALLS.map(|op| failures.with_label_values(&[op])),
+                listen_streams,
                 tasks,
+                registry,
             }),
         })
     }
