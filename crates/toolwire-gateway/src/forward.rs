@@ -20,6 +20,20 @@ use crate::relay::{self, HeldRef, Sealed, Unrelayable, Upstream};
 /// are dropped (a later one supersedes them anyway).
 const PROGRESS_QUEUE: usize = 32;
 
+/// The rules' answer instead of a call: a result is their refusal, counted in the metrics; an
+/// error asks the person behind the caller.
+fn counted(
+    route: &Route,
+    answer: Result<CallToolResult, ToolError>,
+) -> Result<CallToolResult, ToolError> {
+    if let (Some(observed), Ok(result)) = (route.observed.get(), &answer) {
+        if result.is_error() {
+            observed.count_policy_refusal();
+        }
+    }
+    answer
+}
+
 /// Calls `qualified` upstream with `arguments` for the caller of `ctx`, if the gateway's rules
 /// let it (or once the person behind the caller approved it). An upstream that needs input
 /// gets its questions relayed to the caller; the caller's retry takes the answers upstream.
@@ -34,15 +48,7 @@ pub(crate) async fn call(
     let sealed = Sealed::of(&ctx)?;
     let approved = match policy.decide(qualified, &arguments, &ctx, &sealed) {
         Verdict::Go(approved) => approved,
-        Verdict::Answer(answer) => {
-            // A result is the rules' refusal; an error asks the person behind the caller.
-            if let (Some(observed), Ok(result)) = (route.observed.get(), &*answer) {
-                if result.is_error() {
-                    observed.count_policy_refusal();
-                }
-            }
-            return *answer;
-        }
+        Verdict::Answer(answer) => return counted(&route, *answer),
     };
     let answers = sealed.upstream_answers(qualified, &arguments, &ctx)?;
     // A caller that declared the tasks extension may get a task: the upstream's, followed by

@@ -38,15 +38,17 @@ mod hold;
 mod mirror;
 mod observe;
 mod offers;
+mod options;
 mod policy;
 mod relay;
 mod reload;
 pub mod rules;
 mod watch;
 
-pub use gateway::{Gateway, GatewayError, GatewayOptions, NoPerson, START_WAIT, ToolSettings};
+pub use gateway::{Gateway, GatewayError, NoPerson};
 pub use hold::{HOLD_TTL, MAX_HELD};
 pub use mirror::UPSTREAM_META_KEY;
+pub use options::{GatewayOptions, START_WAIT, ToolSettings};
 pub use reload::Reloaded;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};
 pub use watch::{MAX_FOLLOWED, REFOLLOW_WAIT, RETRY_FIRST, RETRY_MOST};

@@ -13,8 +13,8 @@ use toolwire_server::{RequestContext, Server, TaskSupport, Tool};
 
 use crate::exchange::Exchanges;
 use crate::forward::Route;
-use crate::gateway::ToolSettings;
 use crate::hold::Holds;
+use crate::options::ToolSettings;
 use crate::policy::{Policy, facts_of};
 use crate::relay::Unrelayable;
 

@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use toolwire_host::{HostConfig, ServerChanges};
 
-use crate::gateway::{Gateway, GatewayError, GatewayOptions, asking};
+use crate::gateway::{Gateway, GatewayError, asking};
+use crate::options::GatewayOptions;
 use crate::rules::{Rules, RulesConfig};
 
 /// What a reload changed among the upstreams ([`Gateway::reload`]).
