@@ -14,7 +14,7 @@ use crate::rules::Rules;
 /// the tool as the gateway made it.
 pub type ToolSettings = Arc<dyn Fn(&HostTool, Tool) -> Tool + Send + Sync>;
 
-/// How long [`Gateway::start`] waits by default for the upstreams' first answers: under the
+/// How long [`Gateway::start`](crate::Gateway::start) waits by default for the upstreams' first answers: under the
 /// 15 s the MCP Inspector gives a stdio server to start, and well under most hosts' minute.
 pub const START_WAIT: Duration = Duration::from_secs(10);
 
@@ -61,7 +61,7 @@ impl GatewayOptions {
         Self::default()
     }
 
-    /// How long [`Gateway::start`] waits for the upstreams' first answers before it returns
+    /// How long [`Gateway::start`](crate::Gateway::start) waits for the upstreams' first answers before it returns
     /// (default [`START_WAIT`]): an upstream that has not answered by then is served once it
     /// does, and listeners are told of its tools. A stdio host gives the gateway a bounded
     /// time to start, so one slow upstream must not cost it all the others.
@@ -72,7 +72,7 @@ impl GatewayOptions {
 
     /// Development only: the token exchanges of upstreams (`"oauth": {"tokenExchange": …}`)
     /// may reach a plain `http:` authorization server anywhere, not only at the upstream's
-    /// own origin (pair it with [`HostOptions::oauth_insecure_http`] for the upstreams' own
+    /// own origin (pair it with [`HostOptions::oauth_insecure_http`](toolwire_host::HostOptions::oauth_insecure_http) for the upstreams' own
     /// OAuth flows).
     pub fn oauth_insecure_http(mut self) -> Self {
         self.oauth_insecure_http = true;
