@@ -81,26 +81,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let store = store::open(args.store.as_deref(), settings.store.as_ref(), |name| {
         std::env::var(name).ok()
     })?;
-    let audit = match settings.audit_file(Some(&state_dir)) {
-        Some(file) => Some(Arc::new(
-            JsonlAuditSink::open(&file)
-                .with_context(|| format!("gateway.audit.file: cannot open {}", file.display()))?,
-        ) as Arc<dyn toolwire_server::AuditSink>),
-        None => None,
-    };
-    // The upstreams' prompts and resources are passed through (they come and go at runtime).
-    let builder = Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION"))
-        .title("Toolwire gateway")
-        .offer_prompts()
-        .offer_resources();
-    // Kept only where they can be scraped: stdio has them only with --admin.
-    let builder = if !args.no_metrics && (args.http.is_some() || args.admin.is_some()) {
-        builder.metrics(toolwire_server::observe::Metrics::new())
-    } else {
-        builder
-    };
-    let builder =
-        examples::configured_builder(builder, &settings, audit, store.as_ref().map(|s| &s.store));
+    let builder = downstream_builder(&args, &settings, &state_dir, store.as_ref())?;
     let options = gateway_options(
         &args.config,
         args.insecure_oauth_http,
@@ -134,7 +115,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     };
     crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
     if let Some(admin) = args.admin {
-        crate::serve_admin(&server, admin).await?;
+        crate::serve::serve_admin(&server, admin).await?;
     }
     let served = match args.http {
         Some(addr) => serve_http(&server, addr, http_config, args.admin.is_none()).await,
@@ -153,6 +134,40 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// The downstream server's builder: the `gateway` object's settings, its audit file (relative
+/// to the state dir), the store, and metrics where they can be scraped.
+fn downstream_builder(
+    args: &GatewayArgs,
+    settings: &ServeConfig,
+    state_dir: &Path,
+    store: Option<&store::Chosen>,
+) -> anyhow::Result<toolwire_server::ServerBuilder> {
+    let audit = match settings.audit_file(Some(state_dir)) {
+        Some(file) => Some(Arc::new(
+            JsonlAuditSink::open(&file)
+                .with_context(|| format!("gateway.audit.file: cannot open {}", file.display()))?,
+        ) as Arc<dyn toolwire_server::AuditSink>),
+        None => None,
+    };
+    // The upstreams' prompts and resources are passed through (they come and go at runtime).
+    let builder = Server::builder("toolwire-gateway", env!("CARGO_PKG_VERSION"))
+        .title("Toolwire gateway")
+        .offer_prompts()
+        .offer_resources();
+    // Kept only where they can be scraped: stdio has them only with --admin.
+    let builder = if !args.no_metrics && (args.http.is_some() || args.admin.is_some()) {
+        builder.metrics(toolwire_server::observe::Metrics::new())
+    } else {
+        builder
+    };
+    Ok(examples::configured_builder(
+        builder,
+        settings,
+        audit,
+        store.map(|s| &s.store),
+    ))
 }
 
 /// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules,
@@ -458,7 +473,7 @@ fn http_config(
     settings: &ServeConfig,
     exchanges: bool,
 ) -> http::HttpConfig {
-    let config = crate::http_config(allow_hosts, settings);
+    let config = crate::serve::http_config(allow_hosts, settings);
     // An upstream that exchanges callers' tokens needs each caller's: handed to the gateway's
     // handlers, never further.
     match (exchanges, settings.oauth()) {
@@ -475,13 +490,13 @@ async fn serve_http(
     config: http::HttpConfig,
     endpoints_here: bool,
 ) -> anyhow::Result<()> {
-    let listener = crate::bind(addr).await?;
+    let listener = crate::serve::bind(addr).await?;
     let addr = listener.local_addr()?;
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"
     ));
     if endpoints_here {
-        crate::note_endpoints(server, addr);
+        crate::serve::note_endpoints(server, addr);
     }
     http::serve(server.clone(), listener, config)
         .await
