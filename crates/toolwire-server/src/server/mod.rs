@@ -1,5 +1,6 @@
 //! The server: its identity, configuration, tool registry and change bus, and every public
-//! method of [`Server`]. It is built in `builder.rs`; the other modules reach its parts through
+//! method of [`Server`] but those of its prompts and resources (`offers.rs`). It is built in
+//! `builder.rs`; the other modules reach its parts through
 //! the narrow accessors at the end of this file.
 
 use std::sync::Arc;
@@ -13,24 +14,25 @@ use toolwire_protocol::{
 };
 
 use crate::clock::Clock;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::request::context::Logging;
 use crate::request::cursor::CursorCodec;
-use crate::request::followed::{FollowedResources, Followers};
+use crate::request::followed::Followers;
 use crate::safety::audit::AuditSink;
 use crate::state::request_keys::RequestKeys;
 use crate::state::request_state::ReplayGuard;
 use crate::state::task_store::Tasks;
 use crate::tools::catalog::Catalog;
-use crate::tools::offered::{Change, Offer, Offered, register_all};
-use crate::tools::prompt::{Prompt, RegisteredPrompt};
+use crate::tools::offered::{Change, Offer};
+use crate::tools::prompt::RegisteredPrompt;
 use crate::tools::registry::ToolRegistry;
-use crate::tools::resource::{RegisteredResource, RegisteredTemplate, Resource, ResourceTemplate};
+use crate::tools::resource::{RegisteredResource, RegisteredTemplate};
 use crate::tools::tool::Tool;
 use builder::ServerBuilder;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 pub(crate) mod builder;
+mod offers;
 mod reconfigure;
 
 pub use reconfigure::Reconfigure;
@@ -245,64 +247,6 @@ impl Server {
             .collect()
     }
 
-    /// Registers a prompt at runtime; listen streams that asked are told (promptsListChanged).
-    pub fn add_prompt(&self, prompt: Prompt) -> Result<()> {
-        self.add_offered(&self.inner.prompts, prompt)
-    }
-
-    /// Removes a prompt at runtime.
-    pub fn remove_prompt(&self, name: &str) -> Result<()> {
-        self.remove_offered(&self.inner.prompts, name)
-    }
-
-    /// The registered prompt names in listing order.
-    pub fn prompt_names(&self) -> Vec<String> {
-        self.inner
-            .prompts
-            .snapshot()
-            .items
-            .iter()
-            .map(|p| p.prompt.definition.name.clone())
-            .collect()
-    }
-
-    /// Registers a resource at runtime; listen streams that asked are told (resourcesListChanged).
-    pub fn add_resource(&self, resource: Resource) -> Result<()> {
-        self.add_offered(&self.inner.resources, resource)
-    }
-
-    /// Removes a resource at runtime.
-    pub fn remove_resource(&self, uri: &str) -> Result<()> {
-        self.remove_offered(&self.inner.resources, uri)
-    }
-
-    /// Registers a resource template at runtime.
-    pub fn add_resource_template(&self, template: ResourceTemplate) -> Result<()> {
-        self.add_offered(&self.inner.templates, template)
-    }
-
-    /// Removes a resource template at runtime.
-    pub fn remove_resource_template(&self, uri_template: &str) -> Result<()> {
-        self.remove_offered(&self.inner.templates, uri_template)
-    }
-
-    /// Tells listen streams subscribed to `uri` (or to a resource it is under) that its
-    /// contents changed (`notifications/resources/updated`, R-08).
-    pub fn notify_resource_updated(&self, uri: &str) {
-        self.notify(Change::ResourceUpdated(uri.into()));
-    }
-
-    /// The resource URIs this instance's listeners follow, as it changes: the
-    /// `resourceSubscriptions` its open listen streams were acknowledged (those the caller
-    /// may read), and the `resources/subscribe` of the legacy sessions that listen here (on
-    /// stdio, or on their GET stream). For an embedder that relays changes from elsewhere
-    /// with [`Server::notify_resource_updated`], to follow there only what someone follows
-    /// here. It changes only when a stream opens or closes or a legacy session subscribes or
-    /// unsubscribes.
-    pub fn followed_resources(&self) -> FollowedResources {
-        self.inner.followers.watch()
-    }
-
     /// Processes one JSON-RPC message in memory, as the stdio transport would, and returns what
     /// would be written: the request's notifications and then its response. A notification
     /// yields nothing; `subscriptions/listen` runs until the server shuts down.
@@ -376,38 +320,6 @@ impl Server {
 /// Narrow access for the rest of the crate: each module reads the part it serves, and only this
 /// module changes what the server holds.
 impl Server {
-    /// Adds one prompt, resource or template, if the server offers its kind, and tells listen
-    /// streams.
-    fn add_offered<E: Offered>(&self, catalog: &Catalog<E>, value: E::Value) -> Result<()> {
-        self.check_offered(E::OFFER)?;
-        register_all(catalog, vec![value])?;
-        self.notify(E::CHANGE);
-        Ok(())
-    }
-
-    /// Removes one prompt, resource or template by its key, and tells listen streams.
-    fn remove_offered<E: Offered>(&self, catalog: &Catalog<E>, key: &str) -> Result<()> {
-        if !catalog.remove(key) {
-            return Err(Error::Unknown {
-                kind: E::KIND,
-                key: key.to_owned(),
-            });
-        }
-        self.notify(E::CHANGE);
-        Ok(())
-    }
-
-    /// Whether the server declared the capability that registering at runtime needs.
-    fn check_offered(&self, offer: Offer) -> Result<()> {
-        if self.inner.offers.has(offer) {
-            return Ok(());
-        }
-        Err(Error::NotOffered(match offer {
-            Offer::Prompts => "prompts",
-            Offer::Resources => "resources",
-        }))
-    }
-
     /// Tells listen streams (and legacy sessions) about a change; nobody listening is fine.
     pub(crate) fn notify(&self, change: Change) {
         self.inner.changes.publish(change);
