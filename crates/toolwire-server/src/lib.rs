@@ -45,6 +45,7 @@ pub mod fuzzing;
 pub mod http;
 mod legacy;
 pub mod memory;
+mod observe;
 mod request;
 mod safety;
 mod server;

@@ -125,6 +125,7 @@ impl Client {
             session: session.as_deref(),
             legacy: true,
             bearer: None,
+            trace: None,
         };
         if let Err(error) = self.inner.transport.send(&out).await {
             if self.is_closed() {

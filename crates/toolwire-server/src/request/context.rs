@@ -113,6 +113,8 @@ struct Inner {
     /// Makes the call a task when notified: set only for the first step of a call of a
     /// [`Tool::deferred_task`](crate::Tool::deferred_task) tool that may run as a task.
     task_start: Option<Arc<tokio::sync::Notify>>,
+    /// How the request arrived, for its span.
+    incoming: crate::observe::trace::Incoming,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -166,6 +168,7 @@ impl RequestContext {
                 token: None,
                 address: None,
                 task_start: None,
+                incoming: Default::default(),
             }),
         }
     }
@@ -209,6 +212,20 @@ impl RequestContext {
             inner.token = token;
         }
         self
+    }
+
+    /// Sets how the request arrived (its span's transport and HTTP trace headers); only on a
+    /// context nobody else holds yet.
+    pub(crate) fn with_incoming(mut self, incoming: crate::observe::trace::Incoming) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.incoming = incoming;
+        }
+        self
+    }
+
+    /// How the request arrived.
+    pub(crate) fn incoming(&self) -> &crate::observe::trace::Incoming {
+        &self.inner.incoming
     }
 
     /// Sets the client; only on a context nobody else holds yet.

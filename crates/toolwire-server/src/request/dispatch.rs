@@ -13,6 +13,7 @@ use toolwire_protocol::{
     ErrorObject, MessageKind, RawMessage, RequestId, RequestMeta, ResultMeta, ResultType,
 };
 
+use crate::observe::trace;
 use crate::request::context::{Outbound, RequestContext};
 use crate::request::cursor::ListKind;
 pub(crate) use crate::request::outcome::Final;
@@ -287,14 +288,26 @@ impl Server {
         }
     }
 
-    /// Runs a call to its final message; `None` when the request ended without one (a listen
-    /// stream the client cancelled).
+    /// Runs a call to its final message, inside the request's span (see `observe::trace`);
+    /// `None` when the request ended without one (a listen stream the client cancelled).
     pub(crate) async fn run(
         &self,
         id: &RequestId,
         call: Route,
         ctx: RequestContext,
     ) -> Option<Final> {
+        use tracing::Instrument as _;
+        let span = trace::request_span(id, &call, ctx.meta(), ctx.incoming());
+        if span.is_disabled() {
+            return self.answer(id, call, ctx).await;
+        }
+        let done = self.answer(id, call, ctx).instrument(span.clone()).await;
+        trace::finish(&span, done.as_ref());
+        done
+    }
+
+    /// [`Server::run`] without the span.
+    async fn answer(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),

@@ -349,14 +349,6 @@ impl Pending {
         }
     }
 
-    /// The trace ids, for the call's span.
-    pub(crate) fn trace(&self) -> (Option<&str>, Option<&str>) {
-        (
-            self.event.trace_id.as_deref(),
-            self.event.parent_span_id.as_deref(),
-        )
-    }
-
     /// Emits the event with its outcome.
     pub(crate) fn finish(
         mut self,

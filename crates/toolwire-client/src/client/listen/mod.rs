@@ -578,6 +578,7 @@ async fn listen_once(
         session: session.as_deref(),
         legacy: false,
         bearer: None,
+        trace: None,
     };
     listener.acked = false;
     let mut on_message = |message: Value| listener.on_message(message);

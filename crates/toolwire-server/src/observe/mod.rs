@@ -1,0 +1,3 @@
+//! What a server tells its operator about the requests it serves: traces ([`trace`]).
+
+pub(crate) mod trace;
