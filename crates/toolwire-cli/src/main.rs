@@ -20,6 +20,7 @@ mod session;
 mod signin;
 mod store;
 mod target;
+mod telemetry;
 mod terminal;
 mod ui;
 
@@ -78,6 +79,8 @@ enum Command {
         /// served.
         #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
         store: Option<String>,
+        #[command(flatten)]
+        logs: logs::ServerLogs,
     },
     /// Serve the tools of the servers in an `mcpServers` file (stdio commands, HTTP servers,
     /// either protocol era) as one MCP server, named `prefix__tool`: with the downstream
@@ -225,13 +228,21 @@ async fn main() {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let running = match cli.command {
-        Command::Serve { .. } => logs::Running::Server,
-        Command::Gateway(_) => logs::Running::Gateway,
-        _ => logs::Running::Command,
+    let (running, server_logs) = match &cli.command {
+        Command::Serve { logs, .. } => (logs::Running::Server, Some(logs)),
+        Command::Gateway(args) => (logs::Running::Gateway, Some(&args.logs)),
+        _ => (logs::Running::Command, None),
     };
-    logs::init(running, cli.verbose);
-    match cli.command {
+    logs::init(running, cli.verbose, server_logs)?;
+    let done = command(cli.command).await;
+    // The spans still batched are sent before the process ends.
+    telemetry::shutdown().await;
+    done
+}
+
+/// Runs one command.
+async fn command(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Serve {
             http,
             allow_hosts,
@@ -239,6 +250,7 @@ async fn run() -> anyhow::Result<()> {
             config,
             data_dir,
             store,
+            logs: _,
         } => {
             let listen = Listen {
                 addr: http,
@@ -419,6 +431,7 @@ async fn serve(
             .await
             .context("stdio transport")?;
         server.flush_audit();
+        telemetry::shutdown().await;
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };

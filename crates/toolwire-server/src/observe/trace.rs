@@ -93,7 +93,7 @@ pub(crate) fn request_span(
         gen_ai.prompt.name = prompt,
         gen_ai.operation.name = tool.map(|_| EXECUTE_TOOL),
         mcp.resource.uri = uri,
-        jsonrpc.request.id = %id,
+        jsonrpc.request.id = %IdText(id),
         mcp.protocol.version = meta.protocol_version.as_str(),
         network.transport = incoming.transport,
         "error.type" = tracing::field::Empty,
@@ -162,6 +162,18 @@ fn trace_id_of(span: &Span, meta: &RequestMeta, incoming: &Incoming) -> Option<S
         .flatten()
         .find_map(crate::safety::audit::parse_traceparent)
         .map(|(trace_id, _)| trace_id)
+}
+
+/// A request id as the conventions write it: a number's digits, a string's own text.
+struct IdText<'a>(&'a RequestId);
+
+impl fmt::Display for IdText<'_> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self.0 {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => f.write_str(s),
+        }
+    }
 }
 
 /// A span's name as the conventions make it: the method, then the tool or prompt when there
