@@ -237,9 +237,16 @@ mod tests {
         })
     }
 
+    /// A flag, the environment, and the setting and URL they give.
+    type Case<'a> = (
+        Option<&'a str>,
+        &'a [(&'a str, &'a str)],
+        Option<(&'a str, &'a str)>,
+    );
+
     #[test]
     fn the_endpoint_comes_from_the_flag_then_the_standard_variables() {
-        let cases: [(Option<&str>, &[(&str, &str)], Option<(&str, &str)>); 8] = [
+        let cases: [Case<'_>; 8] = [
             (None, &[], None),
             (None, &[(ENDPOINT_ENV, " ")], None),
             (

@@ -43,7 +43,7 @@ pub(crate) fn trace_log(log: &LoggingMessageParams) {
             tracing::info!(logger, data = %log.data, "server log");
         }
         LoggingLevel::Warning => tracing::warn!(logger, data = %log.data, "server log"),
-        _ => tracing::error!(logger, level = ?log.level, data = %log.data, "server log"),
+        _ => tracing::error!(logger, level = %log.level, data = %log.data, "server log"),
     }
 }
 
