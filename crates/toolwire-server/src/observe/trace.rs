@@ -14,7 +14,7 @@
 use std::fmt;
 
 use opentelemetry::propagation::Extractor;
-use opentelemetry::trace::TraceContextExt as _;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use toolwire_protocol::{META_TRACE_CONTEXT, META_TRACEPARENT, RequestId, RequestMeta};
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -103,9 +103,12 @@ pub(crate) fn request_span(
     if span.is_disabled() {
         return span;
     }
-    let parent = parent_of(meta, incoming);
+    let (parent, linked) = parent_of(meta, incoming);
     // No OpenTelemetry layer (logs only): nothing to attach the parent to, and that is fine.
     let _ = span.set_parent(parent);
+    if let Some(linked) = linked {
+        span.add_link(linked);
+    }
     if let Some(trace_id) = trace_id_of(&span, meta, incoming) {
         span.record("trace_id", trace_id.as_str());
     }
@@ -132,14 +135,26 @@ pub(crate) fn tool_error() {
 }
 
 /// The caller's span, from `_meta` when it has a well-formed `traceparent`, else from the HTTP
-/// headers; an empty context (a new trace) when neither has one (OT-01, OT-02).
-fn parent_of(meta: &RequestMeta, incoming: &Incoming) -> opentelemetry::Context {
+/// headers; an empty context (a new trace) when neither has one (OT-01, OT-02). With both, and
+/// different, the headers' span (a proxy's, say) is the other one: linked, as the conventions
+/// ask.
+fn parent_of(
+    meta: &RequestMeta,
+    incoming: &Incoming,
+) -> (opentelemetry::Context, Option<SpanContext>) {
     opentelemetry::global::get_text_map_propagator(|propagator| {
         let from_meta = propagator.extract(&MetaCarrier(meta));
-        if from_meta.span().span_context().is_valid() || incoming.headers.is_empty() {
-            return from_meta;
+        if incoming.headers.is_empty() {
+            return (from_meta, None);
         }
-        propagator.extract(&HeaderCarrier(&incoming.headers))
+        let from_headers = propagator.extract(&HeaderCarrier(&incoming.headers));
+        if !from_meta.span().span_context().is_valid() {
+            return (from_headers, None);
+        }
+        let other = from_headers.span().span_context().clone();
+        let linked =
+            (other.is_valid() && other != *from_meta.span().span_context()).then_some(other);
+        (from_meta, linked)
     })
 }
 

@@ -166,7 +166,7 @@ async fn over_http_the_traceparent_header_is_the_parent_when_meta_has_none() {
         Some("tcp")
     );
 
-    // With both, `_meta` is the request's own context and wins.
+    // With both, `_meta` is the request's own context and wins; the header's span is linked.
     exported.clear();
     let body = call(2, "echo", person(), json!({"traceparent": traceparent()}));
     post_with(&test.url, &body, |h| {
@@ -178,6 +178,12 @@ async fn over_http_the_traceparent_header_is_the_parent_when_meta_has_none() {
         span.span_context.trace_id(),
         TraceId::from_hex(TRACE).unwrap()
     );
+    let links: Vec<TraceId> = span
+        .links
+        .iter()
+        .map(|link| link.span_context.trace_id())
+        .collect();
+    assert_eq!(links, [TraceId::from_hex(header_trace).unwrap()]);
 
     // A malformed header is ignored like a malformed `_meta`.
     exported.clear();
