@@ -99,7 +99,12 @@ pub(crate) fn init(
                     "exporting traces with OTLP"
                 );
             }
-            None => init_server(running, filter, settings.log_format, None),
+            // JSON lines carry a trace id even with nothing exported.
+            None => {
+                let tracer =
+                    (settings.log_format == LogFormat::Json).then(crate::telemetry::unexported);
+                init_server(running, filter, settings.log_format, tracer);
+            }
         }
         return Ok(());
     }

@@ -152,18 +152,31 @@ pub(crate) fn start(flag: Option<&str>) -> Result<Option<Exporting>, TelemetryEr
         .with_resource(resource.build())
         .build();
     let tracer = provider.tracer("toolwire");
-    opentelemetry::global::set_text_map_propagator(
-        opentelemetry::propagation::TextMapCompositePropagator::new(vec![
-            Box::new(opentelemetry_sdk::propagation::TraceContextPropagator::new()),
-            Box::new(opentelemetry_sdk::propagation::BaggagePropagator::new()),
-        ]),
-    );
+    install_propagators();
     let _ = PROVIDER.set(provider);
     Ok(Some(Exporting {
         tracer,
         shown: shown(&url),
         setting,
     }))
+}
+
+/// A tracer that exports nothing, for JSON logs without a collector: each request span still
+/// gets its trace id (the caller's, or a new one) for the log lines, and passes its context on
+/// to upstreams, so that the lines of caller, gateway and upstream can be matched.
+pub(crate) fn unexported() -> SdkTracer {
+    install_propagators();
+    SdkTracerProvider::builder().build().tracer("toolwire")
+}
+
+/// The W3C trace context and baggage propagators, for reading and writing `_meta`.
+fn install_propagators() {
+    opentelemetry::global::set_text_map_propagator(
+        opentelemetry::propagation::TextMapCompositePropagator::new(vec![
+            Box::new(opentelemetry_sdk::propagation::TraceContextPropagator::new()),
+            Box::new(opentelemetry_sdk::propagation::BaggagePropagator::new()),
+        ]),
+    );
 }
 
 /// Sends the spans still batched and stops the exporter (on the way out: a signal, the end of

@@ -263,10 +263,18 @@ fn json_logs_carry_the_request_id_and_trace_id_on_every_line_of_a_request() {
             "traceparent": format!("00-{TRACE}-{CALLER_SPAN}-01"),
         }}
     });
+    // A second call without a trace context of its own: its lines carry a new trace id.
+    let mut untraced = request.clone();
+    untraced["id"] = json!("req-8");
+    untraced["params"]["_meta"]
+        .as_object_mut()
+        .unwrap()
+        .remove("traceparent");
     {
         use std::io::Write as _;
         let mut stdin = child.stdin.take().unwrap();
         writeln!(stdin, "{request}").unwrap();
+        writeln!(stdin, "{untraced}").unwrap();
         // stdin closes here: the server answers and stops.
     }
     let output = child.wait_with_output().unwrap();
@@ -283,10 +291,20 @@ fn json_logs_carry_the_request_id_and_trace_id_on_every_line_of_a_request() {
         .iter()
         .filter(|line| line["target"] == "toolwire::audit")
         .collect();
-    assert_eq!(during.len(), 1, "{stderr}");
+    assert_eq!(during.len(), 2, "{stderr}");
+    let of = |id: &str| {
+        *during
+            .iter()
+            .find(|line| line["span"]["jsonrpc.request.id"] == id)
+            .unwrap_or_else(|| panic!("the lines of {id}: {stderr}"))
+    };
+    assert_eq!(of("req-7")["span"]["trace_id"], TRACE);
+    let new = of("req-8")["span"]["trace_id"].as_str().unwrap_or_default();
+    assert!(
+        new.len() == 32 && new != TRACE && new.bytes().all(|b| b.is_ascii_hexdigit()),
+        "a trace id of its own: {new:?}"
+    );
     for line in during {
-        assert_eq!(line["span"]["jsonrpc.request.id"], "req-7", "{line}");
-        assert_eq!(line["span"]["trace_id"], TRACE, "{line}");
         // Words, not Rust's debug text.
         assert_eq!(line["outcome"], "complete", "{line}");
         assert!(
