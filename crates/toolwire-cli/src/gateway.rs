@@ -61,6 +61,8 @@ pub(crate) struct GatewayArgs {
     /// upstream's own origin. Link-local addresses stay refused.
     #[arg(long)]
     insecure_oauth_http: bool,
+    #[command(flatten)]
+    pub(crate) logs: crate::logs::ServerLogs,
 }
 
 /// Reads the file, connects to the upstreams and serves their tools until stopped.

@@ -7,6 +7,13 @@
 //! failures are errors, and the warnings of the host and of this program about the person's own
 //! state — a file made private, an audit log that cannot be written, an approval that cannot be
 //! remembered, a server restarted during a call — are written as `toolwire: warning: …`.
+//!
+//! A server's lines are text for a person by default, or with `--log-format json` (or
+//! `TOOLWIRE_LOG_FORMAT=json`) one JSON object per line for a log pipeline, each line logged
+//! while a request is served carrying that request's span: its id (`jsonrpc.request.id`) and
+//! trace id (`trace_id`). The request spans (target `toolwire::request`) go to JSON lines and
+//! to the OTLP exporter ([`crate::telemetry`]) only: text lines stay short, and with neither a
+//! span is never made.
 
 use std::fmt;
 
@@ -33,24 +40,73 @@ pub(crate) enum Running {
     Command,
 }
 
-/// Sets up logging for what is `running`; `verbose` the count of `-v`.
-pub(crate) fn init(running: Running, verbose: u8) {
+/// The `tracing` target of the request spans (the server's and the client's).
+const REQUEST_SPANS: &str = "toolwire::request";
+
+/// How a server writes its log lines.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum LogFormat {
+    /// Lines for a person: time, level, source, message and fields.
+    #[default]
+    Text,
+    /// One JSON object per line, with the fields of the request being served.
+    Json,
+}
+
+/// The logs and traces of a server command (`serve`, `gateway`).
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct ServerLogs {
+    /// How log lines are written on stderr: text, for a person, or json: one object per line,
+    /// each line logged while a request is served carrying its request id and trace id.
+    #[arg(
+        long,
+        value_name = "FORMAT",
+        env = "TOOLWIRE_LOG_FORMAT",
+        default_value = "text"
+    )]
+    pub(crate) log_format: LogFormat,
+    /// Export traces with OTLP over HTTP to the collector at this base URL (spans go to its
+    /// /v1/traces), e.g. http://127.0.0.1:4318. Without it OTEL_EXPORTER_OTLP_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT say where; with none, no traces are exported. The
+    /// other OTEL_* settings apply (OTEL_SERVICE_NAME, OTEL_TRACES_SAMPLER,
+    /// OTEL_EXPORTER_OTLP_HEADERS for credentials).
+    #[arg(long, value_name = "URL")]
+    pub(crate) otlp_endpoint: Option<String>,
+}
+
+/// Sets up logging for what is `running`; `verbose` the count of `-v`; `server` the logs and
+/// traces settings of a server command.
+pub(crate) fn init(
+    running: Running,
+    verbose: u8,
+    server: Option<&ServerLogs>,
+) -> Result<(), crate::telemetry::TelemetryError> {
     let asked = std::env::var("RUST_LOG")
         .ok()
         .filter(|v| !v.trim().is_empty());
     if running != Running::Command {
+        let settings = server.cloned().unwrap_or_default();
         let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
-        let filter = tracing_subscriber::EnvFilter::new(asked.as_deref().unwrap_or(level));
-        // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
-        let logs = tracing_subscriber::fmt().with_env_filter(filter);
-        if running == Running::Gateway {
-            logs.with_writer(SafeStderr).with_ansi(false).init();
-        } else {
-            logs.with_writer(std::io::stderr)
-                .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-                .init();
+        let exporting = crate::telemetry::start(settings.otlp_endpoint.as_deref())?;
+        let filter = asked.as_deref().unwrap_or(level);
+        match exporting {
+            Some(exporting) => {
+                init_server(running, filter, settings.log_format, Some(exporting.tracer));
+                tracing::info!(
+                    target: "toolwire",
+                    endpoint = %exporting.shown,
+                    from = exporting.setting,
+                    "exporting traces with OTLP"
+                );
+            }
+            // JSON lines carry a trace id even with nothing exported.
+            None => {
+                let tracer =
+                    (settings.log_format == LogFormat::Json).then(crate::telemetry::unexported);
+                init_server(running, filter, settings.log_format, tracer);
+            }
         }
-        return;
+        return Ok(());
     }
     let level = match verbose {
         0 => None,
@@ -79,6 +135,67 @@ pub(crate) fn init(running: Running, verbose: u8) {
             tracing_subscriber::registry().with(words).init();
         }
     }
+    Ok(())
+}
+
+/// A server's subscriber: its lines on stderr as `filter` says, in `format`, and the request
+/// spans exported with `tracer` when there is one.
+fn init_server(
+    running: Running,
+    filter: &str,
+    format: LogFormat,
+    tracer: Option<opentelemetry_sdk::trace::SdkTracer>,
+) {
+    use tracing_subscriber::layer::SubscriberExt as _;
+    use tracing_subscriber::util::SubscriberInitExt as _;
+    let filter = tracing_subscriber::EnvFilter::new(with_request_spans(filter, format));
+    // Logs go to stderr: on stdio, stdout carries only MCP messages (S-02).
+    let lines = match (format, running) {
+        (LogFormat::Json, _) => tracing_subscriber::fmt::layer()
+            .json()
+            .flatten_event(true)
+            .with_current_span(true)
+            .with_span_list(false)
+            .with_writer(SafeStderr)
+            .with_filter(filter)
+            .boxed(),
+        (LogFormat::Text, Running::Gateway) => tracing_subscriber::fmt::layer()
+            .with_writer(SafeStderr)
+            .with_ansi(false)
+            .with_filter(filter)
+            .boxed(),
+        (LogFormat::Text, _) => tracing_subscriber::fmt::layer()
+            .with_writer(std::io::stderr)
+            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_filter(filter)
+            .boxed(),
+    };
+    // The exporter takes the request spans, and the warnings and errors logged inside them
+    // (as the span's events).
+    let spans = tracer.map(|tracer| {
+        tracing_opentelemetry::layer()
+            .with_tracer(tracer)
+            .with_filter(tracing_subscriber::filter::filter_fn(|meta| {
+                meta.target() == REQUEST_SPANS || (meta.is_event() && *meta.level() <= Level::WARN)
+            }))
+    });
+    tracing_subscriber::registry()
+        .with(lines)
+        .with(spans)
+        .init();
+}
+
+/// `filter` with the request spans on for JSON lines (their fields are on every line) and off
+/// for text, unless `filter` itself says what to do with them.
+fn with_request_spans(filter: &str, format: LogFormat) -> String {
+    if filter.contains(REQUEST_SPANS) {
+        return filter.to_owned();
+    }
+    let level = match format {
+        LogFormat::Json => "info",
+        LogFormat::Text => "off",
+    };
+    format!("{filter},{REQUEST_SPANS}={level}")
 }
 
 /// Whether an event is shown without `-v`: warnings and errors about the person's own state,
@@ -140,6 +257,26 @@ impl tracing::field::Visit for Message {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn request_spans_are_on_for_json_and_off_for_text_unless_asked() {
+        let cases = [
+            ("info", LogFormat::Text, "info,toolwire::request=off"),
+            ("info", LogFormat::Json, "info,toolwire::request=info"),
+            (
+                "warn,toolwire::request=debug",
+                LogFormat::Text,
+                "warn,toolwire::request=debug",
+            ),
+        ];
+        for (filter, format, want) in cases {
+            assert_eq!(
+                with_request_spans(filter, format),
+                want,
+                "{filter} {format:?}"
+            );
+        }
+    }
 
     #[test]
     fn only_the_hosts_and_our_own_warnings_are_for_the_person() {

@@ -18,6 +18,7 @@ mod session;
 mod signin;
 mod store;
 mod target;
+mod telemetry;
 mod terminal;
 mod ui;
 
@@ -194,13 +195,21 @@ async fn main() {
 
 async fn run() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let running = match cli.command {
-        Command::Serve(_) => logs::Running::Server,
-        Command::Gateway(_) => logs::Running::Gateway,
-        _ => logs::Running::Command,
+    let (running, server_logs) = match &cli.command {
+        Command::Serve(args) => (logs::Running::Server, Some(&args.logs)),
+        Command::Gateway(args) => (logs::Running::Gateway, Some(&args.logs)),
+        _ => (logs::Running::Command, None),
     };
-    logs::init(running, cli.verbose);
-    match cli.command {
+    logs::init(running, cli.verbose, server_logs)?;
+    let done = command(cli.command).await;
+    // The spans still batched are sent before the process ends.
+    telemetry::shutdown().await;
+    done
+}
+
+/// Runs one command.
+async fn command(command: Command) -> anyhow::Result<()> {
+    match command {
         Command::Serve(args) => serve::serve_command(args).await,
         Command::Gateway(args) => gateway::gateway(args).await,
         Command::Discover { target, json } => client::discover(&target, json).await,

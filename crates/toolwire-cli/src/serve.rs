@@ -54,6 +54,8 @@ pub(crate) struct ServeArgs {
     /// served.
     #[arg(long, value_name = "URL", env = store::STORE_ENV, hide_env_values = true)]
     pub(crate) store: Option<String>,
+    #[command(flatten)]
+    pub(crate) logs: crate::logs::ServerLogs,
 }
 
 /// `toolwire serve`: reads `--config`, opens the store and the notes, and serves.
@@ -316,6 +318,7 @@ async fn serve(
             .await
             .context("stdio transport")?;
         server.flush_audit();
+        crate::telemetry::shutdown().await;
         // Tokio's stdin reader may still be blocked in a read; do not wait for it.
         std::process::exit(0);
     };

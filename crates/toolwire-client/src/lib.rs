@@ -37,6 +37,7 @@ pub mod fuzzing;
 mod input;
 mod sse;
 mod state;
+mod trace;
 mod transport;
 
 pub use builder::ClientBuilder;

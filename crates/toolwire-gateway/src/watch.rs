@@ -62,7 +62,10 @@ async fn recheck_pins(gateway: Weak<Inner>) {
         }
         match inner.host.recheck_pins() {
             Ok(approved) if !approved.is_empty() => {
-                tracing::info!(?approved, "changes approved elsewhere: served again");
+                tracing::info!(
+                    approved = %approved.join(", "),
+                    "changes approved elsewhere: served again"
+                );
                 inner.sync();
             }
             Ok(_) => {}
@@ -88,7 +91,7 @@ pub(crate) async fn follow(gateway: Weak<Inner>, server: String) {
             return;
         };
         if failed {
-            tracing::info!(upstream = %server, wait = ?retry, "the upstream failed; trying it again");
+            tracing::info!(upstream = %server, wait_s = retry.as_secs(), "the upstream failed; trying it again");
             tokio::time::sleep(retry).await;
             retry = (retry * 2).min(RETRY_MOST);
             if !refresh(&gateway, &server).await {
@@ -295,7 +298,7 @@ fn unfollowed(server: &str, changes: &ListChanges, said: &mut Said) {
         said.unfollowed = true;
         tracing::info!(
             upstream = %server,
-            resources = ?changes.unfollowed,
+            resources = %changes.unfollowed.join(", "),
             "the upstream does not follow resources for the gateway (no resource subscriptions): callers that follow them get no updates"
         );
     }

@@ -103,7 +103,10 @@ impl std::fmt::Display for RequestId {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             RequestId::Number(n) => write!(f, "{n}"),
-            RequestId::String(s) => write!(f, "{s:?}"),
+            // As JSON text (Rust's debug quoting differs for control characters).
+            RequestId::String(s) => {
+                f.write_str(&serde_json::to_string(s).map_err(|_| std::fmt::Error)?)
+            }
         }
     }
 }

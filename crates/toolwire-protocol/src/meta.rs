@@ -25,6 +25,15 @@ pub const META_LOG_LEVEL: &str = "io.modelcontextprotocol/logLevel";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 /// `_meta` key tagging every message of a subscription stream (L-06).
 pub const META_SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
+/// `_meta` key of the W3C Trace Context `traceparent` of a request: the caller's span, the
+/// parent of the server's (OT-01). Unprefixed, as in the HTTP header of the same name.
+pub const META_TRACEPARENT: &str = "traceparent";
+/// `_meta` key of the W3C Trace Context `tracestate` that goes with `traceparent` (OT-01).
+pub const META_TRACESTATE: &str = "tracestate";
+/// `_meta` key of the W3C Baggage of a request (OT-01).
+pub const META_BAGGAGE: &str = "baggage";
+/// The `_meta` keys of the W3C trace context, in the order they are read.
+pub const META_TRACE_CONTEXT: [&str; 3] = [META_TRACEPARENT, META_TRACESTATE, META_BAGGAGE];
 
 /// A client's or server's self-description (self-reported; B-19).
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
@@ -162,6 +171,18 @@ impl RequestMeta {
         let partial: PartialRequestMeta =
             serde_json::from_str(meta.get()).map_err(|e| MetaError::Invalid(e.to_string()))?;
         RequestMeta::try_from(ReadMeta(partial))
+    }
+
+    /// The value of a W3C trace context key ([`META_TRACEPARENT`], [`META_TRACESTATE`],
+    /// [`META_BAGGAGE`]) when the request carries it as a string (OT-01). Whether the value is
+    /// well formed is the reader's to check: a malformed one is ignored, never an error (OT-02).
+    pub fn trace_context(&self, key: &str) -> Option<&str> {
+        self.extra.get(key)?.as_str()
+    }
+
+    /// The request's W3C `traceparent`, as sent (OT-01).
+    pub fn traceparent(&self) -> Option<&str> {
+        self.trace_context(META_TRACEPARENT)
     }
 }
 
@@ -370,5 +391,25 @@ mod tests {
         assert_eq!(meta.extra.len(), 2);
         assert!(meta.client_capabilities.sampling.is_some());
         assert_eq!(serde_json::to_value(&meta).unwrap(), input);
+        assert_eq!(
+            meta.traceparent(),
+            Some("00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01")
+        );
+        assert_eq!(meta.trace_context(META_TRACESTATE), None);
+    }
+
+    #[test]
+    fn trace_context_is_read_only_as_strings() {
+        let meta = parse(json!({"_meta": {
+            META_PROTOCOL_VERSION: "2026-07-28",
+            META_CLIENT_CAPABILITIES: {},
+            META_TRACEPARENT: 7,
+            META_TRACESTATE: "vendor=1",
+            META_BAGGAGE: "k=v",
+        }}))
+        .unwrap();
+        assert_eq!(meta.traceparent(), None, "a number is no traceparent");
+        assert_eq!(meta.trace_context(META_TRACESTATE), Some("vendor=1"));
+        assert_eq!(meta.trace_context(META_BAGGAGE), Some("k=v"));
     }
 }

@@ -47,6 +47,29 @@ pub enum LoggingLevel {
     Emergency,
 }
 
+impl LoggingLevel {
+    /// The level as the wire names it (`error`, `critical`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LoggingLevel::Debug => "debug",
+            LoggingLevel::Info => "info",
+            LoggingLevel::Notice => "notice",
+            LoggingLevel::Warning => "warning",
+            LoggingLevel::Error => "error",
+            LoggingLevel::Critical => "critical",
+            LoggingLevel::Alert => "alert",
+            LoggingLevel::Emergency => "emergency",
+        }
+    }
+}
+
+/// The level as the wire names it.
+impl std::fmt::Display for LoggingLevel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Params of `notifications/progress` (P-11, P-12).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -129,6 +152,24 @@ pub struct ResourceUpdatedParams {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A level in a log line reads as the wire's word, never Rust's debug text (`Error`).
+    #[test]
+    fn a_level_reads_as_the_wires_word() {
+        for level in [
+            LoggingLevel::Debug,
+            LoggingLevel::Info,
+            LoggingLevel::Notice,
+            LoggingLevel::Warning,
+            LoggingLevel::Error,
+            LoggingLevel::Critical,
+            LoggingLevel::Alert,
+            LoggingLevel::Emergency,
+        ] {
+            let word = serde_json::to_value(level).unwrap();
+            assert_eq!(word, level.to_string().as_str(), "{level:?}");
+        }
+    }
 
     #[test]
     fn progress_reads_as_a_fraction() {

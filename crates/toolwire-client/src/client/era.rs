@@ -237,6 +237,7 @@ impl Client {
             session: None,
             legacy: false,
             bearer: None,
+            trace: None,
         };
         let options = RpcOptions {
             timeout: Some(self.inner.config.probe_timeout),
@@ -347,6 +348,7 @@ impl Client {
             session: None,
             legacy: true,
             bearer: None,
+            trace: None,
         };
         let reply = self
             .exchange(&out, &RpcOptions::default())
@@ -387,6 +389,7 @@ impl Client {
                 session: session.session.as_deref(),
                 legacy: true,
                 bearer: None,
+                trace: None,
             })
             .await?;
         tracing::info!(version = %session.version, "legacy session initialized");

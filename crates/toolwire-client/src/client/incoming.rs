@@ -43,7 +43,7 @@ pub(crate) fn trace_log(log: &LoggingMessageParams) {
             tracing::info!(logger, data = %log.data, "server log");
         }
         LoggingLevel::Warning => tracing::warn!(logger, data = %log.data, "server log"),
-        _ => tracing::error!(logger, level = ?log.level, data = %log.data, "server log"),
+        _ => tracing::error!(logger, level = %log.level, data = %log.data, "server log"),
     }
 }
 
@@ -125,6 +125,7 @@ impl Client {
             session: session.as_deref(),
             legacy: true,
             bearer: None,
+            trace: None,
         };
         if let Err(error) = self.inner.transport.send(&out).await {
             if self.is_closed() {

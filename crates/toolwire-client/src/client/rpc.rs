@@ -18,6 +18,7 @@ use toolwire_protocol::{
 use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
 use crate::error::{Error, Result};
 use crate::state::Era;
+use crate::trace::{self, TraceContext};
 use crate::transport::{Failure, Outgoing, Reply};
 
 impl Client {
@@ -43,7 +44,11 @@ impl Client {
         method: &str,
         params: &Value,
         progress: Progress,
-        Declared { inputs, tasks }: Declared<'_>,
+        Declared {
+            inputs,
+            tasks,
+            trace,
+        }: Declared<'_>,
     ) -> Result<String> {
         let mut params = params.clone();
         let object = params
@@ -78,21 +83,40 @@ impl Client {
         if progress == Progress::Wanted {
             meta.insert(META_PROGRESS_TOKEN.into(), json!(id));
         }
+        if let Some(trace) = trace {
+            trace.write_into(&mut meta);
+        }
         if !meta.is_empty() {
             object.insert(META_FIELD.into(), Value::Object(meta));
         }
         Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
     }
 
-    /// Sends a request and returns its result object; the core every method goes through.
-    /// Each attempt settles the era, sends, and reads the reply or the failure; a step may ask
-    /// for one more attempt, and [`Retries`] makes each recovery happen at most once.
+    /// Sends a request and returns its result object; the core every method goes through,
+    /// inside the request's span (see `trace`).
     pub(crate) async fn rpc(
         &self,
         method: &str,
         params: Value,
         options: &RpcOptions,
     ) -> Result<Value> {
+        use tracing::Instrument as _;
+        let span = trace::request_span(method, options.name.as_deref());
+        if span.is_disabled() {
+            return self.attempts(method, params, options).await;
+        }
+        let outcome = self
+            .attempts(method, params, options)
+            .instrument(span.clone())
+            .await;
+        trace::finish(&span, outcome.as_ref());
+        outcome
+    }
+
+    /// [`Client::rpc`] without the span. Each attempt settles the era, sends, and reads the
+    /// reply or the failure; a step may ask for one more attempt, and [`Retries`] makes each
+    /// recovery happen at most once.
+    async fn attempts(&self, method: &str, params: Value, options: &RpcOptions) -> Result<Value> {
         let mut retries = Retries::default();
         loop {
             let token = self.token_generation();
@@ -149,9 +173,13 @@ impl Client {
             Some(_) => Progress::Wanted,
             None => Progress::Unwanted,
         };
+        trace::sent(id);
+        // The context of this request's span, for the server to continue (OT-01).
+        let trace = TraceContext::current();
         let declared = Declared {
             inputs: options.input_capabilities.as_ref(),
             tasks: options.tasks,
+            trace: Some(&trace),
         };
         let body = self.envelope_with(era, id, method, params, progress, declared)?;
         let (version, session) = self.wire_identity(era);
@@ -165,6 +193,7 @@ impl Client {
             session: session.as_deref(),
             legacy: matches!(era, Era::Legacy(_)),
             bearer: options.bearer.as_deref(),
+            trace: Some(&trace),
         };
         self.exchange(&out, options).await
     }
@@ -502,6 +531,8 @@ pub(crate) struct Declared<'a> {
     pub(crate) inputs: Option<&'a ClientCapabilities>,
     /// The tasks extension: the call may become a task the client follows.
     pub(crate) tasks: bool,
+    /// The trace context of the request's span, written into `_meta` (OT-01).
+    pub(crate) trace: Option<&'a TraceContext>,
 }
 
 /// What the request path does after one attempt.

@@ -115,6 +115,10 @@ impl HttpTransport {
         if let Some(session) = out.session {
             request = request.header(SESSION_ID, header_value(session)?);
         }
+        // The trace context in headers too, for proxies and servers that read only those.
+        for (name, value) in out.trace.into_iter().flat_map(|t| t.pairs()) {
+            request = request.header(name, header_value(value)?);
+        }
         if !out.legacy && !out.method.is_empty() {
             request = request.header(mcp_headers::METHOD, out.method);
             if let Some(name) = out.name {

@@ -41,6 +41,8 @@ pub(crate) struct Outgoing<'a> {
     /// This request's bearer token, over the configured `Authorization` and the OAuth flow's
     /// (HTTP only).
     pub(crate) bearer: Option<&'a str>,
+    /// The W3C trace context headers (HTTP only; OT-01).
+    pub(crate) trace: Option<&'a crate::trace::TraceContext>,
 }
 
 /// The answer to a request.

@@ -442,7 +442,13 @@ async fn admit_and_run(
         },
     };
     check_scopes(state, &caller, &id, &meta, &route)?;
-    let request = reply::Admitted { id, meta, route };
+    let incoming = crate::observe::trace::Incoming::http(headers);
+    let request = reply::Admitted {
+        id,
+        meta,
+        route,
+        incoming,
+    };
     Ok(reply::run(state, request, accept, caller).await)
 }
 

@@ -28,6 +28,8 @@ pub(super) struct Admitted {
     pub(super) id: RequestId,
     pub(super) meta: RequestMeta,
     pub(super) route: Route,
+    /// How it arrived, for its span.
+    pub(super) incoming: crate::observe::trace::Incoming,
 }
 
 pub(super) async fn run(
@@ -36,7 +38,12 @@ pub(super) async fn run(
     accept: Accept,
     caller: Caller,
 ) -> Response {
-    let Admitted { id, meta, route } = request;
+    let Admitted {
+        id,
+        meta,
+        route,
+        incoming,
+    } = request;
     let listen = matches!(route, Route::Listen { .. });
     if listen && !accept.sse {
         let error = ErrorObject::invalid_request(format!(
@@ -72,7 +79,12 @@ pub(super) async fn run(
     let may_stream = accept.sse
         && (meta.progress_token.is_some()
             || (logging == Logging::Declared && meta.log_level.is_some()));
-    let request = Admitted { id, meta, route };
+    let request = Admitted {
+        id,
+        meta,
+        route,
+        incoming,
+    };
     if may_stream {
         run_streaming(state, request, accept, caller).await
     } else {
@@ -87,10 +99,15 @@ async fn run_plain(
     accept: Accept,
     caller: Caller,
 ) -> Response {
-    let Admitted { id, meta, route } = request;
+    let Admitted {
+        id,
+        meta,
+        route,
+        incoming,
+    } = request;
     let server = &state.server;
     let cancel = CancellationToken::new();
-    let ctx = context(server, (&id, meta), &cancel, None, caller);
+    let ctx = context(server, (&id, meta), &cancel, None, caller).with_incoming(incoming);
     // When the client leaves, hyper drops this future. `guard` is declared after `work`, so it
     // is dropped first: the handler's token has fired by the time the handler is dropped.
     let mut work = std::pin::pin!(server.run(&id, route, ctx));
@@ -115,12 +132,17 @@ async fn run_streaming(
     accept: Accept,
     caller: Caller,
 ) -> Response {
-    let Admitted { id, meta, route } = request;
+    let Admitted {
+        id,
+        meta,
+        route,
+        incoming,
+    } = request;
     let server = state.server.clone();
     let cancel = CancellationToken::new();
     let (tx, rx) = mpsc::channel::<Frame>(64);
     let outbound = Some(Outbound::new(tx.clone()));
-    let ctx = context(&server, (&id, meta), &cancel, outbound, caller);
+    let ctx = context(&server, (&id, meta), &cancel, outbound, caller).with_incoming(incoming);
     let finisher = ctx.clone();
     let request_id = id.clone();
     let work = Box::pin(async move {

@@ -115,6 +115,13 @@ pub(crate) enum Transport {
     Pipe,
 }
 
+impl Transport {
+    /// Its `network.transport` name.
+    pub(crate) fn as_str(self) -> &'static str {
+        TRANSPORTS[self as usize]
+    }
+}
+
 /// How an operation ended, for its `error.type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Ended {

@@ -1,10 +1,12 @@
-//! What an operator sees of a running server: Prometheus metrics (`metrics`) and the health
-//! endpoints (`health`), served on the MCP address
+//! What an operator sees of a running server: Prometheus metrics (`metrics`), traces (`trace`:
+//! a span per request, its parent the caller's) and the health endpoints (`health`), served on
+//! the MCP address
 //! ([`HttpConfig::admin_endpoints`](crate::http::HttpConfig::admin_endpoints)) or on an admin
 //! address of their own ([`admin_router`], [`serve_admin`]).
 
 mod health;
 pub(crate) mod metrics;
+pub(crate) mod trace;
 
 pub use health::{
     HEALTHZ_PATH, METRICS_CONTENT_TYPE, METRICS_PATH, NotReady, READYZ_PATH, Readiness,

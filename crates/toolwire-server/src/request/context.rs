@@ -107,14 +107,15 @@ struct Inner {
     /// The client (HTTP): its network address, or what a trusted proxy said of it; `None` on
     /// stdio.
     address: Option<crate::safety::limits::ClientId>,
-    /// The transport the request came over, for its metrics.
-    transport: crate::observe::metrics::Transport,
     /// Set once the final response is on its way: nothing more may be sent for it (P-13). The
     /// lock is held across each send, so no notification can follow `finish`.
     finished: tokio::sync::Mutex<bool>,
     /// Makes the call a task when notified: set only for the first step of a call of a
     /// [`Tool::deferred_task`](crate::Tool::deferred_task) tool that may run as a task.
     task_start: Option<Arc<tokio::sync::Notify>>,
+    /// How the request arrived (its transport and HTTP trace headers), for its span and its
+    /// metrics.
+    incoming: crate::observe::trace::Incoming,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -167,8 +168,8 @@ impl RequestContext {
                 claims: None,
                 token: None,
                 address: None,
-                transport: crate::observe::metrics::Transport::Pipe,
                 task_start: None,
+                incoming: Default::default(),
             }),
         }
     }
@@ -217,14 +218,28 @@ impl RequestContext {
     /// Sets the transport; only on a context nobody else holds yet.
     pub(crate) fn with_transport(mut self, transport: crate::observe::metrics::Transport) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
-            inner.transport = transport;
+            inner.incoming.transport = Some(transport);
         }
         self
     }
 
-    /// The transport the request came over.
+    /// Sets how the request arrived (its span's transport and HTTP trace headers); only on a
+    /// context nobody else holds yet.
+    pub(crate) fn with_incoming(mut self, incoming: crate::observe::trace::Incoming) -> Self {
+        if let Some(inner) = Arc::get_mut(&mut self.inner) {
+            inner.incoming = incoming;
+        }
+        self
+    }
+
+    /// The transport the request came over (a pipe when it came in memory).
     pub(crate) fn transport(&self) -> crate::observe::metrics::Transport {
-        self.inner.transport
+        self.inner.incoming.transport.unwrap_or_default()
+    }
+
+    /// How the request arrived.
+    pub(crate) fn incoming(&self) -> &crate::observe::trace::Incoming {
+        &self.inner.incoming
     }
 
     /// Sets the client; only on a context nobody else holds yet.

@@ -13,6 +13,7 @@ use toolwire_protocol::{
     ErrorObject, MessageKind, RawMessage, RequestId, RequestMeta, ResultMeta, ResultType,
 };
 
+use crate::observe::trace;
 use crate::request::context::{Outbound, RequestContext};
 use crate::request::cursor::ListKind;
 pub(crate) use crate::request::outcome::Final;
@@ -287,28 +288,37 @@ impl Server {
         }
     }
 
-    /// Runs a call to its final message; `None` when the request ended without one (a listen
-    /// stream the client cancelled). With metrics, its duration is recorded (O-01).
+    /// Runs a call to its final message, inside the request's span (see `observe::trace`);
+    /// `None` when the request ended without one (a listen stream the client cancelled). With
+    /// metrics, its duration is recorded (O-01).
     pub(crate) async fn run(
         &self,
         id: &RequestId,
         call: Route,
         ctx: RequestContext,
     ) -> Option<Final> {
+        use tracing::Instrument as _;
         // Labels resolved before the call, recorded after it: no future of its own around the
         // method's, which would make every request's future larger.
         let observed = self
             .metrics()
             .map(|_| crate::observe::metrics::Observation::start(self, &call, &ctx));
-        let done = self.run_route(id, call, ctx).await;
+        let span = trace::request_span(id, &call, ctx.meta(), ctx.incoming());
+        let done = if span.is_disabled() {
+            self.answer(id, call, ctx).await
+        } else {
+            let done = self.answer(id, call, ctx).instrument(span.clone()).await;
+            trace::finish(&span, done.as_ref());
+            done
+        };
         if let (Some(metrics), Some(observed)) = (self.metrics(), observed) {
             observed.finish(metrics, done.as_ref());
         }
         done
     }
 
-    /// [`Server::run`] without metrics.
-    async fn run_route(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
+    /// [`Server::run`] without the span and the metrics.
+    async fn answer(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),

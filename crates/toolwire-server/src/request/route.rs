@@ -171,6 +171,25 @@ impl Route {
         }
     }
 
+    /// The method this route answers, as named on the wire.
+    pub(crate) fn method(&self) -> &'static str {
+        match self {
+            Route::Discover => Discover::METHOD,
+            Route::ListTools { .. } => ListTools::METHOD,
+            Route::CallTool(_) => CallToolMethod::METHOD,
+            Route::Listen { .. } => Listen::METHOD,
+            Route::ListPrompts { .. } => ListPrompts::METHOD,
+            Route::GetPrompt(_) => GetPromptMethod::METHOD,
+            Route::ListResources { .. } => ListResources::METHOD,
+            Route::ListResourceTemplates { .. } => ListResourceTemplates::METHOD,
+            Route::ReadResource(_) => ReadResourceMethod::METHOD,
+            Route::Complete(_) => CompleteMethod::METHOD,
+            Route::TasksGet { .. } => GetTask::METHOD,
+            Route::TasksUpdate { .. } => UpdateTask::METHOD,
+            Route::TasksCancel { .. } => CancelTask::METHOD,
+        }
+    }
+
     /// The value the `Mcp-Name` header must carry, for methods that have one (H-22).
     pub(crate) fn name_header(&self) -> Option<&str> {
         match self {

@@ -78,6 +78,29 @@ pub enum AuditOutcome {
     Refused,
 }
 
+impl AuditOutcome {
+    /// The outcome as the audit record names it (`complete`, `is_error`, …).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AuditOutcome::Complete => "complete",
+            AuditOutcome::InputRequired => "input_required",
+            AuditOutcome::Task => "task",
+            AuditOutcome::IsError => "is_error",
+            AuditOutcome::TimedOut => "timed_out",
+            AuditOutcome::Limited => "limited",
+            AuditOutcome::Error => "error",
+            AuditOutcome::Refused => "refused",
+        }
+    }
+}
+
+/// The outcome as a word, the same as in the audit record.
+impl std::fmt::Display for AuditOutcome {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 /// Where audit events go besides `tracing`: a file, a queue, a shared store.
 pub trait AuditSink: Send + Sync + 'static {
     /// Takes one event; must not block for long (it runs on the request path).
@@ -365,14 +388,6 @@ impl Pending {
         }
     }
 
-    /// The trace ids, for the call's span.
-    pub(crate) fn trace(&self) -> (Option<&str>, Option<&str>) {
-        (
-            self.event.trace_id.as_deref(),
-            self.event.parent_span_id.as_deref(),
-        )
-    }
-
     /// Emits the event with its outcome.
     pub(crate) fn finish(
         mut self,
@@ -388,15 +403,15 @@ impl Pending {
             target: "toolwire::audit",
             time = %event.time,
             request_id = %event.request_id,
-            principal = event.principal.as_deref().unwrap_or(""),
+            principal = event.principal.as_deref(),
             tool = %event.tool,
-            definition_sha256 = event.definition_sha256.as_deref().unwrap_or(""),
+            definition_sha256 = event.definition_sha256.as_deref(),
             arguments_sha256 = %event.arguments_sha256,
             arguments_preview = %event.arguments_preview,
-            outcome = ?event.outcome,
+            outcome = %event.outcome,
             error_code = event.error_code,
             latency_us = event.latency_us,
-            trace_id = event.trace_id.as_deref().unwrap_or(""),
+            trace_id = event.trace_id.as_deref(),
             "tools/call"
         );
         if let Some(sink) = sink {
@@ -434,6 +449,25 @@ pub(crate) fn parse_traceparent(value: &str) -> Option<(String, String)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The audit log line says the outcome in the record's own word, never Rust's debug text
+    /// (`Complete`).
+    #[test]
+    fn an_outcome_reads_as_the_records_word() {
+        for outcome in [
+            AuditOutcome::Complete,
+            AuditOutcome::InputRequired,
+            AuditOutcome::Task,
+            AuditOutcome::IsError,
+            AuditOutcome::TimedOut,
+            AuditOutcome::Limited,
+            AuditOutcome::Error,
+            AuditOutcome::Refused,
+        ] {
+            let word = serde_json::to_value(outcome).unwrap();
+            assert_eq!(word, outcome.to_string().as_str(), "{outcome:?}");
+        }
+    }
     use serde_json::json;
 
     #[test]

@@ -333,7 +333,8 @@ impl Connection {
             self.server.config().logging,
         )
         .with_principal(self.caller.principal.clone())
-        .with_scopes(self.caller.scopes.clone());
+        .with_scopes(self.caller.scopes.clone())
+        .with_incoming(crate::observe::trace::Incoming::stdio());
         let server = self.server.clone();
         let request_id = id.clone();
         let mut work = Box::pin(async move {

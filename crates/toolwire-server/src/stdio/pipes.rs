@@ -62,12 +62,12 @@ pub(super) struct Restore(Vec<Stream>);
 impl Drop for Restore {
     fn drop(&mut self) {
         for stream in &self.0 {
-            let result = match stream {
-                Stream::Stdin => blocking(std::io::stdin().as_fd()),
-                Stream::Stdout => blocking(std::io::stdout().as_fd()),
+            let (result, name) = match stream {
+                Stream::Stdin => (blocking(std::io::stdin().as_fd()), "stdin"),
+                Stream::Stdout => (blocking(std::io::stdout().as_fd()), "stdout"),
             };
             if let Err(e) = result {
-                tracing::warn!(error = %e, ?stream, "could not make the stream blocking again");
+                tracing::warn!(error = %e, stream = name, "could not make the stream blocking again");
             }
         }
     }

@@ -214,27 +214,19 @@ impl Server {
     }
 
     /// A `tools/call` run to its final message, with its audit event when anyone listens
-    /// (a sink, or a subscriber of `toolwire::audit`), and inside a span that carries the
-    /// request's W3C trace context.
+    /// (a sink, or a subscriber of `toolwire::audit`). The request's span, which carries the
+    /// W3C trace context, is the transport's (`observe::trace`).
     pub(crate) async fn audited_call(
         &self,
         id: &RequestId,
         call: CallTool,
         ctx: RequestContext,
     ) -> Final {
-        use tracing::Instrument as _;
         let sink = self.audit();
         let Some(pending) = audit::wanted(sink).then(|| self.audit_start(id, &call, &ctx)) else {
             return self.call_final(id, self.call_tool(call, ctx).await);
         };
-        let (trace_id, parent) = pending.trace();
-        let span = tracing::info_span!(
-            "tools/call",
-            tool = %call.name,
-            trace_id = trace_id.unwrap_or_default(),
-            parent_span_id = parent.unwrap_or_default()
-        );
-        let outcome = self.call_tool(call, ctx).instrument(span).await;
+        let outcome = self.call_tool(call, ctx).await;
         let (kind, code) = match &outcome {
             Ok(Outcome::Complete(result)) if is_timed_out(result) => (AuditOutcome::TimedOut, None),
             Ok(Outcome::Complete(result)) if is_limited(result) => (AuditOutcome::Limited, None),
@@ -250,7 +242,12 @@ impl Server {
 
     fn call_final(&self, id: &RequestId, outcome: Result<Outcome, ErrorObject>) -> Final {
         match outcome {
-            Ok(Outcome::Complete(result)) => self.call_result(id, &result),
+            Ok(Outcome::Complete(result)) => {
+                if result.is_error() {
+                    crate::observe::trace::tool_error();
+                }
+                self.call_result(id, &result)
+            }
             Ok(Outcome::InputRequired(result)) => Final::result(id, &result),
             Ok(Outcome::Task(result)) => Final::result(id, &result),
             Err(error) => Final::error(Some(id), &error),
@@ -264,7 +261,7 @@ impl Server {
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
-        let traceparent = ctx.meta().extra.get("traceparent").and_then(Value::as_str);
+        let traceparent = ctx.meta().traceparent();
         audit::Pending::start(CallSeen {
             time: iso8601(self.clock().now_ms()),
             request_id: id.to_string(),
@@ -294,7 +291,7 @@ impl Server {
             .snapshot()
             .get(&call.name)
             .map(|t| t.definition_sha256.clone());
-        let traceparent = meta.and_then(|m| m.extra.get("traceparent")?.as_str());
+        let traceparent = meta.and_then(RequestMeta::traceparent);
         let pending = audit::Pending::start(CallSeen {
             time: iso8601(self.clock().now_ms()),
             request_id: id.to_string(),

@@ -267,7 +267,7 @@ impl Server {
             return None;
         }
         if input.problem.is_some() || input.requests.is_empty() {
-            tracing::error!(tool = %name, problem = ?input.problem, "a task asked for no usable input");
+            tracing::error!(tool = %name, problem = input.problem.as_deref(), "a task asked for no usable input");
             return self.complete_task(task_id, internal_failure()).await;
         }
         Some(input)

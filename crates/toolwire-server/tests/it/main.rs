@@ -38,3 +38,4 @@ mod redis_tasks;
 mod state_store;
 mod stdio;
 mod tasks;
+mod traces;

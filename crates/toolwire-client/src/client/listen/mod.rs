@@ -477,7 +477,7 @@ fn warn_unhonoured(asked: &SubscriptionFilter, honoured: &SubscriptionFilter) {
     }
     if !missing.is_empty() {
         tracing::warn!(
-            ?missing,
+            missing = %missing.join(", "),
             "the server does not honour part of the subscription"
         );
     }
@@ -545,7 +545,11 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
                     authorizations = 0;
                 }
                 let error = failure.into_error();
-                tracing::info!(%error, ?backoff, "the listen stream dropped; reconnecting");
+                tracing::info!(
+                    %error,
+                    backoff_ms = backoff.as_millis() as u64,
+                    "the listen stream dropped; reconnecting"
+                );
                 tokio::time::sleep(backoff).await;
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
@@ -578,6 +582,7 @@ async fn listen_once(
         session: session.as_deref(),
         legacy: false,
         bearer: None,
+        trace: None,
     };
     listener.acked = false;
     let mut on_message = |message: Value| listener.on_message(message);
