@@ -14,8 +14,11 @@ mod config;
 mod flood;
 pub(crate) mod forwarded;
 mod legacy;
+mod refusal;
 mod reply;
 mod service;
+
+use refusal::{Refusal, body_too_slow, json_response, status_for};
 
 pub use auth::OAuth;
 use auth::{Caller, Guard};
@@ -31,18 +34,14 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
-use http::{HeaderValue, StatusCode, header};
+use http::StatusCode;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use toolwire_protocol::{
-    ErrorObject, HEADER_MISMATCH, INVALID_REQUEST, METHOD_NOT_FOUND,
-    MISSING_REQUIRED_CLIENT_CAPABILITY, MessageKind, PARSE_ERROR, RawMessage, RequestId,
-    RequestMeta, UNSUPPORTED_PROTOCOL_VERSION,
-};
+use toolwire_protocol::{ErrorObject, MessageKind, RawMessage, RequestId, RequestMeta};
 
 use crate::observe;
 use crate::observe::RefusalReason;
-use crate::request::dispatch::{Final, Message, read_message, read_meta};
+use crate::request::dispatch::{Message, read_message, read_meta};
 use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
@@ -231,84 +230,6 @@ pub async fn bind_and_serve(
     config: HttpConfig,
 ) -> std::io::Result<()> {
     serve(server, TcpListener::bind(addr).await?, config).await
-}
-
-/// An early refusal: status and JSON-RPC error, and a `WWW-Authenticate` challenge for an
-/// OAuth refusal.
-struct Refusal {
-    status: StatusCode,
-    id: Option<RequestId>,
-    error: ErrorObject,
-    /// Boxed: refusals travel in `Result`s on the hot path and should stay small.
-    challenge: Option<Box<HeaderValue>>,
-}
-
-impl Refusal {
-    fn new(status: StatusCode, id: Option<&RequestId>, error: ErrorObject) -> Self {
-        Refusal {
-            status,
-            id: id.cloned(),
-            error,
-            challenge: None,
-        }
-    }
-
-    fn with_challenge(mut self, challenge: HeaderValue) -> Self {
-        self.challenge = Some(Box::new(challenge));
-        self
-    }
-}
-
-impl IntoResponse for Refusal {
-    fn into_response(self) -> Response {
-        let mut response = json_response(
-            self.status,
-            Final::error(self.id.as_ref(), &self.error).json,
-        );
-        if let Some(challenge) = self.challenge {
-            response
-                .headers_mut()
-                .insert(header::WWW_AUTHENTICATE, *challenge);
-        }
-        response
-    }
-}
-
-/// The refusal of a body that did not arrive within `limit` ([`HttpConfig::body_timeout`]):
-/// 408, and hyper closes the connection, the rest of the body unread.
-fn body_too_slow(limit: Duration) -> Refusal {
-    let error = ErrorObject::invalid_request(format!(
-        "the request body did not arrive within {} ms",
-        limit.as_millis()
-    ));
-    Refusal::new(StatusCode::REQUEST_TIMEOUT, None, error)
-}
-
-fn json_response(status: StatusCode, json: String) -> Response {
-    let mut response = Response::new(Body::from(json));
-    *response.status_mut() = status;
-    response.headers_mut().insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_static("application/json"),
-    );
-    response
-}
-
-/// The status of an error response (E-04, E-07, H-11); `None` is success. Other codes, such as
-/// -32602 for an unknown tool or cursor, travel with 200.
-fn status_for(code: Option<i64>) -> StatusCode {
-    match code {
-        None => StatusCode::OK,
-        Some(METHOD_NOT_FOUND) => StatusCode::NOT_FOUND,
-        Some(
-            PARSE_ERROR
-            | INVALID_REQUEST
-            | HEADER_MISMATCH
-            | MISSING_REQUIRED_CLIENT_CAPABILITY
-            | UNSUPPORTED_PROTOCOL_VERSION,
-        ) => StatusCode::BAD_REQUEST,
-        Some(_) => StatusCode::OK,
-    }
 }
 
 async fn handle_get(State(state): State<Arc<HttpState>>, request: Request) -> Response {
