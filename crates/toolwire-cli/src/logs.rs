@@ -192,7 +192,7 @@ fn with_request_spans(filter: &str, format: LogFormat) -> String {
         return filter.to_owned();
     }
     let level = match format {
-        LogFormat::Json => "info",
+        LogFormat::Json => "debug",
         LogFormat::Text => "off",
     };
     format!("{filter},{REQUEST_SPANS}={level}")
@@ -262,7 +262,7 @@ mod tests {
     fn request_spans_are_on_for_json_and_off_for_text_unless_asked() {
         let cases = [
             ("info", LogFormat::Text, "info,toolwire::request=off"),
-            ("info", LogFormat::Json, "info,toolwire::request=info"),
+            ("info", LogFormat::Json, "info,toolwire::request=debug"),
             (
                 "warn,toolwire::request=debug",
                 LogFormat::Text,

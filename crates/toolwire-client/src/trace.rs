@@ -73,7 +73,7 @@ impl Injector for TraceContext {
 pub(crate) fn request_span(method: &str, name: Option<&str>) -> Span {
     let tool = name.filter(|_| method == CallTool::METHOD);
     let prompt = name.filter(|_| method == GetPrompt::METHOD);
-    tracing::info_span!(
+    tracing::debug_span!(
         target: TARGET,
         "request",
         otel.name = %SpanName { method, target: tool.or(prompt) },

@@ -74,7 +74,11 @@ async fn a_request_carries_its_spans_context_in_meta_and_in_its_header() {
 
     let spans = exporter.get_finished_spans().unwrap();
     let caller = spans.iter().find(|s| s.name == "caller").unwrap();
-    let listed = spans.iter().find(|s| s.name == "tools/list").unwrap();
+    let names: Vec<_> = spans.iter().map(|s| s.name.clone()).collect();
+    let listed = spans
+        .iter()
+        .find(|s| s.name == "tools/list")
+        .unwrap_or_else(|| panic!("no tools/list span among {names:?}"));
     assert_eq!(listed.span_kind, SpanKind::Client);
     assert_eq!(listed.parent_span_id, caller.span_context.span_id());
     assert_eq!(
@@ -101,6 +105,10 @@ async fn a_request_carries_its_spans_context_in_meta_and_in_its_header() {
 
 #[tokio::test]
 async fn without_a_tracer_a_request_carries_no_trace_context() {
+    // A subscriber that records spans but has no tracer. Without any, this test's thread could
+    // meet the request span's callsite while no scoped subscriber exists yet, and tracing would
+    // remember it as disabled everywhere, the other test's thread included.
+    let _guard = tracing::subscriber::set_default(tracing_subscriber::registry());
     let seen = Seen::default();
     let client = ClientBuilder::new("trace-test", "1.0")
         .http(recording(seen.clone()).await)

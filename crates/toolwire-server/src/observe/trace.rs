@@ -5,7 +5,8 @@
 //! malformed trace context is ignored: the request is served and its span starts a trace of its
 //! own (OT-02).
 //!
-//! The spans are `tracing` spans (target [`TARGET`]), and the library stays on the
+//! The spans are `tracing` spans at DEBUG level (target [`TARGET`]): a program that logs at
+//! INFO pays nothing for them, as with tower-http's request spans. The library stays on the
 //! OpenTelemetry API: a program that installs the `tracing-opentelemetry` layer and a
 //! propagator (the CLI does, when an OTLP endpoint is configured) exports them; its log lines
 //! logged inside a request carry the span's fields (the request id, the trace id). With no
@@ -84,7 +85,7 @@ pub(crate) fn request_span(
         Route::ReadResource(read) => (None, None, Some(read.uri.as_str())),
         _ => (None, None, None),
     };
-    let span = tracing::info_span!(
+    let span = tracing::debug_span!(
         target: TARGET,
         "request",
         otel.name = %SpanName { method, target: tool.or(prompt) },
