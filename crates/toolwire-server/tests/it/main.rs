@@ -38,4 +38,3 @@ mod redis_tasks;
 mod state_store;
 mod stdio;
 mod tasks;
-mod traces;
