@@ -3,7 +3,8 @@
 //! - On a loopback admin address without a token, whoever can connect to it (someone on this
 //!   machine) may use it; the `Host` header must name that address (`127.0.0.1:PORT`,
 //!   `[::1]:PORT` or `localhost:PORT`), so that a web page whose name was rebound to 127.0.0.1
-//!   reads nothing.
+//!   reads nothing. (With a token the session cookie does that, and any name is answered:
+//!   a TLS proxy in front may use its own.)
 //! - On any other admin address it is refused (403, saying why) unless a token is configured.
 //! - With a token (on any address), a browser signs in once with a form and gets a session
 //!   cookie (`HttpOnly`, `SameSite=Strict`, `Path=/console`): a random value of this process,
@@ -83,7 +84,7 @@ impl Access {
                 format!(
                     "The console is off on {}: this admin address is not a loopback one, and \
                      the console approves tool definitions. Configure a console token \
-                     (--console-token-env NAME) to serve it here, or use a loopback --admin \
+                     (toolwire gateway --console-token-env NAME) to serve it here, or use a loopback --admin \
                      address.",
                     self.admin
                 ),
@@ -93,7 +94,10 @@ impl Access {
             .get(header::HOST)
             .and_then(|h| h.to_str().ok())
             .unwrap_or_default();
-        if self.admin.ip().is_loopback() && !self.loopback_hosts().iter().any(|h| h == host) {
+        // With a token, the session cookie (bound to the name the browser signed in on) is
+        // what keeps other sites out, and a reverse proxy may name the console as it likes.
+        let unguarded = self.token.is_none();
+        if unguarded && !self.loopback_hosts().iter().any(|h| h == host) {
             return Some((
                 StatusCode::FORBIDDEN,
                 format!(
@@ -143,8 +147,12 @@ impl Access {
             .and_then(|h| h.to_str().ok())
             .unwrap_or("same-origin");
         match (host, origin) {
+            // `https` when a TLS proxy stands in front of the admin address.
             (Some(host), Some(origin)) => {
-                origin == format!("http://{host}") && matches!(fetched, "same-origin" | "none")
+                let own = origin
+                    .strip_prefix("http://")
+                    .or(origin.strip_prefix("https://"));
+                own == Some(host) && matches!(fetched, "same-origin" | "none")
             }
             _ => false,
         }
@@ -221,6 +229,11 @@ mod tests {
             (vec![host], false),
             (vec![host, ("origin", "http://evil.example")], false),
             (vec![host, ("origin", "null")], false),
+            (vec![host, ("origin", "https://127.0.0.1:9090")], true),
+            (
+                vec![host, ("origin", "http://127.0.0.1:9090.evil.example")],
+                false,
+            ),
             (
                 vec![
                     host,
