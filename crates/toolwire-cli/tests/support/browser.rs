@@ -83,7 +83,9 @@ impl Browser {
         std::thread::spawn(move || {
             let mut message = Vec::new();
             while out.read_until(0, &mut message).unwrap_or(0) > 0 {
-                message.pop_if(|b| *b == 0);
+                if message.last() == Some(&0) {
+                    message.pop();
+                }
                 if let Ok(value) = serde_json::from_slice(&message) {
                     if tx.send(value).is_err() {
                         return;

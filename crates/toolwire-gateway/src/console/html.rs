@@ -119,9 +119,12 @@ pub(crate) fn harden(response: &mut Response) {
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
     );
+    // Not `no-referrer`: under it a browser sends `Origin: null` with a form's POST, and the
+    // console could no longer tell its own forms from another site's. `same-origin` still
+    // tells other sites nothing.
     headers.insert(
         header::REFERRER_POLICY,
-        HeaderValue::from_static("no-referrer"),
+        HeaderValue::from_static("same-origin"),
     );
 }
 

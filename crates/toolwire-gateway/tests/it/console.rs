@@ -139,6 +139,9 @@ async fn the_pages_show_upstream_text_escaped_under_a_strict_policy() {
         assert!(csp.contains("frame-ancestors 'none'"), "{path}: {csp}");
         assert_eq!(headers["x-frame-options"], "DENY", "{path}");
         assert_eq!(headers["cache-control"], "no-store", "{path}");
+        // Under `no-referrer` a browser's form POST says `Origin: null`, which the console
+        // refuses: its own Approve button would never work (seen in Chromium).
+        assert_eq!(headers["referrer-policy"], "same-origin", "{path}");
         assert!(!page.contains("<script"), "{path} has a script: {page}");
     }
     let (_, _, upstreams) = console.get("/console").await;
