@@ -198,7 +198,7 @@ impl Filter {
                 let found = path.iter().try_fold(&record, |v, key| v.get(key));
                 match found {
                     Some(Value::String(text)) => text == value,
-                    Some(other) => other.to_string() == *value,
+                    Some(other) => &other.to_string() == value,
                     None => false,
                 }
             }

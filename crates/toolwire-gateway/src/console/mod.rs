@@ -3,7 +3,18 @@
 //! the definitions waiting for approval with what changed and an Approve button, and the
 //! audit logs with a search box and the verification of the hash chain. No script runs in
 //! it (its Content-Security-Policy allows none); every piece of text from an upstream is
-//! escaped. Who may use it: [`access`].
+//! escaped.
+//!
+//! Who may use it (it approves definitions):
+//! - on a loopback admin address without a token, whoever can connect there, for requests
+//!   addressed to that address or `localhost:PORT` (so a page using DNS rebinding gets 403);
+//! - on any other address, nobody (403, saying why) unless a token is configured
+//!   ([`ConsoleOptions::token`]);
+//! - with a token, a browser signed in once with it: it then holds a session cookie
+//!   (`HttpOnly`, `SameSite=Strict`, `Path=/console`, random for this process, never the token);
+//!   token and cookie are compared in constant time;
+//! - every POST (Approve, sign-in) carries this process's CSRF token and the console's own
+//!   `Origin`; GET never changes anything. Every answer forbids scripts, framing and caching.
 //!
 //! ```
 //! # async fn mount(gateway: toolwire_gateway::Gateway) -> Result<(), toolwire_gateway::console::ConsoleError> {
