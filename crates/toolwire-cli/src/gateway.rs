@@ -38,6 +38,8 @@ pub(crate) struct GatewayArgs {
     /// Serve the admin endpoints (GET /metrics in the Prometheus text format, /healthz,
     /// /readyz) on this address instead of the --http one (e.g. 127.0.0.1:9090); with
     /// stdio, the only way to have them. They need no token: keep it loopback or private.
+    /// The console (/console: upstreams, tools, approvals, audit) is served there too, on a
+    /// loopback address or with --console-token-env.
     #[arg(long, value_name = "ADDR")]
     admin: Option<SocketAddr>,
     /// Keep no metrics (GET /metrics answers 404); /healthz and /readyz stay.

@@ -1,4 +1,5 @@
-//! Who may use the console. It approves tool definitions, so it is guarded like a door:
+//! Who may use the console (O-09, O-10). It approves tool definitions, so it is guarded like a
+//! door:
 //!
 //! - On a loopback admin address without a token, whoever can connect to it (someone on this
 //!   machine) may use it; the `Host` header must name that address (`127.0.0.1:PORT`,

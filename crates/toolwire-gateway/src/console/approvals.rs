@@ -1,7 +1,7 @@
 //! The definitions waiting for approval: each pinned tool whose listed definition changed,
 //! what changed path by path (the diff the host records in its audit log), and an Approve
 //! button that takes the same path as `toolwire pins approve` ([`Gateway::approve_change`]:
-//! the new definition is pinned, the approval audited, the tool served again).
+//! the new definition is pinned, the approval audited, the tool served again; O-12).
 //!
 //! [`Gateway::approve_change`]: crate::Gateway::approve_change
 

@@ -1,4 +1,4 @@
-//! The console's HTML: every untrusted piece escaped on the way in, one page frame with the
+//! The console's HTML (O-11): every untrusted piece escaped on the way in, one page frame with the
 //! navigation and a small inline stylesheet, and the headers every answer carries (a strict
 //! Content-Security-Policy, no framing, no caching).
 
