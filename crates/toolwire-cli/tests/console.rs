@@ -163,6 +163,67 @@ fn an_operator_approves_a_changed_definition_in_chromium_and_it_is_served_again(
     eprintln!("screenshots in {}", shots.display());
 }
 
+#[test]
+fn a_browser_signs_in_once_with_the_console_token() {
+    if std::env::var_os("TOOLWIRE_SKIP_BROWSER_TESTS").is_some() {
+        return;
+    }
+    let chromium = browser::chromium().unwrap_or_else(|| {
+        panic!(
+            "chromium is missing: run {} (or set CHROMIUM to a Chromium binary)",
+            browser::INSTALL
+        )
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("gateway.json");
+    std::fs::write(&config, json!({"mcpServers": {}}).to_string()).unwrap();
+    let token = "0123456789abcdef-console-token";
+    let mut command = toolwire(&dir);
+    command
+        .args(["gateway", "--http", "127.0.0.1:0", "--admin", "127.0.0.1:0"])
+        .args([
+            "--console-token-env",
+            "TOOLWIRE_TEST_CONSOLE_TOKEN",
+            "--config",
+        ])
+        .arg(&config)
+        .env("TOOLWIRE_TEST_CONSOLE_TOKEN", token);
+    let started = support::start(command, "the gateway serves at ");
+    let console = started
+        .before
+        .iter()
+        .find_map(|line| line.split("console at ").nth(1))
+        .unwrap_or_else(|| panic!("no console line in {:?}", started.before))
+        .trim()
+        .to_owned();
+
+    let mut browser = Browser::start(&chromium, &dir.path().join("profile"));
+    browser.open(&format!("{console}/approvals"));
+    let page = browser.html();
+    assert!(page.contains("Sign in"), "{page}");
+    assert!(!page.contains("Approve"), "{page}");
+    browser.screenshot(&screenshots().join("0-sign-in.png"));
+    browser.click("input[name=token]");
+    browser.type_text(token);
+    browser.click_and_wait("button[type=submit]");
+    let page = browser.html();
+    assert!(
+        page.contains("Upstreams") && !page.contains("Sign in"),
+        "{page}"
+    );
+    let cookies = browser.cookies(&console);
+    let session = cookies
+        .iter()
+        .find(|c| c["name"] == "toolwire_console")
+        .unwrap_or_else(|| panic!("a session cookie: {cookies:?}"));
+    assert_eq!(session["httpOnly"], true, "{session}");
+    assert_eq!(session["sameSite"], "Strict", "{session}");
+    assert_ne!(session["value"], token, "the cookie is not the token");
+    // Signed in: the other pages open without the token.
+    browser.open(&format!("{console}/approvals"));
+    assert!(browser.html().contains("No definition is waiting"));
+}
+
 /// What `toolwire gateway` with `--admin` and `--console-token-env NAME` says on stderr when
 /// it stops at once, the variable set to `token` (or unset).
 fn refused_start(token: Option<&str>) -> String {

@@ -193,6 +193,17 @@ impl Browser {
     /// (a person's click: the browser submits the form itself), and waits for the page that
     /// follows to load.
     pub(crate) fn click_and_wait(&mut self, selector: &str) {
+        self.click(selector);
+        self.wait_event("Page.loadEventFired");
+    }
+
+    /// Types `text` where the focus is, as a keyboard would.
+    pub(crate) fn type_text(&mut self, text: &str) {
+        self.call("Input.insertText", json!({"text": text}));
+    }
+
+    /// Clicks the middle of the first element matching `selector` with the left mouse button.
+    pub(crate) fn click(&mut self, selector: &str) {
         let root = self.call("DOM.getDocument", json!({"depth": 0}));
         let node = root["root"]["nodeId"].clone();
         let found = self.call(
@@ -218,7 +229,12 @@ impl Browser {
                 json!({"type": kind, "x": x, "y": y, "button": "left", "clickCount": 1}),
             );
         }
-        self.wait_event("Page.loadEventFired");
+    }
+
+    /// The cookies the browser holds for `url`.
+    pub(crate) fn cookies(&mut self, url: &str) -> Vec<Value> {
+        let cookies = self.call("Network.getCookies", json!({"urls": [url]}));
+        cookies["cookies"].as_array().cloned().unwrap_or_default()
     }
 
     /// A PNG of the page as shown, written to `path`.
