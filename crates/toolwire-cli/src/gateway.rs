@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context as _;
+use toolwire_gateway::console::ConsoleOptions;
 use toolwire_gateway::{Gateway, GatewayOptions, NoPerson, Rules, RulesConfig};
 use toolwire_host::{HostConfig, HostOptions, ServerState};
 use toolwire_server::{JsonlAuditSink, Server, http, stdio};
@@ -37,11 +38,18 @@ pub(crate) struct GatewayArgs {
     /// Serve the admin endpoints (GET /metrics in the Prometheus text format, /healthz,
     /// /readyz) on this address instead of the --http one (e.g. 127.0.0.1:9090); with
     /// stdio, the only way to have them. They need no token: keep it loopback or private.
+    /// The console (/console: upstreams, tools, approvals, audit) is served there too, on a
+    /// loopback address or with --console-token-env.
     #[arg(long, value_name = "ADDR")]
     admin: Option<SocketAddr>,
     /// Keep no metrics (GET /metrics answers 404); /healthz and /readyz stay.
     #[arg(long)]
     no_metrics: bool,
+    /// The console (http://ADMIN/console: upstreams, tools, approvals, audit) asks for the
+    /// token in this environment variable (at least 16 characters), on any --admin address.
+    /// Without it the console is served only on a loopback --admin address.
+    #[arg(long, value_name = "NAME")]
+    console_token_env: Option<String>,
     /// Where the upstream tools' pins are kept, and a relative "gateway.audit.file". Default:
     /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire.
     #[arg(long, value_name = "DIR", env = "TOOLWIRE_STATE_DIR")]
@@ -117,7 +125,12 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     };
     crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
     if let Some(admin) = args.admin {
-        crate::serve::serve_admin(&server, admin).await?;
+        let console = console_options(&args, &settings, &state_dir)?;
+        let shown = gateway.clone();
+        crate::serve::serve_admin_with(&server, admin, move |bound| {
+            console_router(shown, console(bound)).map(Some)
+        })
+        .await?;
     }
     let served = match args.http {
         Some(addr) => serve_http(&server, addr, http_config, args.admin.is_none()).await,
@@ -170,6 +183,55 @@ fn downstream_builder(
         audit,
         store.map(|s| &s.store),
     ))
+}
+
+/// The console's options for the admin address it will be bound to: its token (from the
+/// environment variable `--console-token-env` names) and the audit logs it shows.
+fn console_options(
+    args: &GatewayArgs,
+    settings: &ServeConfig,
+    state_dir: &Path,
+) -> anyhow::Result<impl FnOnce(SocketAddr) -> ConsoleOptions + use<>> {
+    let token = match &args.console_token_env {
+        Some(name) => match std::env::var(name) {
+            Ok(token) if !token.is_empty() => Some(token),
+            _ => anyhow::bail!(
+                "--console-token-env {name}: the environment variable {name} is not set (or \
+                 empty); set it to the console's token (e.g. `openssl rand -hex 32`)"
+            ),
+        },
+        None => None,
+    };
+    let host_log = state_dir.join("audit.jsonl");
+    let calls_log = settings.audit_file(Some(state_dir));
+    Ok(move |bound: SocketAddr| {
+        let mut options = ConsoleOptions::new(bound).host_audit_log(host_log);
+        if let Some(calls) = calls_log {
+            options = options.calls_audit_log(calls);
+        }
+        match token {
+            Some(token) => options.token(token),
+            None => options,
+        }
+    })
+}
+
+/// The console's routes on the admin address `options` names; says where it is, or why it is
+/// refused there.
+fn console_router(gateway: Gateway, options: ConsoleOptions) -> anyhow::Result<axum::Router> {
+    let guarded = options.has_token();
+    let addr = options.admin();
+    let router =
+        toolwire_gateway::console::router(gateway, options).context("--console-token-env")?;
+    if guarded || addr.ip().is_loopback() {
+        terminal::note(&format!("toolwire: console at http://{addr}/console"));
+    } else {
+        terminal::note(&format!(
+            "toolwire: warning: the console is refused on --admin {addr}: it is not a loopback \
+             address and no --console-token-env is given"
+        ));
+    }
+    Ok(router)
 }
 
 /// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules,

@@ -349,10 +349,21 @@ pub(crate) async fn serve_admin(
     server: &toolwire_server::Server,
     addr: SocketAddr,
 ) -> anyhow::Result<()> {
+    serve_admin_with(server, addr, |_| Ok(None)).await
+}
+
+/// [`serve_admin`], with the routes `more` makes for the bound address (the gateway's
+/// console) beside the admin endpoints.
+pub(crate) async fn serve_admin_with(
+    server: &toolwire_server::Server,
+    addr: SocketAddr,
+    more: impl FnOnce(SocketAddr) -> anyhow::Result<Option<axum::Router>>,
+) -> anyhow::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
         format!("--admin {addr}: cannot listen there (port 0 picks a free one)")
     })?;
     let addr = listener.local_addr()?;
+    let more = more(addr)?;
     terminal::note(&format!(
         "toolwire: admin endpoints at http://{addr}/metrics, /healthz and /readyz"
     ));
@@ -363,7 +374,17 @@ pub(crate) async fn serve_admin(
     }
     let server = server.clone();
     tokio::spawn(async move {
-        if let Err(error) = toolwire_server::observe::serve_admin(server, listener).await {
+        let served = match more {
+            None => toolwire_server::observe::serve_admin(server, listener).await,
+            Some(more) => {
+                let shutdown = server.shutdown_token();
+                let app = toolwire_server::observe::admin_router(server).merge(more);
+                axum::serve(listener, app)
+                    .with_graceful_shutdown(async move { shutdown.cancelled().await })
+                    .await
+            }
+        };
+        if let Err(error) = served {
             tracing::error!(%error, "the admin endpoints stopped");
         }
     });

@@ -30,7 +30,10 @@
 //! flight ending under what they started with.
 //!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
+//! - [`console`]: an operator's HTML pages for the admin address: upstreams, tools, approvals
+//!   of changed definitions, the audit logs.
 
+pub mod console;
 mod exchange;
 mod forward;
 mod gateway;

@@ -1,6 +1,7 @@
 //! The gateway's tests, one binary: real servers on 127.0.0.1 behind a gateway served over
 //! HTTP, called by Toolwire's client.
 
+mod console;
 mod credentials;
 mod gateway;
 mod hold;

@@ -1,0 +1,182 @@
+//! The definitions waiting for approval: each pinned tool whose listed definition changed,
+//! what changed path by path (the diff the host records in its audit log), and an Approve
+//! button that takes the same path as `toolwire pins approve` ([`Gateway::approve_change`]:
+//! the new definition is pinned, the approval audited, the tool served again; O-12).
+//!
+//! [`Gateway::approve_change`]: crate::Gateway::approve_change
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::Form;
+use axum::extract::{Query, State};
+use axum::response::Response;
+use http::StatusCode;
+use serde_json::Value;
+use toolwire_host::pins::Changed;
+use toolwire_host::{Change, PinState};
+
+use super::{Console, html};
+
+/// The page's path; its form posts there too.
+pub(crate) const PATH: &str = "/console/approvals";
+
+/// The page's query: the tool just approved, to say so.
+#[derive(serde::Deserialize)]
+pub(crate) struct Shown {
+    approved: Option<String>,
+}
+
+/// The Approve form's fields: the CSRF token, the served name, and the hash of the
+/// definition the operator reviewed (a definition that changed again since is not approved).
+#[derive(serde::Deserialize)]
+pub(crate) struct Approve {
+    #[serde(default)]
+    csrf: String,
+    #[serde(default)]
+    tool: String,
+    #[serde(default)]
+    listed: String,
+}
+
+/// `GET /console/approvals`.
+pub(crate) async fn show(
+    State(console): State<Arc<Console>>,
+    Query(shown): Query<Shown>,
+) -> Response {
+    let host = console.gateway.host();
+    let mut body = String::new();
+    if let Some(approved) = shown.approved {
+        if matches!(host.pin_state(&approved), Some(PinState::Pinned(_))) {
+            let _ = write!(
+                body,
+                "<p class=\"note\">Approved the new definition of <code>{}</code>: it is served \
+                 again.</p>",
+                html::escape(&approved)
+            );
+        }
+    }
+    let tools = host.tools();
+    let mut waiting = 0;
+    for status in host.servers() {
+        for changed in &status.pins.changed {
+            let qualified = tools
+                .iter()
+                .find(|t| t.server == status.name && t.definition.name == changed.tool)
+                .map(|t| t.qualified.clone());
+            // A change whose tool is no longer listed has nothing to approve.
+            let Some(qualified) = qualified else { continue };
+            if !matches!(tools.pin_state(&qualified), Some(PinState::Changed { .. })) {
+                continue;
+            }
+            waiting += 1;
+            body.push_str(&waiting_tool(&console, &status.name, &qualified, changed));
+        }
+    }
+    if waiting == 0 {
+        body.push_str("<p>No definition is waiting for approval.</p>");
+    }
+    html::page(StatusCode::OK, PATH, "Approvals", &body)
+}
+
+/// One changed tool: its names, its hashes, what changed, and the Approve form.
+fn waiting_tool(console: &Console, server: &str, qualified: &str, changed: &Changed) -> String {
+    let mut rows = String::new();
+    for change in &changed.changes {
+        rows.push_str(&change_row(change));
+    }
+    format!(
+        "<section class=\"waiting\"><h2><code>{name}</code> from {server}</h2>\
+         <p>Its definition changed since it was pinned; it is withheld until approved.<br>\
+         Pinned: <code>{pinned}</code><br>Listed now: <code>{listed}</code></p>\
+         <table><tr><th>Where</th><th>Was</th><th>Is now</th></tr>{rows}</table>\
+         <form method=\"post\" action=\"{PATH}\" class=\"approve\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <input type=\"hidden\" name=\"tool\" value=\"{name}\">\
+         <input type=\"hidden\" name=\"listed\" value=\"{listed}\">\
+         <button type=\"submit\" name=\"approve\">Approve the new definition</button>\
+         </form></section>",
+        name = html::escape(qualified),
+        server = html::escape(server),
+        pinned = html::escape(&changed.pinned),
+        listed = html::escape(&changed.listed),
+        csrf = html::escape(console.access.csrf()),
+    )
+}
+
+fn change_row(change: &Change) -> String {
+    let path = if change.path.is_empty() {
+        "(the definition)"
+    } else {
+        &change.path
+    };
+    format!(
+        "<tr><td><code>{}</code></td><td class=\"was\"><pre>{}</pre></td>\
+         <td class=\"now\"><pre>{}</pre></td></tr>",
+        html::escape(path),
+        shown(change.before.as_ref()),
+        shown(change.after.as_ref()),
+    )
+}
+
+/// A value of a definition, readable: strings as they are, anything else as JSON.
+fn shown(value: Option<&Value>) -> String {
+    match value {
+        None => "<em>(absent)</em>".to_owned(),
+        Some(Value::String(text)) => html::escape(text),
+        Some(other) => {
+            html::escape(&serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))
+        }
+    }
+}
+
+/// `POST /console/approvals`: approves the reviewed definition, then shows the page again.
+pub(crate) async fn approve(
+    State(console): State<Arc<Console>>,
+    Form(form): Form<Approve>,
+) -> Response {
+    if !console.access.csrf_matches(&form.csrf) {
+        return refused(
+            StatusCode::FORBIDDEN,
+            "This form has expired (the gateway restarted?) or did not come from the console: \
+             nothing was approved. Reload the page and review the change again.",
+        );
+    }
+    let gateway = &console.gateway;
+    match gateway.host().pin_state(&form.tool) {
+        Some(PinState::Changed { listed, .. }) if listed == form.listed => {}
+        _ => {
+            return refused(
+                StatusCode::CONFLICT,
+                "Nothing was approved: this definition is no longer the one waiting (it was \
+                 approved already, or changed again since the page was shown). Review the \
+                 page again.",
+            );
+        }
+    }
+    match gateway.approve_change(&form.tool) {
+        Ok(true) => {
+            tracing::info!(tool = %form.tool, "console: a changed definition approved");
+            html::see_other(&format!(
+                "{PATH}?approved={}",
+                html::query_value(&form.tool)
+            ))
+        }
+        Ok(false) => refused(
+            StatusCode::CONFLICT,
+            "Nothing was approved: the tool is no longer listed.",
+        ),
+        Err(error) => refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("The approval could not be saved: {error}"),
+        ),
+    }
+}
+
+fn refused(status: StatusCode, why: &str) -> Response {
+    let body = format!(
+        "<p class=\"bad\">{}</p><p><a href=\"{PATH}\">Back to the approvals</a></p>",
+        html::escape(why)
+    );
+    html::page(status, PATH, "Approvals", &body)
+}

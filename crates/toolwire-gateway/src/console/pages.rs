@@ -1,0 +1,123 @@
+//! The read-only pages: the upstreams and their state, and the tools as served.
+
+use std::fmt::Write as _;
+use std::sync::Arc;
+
+use axum::extract::State;
+use axum::response::Response;
+use http::StatusCode;
+use toolwire_client::ServerEra;
+use toolwire_host::{PinState, ServerState, ServerStatus};
+
+use super::{Console, html};
+
+/// `GET /console`: each upstream, its state (connected, starting, failed and why), how many
+/// tools it serves, its protocol and its tools waiting for approval or hidden.
+pub(crate) async fn upstreams(State(console): State<Arc<Console>>) -> Response {
+    let starting = console.gateway.starting();
+    let mut rows = String::new();
+    for status in console.gateway.host().servers() {
+        let _ = write!(
+            rows,
+            "{}",
+            upstream_row(&status, starting.contains(&status.name))
+        );
+    }
+    let body = if rows.is_empty() {
+        "<p>No upstream is configured.</p>".to_owned()
+    } else {
+        format!(
+            "<table><tr><th>Upstream</th><th>State</th><th>Tools</th><th>Protocol</th>\
+             <th>Waiting for approval</th><th>Hidden</th></tr>{rows}</table>"
+        )
+    };
+    html::page(StatusCode::OK, super::HOME_PATH, "Upstreams", &body)
+}
+
+fn upstream_row(status: &ServerStatus, starting: bool) -> String {
+    let (state, tools) = match (&status.state, starting) {
+        (_, true) => (
+            "<span class=\"warn\">starting</span>".to_owned(),
+            "–".to_owned(),
+        ),
+        (ServerState::Connected { tools }, false) => (
+            "<span class=\"ok\">connected</span>".to_owned(),
+            tools.to_string(),
+        ),
+        (ServerState::Failed { error }, false) => {
+            let kept = if status.listed_at.is_some() {
+                " (its last list is still served)"
+            } else {
+                ""
+            };
+            (
+                format!(
+                    "<span class=\"bad\">failed</span>: {}{kept}",
+                    html::escape(error)
+                ),
+                "–".to_owned(),
+            )
+        }
+    };
+    let era = match &status.era {
+        Some(ServerEra::Modern { version }) => html::escape(version),
+        Some(ServerEra::Legacy { version }) => {
+            format!("{} (legacy session)", html::escape(version))
+        }
+        _ => "–".to_owned(),
+    };
+    let changed = status
+        .pins
+        .changed
+        .iter()
+        .map(|c| html::escape(&c.tool))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let hidden = status
+        .hidden
+        .iter()
+        .map(|h| format!("{}: {}", html::escape(&h.tool), html::escape(&h.reason)))
+        .collect::<Vec<_>>()
+        .join("<br>");
+    format!(
+        "<tr><td>{name}</td><td>{state}</td><td>{tools}</td><td>{era}</td><td>{changed}</td>\
+         <td>{hidden}</td></tr>",
+        name = html::escape(&status.name),
+    )
+}
+
+/// `GET /console/tools`: every tool the upstreams list, under its served name, its
+/// upstream, its description, and whether it is withheld (a changed definition not yet
+/// approved).
+pub(crate) async fn tools(State(console): State<Arc<Console>>) -> Response {
+    let tools = console.gateway.host().tools();
+    let mut rows = String::new();
+    for tool in tools.iter() {
+        let served = match tools.pin_state(&tool.qualified) {
+            Some(PinState::Changed { .. }) => format!(
+                "<span class=\"bad\">withheld</span>: its definition changed \
+                 (<a href=\"{}\">review it</a>)",
+                super::approvals::PATH
+            ),
+            _ => "<span class=\"ok\">served</span>".to_owned(),
+        };
+        let _ = write!(
+            rows,
+            "<tr><td><code>{name}</code></td><td>{server}</td><td>{served}</td>\
+             <td><pre>{description}</pre></td></tr>",
+            name = html::escape(&tool.qualified),
+            server = html::escape(&tool.server),
+            description = html::escape(tool.definition.description.as_deref().unwrap_or("")),
+        );
+    }
+    let body = if rows.is_empty() {
+        "<p>No upstream lists a tool.</p>".to_owned()
+    } else {
+        format!(
+            "<p>The tools as the gateway serves them (each caller sees those its rules let \
+             through).</p><table><tr><th>Name</th><th>Upstream</th><th>Served</th>\
+             <th>Description</th></tr>{rows}</table>"
+        )
+    };
+    html::page(StatusCode::OK, "/console/tools", "Tools", &body)
+}
