@@ -80,15 +80,9 @@ fn listed(dir: &tempfile::TempDir, url: &str) -> Vec<String> {
 
 #[test]
 fn an_operator_approves_a_changed_definition_in_chromium_and_it_is_served_again() {
-    if std::env::var_os("TOOLWIRE_SKIP_BROWSER_TESTS").is_some() {
+    let Some(chromium) = browser::chromium_for_test() else {
         return;
-    }
-    let chromium = browser::chromium().unwrap_or_else(|| {
-        panic!(
-            "chromium is missing: run {} (or set CHROMIUM to a Chromium binary)",
-            browser::INSTALL
-        )
-    });
+    };
     let dir = tempfile::tempdir().unwrap();
     let description = dir.path().join("description.txt");
     std::fs::write(&description, FIRST).unwrap();
@@ -165,15 +159,9 @@ fn an_operator_approves_a_changed_definition_in_chromium_and_it_is_served_again(
 
 #[test]
 fn a_browser_signs_in_once_with_the_console_token() {
-    if std::env::var_os("TOOLWIRE_SKIP_BROWSER_TESTS").is_some() {
+    let Some(chromium) = browser::chromium_for_test() else {
         return;
-    }
-    let chromium = browser::chromium().unwrap_or_else(|| {
-        panic!(
-            "chromium is missing: run {} (or set CHROMIUM to a Chromium binary)",
-            browser::INSTALL
-        )
-    });
+    };
     let dir = tempfile::tempdir().unwrap();
     let config = dir.path().join("gateway.json");
     std::fs::write(&config, json!({"mcpServers": {}}).to_string()).unwrap();

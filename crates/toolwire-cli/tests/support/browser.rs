@@ -34,6 +34,18 @@ pub(crate) fn chromium() -> Option<PathBuf> {
     })
 }
 
+/// The Chromium a browser test runs, or `None` when `TOOLWIRE_SKIP_BROWSER_TESTS` says to
+/// skip it; a missing Chromium fails the test, naming what installs it.
+pub(crate) fn chromium_for_test() -> Option<PathBuf> {
+    if std::env::var_os("TOOLWIRE_SKIP_BROWSER_TESTS").is_some() {
+        return None;
+    }
+    let chromium = chromium().unwrap_or_else(|| {
+        panic!("chromium is missing: run {INSTALL} (or set CHROMIUM to a Chromium binary)")
+    });
+    Some(chromium)
+}
+
 /// A headless Chromium with one page, killed when dropped.
 pub(crate) struct Browser {
     child: Child,
