@@ -524,27 +524,13 @@ async fn an_upstream_killed_mid_call_is_restarted_and_a_second_death_is_a_clear_
     assert_eq!(upstream_process(gateway_pid, Some(third)).await, fourth);
 }
 
-#[path = "../../toolwire-server/tests/it/redis_server.rs"]
-mod redis_server;
-
-/// `redis-cli --raw` against `redis`.
-fn redis_cli(redis: &redis_server::RedisServer, args: &[&str]) -> String {
-    let output = Command::new("redis-cli")
-        .args(["-p", &redis.port.to_string(), "--raw"])
-        .args(args)
-        .output()
-        .expect("redis-cli (Debian: redis-tools)");
-    assert!(output.status.success(), "redis-cli {args:?}");
-    String::from_utf8_lossy(&output.stdout).into_owned()
-}
+use toolwire_testkit::RedisServer;
 
 /// A gateway whose file names a shared store keeps its pins there, and `toolwire pins` on the
 /// same file reads and changes them there (not in the state directory).
 #[test]
 fn a_gateway_with_a_store_keeps_its_pins_there_for_toolwire_pins() {
-    let Some(redis) = redis_server::RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let dir = tempfile::tempdir().unwrap();
     let mut upstream = toolwire(&dir);
     upstream
@@ -558,10 +544,9 @@ fn a_gateway_with_a_store_keeps_its_pins_there_for_toolwire_pins() {
     let (gateway, file) = http_gateway(&dir, &config);
     let (_gateway, _url, _lines) = started(gateway, "the gateway serves at ");
 
-    let stored = redis_cli(&redis, &["HKEYS", "team-a:pins:remote"]);
-    let stored: Vec<&str> = stored.lines().collect();
+    let stored: Vec<String> = redis.command(&["HKEYS", "team-a:pins:remote"]);
     assert!(
-        stored.contains(&"echo") && stored.contains(&"add"),
+        stored.iter().any(|k| k == "echo") && stored.iter().any(|k| k == "add"),
         "{stored:?}"
     );
     assert!(
@@ -583,9 +568,7 @@ fn a_gateway_with_a_store_keeps_its_pins_there_for_toolwire_pins() {
         &["pins", "--config", file, "forget", "remote", "echo"],
     );
     assert!(ok, "{out}\n{err}");
-    assert_eq!(
-        redis_cli(&redis, &["HEXISTS", "team-a:pins:remote", "echo"]).trim(),
-        "0"
-    );
+    let exists: i64 = redis.command(&["HEXISTS", "team-a:pins:remote", "echo"]);
+    assert_eq!(exists, 0);
     assert!(!dir.path().join("state/pins").exists());
 }

@@ -2,14 +2,11 @@
 //! hangs is an error naming it within the store's timeout, never a hang; the next call after
 //! it is back connects again.
 
-#[path = "../../toolwire-server/tests/it/redis_server.rs"]
-mod redis_server;
-
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use redis_server::RedisServer;
 use toolwire_host::{PinStore, Pins, RedisPins, pins::contract};
+use toolwire_testkit::RedisServer;
 
 fn pins(redis: &RedisServer, prefix: &str) -> RedisPins {
     let client = redis::Client::open(redis.url.as_str()).expect("a Redis URL");
@@ -18,9 +15,7 @@ fn pins(redis: &RedisServer, prefix: &str) -> RedisPins {
 
 #[test]
 fn redis_pins_keep_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     // A new handle (a new connection) each time, as another process would have.
     contract::all(&|| Arc::new(pins(&redis, "contract:")) as Arc<dyn PinStore>);
     // Another prefix is another service's pins.
@@ -30,9 +25,7 @@ fn redis_pins_keep_the_contract() {
 
 #[test]
 fn a_store_that_goes_away_or_hangs_is_an_error_then_serves_again() {
-    let Some(mut redis) = RedisServer::start() else {
-        return;
-    };
+    let mut redis = RedisServer::start();
     let store = pins(&redis, "away:");
     let listed = [("t".to_owned(), serde_json::json!({"name": "t"}))]
         .into_iter()

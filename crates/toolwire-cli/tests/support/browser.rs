@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
@@ -18,33 +18,6 @@ use serde_json::{Value, json};
 
 /// How long the browser may take over one step.
 const STEP: Duration = Duration::from_secs(30);
-
-/// The pinned Debian version `scripts/console install` installs.
-pub(crate) const INSTALL: &str = "scripts/console install";
-
-/// The Chromium to run: `$CHROMIUM`, else `chromium` on the PATH; `None` when there is none.
-pub(crate) fn chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("CHROMIUM") {
-        return Some(PathBuf::from(path));
-    }
-    std::env::var_os("PATH").and_then(|paths| {
-        std::env::split_paths(&paths)
-            .map(|dir| dir.join("chromium"))
-            .find(|path| path.is_file())
-    })
-}
-
-/// The Chromium a browser test runs, or `None` when `TOOLWIRE_SKIP_BROWSER_TESTS` says to
-/// skip it; a missing Chromium fails the test, naming what installs it.
-pub(crate) fn chromium_for_test() -> Option<PathBuf> {
-    if std::env::var_os("TOOLWIRE_SKIP_BROWSER_TESTS").is_some() {
-        return None;
-    }
-    let chromium = chromium().unwrap_or_else(|| {
-        panic!("chromium is missing: run {INSTALL} (or set CHROMIUM to a Chromium binary)")
-    });
-    Some(chromium)
-}
 
 /// A headless Chromium with one page, killed when dropped.
 pub(crate) struct Browser {

@@ -1,22 +1,20 @@
 //! A cluster of real parts for the end-to-end tests: redis-server, `toolwire serve` instances
-//! sharing it, and HAProxy in front (round-robin), started and stopped by scripts/cluster; and
-//! the MCP calls the tests make through it.
+//! sharing it, and (when the test asks for it) HAProxy in front (round-robin), started and
+//! stopped by scripts/cluster; and the MCP calls the tests make to it, through the balancer or
+//! spread over the instances by the test's own client.
+
+// Each test binary uses a part of this module.
+#![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
 pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 const SCRIPT: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/cluster");
-
-/// The programs the cluster needs, with the Debian packages that bring them.
-const NEEDED: [(&str, &str); 3] = [
-    ("redis-server", "redis-server=5:7.0.15-1~deb12u7"),
-    ("redis-cli", "redis-tools=5:7.0.15-1~deb12u7"),
-    ("haproxy", "haproxy=2.6.12-1+deb12u3"),
-];
 
 /// The instances' settings: HAProxy's X-Forwarded-For names the client, and no quota or flood
 /// limit, since every test client is 127.0.0.1 and these tests count answers, not refusals.
@@ -27,35 +25,6 @@ trusted_proxies = 1
 off = "the cluster tests count answers under load; quotas have their own tests"
 http_off = "the cluster tests count answers under load; the flood limit has its own tests"
 "#;
-
-/// Whether the cluster tests can run: `false` (after saying so) when TOOLWIRE_SKIP_CLUSTER_TESTS=1
-/// and a program is missing; a missing program otherwise fails the test with what to install.
-pub(crate) fn available() -> bool {
-    let missing: Vec<&str> = NEEDED
-        .iter()
-        .filter(|(program, _)| !on_path(program))
-        .map(|(_, package)| *package)
-        .collect();
-    if missing.is_empty() {
-        return true;
-    }
-    let install = format!("sudo apt-get install {}", missing.join(" "));
-    if std::env::var("TOOLWIRE_SKIP_CLUSTER_TESTS").as_deref() == Ok("1") {
-        eprintln!("cluster tests skipped (TOOLWIRE_SKIP_CLUSTER_TESTS=1); they need: {install}");
-        return false;
-    }
-    panic!(
-        "the cluster tests need Redis and HAProxy from Debian: {install} \
-         (or set TOOLWIRE_SKIP_CLUSTER_TESTS=1 to skip them)"
-    );
-}
-
-fn on_path(program: &str) -> bool {
-    let path = std::env::var_os("PATH").unwrap_or_default();
-    std::env::split_paths(&path)
-        .chain([PathBuf::from("/usr/sbin"), PathBuf::from("/sbin")])
-        .any(|dir| dir.join(program).is_file())
-}
 
 /// One `toolwire serve` of the cluster.
 pub(crate) struct Instance {
@@ -68,17 +37,25 @@ pub(crate) struct Cluster {
     dir: tempfile::TempDir,
     pub(crate) front: String,
     pub(crate) instances: Vec<Instance>,
+    balanced: bool,
     pids: Vec<u32>,
 }
 
 impl Cluster {
-    /// `scripts/cluster up n` (with Redis's append-only file when `aof`), within 90 seconds.
-    pub(crate) fn up(n: usize, aof: bool) -> Cluster {
-        Cluster::up_with(n, aof, SERVE_TOML)
+    /// `scripts/cluster up n --no-balancer` (with Redis's append-only file when `aof`), within
+    /// 90 seconds: the test's client spreads its calls itself ([`Route::Spread`]).
+    pub(crate) fn direct(n: usize, aof: bool) -> Cluster {
+        Cluster::up_with(n, aof, SERVE_TOML, false)
     }
 
-    /// [`Cluster::up`] with the instances' `serve --config` file of its own.
-    pub(crate) fn up_with(n: usize, aof: bool, serve_toml: &str) -> Cluster {
+    /// `scripts/cluster up n`: with HAProxy in front ([`Route::Front`]).
+    pub(crate) fn balanced(n: usize, aof: bool) -> Cluster {
+        Cluster::up_with(n, aof, SERVE_TOML, true)
+    }
+
+    /// A cluster whose instances read `serve_toml` (`serve --config`), HAProxy in front when
+    /// `balanced`.
+    pub(crate) fn up_with(n: usize, aof: bool, serve_toml: &str, balanced: bool) -> Cluster {
         let dir = tempfile::Builder::new()
             .prefix("toolwire-cluster-")
             .tempdir()
@@ -99,10 +76,14 @@ impl Cluster {
         if aof {
             args.push("--aof".to_owned());
         }
+        if !balanced {
+            args.push("--no-balancer".to_owned());
+        }
         let mut cluster = Cluster {
             dir,
             front: String::new(),
             instances: Vec::new(),
+            balanced,
             pids: Vec::new(),
         };
         let started = script(&args, Duration::from_secs(90));
@@ -130,6 +111,15 @@ impl Cluster {
             })
             .collect();
         cluster
+    }
+
+    /// Where the test's calls go: through the balancer when there is one, else spread over
+    /// the instances.
+    pub(crate) fn route(&self) -> Route {
+        match self.balanced {
+            true => Route::Front(self.front.clone()),
+            false => Route::Spread(self.instances.iter().map(|i| i.url.clone()).collect()),
+        }
     }
 
     fn state(&self) -> PathBuf {
@@ -314,4 +304,63 @@ pub(crate) fn client() -> reqwest::Client {
         .timeout(Duration::from_secs(20))
         .build()
         .unwrap()
+}
+
+/// Where a test client sends its calls: to the balancer, or to the instances in turn, as the
+/// client of a cluster without a balancer would.
+#[derive(Clone, Debug)]
+pub(crate) enum Route {
+    /// Every call to HAProxy's front URL.
+    Front(String),
+    /// Each call to the next instance, round-robin ([`Rotation`]).
+    Spread(Vec<String>),
+}
+
+/// One client's way through a [`Route`]: round-robin over the instances, leaving out for good
+/// an instance it could not connect to (as a balancer's health check would take it out).
+pub(crate) struct Rotation {
+    route: Route,
+    next: AtomicUsize,
+    down: std::sync::Mutex<Vec<String>>,
+}
+
+impl Rotation {
+    /// A rotation starting at instance `start` (so that clients do not move in step).
+    pub(crate) fn new(route: &Route, start: usize) -> Rotation {
+        Rotation {
+            route: route.clone(),
+            next: AtomicUsize::new(start),
+            down: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// The URL of the next call.
+    pub(crate) fn url(&self) -> String {
+        match &self.route {
+            Route::Front(front) => front.clone(),
+            Route::Spread(urls) => {
+                let down = self.down.lock().unwrap();
+                let up: Vec<&String> = urls.iter().filter(|u| !down.contains(u)).collect();
+                assert!(!up.is_empty(), "every instance is down");
+                up[self.next.fetch_add(1, Ordering::Relaxed) % up.len()].clone()
+            }
+        }
+    }
+
+    /// `url` refused a connection: no more calls go there.
+    pub(crate) fn failed(&self, url: &str) {
+        if matches!(self.route, Route::Spread(_)) {
+            self.down.lock().unwrap().push(url.to_owned());
+        }
+    }
+
+    /// A `tools/call` to the next instance; a connection error takes that instance out.
+    pub(crate) async fn call(&self, http: &reqwest::Client, body: &Value) -> Result<Reply, String> {
+        let url = self.url();
+        let reply = call(http, &url, body).await;
+        if reply.is_err() {
+            self.failed(&url);
+        }
+        reply
+    }
 }

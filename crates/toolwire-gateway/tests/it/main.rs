@@ -7,8 +7,6 @@ mod gateway;
 mod hold;
 mod observe;
 mod offers;
-#[path = "../../../toolwire-server/tests/it/redis_server.rs"]
-mod redis_server;
 mod relay;
 mod reload;
 mod rules;

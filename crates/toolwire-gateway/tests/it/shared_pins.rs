@@ -11,8 +11,8 @@ use toolwire_host::{HostOptions, PinState, PinStore as _, Pins, RedisPins};
 use toolwire_server::Server;
 
 use crate::gateway::{Allow, gateway_on, names, shout, until_listed};
-use crate::redis_server::RedisServer;
 use crate::support::{DEADLINE, Served, client};
+use toolwire_testkit::RedisServer;
 
 fn pins(redis: &RedisServer) -> Arc<RedisPins> {
     let client = redis::Client::open(redis.url.as_str()).unwrap();
@@ -30,9 +30,7 @@ async fn until(what: &str, mut check: impl FnMut() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_instances_on_one_store_withhold_and_serve_a_changed_tool_alike() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let words = Server::builder("words", "1")
         .tool(shout("Shouts."))
         .build()

@@ -7,8 +7,6 @@
 mod redis_latency;
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
 mod redis_relay;
-#[cfg(all(feature = "redis", feature = "contract-tests"))]
-mod redis_server;
 mod support;
 
 mod audit;

@@ -1,6 +1,7 @@
 //! Metrics and health end to end, as an operator meets them: `/metrics` scraped over HTTP after
-//! real calls (labels, refusals, the cardinality bound), checked by `promtool check metrics`,
-//! `/healthz`, and `/readyz` with a store that goes away and comes back.
+//! real calls (labels, refusals, the cardinality bound), `/healthz`, and `/readyz` with a store
+//! that goes away and comes back. Prometheus's own checker reads a real scrape of
+//! `toolwire serve` in the CLI's tests/system_parts/metrics.rs.
 
 use std::time::Duration;
 
@@ -203,65 +204,11 @@ async fn the_admin_router_serves_on_an_address_of_its_own() {
     admin.abort();
 }
 
-/// What Prometheus's own checker says of a real scrape, after calls of every kind.
-#[tokio::test]
-async fn promtool_accepts_a_scrape() {
-    let Some(promtool) = promtool() else { return };
-    let server = observed(builder()).await;
-    post(&server.url, &call(1, "add", json!({"a": 2, "b": 3}))).await;
-    post(&server.url, &call(2, "fails", json!({}))).await;
-    post(&server.url, &call(3, "nope", json!({}))).await;
-    let (_, _, text) = get(&server, "/metrics").await;
-    server.stop().await;
-    use std::io::Write as _;
-    let mut child = std::process::Command::new(promtool)
-        .args(["check", "metrics"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
-    assert!(
-        output.status.success(),
-        "promtool check metrics: {}{}\n{text}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-}
-
-/// promtool, or a failure that names the command that installs it; `None` only with
-/// `TOOLWIRE_SKIP_PROMETHEUS_TESTS=1`.
-pub(crate) fn promtool() -> Option<&'static str> {
-    if std::env::var("TOOLWIRE_SKIP_PROMETHEUS_TESTS").is_ok_and(|v| v == "1") {
-        eprintln!("TOOLWIRE_SKIP_PROMETHEUS_TESTS=1: this Prometheus test is skipped");
-        return None;
-    }
-    let found = std::process::Command::new("promtool")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success());
-    assert!(
-        found,
-        "promtool is missing: install it with `scripts/observe install` (Debian's prometheus \
-         package, pinned), or set TOOLWIRE_SKIP_PROMETHEUS_TESTS=1 to skip this test"
-    );
-    Some("promtool")
-}
-
 #[cfg(all(feature = "redis", feature = "contract-tests"))]
 #[tokio::test]
 async fn readyz_is_503_with_the_store_gone_and_200_when_it_is_back() {
-    use crate::redis_server::RedisServer;
-    let Some(mut redis) = RedisServer::start() else {
-        return;
-    };
+    use toolwire_testkit::RedisServer;
+    let mut redis = RedisServer::start();
     let store = toolwire_server::Store::redis(&redis.url)
         .unwrap()
         .timeout(Duration::from_millis(500));

@@ -9,8 +9,8 @@ use tokio::sync::mpsc;
 use toolwire_server::{NoArgs, RequestContext, Server, Store, Tool};
 
 use crate::legacy::{SseReader, greet, legacy_post, legacy_request, open_session, sse_post};
-use crate::redis_server::{RedisServer, fresh_prefix};
 use crate::support::*;
+use toolwire_testkit::{RedisServer, fresh_prefix};
 
 /// How long anything that crosses servers may take before a test gives up.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -87,9 +87,7 @@ async fn within<T>(what: &str, f: impl Future<Output = Option<T>>) -> T {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_answer_posted_to_another_server_reaches_the_elicitation_waiting_on_the_first() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let (a, b, _, _) = pair(&store(&redis, "relay-answer")).await;
     let session = open_session(&a.url, json!({"elicitation": {}})).await;
     let call = legacy_request(1, "tools/call", json!({"name": "greet", "arguments": {}}));
@@ -112,9 +110,7 @@ async fn an_answer_posted_to_another_server_reaches_the_elicitation_waiting_on_t
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_cancellation_or_a_delete_posted_to_another_server_stops_the_request_on_the_first() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let (a, b, mut started, mut stopped) = pair(&store(&redis, "relay-cancel")).await;
     let session = open_session(&a.url, json!({})).await;
     let call = legacy_request(5, "tools/call", json!({"name": "endless", "arguments": {}}));
@@ -145,9 +141,7 @@ async fn a_cancellation_or_a_delete_posted_to_another_server_stops_the_request_o
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_asking_one_session_at_once_each_get_their_own_answer() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let (a, b, _, _) = pair(&store(&redis, "relay-ids")).await;
     let session = open_session(&a.url, json!({"elicitation": {}})).await;
     let call =

@@ -12,8 +12,8 @@ use toolwire_server::{
 
 use crate::http_listen::Listen;
 use crate::legacy::{SseReader, open_session};
-use crate::redis_server::{RedisServer, fresh_prefix};
 use crate::support::*;
+use toolwire_testkit::{RedisServer, fresh_prefix};
 
 /// How long anything that crosses instances may take before a test gives up.
 const DEADLINE: Duration = Duration::from_secs(10);
@@ -47,9 +47,7 @@ async fn connected(server: &Server) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_redis_fan_out_keeps_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     contract::change_fan_out(|| {
         let shared = store(&redis, "fanout");
         (0..3)
@@ -78,9 +76,7 @@ async fn update_of(listen: &mut Listen, uri: &str, within: Duration) -> Option<V
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listener_held_by_one_server_gets_a_change_made_on_another_once() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "listen");
     let a = TestServer::start(plain(&shared)).await;
     let b = TestServer::start(plain(&shared)).await;
@@ -122,9 +118,7 @@ async fn a_listener_held_by_one_server_gets_a_change_made_on_another_once() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_session_stream_held_by_one_server_gets_list_changes_made_on_another() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "legacy-stream");
     let a = TestServer::start(plain(&shared)).await;
     let b = TestServer::start(plain(&shared)).await;
@@ -157,9 +151,7 @@ async fn a_legacy_session_stream_held_by_one_server_gets_list_changes_made_on_an
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_redis_is_away_local_changes_still_reach_local_listeners_and_remote_ones_resume() {
-    let Some(mut redis) = RedisServer::start() else {
-        return;
-    };
+    let mut redis = RedisServer::start();
     let shared = store(&redis, "away");
     let a = TestServer::start(plain(&shared)).await;
     let b = TestServer::start(plain(&shared)).await;
@@ -232,9 +224,7 @@ async fn refused(server: &TestServer, id: i64) -> bool {
 /// quota over the whole run.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn three_servers_share_one_quota_per_caller_and_tool() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "rate");
     let limit = RateLimit::per_second(20).burst(2);
     let servers = [
@@ -326,9 +316,7 @@ async fn stop_all(servers: Arc<[TestServer; 3]>) {
 /// quota, with a store round trip for every few calls rather than every one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_fast_caller_under_its_quota_is_counted_in_leases() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     // Leases of up to 80 / 20 = 4 calls.
     let servers = three_limited(
         &store(&redis, "rate-leases"),
@@ -354,9 +342,7 @@ async fn a_fast_caller_under_its_quota_is_counted_in_leases() {
 /// shared its two cores with two builds, whose delays let leases end unspent).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_caller_counted_in_leases_gets_its_quota_within_bounds() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let servers = three_limited(
         &store(&redis, "rate-leases-over"),
         RateLimit::per_second(800).burst(80),
@@ -387,9 +373,7 @@ async fn a_caller_counted_in_leases_gets_its_quota_within_bounds() {
 /// the store's timeout); once Redis is back, the shared quota counts again.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn while_redis_is_away_each_server_limits_on_its_own() {
-    let Some(mut redis) = RedisServer::start() else {
-        return;
-    };
+    let mut redis = RedisServer::start();
     let shared = store(&redis, "rate-away");
     let limit = RateLimit::per_minute(3);
     let a = TestServer::start(limited(&shared, limit)).await;

@@ -10,8 +10,8 @@ use toolwire_server::{
     TaskSupport, Tool, ToolError, contract,
 };
 
-use crate::redis_server::{RedisServer, fresh_prefix};
 use crate::support::*;
+use toolwire_testkit::{RedisServer, fresh_prefix};
 
 /// A store on `redis` under a prefix of its own.
 fn store(redis: &RedisServer, test: &str) -> Store {
@@ -22,41 +22,31 @@ fn store(redis: &RedisServer, test: &str) -> Store {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_redis_replay_guard_keeps_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     contract::replay_guard(|| store(&redis, "replay").replay_guard()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_redis_task_store_keeps_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     contract::task_store(|| store(&redis, "tasks").task_store()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_redis_session_store_keeps_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     contract::session_store(|idle| store(&redis, "sessions").session_store(100, idle)).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn the_redis_handle_backend_keeps_the_contract() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     contract::handle_backend(|| store(&redis, "handles").handle_backend()).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_session_bound_holds_across_instances_sharing_a_store() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "bound");
     let (a, b) = (
         shared.session_store(2, Duration::from_secs(60)),
@@ -98,9 +88,7 @@ fn assert_unavailable<T: std::fmt::Debug>(what: &str, outcome: Result<T, StoreEr
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_that_goes_away_is_unavailable_within_its_timeout_and_serves_again_once_back() {
-    let Some(mut redis) = RedisServer::start() else {
-        return;
-    };
+    let mut redis = RedisServer::start();
     let limit = Duration::from_millis(500);
     let shared = store(&redis, "away").timeout(limit);
     let (guard, tasks, handles) = (
@@ -144,9 +132,7 @@ async fn a_store_that_goes_away_is_unavailable_within_its_timeout_and_serves_aga
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_hung_store_is_unavailable_within_its_timeout_not_a_hang() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let limit = Duration::from_millis(400);
     let shared = store(&redis, "hung").timeout(limit);
     let tasks = shared.task_store();
@@ -168,9 +154,6 @@ async fn a_hung_store_is_unavailable_within_its_timeout_not_a_hang() {
 
 #[tokio::test]
 async fn a_store_that_never_answered_is_unavailable_not_a_hang() {
-    if crate::redis_server::skipped() {
-        return;
-    }
     // A port nobody listens on.
     let port = {
         let probe = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
@@ -291,9 +274,7 @@ async fn a_round_crosses(first: &TestServer, second: &TestServer, id: i64) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn two_servers_on_one_store_serve_each_others_rounds_tasks_and_notes() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "two");
     let a = TestServer::start(instance(&shared)).await;
     let b = TestServer::start(instance(&shared)).await;
@@ -363,9 +344,7 @@ fn legacy_headers(session: Option<&str>) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_legacy_session_opened_on_one_server_is_served_and_ended_by_another() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "legacy");
     let a = TestServer::start(instance(&shared)).await;
     let b = TestServer::start(instance(&shared)).await;
@@ -403,9 +382,7 @@ async fn a_legacy_session_opened_on_one_server_is_served_and_ended_by_another() 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_rotation_of_the_shared_key_ring_keeps_rounds_in_flight() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "rotation");
     let a = TestServer::start(instance(&shared)).await;
     let before = post(&a.url, &ask_call(1, None)).await;
@@ -429,9 +406,7 @@ async fn a_rotation_of_the_shared_key_ring_keeps_rounds_in_flight() {
 /// printed for the record (and bounded loosely, so a pathological slowness fails).
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_call_of_each_operation_takes_well_under_a_millisecond_or_so() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let shared = store(&redis, "latency");
     let mut report = Vec::new();
     for (name, median) in crate::redis_latency::medians(&shared).await {

