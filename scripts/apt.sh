@@ -5,7 +5,8 @@
 
 # deb_version PACKAGE: the installed version (5:7.0.15-1~deb12u7), or nothing.
 deb_version() {
-  dpkg-query -W -f '${db:Status-Status} ${Version}' "$1" 2>/dev/null | sed -n 's/^installed //p'
+  { dpkg-query -W -f '${db:Status-Status} ${Version}' "$1" 2>/dev/null || true; } |
+    sed -n 's/^installed //p'
 }
 
 # upstream VERSION: the upstream part of a Debian version, without epoch, revision or repack

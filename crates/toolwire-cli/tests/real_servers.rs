@@ -1,5 +1,5 @@
-//! The `toolwire` terminal host over real servers installed from the registries (run by
-//! `scripts/host-interop`, which installs them and sets the variables): npm
+//! The `toolwire` terminal host over real servers installed from the registries on first use (by
+//! `scripts/host-interop env`): npm
 //! `@modelcontextprotocol/server-everything` and `@modelcontextprotocol/server-filesystem` and
 //! PyPI `mcp-server-time`, next to `toolwire serve`, from one configuration file — listed,
 //! called after a yes at the prompt, a form filled in, an image saved, the log verified.
@@ -16,8 +16,9 @@ use serde_json::json;
 
 const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 
+/// A variable naming a real server (installed on first use; see `toolwire_testkit::real_server`).
 fn var(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/host-interop"))
+    toolwire_testkit::real_server(name)
 }
 
 struct Home(tempfile::TempDir);
@@ -74,7 +75,6 @@ impl Home {
 }
 
 #[test]
-#[ignore = "needs the servers scripts/host-interop installs"]
 fn the_terminal_host_over_real_servers() {
     let home = Home::new();
 

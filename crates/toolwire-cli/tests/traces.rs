@@ -1,7 +1,7 @@
 //! Traces end to end, as an operator runs them: a caller's `tools/call` with a W3C
 //! `traceparent` in `_meta` goes to `toolwire gateway --http`, which calls `toolwire serve
 //! --http`; both export their spans with OTLP to a real receiver (Arize Phoenix from PyPI,
-//! installed by `scripts/otel install`), whose API then shows one trace: the caller's span,
+//! installed on first use by `scripts/otel install`), whose API then shows one trace: the caller's span,
 //! the gateway's SERVER span, its CLIENT span to the upstream, and the upstream's SERVER span,
 //! each the parent of the next (OT-01, OT-03). And `--log-format json`: one JSON object per
 //! line, the request's id and trace id on the lines logged while it is served.
@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 mod support;
 
 use support::{Killed, toolwire};
+use toolwire_testkit::RegistryPart;
 
 const TRACE: &str = "5c2a6a1e0d7a4c3b9e8f7a6b5c4d3e2f";
 const CALLER_SPAN: &str = "a1b2c3d4e5f60718";
@@ -46,17 +47,10 @@ fn free_port() -> u16 {
         .port()
 }
 
-/// Starts the receiver, or fails naming the command that installs it.
+/// Starts the receiver, installing it first when it is missing (a few minutes, once; it says
+/// so on stderr).
 fn receiver() -> Receiver {
-    let path = Command::new("bash")
-        .args([SCRIPT, "path"])
-        .output()
-        .expect("bash runs scripts/otel");
-    assert!(
-        path.status.success(),
-        "the OTLP receiver of this test is not installed: run scripts/otel install ({})",
-        String::from_utf8_lossy(&path.stderr).trim()
-    );
+    RegistryPart::Phoenix.path();
     let port = free_port();
     let mut child = Command::new("bash")
         .args([SCRIPT, "run", &port.to_string(), &free_port().to_string()])

@@ -2,13 +2,9 @@
 //! 2026-07-28) and a legacy server speaking only 2025-11-25 (`mcp` 1.x), each over Streamable
 //! HTTP and stdio. The servers are `interop/python/{modern,legacy}_server.py`.
 //!
-//! These tests need the two Python environments, so they are ignored by a plain `cargo test`;
-//! `scripts/interop` installs the environments and runs them (CI does):
-//!
-//! ```text
-//! TOOLWIRE_INTEROP_MODERN_PYTHON=…/bin/python TOOLWIRE_INTEROP_LEGACY_PYTHON=…/bin/python \
-//!     cargo test -p toolwire-client --test interop -- --ignored
-//! ```
+//! The two Python environments install themselves from PyPI on first use (scripts/parts: about
+//! 70 MB each, under a minute, once); `TOOLWIRE_INTEROP_MODERN_PYTHON` and
+//! `TOOLWIRE_INTEROP_LEGACY_PYTHON` name other interpreters with `mcp` installed.
 
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -19,6 +15,7 @@ use std::time::Duration;
 use serde_json::json;
 use toolwire_client::protocol::{ContentBlock, ElicitRequestParams, SubscriptionFilter};
 use toolwire_client::{CallOptions, Client, ClientBuilder, ServerEra, StdioCommand};
+use toolwire_testkit::RegistryPart;
 
 #[derive(Clone, Copy, Debug)]
 enum Flavor {
@@ -34,9 +31,11 @@ impl Flavor {
             Flavor::Modern => "TOOLWIRE_INTEROP_MODERN_PYTHON",
             Flavor::Legacy => "TOOLWIRE_INTEROP_LEGACY_PYTHON",
         };
-        std::env::var(var).unwrap_or_else(|_| {
-            panic!("{var} must name a Python with the `mcp` package installed; run scripts/interop")
-        })
+        let part = match self {
+            Flavor::Modern => RegistryPart::Mcp2Python,
+            Flavor::Legacy => RegistryPart::Mcp1Python,
+        };
+        std::env::var(var).unwrap_or_else(|_| part.path().to_string_lossy().into_owned())
     }
 
     fn script(self) -> String {
@@ -195,7 +194,6 @@ async fn exercise(client: &Client, flavor: Flavor, elicited: &AtomicUsize) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Python interop environments: scripts/interop"]
 async fn python_sdk_over_http() {
     let server = start_http(Flavor::Modern).await;
     let elicited = Arc::new(AtomicUsize::new(0));
@@ -213,7 +211,6 @@ async fn python_sdk_over_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Python interop environments: scripts/interop"]
 async fn python_sdk_over_stdio() {
     let elicited = Arc::new(AtomicUsize::new(0));
     let command = StdioCommand::new(Flavor::Modern.python())
@@ -228,7 +225,6 @@ async fn python_sdk_over_stdio() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Python interop environments: scripts/interop"]
 async fn legacy_server_over_http() {
     let server = start_http(Flavor::Legacy).await;
     let elicited = Arc::new(AtomicUsize::new(0));
@@ -255,7 +251,6 @@ async fn legacy_server_over_http() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the Python interop environments: scripts/interop"]
 async fn legacy_server_over_stdio() {
     let elicited = Arc::new(AtomicUsize::new(0));
     let command = StdioCommand::new(Flavor::Legacy.python())

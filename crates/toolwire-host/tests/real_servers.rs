@@ -1,5 +1,5 @@
-//! The host over real servers installed from the registries (run by `scripts/host-interop`,
-//! which installs them and sets the variables): npm `@modelcontextprotocol/server-everything`
+//! The host over real servers installed from the registries (installed on first use by
+//! `scripts/host-interop env`): npm `@modelcontextprotocol/server-everything`
 //! and PyPI `mcp-server-time`, both 2025-11-25 servers on stdio, next to a Toolwire server over
 //! HTTP, in one list, called through the policy.
 
@@ -36,8 +36,9 @@ struct Text {
     text: String,
 }
 
+/// A variable naming a real server (installed on first use; see `toolwire_testkit::real_server`).
 fn var(name: &str) -> String {
-    std::env::var(name).unwrap_or_else(|_| panic!("{name} is not set: run scripts/host-interop"))
+    toolwire_testkit::real_server(name)
 }
 
 fn first_text(result: &toolwire_client::protocol::CallToolResult) -> String {
@@ -48,7 +49,6 @@ fn first_text(result: &toolwire_client::protocol::CallToolResult) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "needs the servers scripts/host-interop installs"]
 async fn real_servers_and_a_toolwire_server_in_one_list() {
     let ours = Server::builder("ours", "1")
         .tool(Tool::new(

@@ -21,6 +21,6 @@ mod redis;
 mod system;
 
 pub use harness::{REQUIRE_PARTS, SystemTests};
-pub use parts::RegistryPart;
+pub use parts::{RegistryPart, real_server};
 pub use redis::{RedisServer, fresh_prefix};
 pub use system::SystemPart;

@@ -22,14 +22,19 @@ pub enum RegistryPart {
     Mcp2Python,
     /// The OTLP receiver of the trace tests, Arize Phoenix (PyPI, a venv): its command.
     Phoenix,
+    /// MCP servers Toolwire did not write: npm `server-everything` and `server-filesystem`
+    /// (run with Node 24 from PyPI) and PyPI `mcp-server-time`. Its path is a file of the
+    /// variables that name them; [`real_server`] reads one.
+    RealServers,
 }
 
 impl RegistryPart {
-    const ALL: [RegistryPart; 4] = [
+    const ALL: [RegistryPart; 5] = [
         RegistryPart::RedisServer,
         RegistryPart::Mcp1Python,
         RegistryPart::Mcp2Python,
         RegistryPart::Phoenix,
+        RegistryPart::RealServers,
     ];
 
     /// Its name for `scripts/parts`.
@@ -39,6 +44,7 @@ impl RegistryPart {
             RegistryPart::Mcp1Python => "mcp1-python",
             RegistryPart::Mcp2Python => "mcp2-python",
             RegistryPart::Phoenix => "phoenix",
+            RegistryPart::RealServers => "real-servers",
         }
     }
 
@@ -49,7 +55,7 @@ impl RegistryPart {
     ///
     /// When it cannot be installed (no network, no pip), with what the script said.
     pub fn path(self) -> PathBuf {
-        static FOUND: [OnceLock<PathBuf>; 4] = [const { OnceLock::new() }; 4];
+        static FOUND: [OnceLock<PathBuf>; 5] = [const { OnceLock::new() }; 5];
         let slot = RegistryPart::ALL
             .iter()
             .position(|part| *part == self)
@@ -58,6 +64,25 @@ impl RegistryPart {
             .get_or_init(|| ask(self).unwrap_or_else(|why| panic!("{why}")))
             .clone()
     }
+}
+
+/// One of the [`RegistryPart::RealServers`] variables (`TOOLWIRE_HOST_NODE`,
+/// `TOOLWIRE_HOST_EVERYTHING`, `TOOLWIRE_HOST_FILESYSTEM`, `TOOLWIRE_HOST_TIME_PYTHON`): from the
+/// environment when it is set there, else from the installed servers.
+///
+/// # Panics
+///
+/// When the servers cannot be installed, or the variable is not one of them.
+pub fn real_server(name: &str) -> String {
+    if let Ok(value) = std::env::var(name) {
+        return value;
+    }
+    let file = RegistryPart::RealServers.path();
+    let text = std::fs::read_to_string(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+    text.lines()
+        .find_map(|line| line.strip_prefix(name)?.strip_prefix('='))
+        .unwrap_or_else(|| panic!("{} names no {name}", file.display()))
+        .to_owned()
 }
 
 /// Runs `scripts/parts path NAME`: its stderr goes on to ours line by line (an install says so
