@@ -1,14 +1,14 @@
 //! The test harness of the tests that need a system part: each test runs when its parts are
 //! there, and is reported *ignored*, with the reason, when one is missing; the binary then ends
-//! with one block listing what was skipped and how to install it.
+//! with one block listing what was skipped and how to install it, and so does the whole run.
 
-use std::collections::BTreeMap;
 use std::io::Write as _;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex};
 
 use libtest_mimic::{Arguments, Completion, Failed, Trial};
 
+use crate::skipped::{self, Scope, Skipped};
 use crate::system::SystemPart;
 
 /// The variable under which a missing system part fails its tests instead of skipping them
@@ -18,13 +18,6 @@ pub const REQUIRE_PARTS: &str = "TOOLWIRE_REQUIRE_PARTS";
 /// Whether a missing part fails its tests ([`REQUIRE_PARTS`] is `1`).
 fn required() -> bool {
     std::env::var(REQUIRE_PARTS).is_ok_and(|v| v == "1")
-}
-
-/// A test skipped for want of a part.
-#[derive(Clone, Debug)]
-struct Skipped {
-    test: String,
-    missing: SystemPart,
 }
 
 /// The tests of one binary that need system parts (a `harness = false` test target):
@@ -87,10 +80,27 @@ impl SystemTests {
             .unwrap_or_else(|e| e.into_inner())
             .clone();
         if !skipped.is_empty() {
-            let _ = std::io::stderr().write_all(block(&skipped).as_bytes());
+            let _ = std::io::stderr().write_all(skipped::block(&skipped, Scope::Binary).as_bytes());
+            skipped::record(&skipped);
         }
         conclusion.exit_code()
     }
+}
+
+/// The `main` of the test binary that runs last in a `cargo test` of the whole workspace
+/// (toolwire-testkit's `tests/skipped.rs`): one block with every test this `cargo test` skipped
+/// for want of a system part, in every binary, so that the run says so at its end. Prints
+/// nothing when none was skipped, or when run on its own.
+pub fn skipped_in_this_run() -> ExitCode {
+    let args = Arguments::from_args();
+    let conclusion = libtest_mimic::run(&args, Vec::new());
+    if !args.list {
+        let skipped = skipped::take();
+        if !skipped.is_empty() {
+            let _ = std::io::stderr().write_all(skipped::block(&skipped, Scope::Run).as_bytes());
+        }
+    }
+    conclusion.exit_code()
 }
 
 /// Runs a test body, a panic being its failure (with the panic's message).
@@ -108,72 +118,15 @@ fn run(body: fn()) -> Result<Completion, Failed> {
     }
 }
 
-/// The block a person sees at the end of the binary's output: each missing part, the command
-/// that installs it, and the tests it kept from running.
-fn block(skipped: &[Skipped]) -> String {
-    let mut by_part: BTreeMap<SystemPart, Vec<&str>> = BTreeMap::new();
-    for skip in skipped {
-        by_part.entry(skip.missing).or_default().push(&skip.test);
-    }
-    let rule = "=".repeat(78);
-    let mut text = format!(
-        "\n{rule}\nSKIPPED, NOT PASSED: {} test{} of this binary, for want of parts only the \
-         system's\npackage manager provides.\n",
-        skipped.len(),
-        if skipped.len() == 1 { "" } else { "s" }
-    );
-    for (part, tests) in &by_part {
-        text.push_str(&format!(
-            "\n  {} is missing; install it with: {}\n",
-            part.program(),
-            part.install()
-        ));
-        for test in tests {
-            text.push_str(&format!("    - {test}\n"));
-        }
-    }
-    text.push_str(&format!(
-        "\nAll of them at once (Debian, root or sudo): scripts/parts install-system\n\
-         With {REQUIRE_PARTS}=1 a missing part fails its tests instead (CI sets it).\n{rule}\n"
-    ));
-    text
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn the_block_names_each_part_its_install_and_its_tests() {
-        let skipped = [
-            Skipped {
-                test: "balancer::kill_9".to_owned(),
-                missing: SystemPart::HAProxy,
-            },
-            Skipped {
-                test: "console::approve".to_owned(),
-                missing: SystemPart::Chromium,
-            },
-            Skipped {
-                test: "balancer::notes".to_owned(),
-                missing: SystemPart::HAProxy,
-            },
-        ];
-        let text = block(&skipped);
-        assert!(text.contains("SKIPPED, NOT PASSED: 3 tests"), "{text}");
-        let haproxy = text.find("haproxy is missing; install it with: scripts/cluster install");
-        let chromium = text.find("chromium is missing; install it with: scripts/console install");
-        assert!(haproxy.is_some() && chromium.is_some(), "{text}");
-        assert!(
-            text.contains("    - balancer::kill_9\n    - balancer::notes\n"),
-            "{text}"
-        );
-        assert!(text.contains("scripts/parts install-system"), "{text}");
-    }
-
-    #[test]
     fn a_panicking_body_fails_with_its_message() {
-        let failed = run(|| panic!("a reason")).expect_err("a failure");
+        let Err(failed) = run(|| panic!("a reason")) else {
+            panic!("a panicking body passed");
+        };
         assert_eq!(failed.message(), Some("a reason"));
         assert!(matches!(run(|| {}), Ok(Completion::Completed)));
     }

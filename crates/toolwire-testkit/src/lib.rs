@@ -10,17 +10,20 @@
 //!   the system's package manager provides. Their tests live in test binaries run by
 //!   [`SystemTests`]: with the part there, they run; without it, they are reported as
 //!   *ignored* (never as passed) and the binary ends with one block naming each skipped test,
-//!   why, and the command that installs its part. Under `TOOLWIRE_REQUIRE_PARTS=1` (what CI
-//!   sets) a missing part fails its tests instead.
+//!   why, and the command that installs its part. The last test binary of a workspace run
+//!   (this crate's `tests/skipped.rs`) repeats every such test of the run in one block, so that
+//!   the run says so at its end. Under `TOOLWIRE_REQUIRE_PARTS=1` (what CI sets) a missing
+//!   part fails its tests instead.
 //!
 //! [`RedisServer`] is a `redis-server` of a test's own on a free loopback port.
 
 mod harness;
 mod parts;
 mod redis;
+mod skipped;
 mod system;
 
-pub use harness::{REQUIRE_PARTS, SystemTests};
+pub use harness::{REQUIRE_PARTS, SystemTests, skipped_in_this_run};
 pub use parts::{RegistryPart, real_server};
 pub use redis::{RedisServer, fresh_prefix};
 pub use system::SystemPart;

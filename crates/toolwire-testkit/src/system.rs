@@ -17,6 +17,14 @@ pub enum SystemPart {
 }
 
 impl SystemPart {
+    /// Every system part.
+    pub const ALL: [SystemPart; 4] = [
+        SystemPart::HAProxy,
+        SystemPart::Prometheus,
+        SystemPart::Promtool,
+        SystemPart::Chromium,
+    ];
+
     /// The program's name.
     pub fn program(self) -> &'static str {
         match self {
