@@ -47,6 +47,8 @@ impl Home {
             .env("TOOLWIRE_CONFIG", self.0.path().join("mcp.json"))
             .env("TOOLWIRE_STATE_DIR", self.0.path().join("state"))
             .env("NO_COLOR", "1")
+            // A person's terminal, whatever the tests run under (TERM=dumb draws no progress).
+            .env("TERM", "xterm-256color")
             // Nothing is opened in a browser: the tests play the person.
             .env("BROWSER", "true")
             .env_remove("RUST_LOG");
