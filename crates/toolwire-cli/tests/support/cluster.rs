@@ -172,8 +172,12 @@ impl Drop for Cluster {
 /// Runs scripts/cluster with `args`, killed after `limit`; its stderr on failure.
 fn script<S: AsRef<std::ffi::OsStr>>(args: &[S], limit: Duration) -> Result<(), String> {
     let log = tempfile::NamedTempFile::new().unwrap();
+    // The test's Redis: found or installed here, where the install says so on stderr (the
+    // script's own stderr is kept for failures only).
+    let redis = toolwire_testkit::RegistryPart::RedisServer.path();
     let mut child = Command::new(SCRIPT)
         .args(args)
+        .env("TOOLWIRE_REDIS_SERVER", redis)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(log.reopen().unwrap())
