@@ -3,7 +3,7 @@
 //! 127.0.0.1. Included by the tests of several crates with `#[path]`; every crate lives at
 //! `crates/NAME`, so the script is found from the including crate's manifest directory.
 
-use std::io::{BufRead, BufReader};
+use std::io::{BufRead, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
 
 use serde_json::Value;
@@ -34,15 +34,29 @@ impl Drop for Launched {
 /// ready line.
 pub(crate) fn launch(env: &[(&str, &str)]) -> Launched {
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../scripts/oidc");
-    let path = Command::new("bash")
+    let mut asked = Command::new("bash")
         .args([script, "path"])
-        .output()
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
         .expect("scripts/oidc runs");
-    assert!(
-        path.status.success(),
-        "scripts/oidc path: {}",
-        String::from_utf8_lossy(&path.stderr)
-    );
+    // What it says (an install on first use says so in one line) goes straight to the test
+    // process's stderr, which the test harness does not capture, as it happens; and into the
+    // failure's message.
+    let stderr = asked.stderr.take().expect("piped");
+    let relay = std::thread::spawn(move || {
+        let mut said = String::new();
+        for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = writeln!(std::io::stderr(), "{line}");
+            said.push_str(&line);
+            said.push('\n');
+        }
+        said
+    });
+    let path = asked.wait_with_output().expect("scripts/oidc ends");
+    let said = relay.join().unwrap_or_default();
+    assert!(path.status.success(), "scripts/oidc path: {said}");
     let text = String::from_utf8(path.stdout).unwrap();
     let mut lines = text.lines();
     let (node, provider) = (lines.next().unwrap(), lines.next().unwrap());
