@@ -13,13 +13,21 @@
 //! text between them; RFC 6570 levels 3 and 4 are refused) is not served (said once); its
 //! expansions can still be read through the host. `completion/complete` for a served prompt's
 //! argument or template's variable is asked of the upstream, for the caller.
+//!
+//! The gateway's rules decide each of them as they decide tools ([`Policy`]): the facts of
+//! every served prompt, resource and template are the policy's before the server offers it; a
+//! caller's lists leave out what the rules deny it, and getting or reading one is decided
+//! again with its arguments (a prompt's arguments, a template's matched variables) — denied as
+//! unknown, asked of a person, or made.
 
 use std::collections::{BTreeMap, HashMap};
 use std::hash::{Hash as _, Hasher as _};
 use std::sync::{Arc, Mutex};
 
 use crate::exchange::Exchanges;
+use crate::policy::Policy;
 use crate::relay::{self, Sealed, Upstream};
+use crate::rules::{Kind as RuleKind, ToolFacts};
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::auth::TokenExchange;
@@ -42,6 +50,8 @@ pub(crate) struct Offers {
     state: Mutex<Served>,
     /// The upstreams' token exchanges, which requests for callers use.
     exchanges: Arc<Exchanges>,
+    /// The rules, which every served item's handler consults.
+    policy: Arc<Policy>,
 }
 
 #[derive(Default)]
@@ -65,11 +75,13 @@ struct Kind {
 }
 
 impl Offers {
-    /// Nothing served yet; requests to an upstream in `exchanges` go with exchanged tokens.
-    pub(crate) fn new(exchanges: Arc<Exchanges>) -> Offers {
+    /// Nothing served yet; requests to an upstream in `exchanges` go with exchanged tokens,
+    /// under `policy`.
+    pub(crate) fn new(exchanges: Arc<Exchanges>, policy: Arc<Policy>) -> Offers {
         Offers {
             state: Mutex::default(),
             exchanges,
+            policy,
         }
     }
 
@@ -79,6 +91,12 @@ impl Offers {
         let served = &mut *served;
         let capabilities = server.capabilities();
         let prompts = host.prompts();
+        let resources = host.resources();
+        let templates = host.resource_templates();
+        // The rules know each one before it is served (and forget a gone one first).
+        self.policy
+            .set_offer_facts(offer_facts(&prompts, &resources, &templates));
+        let policy = &self.policy;
         let offers_prompts = capabilities.prompts.is_some();
         if offered(
             &mut served.said_no_prompts,
@@ -92,12 +110,17 @@ impl Offers {
                     let definition = serde_json::to_string(&p.definition);
                     (p.qualified.clone(), digest(&p.server, definition))
                 }),
-                |p| server.add_prompt(prompt(host, p, self.exchanges.of_server(&p.server))),
+                |p| {
+                    let exchange = self.exchanges.of_server(&p.server);
+                    server.add_prompt(prompt(
+                        host,
+                        p,
+                        Upstreamed::new(&p.server, exchange, policy),
+                    ))
+                },
                 |name| server.remove_prompt(name),
             );
         }
-        let resources = host.resources();
-        let templates = host.resource_templates();
         let offers_resources = capabilities.resources.is_some();
         let count = resources.len() + templates.len();
         if offered(
@@ -112,7 +135,11 @@ impl Offers {
                     let definition = serde_json::to_string(&r.definition);
                     (r.uri.clone(), digest(&r.server, definition))
                 }),
-                |r| server.add_resource(resource(host, r, self.exchanges.of_server(&r.server))),
+                |r| {
+                    let exchange = self.exchanges.of_server(&r.server);
+                    let upstream = Upstreamed::new(&r.server, exchange, policy);
+                    server.add_resource(resource(host, r, upstream))
+                },
                 |uri| server.remove_resource(uri),
             );
             served.templates.in_step(
@@ -123,12 +150,65 @@ impl Offers {
                 }),
                 |t| {
                     let exchange = self.exchanges.of_server(&t.server);
-                    server.add_resource_template(template(host, t, exchange))
+                    let upstream = Upstreamed::new(&t.server, exchange, policy);
+                    server.add_resource_template(template(host, t, upstream))
                 },
                 |uri_template| server.remove_resource_template(uri_template),
             );
         }
     }
+}
+
+/// The facts the rules read of every prompt, resource and template the host lists, by kind and
+/// served name, URI or URI template.
+fn offer_facts(
+    prompts: &[HostPrompt],
+    resources: &[HostResource],
+    templates: &[HostTemplate],
+) -> HashMap<(RuleKind, String), Arc<ToolFacts>> {
+    let annotations = |annotations: Option<Value>| match annotations {
+        Some(Value::Object(map)) => map,
+        _ => serde_json::Map::new(),
+    };
+    let prompts = prompts.iter().map(|p| ToolFacts {
+        kind: RuleKind::Prompt,
+        name: p.qualified.clone(),
+        upstream: p.server.clone(),
+        title: p.definition.title.clone(),
+        description: p.definition.description.clone(),
+        annotations: serde_json::Map::new(),
+    });
+    let resources = resources.iter().map(|r| ToolFacts {
+        kind: RuleKind::Resource,
+        name: r.uri.clone(),
+        upstream: r.server.clone(),
+        title: r.definition.title.clone(),
+        description: r.definition.description.clone(),
+        annotations: annotations(
+            r.definition
+                .annotations
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+        ),
+    });
+    let templates = templates.iter().map(|t| ToolFacts {
+        kind: RuleKind::Template,
+        name: t.uri_template.clone(),
+        upstream: t.server.clone(),
+        title: t.definition.title.clone(),
+        description: t.definition.description.clone(),
+        annotations: annotations(
+            t.definition
+                .annotations
+                .as_ref()
+                .and_then(|a| serde_json::to_value(a).ok()),
+        ),
+    });
+    prompts
+        .chain(resources)
+        .chain(templates)
+        .map(|facts| ((facts.kind, facts.name.clone()), Arc::new(facts)))
+        .collect()
 }
 
 /// Each of `items` by its name or URI, with a digest of what it is made from.
@@ -194,10 +274,9 @@ impl Kind {
 
 /// The server prompt that stands for `prompt`: its definition as listed upstream (what the
 /// builder carries), under its qualified name, got through the host.
-fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExchange>>) -> Prompt {
+fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt {
     let definition = &prompt.definition;
     let qualified: Arc<str> = prompt.qualified.as_str().into();
-    let upstream = Upstreamed::new(&prompt.server, exchange);
     let (got_from, getting) = (host.clone(), upstream.clone());
     let mut served = Prompt::new(
         prompt.qualified.clone(),
@@ -211,9 +290,17 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExcha
                         .map(|(k, v)| (k, Value::String(v)))
                         .collect(),
                 );
-                let got = one_round(&qualified, &arguments, &ctx, &upstream, |options| {
-                    host.get_prompt_with(&qualified, arguments.clone(), options)
-                })
+                let unknown =
+                    || ErrorObject::invalid_params(format!("Unknown prompt: {qualified}"));
+                let allowed = (RuleKind::Prompt, unknown);
+                let got = one_round(
+                    &qualified,
+                    &arguments,
+                    &ctx,
+                    &upstream,
+                    allowed,
+                    |options| host.get_prompt_with(&qualified, arguments.clone(), options),
+                )
                 .await;
                 got.map(|result| GetPromptResult {
                     // The gateway's own `_meta` (its serverInfo), as on every result it gives.
@@ -244,20 +331,20 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, exchange: Option<Arc<TokenExcha
 
 /// The server resource that stands for `resource`, under the host's URI, read through the
 /// host.
-fn resource(
-    host: &Arc<Host>,
-    resource: &HostResource,
-    exchange: Option<Arc<TokenExchange>>,
-) -> Resource {
+fn resource(host: &Arc<Host>, resource: &HostResource, upstream: Upstreamed) -> Resource {
     let definition = &resource.definition;
     let host = host.clone();
-    let upstream = Upstreamed::new(&resource.server, exchange);
     let mut served = Resource::new(
         resource.uri.clone(),
         definition.name.clone(),
         move |uri: String, ctx: RequestContext| {
             let (host, upstream) = (host.clone(), upstream.clone());
-            async move { read(&host, &uri, &ctx, &upstream).await }
+            let decided = Decided {
+                kind: RuleKind::Resource,
+                name: uri.clone(),
+                args: Value::Object(serde_json::Map::new()),
+            };
+            async move { read(&host, &uri, &ctx, &upstream, decided).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -286,20 +373,26 @@ fn resource(
 
 /// The server template that stands for `template`, under the host's template: each URI it
 /// matches is read through the host, which reads the upstream's own expansion.
-fn template(
-    host: &Arc<Host>,
-    template: &HostTemplate,
-    exchange: Option<Arc<TokenExchange>>,
-) -> ResourceTemplate {
+fn template(host: &Arc<Host>, template: &HostTemplate, upstream: Upstreamed) -> ResourceTemplate {
     let definition = &template.definition;
-    let upstream = Upstreamed::new(&template.server, exchange);
     let (read_from, reading) = (host.clone(), upstream.clone());
+    let served_as: Arc<str> = template.uri_template.as_str().into();
     let mut served = ResourceTemplate::new(
         template.uri_template.clone(),
         definition.name.clone(),
-        move |uri: String, _, ctx: RequestContext| {
+        move |uri: String, vars: toolwire_server::TemplateVars, ctx: RequestContext| {
             let (host, upstream) = (read_from.clone(), reading.clone());
-            async move { read(&host, &uri, &ctx, &upstream).await }
+            // The rules read the variables the URI matched as `args`.
+            let decided = Decided {
+                kind: RuleKind::Template,
+                name: served_as.to_string(),
+                args: Value::Object(
+                    vars.into_iter()
+                        .map(|(k, v)| (k, Value::String(v)))
+                        .collect(),
+                ),
+            };
+            async move { read(&host, &uri, &ctx, &upstream, decided).await }
         },
     );
     if let Some(description) = &definition.description {
@@ -324,32 +417,64 @@ fn template(
     served.complete_any(move |ask, ctx| complete.clone().ask(ask, ctx))
 }
 
-/// Reads `uri` through the host: the contents, under the host's URIs.
+/// What the rules decide a read by: the resource or template read, and its `args`.
+struct Decided {
+    kind: RuleKind,
+    /// The served URI of a resource, or URI template of a template.
+    name: String,
+    args: Value,
+}
+
+/// Reads `uri` through the host, once the rules allow it (`decided`): the contents, under the
+/// host's URIs. Denied, it is a URI the gateway does not have.
 async fn read(
     host: &Host,
     uri: &str,
     ctx: &RequestContext,
     upstream: &Upstreamed,
+    decided: Decided,
 ) -> Result<Vec<toolwire_protocol::ResourceContents>, ToolError> {
-    let read = one_round(uri, &Value::Null, ctx, upstream, |options| {
-        host.read_resource_with(uri, options)
-    })
+    let unknown = || {
+        ErrorObject::invalid_params(format!("Resource not found: {uri}"))
+            .with_data(serde_json::json!({"uri": uri}))
+    };
+    let sealed = Sealed::of(ctx)?;
+    let approved = upstream.policy.decide_offer(
+        decided.kind,
+        &decided.name,
+        &decided.args,
+        ctx,
+        &sealed,
+        unknown,
+    )?;
+    let read = one_round_approved(
+        uri,
+        &Value::Null,
+        ctx,
+        upstream,
+        sealed,
+        approved,
+        |options| host.read_resource_with(uri, options),
+    )
     .await?;
     Ok(read.contents)
 }
 
-/// The upstream a served prompt or resource comes from, and its token exchange if it has one.
+/// The upstream a served prompt or resource comes from, its token exchange if it has one, and
+/// the rules that decide it.
 #[derive(Clone)]
 struct Upstreamed {
     server: Arc<str>,
     exchange: Option<Arc<TokenExchange>>,
+    policy: Arc<Policy>,
 }
 
 impl Upstreamed {
-    fn new(server: &str, exchange: Option<Arc<TokenExchange>>) -> Upstreamed {
+    fn new(server: &str, exchange: Option<Arc<TokenExchange>>, policy: &Arc<Policy>) -> Upstreamed {
         Upstreamed {
             server: server.into(),
             exchange,
+            policy: policy.clone(),
         }
     }
 }
@@ -420,20 +545,44 @@ impl Completing {
     }
 }
 
-/// One round of getting the prompt or reading the resource `name` (with `arguments`) for the
-/// caller of `ctx`, as a tool call is made (see `relay`): the answers to the upstream's
-/// previous round sent with it, and an upstream's questions relayed to the caller.
+/// One round of getting the prompt `name` (with `arguments`) for the caller of `ctx`, once the
+/// rules allow it (`allowed`: the kind, and the error of an unknown one, which a denied one
+/// is answered with).
 async fn one_round<T, Got>(
     name: &str,
     arguments: &Value,
     ctx: &RequestContext,
     upstream: &Upstreamed,
-    mut get: impl FnMut(CallOptions) -> Got,
+    allowed: (RuleKind, impl FnOnce() -> ErrorObject),
+    get: impl FnMut(CallOptions) -> Got,
 ) -> Result<T, ToolError>
 where
     Got: std::future::Future<Output = Result<T, OfferError>>,
 {
     let sealed = Sealed::of(ctx)?;
+    let (kind, unknown) = allowed;
+    let approved = upstream
+        .policy
+        .decide_offer(kind, name, arguments, ctx, &sealed, unknown)?;
+    one_round_approved(name, arguments, ctx, upstream, sealed, approved, get).await
+}
+
+/// One round of getting the prompt or reading the resource `name` (with `arguments`) for the
+/// caller of `ctx`, as a tool call is made (see `relay`): the answers to the upstream's
+/// previous round sent with it, and an upstream's questions relayed to the caller (with what a
+/// person `approved`, kept for the rounds after).
+async fn one_round_approved<T, Got>(
+    name: &str,
+    arguments: &Value,
+    ctx: &RequestContext,
+    upstream: &Upstreamed,
+    sealed: Sealed,
+    approved: Option<String>,
+    mut get: impl FnMut(CallOptions) -> Got,
+) -> Result<T, ToolError>
+where
+    Got: std::future::Future<Output = Result<T, OfferError>>,
+{
     let answers = sealed.upstream_answers(name, arguments, ctx)?;
     let got = crate::exchange::with_exchanged(
         upstream.exchange.as_deref(),
@@ -469,7 +618,7 @@ where
                 state: input.request_state.clone(),
                 task: None,
             };
-            Err(relay::relayed(*input, upstream, None))
+            Err(relay::relayed(*input, upstream, approved))
         }
         Err(error) => Err(refusal(error)),
     }

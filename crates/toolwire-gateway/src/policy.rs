@@ -1,7 +1,11 @@
-//! The gateway's rules applied to callers: which served tools each caller's list shows (a
-//! [`ToolVisibility`] on the downstream server), and what becomes of each call — made
-//! upstream, refused with the rule that refused it, or first put to the person behind the
-//! caller as an elicitation (`ask`), with the tool, its upstream, the exact arguments and why.
+//! The gateway's rules applied to callers: which served tools, prompts, resources and templates
+//! each caller's lists show (a [`ToolVisibility`] on the downstream server), and what becomes
+//! of each call, prompt got or resource read — made upstream, refused with the rule that
+//! refused it (a prompt or resource refused is, to the caller, one the gateway does not have),
+//! or first put to the person behind the caller as an elicitation (`ask`), with the offer, its
+//! upstream, the exact arguments and why. An offer the rules have no facts of (in the moment
+//! between an upstream's list changing and the served set following it) is refused unless
+//! the rules allow everything.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -9,12 +13,14 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 use serde::Deserialize;
 use serde_json::Value;
+use toolwire_protocol::ErrorObject;
 use toolwire_server::{
-    Elicited, InputRequired, RequestContext, ToolCheck, ToolError, ToolVisibility, Viewer,
+    Elicited, InputRequired, OfferKind, RequestContext, ToolCheck, ToolError, ToolVisibility,
+    Viewer,
 };
 
 use crate::relay::{Sealed, arguments_sha256};
-use crate::rules::{Caller, ClientFacts, Decision, Effect, Rules, ToolFacts};
+use crate::rules::{Caller, ClientFacts, Decision, Effect, Kind, Rules, ToolFacts};
 
 /// The input key of the approval question. It is asked in a round of its own, before any
 /// round of the upstream's (see `relay`), so an upstream's key of the same name does not
@@ -30,6 +36,8 @@ pub(crate) struct Policy {
     /// Swapped whole by a reload: a call is decided under the rules it read.
     rules: ArcSwap<Rules>,
     facts: ArcSwap<HashMap<String, Arc<ToolFacts>>>,
+    /// The served prompts', resources' and templates' facts, by kind and served name or URI.
+    offers: ArcSwap<HashMap<(Kind, String), Arc<ToolFacts>>>,
     /// Each caller's hidden tools, for the facts of the moment: a list page reads them, rather
     /// than evaluating the rules over every tool again.
     views: Mutex<Views>,
@@ -63,6 +71,7 @@ impl Policy {
         Policy {
             rules: ArcSwap::from_pointee(rules),
             facts: ArcSwap::from_pointee(HashMap::new()),
+            offers: ArcSwap::from_pointee(HashMap::new()),
             views: Mutex::new(Views::default()),
             keys: std::collections::hash_map::RandomState::new(),
         }
@@ -71,6 +80,11 @@ impl Policy {
     /// The served tools' facts, by served name, as of the last sync.
     pub(crate) fn set_facts(&self, facts: HashMap<String, Arc<ToolFacts>>) {
         self.facts.store(Arc::new(facts));
+    }
+
+    /// The served prompts', resources' and templates' facts, as of the last sync.
+    pub(crate) fn set_offer_facts(&self, offers: HashMap<(Kind, String), Arc<ToolFacts>>) {
+        self.offers.store(Arc::new(offers));
     }
 
     /// Replaces the rules (a reload): callers' lists are computed again under them.
@@ -104,7 +118,10 @@ impl Policy {
         }
         let facts = self.facts.load();
         let Some(facts) = facts.get(tool) else {
-            return Verdict::Go(None);
+            // Fail closed: a tool the rules know nothing of is refused, not made.
+            return answer(Ok(toolwire_protocol::CallToolResult::error(format!(
+                "The gateway refused the call of {tool}: {UNKNOWN_TO_RULES}"
+            ))));
         };
         let decision = rules.decide(&caller(&Viewer::of(ctx)), facts, arguments);
         match decision.effect {
@@ -113,9 +130,61 @@ impl Policy {
                 "The gateway refused the call of {tool}: {}",
                 decision.message()
             )))),
-            Effect::Ask => ask(facts, arguments, &decision, ctx, sealed),
+            Effect::Ask => match ask(facts, arguments, &decision, ctx, sealed) {
+                Asked::Go(digest) => Verdict::Go(Some(digest)),
+                Asked::Refused(why) => answer(Ok(toolwire_protocol::CallToolResult::error(why))),
+                Asked::Question(question) => answer(Err(question)),
+            },
         }
     }
+
+    /// What becomes of getting the prompt, or reading the resource or template, `kind` named
+    /// `name` (its served name, URI or URI template) with `args` by the caller of `ctx`: go
+    /// ahead (with the digest of what a person approved, when one did), or the error to answer.
+    /// A denied one is refused exactly as one the gateway does not have (`unknown`: what the
+    /// downstream server answers for it), so that a caller cannot tell it exists.
+    pub(crate) fn decide_offer(
+        &self,
+        kind: Kind,
+        name: &str,
+        args: &Value,
+        ctx: &RequestContext,
+        sealed: &Sealed,
+        unknown: impl FnOnce() -> ErrorObject,
+    ) -> Result<Option<String>, ToolError> {
+        if self.is_open() {
+            return Ok(None);
+        }
+        let offers = self.offers.load();
+        let Some(facts) = offers.get(&(kind, name.to_owned())) else {
+            return Err(ToolError::Protocol(unknown()));
+        };
+        let rules = self.rules.load();
+        let decision = rules.decide(&caller(&Viewer::of(ctx)), facts, args);
+        match decision.effect {
+            Effect::Allow => Ok(None),
+            Effect::Deny => Err(ToolError::Protocol(unknown())),
+            Effect::Ask => match ask(facts, args, &decision, ctx, sealed) {
+                Asked::Go(digest) => Ok(Some(digest)),
+                Asked::Refused(why) => Err(ToolError::Protocol(ErrorObject::invalid_params(why))),
+                Asked::Question(question) => Err(question),
+            },
+        }
+    }
+}
+
+/// Why an offer the rules have no facts of is refused.
+const UNKNOWN_TO_RULES: &str = "the gateway's rules do not know it yet (its upstream's list is \
+    changing): try again in a moment";
+
+/// What an `ask` decision comes to in this round.
+enum Asked {
+    /// A person approved these arguments: their digest.
+    Go(String),
+    /// Refused, with why.
+    Refused(String),
+    /// The question to put to the person behind the caller.
+    Question(ToolError),
 }
 
 /// The answer to the approval question.
@@ -134,29 +203,33 @@ fn ask(
     decision: &Decision,
     ctx: &RequestContext,
     sealed: &Sealed,
-) -> Verdict {
+) -> Asked {
+    let what = match facts.kind {
+        Kind::Tool => format!("The call of {}", facts.name),
+        Kind::Prompt => format!("Getting the prompt {}", facts.name),
+        Kind::Resource | Kind::Template => format!("Reading {}", facts.name),
+    };
     let refuse = |why: String| {
-        answer(Ok(toolwire_protocol::CallToolResult::error(format!(
-            "The call of {} needs a person's approval ({}), and {why}",
-            facts.name,
+        Asked::Refused(format!(
+            "{what} needs a person's approval ({}), and {why}",
             decision.message()
-        ))))
+        ))
     };
     if ctx.client_capabilities().elicitation.is_none() {
         return refuse("this client cannot ask one: it declares no elicitation capability".into());
     }
     let digest = arguments_sha256(arguments);
     if sealed.approved_sha256.as_deref() == Some(digest.as_str()) {
-        return Verdict::Go(Some(digest));
+        return Asked::Go(digest);
     }
     if sealed.asked_sha256.as_deref() == Some(digest.as_str()) {
         match ctx.elicited::<Approval>(APPROVAL_KEY) {
             Ok(Some(Elicited::Accepted(Approval { approve: true }))) => {
-                return Verdict::Go(Some(digest));
+                return Asked::Go(digest);
             }
             Ok(Some(_)) => return refuse("the person did not approve it".into()),
             Ok(None) => {}
-            Err(error) => return answer(Err(error)),
+            Err(error) => return Asked::Question(error),
         }
     }
     let shown = serde_json::to_string_pretty(arguments).unwrap_or_default();
@@ -166,19 +239,26 @@ fn ask(
             shown.len()
         ));
     }
+    let doing = match facts.kind {
+        Kind::Tool => "Run",
+        Kind::Prompt => "Get the prompt",
+        Kind::Resource | Kind::Template => "Read",
+    };
     let message = format!(
-        "Run {} on the upstream server {} with these arguments?\n{shown}\nWhy you are asked: {}",
+        "{doing} {} on the upstream server {} with these arguments?\n{shown}\nWhy you are asked: {}",
         facts.name,
         facts.upstream,
         decision.message()
     );
-    answer(Err(InputRequired::new()
-        .elicit::<Approval>(APPROVAL_KEY, message)
-        .state(Sealed {
-            asked_sha256: Some(digest),
-            ..Sealed::default()
-        })
-        .into()))
+    Asked::Question(
+        InputRequired::new()
+            .elicit::<Approval>(APPROVAL_KEY, message)
+            .state(Sealed {
+                asked_sha256: Some(digest),
+                ..Sealed::default()
+            })
+            .into(),
+    )
 }
 
 /// The caller as the rules read it.
@@ -203,15 +283,48 @@ impl ToolVisibility for Visibility {
         if self.0.is_open() {
             return Box::new(|_| None);
         }
-        let hidden = self.0.hidden(&viewer);
-        Box::new(move |tool| hidden.get(tool).cloned())
+        let (hidden, facts) = self.0.hidden(&viewer);
+        Box::new(move |tool| match hidden.get(tool) {
+            Some(why) => Some(why.clone()),
+            // Fail closed: a tool the rules know nothing of is out of every list.
+            None => (!facts.contains_key(tool)).then(|| UNKNOWN_TO_RULES.to_owned()),
+        })
+    }
+
+    fn check_offers<'a>(&'a self, viewer: Viewer<'a>, kind: OfferKind) -> ToolCheck<'a> {
+        if self.0.is_open() {
+            return Box::new(|_| None);
+        }
+        let kind = match kind {
+            OfferKind::Prompt => Kind::Prompt,
+            OfferKind::Resource => Kind::Resource,
+            _ => Kind::Template,
+        };
+        let offers = self.0.offers.load_full();
+        let rules = self.0.rules.load_full();
+        let caller = caller(&viewer);
+        Box::new(move |key| {
+            let Some(facts) = offers.get(&(kind, key.to_owned())) else {
+                return Some(UNKNOWN_TO_RULES.to_owned());
+            };
+            let rules = rules.for_caller(&caller);
+            (!rules.lists(facts)).then(|| rules.decide(facts, &Value::Null).message())
+        })
     }
 }
 
 impl Policy {
     /// The tools the caller `viewer` may not see, and why: kept per caller until the facts
-    /// change (the caller is made into the rules' facts only when it is not kept).
-    fn hidden(&self, viewer: &Viewer<'_>) -> Arc<HashMap<String, String>> {
+    /// change (the caller is made into the rules' facts only when it is not kept); with the
+    /// facts they were computed over.
+    #[allow(clippy::type_complexity)]
+    fn hidden(
+        &self,
+        viewer: &Viewer<'_>,
+    ) -> (
+        Arc<HashMap<String, String>>,
+        Arc<HashMap<String, Arc<ToolFacts>>>,
+    ) {
         let facts = self.facts.load_full();
         let at = Arc::as_ptr(&facts) as usize;
         let key = self.digest(viewer);
@@ -224,7 +337,7 @@ impl Policy {
                 };
             }
             if let Some(hidden) = views.hidden.get(&key) {
-                return hidden.clone();
+                return (hidden.clone(), facts);
             }
         }
         let rules = self.rules.load();
@@ -242,7 +355,7 @@ impl Policy {
             }
             views.hidden.insert(key, hidden.clone());
         }
-        hidden
+        (hidden, facts)
     }
 
     /// A keyed digest of everything the rules may read of a caller ([`caller`]).
@@ -277,6 +390,7 @@ pub(crate) fn facts_of(tool: &toolwire_host::HostTool) -> ToolFacts {
         })
         .unwrap_or_default();
     ToolFacts {
+        kind: Kind::Tool,
         name: tool.qualified.clone(),
         upstream: tool.server.clone(),
         title: definition.title.clone(),

@@ -89,7 +89,7 @@ pub use tools::tool::{
     HandleRetention, NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError,
     ToolOutput, structured_result,
 };
-pub use tools::visibility::{ToolCheck, ToolVisibility, Viewer};
+pub use tools::visibility::{OfferKind, ToolCheck, ToolVisibility, Viewer};
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};
 
 /// The protocol types this crate speaks, re-exported.

@@ -33,12 +33,43 @@ pub struct ClientFacts {
     pub version: String,
 }
 
-/// The tool being listed or called. A rule reads it as `tool`: `tool.name` (the qualified name
-/// the caller sees, e.g. `fs__write_file`), `tool.upstream` (the upstream server's name),
-/// `tool.title` and `tool.description` (strings or null) and `tool.annotations` (a map, empty
-/// when the tool has none).
+/// What kind of offer a rule is deciding: `tool.kind` is `"tool"`, `"prompt"`, `"resource"` or
+/// `"template"` (a resource template, read through a URI it matches).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Kind {
+    /// A tool, listed and called.
+    #[default]
+    Tool,
+    /// A prompt, listed and got, its arguments completed.
+    Prompt,
+    /// A resource, listed and read.
+    Resource,
+    /// A resource template, listed, read through the URIs it matches, its variables completed.
+    Template,
+}
+
+impl Kind {
+    /// `tool.kind` as a rule reads it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Tool => "tool",
+            Kind::Prompt => "prompt",
+            Kind::Resource => "resource",
+            Kind::Template => "template",
+        }
+    }
+}
+
+/// The tool, prompt, resource or resource template being listed or used. A rule reads it as
+/// `tool`: `tool.kind` (`"tool"`, `"prompt"`, `"resource"` or `"template"`), `tool.name` (what
+/// the caller names it by: a tool's or prompt's qualified name, e.g. `fs__write_file`, a
+/// resource's served URI, a template's served URI template), `tool.upstream` (the upstream
+/// server's name), `tool.title` and `tool.description` (strings or null) and
+/// `tool.annotations` (a map, empty when there are none).
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct ToolFacts {
+    /// What kind of offer it is.
+    pub kind: Kind,
     /// The name the caller sees.
     pub name: String,
     /// The upstream server's name in the gateway's configuration.
@@ -113,6 +144,7 @@ pub(crate) fn caller_value(caller: &Caller, used: &Use) -> Value {
 /// `tool` as a CEL map, with the members `used` names.
 pub(crate) fn tool_value(tool: &ToolFacts, used: &Use) -> Value {
     let mut members = Members::new(used);
+    members.put("kind", || string(tool.kind.as_str()));
     members.put("name", || string(&tool.name));
     members.put("upstream", || string(&tool.upstream));
     members.put("title", || optional(tool.title.as_deref()));

@@ -27,10 +27,19 @@
 //! - `caller`: `principal` (string, or null when anonymous), `scopes` (list of strings),
 //!   `claims` (the access token's claims, a map), `client` (`name` and `version` from
 //!   `clientInfo`, or null);
-//! - `tool`: `name` (the qualified name the caller sees, e.g. `fs__write_file`), `upstream`
-//!   (the upstream server's name), `title` and `description` (string or null), `annotations`
-//!   (a map, possibly empty);
-//! - `args`: the call's arguments (a map; absent arguments are an empty map).
+//! - `tool`: `kind` (`"tool"`, `"prompt"`, `"resource"` or `"template"`), `name` (what the
+//!   caller names it by: the qualified name of a tool or prompt, e.g. `fs__write_file`, the
+//!   served URI of a resource, the served URI template of a template), `upstream` (the upstream
+//!   server's name), `title` and `description` (string or null), `annotations` (a map,
+//!   possibly empty);
+//! - `args`: the call's arguments (a map; absent arguments are an empty map); a prompt's
+//!   arguments when one is got, the variables a URI matched when a template is read, an empty
+//!   map when a resource is read.
+//!
+//! Rules decide every kind of offer, not only tools: a rule that denies an upstream
+//! (`tool.upstream == "secret"`) denies its prompts, resources and templates too, and a
+//! default `deny` hides every offer no rule allows. A rule meant for tools alone says so
+//! (`tool.kind == "tool" && …`).
 //!
 //! JSON becomes CEL as: integers `int` (`uint` above `i64::MAX`), other numbers `double`,
 //! objects maps with string keys, `null` null. Reading a member that is not there
@@ -121,7 +130,7 @@ pub use config::{Effect, RuleConfig, RuleRef, RulesConfig};
 pub use decide::{Because, CallerRules, Decision, Unevaluated};
 pub use error::RuleError;
 pub use eval::EvalError;
-pub use facts::{Caller, ClientFacts, ToolFacts};
+pub use facts::{Caller, ClientFacts, Kind, ToolFacts};
 
 use compile::{Compiled, Reads};
 

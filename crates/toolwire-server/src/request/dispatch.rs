@@ -325,13 +325,13 @@ impl Server {
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
-                Some(self.list_offered(self.prompts(), id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.prompts(), id, cursor.as_deref(), &ctx))
             }
             Route::ListResources { cursor } => {
-                Some(self.list_offered(self.resources(), id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.resources(), id, cursor.as_deref(), &ctx))
             }
             Route::ListResourceTemplates { cursor } => {
-                Some(self.list_offered(self.templates(), id, cursor.as_deref(), ctx.scopes()))
+                Some(self.list_offered(self.templates(), id, cursor.as_deref(), &ctx))
             }
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),

@@ -32,15 +32,19 @@ pub(crate) struct ListenMessage {
 
 impl Server {
     /// The part of `filter` this server honours (L-04): kinds it does not offer are left out,
-    /// and so are resources the caller's scopes (`granted`, with OAuth) do not let it read: a
+    /// and so are resources the caller may not read, for its scopes (with OAuth) or because
+    /// the server's [`ToolVisibility`](crate::ToolVisibility) hides them from it: a
     /// subscription must not tell a caller when something it may not read changes.
     pub(crate) fn honoured(
         &self,
         filter: &SubscriptionFilter,
-        granted: Option<&[String]>,
+        follower: &Follower,
     ) -> SubscriptionFilter {
+        let granted = follower.scopes.as_deref();
         let offers = self.offers();
-        let readable = |uri: &String| permits(granted, &self.resource_scopes(uri));
+        let readable = |uri: &String| {
+            permits(granted, &self.resource_scopes(uri)) && !self.hides_resource(follower, uri)
+        };
         let asked =
             |flag: Option<bool>, offered: bool| (flag == Some(true) && offered).then_some(true);
         SubscriptionFilter {
@@ -71,7 +75,7 @@ impl Server {
         cancel: CancellationToken,
         closing: CancellationToken,
     ) -> impl Stream<Item = ListenMessage> + Send + 'static {
-        let honoured = self.honoured(filter, follower.scopes.as_deref());
+        let honoured = self.honoured(filter, &follower);
         // Subscribe before acknowledging so no change between the two is missed.
         let mut changes = self.subscribe_changes();
         let result_meta = self.result_meta().cloned();

@@ -20,6 +20,7 @@ use crate::server::Server;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::prompt::{Completer, PromptArgs};
 use crate::tools::tool::ToolError;
+use crate::tools::visibility::OfferKind;
 
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;
@@ -72,7 +73,7 @@ impl Server {
         if !(self.offers().prompts || self.offers().resources) {
             return Final::error(Some(id), &Self::not_offered("completion/complete"));
         }
-        let completers = match self.completers(&complete, ctx.scopes()) {
+        let completers = match self.completers(&complete, &ctx) {
             Ok(completers) => completers,
             Err(error) => return Final::error(Some(id), &error),
         };
@@ -117,11 +118,18 @@ impl Server {
     fn completers(
         &self,
         complete: &Complete,
-        granted: Option<&[String]>,
+        ctx: &RequestContext,
     ) -> Result<Completers, ErrorObject> {
         let argument = &complete.argument.name;
+        let granted = ctx.scopes();
+        // A prompt or template hidden from this caller is, to it, one the server does not have.
         match &complete.reference {
-            CompletionReference::Prompt { name, .. } => match self.prompts().snapshot().get(name) {
+            CompletionReference::Prompt { name, .. } => match self
+                .prompts()
+                .snapshot()
+                .get(name)
+                .filter(|_| !self.hides_offer(ctx, OfferKind::Prompt, name))
+            {
                 Some(entry) if !permits(granted, &entry.prompt.scopes) => {
                     Err(insufficient_scope("prompt", name, &entry.prompt.scopes))
                 }
@@ -133,7 +141,12 @@ impl Server {
                     "Unknown prompt: {name}"
                 ))),
             },
-            CompletionReference::Resource { uri } => match self.templates().snapshot().get(uri) {
+            CompletionReference::Resource { uri } => match self
+                .templates()
+                .snapshot()
+                .get(uri)
+                .filter(|_| !self.hides_offer(ctx, OfferKind::Template, uri))
+            {
                 Some(entry) if !permits(granted, &entry.template.scopes) => Err(
                     insufficient_scope("resource template", uri, &entry.template.scopes),
                 ),

@@ -33,6 +33,8 @@ pub(crate) trait Offered: Entry + Sized {
     const KIND: &'static str;
     /// The capability it needs.
     const OFFER: Offer;
+    /// What a [`ToolVisibility`](crate::ToolVisibility) sees it as.
+    const VISIBLE_AS: crate::OfferKind;
     /// What listen streams are told when the set changes.
     const CHANGE: Change;
     /// Which list it is on, for cursors and the result's member.
@@ -48,6 +50,7 @@ impl Offered for RegisteredPrompt {
     type Value = Prompt;
     const KIND: &'static str = "prompt";
     const OFFER: Offer = Offer::Prompts;
+    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Prompt;
     const CHANGE: Change = Change::Prompts;
     const LIST: ListKind = ListKind::Prompts;
     const LIST_METHOD: &'static str = ListPrompts::METHOD;
@@ -61,6 +64,7 @@ impl Offered for RegisteredResource {
     type Value = Resource;
     const KIND: &'static str = "resource";
     const OFFER: Offer = Offer::Resources;
+    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Resource;
     const CHANGE: Change = Change::Resources;
     const LIST: ListKind = ListKind::Resources;
     const LIST_METHOD: &'static str = ListResources::METHOD;
@@ -76,6 +80,7 @@ impl Offered for RegisteredTemplate {
     type Value = ResourceTemplate;
     const KIND: &'static str = "resource template";
     const OFFER: Offer = Offer::Resources;
+    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Template;
     const CHANGE: Change = Change::Resources;
     const LIST: ListKind = ListKind::Templates;
     const LIST_METHOD: &'static str = ListResourceTemplates::METHOD;

@@ -20,6 +20,7 @@ use crate::tools::catalog::{Catalog, insufficient_scope, permits};
 use crate::tools::offered::Offered;
 use crate::tools::resource::{Reader, TemplateVars};
 use crate::tools::tool::ToolError;
+use crate::tools::visibility::OfferKind;
 
 impl Server {
     pub(crate) fn not_offered(method: &str) -> ErrorObject {
@@ -28,18 +29,26 @@ impl Server {
     }
 
     /// `prompts/list`, `resources/list` or `resources/templates/list`: one page, or -32601
-    /// when the server does not offer them.
+    /// when the server does not offer them. With a [`ToolVisibility`](crate::ToolVisibility),
+    /// only what it shows this caller, privately (K-10).
     pub(crate) fn list_offered<E: Offered>(
         &self,
         catalog: &Catalog<E>,
         id: &RequestId,
         cursor: Option<&str>,
-        granted: Option<&[String]>,
+        ctx: &RequestContext,
     ) -> Final {
         if !self.offers().has(E::OFFER) {
             return Final::error(Some(id), &Self::not_offered(E::LIST_METHOD));
         }
-        self.list_page(id, &catalog.snapshot(), cursor, E::LIST, granted)
+        let snapshot = catalog.snapshot();
+        let Some(check) = self.offer_check(ctx, E::VISIBLE_AS) else {
+            return self.list_page(id, &snapshot, cursor, E::LIST, ctx.scopes());
+        };
+        let visible =
+            snapshot.filtered(|e| permits(ctx.scopes(), e.scopes()) && check(e.key()).is_none());
+        let scope = toolwire_protocol::CacheScope::Private;
+        self.list_page_in(id, &visible, cursor, E::LIST, scope)
     }
 
     /// `prompts/get`: unknown prompt or missing required arguments are -32602.
@@ -57,7 +66,10 @@ impl Server {
             arguments,
             round,
         } = get;
-        let Some(entry) = self.prompts().snapshot().get(&name).cloned() else {
+        // A prompt hidden from this caller is, to it, one the server does not have.
+        let entry = self.prompts().snapshot().get(&name).cloned();
+        let Some(entry) = entry.filter(|_| !self.hides_offer(&ctx, OfferKind::Prompt, &name))
+        else {
             return Final::error(
                 Some(id),
                 &ErrorObject::invalid_params(format!("Unknown prompt: {name}")),
@@ -114,7 +126,20 @@ impl Server {
             return Final::error(Some(id), &Self::not_offered(ReadResourceMethod::METHOD));
         }
         let ReadResource { uri, round } = read;
-        let Some((reader, vars, scopes)) = self.resource_reader(&uri) else {
+        // What is hidden from this caller is, to it, not there: another template may match.
+        let found = {
+            let resources = self.offer_check(&ctx, OfferKind::Resource);
+            let templates = self.offer_check(&ctx, OfferKind::Template);
+            let visible = |kind: OfferKind, key: &str| {
+                let check = match kind {
+                    OfferKind::Template => templates.as_ref(),
+                    _ => resources.as_ref(),
+                };
+                check.is_none_or(|check| check(key).is_none())
+            };
+            self.resource_reader(&uri, &visible)
+        };
+        let Some((reader, vars, scopes)) = found else {
             let error = ErrorObject::invalid_params(format!("Resource not found: {uri}"))
                 .with_data(json!({"uri": uri}));
             return Final::error(Some(id), &error);
@@ -157,15 +182,25 @@ impl Server {
     }
 
     /// The reader of `uri`: a fixed resource, else the first template that matches, with the
-    /// variables matched and the scopes it needs.
-    fn resource_reader(&self, uri: &str) -> Option<(Reader, TemplateVars, Vec<String>)> {
-        match self.resources().snapshot().get(uri) {
+    /// variables matched and the scopes it needs; of those `visible` says the caller may see
+    /// (by kind, and URI or URI template).
+    fn resource_reader(
+        &self,
+        uri: &str,
+        visible: &dyn Fn(OfferKind, &str) -> bool,
+    ) -> Option<(Reader, TemplateVars, Vec<String>)> {
+        let fixed = self.resources().snapshot().get(uri).cloned();
+        match fixed.filter(|_| visible(OfferKind::Resource, uri)) {
             Some(entry) => Some((
                 entry.resource.reader.clone(),
                 TemplateVars::default(),
                 entry.resource.scopes.clone(),
             )),
             None => self.templates().snapshot().items.iter().find_map(|t| {
+                let key = t.template.definition.uri_template.as_str();
+                if !visible(OfferKind::Template, key) {
+                    return None;
+                }
                 t.parsed
                     .matches(uri)
                     .map(|vars| (t.template.reader.clone(), vars, t.template.scopes.clone()))
@@ -173,9 +208,32 @@ impl Server {
         }
     }
 
+    /// Whether `follower` may not read `uri`, which the server has (as a resource or through a
+    /// template), because the [`ToolVisibility`](crate::ToolVisibility) hides every one that
+    /// would serve it. A URI the server has nothing for is not hidden: it may come.
+    pub(crate) fn hides_resource(
+        &self,
+        follower: &crate::tools::visibility::Follower,
+        uri: &str,
+    ) -> bool {
+        let Some(visibility) = self.config().tool_visibility.as_ref() else {
+            return false;
+        };
+        if self.resource_reader(uri, &|_, _| true).is_none() {
+            return false;
+        }
+        let resources = visibility.check_offers(follower.viewer(), OfferKind::Resource);
+        let templates = visibility.check_offers(follower.viewer(), OfferKind::Template);
+        let visible = |kind: OfferKind, key: &str| match kind {
+            OfferKind::Template => templates(key).is_none(),
+            _ => resources(key).is_none(),
+        };
+        self.resource_reader(uri, &visible).is_none()
+    }
+
     /// The OAuth scopes reading `uri` needs (none for an unknown URI).
     pub(crate) fn resource_scopes(&self, uri: &str) -> Vec<String> {
-        self.resource_reader(uri)
+        self.resource_reader(uri, &|_, _| true)
             .map(|(_, _, scopes)| scopes)
             .unwrap_or_default()
     }
@@ -196,7 +254,9 @@ impl Server {
                 .snapshot()
                 .get(&get.name)
                 .map(|p| p.prompt.scopes.clone()),
-            Route::ReadResource(read) => self.resource_reader(&read.uri).map(|(_, _, s)| s),
+            Route::ReadResource(read) => self
+                .resource_reader(&read.uri, &|_, _| true)
+                .map(|(_, _, s)| s),
             Route::Complete(complete) => match &complete.reference {
                 CompletionReference::Prompt { name, .. } => self
                     .prompts()

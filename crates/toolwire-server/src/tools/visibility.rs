@@ -1,6 +1,7 @@
-//! Which tools a caller may see and call beyond its scopes: a server author's (or a
-//! gateway's) rule over who is asking and which tool, applied to every `tools/list` page and
-//! every `tools/call`.
+//! Which tools, prompts, resources and resource templates a caller may see and use beyond its
+//! scopes: a server author's (or a gateway's) rule over who is asking and which one, applied to
+//! every list page, every `tools/call`, `prompts/get`, `resources/read` and
+//! `completion/complete`.
 
 use std::hash::{Hash as _, Hasher as _};
 use std::sync::Arc;
@@ -40,9 +41,22 @@ impl<'a> Viewer<'a> {
     }
 }
 
-/// One caller's view: for a tool's name, `None` if the caller may see and call it, else why
-/// not, in words the caller may read.
+/// One caller's view: for a tool's name (or a prompt's name, a resource's URI, a template's URI
+/// template), `None` if the caller may see and use it, else why not, in words the caller may
+/// read.
 pub type ToolCheck<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
+
+/// What a [`ToolVisibility::check_offers`] check is of.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum OfferKind {
+    /// Prompts, by name.
+    Prompt,
+    /// Resources, by URI.
+    Resource,
+    /// Resource templates, by URI template.
+    Template,
+}
 
 /// Decides which tools each caller may see and call, on top of the tools' scopes. A tool it
 /// hides is left out of that caller's `tools/list` (whose pages are then `cacheScope:
@@ -54,6 +68,17 @@ pub type ToolCheck<'a> = Box<dyn Fn(&str) -> Option<String> + 'a>;
 pub trait ToolVisibility: Send + Sync + 'static {
     /// The check of `viewer`'s requests: made once per list page or call.
     fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a>;
+
+    /// The check of `viewer`'s prompts, resources or resource templates (`kind`), each by its
+    /// name, URI or URI template. One it hides is left out of that caller's list (whose pages
+    /// are then `cacheScope: private`) and is, to that caller, unknown: `prompts/get`,
+    /// `resources/read` and `completion/complete` answer exactly as they answer a name or URI
+    /// the server does not have, so that a caller cannot tell a hidden one from none. Every one
+    /// is visible unless an implementation says otherwise.
+    fn check_offers<'a>(&'a self, viewer: Viewer<'a>, kind: OfferKind) -> ToolCheck<'a> {
+        let _ = (viewer, kind);
+        Box::new(|_| None)
+    }
 }
 
 impl<F> ToolVisibility for F
@@ -103,7 +128,7 @@ impl Follower {
         }
     }
 
-    fn viewer(&self) -> Viewer<'_> {
+    pub(crate) fn viewer(&self) -> Viewer<'_> {
         Viewer {
             principal: self.principal.as_deref(),
             scopes: self.scopes.as_deref(),
@@ -140,6 +165,22 @@ impl SeenTools {
 }
 
 impl Server {
+    /// `ctx`'s caller's check of `kind`, when the server has a [`ToolVisibility`].
+    pub(crate) fn offer_check<'a>(
+        &'a self,
+        ctx: &'a RequestContext,
+        kind: OfferKind,
+    ) -> Option<ToolCheck<'a>> {
+        let visibility = self.config().tool_visibility.as_ref()?;
+        Some(visibility.check_offers(Viewer::of(ctx), kind))
+    }
+
+    /// Whether `ctx`'s caller may not see the `kind` named `key`.
+    pub(crate) fn hides_offer(&self, ctx: &RequestContext, kind: OfferKind, key: &str) -> bool {
+        self.offer_check(ctx, kind)
+            .is_some_and(|check| check(key).is_some())
+    }
+
     /// A digest of the tool list `follower` sees (the definitions of the tools its scopes and
     /// the server's [`ToolVisibility`] let it see), for telling it of a change of the tool set
     /// only when its own list changed: a caller is not told when tools it cannot see come and

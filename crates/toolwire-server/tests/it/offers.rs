@@ -521,3 +521,155 @@ async fn listen_follows_prompts_resources_and_updates() {
     drop(resp);
     s.stop().await;
 }
+
+/// Hides the prompt `third`, the resource `mem://notes` and the template `mem://users/{id}`
+/// from every caller, and nothing else.
+struct HidesSome;
+
+impl toolwire_server::ToolVisibility for HidesSome {
+    fn check<'a>(&'a self, _: toolwire_server::Viewer<'a>) -> toolwire_server::ToolCheck<'a> {
+        Box::new(|_| None)
+    }
+
+    fn check_offers<'a>(
+        &'a self,
+        _: toolwire_server::Viewer<'a>,
+        kind: toolwire_server::OfferKind,
+    ) -> toolwire_server::ToolCheck<'a> {
+        use toolwire_server::OfferKind;
+        let hidden = match kind {
+            OfferKind::Prompt => "third",
+            OfferKind::Resource => "mem://notes",
+            _ => "mem://users/{id}",
+        };
+        Box::new(move |key| (key == hidden).then(|| "not for you".to_owned()))
+    }
+}
+
+/// A prompt, resource or template a visibility hides is out of the caller's lists (then
+/// private) and, to that caller, is one the server does not have: getting, reading,
+/// completing and subscribing answer exactly as they answer a name or URI that does not exist,
+/// never with the reason.
+#[tokio::test]
+async fn hidden_prompts_resources_and_templates_are_unknown_to_the_caller() {
+    let mut built = Server::builder("offers", "1");
+    for prompt in ["review", "third"] {
+        built = built.prompt(
+            Prompt::new(prompt, |_, _: RequestContext| async {
+                Ok::<_, ToolError>("a prompt".to_owned())
+            })
+            .complete("language", |_, _| vec!["rust".to_owned()]),
+        );
+    }
+    for uri in ["mem://notes", "mem://open"] {
+        built = built.resource(Resource::new(
+            uri,
+            "r",
+            |uri, _: RequestContext| async move {
+                Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "secret"))
+            },
+        ));
+    }
+    let template = ResourceTemplate::new("mem://users/{id}", "user", |uri, _, _| async move {
+        Ok::<_, ToolError>(ResourceContents::text(uri, "text/plain", "secret"))
+    })
+    .complete("id", |_, _| vec!["1".to_owned()]);
+    let s = TestServer::start(
+        built
+            .resource_template(template)
+            .tool_visibility(HidesSome)
+            .build()
+            .unwrap(),
+    )
+    .await;
+    let url = s.url.clone();
+    let asked = |id, method: &'static str, params| {
+        let url = url.clone();
+        async move { post(&url, &request(id, method, params)).await }
+    };
+
+    let listed = asked(1, "prompts/list", json!({})).await;
+    assert_eq!(names(&listed, "prompts", "name"), ["review"]);
+    assert_eq!(listed.last()["result"]["cacheScope"], "private");
+    let listed = asked(2, "resources/list", json!({})).await;
+    assert_eq!(names(&listed, "resources", "uri"), ["mem://open"]);
+    let listed = asked(3, "resources/templates/list", json!({})).await;
+    assert!(names(&listed, "resourceTemplates", "uriTemplate").is_empty());
+
+    // Each answer is the one for something that does not exist, whatever the name.
+    let error = |reply: &Reply| reply.last()["error"].clone();
+    let hidden = error(&asked(4, "prompts/get", json!({"name": "third"})).await);
+    let none = error(&asked(5, "prompts/get", json!({"name": "fourth"})).await);
+    assert_eq!(hidden["code"], -32602);
+    assert_eq!(hidden["message"], "Unknown prompt: third");
+    assert_eq!(none["message"], "Unknown prompt: fourth");
+    for uri in ["mem://notes", "mem://users/7"] {
+        let hidden = error(&asked(6, "resources/read", json!({"uri": uri})).await);
+        assert_eq!(hidden["code"], -32602, "{uri}");
+        assert_eq!(hidden["message"], format!("Resource not found: {uri}"));
+        assert_eq!(hidden["data"], json!({"uri": uri}));
+    }
+    let opened = asked(7, "resources/read", json!({"uri": "mem://open"})).await;
+    assert_eq!(opened.last()["result"]["contents"][0]["text"], "secret");
+    let complete =
+        |reference| json!({"ref": reference, "argument": {"name": "language", "value": ""}});
+    let hidden = error(
+        &asked(
+            8,
+            "completion/complete",
+            complete(json!({"type": "ref/prompt", "name": "third"})),
+        )
+        .await,
+    );
+    assert_eq!(hidden["message"], "Unknown prompt: third");
+    let hidden = error(
+        &asked(
+            9,
+            "completion/complete",
+            complete(json!({"type": "ref/resource", "uri": "mem://users/{id}"})),
+        )
+        .await,
+    );
+    assert_eq!(
+        hidden["message"],
+        "Unknown resource template: mem://users/{id}"
+    );
+    let seen = asked(
+        10,
+        "completion/complete",
+        complete(json!({"type": "ref/prompt", "name": "review"})),
+    )
+    .await;
+    assert_eq!(
+        seen.last()["result"]["completion"]["values"],
+        json!(["rust"])
+    );
+    // A subscription to a hidden resource is not honoured (its changes are not the caller's).
+    let body = request(
+        11,
+        "subscriptions/listen",
+        json!({"notifications": {"resourceSubscriptions": ["mem://notes", "mem://open"]}}),
+    );
+    let mut req = client().post(&s.url).body(body.to_string());
+    for (k, v) in standard_headers(&body) {
+        req = req.header(k, v);
+    }
+    let mut resp = req.send().await.unwrap();
+    let mut text = String::new();
+    while !text.contains("\n\n") {
+        let chunk = tokio::time::timeout(Duration::from_secs(5), resp.chunk())
+            .await
+            .expect("the acknowledgement")
+            .unwrap()
+            .unwrap();
+        text.push_str(&String::from_utf8_lossy(&chunk));
+    }
+    let ack = &sse_messages(&text)[0];
+    assert_eq!(
+        ack["params"]["notifications"]["resourceSubscriptions"],
+        json!(["mem://open"]),
+        "{ack}"
+    );
+    drop(resp);
+    s.stop().await;
+}
