@@ -118,12 +118,19 @@ impl<'r> CallerRules<'r> {
             return rules.default_effect() != Effect::Deny;
         }
         let context = self.context(tool, None);
-        let decidable = |c: &&Compiled| !c.reads.args();
-        // A deny rule that holds, or cannot be evaluated, hides the tool.
+        // Without `args`, a rule that reads it gives a value only when no value of `args` could
+        // change it (`tool.kind == "prompt" && args.who == "root"` is false for a tool); else
+        // it cannot be evaluated, and then it may hold for some call.
+        let holds_for_every_call = |c: &Compiled| match evaluate(&c.expr, &context) {
+            Ok(held) => held,
+            // Fail closed for a rule that does not read `args`: it cannot be evaluated for
+            // any call.
+            Err(_) => !c.reads.args(),
+        };
+        // A deny rule that holds for every call, or cannot be evaluated, hides the tool.
         if rules
             .with_effect(Effect::Deny)
-            .filter(decidable)
-            .any(|c| evaluate(&c.expr, &context) != Ok(false))
+            .any(|c| holds_for_every_call(c))
         {
             return false;
         }
@@ -132,9 +139,10 @@ impl<'r> CallerRules<'r> {
         }
         // Denied by default: listed only if some ask or allow rule may hold for a call.
         [Effect::Ask, Effect::Allow].into_iter().any(|effect| {
-            rules
-                .with_effect(effect)
-                .any(|c| c.reads.args() || evaluate(&c.expr, &context) == Ok(true))
+            rules.with_effect(effect).any(|c| {
+                let may_hold = evaluate(&c.expr, &context);
+                may_hold == Ok(true) || (c.reads.args() && may_hold.is_err())
+            })
         })
     }
 

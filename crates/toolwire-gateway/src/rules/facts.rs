@@ -12,6 +12,9 @@ use serde_json::Value as Json;
 /// `caller`: `caller.principal` (a string, or null for an anonymous caller), `caller.scopes`
 /// (a list of strings), `caller.claims` (the access token's claims as a map; empty without a
 /// token) and `caller.client` (`name` and `version` from the client's `clientInfo`, or null).
+/// `caller.client` is what the client says of itself, which any caller can say: it may tailor
+/// what a caller sees, never grant access; what a token proves (`principal`, `scopes`, a claim
+/// such as `azp` or `client_id`) can.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Caller {
     /// The token's subject, or `None` for an anonymous caller.
@@ -20,7 +23,7 @@ pub struct Caller {
     pub scopes: Vec<String>,
     /// The token's claims.
     pub claims: serde_json::Map<String, Json>,
-    /// The client software, when it said (`clientInfo`).
+    /// The client software, when it said (`clientInfo`): self-declared, never proof.
     pub client: Option<ClientFacts>,
 }
 

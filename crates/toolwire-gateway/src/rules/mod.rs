@@ -26,7 +26,8 @@
 //! A rule reads these and nothing else (see [`Caller`] and [`ToolFacts`]):
 //! - `caller`: `principal` (string, or null when anonymous), `scopes` (list of strings),
 //!   `claims` (the access token's claims, a map), `client` (`name` and `version` from
-//!   `clientInfo`, or null);
+//!   `clientInfo`, or null: what the client says of itself, which any caller can say, so never
+//!   a ground for access; a claim such as `azp` or `client_id` is);
 //! - `tool`: `kind` (`"tool"`, `"prompt"`, `"resource"` or `"template"`), `name` (what the
 //!   caller names it by: the qualified name of a tool or prompt, e.g. `fs__write_file`, the
 //!   served URI of a resource, the served URI template of a template), `upstream` (the upstream
@@ -74,13 +75,16 @@
 //!
 //! # A list
 //!
-//! [`Rules::lists`] says whether a tool is in a caller's list, from `caller` and `tool` alone:
-//! there is no `args` then, so a rule that reads `args` cannot be decided and never hides a
-//! tool. A tool is **hidden** exactly when
-//! 1. a deny rule that does not read `args` holds for it, or cannot be evaluated (fail
-//!    closed), or
-//! 2. the default is `deny` and no allow or ask rule may hold: each either does not read `args`
-//!    and is false or cannot be evaluated, or there is none.
+//! [`Rules::lists`] says whether a tool (or prompt, resource, template) is in a caller's list,
+//! from `caller` and `tool` alone: there is no `args` then. A rule that reads `args` gives a
+//! value without it only when no value of `args` could change it (`tool.kind == "prompt" &&
+//! args.who == "root"` is false for a tool; `tool.upstream == "fs" || args.force` is true for
+//! an `fs` tool); otherwise it cannot be decided at list time. A tool is **hidden** exactly
+//! when
+//! 1. a deny rule holds for it whatever the arguments, or a deny rule that does not read
+//!    `args` cannot be evaluated (fail closed), or
+//! 2. the default is `deny` and no allow or ask rule may hold: each is false whatever the
+//!    arguments, or does not read `args` and cannot be evaluated, or there is none.
 //!
 //! Otherwise it is listed; a listed tool can still be denied at call time by a rule over its
 //! arguments. With the default `allow` or `ask` only the first case hides a tool.

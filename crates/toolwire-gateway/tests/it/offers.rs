@@ -450,3 +450,120 @@ async fn definitions_are_served_whole_and_completions_asked_upstream() {
     gateway.close().await;
     served.stop().await;
 }
+
+/// The rules decide prompts and reads with what they carry: a prompt's arguments and the
+/// variables a URI matched in a template are `args`; an `ask` rule puts a prompt to the person
+/// behind the caller (approved: got; declined: refused), a `deny` over a template's variable
+/// refuses that read as a URI the gateway does not have, and a default `deny` leaves out of
+/// the lists every offer no rule allows.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rules_decide_prompts_and_reads_by_their_arguments() {
+    use toolwire_client::protocol::{ElicitAction, ElicitResult, ElicitValue};
+    use toolwire_gateway::{Rules, RulesConfig};
+
+    let alpha = Served::start(upstream("alpha"), None).await;
+    let config: RulesConfig = serde_json::from_value(json!({
+        "rules": [
+            {"ask": "tool.kind == \"prompt\" && args.who == \"root\"", "why": "greeting root"},
+            {"deny": "tool.kind == \"template\" && args.path.startsWith(\"private/\")"},
+            {"allow": "tool.kind != \"resource\""}
+        ],
+        "default": "deny"
+    }))
+    .unwrap();
+    let options = GatewayOptions::new().rules(Rules::compile(&config).unwrap());
+    let downstream = Server::builder("gateway", "1")
+        .offer_prompts()
+        .offer_resources();
+    let host = HostOptions::new(toolwire_gateway::NoPerson);
+    let (gateway, served) =
+        crate::gateway::gateway_on(&[("alpha", "a", &alpha.url)], downstream, host, options).await;
+    let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let person = |approve: bool| {
+        let asked = asked.clone();
+        toolwire_client::ClientBuilder::new("caller", "1")
+            .on_elicit(move |params| {
+                let asked = asked.clone();
+                async move {
+                    let message = serde_json::to_value(&params).unwrap()["message"].clone();
+                    asked
+                        .lock()
+                        .unwrap()
+                        .push(message.as_str().unwrap().to_owned());
+                    Ok(ElicitResult {
+                        action: ElicitAction::Accept,
+                        content: Some([("approve".to_owned(), ElicitValue::Bool(approve))].into()),
+                        meta: None,
+                    })
+                }
+            })
+            .http(&served.url)
+            .unwrap()
+    };
+    let (yes, no) = (person(true), person(false));
+
+    // The default deny: the fixed resource is out of the list and unknown; the rest is listed.
+    assert_eq!(prompt_names(&yes).await, ["a__greet"]);
+    let listed = yes.list_resources().await.unwrap();
+    assert!(listed.is_empty(), "{listed:?}");
+    assert!(
+        yes.read_resource("toolwire://a/file:///README.md")
+            .await
+            .is_err()
+    );
+
+    // A prompt with ordinary arguments is got without a question; for root, only once approved.
+    yes.get_prompt("a__greet", json!({"who": "Ada"}))
+        .await
+        .unwrap();
+    assert!(asked.lock().unwrap().is_empty());
+    let got = yes
+        .get_prompt("a__greet", json!({"who": "root"}))
+        .await
+        .unwrap();
+    match &got.messages[0].content {
+        ContentBlock::Text(t) => assert_eq!(t.text, "alpha greets root"),
+        other => panic!("{other:?}"),
+    }
+    let question = asked.lock().unwrap().pop().expect("the person was asked");
+    assert!(
+        question.starts_with("Get the prompt a__greet on the upstream server alpha")
+            && question.contains("\"who\": \"root\"")
+            && question.contains("greeting root"),
+        "{question}"
+    );
+    let declined = no
+        .get_prompt("a__greet", json!({"who": "root"}))
+        .await
+        .unwrap_err();
+    assert!(
+        declined
+            .to_string()
+            .contains("the person did not approve it"),
+        "{declined}"
+    );
+
+    // A template read is decided by the variables the URI matched.
+    let read = yes
+        .read_resource("toolwire://a/file:///docs/public/a.md")
+        .await
+        .unwrap();
+    assert!(text_of(&read.contents[0]).contains("alpha read"));
+    let refused = yes
+        .read_resource("toolwire://a/file:///docs/private/keys.md")
+        .await
+        .unwrap_err();
+    match refused {
+        toolwire_client::Error::Rpc(e) => assert_eq!(
+            (e.code, e.message.as_str()),
+            (
+                -32602,
+                "Resource not found: toolwire://a/file:///docs/private/keys.md"
+            )
+        ),
+        other => panic!("{other:?}"),
+    }
+    drop(gateway);
+    served.stop().await;
+    alpha.stop().await;
+}

@@ -233,7 +233,7 @@ fn list_time_hiding_for_each_branch() {
     let who = caller(Some("ann"), &["files:read"]);
     let t = tool("fs__write_file");
     // (rules, default, listed)
-    let cases: [(Json, &str, bool); 14] = [
+    let cases: [(Json, &str, bool); 18] = [
         // 1. A deny rule without args that holds hides.
         (json!([{"deny": WRITE_NEEDS_SCOPE}]), "allow", false),
         // A deny rule without args that is false does not.
@@ -248,8 +248,19 @@ fn list_time_hiding_for_each_branch() {
             "allow",
             false,
         ),
-        // A deny rule that reads args never hides, even one that always holds.
+        // A deny rule that reads args hides only when it holds whatever the args: one that
+        // needs them to be evaluated does not, even if it would hold for every call.
         (json!([{"deny": "size(args) >= 0"}]), "allow", true),
+        (
+            json!([{"deny": "tool.upstream == \"fs\" || args.force == true"}]),
+            "allow",
+            false,
+        ),
+        (
+            json!([{"deny": "tool.upstream == \"git\" || args.force == true"}]),
+            "allow",
+            true,
+        ),
         (
             json!([{"deny": "args.path.startsWith(\"/\") || true"}]),
             "deny",
@@ -273,11 +284,22 @@ fn list_time_hiding_for_each_branch() {
             "deny",
             false,
         ),
-        // 2. An allow rule that reads args may hold: listed.
+        // 2. An allow rule that reads args may hold: listed; unless it cannot, whatever the
+        // args (a rule for another kind or upstream).
         (
             json!([{"allow": "args.path.startsWith(\"/srv\")"}]),
             "deny",
             true,
+        ),
+        (
+            json!([{"allow": "tool.kind == \"prompt\" && args.who == \"root\""}]),
+            "deny",
+            false,
+        ),
+        (
+            json!([{"ask": "tool.upstream == \"git\" && args.path.startsWith(\"/\")"}]),
+            "deny",
+            false,
         ),
         // 2. An ask rule without args that holds lists.
         (json!([{"ask": "tool.upstream == \"fs\""}]), "deny", true),

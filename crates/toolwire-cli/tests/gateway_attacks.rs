@@ -1,0 +1,299 @@
+//! `toolwire gateway` driven the way an attacker would, over HTTP, in front of real upstream
+//! processes (tests/support/offers_server.py, a 2026-07-28 server on stdio with a tool, a
+//! prompt, a resource and a template): what a rule denies an upstream stays denied whatever
+//! kind of offer is asked for and however it is asked.
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+#[path = "support/gateway.rs"]
+mod support;
+
+use support::{BIN, Started, toolwire};
+
+/// The upstream script.
+fn offers_server() -> String {
+    format!(
+        "{}/tests/support/offers_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    )
+}
+
+/// An upstream entry running offers_server.py as `name`, under the prefix `name`.
+fn upstream(name: &str) -> Value {
+    json!({"command": "python3", "args": [offers_server(), name], "prefix": name})
+}
+
+/// `toolwire gateway --http 127.0.0.1:0` on `config` (written to `DIR/gateway.json`): the
+/// process (its stderr lines after the start in `lines`) and its URL.
+fn gateway(dir: &tempfile::TempDir, config: &Value) -> Started {
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let mut command = toolwire(dir);
+    command
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&file);
+    support::start(command, "the gateway serves at ")
+}
+
+/// A caller speaking raw JSON-RPC over HTTP, with the headers and `_meta` a client sends and
+/// nothing else: no SDK smoothing anything over.
+struct Attacker {
+    http: reqwest::Client,
+    url: String,
+    next: i64,
+    /// The name it gives itself in `clientInfo`.
+    name: String,
+}
+
+impl Attacker {
+    fn new(url: &str) -> Attacker {
+        Attacker::named(url, "attacker")
+    }
+
+    /// One that calls itself `name`.
+    fn named(url: &str, name: &str) -> Attacker {
+        Attacker {
+            name: name.to_owned(),
+            http: reqwest::Client::builder()
+                .timeout(Duration::from_secs(20))
+                .build()
+                .unwrap(),
+            url: url.to_owned(),
+            next: 0,
+        }
+    }
+
+    /// Sends `method` with `params`; the JSON-RPC answer (its `result` or `error` member).
+    async fn ask(&mut self, method: &str, mut params: Value) -> Value {
+        self.next += 1;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": self.name, "version": "1"},
+        });
+        let name = match method {
+            "resources/read" => params["uri"].as_str(),
+            "tools/call" | "prompts/get" => params["name"].as_str(),
+            _ => None,
+        }
+        .map(str::to_owned);
+        let body = json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        let mut request = self
+            .http
+            .post(&self.url)
+            .header("content-type", "application/json")
+            .header("accept", "application/json, text/event-stream")
+            .header("mcp-protocol-version", "2026-07-28")
+            .header("mcp-method", method);
+        if let Some(name) = name {
+            request = request.header("mcp-name", name);
+        }
+        let text = request
+            .json(&body)
+            .send()
+            .await
+            .unwrap()
+            .text()
+            .await
+            .unwrap();
+        let payload = match text.trim_start().starts_with('{') {
+            true => text.clone(),
+            false => text
+                .lines()
+                .filter_map(|l| l.strip_prefix("data:"))
+                .next_back()
+                .unwrap_or("null")
+                .trim()
+                .to_owned(),
+        };
+        let message: Value = serde_json::from_str(&payload).unwrap_or(Value::String(text));
+        if message.get("error").is_some() {
+            json!({"error": message["error"]})
+        } else {
+            message["result"].clone()
+        }
+    }
+
+    /// The names (or URIs) of a list's `field`, items named by `key`.
+    async fn listed(&mut self, method: &str, field: &str, key: &str) -> Vec<String> {
+        let page = self.ask(method, json!({})).await;
+        page[field]
+            .as_array()
+            .unwrap_or_else(|| panic!("{method}: {page}"))
+            .iter()
+            .filter_map(|item| item[key].as_str().map(str::to_owned))
+            .collect()
+    }
+
+    /// Waits (at most 30 s) until `method` lists `wanted` (the upstreams start in the
+    /// background).
+    async fn until_listed(&mut self, method: &str, field: &str, key: &str, wanted: &str) {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let listed = self.listed(method, field, key).await;
+            if listed.iter().any(|n| n == wanted) {
+                return;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{wanted} not in {method}: {listed:?}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+/// Rules that deny an upstream deny every kind of its offers: its prompt, resource and template
+/// are out of the lists, and getting, reading (the URI itself or any URI through the template),
+/// completing and calling are answered as for something the gateway does not have; the same
+/// offers of an upstream the rules allow are served.
+#[tokio::test]
+async fn a_denied_upstreams_prompts_resources_and_templates_stay_denied() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "mcpServers": {"secret": upstream("secret"), "open": upstream("open")},
+        "gateway": {"policy": {"rules": [
+            {"deny": "tool.upstream == \"secret\"", "why": "the secret upstream is closed"}
+        ]}},
+    });
+    let started = gateway(&dir, &config);
+    let mut attacker = Attacker::new(&started.url);
+    attacker
+        .until_listed("prompts/list", "prompts", "name", "open__playbook")
+        .await;
+    attacker
+        .until_listed("tools/list", "tools", "name", "open__dump_db")
+        .await;
+
+    // Nothing of the secret upstream in any list.
+    let lists = [
+        ("tools/list", "tools", "name"),
+        ("prompts/list", "prompts", "name"),
+        ("resources/list", "resources", "uri"),
+        (
+            "resources/templates/list",
+            "resourceTemplates",
+            "uriTemplate",
+        ),
+    ];
+    for (method, field, key) in lists {
+        let listed = attacker.listed(method, field, key).await;
+        assert!(!listed.is_empty(), "{method} lists the open upstream's");
+        assert!(
+            listed
+                .iter()
+                .all(|n| !n.starts_with("secret__") && !n.starts_with("toolwire://secret/")),
+            "{method}: {listed:?}"
+        );
+    }
+
+    // Asked for by name, each is unknown, exactly as a name that does not exist.
+    let got = attacker
+        .ask("prompts/get", json!({"name": "secret__playbook"}))
+        .await;
+    let none = attacker
+        .ask("prompts/get", json!({"name": "nothing__playbook"}))
+        .await;
+    assert_eq!(got["error"]["code"], -32602, "{got}");
+    assert_eq!(got["error"]["message"], "Unknown prompt: secret__playbook");
+    assert_eq!(
+        none["error"]["message"],
+        "Unknown prompt: nothing__playbook"
+    );
+    for uri in [
+        "toolwire://secret/file:///etc/secret.txt",
+        "toolwire://secret/file:///etc/shadow",
+        "toolwire://secret/file:///home/alice/.ssh/id_rsa",
+    ] {
+        let read = attacker.ask("resources/read", json!({"uri": uri})).await;
+        assert_eq!(read["error"]["code"], -32602, "{uri}: {read}");
+        assert_eq!(
+            read["error"]["message"],
+            format!("Resource not found: {uri}")
+        );
+        assert!(!read.to_string().contains("SECRET"), "{read}");
+    }
+    let completed = attacker
+        .ask(
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "secret__playbook"},
+                   "argument": {"name": "topic", "value": ""}}),
+        )
+        .await;
+    assert_eq!(
+        completed["error"]["message"], "Unknown prompt: secret__playbook",
+        "{completed}"
+    );
+    let completed = attacker
+        .ask(
+            "completion/complete",
+            json!({"ref": {"type": "ref/resource", "uri": "toolwire://secret/file:///{+path}"},
+                   "argument": {"name": "path", "value": ""}}),
+        )
+        .await;
+    assert_eq!(completed["error"]["code"], -32602, "{completed}");
+    let called = attacker
+        .ask(
+            "tools/call",
+            json!({"name": "secret__dump_db", "arguments": {}}),
+        )
+        .await;
+    assert!(!called.to_string().contains("secret ran"), "{called}");
+
+    // The open upstream's are served.
+    let got = attacker
+        .ask("prompts/get", json!({"name": "open__playbook"}))
+        .await;
+    assert!(got.to_string().contains("open playbook"), "{got}");
+    let read = attacker
+        .ask(
+            "resources/read",
+            json!({"uri": "toolwire://open/file:///etc/motd"}),
+        )
+        .await;
+    assert!(
+        read.to_string().contains("open SECRET of file:///etc/motd"),
+        "{read}"
+    );
+    drop(started);
+}
+
+/// The README's example gateway keeps the local notes for the notes app by what its access
+/// token says (`azp`), not by the name a client gives itself: a caller naming itself
+/// `notes-app` sees and gets nothing more than any other.
+#[tokio::test]
+async fn a_client_that_names_itself_notes_app_gets_nothing_for_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = format!("{}/../../examples/gateway.json", env!("CARGO_MANIFEST_DIR"));
+    let mut config: Value = serde_json::from_str(&std::fs::read_to_string(file).unwrap()).unwrap();
+    // The example as shipped, but for where its upstreams are: the local one is this build,
+    // and there is no remote one here.
+    let servers = config["mcpServers"].as_object_mut().unwrap();
+    servers.remove("remote");
+    servers["examples"]["command"] = json!(BIN);
+    servers["examples"]["args"] = json!(["serve", "--data-dir", dir.path().join("notes")]);
+    config["gateway"]["audit"] = json!({});
+    let started = gateway(&dir, &config);
+    let mut liar = Attacker::named(&started.url, "notes-app");
+    liar.until_listed("tools/list", "tools", "name", "ex__echo")
+        .await;
+    let listed = liar.listed("tools/list", "tools", "name").await;
+    assert!(
+        !listed.iter().any(|n| n.starts_with("ex__note_")),
+        "{listed:?}"
+    );
+    let called = liar
+        .ask(
+            "tools/call",
+            json!({"name": "ex__note_create", "arguments": {"text": "mine now"}}),
+        )
+        .await;
+    assert!(
+        called.to_string().contains("not available to this caller") || called["isError"] == true,
+        "{called}"
+    );
+    assert!(!called.to_string().contains("\"note\""), "{called}");
+    drop(started);
+}
