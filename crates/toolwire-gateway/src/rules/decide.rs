@@ -128,10 +128,7 @@ impl<'r> CallerRules<'r> {
             Err(_) => !c.reads.args(),
         };
         // A deny rule that holds for every call, or cannot be evaluated, hides the tool.
-        if rules
-            .with_effect(Effect::Deny)
-            .any(|c| holds_for_every_call(c))
-        {
+        if rules.with_effect(Effect::Deny).any(holds_for_every_call) {
             return false;
         }
         if rules.default_effect() != Effect::Deny {
