@@ -21,12 +21,34 @@ use crate::error::{Error, Result};
 /// do not count), and `None` when there are several or none. Requests on a legacy
 /// session's standalone stream, and MRTR input requests (which come inside a result), have
 /// `None`. [`CallOptions::on_request`](crate::CallOptions::on_request) tells a caller the ids
-/// of its call's requests.
+/// of its call's requests, each with its connection: request ids are a connection's own (a
+/// new connection to the same server starts them again), so a relay matches a question to a
+/// call by both.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct Asked {
     /// The id of the request of this client the server's request came during.
     pub related: Option<i64>,
+    /// The connection the server's request came on ([`Client::connection`](crate::Client::connection)).
+    pub connection: u64,
+}
+
+/// A request as it is sent: its connection and its id there
+/// ([`CallOptions::on_request`](crate::CallOptions::on_request)).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct Sent {
+    /// The connection it is sent on ([`Client::connection`](crate::Client::connection)).
+    pub connection: u64,
+    /// Its JSON-RPC id.
+    pub id: i64,
+}
+
+impl Sent {
+    /// The request `id` on `connection`.
+    pub fn new(connection: u64, id: i64) -> Sent {
+        Sent { connection, id }
+    }
 }
 
 tokio::task_local! {

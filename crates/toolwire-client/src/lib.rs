@@ -46,7 +46,7 @@ pub use client::rounds::{CallRound, RoundAnswers};
 pub use client::tools::{CallOptions, ResumeTask, TaskFn};
 pub use client::{Client, LogFn, ProgressFn, RequestIdFn};
 pub use error::{Error, ListLimit, Result};
-pub use input::{Asked, accepted, cancelled, declined};
+pub use input::{Asked, Sent, accepted, cancelled, declined};
 pub use state::{LEGACY_VERSIONS, ServerEra};
 pub use tokio_util::sync::CancellationToken;
 pub use transport::command::{DEFAULT_INHERITED_ENV, StdioCommand};

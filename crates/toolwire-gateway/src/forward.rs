@@ -131,7 +131,7 @@ fn upstream_call(
     let bound = holding.clone();
     let options = move |options: CallOptions| match bound {
         Some((asking, cancel)) => options
-            .on_request(move |id| asking.bind(id))
+            .on_request(move |sent| asking.bind(sent))
             .cancel_on(cancel),
         None => options,
     };

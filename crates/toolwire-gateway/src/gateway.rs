@@ -466,9 +466,11 @@ impl Relay {
         server: &str,
         request: InputRequest,
     ) -> Result<Answer, toolwire_client::Error> {
-        let to = Asked::current()
-            .related
-            .and_then(|id| self.holds.waiting(server, id));
+        let asked = Asked::current();
+        let to = asked.related.and_then(|id| {
+            self.holds
+                .waiting(server, toolwire_client::Sent::new(asked.connection, id))
+        });
         let Some(to) = to else {
             return Err(self.unrelayable.refuse(server, self.method));
         };

@@ -20,6 +20,7 @@ use std::time::Duration;
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
+use toolwire_client::Sent;
 use toolwire_host::Called;
 use toolwire_protocol::{ClientCapabilities, ElicitRequestParams, InputRequest, InputResponse};
 
@@ -155,8 +156,10 @@ pub(crate) enum HoldError {
     Unknown(Duration),
 }
 
-/// Where questions go, by upstream and the id of the request they come during.
-type Waiting = HashMap<(Arc<str>, i64), mpsc::Sender<Question>>;
+/// Where questions go, by upstream, connection and the id of the request they come during.
+/// A request id is its connection's own: a reconnected upstream (a reload, a restart) starts
+/// its ids again, so an id alone could name another caller's call.
+type Waiting = HashMap<(Arc<str>, Sent), mpsc::Sender<Question>>;
 
 /// The calls one gateway instance holds, and the upstream requests whose questions may be held.
 pub(crate) struct Holds {
@@ -167,7 +170,8 @@ pub(crate) struct Holds {
     ttl_ms: AtomicU64,
     /// How many calls may be held at once; changed by a reload.
     cap: AtomicUsize,
-    /// Where the questions asked during an upstream request go, by upstream and request id.
+    /// Where the questions asked during an upstream request go, by upstream, connection and
+    /// request id.
     asking: Mutex<Waiting>,
     held: Mutex<HashMap<String, Held>>,
 }
@@ -230,10 +234,10 @@ impl Holds {
         (asking, rx)
     }
 
-    /// Where a question `server` asked during its request `id` goes, if a call is waiting
-    /// for it.
-    pub(crate) fn waiting(&self, server: &str, id: i64) -> Option<mpsc::Sender<Question>> {
-        let key = (Arc::<str>::from(server), id);
+    /// Where a question `server` asked during its request `sent` (on that connection, with
+    /// that id) goes, if a call is waiting for it.
+    pub(crate) fn waiting(&self, server: &str, sent: Sent) -> Option<mpsc::Sender<Question>> {
+        let key = (Arc::<str>::from(server), sent);
         lock(&self.asking).get(&key).cloned()
     }
 
@@ -323,17 +327,17 @@ struct Bound {
     holds: std::sync::Weak<Holds>,
     server: Arc<str>,
     tx: mpsc::Sender<Question>,
-    ids: Mutex<Vec<i64>>,
+    ids: Mutex<Vec<Sent>>,
 }
 
 impl Asking {
-    /// Questions asked during request `id` go to this call.
-    pub(crate) fn bind(&self, id: i64) {
+    /// Questions asked during request `sent` go to this call.
+    pub(crate) fn bind(&self, sent: Sent) {
         let Some(holds) = self.0.holds.upgrade() else {
             return;
         };
-        lock(&self.0.ids).push(id);
-        lock(&holds.asking).insert((self.0.server.clone(), id), self.0.tx.clone());
+        lock(&self.0.ids).push(sent);
+        lock(&holds.asking).insert((self.0.server.clone(), sent), self.0.tx.clone());
     }
 }
 
@@ -391,15 +395,38 @@ mod tests {
         assert!(matches!(holds.take(&id), Err(HoldError::Unknown(_))));
     }
 
+    /// A request as sent on a connection.
+    fn sent(connection: u64, id: i64) -> Sent {
+        Sent::new(connection, id)
+    }
+
     #[tokio::test]
     async fn a_bound_request_is_unbound_when_the_call_ends() {
         let holds = Arc::new(Holds::new(Duration::from_secs(1), 2));
         let (asking, _questions) = holds.asking(&Arc::from("up"));
-        asking.bind(7);
-        assert!(holds.waiting("up", 7).is_some());
-        assert!(holds.waiting("other", 7).is_none());
+        asking.bind(sent(1, 7));
+        assert!(holds.waiting("up", sent(1, 7)).is_some());
+        assert!(holds.waiting("other", sent(1, 7)).is_none());
         drop(asking);
-        assert!(holds.waiting("up", 7).is_none());
+        assert!(holds.waiting("up", sent(1, 7)).is_none());
         assert_eq!(holds.len(), 0);
+    }
+
+    /// Two connections to one upstream (before and after a reconnection) use the same ids: a
+    /// question asked on one never reaches a call bound on the other, and a call bound on the
+    /// second does not take the first's place.
+    #[tokio::test]
+    async fn the_same_id_on_two_connections_names_two_calls() {
+        let holds = Arc::new(Holds::new(Duration::from_secs(1), 2));
+        let (alice, _alices) = holds.asking(&Arc::from("up"));
+        alice.bind(sent(1, 5));
+        let (bob, _bobs) = holds.asking(&Arc::from("up"));
+        bob.bind(sent(2, 5));
+        let to_alice = holds.waiting("up", sent(1, 5)).expect("alice's call");
+        let to_bob = holds.waiting("up", sent(2, 5)).expect("bob's call");
+        assert!(!to_alice.same_channel(&to_bob));
+        drop(bob);
+        assert!(holds.waiting("up", sent(2, 5)).is_none());
+        assert!(holds.waiting("up", sent(1, 5)).is_some(), "alice's is kept");
     }
 }

@@ -95,7 +95,10 @@ impl Client {
         // client's timeout bounds it, as it bounds the handlers of MRTR rounds.
         let timeout = self.inner.config.timeout;
         let asked = Asked::scoped(
-            Asked { related },
+            Asked {
+                related,
+                connection: self.connection(),
+            },
             self.server_request_result(&method, params),
         );
         let outcome = tokio::time::timeout(timeout, asked)

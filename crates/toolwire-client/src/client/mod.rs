@@ -45,8 +45,11 @@ pub type ProgressFn = Arc<dyn Fn(&ProgressParams) + Send + Sync>;
 /// Called with each log message the server sends while answering a request.
 pub type LogFn = Arc<dyn Fn(&LoggingMessageParams) + Send + Sync>;
 
-/// Told the id of a request as it is sent ([`CallOptions::on_request`](crate::CallOptions::on_request)).
-pub type RequestIdFn = Arc<dyn Fn(i64) + Send + Sync>;
+/// Told each request as it is sent ([`CallOptions::on_request`](crate::CallOptions::on_request)).
+pub type RequestIdFn = Arc<dyn Fn(crate::input::Sent) + Send + Sync>;
+
+/// The connections made so far in this process, numbering the next.
+static CONNECTIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
 /// A connection to one MCP server. Cheap to clone; clones share the connection and caches.
 #[derive(Clone)]
@@ -60,6 +63,8 @@ struct Inner {
     transport: Transport,
     config: ClientBuilder,
     next_id: AtomicI64,
+    /// This connection's number in the process ([`Client::connection`]).
+    connection: u64,
     state: Mutex<State>,
     /// Held while the era is being settled (probe, initialize), so it happens once.
     establish: tokio::sync::Mutex<()>,
@@ -151,6 +156,7 @@ impl Client {
                 transport,
                 config,
                 next_id: AtomicI64::new(1),
+                connection: CONNECTIONS.fetch_add(1, Ordering::Relaxed),
                 state: Mutex::new(State::new(version)),
                 establish: tokio::sync::Mutex::new(()),
                 tools: Mutex::new(None),
@@ -186,6 +192,13 @@ impl Client {
 
     pub(crate) fn state(&self) -> std::sync::MutexGuard<'_, State> {
         self.inner.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// This connection's number, unique in the process: its requests' ids are its own (a new
+    /// connection to the same server starts them again), and with this number they are
+    /// unique ([`Sent`](crate::Sent), [`Asked`](crate::Asked)).
+    pub fn connection(&self) -> u64 {
+        self.inner.connection
     }
 
     pub(crate) fn next_id(&self) -> i64 {

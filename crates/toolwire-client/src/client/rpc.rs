@@ -167,7 +167,10 @@ impl Client {
     ) -> Result<Reply, Failure> {
         let id = self.next_id();
         if let Some(sent) = &options.on_request {
-            sent(id);
+            sent(crate::input::Sent {
+                connection: self.connection(),
+                id,
+            });
         }
         let progress = match options.progress {
             Some(_) => Progress::Wanted,

@@ -137,11 +137,12 @@ impl CallOptions {
         self
     }
 
-    /// Tells `f` the id of each request sent for this call, before it is sent (a request lost
-    /// with its stream is sent again with a new id, H-27): the `related` id a legacy server's
-    /// request during the call is handed to its handler with ([`Asked`](crate::Asked)), so
-    /// that a relay can tell which of its calls a question belongs to.
-    pub fn on_request(mut self, f: impl Fn(i64) + Send + Sync + 'static) -> Self {
+    /// Tells `f` each request sent for this call, its connection and id, before it is sent (a
+    /// request lost with its stream is sent again with a new id, H-27): the `related` id and
+    /// connection a legacy server's request during the call is handed to its handler with
+    /// ([`Asked`](crate::Asked)), so that a relay can tell which of its calls a question
+    /// belongs to. Ids are a connection's own: match both.
+    pub fn on_request(mut self, f: impl Fn(crate::Sent) + Send + Sync + 'static) -> Self {
         self.on_request = Some(Arc::new(f));
         self
     }

@@ -460,3 +460,106 @@ async fn a_legacy_http_upstreams_questions_are_held_for_each_of_several_calls_at
     gateway.close().await;
     served.stop().await;
 }
+
+/// The caller's answer to `asked` with `name`, as the retry of `tool`.
+async fn answering(
+    client: &Client,
+    tool: &str,
+    asked: &InputRequiredResult,
+    name: &str,
+) -> Result<CallRound, Error> {
+    round(
+        client,
+        tool,
+        CallOptions::default().answers(answer(asked, name)),
+    )
+    .await
+}
+
+/// A held call's second question reaches its own caller after a reload reconnected the
+/// upstream: the calls made on the new connection reuse the old one's request ids, and a
+/// question asked on the old connection must still find the call bound there, never the
+/// other caller's call that has the same id on the new one. Alice is asked her family name;
+/// Bob, whose call started after the reload, is asked only his own first question.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_a_reload_a_held_calls_question_reaches_only_its_own_caller() {
+    let servers = |marker: &str| {
+        let mut servers = serde_json::Map::new();
+        let server = json!({
+            "command": "python3", "args": [SCRIPT], "prefix": "up",
+            "env": {"TOOLWIRE_TEST_MARKER": marker},
+        });
+        servers.insert("up".into(), server);
+        servers
+    };
+    let (gateway, served) = gateway_over(servers("one"), GatewayOptions::new(), KEY).await;
+    let alice = modern(&served.url, Arc::default());
+    let bob = modern(&served.url, Arc::default());
+
+    // Alice's call is held on the first connection, asking her first question.
+    let first = asked(&alice, "up__twice").await;
+    // A changed entry: the upstream is started again, on a new connection; Alice's call
+    // stays on the old one.
+    let config = toolwire_host::HostConfig::parse(
+        &json!({ "mcpServers": servers("two") }).to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    let reloaded = gateway.reload(&config, GatewayOptions::new()).unwrap();
+    assert_eq!(reloaded.upstreams.changed, ["up"]);
+    // Bob's call, on the new connection (once the upstream is served again), with the same
+    // request ids the old one used.
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    let bobs = loop {
+        match round(&bob, "up__twice", CallOptions::default()).await {
+            Ok(CallRound::InputRequired(input)) => break *input,
+            Err(Error::Rpc(e)) if e.message.starts_with("Unknown tool") => {
+                assert!(tokio::time::Instant::now() < deadline, "not served again");
+                tokio::time::sleep(Duration::from_millis(50)).await;
+            }
+            other => panic!("Bob's first question, got {other:?}"),
+        }
+    };
+    let bobs_question = serde_json::to_value(&bobs.input_requests).unwrap();
+    assert_eq!(
+        bobs_question["elicitation"]["params"]["message"], "Your name?",
+        "{bobs_question}"
+    );
+
+    // Alice answers: her second question is hers.
+    let second = match answering(&alice, "up__twice", &first, "Ada").await {
+        Ok(CallRound::InputRequired(input)) => *input,
+        other => panic!("Alice's second question reaches Alice, got {other:?}"),
+    };
+    let message =
+        serde_json::to_value(&second.input_requests).unwrap()["elicitation"]["params"]["message"]
+            .clone();
+    assert_eq!(message, "Your family name?");
+    match answering(&alice, "up__twice", &second, "Lovelace").await {
+        Ok(CallRound::Complete(result)) => {
+            let said = text(&result);
+            assert!(
+                said.contains(r#""name": "Ada"}} then {"#) && said.contains("Lovelace"),
+                "{said}"
+            );
+        }
+        other => panic!("Alice's call completes with her answers, got {other:?}"),
+    }
+
+    // Bob's call was not answered by anyone else: it still waits for his answers, and
+    // completes with them.
+    let second = match answering(&bob, "up__twice", &bobs, "Bob").await {
+        Ok(CallRound::InputRequired(input)) => *input,
+        other => panic!("Bob's second question reaches Bob, got {other:?}"),
+    };
+    match answering(&bob, "up__twice", &second, "Builder").await {
+        Ok(CallRound::Complete(result)) => {
+            let said = text(&result);
+            assert!(said.contains("Bob") && !said.contains("Ada"), "{said}")
+        }
+        other => panic!("Bob's call completes with his answers, got {other:?}"),
+    }
+    gateway.close().await;
+    served.stop().await;
+}
