@@ -575,7 +575,8 @@ async fn a_legacy_servers_request_during_a_call_tells_its_handler_the_calls_requ
     let (told, mut heard) = tokio::sync::mpsc::unbounded_channel();
     let client = ClientBuilder::new("calls-test", "1.0")
         .on_elicit(move |_| {
-            let _ = told.send(toolwire_client::Asked::current().related);
+            let asked = toolwire_client::Asked::current();
+            let _ = told.send((asked.related, asked.connection));
             async { Ok(toolwire_client::declined()) }
         })
         .spawn_command(legacy.command.clone())
@@ -596,7 +597,9 @@ async fn a_legacy_servers_request_during_a_call_tells_its_handler_the_calls_requ
         .expect("it told");
     let sent = sent.lock().unwrap().clone();
     assert_eq!(sent.len(), 1, "{sent:?}");
-    assert_eq!(related, Some(sent[0]));
+    // The request it came during, on this connection.
+    assert_eq!(related, (Some(sent[0].id), sent[0].connection));
+    assert_eq!(sent[0].connection, client.connection());
     client.close().await;
 }
 
