@@ -91,6 +91,8 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let store = store::open(args.store.as_deref(), settings.store.as_ref(), |name| {
         std::env::var(name).ok()
     })?;
+    // What a reload of this file would refuse, the start refuses too.
+    check_settings(None, &settings, &args.config)?;
     let builder = downstream_builder(&args, &settings, &state_dir, store.as_ref())?;
     let options = gateway_options(
         &args.config,
@@ -436,10 +438,13 @@ impl crate::reload::Reload for Reloading {
             held,
         )?;
         let server = examples::reconfigure(&settings);
-        // The one step that may refuse what the checks above let through (the host's
-        // names); nothing changed before it.
-        let reloaded = self.gateway.reload(&upstreams, options)?;
-        self.gateway.server().reconfigure(server)?;
+        check_settings(Some(self.gateway.server()), &settings, &self.file)?;
+        crate::reload::check_flood_limit(&settings)?;
+        // Everything checked; the gateway's reload checks the server's settings against the
+        // served tools, then changes every part, or, refused, none.
+        let reloaded = self
+            .gateway
+            .reload_with(&upstreams, options, Some(server))?;
         crate::reload::set_flood_limit(self.flood.as_ref(), &settings)?;
         for ignored in &upstreams.ignored {
             terminal::note(&format!("toolwire: warning: {ignored}"));
@@ -473,6 +478,39 @@ impl crate::reload::Reload for Reloading {
             .host()
             .record_reload(&event.file_sha256, &changes, event.reason.as_deref());
     }
+}
+
+/// Checks the file's per-tool settings (`gateway.tools`) under its server settings on their
+/// own, before the tools they are for exist: a rate limit that cannot work, a cost its bucket
+/// never holds. `server`: the running server, else a new one with the default schema limits.
+fn check_settings(
+    server: Option<&Server>,
+    settings: &ServeConfig,
+    file: &Path,
+) -> anyhow::Result<()> {
+    let placeholders: Vec<toolwire_server::Tool> = settings
+        .tools
+        .iter()
+        .map(|(name, config)| {
+            let placeholder = toolwire_server::Tool::raw(
+                name.clone(),
+                serde_json::json!({"type": "object"}),
+                |_, _| async { toolwire_protocol::CallToolResult::text("") },
+            );
+            examples::configured_tool(placeholder, config)
+        })
+        .collect();
+    let probe;
+    let server = match server {
+        Some(server) => server,
+        None => {
+            probe = Server::builder("toolwire-gateway-check", "0").build()?;
+            &probe
+        }
+    };
+    server
+        .check_tools(&examples::reconfigure(settings), placeholders)
+        .map_err(|e| anyhow::anyhow!("{}: gateway: {e}", file.display()))
 }
 
 /// What a reload changed, in words and by key.

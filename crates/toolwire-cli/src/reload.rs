@@ -40,6 +40,21 @@ pub(crate) trait Reload: Send + 'static {
     fn audit(&self, event: &toolwire_server::ReloadEvent);
 }
 
+/// The flood limit of `settings`: the default without `[limits]`.
+fn flood_limit(settings: &crate::config::ServeConfig) -> Option<toolwire_server::RateLimit> {
+    match &settings.limits {
+        Some(limits) => limits.flood_limit(),
+        None => Some(toolwire_server::http::DEFAULT_FLOOD_LIMIT),
+    }
+}
+
+/// Whether [`set_flood_limit`] would take `settings`' flood limit (checked with the rest of a
+/// reload, before anything changes).
+pub(crate) fn check_flood_limit(settings: &crate::config::ServeConfig) -> anyhow::Result<()> {
+    toolwire_server::http::FloodControl::check(flood_limit(settings))
+        .map_err(|e| anyhow::anyhow!("limits.http_requests_per_second: {e}"))
+}
+
 /// Puts the flood limit of `settings` (the default without `[limits]`) in place, when the
 /// server serves HTTP (`flood`).
 pub(crate) fn set_flood_limit(
@@ -49,10 +64,7 @@ pub(crate) fn set_flood_limit(
     let Some(flood) = flood else {
         return Ok(());
     };
-    let limit = match &settings.limits {
-        Some(limits) => limits.flood_limit(),
-        None => Some(toolwire_server::http::DEFAULT_FLOOD_LIMIT),
-    };
+    let limit = flood_limit(settings);
     flood
         .set(limit)
         .map_err(|e| anyhow::anyhow!("limits.http_requests_per_second: {e}"))

@@ -172,6 +172,8 @@ impl reload::Reload for Reloading {
         let value = Self::json_of(text);
         reload::needs_restart("", RESTART_ONLY, &self.running, &value)?;
         let tools = self.examples.tools(&settings.tools)?;
+        // Checked before the server changes: a reload refused changed nothing.
+        reload::check_flood_limit(&settings)?;
         self.server
             .reconfigure(examples::reconfigure(&settings).tools(tools))?;
         reload::set_flood_limit(self.flood.as_ref(), &settings)?;

@@ -297,3 +297,86 @@ async fn a_client_that_names_itself_notes_app_gets_nothing_for_it() {
     assert!(!called.to_string().contains("\"note\""), "{called}");
     drop(started);
 }
+
+/// Sends `signal` (`HUP`) to the process.
+fn signal(child: &support::Killed, name: &str) {
+    let sent = std::process::Command::new("kill")
+        .args([&format!("-{name}"), &child.0.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+}
+
+/// Waits (at most 30 s) for a stderr line with every one of `needles`.
+fn line_with(lines: &std::sync::mpsc::Receiver<String>, needles: &[&str]) -> String {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let line = lines
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no line with {needles:?}"));
+        if needles.iter().all(|n| line.contains(n)) {
+            return line;
+        }
+    }
+}
+
+/// A reload that one part of the file makes impossible changes nothing: the file that drops
+/// the deny rule also gives a tool a cost its rate limit's bucket never holds, so it is
+/// refused, and the deny rule still holds afterwards. Started with that file, the gateway
+/// refuses it at once, as its reload did.
+#[tokio::test]
+async fn a_refused_reload_leaves_the_rules_as_they_were() {
+    let dir = tempfile::tempdir().unwrap();
+    let denying = json!({
+        "mcpServers": {"secret": upstream("secret"), "open": upstream("open")},
+        "gateway": {"policy": {"rules": [{"deny": "tool.upstream == \"secret\""}]}},
+    });
+    let started = gateway(&dir, &denying);
+    let mut attacker = Attacker::new(&started.url);
+    attacker
+        .until_listed("tools/list", "tools", "name", "open__dump_db")
+        .await;
+    // The rule dropped, and a tool setting that cannot work: the whole file is refused.
+    let opening = json!({
+        "mcpServers": {"secret": upstream("secret"), "open": upstream("open")},
+        "gateway": {
+            "limits": {"tool_calls": 2, "tool_period_seconds": 1},
+            "tools": {"open__dump_db": {"cost": 5}},
+        },
+    });
+    std::fs::write(dir.path().join("gateway.json"), opening.to_string()).unwrap();
+    signal(&started.child, "HUP");
+    let refused = line_with(&started.lines, &["reload refused"]);
+    assert!(refused.contains("never holds"), "{refused}");
+    for _ in 0..3 {
+        let got = attacker
+            .ask("prompts/get", json!({"name": "secret__playbook"}))
+            .await;
+        assert_eq!(
+            got["error"]["message"], "Unknown prompt: secret__playbook",
+            "{got}"
+        );
+        let called = attacker
+            .ask(
+                "tools/call",
+                json!({"name": "secret__dump_db", "arguments": {}}),
+            )
+            .await;
+        assert!(!called.to_string().contains("secret ran"), "{called}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    drop(started);
+
+    // The same file at start: refused, naming the setting.
+    let file = dir.path().join("gateway.json");
+    let output = toolwire(&dir)
+        .args(["gateway", "--config"])
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(said.contains("never holds"), "{said}");
+}

@@ -347,7 +347,7 @@ impl Inner {
 }
 
 /// Each upstream's `trust` setting, by name.
-fn trusted_of(config: &HostConfig) -> HashMap<String, bool> {
+pub(crate) fn trusted_of(config: &HostConfig) -> HashMap<String, bool> {
     config
         .servers
         .iter()

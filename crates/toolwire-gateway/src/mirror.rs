@@ -147,12 +147,59 @@ impl Mirror {
         }
     }
 
+    /// Every tool served now, made again with `settings` (what a reload would serve), for a
+    /// check of the server's new defaults against them before anything changes.
+    pub(crate) fn remade(
+        &self,
+        host: &Arc<Host>,
+        trusted: impl Fn(&str) -> bool,
+        settings: Option<&ToolSettings>,
+    ) -> Vec<Tool> {
+        let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let tools = host.tools();
+        let (unavailable, modern) = upstreams(host);
+        let wanted = served.wanted(&tools, &unavailable, &modern, &trusted);
+        served
+            .tools
+            .keys()
+            .filter_map(|name| wanted.get(name.as_str()))
+            .map(|(_, tool, down)| {
+                let tasks = modern.contains(&tool.server);
+                let made = self.made(host, tool, (trusted(&tool.server), tasks), *down);
+                match settings {
+                    Some(settings) => settings(tool, made),
+                    None => made,
+                }
+            })
+            .collect()
+    }
+
     /// The server tool that stands for `tool`: its definition as listed upstream, under its
     /// qualified name, calling it through the host. A 2026-07-28 upstream's tool may run as a
     /// task (`tasks`): that upstream decides, call by call, whether to make a task (its list
     /// does not say which tools may), so the served tool becomes the caller's task exactly
     /// when the upstream makes one (a deferred task), and answers as a plain call otherwise.
     fn served(
+        &self,
+        host: &Arc<Host>,
+        tool: &HostTool,
+        modes: (bool, bool),
+        unavailable: Option<&Value>,
+    ) -> Tool {
+        let made = self.made(host, tool, modes, unavailable);
+        let settings = self
+            .settings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        match settings {
+            Some(settings) => settings(tool, made),
+            None => made,
+        }
+    }
+
+    /// [`Mirror::served`] before the settings: the tool as the gateway makes it.
+    fn made(
         &self,
         host: &Arc<Host>,
         tool: &HostTool,
@@ -203,16 +250,7 @@ impl Mirror {
             upstream["unavailable"] = unavailable.clone();
         }
         meta.insert(UPSTREAM_META_KEY.to_owned(), upstream);
-        served = served.meta(meta);
-        let settings = self
-            .settings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone();
-        match settings {
-            Some(settings) => settings(tool, served),
-            None => served,
-        }
+        served.meta(meta)
     }
 }
 

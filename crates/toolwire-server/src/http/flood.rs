@@ -43,6 +43,15 @@ pub struct FloodControl {
 }
 
 impl FloodControl {
+    /// Whether [`FloodControl::set`] would take `limit`: refused when it cannot work.
+    pub fn check(limit: Option<RateLimit>) -> crate::Result<()> {
+        limit
+            .map(|limit| Limiter::new(limit, 1))
+            .transpose()
+            .map(|_| ())
+            .map_err(crate::Error::InvalidRateLimit)
+    }
+
     /// The flood limit from now on (`None`: none). A limit as it was keeps each client's
     /// bucket; under another every client starts with a full one. Refused, changing nothing,
     /// when the limit cannot work (no requests, no burst).

@@ -48,6 +48,26 @@ impl std::fmt::Debug for Reconfigure {
 }
 
 impl Reconfigure {
+    /// The tools' defaults these settings make, checked, and the replacement tools.
+    fn checked(self) -> Result<(ToolDefaults, Vec<Tool>)> {
+        let Reconfigure {
+            output_guard,
+            tool_timeout,
+            rate_limit,
+            tools,
+        } = self;
+        let compiled = output_guard.compile().map_err(Error::InvalidOutputGuard)?;
+        if let Some(limit) = rate_limit {
+            limit.quota().map_err(Error::InvalidRateLimit)?;
+        }
+        let defaults = ToolDefaults {
+            timeout: tool_timeout,
+            rate_limit,
+            output_guard: compiled,
+        };
+        Ok((defaults, tools))
+    }
+
     /// The builder's defaults: the default output guard, [`DEFAULT_TOOL_TIMEOUT`] and
     /// [`DEFAULT_TOOL_RATE_LIMIT`], every tool as it was given.
     pub fn new() -> Self {
@@ -106,28 +126,32 @@ impl Server {
     /// changing nothing, when the guard or a limit is invalid, a tool is refused, or a
     /// replacement names no registered tool.
     pub fn reconfigure(&self, settings: Reconfigure) -> Result<()> {
-        let Reconfigure {
-            output_guard,
-            tool_timeout,
-            rate_limit,
-            tools,
-        } = settings;
-        let compiled = output_guard.compile().map_err(Error::InvalidOutputGuard)?;
-        if let Some(limit) = rate_limit {
-            limit.quota().map_err(Error::InvalidRateLimit)?;
-        }
-        let defaults = ToolDefaults {
-            timeout: tool_timeout,
-            rate_limit,
-            output_guard: compiled,
-        };
+        let off = settings.output_guard.off_reason().map(str::to_owned);
+        let (defaults, tools) = settings.checked()?;
         if self.registry().reconfigure(defaults, tools)? {
             self.notify(Change::Tools);
         }
-        if let Some(reason) = output_guard.off_reason() {
+        if let Some(reason) = off {
             tracing::warn!(target: "toolwire::output", %reason, "output sanitization is off for every tool");
         }
         Ok(())
+    }
+
+    /// Whether [`Server::reconfigure`] would take `settings` now: every check it makes (the
+    /// guard, the limits, every tool prepared again under them), and nothing changed. For a
+    /// reload that changes several parts, checked all before any is changed.
+    pub fn check_reconfigure(&self, settings: &Reconfigure) -> Result<()> {
+        let (defaults, tools) = settings.clone().checked()?;
+        self.registry().prepared(&defaults, tools).map(|_| ())
+    }
+
+    /// Whether `tools`, registered or not, would be taken under `settings`' defaults: each
+    /// prepared as registering it would (its limits, its cost against its rate limit's bucket,
+    /// its guard, its schemas), none registered. A configuration's per-tool settings checked
+    /// on their own, before the tools they are for exist.
+    pub fn check_tools(&self, settings: &Reconfigure, tools: Vec<Tool>) -> Result<()> {
+        let (defaults, _) = settings.clone().checked()?;
+        self.registry().check_alone(&defaults, tools)
     }
 
     /// Records a reload of the configuration (applied or refused) in the audit sink, if the

@@ -121,6 +121,35 @@ impl ToolRegistry {
         replacements: Vec<Tool>,
     ) -> Result<bool, Error> {
         let _writing = self.writing();
+        let (current, prepared, changed) = self.prepared(&defaults, replacements)?;
+        let names = current.items.iter().map(|t| t.name.as_str()).collect();
+        let mut kept_defaults = self.defaults.write().unwrap_or_else(|e| e.into_inner());
+        self.catalog
+            .replace_all(&names, prepared)
+            .map_err(|tool| Error::InvalidTool {
+                tool,
+                rule: ToolRule::DuplicateName,
+            })?;
+        *kept_defaults = defaults;
+        Ok(changed)
+    }
+
+    /// Every registered tool prepared again under `defaults` (a replacement of the same name
+    /// in its place), nothing changed: the snapshot it was made from, the tools, and whether a
+    /// listed definition changed.
+    #[allow(clippy::type_complexity)]
+    pub(crate) fn prepared(
+        &self,
+        defaults: &ToolDefaults,
+        replacements: Vec<Tool>,
+    ) -> Result<
+        (
+            Arc<Snapshot<RegisteredTool>>,
+            Vec<Arc<RegisteredTool>>,
+            bool,
+        ),
+        Error,
+    > {
         let mut replacing: std::collections::HashMap<String, Tool> = replacements
             .into_iter()
             .map(|t| (t.definition.name.clone(), t))
@@ -144,16 +173,19 @@ impl ToolRegistry {
         if let Some(name) = replacing.into_keys().next() {
             return Err(Error::UnknownTool(name));
         }
-        let names = current.items.iter().map(|t| t.name.as_str()).collect();
-        let mut kept_defaults = self.defaults.write().unwrap_or_else(|e| e.into_inner());
-        self.catalog
-            .replace_all(&names, prepared)
-            .map_err(|tool| Error::InvalidTool {
-                tool,
-                rule: ToolRule::DuplicateName,
-            })?;
-        *kept_defaults = defaults;
-        Ok(changed)
+        Ok((current, prepared, changed))
+    }
+
+    /// Whether each of `tools` would be taken under `defaults`, none registered.
+    pub(crate) fn check_alone(
+        &self,
+        defaults: &ToolDefaults,
+        tools: Vec<Tool>,
+    ) -> Result<(), Error> {
+        for tool in tools {
+            prepare(tool, self.limits, self.formats, defaults.clone())?;
+        }
+        Ok(())
     }
 
     /// The current snapshot.
