@@ -380,3 +380,84 @@ async fn a_refused_reload_leaves_the_rules_as_they_were() {
     assert!(!output.status.success(), "{said}");
     assert!(said.contains("never holds"), "{said}");
 }
+
+/// A secret in an upstream's URL (`?token=…`) reaches no caller, no health check and no log:
+/// not the error of a call that failed upstream, not `/readyz` (which answers anyone), not
+/// the gateway's audit logs, not its stderr.
+#[tokio::test]
+async fn a_secret_in_an_upstream_url_reaches_no_caller_and_no_log() {
+    const SECRET: &str = "SUPERSECRET4242";
+    let dir = tempfile::tempdir().unwrap();
+    let mut upstream = toolwire(&dir);
+    upstream
+        .args(["serve", "--http", "127.0.0.1:0", "--data-dir"])
+        .arg(dir.path().join("notes"));
+    let upstream = support::start(upstream, "serving the example tools at ");
+    // `dead` never answers (nothing listens on port 1): it fails from the start, and
+    // `/readyz` lists it with why.
+    let config = json!({
+        "mcpServers": {
+            "remote": {"url": format!("{}?token={SECRET}", upstream.url), "prefix": "remote"},
+            "dead": {"url": format!("http://127.0.0.1:1/mcp?api_key={SECRET}"), "prefix": "dead"},
+        },
+        "gateway": {"audit": {"file": "gateway-audit.jsonl"}},
+    });
+    let started = gateway(&dir, &config);
+    let mut attacker = Attacker::new(&started.url);
+    attacker
+        .until_listed("tools/list", "tools", "name", "remote__echo")
+        .await;
+    let echoed = attacker
+        .ask(
+            "tools/call",
+            json!({"name": "remote__echo", "arguments": {"message": "hi"}}),
+        )
+        .await;
+    assert_eq!(echoed["content"][0]["text"], "hi", "{echoed}");
+
+    // The upstream goes away: every call now fails, and says why.
+    drop(upstream);
+    let mut failed = Value::Null;
+    for _ in 0..3 {
+        failed = attacker
+            .ask(
+                "tools/call",
+                json!({"name": "remote__echo", "arguments": {"message": "hi"}}),
+            )
+            .await;
+        assert!(
+            !failed.to_string().contains(SECRET),
+            "a caller reads it: {failed}"
+        );
+    }
+    assert!(
+        failed.to_string().contains("remote"),
+        "it says why: {failed}"
+    );
+    let base = started.url.trim_end_matches("/mcp").to_owned();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    loop {
+        let ready = reqwest::get(format!("{base}/readyz")).await.unwrap();
+        let body = ready.text().await.unwrap();
+        assert!(!body.contains(SECRET), "/readyz shows it: {body}");
+        if body.contains("dead") {
+            break;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "/readyz never names the upstream: {body}"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    // Nor what the gateway says on stderr.
+    drop(started.child);
+    let said: Vec<String> = started.lines.try_iter().collect();
+    assert!(!said.is_empty());
+    for line in &said {
+        assert!(!line.contains(SECRET), "stderr: {line}");
+    }
+    for log in ["gateway-audit.jsonl", "state/audit.jsonl"] {
+        let text = std::fs::read_to_string(dir.path().join(log)).unwrap_or_default();
+        assert!(!text.contains(SECRET), "{log}: {text}");
+    }
+}

@@ -35,6 +35,7 @@ mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 mod input;
+mod shown;
 mod sse;
 mod state;
 mod trace;

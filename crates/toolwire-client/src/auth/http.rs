@@ -315,7 +315,7 @@ pub(crate) fn unexpected(error: &serde_json::Error) -> String {
 /// A transport error with its causes (a refused address among them); none of them holds the
 /// answer's bytes.
 pub(crate) fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
+    let mut text = crate::shown::shown_error(error);
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
         text.push_str(": ");

@@ -51,8 +51,12 @@ impl HttpTransport {
         timeout: std::time::Duration,
         auth: Option<crate::auth::OAuth>,
     ) -> Result<Self> {
-        let url = reqwest::Url::parse(&url)
-            .map_err(|e| Error::Transport(format!("{url:?} is not a URL: {e}")))?;
+        let url = reqwest::Url::parse(&url).map_err(|e| {
+            Error::Transport(format!(
+                "{:?} is not a URL: {e}",
+                crate::shown::shown_text(&url)
+            ))
+        })?;
         let mut headers = headers;
         if let Some(token) = bearer {
             let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
@@ -318,7 +322,7 @@ fn header_value(value: &str) -> Result<HeaderValue> {
 /// A reqwest error with its causes (reqwest's own message is often just "error sending
 /// request"), and what to do when the server's certificate is not trusted.
 fn describe(error: &reqwest::Error) -> String {
-    let mut text = error.to_string();
+    let mut text = crate::shown::shown_error(error);
     let mut untrusted = false;
     let mut source = std::error::Error::source(error);
     while let Some(cause) = source {
