@@ -84,6 +84,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         held,
     } = downstream_of(&value, &args.config)?;
     let upstreams = upstreams_of(&started, &args.config)?;
+    refuse_itself(&upstreams, args.http, &args.config)?;
     for ignored in &upstreams.ignored {
         terminal::note(&format!("toolwire: warning: {ignored}"));
     }
@@ -511,6 +512,44 @@ fn check_settings(
     server
         .check_tools(&examples::reconfigure(settings), placeholders)
         .map_err(|e| anyhow::anyhow!("{}: gateway: {e}", file.display()))
+}
+
+/// Refuses an upstream whose URL is this gateway's own `--http` address (a loop that would
+/// serve `remote__remote__…` without end). A loop through another name or a balancer is found
+/// once running, from what the upstream lists (its tools carry this gateway's mark).
+fn refuse_itself(
+    upstreams: &toolwire_host::HostConfig,
+    http: Option<SocketAddr>,
+    file: &Path,
+) -> anyhow::Result<()> {
+    let Some(own) = http.filter(|addr| addr.port() != 0) else {
+        return Ok(());
+    };
+    for server in &upstreams.servers {
+        let toolwire_host::Transport::Http { url, .. } = &server.transport else {
+            continue;
+        };
+        let Ok(url) = url::Url::parse(url) else {
+            continue;
+        };
+        let port = url.port_or_known_default();
+        let local = match url.host() {
+            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
+            Some(url::Host::Ipv4(ip)) => ip.is_loopback() || std::net::IpAddr::V4(ip) == own.ip(),
+            Some(url::Host::Ipv6(ip)) => ip.is_loopback() || std::net::IpAddr::V6(ip) == own.ip(),
+            None => false,
+        };
+        let serves_there = own.ip().is_loopback() || own.ip().is_unspecified() || local;
+        if port == Some(own.port()) && local && serves_there {
+            anyhow::bail!(
+                "{}: the upstream \"{}\" is this gateway's own address ({}): a gateway cannot be its own upstream (point it at another server)",
+                file.display(),
+                server.name,
+                own
+            );
+        }
+    }
+    Ok(())
 }
 
 /// What a reload changed, in words and by key.

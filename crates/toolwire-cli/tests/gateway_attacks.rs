@@ -461,3 +461,98 @@ async fn a_secret_in_an_upstream_url_reaches_no_caller_and_no_log() {
         assert!(!text.contains(SECRET), "{log}: {text}");
     }
 }
+
+/// A free port on 127.0.0.1 (bound, then released).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A gateway that is its own upstream is refused: named by its own address, at start; reached
+/// under another address (a forwarder, as a balancer or another name would), once running, by
+/// the mark its own tools carry. Its tools are never served again under the loop's prefix
+/// (`remote__remote__…`), which before multiplied them without end.
+#[tokio::test]
+async fn a_gateway_that_is_its_own_upstream_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_port();
+    // Its own address: refused at start.
+    let own = json!({
+        "mcpServers": {
+            "open": upstream("open"),
+            "remote": {"url": format!("http://localhost:{port}/mcp"), "prefix": "remote"},
+        },
+    });
+    let file = dir.path().join("own.json");
+    std::fs::write(&file, own.to_string()).unwrap();
+    let output = toolwire(&dir)
+        .args([
+            "gateway",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("the upstream \"remote\" is this gateway's own address"),
+        "{said}"
+    );
+
+    // Through a forwarder: another port, the same gateway.
+    let forwarded = free_port();
+    let script = format!("{}/tests/support/forward.py", env!("CARGO_MANIFEST_DIR"));
+    let mut forwarder = std::process::Command::new("python3")
+        .args([&script, &forwarded.to_string(), &port.to_string()])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut ready = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(forwarder.stdout.take().unwrap()),
+        &mut ready,
+    )
+    .unwrap();
+    let forwarder = support::Killed(forwarder);
+    let looped = json!({
+        "mcpServers": {
+            "open": upstream("open"),
+            "remote": {"url": format!("http://127.0.0.1:{forwarded}/mcp"), "prefix": "remote"},
+        },
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, looped.to_string()).unwrap();
+    let mut command = toolwire(&dir);
+    command
+        .args([
+            "gateway",
+            "--http",
+            &format!("127.0.0.1:{port}"),
+            "--config",
+        ])
+        .arg(&file);
+    let started = support::start(command, "the gateway serves at ");
+    let mut caller = Attacker::new(&started.url);
+    caller
+        .until_listed("tools/list", "tools", "name", "open__dump_db")
+        .await;
+    line_with(&started.lines, &["remote", "is this gateway itself"]);
+    // However long it runs, nothing comes back through the loop.
+    for _ in 0..10 {
+        let listed = caller.listed("tools/list", "tools", "name").await;
+        assert_eq!(listed, ["open__dump_db"], "{listed:?}");
+        let prompts = caller.listed("prompts/list", "prompts", "name").await;
+        assert_eq!(prompts, ["open__playbook"], "{prompts:?}");
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    drop(started);
+    drop(forwarder);
+}

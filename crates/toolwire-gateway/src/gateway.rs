@@ -296,7 +296,8 @@ impl Inner {
         self.mirror.sync(&self.host, &self.server, |server| {
             trusted.get(server).copied().unwrap_or(false)
         });
-        self.offers.sync(&self.host, &self.server);
+        self.offers
+            .sync(&self.host, &self.server, &self.mirror.looped());
         // The list is no fresher than the stalest upstream list it is made of.
         let shortest = self
             .host

@@ -25,6 +25,12 @@ use crate::relay::Unrelayable;
 /// `"trust": true`.
 pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 
+/// The key of a served tool's `_meta` that holds this gateway process's mark (random at each
+/// start), by which it knows its own tools should one of its upstreams be itself. Outside
+/// `dev.toolwire/`, so that a host pinning the gateway's tools does not see them change when
+/// the gateway restarts (pins leave out other `_meta` entries).
+pub const LOOP_META_KEY: &str = "dev.toolwire.gateway/mark";
+
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
     /// Where the served tools' upstream calls are counted (set once the gateway exists).
@@ -50,6 +56,9 @@ struct Served {
     refused: HashMap<String, u64>,
     /// Tools withheld because their definition changed since it was pinned: said once.
     withheld: HashSet<String>,
+    /// Upstreams found to be this gateway itself (a loop), none of whose offers is served:
+    /// said once.
+    looped: HashSet<String>,
 }
 
 impl Mirror {
@@ -71,6 +80,15 @@ impl Mirror {
         }
     }
 
+    /// The upstreams found to be this gateway itself, as of the last sync.
+    pub(crate) fn looped(&self) -> HashSet<String> {
+        self.state
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .looped
+            .clone()
+    }
+
     /// Replaces the settings each served tool is made with (a reload): the next sync makes
     /// every served tool again, all in one change of the list; a call in flight ends with the
     /// tool it started with.
@@ -90,7 +108,8 @@ impl Mirror {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tools = host.tools();
         let (unavailable, modern) = upstreams(host);
-        let wanted = served.wanted(&tools, &unavailable, &modern, &trusted);
+        let mark = self.holds.instance().to_owned();
+        let wanted = served.wanted(&tools, &unavailable, &modern, (&trusted, &mark));
         self.policy.set_facts(
             wanted
                 .values()
@@ -158,7 +177,8 @@ impl Mirror {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let tools = host.tools();
         let (unavailable, modern) = upstreams(host);
-        let wanted = served.wanted(&tools, &unavailable, &modern, &trusted);
+        let mark = self.holds.instance().to_owned();
+        let wanted = served.wanted(&tools, &unavailable, &modern, (&trusted, &mark));
         served
             .tools
             .keys()
@@ -250,6 +270,7 @@ impl Mirror {
             upstream["unavailable"] = unavailable.clone();
         }
         meta.insert(UPSTREAM_META_KEY.to_owned(), upstream);
+        meta.insert(LOOP_META_KEY.to_owned(), json!(self.holds.instance()));
         served.meta(meta)
     }
 }
@@ -286,11 +307,15 @@ impl Served {
         tools: &'a Tools,
         unavailable: &'a HashMap<String, Value>,
         modern: &HashSet<String>,
-        trusted: &impl Fn(&str) -> bool,
+        (trusted, mark): (&impl Fn(&str) -> bool, &str),
     ) -> Wanted<'a> {
         let mut wanted = Wanted::new();
         let mut withheld = HashSet::new();
+        let looped = self.looped(tools.iter(), mark);
         for tool in tools.iter() {
+            if looped.contains(&tool.server) {
+                continue;
+            }
             if let Some(PinState::Changed { pinned, listed }) = tools.pin_state(&tool.qualified) {
                 if !self.withheld.contains(&tool.qualified) {
                     tracing::warn!(
@@ -316,6 +341,52 @@ impl Served {
         }
         self.withheld = withheld;
         wanted
+    }
+
+    /// The upstreams among `tools`' that are this gateway itself, reached through their own
+    /// configuration (a loop that would serve `remote__remote__…` without end): one that lists
+    /// a tool this gateway serves (its `_meta` carries `mark`, this gateway's), or a tool
+    /// named under the upstream's own prefix (`remote__x` from `remote`, as another instance
+    /// of this gateway behind the same address lists it). Said once per upstream.
+    fn looped<'a>(
+        &mut self,
+        tools: impl Iterator<Item = &'a HostTool>,
+        mark: &str,
+    ) -> HashSet<String> {
+        let mut looped = HashSet::new();
+        for tool in tools {
+            if looped.contains(&tool.server) {
+                continue;
+            }
+            let name = &tool.definition.name;
+            let ours = tool
+                .definition
+                .meta
+                .as_ref()
+                .and_then(|meta| meta.get(LOOP_META_KEY))
+                .is_some_and(|theirs| theirs == mark);
+            let prefix = tool
+                .qualified
+                .strip_suffix(name.as_str())
+                .and_then(|p| p.strip_suffix("__"))
+                .unwrap_or_default();
+            let nested = !prefix.is_empty() && name.starts_with(&format!("{prefix}__"));
+            if ours || nested {
+                if !self.looped.contains(&tool.server) {
+                    tracing::error!(
+                        upstream = %tool.server,
+                        tool = %tool.qualified,
+                        "the upstream {} is this gateway itself (it lists {}, {}): none of its tools, prompts or resources is served; point it at another server",
+                        tool.server,
+                        name,
+                        if ours { "a tool this gateway serves" } else { "a tool under the upstream's own prefix" }
+                    );
+                }
+                looped.insert(tool.server.clone());
+            }
+        }
+        self.looped.clone_from(&looped);
+        looped
     }
 
     /// The wanted tools not served yet (nor refused as they are now), in the host's order, so

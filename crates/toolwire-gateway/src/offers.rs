@@ -85,14 +85,35 @@ impl Offers {
         }
     }
 
-    /// Serves on `server` what `host` lists: new and changed items added, gone ones removed.
-    pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server) {
+    /// Serves on `server` what `host` lists: new and changed items added, gone ones removed;
+    /// nothing of the upstreams that are this gateway itself (`looped`).
+    pub(crate) fn sync(
+        &self,
+        host: &Arc<Host>,
+        server: &Server,
+        looped: &std::collections::HashSet<String>,
+    ) {
         let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
         let served = &mut *served;
         let capabilities = server.capabilities();
-        let prompts = host.prompts();
-        let resources = host.resources();
-        let templates = host.resource_templates();
+        let prompts: Vec<HostPrompt> = host
+            .prompts()
+            .iter()
+            .filter(|p| !looped.contains(&p.server))
+            .cloned()
+            .collect();
+        let resources: Vec<HostResource> = host
+            .resources()
+            .iter()
+            .filter(|r| !looped.contains(&r.server))
+            .cloned()
+            .collect();
+        let templates: Vec<HostTemplate> = host
+            .resource_templates()
+            .iter()
+            .filter(|t| !looped.contains(&t.server))
+            .cloned()
+            .collect();
         // The rules know each one before it is served (and forget a gone one first).
         self.policy
             .set_offer_facts(offer_facts(&prompts, &resources, &templates));
