@@ -263,7 +263,11 @@ fn gateway_options(
     }
     if let Some(policy) = policy {
         let rules = Rules::compile(&policy)
-            .map_err(|e| anyhow::anyhow!("{}: gateway.policy: {e}", file.display()))?;
+            // A rule's syntax error shows the rule and a caret under the place: its lines are
+            // kept (the file is the operator's own).
+            .map_err(|e| {
+                crate::terminal::Lines(format!("{}: gateway.policy: {e}", file.display()))
+            })?;
         options = options.rules(rules);
     }
     Ok(options)
@@ -368,7 +372,7 @@ fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downs
     let policy = match take("policy") {
         Some(policy) => Some(
             serde_json::from_value(policy)
-                .map_err(|e| anyhow::anyhow!("{shown}: gateway.policy: {e}"))?,
+                .map_err(|e| crate::terminal::Lines(format!("{shown}: gateway.policy: {e}")))?,
         ),
         None => None,
     };

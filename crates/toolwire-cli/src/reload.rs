@@ -150,7 +150,7 @@ fn attempt(file: &Path, reload: &mut impl Reload) -> Option<String> {
         Ok(text) => text,
         Err(e) => {
             let reason = format!("{shown}: cannot read: {e}");
-            refused(reload, "", &reason);
+            refused(reload, "", &reason, false);
             return None;
         }
     };
@@ -171,16 +171,25 @@ fn attempt(file: &Path, reload: &mut impl Reload) -> Option<String> {
                 .upstreams(upstreams.added, upstreams.removed, upstreams.changed);
             reload.audit(&event);
         }
-        Err(error) => refused(reload, &hash, &format!("{error:#}")),
+        Err(error) => {
+            // The line breaks of text Toolwire wrote or the operator's own file quoted by a
+            // parser (a rule with a caret under the place) are kept, as at start.
+            let lines = error.chain().any(|cause| cause.is::<terminal::Lines>());
+            refused(reload, &hash, &format!("{error:#}"), lines)
+        }
     }
     Some(hash)
 }
 
-/// Says and audits a refusal.
-fn refused(reload: &impl Reload, hash: &str, reason: &str) {
+/// Says and audits a refusal; on several lines when `lines` (see [`terminal::Lines`]).
+fn refused(reload: &impl Reload, hash: &str, reason: &str, lines: bool) {
+    let layout = match lines {
+        true => terminal::Layout::Text,
+        false => terminal::Layout::Line,
+    };
     terminal::note(&terminal::visible(
         &format!("toolwire: reload refused: {reason}; the configuration before it keeps running"),
-        terminal::Layout::Line,
+        layout,
     ));
     reload.audit(&toolwire_server::ReloadEvent::refused(hash, reason));
 }

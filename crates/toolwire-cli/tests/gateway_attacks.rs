@@ -556,3 +556,55 @@ async fn a_gateway_that_is_its_own_upstream_is_refused() {
     drop(started);
     drop(forwarder);
 }
+
+/// A half-typed CEL rule (`tool.name == `, the parser of which panics) stops the gateway at
+/// start, and is refused on a save under `--watch-config`, each time with the rule's error on
+/// lines of their own and never a Rust panic message.
+#[tokio::test]
+async fn a_half_typed_rule_is_an_error_a_person_reads_not_a_panic() {
+    let dir = tempfile::tempdir().unwrap();
+    let half = json!({
+        "mcpServers": {"open": upstream("open")},
+        "gateway": {"policy": {"rules": [{"deny": "tool.name == "}]}},
+    });
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, half.to_string()).unwrap();
+    let output = toolwire(&dir)
+        .args(["gateway", "--config"])
+        .arg(&file)
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{said}");
+    assert!(
+        said.contains("gateway.policy") && said.contains("rules[0]"),
+        "{said}"
+    );
+    assert!(!said.contains("panicked"), "{said}");
+    assert!(!said.contains("^J"), "newlines shown as newlines: {said}");
+
+    // Running, the same rule saved into the file is refused, said the same way.
+    let fine = json!({"mcpServers": {"open": upstream("open")}});
+    std::fs::write(&file, fine.to_string()).unwrap();
+    let mut command = toolwire(&dir);
+    command
+        .args([
+            "gateway",
+            "--http",
+            "127.0.0.1:0",
+            "--watch-config",
+            "--config",
+        ])
+        .arg(&file);
+    let started = support::start(command, "the gateway serves at ");
+    std::fs::write(&file, half.to_string()).unwrap();
+    let refused = line_with(&started.lines, &["reload refused"]);
+    assert!(refused.contains("rules[0]"), "{refused}");
+    let mut after = vec![refused];
+    std::thread::sleep(Duration::from_millis(500));
+    after.extend(started.lines.try_iter());
+    let after = after.join("\n");
+    assert!(!after.contains("panicked"), "{after}");
+    assert!(!after.contains("^J"), "{after}");
+}

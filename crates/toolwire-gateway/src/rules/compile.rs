@@ -170,9 +170,14 @@ pub(crate) fn compile(
 
 /// The parser, with a panic in it reported as a syntax error. The parser (0.10) panics on some
 /// incomplete expressions, such as `tool.name == ` with no right side, instead of reporting
-/// them; the panic hook still prints that panic, then the rule's error says what to look for.
+/// them; such a panic is caught, and kept from the panic hook (no Rust panic message reaches a
+/// person), and the rule's error says what to look for.
 fn parse(text: &str) -> Result<Expression, String> {
-    match catch_unwind(AssertUnwindSafe(|| Parser::new().parse(text))) {
+    quiet_while_parsing();
+    PARSING.with(|parsing| parsing.set(true));
+    let parsed = catch_unwind(AssertUnwindSafe(|| Parser::new().parse(text)));
+    PARSING.with(|parsing| parsing.set(false));
+    match parsed {
         Ok(Ok(expr)) => Ok(expr),
         Ok(Err(errors)) => Err(errors.to_string()),
         Err(_) => Err(
@@ -181,6 +186,25 @@ fn parse(text: &str) -> Result<Expression, String> {
                 .to_owned(),
         ),
     }
+}
+
+thread_local! {
+    /// Whether this thread is in the CEL parser (whose panics are the parser's bugs, caught).
+    static PARSING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Puts, once, a panic hook in front of the one in place that says nothing of a panic in the
+/// CEL parser and hands every other panic to the hook it replaced.
+fn quiet_while_parsing() {
+    static QUIET: std::sync::Once = std::sync::Once::new();
+    QUIET.call_once(|| {
+        let previous = std::panic::take_hook();
+        std::panic::set_hook(Box::new(move |info| {
+            if !PARSING.with(std::cell::Cell::get) {
+                previous(info);
+            }
+        }));
+    });
 }
 
 /// What is wrong with a rule, before it is named.
