@@ -270,6 +270,15 @@ impl Gateway {
         Ok(approved)
     }
 
+    /// [`Gateway::approve_change`] of exactly the definition the operator reviewed, by its
+    /// hash ([`Host::approve_reviewed`](toolwire_host::Host::approve_reviewed)): `false`,
+    /// approving nothing, when it is no longer the one listed.
+    pub fn approve_reviewed(&self, qualified: &str, reviewed: &str) -> Result<bool, GatewayError> {
+        let approved = self.inner.host.approve_reviewed(qualified, reviewed)?;
+        self.sync();
+        Ok(approved)
+    }
+
     /// Stops following the upstreams and closes every connection (stdio servers stop).
     pub async fn close(&self) {
         let watching = self

@@ -1,9 +1,9 @@
 //! The definitions waiting for approval: each pinned tool whose listed definition changed,
 //! what changed path by path (the diff the host records in its audit log), and an Approve
-//! button that takes the same path as `toolwire pins approve` ([`Gateway::approve_change`]:
+//! button that takes the same path as `toolwire pins approve` ([`Gateway::approve_reviewed`]:
 //! the new definition is pinned, the approval audited, the tool served again; O-12).
 //!
-//! [`Gateway::approve_change`]: crate::Gateway::approve_change
+//! [`Gateway::approve_reviewed`]: crate::Gateway::approve_reviewed
 
 use std::fmt::Write as _;
 use std::sync::Arc;
@@ -154,7 +154,9 @@ pub(crate) async fn approve(
             );
         }
     }
-    match gateway.approve_change(&form.tool) {
+    // The reviewed hash again, compared where the pin is made: a definition that changed
+    // between the check above and now is not approved.
+    match gateway.approve_reviewed(&form.tool, &form.listed) {
         Ok(true) => {
             tracing::info!(tool = %form.tool, "console: a changed definition approved");
             html::see_other(&format!(
@@ -164,7 +166,8 @@ pub(crate) async fn approve(
         }
         Ok(false) => refused(
             StatusCode::CONFLICT,
-            "Nothing was approved: the tool is no longer listed.",
+            "Nothing was approved: the tool is no longer listed, or its definition changed \
+             again since the page was shown. Review the page again.",
         ),
         Err(error) => refused(
             StatusCode::INTERNAL_SERVER_ERROR,
