@@ -116,9 +116,17 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         ));
     }
     server.shutdown_on_signal();
+    if settings.auth.is_some() && args.http.is_some() && args.admin.is_none() {
+        terminal::note(
+            "toolwire: gateway.auth is on: /metrics, /healthz and /readyz, which name upstreams \
+             and tools, are not served on the MCP address; pass --admin ADDR to have them",
+        );
+    }
     let exchanges = !exchanging.is_empty();
     let http_config = http_config(args.allow_hosts.clone(), &settings, exchanges)
-        .admin_endpoints(args.admin.is_none());
+        // With sign-in, the endpoints that name upstreams and tools are not the MCP address's
+        // (which anyone reaches): only --admin serves them then.
+        .admin_endpoints(args.admin.is_none() && settings.auth.is_none());
     let reloading = Reloading {
         gateway: gateway.clone(),
         flood: args.http.map(|_| http_config.flood_control()),

@@ -213,6 +213,22 @@ impl Scene {
     async fn strangers_are_refused(&self) {
         let anonymous = self.send(None, "tools/list", json!({})).await;
         assert_eq!(anonymous.status, 401, "{}", anonymous.message);
+        // With sign-in on, nothing on the MCP address names upstreams or tools to anyone who
+        // asks: the operator's endpoints are --admin's only.
+        let base = self.url.trim_end_matches("/mcp");
+        for path in ["/metrics", "/readyz", "/healthz"] {
+            let answer = self
+                .http
+                .get(format!("{base}{path}"))
+                .timeout(STEP)
+                .send()
+                .await
+                .unwrap();
+            let status = answer.status().as_u16();
+            let body = answer.text().await.unwrap_or_default();
+            assert_ne!(status, 200, "{path} answers anyone: {body}");
+            assert!(!body.contains("up__"), "{path}: {body}");
+        }
         let metadata_url = anonymous
             .challenge
             .split("resource_metadata=\"")

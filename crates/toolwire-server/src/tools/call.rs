@@ -124,6 +124,7 @@ impl Server {
         }
         if let Some(visibility) = &self.config().tool_visibility {
             if let Some(reason) = visibility.check(crate::Viewer::of(ctx))(name) {
+                self.count_refusal(crate::observe::RefusalReason::Policy);
                 return Err(ErrorObject::invalid_params(format!(
                     "Tool {name} is not available to this caller: {reason}"
                 )));

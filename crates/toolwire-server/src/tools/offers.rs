@@ -139,6 +139,10 @@ impl Server {
             };
             self.resource_reader(&uri, &visible)
         };
+        if found.is_none() && self.resource_reader(&uri, &|_, _| true).is_some() {
+            // There is one, hidden from this caller: answered as none, counted as refused.
+            self.count_refusal(crate::observe::RefusalReason::Policy);
+        }
         let Some((reader, vars, scopes)) = found else {
             let error = ErrorObject::invalid_params(format!("Resource not found: {uri}"))
                 .with_data(json!({"uri": uri}));

@@ -175,10 +175,16 @@ impl Server {
         Some(visibility.check_offers(Viewer::of(ctx), kind))
     }
 
-    /// Whether `ctx`'s caller may not see the `kind` named `key`.
+    /// Whether `ctx`'s caller may not see the `kind` named `key`; a refusal by the
+    /// visibility is counted (`reason="policy"`).
     pub(crate) fn hides_offer(&self, ctx: &RequestContext, kind: OfferKind, key: &str) -> bool {
-        self.offer_check(ctx, kind)
-            .is_some_and(|check| check(key).is_some())
+        let hidden = self
+            .offer_check(ctx, kind)
+            .is_some_and(|check| check(key).is_some());
+        if hidden {
+            self.count_refusal(crate::observe::RefusalReason::Policy);
+        }
+        hidden
     }
 
     /// A digest of the tool list `follower` sees (the definitions of the tools its scopes and

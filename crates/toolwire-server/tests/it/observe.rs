@@ -101,6 +101,48 @@ async fn a_refused_call_is_counted_under_its_reason() {
     server.stop().await;
 }
 
+/// A call of a tool the server's visibility hides from the caller, and a prompt it hides, are
+/// counted as refused by policy.
+#[tokio::test]
+async fn a_visibility_refusal_is_counted_as_policy() {
+    struct Hidden;
+    impl toolwire_server::ToolVisibility for Hidden {
+        fn check<'a>(&'a self, _: toolwire_server::Viewer<'a>) -> toolwire_server::ToolCheck<'a> {
+            Box::new(|tool| (tool == "secret").then(|| "not yours".to_owned()))
+        }
+        fn check_offers<'a>(
+            &'a self,
+            _: toolwire_server::Viewer<'a>,
+            _: toolwire_server::OfferKind,
+        ) -> toolwire_server::ToolCheck<'a> {
+            Box::new(|key| (key == "playbook").then(|| "not yours".to_owned()))
+        }
+    }
+    let secret = Tool::new("secret", |_: NoArgs, _: RequestContext| async { "s3cret" });
+    let playbook = toolwire_server::Prompt::new("playbook", |_, _: RequestContext| async {
+        Ok::<_, toolwire_server::ToolError>("steps".to_owned())
+    });
+    let server = observed(
+        Server::builder("hiding", "1")
+            .tool(secret)
+            .prompt(playbook)
+            .tool_visibility(Hidden),
+    )
+    .await;
+    let refused = post(&server.url, &call(1, "secret", json!({}))).await;
+    assert_eq!(refused.error_code(), Some(-32602));
+    let got = post(
+        &server.url,
+        &request(2, "prompts/get", json!({"name": "playbook"})),
+    )
+    .await;
+    assert_eq!(got.error_code(), Some(-32602));
+    let (_, _, text) = get(&server, "/metrics").await;
+    let line = r#"toolwire_refusals_total{reason="policy"}"#;
+    assert_eq!(sample(&text, line), Some(2.0), "{text}");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_flood_is_counted_under_its_reason() {
     let server = builder().metrics(Metrics::new()).build().unwrap();
