@@ -33,6 +33,7 @@
 //! - [`console`]: an operator's HTML pages for the admin address: upstreams, tools, approvals
 //!   of changed definitions, the audit logs.
 
+mod clean;
 pub mod console;
 mod exchange;
 mod forward;

@@ -37,6 +37,8 @@ pub(crate) struct Mirror {
     observed: Arc<std::sync::OnceLock<crate::observe::GatewayMetrics>>,
     /// Replaced by a reload; each tool is made with the settings of the moment.
     settings: Mutex<Option<ToolSettings>>,
+    /// The definitions hidden characters were removed from, said once each.
+    cleaned: Mutex<HashSet<(String, String, u64)>>,
     policy: Arc<Policy>,
     /// The questions of legacy upstreams, which calls check.
     unrelayable: Arc<Unrelayable>,
@@ -72,6 +74,7 @@ impl Mirror {
         Mirror {
             observed,
             settings: Mutex::new(settings),
+            cleaned: Mutex::default(),
             policy,
             unrelayable,
             exchanges,
@@ -238,28 +241,44 @@ impl Mirror {
         });
         let host = host.clone();
         let policy = self.policy.clone();
+        // The text a person does not see goes, as it goes from results (see `clean`).
+        let mut input = Value::Object(definition.input_schema.clone());
+        let mut removed = crate::clean::texts_in(&mut input);
         let mut served = Tool::raw(
             tool.qualified.clone(),
-            Value::Object(definition.input_schema.clone()),
+            input,
             move |arguments: Value, ctx: RequestContext| {
                 crate::forward::call(host.clone(), policy.clone(), route.clone(), arguments, ctx)
             },
         );
-        if let Some(description) = &definition.description {
-            served = served.description(description.clone());
+        let mut description = definition.description.clone();
+        removed += crate::clean::optional(&mut description);
+        if let Some(description) = description {
+            served = served.description(description);
         }
-        if let Some(title) = &definition.title {
-            served = served.title(title.clone());
+        let mut title = definition.title.clone();
+        removed += crate::clean::optional(&mut title);
+        if let Some(title) = title {
+            served = served.title(title);
         }
         if let Some(annotations) = &definition.annotations {
-            served = served.annotations(annotations.clone());
+            let mut annotations = annotations.clone();
+            removed += crate::clean::optional(&mut annotations.title);
+            served = served.annotations(annotations);
         }
         if let Some(icons) = &definition.icons {
             served = served.icons(icons.clone());
         }
         if let Some(schema) = &definition.output_schema {
-            served = served.output_schema(Value::Object(schema.clone()));
+            let mut output = Value::Object(schema.clone());
+            removed += crate::clean::texts_in(&mut output);
+            served = served.output_schema(output);
         }
+        crate::clean::said_once(
+            &self.cleaned,
+            (&tool.server, &tool.qualified, removed as u64),
+            removed,
+        );
         if tasks {
             served = served.task_support(TaskSupport::Optional).deferred_task();
         }

@@ -331,11 +331,15 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt
             }
         },
     );
-    if let Some(description) = &definition.description {
-        served = served.description(description.clone());
+    // The text a person does not see goes, as it goes from tools and results (see `clean`).
+    let (mut description, mut title) = (definition.description.clone(), definition.title.clone());
+    crate::clean::optional(&mut description);
+    crate::clean::optional(&mut title);
+    if let Some(description) = description {
+        served = served.description(description);
     }
-    if let Some(title) = &definition.title {
-        served = served.title(title.clone());
+    if let Some(title) = title {
+        served = served.title(title);
     }
     if let Some(icons) = &definition.icons {
         served = served.icons(icons.clone());
@@ -344,7 +348,10 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt
         served = served.meta(meta.clone());
     }
     for argument in definition.arguments.iter().flatten() {
-        served = served.argument_defined(argument.clone());
+        let mut argument = argument.clone();
+        crate::clean::optional(&mut argument.description);
+        crate::clean::optional(&mut argument.title);
+        served = served.argument_defined(argument);
     }
     let complete = Completing::new(host, upstream, prompt.qualified.as_str(), true);
     served.complete_any(move |ask, ctx| complete.clone().ask(ask, ctx))
@@ -368,11 +375,14 @@ fn resource(host: &Arc<Host>, resource: &HostResource, upstream: Upstreamed) -> 
             async move { read(&host, &uri, &ctx, &upstream, decided).await }
         },
     );
-    if let Some(description) = &definition.description {
-        served = served.description(description.clone());
+    let (mut description, mut title) = (definition.description.clone(), definition.title.clone());
+    crate::clean::optional(&mut description);
+    crate::clean::optional(&mut title);
+    if let Some(description) = description {
+        served = served.description(description);
     }
-    if let Some(title) = &definition.title {
-        served = served.title(title.clone());
+    if let Some(title) = title {
+        served = served.title(title);
     }
     if let Some(mime_type) = &definition.mime_type {
         served = served.mime_type(mime_type.clone());
@@ -416,11 +426,14 @@ fn template(host: &Arc<Host>, template: &HostTemplate, upstream: Upstreamed) -> 
             async move { read(&host, &uri, &ctx, &upstream, decided).await }
         },
     );
-    if let Some(description) = &definition.description {
-        served = served.description(description.clone());
+    let (mut description, mut title) = (definition.description.clone(), definition.title.clone());
+    crate::clean::optional(&mut description);
+    crate::clean::optional(&mut title);
+    if let Some(description) = description {
+        served = served.description(description);
     }
-    if let Some(title) = &definition.title {
-        served = served.title(title.clone());
+    if let Some(title) = title {
+        served = served.title(title);
     }
     if let Some(mime_type) = &definition.mime_type {
         served = served.mime_type(mime_type.clone());

@@ -82,13 +82,26 @@ pub(crate) async fn show(
 /// One changed tool: its names, its hashes, what changed, and the Approve form.
 fn waiting_tool(console: &Console, server: &str, qualified: &str, changed: &Changed) -> String {
     let mut rows = String::new();
+    let mut hidden = 0;
     for change in &changed.changes {
         rows.push_str(&change_row(change));
+        hidden += change.after.as_ref().map_or(0, hidden_in);
     }
+    let warning = match hidden {
+        0 => String::new(),
+        n => format!(
+            "<p class=\"warn\"><strong>Warning:</strong> the new definition holds {n} \
+             invisible or control character{s} (shown as <code>⟦U+…⟧</code>), which a person \
+             reading it does not see and a model does: they may spell an instruction. The \
+             gateway removes them before it serves the definition; approve only what you \
+             would approve with them spelled out.</p>",
+            s = if n == 1 { "" } else { "s" }
+        ),
+    };
     format!(
         "<section class=\"waiting\"><h2><code>{name}</code> from {server}</h2>\
          <p>Its definition changed since it was pinned; it is withheld until approved.<br>\
-         Pinned: <code>{pinned}</code><br>Listed now: <code>{listed}</code></p>\
+         Pinned: <code>{pinned}</code><br>Listed now: <code>{listed}</code></p>{warning}\
          <table><tr><th>Where</th><th>Was</th><th>Is now</th></tr>{rows}</table>\
          <form method=\"post\" action=\"{PATH}\" class=\"approve\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
@@ -119,14 +132,42 @@ fn change_row(change: &Change) -> String {
     )
 }
 
-/// A value of a definition, readable: strings as they are, anything else as JSON.
+/// A value of a definition, readable: strings as they are, anything else as JSON; every
+/// invisible or control character (tag characters, bidi controls, zero-width ones, escapes)
+/// shown as `⟦U+XXXX⟧`, so that what an upstream hid is seen.
 fn shown(value: Option<&Value>) -> String {
-    match value {
-        None => "<em>(absent)</em>".to_owned(),
-        Some(Value::String(text)) => html::escape(text),
-        Some(other) => {
-            html::escape(&serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()))
+    let text = match value {
+        None => return "<em>(absent)</em>".to_owned(),
+        Some(Value::String(text)) => text.clone(),
+        Some(other) => serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+    };
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            // The pretty JSON's own layout.
+            '\n' | '\t' => out.push(c),
+            c if is_hidden(c) => out.push_str(&format!(
+                "<mark class=\"hidden\">⟦U+{:04X}⟧</mark>",
+                c as u32
+            )),
+            c => out.push_str(&html::escape(c.encode_utf8(&mut [0; 4]))),
         }
+    }
+    out
+}
+
+/// Whether a person does not see `c` where a model reads it.
+fn is_hidden(c: char) -> bool {
+    c.is_control() || toolwire_sanitize::text::is_hidden_format(c)
+}
+
+/// How many hidden characters the strings of `value` hold.
+fn hidden_in(value: &Value) -> usize {
+    match value {
+        Value::String(text) => text.chars().filter(|c| *c != '\n' && is_hidden(*c)).count(),
+        Value::Array(items) => items.iter().map(hidden_in).sum(),
+        Value::Object(map) => map.values().map(hidden_in).sum(),
+        _ => 0,
     }
 }
 
