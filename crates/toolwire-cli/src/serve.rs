@@ -381,6 +381,8 @@ pub(crate) async fn serve_admin_with(
             Some(more) => {
                 let shutdown = server.shutdown_token();
                 let app = toolwire_server::observe::admin_router(server).merge(more);
+                // With each client's address, which the console throttles sign-ins by.
+                let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
                 axum::serve(listener, app)
                     .with_graceful_shutdown(async move { shutdown.cancelled().await })
                     .await

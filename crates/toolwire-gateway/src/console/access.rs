@@ -7,15 +7,24 @@
 //!   reads nothing. (With a token the session cookie does that, and any name is answered:
 //!   a TLS proxy in front may use its own.)
 //! - On any other admin address it is refused (403, saying why) unless a token is configured.
-//! - With a token (on any address), a browser signs in once with a form and gets a session
-//!   cookie (`HttpOnly`, `SameSite=Strict`, `Path=/console`): a random value of this process,
-//!   never the token itself. Token and cookie are compared in constant time.
-//! - Every POST carries this process's CSRF token in a hidden field (compared in constant
-//!   time) and an `Origin` that is the console's own; GET never changes anything.
+//! - With a token (on any address), a browser signs in with a form and gets a session cookie
+//!   of its own (`HttpOnly`, `SameSite=Strict`, `Path=/console`, `Max-Age` of
+//!   [`SESSION_TTL`], and `Secure` when the console is reached over TLS): a random value made
+//!   for that sign-in, never the token itself, forgotten when it expires or the browser signs
+//!   out; at most [`MOST_SESSIONS`] at once (the oldest goes). Token and cookie are compared
+//!   in constant time. Wrong tokens are throttled per address: after [`MOST_TRIES`] in
+//!   [`TRIES_WINDOW`], the next tries are refused (429) until the window ends, and said once.
+//! - Every POST carries a CSRF token in a hidden field (compared in constant time) and an
+//!   `Origin` that is the console's own; GET never changes anything. A signed-in browser's
+//!   CSRF token is its session's own; the sign-in form's (and a console without a token's) is
+//!   this process's.
 
-use std::net::SocketAddr;
+use std::collections::HashMap;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
 
-use axum::extract::{Request, State};
+use axum::extract::{ConnectInfo, Request, State};
 use axum::middleware::Next;
 use axum::response::Response;
 use http::{HeaderMap, Method, StatusCode, header};
@@ -29,14 +38,62 @@ pub(crate) const COOKIE: &str = "toolwire_console";
 /// The shortest console token accepted: one short enough to guess is refused at start.
 pub const MIN_TOKEN_CHARS: usize = 16;
 
+/// The least entropy a console token must show, in bits (its length times the Shannon
+/// entropy of its characters): `aaaaaaaaaaaaaaaa` is refused whatever its length;
+/// `openssl rand -hex 32` has about 250.
+pub const MIN_TOKEN_BITS: f64 = 60.0;
+
+/// How long a sign-in lasts.
+pub const SESSION_TTL: Duration = Duration::from_secs(8 * 60 * 60);
+
+/// The most sessions at once; a new sign-in past it ends the oldest.
+pub const MOST_SESSIONS: usize = 64;
+
+/// How many wrong tokens one address may send in [`TRIES_WINDOW`].
+pub const MOST_TRIES: u32 = 5;
+
+/// The window of [`MOST_TRIES`].
+pub const TRIES_WINDOW: Duration = Duration::from_secs(60);
+
+/// The addresses whose tries are kept at most (past it, the oldest windows go first).
+const MOST_TRIERS: usize = 4096;
+
+/// The CSRF token of a request's forms: its session's, or this process's (see the module).
+#[derive(Debug, Clone)]
+pub(crate) struct Csrf(pub(crate) String);
+
+impl Csrf {
+    /// Whether `field` is this CSRF token.
+    pub(crate) fn matches(&self, field: &str) -> bool {
+        same(&digest(field), &digest(&self.0))
+    }
+}
+
+/// A signed-in browser.
+struct Session {
+    /// The SHA-256 of its cookie's value.
+    id: [u8; 32],
+    /// Its forms' CSRF token.
+    csrf: String,
+    expires: Instant,
+}
+
+/// One address's wrong tokens in its window.
+struct Tries {
+    since: Instant,
+    count: u32,
+}
+
 /// The console's access rules for one process.
 pub(crate) struct Access {
     /// The SHA-256 of the console token, when one is configured.
     token: Option<[u8; 32]>,
-    /// The session cookie's value: random, for this process.
-    session: String,
-    /// The CSRF token of every form: random, for this process.
+    /// The signed-in browsers.
+    sessions: Mutex<Vec<Session>>,
+    /// The CSRF token of the sign-in form and of a console without a token: this process's.
     csrf: String,
+    /// Wrong tokens by address.
+    tries: Mutex<HashMap<Option<IpAddr>, Tries>>,
     /// Where the admin endpoints listen.
     admin: SocketAddr,
 }
@@ -45,20 +102,16 @@ impl Access {
     pub(crate) fn new(admin: SocketAddr, token: Option<&str>) -> Access {
         Access {
             token: token.map(digest),
-            session: random_hex(),
+            sessions: Mutex::default(),
             csrf: random_hex(),
+            tries: Mutex::default(),
             admin,
         }
     }
 
-    /// The CSRF token to put in a form's hidden `csrf` field.
-    pub(crate) fn csrf(&self) -> &str {
-        &self.csrf
-    }
-
-    /// Whether `field` is this process's CSRF token.
-    pub(crate) fn csrf_matches(&self, field: &str) -> bool {
-        same(&digest(field), &digest(&self.csrf))
+    /// Whether a token is configured (browsers sign in).
+    pub(crate) fn has_token(&self) -> bool {
+        self.token.is_some()
     }
 
     /// Whether `token` is the console token.
@@ -68,12 +121,82 @@ impl Access {
             .is_some_and(|expected| same(expected, &digest(token)))
     }
 
-    /// The `Set-Cookie` value that signs a browser in.
-    pub(crate) fn session_cookie(&self) -> String {
+    /// A new session (a sign-in): its `Set-Cookie` value; `secure` when the browser reached
+    /// the console over TLS.
+    pub(crate) fn sign_in(&self, secure: bool) -> String {
+        let value = random_hex();
+        let now = Instant::now();
+        let mut sessions = lock(&self.sessions);
+        sessions.retain(|s| s.expires > now);
+        if sessions.len() >= MOST_SESSIONS {
+            sessions.remove(0);
+        }
+        sessions.push(Session {
+            id: digest(&value),
+            csrf: random_hex(),
+            expires: now + SESSION_TTL,
+        });
         format!(
-            "{COOKIE}={}; HttpOnly; SameSite=Strict; Path=/console",
-            self.session
+            "{COOKIE}={value}; HttpOnly; SameSite=Strict; Path=/console; Max-Age={}{}",
+            SESSION_TTL.as_secs(),
+            if secure { "; Secure" } else { "" }
         )
+    }
+
+    /// Ends the session of `headers`' cookie; the `Set-Cookie` value that forgets it.
+    pub(crate) fn sign_out(&self, headers: &HeaderMap) -> String {
+        let ids: Vec<[u8; 32]> = cookies(headers).map(|value| digest(&value)).collect();
+        lock(&self.sessions).retain(|s| !ids.iter().any(|id| same(id, &s.id)));
+        format!("{COOKIE}=; HttpOnly; SameSite=Strict; Path=/console; Max-Age=0")
+    }
+
+    /// The CSRF token of the session `headers`' cookie names, if it is one that has not
+    /// expired.
+    fn session_csrf(&self, headers: &HeaderMap) -> Option<String> {
+        let now = Instant::now();
+        let sessions = lock(&self.sessions);
+        cookies(headers).find_map(|value| {
+            let id = digest(&value);
+            sessions
+                .iter()
+                .find(|s| s.expires > now && same(&s.id, &id))
+                .map(|s| s.csrf.clone())
+        })
+    }
+
+    /// How long `peer` must wait before another try, when it sent too many wrong tokens.
+    pub(crate) fn wait_for(&self, peer: Option<IpAddr>) -> Option<Duration> {
+        let tries = lock(&self.tries);
+        let tried = tries.get(&peer)?;
+        let elapsed = tried.since.elapsed();
+        (tried.count >= MOST_TRIES && elapsed < TRIES_WINDOW).then(|| TRIES_WINDOW - elapsed)
+    }
+
+    /// Notes a wrong token from `peer`; whether to say so (the first [`MOST_TRIES`] of a
+    /// window are said, the rest are only counted).
+    pub(crate) fn tried_wrong(&self, peer: Option<IpAddr>) -> bool {
+        let mut tries = lock(&self.tries);
+        if tries.len() >= MOST_TRIERS && !tries.contains_key(&peer) {
+            tries.retain(|_, t| t.since.elapsed() < TRIES_WINDOW);
+            if tries.len() >= MOST_TRIERS {
+                let oldest = tries.iter().min_by_key(|(_, t)| t.since).map(|(k, _)| *k);
+                if let Some(oldest) = oldest {
+                    tries.remove(&oldest);
+                }
+            }
+        }
+        let tried = tries.entry(peer).or_insert(Tries {
+            since: Instant::now(),
+            count: 0,
+        });
+        if tried.since.elapsed() >= TRIES_WINDOW {
+            *tried = Tries {
+                since: Instant::now(),
+                count: 0,
+            };
+        }
+        tried.count += 1;
+        tried.count <= MOST_TRIES
     }
 
     /// Why a request is refused before anything else, if it is: a console that may not be
@@ -123,19 +246,16 @@ impl Access {
         ]
     }
 
-    /// Whether the request comes from a signed-in browser (always, without a token).
-    fn signed_in(&self, headers: &HeaderMap) -> bool {
+    /// The request's CSRF token, and whether it comes from a signed-in browser (always,
+    /// without a token).
+    fn csrf_of(&self, headers: &HeaderMap) -> (Csrf, bool) {
         if self.token.is_none() {
-            return true;
+            return (Csrf(self.csrf.clone()), true);
         }
-        let expected = digest(&self.session);
-        headers
-            .get_all(header::COOKIE)
-            .iter()
-            .filter_map(|v| v.to_str().ok())
-            .flat_map(|v| v.split(';'))
-            .filter_map(|pair| pair.trim().split_once('='))
-            .any(|(name, value)| name == COOKIE && same(&digest(value), &expected))
+        match self.session_csrf(headers) {
+            Some(csrf) => (Csrf(csrf), true),
+            None => (Csrf(self.csrf.clone()), false),
+        }
     }
 
     /// Whether a state-changing request comes from a page of the console itself: its
@@ -191,10 +311,67 @@ async fn check(access: &Access, request: Request, next: Next) -> Response {
         );
     }
     let login = request.uri().path() == super::LOGIN_PATH;
-    if !login && !access.signed_in(headers) {
-        return super::login::form(access, StatusCode::UNAUTHORIZED, None);
+    let (csrf, signed_in) = access.csrf_of(headers);
+    if !login && !signed_in {
+        return super::login::form(&csrf, StatusCode::UNAUTHORIZED, None);
     }
+    let mut request = request;
+    request.extensions_mut().insert(csrf);
     next.run(request).await
+}
+
+/// The address a request came from, when the server knows it (served with connect info).
+pub(crate) fn peer(request: &http::Extensions) -> Option<IpAddr> {
+    request
+        .get::<ConnectInfo<SocketAddr>>()
+        .map(|ConnectInfo(addr)| addr.ip())
+}
+
+/// Whether a browser reached the console over TLS (a proxy in front says so, or the form's
+/// `Origin` is `https`).
+pub(crate) fn over_tls(headers: &HeaderMap) -> bool {
+    let said = |name: &str, value: &str| {
+        headers
+            .get(name)
+            .and_then(|h| h.to_str().ok())
+            .is_some_and(|h| h.to_ascii_lowercase().starts_with(value))
+    };
+    said("x-forwarded-proto", "https") || said("origin", "https://")
+}
+
+/// The values of the session cookies `headers` carry.
+fn cookies(headers: &HeaderMap) -> impl Iterator<Item = String> + '_ {
+    headers
+        .get_all(header::COOKIE)
+        .iter()
+        .filter_map(|v| v.to_str().ok())
+        .flat_map(|v| v.split(';'))
+        .filter_map(|pair| pair.trim().split_once('='))
+        .filter(|(name, _)| *name == COOKIE)
+        .map(|(_, value)| value.to_owned())
+}
+
+/// The entropy `token` shows, in bits: its length times the Shannon entropy of its
+/// characters.
+pub(crate) fn token_bits(token: &str) -> f64 {
+    let chars: Vec<char> = token.chars().collect();
+    let mut counts: HashMap<char, usize> = HashMap::new();
+    for c in &chars {
+        *counts.entry(*c).or_default() += 1;
+    }
+    let n = chars.len() as f64;
+    let per_char: f64 = counts
+        .values()
+        .map(|&k| {
+            let p = k as f64 / n;
+            -p * p.log2()
+        })
+        .sum();
+    per_char * n
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn digest(text: &str) -> [u8; 32] {
@@ -248,18 +425,76 @@ mod tests {
         }
     }
 
+    /// The cookie value of a `Set-Cookie` line.
+    fn value_of(set_cookie: &str) -> String {
+        set_cookie
+            .split(';')
+            .next()
+            .and_then(|pair| pair.split_once('='))
+            .unwrap()
+            .1
+            .to_owned()
+    }
+
     #[test]
-    fn only_the_sessions_cookie_signs_in() {
+    fn each_sign_in_is_a_session_of_its_own_with_its_own_csrf_until_signed_out() {
         let access = Access::new(
             "127.0.0.1:9090".parse().unwrap(),
             Some("a-long-enough-token"),
         );
-        let cookie = format!("other=1; {COOKIE}={}", access.session);
-        assert!(access.signed_in(&headers(&[("cookie", &cookie)])));
-        assert!(!access.signed_in(&headers(&[("cookie", "toolwire_console=guess")])));
-        assert!(!access.signed_in(&headers(&[])));
+        let (anyone, signed_in) = access.csrf_of(&headers(&[]));
+        assert!(!signed_in);
+        let first = access.sign_in(false);
+        assert!(
+            first.contains("Max-Age=28800") && !first.contains("Secure"),
+            "{first}"
+        );
+        assert!(access.sign_in(true).ends_with("; Secure"));
+        let second = value_of(&access.sign_in(false));
+        let first = value_of(&first);
+        assert_ne!(first, second);
+        let with = |value: &str| headers(&[("cookie", &format!("other=1; {COOKIE}={value}"))]);
+        let (one, signed) = access.csrf_of(&with(&first));
+        assert!(signed);
+        let (two, _) = access.csrf_of(&with(&second));
+        assert!(
+            one.0 != two.0 && one.0 != anyone.0,
+            "a CSRF token per session"
+        );
+        assert!(!one.matches(&two.0));
+        assert!(!access.csrf_of(&with("guess")).1);
+        access.sign_out(&with(&first));
+        assert!(!access.csrf_of(&with(&first)).1, "signed out");
+        assert!(access.csrf_of(&with(&second)).1, "the other session stays");
         assert!(access.token_matches("a-long-enough-token"));
         assert!(!access.token_matches("a-long-enough-tokem"));
+    }
+
+    #[test]
+    fn wrong_tokens_are_throttled_per_address() {
+        let access = Access::new("127.0.0.1:9090".parse().unwrap(), Some("x"));
+        let (one, two) = (
+            Some("10.0.0.1".parse().unwrap()),
+            Some("10.0.0.2".parse().unwrap()),
+        );
+        for _ in 0..MOST_TRIES {
+            assert!(access.wait_for(one).is_none());
+            assert!(access.tried_wrong(one), "said");
+        }
+        assert!(!access.tried_wrong(one), "counted, not said");
+        assert!(access.wait_for(one).is_some_and(|w| w <= TRIES_WINDOW));
+        assert!(
+            access.wait_for(two).is_none(),
+            "another address is not held back"
+        );
+    }
+
+    #[test]
+    fn a_low_entropy_token_shows_few_bits() {
+        assert_eq!(token_bits("aaaaaaaaaaaaaaaa"), 0.0);
+        assert!(token_bits("abababababababab") < MIN_TOKEN_BITS);
+        assert!(token_bits("0123456789abcdef-console-token") > MIN_TOKEN_BITS);
+        assert!(token_bits("correct-horse-battery-staple") > MIN_TOKEN_BITS);
     }
 
     #[test]

@@ -8,14 +8,15 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use axum::Form;
 use axum::extract::{Query, State};
 use axum::response::Response;
+use axum::{Extension, Form};
 use http::StatusCode;
 use serde_json::Value;
 use toolwire_host::pins::Changed;
 use toolwire_host::{Change, PinState};
 
+use super::access::Csrf;
 use super::{Console, html};
 
 /// The page's path; its form posts there too.
@@ -42,6 +43,7 @@ pub(crate) struct Approve {
 /// `GET /console/approvals`.
 pub(crate) async fn show(
     State(console): State<Arc<Console>>,
+    Extension(csrf): Extension<Csrf>,
     Query(shown): Query<Shown>,
 ) -> Response {
     let host = console.gateway.host();
@@ -70,7 +72,7 @@ pub(crate) async fn show(
                 continue;
             }
             waiting += 1;
-            body.push_str(&waiting_tool(&console, &status.name, &qualified, changed));
+            body.push_str(&waiting_tool(&csrf, &status.name, &qualified, changed));
         }
     }
     if waiting == 0 {
@@ -80,7 +82,7 @@ pub(crate) async fn show(
 }
 
 /// One changed tool: its names, its hashes, what changed, and the Approve form.
-fn waiting_tool(console: &Console, server: &str, qualified: &str, changed: &Changed) -> String {
+fn waiting_tool(csrf: &Csrf, server: &str, qualified: &str, changed: &Changed) -> String {
     let mut rows = String::new();
     let mut hidden = 0;
     for change in &changed.changes {
@@ -113,7 +115,7 @@ fn waiting_tool(console: &Console, server: &str, qualified: &str, changed: &Chan
         server = html::escape(server),
         pinned = html::escape(&changed.pinned),
         listed = html::escape(&changed.listed),
-        csrf = html::escape(console.access.csrf()),
+        csrf = html::escape(&csrf.0),
     )
 }
 
@@ -174,9 +176,10 @@ fn hidden_in(value: &Value) -> usize {
 /// `POST /console/approvals`: approves the reviewed definition, then shows the page again.
 pub(crate) async fn approve(
     State(console): State<Arc<Console>>,
+    Extension(csrf): Extension<Csrf>,
     Form(form): Form<Approve>,
 ) -> Response {
-    if !console.access.csrf_matches(&form.csrf) {
+    if !csrf.matches(&form.csrf) {
         return refused(
             StatusCode::FORBIDDEN,
             "This form has expired (the gateway restarted?) or did not come from the console: \

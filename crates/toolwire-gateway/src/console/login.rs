@@ -3,12 +3,14 @@
 
 use std::sync::Arc;
 
-use axum::Form;
+use axum::extract::FromRequest as _;
+
 use axum::extract::State;
 use axum::response::Response;
-use http::{HeaderValue, StatusCode, header};
+use axum::{Extension, Form};
+use http::{HeaderMap, HeaderValue, StatusCode, header};
 
-use super::access::Access;
+use super::access::{self, Csrf};
 use super::{Console, html};
 
 /// The login form's fields.
@@ -20,8 +22,8 @@ pub(crate) struct Login {
     token: String,
 }
 
-/// The login form, with `error` above it when the last try failed.
-pub(crate) fn form(access: &Access, status: StatusCode, error: Option<&str>) -> Response {
+/// The login form (its CSRF token `csrf`), with `error` above it when the last try failed.
+pub(crate) fn form(csrf: &Csrf, status: StatusCode, error: Option<&str>) -> Response {
     let error = error
         .map(|e| format!("<p class=\"bad\">{}</p>", html::escape(e)))
         .unwrap_or_default();
@@ -33,39 +35,87 @@ pub(crate) fn form(access: &Access, status: StatusCode, error: Option<&str>) -> 
          <label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" autofocus>\
          </label> <button type=\"submit\">Sign in</button></form>",
         path = super::LOGIN_PATH,
-        csrf = html::escape(access.csrf()),
+        csrf = html::escape(&csrf.0),
     );
     html::bare(status, "Sign in to the console", &body)
 }
 
 /// `GET /console/login`.
-pub(crate) async fn show(State(console): State<Arc<Console>>) -> Response {
-    form(&console.access, StatusCode::OK, None)
+pub(crate) async fn show(Extension(csrf): Extension<Csrf>) -> Response {
+    form(&csrf, StatusCode::OK, None)
 }
 
-/// `POST /console/login`: the right token sets the session cookie and goes to the console.
+/// `POST /console/login`: the right token starts a session (its cookie) and goes to the
+/// console; wrong ones are throttled per address.
 pub(crate) async fn submit(
     State(console): State<Arc<Console>>,
-    Form(login): Form<Login>,
+    Extension(csrf): Extension<Csrf>,
+    request: axum::extract::Request,
 ) -> Response {
     let access = &console.access;
-    if !access.csrf_matches(&login.csrf) {
+    let peer = access::peer(request.extensions());
+    let headers = request.headers().clone();
+    let Ok(Form(login)) = Form::<Login>::from_request(request, &()).await else {
         return form(
-            access,
+            &csrf,
+            StatusCode::BAD_REQUEST,
+            Some("That was not the sign-in form."),
+        );
+    };
+    if !csrf.matches(&login.csrf) {
+        return form(
+            &csrf,
             StatusCode::FORBIDDEN,
             Some("The form has expired (the gateway restarted?): sign in again."),
         );
     }
+    if let Some(wait) = access.wait_for(peer) {
+        let mut response = form(
+            &csrf,
+            StatusCode::TOO_MANY_REQUESTS,
+            Some(&format!(
+                "Too many wrong tokens from this address: try again in {} s.",
+                wait.as_secs().max(1)
+            )),
+        );
+        if let Ok(after) = HeaderValue::from_str(&wait.as_secs().max(1).to_string()) {
+            response.headers_mut().insert(header::RETRY_AFTER, after);
+        }
+        return response;
+    }
     if !access.token_matches(&login.token) {
-        tracing::warn!("console: a sign-in with a wrong token");
+        if access.tried_wrong(peer) {
+            tracing::warn!(address = ?peer, "console: a sign-in with a wrong token");
+        }
         return form(
-            access,
+            &csrf,
             StatusCode::FORBIDDEN,
             Some("That is not the console token."),
         );
     }
     let mut response = html::see_other(super::HOME_PATH);
-    if let Ok(cookie) = HeaderValue::from_str(&access.session_cookie()) {
+    if let Ok(cookie) = HeaderValue::from_str(&access.sign_in(access::over_tls(&headers))) {
+        response.headers_mut().insert(header::SET_COOKIE, cookie);
+    }
+    response
+}
+
+/// `POST /console/logout`: ends this browser's session.
+pub(crate) async fn sign_out(
+    State(console): State<Arc<Console>>,
+    Extension(csrf): Extension<Csrf>,
+    headers: HeaderMap,
+    Form(logout): Form<Login>,
+) -> Response {
+    if !csrf.matches(&logout.csrf) {
+        return form(
+            &csrf,
+            StatusCode::FORBIDDEN,
+            Some("The form has expired: nothing was done."),
+        );
+    }
+    let mut response = html::see_other(super::LOGIN_PATH);
+    if let Ok(cookie) = HeaderValue::from_str(&console.access.sign_out(&headers)) {
         response.headers_mut().insert(header::SET_COOKIE, cookie);
     }
     response

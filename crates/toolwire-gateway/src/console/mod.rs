@@ -10,11 +10,14 @@
 //!   addressed to that address or `localhost:PORT` (so a page using DNS rebinding gets 403);
 //! - on any other address, nobody (403, saying why) unless a token is configured
 //!   ([`ConsoleOptions::token`]);
-//! - with a token, a browser signed in once with it: it then holds a session cookie
-//!   (`HttpOnly`, `SameSite=Strict`, `Path=/console`, random for this process, never the token);
-//!   token and cookie are compared in constant time;
-//! - every POST (Approve, sign-in) carries this process's CSRF token and the console's own
-//!   `Origin`; GET never changes anything. Every answer forbids scripts, framing and caching.
+//! - with a token, a browser signed in with it: each sign-in gets a session of its own, its
+//!   cookie random (`HttpOnly`, `SameSite=Strict`, `Path=/console`, an 8-hour `Max-Age`,
+//!   `Secure` behind TLS, never the token), ended by its expiry or Sign out; token and cookie
+//!   are compared in constant time; wrong tokens are throttled per address (5 a minute), and a
+//!   token easy to guess is refused at start;
+//! - every POST (Approve, sign-in, sign-out) carries a CSRF token — the session's own once
+//!   signed in — and the console's own `Origin`; GET never changes anything. Every answer
+//!   forbids scripts, framing and caching.
 //!
 //! ```
 //! # async fn mount(gateway: toolwire_gateway::Gateway) -> Result<(), toolwire_gateway::console::ConsoleError> {
@@ -46,12 +49,16 @@ use axum::routing::get;
 
 use crate::Gateway;
 
-pub use access::MIN_TOKEN_CHARS;
+pub use access::{
+    MIN_TOKEN_BITS, MIN_TOKEN_CHARS, MOST_SESSIONS, MOST_TRIES, SESSION_TTL, TRIES_WINDOW,
+};
 
 /// The console's first page; every other page is under it.
 pub const CONSOLE_PATH: &str = "/console";
 pub(crate) const HOME_PATH: &str = CONSOLE_PATH;
 pub(crate) const LOGIN_PATH: &str = "/console/login";
+/// Where a signed-in browser signs out.
+pub(crate) const LOGOUT_PATH: &str = "/console/logout";
 
 /// Why the console cannot be served as configured.
 #[derive(Debug, thiserror::Error)]
@@ -65,6 +72,15 @@ pub enum ConsoleError {
     ShortToken {
         /// How many characters it has.
         chars: usize,
+    },
+    /// The console token is long enough but easy to guess (`aaaaaaaaaaaaaaaa`).
+    #[error(
+        "the console token is too easy to guess ({bits:.0} bits of entropy; it needs at least \
+         {MIN_TOKEN_BITS:.0}): use a random one, e.g. `openssl rand -hex 32`"
+    )]
+    WeakToken {
+        /// The entropy it shows, in bits.
+        bits: f64,
     },
 }
 
@@ -169,6 +185,10 @@ pub fn router(gateway: Gateway, options: ConsoleOptions) -> Result<Router, Conso
         if chars < MIN_TOKEN_CHARS {
             return Err(ConsoleError::ShortToken { chars });
         }
+        let bits = access::token_bits(token);
+        if bits < MIN_TOKEN_BITS {
+            return Err(ConsoleError::WeakToken { bits });
+        }
     }
     let access = Arc::new(access::Access::new(options.admin, options.token.as_deref()));
     let console = Arc::new(Console {
@@ -185,6 +205,7 @@ pub fn router(gateway: Gateway, options: ConsoleOptions) -> Result<Router, Conso
         )
         .route("/console/audit", get(audit::show))
         .route(LOGIN_PATH, get(login::show).post(login::submit))
+        .route(LOGOUT_PATH, axum::routing::post(login::sign_out))
         .with_state(console)
         .layer(axum::middleware::from_fn_with_state(access, access::guard)))
 }

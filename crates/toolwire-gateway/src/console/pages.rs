@@ -3,17 +3,22 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
+use axum::Extension;
 use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use toolwire_client::ServerEra;
 use toolwire_host::{PinState, ServerState, ServerStatus};
 
+use super::access::Csrf;
 use super::{Console, html};
 
 /// `GET /console`: each upstream, its state (connected, starting, failed and why), how many
 /// tools it serves, its protocol and its tools waiting for approval or hidden.
-pub(crate) async fn upstreams(State(console): State<Arc<Console>>) -> Response {
+pub(crate) async fn upstreams(
+    State(console): State<Arc<Console>>,
+    Extension(csrf): Extension<Csrf>,
+) -> Response {
     let starting = console.gateway.starting();
     let mut rows = String::new();
     for status in console.gateway.host().servers() {
@@ -23,7 +28,7 @@ pub(crate) async fn upstreams(State(console): State<Arc<Console>>) -> Response {
             upstream_row(&status, starting.contains(&status.name))
         );
     }
-    let body = if rows.is_empty() {
+    let mut body = if rows.is_empty() {
         "<p>No upstream is configured.</p>".to_owned()
     } else {
         format!(
@@ -31,6 +36,16 @@ pub(crate) async fn upstreams(State(console): State<Arc<Console>>) -> Response {
              <th>Waiting for approval</th><th>Hidden</th></tr>{rows}</table>"
         )
     };
+    if console.access.has_token() {
+        let _ = write!(
+            body,
+            "<form method=\"post\" action=\"{}\" class=\"inline\">\
+             <input type=\"hidden\" name=\"csrf\" value=\"{}\">\
+             <button type=\"submit\">Sign out</button></form>",
+            super::LOGOUT_PATH,
+            html::escape(&csrf.0)
+        );
+    }
     html::page(StatusCode::OK, super::HOME_PATH, "Upstreams", &body)
 }
 
