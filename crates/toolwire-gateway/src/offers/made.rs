@@ -1,33 +1,10 @@
-//! The upstream prompts, resources and resource templates as the downstream server serves
-//! them: each under the host's name for it (a prompt `prefix__name`, a resource
-//! `toolwire://PREFIX/URI`, a template `toolwire://PREFIX/TEMPLATE`; see
-//! [`toolwire_host::uris`]), its handler asking the host, which asks the upstream that offers
-//! it; the served sets kept in step with the host's lists on each sync, the way tools are.
-//!
-//! The downstream server must offer prompts and resources
-//! ([`ServerBuilder::offer_prompts`](toolwire_server::ServerBuilder::offer_prompts),
-//! [`offer_resources`](toolwire_server::ServerBuilder::offer_resources)); a kind it does not
-//! offer is not passed through (said once). Every field of a definition is served as listed
-//! upstream, but for the name or URI (the host's) and fields the protocol does not define.
-//! A template the server's matcher does not take (it takes `{var}` and `{+var}` with literal
-//! text between them; RFC 6570 levels 3 and 4 are refused) is not served (said once); its
-//! expansions can still be read through the host. `completion/complete` for a served prompt's
-//! argument or template's variable is asked of the upstream, for the caller.
-//!
-//! The gateway's rules decide each of them as they decide tools ([`Policy`]): the facts of
-//! every served prompt, resource and template are the policy's before the server offers it; a
-//! caller's lists leave out what the rules deny it, and getting or reading one is decided
-//! again with its arguments (a prompt's arguments, a template's matched variables) — denied as
-//! unknown, asked of a person, or made.
+//! Each served prompt, resource and template, made from the host's: its definition as listed
+//! upstream (titles and descriptions cleaned), its handler asking the host with the caller's
+//! rounds, exchanged token and cancellation, once the gateway's rules allow it; and the
+//! completions of its arguments.
 
-use std::collections::{BTreeMap, HashMap};
-use std::hash::{Hash as _, Hasher as _};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::exchange::Exchanges;
-use crate::policy::Policy;
-use crate::relay::{self, Sealed, Upstream};
-use crate::rules::{Kind as RuleKind, ToolFacts};
 use serde_json::Value;
 use toolwire_client::CallOptions;
 use toolwire_client::auth::TokenExchange;
@@ -37,265 +14,20 @@ use toolwire_protocol::{
     GetPromptResult,
 };
 use toolwire_server::{
-    CompletionAsk, Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, Server,
-    ToolError,
+    CompletionAsk, Prompt, PromptArgs, RequestContext, Resource, ResourceTemplate, ToolError,
 };
+
+use crate::policy::Policy;
+use crate::relay::{self, Sealed, Upstream};
+use crate::rules::Kind as RuleKind;
 
 /// JSON-RPC codes an upstream answers a request it cannot serve as asked with: invalid params
 /// (an unknown prompt or resource, a missing argument), and the legacy "resource not found".
 const AS_ASKED: [i64; 2] = [-32602, -32002];
 
-/// What the gateway serves of the host's prompts, resources and templates.
-pub(crate) struct Offers {
-    state: Mutex<Served>,
-    /// The upstreams' token exchanges, which requests for callers use.
-    exchanges: Arc<Exchanges>,
-    /// The rules, which every served item's handler consults.
-    policy: Arc<Policy>,
-}
-
-#[derive(Default)]
-struct Served {
-    prompts: Kind,
-    resources: Kind,
-    templates: Kind,
-    /// Whether "the server does not offer prompts" was said.
-    said_no_prompts: bool,
-    /// Whether "the server does not offer resources" was said.
-    said_no_resources: bool,
-}
-
-/// One kind's served items, by name or URI, each with a digest of what it was made from.
-#[derive(Default)]
-struct Kind {
-    served: HashMap<String, u64>,
-    /// Items the server refused to register, with the digest refused: said once per
-    /// definition.
-    refused: HashMap<String, u64>,
-}
-
-impl Offers {
-    /// Nothing served yet; requests to an upstream in `exchanges` go with exchanged tokens,
-    /// under `policy`.
-    pub(crate) fn new(exchanges: Arc<Exchanges>, policy: Arc<Policy>) -> Offers {
-        Offers {
-            state: Mutex::default(),
-            exchanges,
-            policy,
-        }
-    }
-
-    /// Serves on `server` what `host` lists: new and changed items added, gone ones removed;
-    /// nothing of the upstreams that are this gateway itself (`looped`).
-    pub(crate) fn sync(
-        &self,
-        host: &Arc<Host>,
-        server: &Server,
-        looped: &std::collections::HashSet<String>,
-    ) {
-        let mut served = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        let served = &mut *served;
-        let capabilities = server.capabilities();
-        let prompts: Vec<HostPrompt> = host
-            .prompts()
-            .iter()
-            .filter(|p| !looped.contains(&p.server))
-            .cloned()
-            .collect();
-        let resources: Vec<HostResource> = host
-            .resources()
-            .iter()
-            .filter(|r| !looped.contains(&r.server))
-            .cloned()
-            .collect();
-        let templates: Vec<HostTemplate> = host
-            .resource_templates()
-            .iter()
-            .filter(|t| !looped.contains(&t.server))
-            .cloned()
-            .collect();
-        // The rules know each one before it is served (and forget a gone one first).
-        self.policy
-            .set_offer_facts(offer_facts(&prompts, &resources, &templates));
-        let policy = &self.policy;
-        let offers_prompts = capabilities.prompts.is_some();
-        if offered(
-            &mut served.said_no_prompts,
-            offers_prompts,
-            "prompts",
-            prompts.len(),
-        ) {
-            served.prompts.in_step(
-                "prompt",
-                wanted(&prompts, |p| {
-                    let definition = serde_json::to_string(&p.definition);
-                    (p.qualified.clone(), digest(&p.server, definition))
-                }),
-                |p| {
-                    let exchange = self.exchanges.of_server(&p.server);
-                    server.add_prompt(prompt(
-                        host,
-                        p,
-                        Upstreamed::new(&p.server, exchange, policy),
-                    ))
-                },
-                |name| server.remove_prompt(name),
-            );
-        }
-        let offers_resources = capabilities.resources.is_some();
-        let count = resources.len() + templates.len();
-        if offered(
-            &mut served.said_no_resources,
-            offers_resources,
-            "resources",
-            count,
-        ) {
-            served.resources.in_step(
-                "resource",
-                wanted(&resources, |r| {
-                    let definition = serde_json::to_string(&r.definition);
-                    (r.uri.clone(), digest(&r.server, definition))
-                }),
-                |r| {
-                    let exchange = self.exchanges.of_server(&r.server);
-                    let upstream = Upstreamed::new(&r.server, exchange, policy);
-                    server.add_resource(resource(host, r, upstream))
-                },
-                |uri| server.remove_resource(uri),
-            );
-            served.templates.in_step(
-                "resource template",
-                wanted(&templates, |t| {
-                    let definition = serde_json::to_string(&t.definition);
-                    (t.uri_template.clone(), digest(&t.server, definition))
-                }),
-                |t| {
-                    let exchange = self.exchanges.of_server(&t.server);
-                    let upstream = Upstreamed::new(&t.server, exchange, policy);
-                    server.add_resource_template(template(host, t, upstream))
-                },
-                |uri_template| server.remove_resource_template(uri_template),
-            );
-        }
-    }
-}
-
-/// The facts the rules read of every prompt, resource and template the host lists, by kind and
-/// served name, URI or URI template.
-fn offer_facts(
-    prompts: &[HostPrompt],
-    resources: &[HostResource],
-    templates: &[HostTemplate],
-) -> HashMap<(RuleKind, String), Arc<ToolFacts>> {
-    let annotations = |annotations: Option<Value>| match annotations {
-        Some(Value::Object(map)) => map,
-        _ => serde_json::Map::new(),
-    };
-    let prompts = prompts.iter().map(|p| ToolFacts {
-        kind: RuleKind::Prompt,
-        name: p.qualified.clone(),
-        upstream: p.server.clone(),
-        title: p.definition.title.clone(),
-        description: p.definition.description.clone(),
-        annotations: serde_json::Map::new(),
-    });
-    let resources = resources.iter().map(|r| ToolFacts {
-        kind: RuleKind::Resource,
-        name: r.uri.clone(),
-        upstream: r.server.clone(),
-        title: r.definition.title.clone(),
-        description: r.definition.description.clone(),
-        annotations: annotations(
-            r.definition
-                .annotations
-                .as_ref()
-                .and_then(|a| serde_json::to_value(a).ok()),
-        ),
-    });
-    let templates = templates.iter().map(|t| ToolFacts {
-        kind: RuleKind::Template,
-        name: t.uri_template.clone(),
-        upstream: t.server.clone(),
-        title: t.definition.title.clone(),
-        description: t.definition.description.clone(),
-        annotations: annotations(
-            t.definition
-                .annotations
-                .as_ref()
-                .and_then(|a| serde_json::to_value(a).ok()),
-        ),
-    });
-    prompts
-        .chain(resources)
-        .chain(templates)
-        .map(|facts| ((facts.kind, facts.name.clone()), Arc::new(facts)))
-        .collect()
-}
-
-/// Each of `items` by its name or URI, with a digest of what it is made from.
-fn wanted<T>(items: &[T], key: impl Fn(&T) -> (String, u64)) -> BTreeMap<String, (u64, &T)> {
-    items
-        .iter()
-        .map(|item| {
-            let (key, digest) = key(item);
-            (key, (digest, item))
-        })
-        .collect()
-}
-
-/// Whether the server offers a kind; when it does not and the upstreams have some, says so
-/// once.
-fn offered(said: &mut bool, offers: bool, kind: &str, upstream: usize) -> bool {
-    if !offers && upstream > 0 && !*said {
-        *said = true;
-        tracing::warn!(
-            "the upstreams offer {kind}, and the gateway's server does not: they are not passed through (build it with offer_{kind})"
-        );
-    }
-    offers
-}
-
-impl Kind {
-    /// Brings the served items of one kind in step with `wanted` (by name, with digest): gone
-    /// or changed ones removed, new or changed ones added in order of their names.
-    fn in_step<T>(
-        &mut self,
-        kind: &str,
-        wanted: BTreeMap<String, (u64, T)>,
-        add: impl Fn(T) -> toolwire_server::Result<()>,
-        remove: impl Fn(&str) -> toolwire_server::Result<()>,
-    ) {
-        self.served.retain(|key, digest| {
-            let keep = wanted.get(key).is_some_and(|(d, _)| d == digest);
-            if !keep {
-                if let Err(error) = remove(key) {
-                    tracing::warn!(%key, %error, "a {kind} no longer listed upstream could not be removed");
-                }
-            }
-            keep
-        });
-        self.refused.retain(|key, _| wanted.contains_key(key));
-        for (key, (digest, item)) in wanted {
-            if self.served.contains_key(&key) || self.refused.get(&key) == Some(&digest) {
-                continue;
-            }
-            match add(item) {
-                Ok(()) => {
-                    self.refused.remove(&key);
-                    self.served.insert(key, digest);
-                }
-                Err(error) => {
-                    tracing::warn!(%key, %error, "{key} is not served: the gateway's server refuses this {kind}");
-                    self.refused.insert(key, digest);
-                }
-            }
-        }
-    }
-}
-
 /// The server prompt that stands for `prompt`: its definition as listed upstream (what the
 /// builder carries), under its qualified name, got through the host.
-fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt {
+pub(super) fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt {
     let definition = &prompt.definition;
     let qualified: Arc<str> = prompt.qualified.as_str().into();
     let (got_from, getting) = (host.clone(), upstream.clone());
@@ -359,7 +91,11 @@ fn prompt(host: &Arc<Host>, prompt: &HostPrompt, upstream: Upstreamed) -> Prompt
 
 /// The server resource that stands for `resource`, under the host's URI, read through the
 /// host.
-fn resource(host: &Arc<Host>, resource: &HostResource, upstream: Upstreamed) -> Resource {
+pub(super) fn resource(
+    host: &Arc<Host>,
+    resource: &HostResource,
+    upstream: Upstreamed,
+) -> Resource {
     let definition = &resource.definition;
     let host = host.clone();
     let mut served = Resource::new(
@@ -404,7 +140,11 @@ fn resource(host: &Arc<Host>, resource: &HostResource, upstream: Upstreamed) -> 
 
 /// The server template that stands for `template`, under the host's template: each URI it
 /// matches is read through the host, which reads the upstream's own expansion.
-fn template(host: &Arc<Host>, template: &HostTemplate, upstream: Upstreamed) -> ResourceTemplate {
+pub(super) fn template(
+    host: &Arc<Host>,
+    template: &HostTemplate,
+    upstream: Upstreamed,
+) -> ResourceTemplate {
     let definition = &template.definition;
     let (read_from, reading) = (host.clone(), upstream.clone());
     let served_as: Arc<str> = template.uri_template.as_str().into();
@@ -497,14 +237,18 @@ async fn read(
 /// The upstream a served prompt or resource comes from, its token exchange if it has one, and
 /// the rules that decide it.
 #[derive(Clone)]
-struct Upstreamed {
+pub(super) struct Upstreamed {
     server: Arc<str>,
     exchange: Option<Arc<TokenExchange>>,
     policy: Arc<Policy>,
 }
 
 impl Upstreamed {
-    fn new(server: &str, exchange: Option<Arc<TokenExchange>>, policy: &Arc<Policy>) -> Upstreamed {
+    pub(super) fn new(
+        server: &str,
+        exchange: Option<Arc<TokenExchange>>,
+        policy: &Arc<Policy>,
+    ) -> Upstreamed {
         Upstreamed {
             server: server.into(),
             exchange,
@@ -696,12 +440,4 @@ fn refusal(error: OfferError) -> ToolError {
 /// `text` without escape sequences, control characters and hidden format characters.
 fn clean(text: &str) -> String {
     toolwire_sanitize::text::clean(text).0.into_owned()
-}
-
-/// What a served item is made from: its upstream and its definition (as JSON).
-fn digest(server: &str, definition: serde_json::Result<String>) -> u64 {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    server.hash(&mut hasher);
-    definition.unwrap_or_default().hash(&mut hasher);
-    hasher.finish()
 }

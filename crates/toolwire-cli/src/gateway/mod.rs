@@ -19,6 +19,10 @@ use toolwire_server::{JsonlAuditSink, Server, http, stdio};
 use crate::config::{self, ServeConfig};
 use crate::{examples, store, terminal};
 
+mod checks;
+
+use checks::{check_settings, refuse_itself};
+
 /// The top-level key of the downstream settings.
 const GATEWAY_KEY: &str = "gateway";
 
@@ -107,21 +111,8 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let server = gateway.server().clone();
     report(&gateway);
     let exchanging = gateway.exchanging();
-    if !exchanging.is_empty() && (args.http.is_none() || settings.auth.is_none()) {
-        terminal::note(&format!(
-            "toolwire: warning: {} exchange each caller's access token for their own, and this \
-             gateway checks no tokens (it needs --http and gateway.auth): every call of their \
-             tools will be refused",
-            exchanging.join(", ")
-        ));
-    }
+    warn_of_sign_in(&args, &settings, &exchanging);
     server.shutdown_on_signal();
-    if settings.auth.is_some() && args.http.is_some() && args.admin.is_none() {
-        terminal::note(
-            "toolwire: gateway.auth is on: /metrics, /healthz and /readyz, which name upstreams \
-             and tools, are not served on the MCP address; pass --admin ADDR to have them",
-        );
-    }
     let exchanges = !exchanging.is_empty();
     let http_config = http_config(args.allow_hosts.clone(), &settings, exchanges)
         // With sign-in, the endpoints that name upstreams and tools are not the MCP address's
@@ -493,75 +484,23 @@ impl crate::reload::Reload for Reloading {
     }
 }
 
-/// Checks the file's per-tool settings (`gateway.tools`) under its server settings on their
-/// own, before the tools they are for exist: a rate limit that cannot work, a cost its bucket
-/// never holds. `server`: the running server, else a new one with the default schema limits.
-fn check_settings(
-    server: Option<&Server>,
-    settings: &ServeConfig,
-    file: &Path,
-) -> anyhow::Result<()> {
-    let placeholders: Vec<toolwire_server::Tool> = settings
-        .tools
-        .iter()
-        .map(|(name, config)| {
-            let placeholder = toolwire_server::Tool::raw(
-                name.clone(),
-                serde_json::json!({"type": "object"}),
-                |_, _| async { toolwire_protocol::CallToolResult::text("") },
-            );
-            examples::configured_tool(placeholder, config)
-        })
-        .collect();
-    let probe;
-    let server = match server {
-        Some(server) => server,
-        None => {
-            probe = Server::builder("toolwire-gateway-check", "0").build()?;
-            &probe
-        }
-    };
-    server
-        .check_tools(&examples::reconfigure(settings), placeholders)
-        .map_err(|e| anyhow::anyhow!("{}: gateway: {e}", file.display()))
-}
-
-/// Refuses an upstream whose URL is this gateway's own `--http` address (a loop that would
-/// serve `remote__remote__…` without end). A loop through another name or a balancer is found
-/// once running, from what the upstream lists (its tools carry this gateway's mark).
-fn refuse_itself(
-    upstreams: &toolwire_host::HostConfig,
-    http: Option<SocketAddr>,
-    file: &Path,
-) -> anyhow::Result<()> {
-    let Some(own) = http.filter(|addr| addr.port() != 0) else {
-        return Ok(());
-    };
-    for server in &upstreams.servers {
-        let toolwire_host::Transport::Http { url, .. } = &server.transport else {
-            continue;
-        };
-        let Ok(url) = url::Url::parse(url) else {
-            continue;
-        };
-        let port = url.port_or_known_default();
-        let local = match url.host() {
-            Some(url::Host::Domain(name)) => name.eq_ignore_ascii_case("localhost"),
-            Some(url::Host::Ipv4(ip)) => ip.is_loopback() || std::net::IpAddr::V4(ip) == own.ip(),
-            Some(url::Host::Ipv6(ip)) => ip.is_loopback() || std::net::IpAddr::V6(ip) == own.ip(),
-            None => false,
-        };
-        let serves_there = own.ip().is_loopback() || own.ip().is_unspecified() || local;
-        if port == Some(own.port()) && local && serves_there {
-            anyhow::bail!(
-                "{}: the upstream \"{}\" is this gateway's own address ({}): a gateway cannot be its own upstream (point it at another server)",
-                file.display(),
-                server.name,
-                own
-            );
-        }
+/// Says what the sign-in settings leave out: upstreams that exchange callers' tokens with no
+/// tokens checked (their calls are refused), and the operator's endpoints off the MCP address.
+fn warn_of_sign_in(args: &GatewayArgs, settings: &ServeConfig, exchanging: &[String]) {
+    if !exchanging.is_empty() && (args.http.is_none() || settings.auth.is_none()) {
+        terminal::note(&format!(
+            "toolwire: warning: {} exchange each caller's access token for their own, and this \
+             gateway checks no tokens (it needs --http and gateway.auth): every call of their \
+             tools will be refused",
+            exchanging.join(", ")
+        ));
     }
-    Ok(())
+    if settings.auth.is_some() && args.http.is_some() && args.admin.is_none() {
+        terminal::note(
+            "toolwire: gateway.auth is on: /metrics, /healthz and /readyz, which name upstreams \
+             and tools, are not served on the MCP address; pass --admin ADDR to have them",
+        );
+    }
 }
 
 /// What a reload changed, in words and by key.
