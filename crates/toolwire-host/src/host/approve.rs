@@ -7,7 +7,7 @@ use crate::pins::PinState;
 
 impl Host {
     /// Accepts a changed tool's listed definition as its new pin, after a person reviewed
-    /// [`ServerStatus::pins`]. The audit log records it.
+    /// [`ServerStatus::pins`](super::ServerStatus::pins). The audit log records it.
     pub fn approve_change(&self, qualified: &str) -> Result<bool, HostError> {
         self.approve(qualified, None)
     }
