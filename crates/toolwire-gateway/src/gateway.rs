@@ -279,6 +279,26 @@ impl Gateway {
         Ok(approved)
     }
 
+    /// Approves the changed definition of `server`'s prompt, resource or template (`kind`,
+    /// named as the upstream lists it) that the operator reviewed, by its hash
+    /// ([`Host::approve_offer`](toolwire_host::Host::approve_offer)): it is served again.
+    /// `false`, approving nothing, when it is not the one waiting.
+    pub async fn approve_offer_reviewed(
+        &self,
+        server: &str,
+        kind: toolwire_host::OfferKind,
+        name: &str,
+        reviewed: &str,
+    ) -> Result<bool, GatewayError> {
+        let approved = self
+            .inner
+            .host
+            .approve_offer(server, kind, name, Some(reviewed))
+            .await?;
+        self.sync();
+        Ok(approved)
+    }
+
     /// Stops following the upstreams and closes every connection (stdio servers stop).
     pub async fn close(&self) {
         let watching = self

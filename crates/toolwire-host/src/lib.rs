@@ -56,8 +56,8 @@ pub use glob::{GlobError, Globs};
 pub use host::{
     AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
     HostOptions, HostPrompt, HostResource, HostTemplate, HostTool, ListChange, ListChanges,
-    OfferError, Outcome, Prompts, RETIRE_WAIT, Reconfiguration, ResourceTemplates, Resources,
-    ServerChanges, ServerState, ServerStatus, Tools,
+    OfferError, OfferKind, OfferPins, Outcome, Prompts, RETIRE_WAIT, Reconfiguration,
+    ResourceTemplates, Resources, ServerChanges, ServerState, ServerStatus, Tools,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
 #[cfg(feature = "redis")]

@@ -14,7 +14,7 @@ use axum::{Extension, Form};
 use http::StatusCode;
 use serde_json::Value;
 use toolwire_host::pins::Changed;
-use toolwire_host::{Change, PinState};
+use toolwire_host::{Change, OfferKind, PinState};
 
 use super::access::Csrf;
 use super::{Console, html};
@@ -38,6 +38,18 @@ pub(crate) struct Approve {
     tool: String,
     #[serde(default)]
     listed: String,
+    /// For a prompt, resource or template: its kind (`prompt`, `resource`, `template`) and
+    /// its upstream; `tool` is then its name, URI or URI template as the upstream lists it.
+    #[serde(default)]
+    kind: Option<String>,
+    #[serde(default)]
+    server: Option<String>,
+}
+
+/// What is waiting: a served tool, or an upstream's prompt, resource or template.
+enum Waiting<'a> {
+    Tool(&'a str),
+    Offer(OfferKind, &'a str),
 }
 
 /// `GET /console/approvals`.
@@ -72,7 +84,23 @@ pub(crate) async fn show(
                 continue;
             }
             waiting += 1;
-            body.push_str(&waiting_tool(&csrf, &status.name, &qualified, changed));
+            body.push_str(&waiting_tool(
+                &csrf,
+                &status.name,
+                Waiting::Tool(&qualified),
+                changed,
+            ));
+        }
+        for kind in OfferKind::ALL {
+            for changed in &status.offer_pins.of(kind).changed {
+                waiting += 1;
+                body.push_str(&waiting_tool(
+                    &csrf,
+                    &status.name,
+                    Waiting::Offer(kind, &changed.tool),
+                    changed,
+                ));
+            }
         }
     }
     if waiting == 0 {
@@ -82,7 +110,7 @@ pub(crate) async fn show(
 }
 
 /// One changed tool: its names, its hashes, what changed, and the Approve form.
-fn waiting_tool(csrf: &Csrf, server: &str, qualified: &str, changed: &Changed) -> String {
+fn waiting_tool(csrf: &Csrf, server: &str, waiting: Waiting<'_>, changed: &Changed) -> String {
     let mut rows = String::new();
     let mut hidden = 0;
     for change in &changed.changes {
@@ -100,19 +128,46 @@ fn waiting_tool(csrf: &Csrf, server: &str, qualified: &str, changed: &Changed) -
             s = if n == 1 { "" } else { "s" }
         ),
     };
+    let (heading, fields) = match waiting {
+        Waiting::Tool(qualified) => (
+            format!(
+                "<code>{}</code> from {}",
+                html::escape(qualified),
+                html::escape(server)
+            ),
+            format!(
+                "<input type=\"hidden\" name=\"tool\" value=\"{}\">",
+                html::escape(qualified)
+            ),
+        ),
+        Waiting::Offer(kind, name) => (
+            format!(
+                "The {} <code>{}</code> of {}",
+                kind.as_str(),
+                html::escape(name),
+                html::escape(server)
+            ),
+            format!(
+                "<input type=\"hidden\" name=\"kind\" value=\"{}\">\
+                 <input type=\"hidden\" name=\"server\" value=\"{}\">\
+                 <input type=\"hidden\" name=\"tool\" value=\"{}\">",
+                kind.as_str(),
+                html::escape(server),
+                html::escape(name)
+            ),
+        ),
+    };
     format!(
-        "<section class=\"waiting\"><h2><code>{name}</code> from {server}</h2>\
+        "<section class=\"waiting\"><h2>{heading}</h2>\
          <p>Its definition changed since it was pinned; it is withheld until approved.<br>\
          Pinned: <code>{pinned}</code><br>Listed now: <code>{listed}</code></p>{warning}\
          <table><tr><th>Where</th><th>Was</th><th>Is now</th></tr>{rows}</table>\
          <form method=\"post\" action=\"{PATH}\" class=\"approve\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <input type=\"hidden\" name=\"tool\" value=\"{name}\">\
+         {fields}\
          <input type=\"hidden\" name=\"listed\" value=\"{listed}\">\
          <button type=\"submit\" name=\"approve\">Approve the new definition</button>\
          </form></section>",
-        name = html::escape(qualified),
-        server = html::escape(server),
         pinned = html::escape(&changed.pinned),
         listed = html::escape(&changed.listed),
         csrf = html::escape(&csrf.0),
@@ -187,6 +242,9 @@ pub(crate) async fn approve(
         );
     }
     let gateway = &console.gateway;
+    if let Some(kind) = form.kind.as_deref() {
+        return approve_offer(&console, kind, &form).await;
+    }
     match gateway.host().pin_state(&form.tool) {
         Some(PinState::Changed { listed, .. }) if listed == form.listed => {}
         _ => {
@@ -212,6 +270,39 @@ pub(crate) async fn approve(
             StatusCode::CONFLICT,
             "Nothing was approved: the tool is no longer listed, or its definition changed \
              again since the page was shown. Review the page again.",
+        ),
+        Err(error) => refused(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            &format!("The approval could not be saved: {error}"),
+        ),
+    }
+}
+
+/// Approves a waiting prompt, resource or template (`kind`) of the form's upstream.
+async fn approve_offer(console: &Console, kind: &str, form: &Approve) -> Response {
+    let Some(kind) = OfferKind::ALL.into_iter().find(|k| k.as_str() == kind) else {
+        return refused(
+            StatusCode::BAD_REQUEST,
+            "Nothing was approved: no such kind.",
+        );
+    };
+    let server = form.server.as_deref().unwrap_or_default();
+    let approved = console
+        .gateway
+        .approve_offer_reviewed(server, kind, &form.tool, &form.listed)
+        .await;
+    match approved {
+        Ok(true) => {
+            tracing::info!(%server, kind = kind.as_str(), name = %form.tool, "console: a changed definition approved");
+            html::see_other(&format!(
+                "{PATH}?approved={}",
+                html::query_value(&format!("{} {}", kind.as_str(), form.tool))
+            ))
+        }
+        Ok(false) => refused(
+            StatusCode::CONFLICT,
+            "Nothing was approved: this definition is no longer the one waiting (approved \
+             already, or changed again since the page was shown). Review the page again.",
         ),
         Err(error) => refused(
             StatusCode::INTERNAL_SERVER_ERROR,

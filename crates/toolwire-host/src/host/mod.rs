@@ -9,6 +9,7 @@ mod connect;
 mod event;
 mod list;
 mod listen;
+mod offer_pins;
 mod offers;
 mod options;
 mod output;
@@ -21,6 +22,7 @@ mod view;
 pub use call::{Called, Outcome};
 pub use event::{HostEvent, SentCall};
 pub use listen::{ListChange, ListChanges};
+pub use offer_pins::{OfferKind, OfferPins};
 pub use offers::{HostPrompt, HostResource, HostTemplate};
 pub use options::{AuthorizerFor, HostOptions};
 pub use read::OfferError;
@@ -100,6 +102,9 @@ pub struct ServerStatus {
     pub state: ServerState,
     /// What its list looks like against its pins (new, changed, removed tools).
     pub pins: PinReport,
+    /// What its prompts, resources and templates look like against theirs: a changed one is
+    /// withheld until [`Host::approve_offer`].
+    pub offer_pins: OfferPins,
     /// The protocol era it speaks, once known.
     pub era: Option<ServerEra>,
     /// Tools it listed that the model does not see, with the reason.

@@ -9,6 +9,7 @@ use std::time::SystemTime;
 
 use super::connect::{self, Connection};
 use super::list::{self, Listing};
+use super::offer_pins::{self, OfferKind, OfferPins};
 use super::offers::{self, Offers};
 use super::view::{Entry, View};
 use super::{Host, HostError, HostEvent, ServerState, ServerStatus};
@@ -39,6 +40,7 @@ impl Host {
         match tools {
             Ok(tools) => {
                 let listing = list::check(tools, &connection, &self.pins)?;
+                let offers = offer_pins::check(name, offers, &self.pins)?;
                 self.listed(name, connection, listing, offers)
             }
             Err(error) => self.failed(name, Some(connection), error.to_string()),
@@ -108,7 +110,7 @@ impl Host {
         name: &str,
         connection: Arc<Connection>,
         listing: Listing,
-        offers: Offers,
+        (offers, offer_pins, withheld): (Offers, OfferPins, offer_pins::Withheld),
     ) -> Result<(), HostError> {
         let Listing {
             tools,
@@ -117,6 +119,12 @@ impl Host {
         } = listing;
         if report != PinReport::default() {
             self.record(HostEvent::tools_changed(name, &report));
+        }
+        for kind in OfferKind::ALL {
+            let report = offer_pins.of(kind);
+            if *report != PinReport::default() {
+                self.record(HostEvent::tools_changed(&kind.pin_key(name), report));
+            }
         }
         let client = &connection.client;
         self.record(HostEvent::ServerListed {
@@ -128,6 +136,7 @@ impl Host {
             name: name.to_owned(),
             state: ServerState::Connected { tools: tools.len() },
             pins: report,
+            offer_pins,
             era: client.era(),
             authorized: client.authorized(),
             hidden,
@@ -138,6 +147,7 @@ impl Host {
             entry.connection = Some(connection);
             entry.listed = Arc::new(tools);
             entry.offers = offers;
+            entry.withheld = withheld;
             entry.status = status;
         })
     }
@@ -170,6 +180,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
                 error: "not started yet".into(),
             },
             pins: PinReport::default(),
+            offer_pins: OfferPins::default(),
             era: None,
             hidden: Vec::new(),
             authorized: None,
@@ -179,6 +190,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
         connection: None,
         listed: Arc::default(),
         offers: Offers::default(),
+        withheld: Default::default(),
         config,
     }
 }

@@ -26,6 +26,9 @@ pub(super) struct Entry {
     pub(super) listed: Arc<Vec<Listed>>,
     /// Its prompts, resources and templates, kept like its tools.
     pub(super) offers: Offers,
+    /// Its prompts, resources and templates whose definition changed since pinned, as listed:
+    /// withheld until approved.
+    pub(super) withheld: super::offer_pins::Withheld,
 }
 
 /// Every server and tool at one moment.
