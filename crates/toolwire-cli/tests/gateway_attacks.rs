@@ -732,3 +732,105 @@ async fn a_changed_prompt_or_resource_is_withheld_until_approved() {
     assert_eq!(resources, ["toolwire://up/file:///etc/secret.txt"]);
     drop(started);
 }
+
+/// With `gateway.pins.holdNew`, a tool new to an upstream whose tools are pinned is held until
+/// approved: named to slip past a rule against another name (`Dangerous`, not `dangerous`),
+/// it is neither listed nor callable, and the console shows it as new; approved, it is served.
+#[tokio::test]
+async fn with_hold_new_a_new_name_from_a_known_upstream_waits_for_approval() {
+    let dir = tempfile::tempdir().unwrap();
+    let descriptions = dir.path().join("descriptions.json");
+    std::fs::write(&descriptions, "{}").unwrap();
+    let config = json!({
+        "mcpServers": {"up": {
+            "command": "python3",
+            "args": [offers_server(), "up", descriptions],
+            "prefix": "up",
+        }},
+        "gateway": {
+            "pins": {"holdNew": true},
+            "policy": {"rules": [{"deny": "tool.name == \"up__dangerous\""}]},
+        },
+    });
+    let started = gateway(&dir, &config);
+    let mut caller = Attacker::new(&started.url);
+    caller
+        .until_listed("tools/list", "tools", "name", "up__dump_db")
+        .await;
+    drop(started);
+
+    std::fs::write(
+        &descriptions,
+        json!({"extra_tool": "Dangerous"}).to_string(),
+    )
+    .unwrap();
+    let file = dir.path().join("gateway.json");
+    let mut command = toolwire(&dir);
+    command
+        .args([
+            "gateway",
+            "--http",
+            "127.0.0.1:0",
+            "--admin",
+            "127.0.0.1:0",
+            "--config",
+        ])
+        .arg(&file);
+    let started = support::start(command, "the gateway serves at ");
+    let console = started
+        .before
+        .iter()
+        .find_map(|line| line.split("console at ").nth(1))
+        .map(|url| url.trim().trim_end_matches("/console").to_owned())
+        .unwrap();
+    let mut caller = Attacker::new(&started.url);
+    caller
+        .until_listed("tools/list", "tools", "name", "up__dump_db")
+        .await;
+    let listed = caller.listed("tools/list", "tools", "name").await;
+    assert_eq!(listed, ["up__dump_db"], "held: {listed:?}");
+    let called = caller
+        .ask(
+            "tools/call",
+            json!({"name": "up__Dangerous", "arguments": {}}),
+        )
+        .await;
+    assert!(!called.to_string().contains("up ran"), "{called}");
+
+    let http = reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
+        .build()
+        .unwrap();
+    let page = http
+        .get(format!("{console}/console/approvals"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(page.contains("<code>up__Dangerous</code>"), "{page}");
+    assert!(page.contains("new to an upstream"), "{page}");
+    let field = |name: &str| {
+        let marker = format!("name=\"{name}\" value=\"");
+        let start = page.find(&marker).unwrap() + marker.len();
+        page[start..].split('"').next().unwrap().to_owned()
+    };
+    let form = [
+        ("csrf", field("csrf")),
+        ("tool", field("tool")),
+        ("listed", field("listed")),
+    ];
+    let answer = http
+        .post(format!("{console}/console/approvals"))
+        .header("origin", &console)
+        .form(&form)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(answer.status().as_u16(), 303);
+    caller
+        .until_listed("tools/list", "tools", "name", "up__Dangerous")
+        .await;
+    drop(started);
+}

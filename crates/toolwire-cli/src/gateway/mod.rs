@@ -86,6 +86,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         settings,
         policy,
         held,
+        pins,
     } = downstream_of(&value, &args.config)?;
     let upstreams = upstreams_of(&started, &args.config)?;
     refuse_itself(&upstreams, args.http, &args.config)?;
@@ -106,7 +107,11 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         policy,
         held,
     )?;
-    let host = host_options(&state_dir, store.as_ref(), args.insecure_oauth_http);
+    let host = host_options(
+        &state_dir,
+        store.as_ref(),
+        (args.insecure_oauth_http, pins.hold_new),
+    );
     let gateway = Gateway::start(&upstreams, host, builder, options).await?;
     let server = gateway.server().clone();
     report(&gateway);
@@ -277,9 +282,10 @@ fn gateway_options(
 fn host_options(
     state_dir: &Path,
     store: Option<&store::Chosen>,
-    insecure_oauth_http: bool,
+    (insecure_oauth_http, hold_new): (bool, bool),
 ) -> HostOptions {
     let host = HostOptions::new(NoPerson)
+        .hold_new_names(hold_new)
         .client_info("toolwire-gateway", env!("CARGO_PKG_VERSION"))
         .state_dir(state_dir)
         // What happens upstream (servers failing, tools changing, with the diff against their
@@ -328,6 +334,18 @@ struct Downstream {
     policy: Option<RulesConfig>,
     /// `gateway.held`: calls held for a legacy upstream's question.
     held: Held,
+    /// `gateway.pins`: how definitions are pinned.
+    pins: PinsSetting,
+}
+
+/// `gateway.pins`: `holdNew` holds a tool, prompt, resource or template new to an upstream
+/// that has pins already until an operator approves it (off by default; see
+/// `HostOptions::hold_new_names`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct PinsSetting {
+    #[serde(default)]
+    hold_new: bool,
 }
 
 /// `gateway.held`: how long a call held for a 2025-11-25 upstream's question waits for the
@@ -356,7 +374,7 @@ fn upstreams_of(text: &[u8], file: &Path) -> anyhow::Result<HostConfig> {
 }
 
 /// The file's `"gateway"` object (the defaults of `toolwire serve` without one), with its
-/// gateway-only keys (`policy`, `held`); `value` is the file's content.
+/// gateway-only keys (`policy`, `held`, `pins`); `value` is the file's content.
 fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downstream> {
     let shown = file.display();
     let Some(gateway) = value.get(GATEWAY_KEY) else {
@@ -364,6 +382,7 @@ fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downs
             settings: ServeConfig::default(),
             policy: None,
             held: Held::default(),
+            pins: PinsSetting::default(),
         });
     };
     let mut gateway = gateway.clone();
@@ -390,10 +409,16 @@ fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downs
             "{shown}: gateway.held.max: give at least 1 (a gateway that may hold no call refuses every legacy upstream's question)"
         );
     }
+    let pins: PinsSetting = match take("pins") {
+        Some(pins) => serde_json::from_value(pins)
+            .map_err(|e| anyhow::anyhow!("{shown}: gateway.pins: {e}"))?,
+        None => PinsSetting::default(),
+    };
     Ok(Downstream {
         settings: config::from_json(&gateway, file)?,
         policy,
         held,
+        pins,
     })
 }
 
@@ -404,6 +429,7 @@ const RESTART_ONLY: &[&str] = &[
     "store",
     "auth",
     "audit",
+    "pins",
     "limits.forwarded_header",
     "limits.trusted_proxies",
 ];
@@ -426,6 +452,7 @@ impl crate::reload::Reload for Reloading {
             settings,
             policy,
             held,
+            pins: _,
         } = downstream_of(&value, &self.file)?;
         let upstreams = upstreams_of(text, &self.file)?;
         let empty = serde_json::Value::Object(Default::default());

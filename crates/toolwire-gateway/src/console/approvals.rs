@@ -159,8 +159,8 @@ fn waiting_tool(csrf: &Csrf, server: &str, waiting: Waiting<'_>, changed: &Chang
     };
     format!(
         "<section class=\"waiting\"><h2>{heading}</h2>\
-         <p>Its definition changed since it was pinned; it is withheld until approved.<br>\
-         Pinned: <code>{pinned}</code><br>Listed now: <code>{listed}</code></p>{warning}\
+         <p>{why}<br>\
+         Pinned: {pinned}<br>Listed now: <code>{listed}</code></p>{warning}\
          <table><tr><th>Where</th><th>Was</th><th>Is now</th></tr>{rows}</table>\
          <form method=\"post\" action=\"{PATH}\" class=\"approve\">\
          <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
@@ -168,7 +168,16 @@ fn waiting_tool(csrf: &Csrf, server: &str, waiting: Waiting<'_>, changed: &Chang
          <input type=\"hidden\" name=\"listed\" value=\"{listed}\">\
          <button type=\"submit\" name=\"approve\">Approve the new definition</button>\
          </form></section>",
-        pinned = html::escape(&changed.pinned),
+        why = match changed.pinned.is_empty() {
+            true =>
+                "It is new to an upstream whose definitions are pinned; it is held until \
+                     approved.",
+            false => "Its definition changed since it was pinned; it is withheld until approved.",
+        },
+        pinned = match changed.pinned.is_empty() {
+            true => "<em>nothing: a new name</em>".to_owned(),
+            false => format!("<code>{}</code>", html::escape(&changed.pinned)),
+        },
         listed = html::escape(&changed.listed),
         csrf = html::escape(&csrf.0),
     )

@@ -41,7 +41,7 @@ pub(super) struct Listing {
 pub(super) fn check(
     tools: Vec<Tool>,
     connection: &Connection,
-    pins: &Pins<Arc<dyn PinStore>>,
+    (pins, hold_new): (&Pins<Arc<dyn PinStore>>, bool),
 ) -> Result<Listing, PinStoreError> {
     let server = &connection.config.name;
     let (tools, mut hidden) = filter(tools, &connection.config);
@@ -52,7 +52,7 @@ pub(super) fn check(
             (t.name.clone(), listed)
         })
         .collect();
-    let report = pins.check(server, &definitions)?;
+    let report = pins.check_holding(server, &definitions, hold_new)?;
     let tools = tools
         .into_iter()
         .map(|definition| {

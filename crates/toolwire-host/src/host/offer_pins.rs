@@ -110,13 +110,13 @@ pub(super) type Withheld = HashMap<(OfferKind, String), Value>;
 pub(super) fn check(
     server: &str,
     mut offers: Offers,
-    pins: &Pins<std::sync::Arc<dyn PinStore>>,
+    (pins, hold_new): (&Pins<std::sync::Arc<dyn PinStore>>, bool),
 ) -> Result<(Offers, OfferPins, Withheld), PinStoreError> {
     let mut report = OfferPins::default();
     let mut kept = Withheld::new();
     for kind in OfferKind::ALL {
         let mut listed = definitions(&offers, kind);
-        let checked = pins.check(&kind.pin_key(server), &listed)?;
+        let checked = pins.check_holding(&kind.pin_key(server), &listed, hold_new)?;
         let withheld: Vec<&String> = checked.changed.iter().map(|c| &c.tool).collect();
         for name in &withheld {
             if let Some(definition) = listed.remove(*name) {

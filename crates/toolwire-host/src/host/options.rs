@@ -52,6 +52,7 @@ pub struct HostOptions {
     pub(super) authorizer: Option<AuthorizerFor>,
     pub(super) oauth_insecure_http: bool,
     pub(super) keep_last_list: bool,
+    pub(super) hold_new: bool,
     pub(super) audit_each_call: bool,
     pub(super) pin_store: Option<Arc<dyn crate::PinStore>>,
 }
@@ -97,6 +98,7 @@ impl HostOptions {
             authorizer: None,
             oauth_insecure_http: false,
             keep_last_list: false,
+            hold_new: false,
             audit_each_call: true,
             pin_store: None,
         }
@@ -290,6 +292,18 @@ impl HostOptions {
     /// the list.
     pub fn keep_last_list(mut self, keep: bool) -> Self {
         self.keep_last_list = keep;
+        self
+    }
+
+    /// Holds a tool, prompt, resource or template seen for the first time from a server that
+    /// already has pins (a new name from a known server) until a person approves it, as a
+    /// changed one is, instead of pinning it on first sight. A server's first list is pinned
+    /// as it is either way. Off by default: a server adding a tool is routine, and a policy
+    /// that allows by upstream or denies by default covers new names; turn it on where names
+    /// are what access is decided by (a deny rule naming `dangerous` does not stop a new
+    /// `Dangerous`).
+    pub fn hold_new_names(mut self, hold: bool) -> Self {
+        self.hold_new = hold;
         self
     }
 

@@ -39,8 +39,9 @@ impl Host {
         };
         match tools {
             Ok(tools) => {
-                let listing = list::check(tools, &connection, &self.pins)?;
-                let offers = offer_pins::check(name, offers, &self.pins)?;
+                let hold_new = self.options.hold_new;
+                let listing = list::check(tools, &connection, (&self.pins, hold_new))?;
+                let offers = offer_pins::check(name, offers, (&self.pins, hold_new))?;
                 self.listed(name, connection, listing, offers)
             }
             Err(error) => self.failed(name, Some(connection), error.to_string()),

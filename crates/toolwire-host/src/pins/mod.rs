@@ -60,7 +60,8 @@ pub struct PinReport {
 pub struct Changed {
     /// The tool's name as the server lists it.
     pub tool: String,
-    /// The pinned hash.
+    /// The pinned hash; empty for a new name held until approved
+    /// ([`Pins::check_holding`]).
     pub pinned: String,
     /// The hash of the definition listed now.
     pub listed: String,
@@ -103,13 +104,32 @@ impl<S: PinStore> Pins<S> {
         server: &str,
         listed: &BTreeMap<String, Value>,
     ) -> Result<PinReport, PinStoreError> {
+        self.check_holding(server, listed, false)
+    }
+
+    /// [`Pins::check`], and with `hold_new` a tool new to a server that has pins already is
+    /// not pinned but reported changed (from nothing: [`Changed::pinned`] is empty), to be
+    /// approved as a changed one is. A server with no pins yet has its list pinned as it is.
+    pub fn check_holding(
+        &self,
+        server: &str,
+        listed: &BTreeMap<String, Value>,
+        hold_new: bool,
+    ) -> Result<PinReport, PinStoreError> {
         let pinned = self.store.load(server)?;
+        let hold_new = hold_new && !pinned.is_empty();
         let mut report = PinReport::default();
         let mut new = Vec::new();
         let mut hashes = BTreeMap::new();
         for (tool, definition) in listed {
             let hash = definition_hash(definition);
             match pinned.get(tool) {
+                None if hold_new => report.changed.push(Changed {
+                    tool: tool.clone(),
+                    pinned: String::new(),
+                    listed: hash.clone(),
+                    changes: diff(&Value::Null, definition),
+                }),
                 None => new.push((tool.clone(), Pin::new(hash.clone(), definition))),
                 Some(pin) if pin.hash != hash => report.changed.push(Changed {
                     tool: tool.clone(),

@@ -113,3 +113,30 @@ fn pins_files_are_private() {
     assert_eq!(FilePins::new(&state).load("fs").unwrap().len(), 1);
     assert_eq!(crate::private::not_private(&state), []);
 }
+
+#[test]
+fn holding_new_names_pins_a_first_list_and_holds_what_comes_after() {
+    let pins = Pins::new(MemoryPins::new());
+    let first = BTreeMap::from([("read_file".to_owned(), tool("Reads a file."))]);
+    // A server's first list is pinned as it is, held or not.
+    let report = pins.check_holding("fs", &first, true).unwrap();
+    assert_eq!(report.new, ["read_file"]);
+    assert!(report.changed.is_empty());
+    // Then a new name is held: reported changed from nothing, not pinned.
+    let mut second = first.clone();
+    second.insert("Delete_file".to_owned(), tool("Deletes a file."));
+    for _ in 0..2 {
+        let report = pins.check_holding("fs", &second, true).unwrap();
+        assert!(report.new.is_empty(), "{report:?}");
+        assert_eq!(report.changed.len(), 1);
+        let held = &report.changed[0];
+        assert_eq!((held.tool.as_str(), held.pinned.as_str()), ("Delete_file", ""));
+        assert_eq!(held.listed, definition_hash(&second["Delete_file"]));
+    }
+    // Approved, it is pinned; without holding, a new name is pinned on sight.
+    pins.approve("fs", "Delete_file", &second["Delete_file"]).unwrap();
+    assert!(pins.check_holding("fs", &second, true).unwrap().changed.is_empty());
+    let mut third = second.clone();
+    third.insert("write_file".to_owned(), tool("Writes a file."));
+    assert_eq!(pins.check("fs", &third).unwrap().new, ["write_file"]);
+}
