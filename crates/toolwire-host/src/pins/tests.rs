@@ -130,12 +130,21 @@ fn holding_new_names_pins_a_first_list_and_holds_what_comes_after() {
         assert!(report.new.is_empty(), "{report:?}");
         assert_eq!(report.changed.len(), 1);
         let held = &report.changed[0];
-        assert_eq!((held.tool.as_str(), held.pinned.as_str()), ("Delete_file", ""));
+        assert_eq!(
+            (held.tool.as_str(), held.pinned.as_str()),
+            ("Delete_file", "")
+        );
         assert_eq!(held.listed, definition_hash(&second["Delete_file"]));
     }
     // Approved, it is pinned; without holding, a new name is pinned on sight.
-    pins.approve("fs", "Delete_file", &second["Delete_file"]).unwrap();
-    assert!(pins.check_holding("fs", &second, true).unwrap().changed.is_empty());
+    pins.approve("fs", "Delete_file", &second["Delete_file"])
+        .unwrap();
+    assert!(
+        pins.check_holding("fs", &second, true)
+            .unwrap()
+            .changed
+            .is_empty()
+    );
     let mut third = second.clone();
     third.insert("write_file".to_owned(), tool("Writes a file."));
     assert_eq!(pins.check("fs", &third).unwrap().new, ["write_file"]);
