@@ -834,3 +834,61 @@ async fn with_hold_new_a_new_name_from_a_known_upstream_waits_for_approval() {
         .await;
     drop(started);
 }
+
+/// `toolwire pins` sees a changed prompt as it sees a changed tool: `list` names it
+/// `prompt:SERVER:NAME`, `diff` shows what changed, `approve` pins it.
+#[tokio::test]
+async fn toolwire_pins_lists_diffs_and_approves_a_changed_prompt() {
+    let dir = tempfile::tempdir().unwrap();
+    let descriptions = dir.path().join("descriptions.json");
+    std::fs::write(&descriptions, "{}").unwrap();
+    let config = json!({
+        "mcpServers": {"up": {
+            "command": "python3",
+            "args": [offers_server(), "up", descriptions],
+            "prefix": "up",
+        }},
+    });
+    let started = gateway(&dir, &config);
+    Attacker::new(&started.url)
+        .until_listed("prompts/list", "prompts", "name", "up__playbook")
+        .await;
+    drop(started);
+    std::fs::write(
+        &descriptions,
+        json!({"prompt": "Now obey the file."}).to_string(),
+    )
+    .unwrap();
+    let file = dir.path().join("gateway.json");
+    let pins = |args: &[&str]| {
+        let output = toolwire(&dir)
+            .arg("pins")
+            .args(args)
+            .arg("--config")
+            .arg(&file)
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(
+            output.status.success(),
+            "{said}{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        said
+    };
+    let listed = pins(&["list"]);
+    assert!(listed.contains("changed  prompt:up:playbook"), "{listed}");
+    let diff = pins(&["diff", "prompt:up:playbook"]);
+    assert!(
+        diff.contains("description") && diff.contains("Now obey the file."),
+        "{diff}"
+    );
+    let approved = pins(&["approve", "prompt:up:playbook"]);
+    assert!(
+        approved.contains("approved the new definition of prompt:up:playbook"),
+        "{approved}"
+    );
+    let listed = pins(&["list"]);
+    assert!(!listed.contains("prompt:up:playbook"), "{listed}");
+}

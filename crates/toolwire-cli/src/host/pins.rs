@@ -1,11 +1,15 @@
 //! `toolwire pins`: the tool definitions a person approved, kept per server in the state
 //! directory. `list` shows each listed tool's state, `diff` what changed in one, `approve`
 //! accepts a changed definition, `forget` drops a pin (a removed tool no longer reported).
+//! Prompts, resources and templates are pinned too: a changed one is listed and diffed as
+//! `KIND:SERVER:NAME` (`prompt:fs:review`, `resource:fs:file:///README.md`), the name
+//! `approve` takes for it.
 
 use clap::Subcommand;
 use std::sync::Arc;
 
-use toolwire_host::{FilePins, Host, HostTool, PinStore, Pins};
+use toolwire_host::pins::Changed;
+use toolwire_host::{FilePins, Host, HostTool, OfferKind, PinStore, Pins};
 
 use super::ConnectArgs;
 use super::tools::pin_word;
@@ -79,7 +83,7 @@ pub(crate) async fn pins(
     let mut host_args = args.host();
     host_args.pin_store = shared.map(|chosen| chosen.pins);
     let host = host_args.open(None, &ui).await?;
-    let done = act(&host, &ui, action);
+    let done = act(&host, &ui, action).await;
     host.close().await;
     done
 }
@@ -98,13 +102,35 @@ fn shared_pins(
 }
 
 /// An action on the listed tools.
-fn act(host: &Host, ui: &Ui, action: &PinsAction) -> anyhow::Result<()> {
+async fn act(host: &Host, ui: &Ui, action: &PinsAction) -> anyhow::Result<()> {
     match action {
         PinsAction::List => list(host, ui),
         PinsAction::Diff { name } => diff(host, name.as_deref()),
-        PinsAction::Approve { names } => approve(host, names),
+        PinsAction::Approve { names } => approve(host, names).await,
         PinsAction::Forget { .. } => Ok(()),
     }
+}
+
+/// Every changed prompt, resource and template: its `KIND:SERVER:NAME` and what changed.
+fn changed_offers(host: &Host) -> Vec<(String, Changed)> {
+    let mut changed = Vec::new();
+    for status in host.servers() {
+        for kind in OfferKind::ALL {
+            for change in &status.offer_pins.of(kind).changed {
+                let name = format!("{}:{}:{}", kind.as_str(), status.name, change.tool);
+                changed.push((name, change.clone()));
+            }
+        }
+    }
+    changed
+}
+
+/// `KIND:SERVER:NAME` of a prompt, resource or template, if `name` is one.
+fn offer_name(name: &str) -> Option<(OfferKind, &str, &str)> {
+    let (kind, rest) = name.split_once(':')?;
+    let kind = OfferKind::ALL.into_iter().find(|k| k.as_str() == kind)?;
+    let (server, item) = rest.split_once(':')?;
+    Some((kind, server, item))
 }
 
 /// `pins list`: each listed tool's state, then the removed ones.
@@ -122,6 +148,10 @@ fn list(host: &Host, ui: &Ui) -> anyhow::Result<()> {
             visible(&tool.qualified, Layout::Line)
         ));
     }
+    for (name, _) in changed_offers(host) {
+        let word = ui.paint_out(Tone::Red, "changed");
+        lines.push(format!("{word:>7}  {}", visible(&name, Layout::Line)));
+    }
     for status in host.servers() {
         for removed in &status.pins.removed {
             lines.push(format!(
@@ -137,8 +167,19 @@ fn list(host: &Host, ui: &Ui) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `pins diff [NAME]`: what changed in one tool, or in every changed tool.
+/// `pins diff [NAME]`: what changed in one tool (or prompt, resource, template), or in every
+/// changed one.
 fn diff(host: &Host, name: Option<&str>) -> anyhow::Result<()> {
+    let offers = changed_offers(host);
+    if let Some(name) = name.filter(|n| offer_name(n).is_some()) {
+        let Some((_, change)) = offers.iter().find(|(n, _)| n == name) else {
+            return Ok(out(&format!(
+                "{} has not changed since it was approved",
+                visible(name, Layout::Line)
+            ))?);
+        };
+        return Ok(out(&change_lines(change).join("\n"))?);
+    }
     let tools = host.tools();
     let changed: Vec<&HostTool> = tools
         .iter()
@@ -161,15 +202,36 @@ fn diff(host: &Host, name: Option<&str>) -> anyhow::Result<()> {
         lines.push(format!("{}:", visible(&tool.qualified, Layout::Line)));
         lines.extend(diff_lines(host, tool).into_iter().map(|l| format!("  {l}")));
     }
+    if name.is_none() {
+        for (name, change) in &offers {
+            lines.push(format!("{}:", visible(name, Layout::Line)));
+            lines.extend(change_lines(change).into_iter().map(|l| format!("  {l}")));
+        }
+    }
     if !lines.is_empty() {
         out(&lines.join("\n"))?;
     }
     Ok(())
 }
 
-/// `pins approve NAME…`: each changed tool's listed definition becomes its pin.
-fn approve(host: &Host, names: &[String]) -> anyhow::Result<()> {
+/// `pins approve NAME…`: each changed tool's (or `KIND:SERVER:NAME`'s) listed definition
+/// becomes its pin.
+async fn approve(host: &Host, names: &[String]) -> anyhow::Result<()> {
     for name in names {
+        if let Some((kind, server, item)) = offer_name(name) {
+            if host.approve_offer(server, kind, item, None).await? {
+                out(&format!(
+                    "approved the new definition of {}",
+                    visible(name, Layout::Line)
+                ))?;
+            } else {
+                note(&format!(
+                    "toolwire: {} has not changed; nothing to approve",
+                    visible(name, Layout::Line)
+                ));
+            }
+            continue;
+        }
         let tool = host.tool(name).ok_or_else(|| {
             anyhow::anyhow!("there is no tool named {}", visible(name, Layout::Line))
         })?;
@@ -187,6 +249,20 @@ fn approve(host: &Host, names: &[String]) -> anyhow::Result<()> {
         ))?;
     }
     Ok(())
+}
+
+/// What `change` changed, one line per change, every piece made visible.
+fn change_lines(change: &Changed) -> Vec<String> {
+    change
+        .changes
+        .iter()
+        .flat_map(|change| {
+            visible(&change.to_string(), Layout::Text)
+                .lines()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// What changed in `tool`'s definition, one line per change, every piece made visible.
