@@ -206,6 +206,11 @@ impl LimitsConfig {
     }
 
     /// The HTTP config with the section's flood limit and forwarding header.
+    /// The header the client's address is read from, behind a proxy.
+    pub(crate) fn forwarded_header(&self) -> Option<&str> {
+        self.forwarded_header.as_deref()
+    }
+
     pub(crate) fn apply_http(&self, config: HttpConfig) -> HttpConfig {
         let mut config = match (&self.http_off, self.http_limit()) {
             (Some(reason), _) => config.no_flood_limit(reason.clone()),

@@ -86,6 +86,9 @@ pub(crate) fn init(
         .filter(|v| !v.trim().is_empty());
     if running != Running::Command {
         let settings = server.cloned().unwrap_or_default();
+        if settings.log_format == LogFormat::Json {
+            crate::terminal::notes_as_json();
+        }
         let level = ["info", "debug", "trace"][usize::from(verbose.min(2))];
         let exporting = crate::telemetry::start(settings.otlp_endpoint.as_deref())?;
         let filter = asked.as_deref().unwrap_or(level);

@@ -40,8 +40,9 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the built-in example tools (echo, add, word_count, count_slowly, current_time,
-    /// greet, toggle_shout, and notes kept by handle: note_create, note_append, note_read) to
+    /// Serve the eleven built-in example tools (echo, add, word_count, count_slowly,
+    /// current_time, greet and introduce, which ask the user, toggle_shout, and notes kept by
+    /// handle: note_create, note_append, note_read) to
     /// 2026-07-28 clients and to legacy (2025-11-25) ones, with rate limits, deadlines, output
     /// sanitization and audit events on.
     ///
@@ -188,7 +189,7 @@ async fn main() {
             std::process::exit(0);
         }
         // Error messages may carry a server's text: shown safe (see `error_report`).
-        terminal::note(&terminal::error_report(&error));
+        terminal::error_note(&terminal::error_report(&error));
         std::process::exit(2);
     }
 }

@@ -294,7 +294,7 @@ async fn serve(
         examples::server(clients, &settings, audit, &notes, store.as_ref(), metrics)?;
     if addr.is_none() && settings.auth.is_some() {
         anyhow::bail!(
-            "[auth] applies to Streamable HTTP only (stdio has no access tokens, A-01): add --http ADDR"
+            "[auth] applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
         );
     }
     server.shutdown_on_signal();
@@ -436,9 +436,20 @@ pub(crate) fn http_config(
 /// one it would only get 401.
 fn try_it(addr: SocketAddr, settings: &config::ServeConfig) -> Vec<String> {
     let body = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"add","arguments":{"a":2,"b":3},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}"#;
+    // Behind a proxy the server reads the client's address from the proxy's header: a request
+    // straight to the instance says where it comes from as the proxy would.
+    let forwarded = settings
+        .limits
+        .as_ref()
+        .and_then(|limits| limits.forwarded_header())
+        .map(|name| match name.to_ascii_lowercase().as_str() {
+            "forwarded" => format!(" -H '{name}: for=127.0.0.1'"),
+            _ => format!(" -H '{name}: 127.0.0.1'"),
+        })
+        .unwrap_or_default();
     let curl = |auth: &str| {
         format!(
-            "curl -s http://{addr}/mcp{auth} -H 'content-type: application/json' \
+            "curl -s http://{addr}/mcp{auth}{forwarded} -H 'content-type: application/json' \
              -H 'accept: application/json, text/event-stream' -H 'mcp-protocol-version: 2026-07-28' \
              -H 'mcp-method: tools/call' -H 'mcp-name: add' -d '{body}'"
         )

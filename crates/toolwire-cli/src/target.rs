@@ -167,7 +167,7 @@ impl Named {
         Ok(ServerConfig {
             name: server.to_owned(),
             transport,
-            prefix: "server".into(),
+            prefix: String::new(),
             tools: Default::default(),
             trust: false,
             timeout: Some(connection.timeout()?),

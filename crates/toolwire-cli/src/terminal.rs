@@ -111,13 +111,68 @@ pub(crate) fn out(line: &str) -> io::Result<()> {
     stdout.flush()
 }
 
+/// Whether [`note`] writes JSON objects: a server logging with `--log-format json`, whose every
+/// line on stderr is then one.
+static NOTES_AS_JSON: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// From now on, [`note`] writes each line as a JSON log object (`timestamp`, `level`,
+/// `message`, `target`), as the JSON log lines are.
+pub(crate) fn notes_as_json() {
+    NOTES_AS_JSON.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
 /// Writes a line to stderr (messages, progress, questions); a stderr that cannot be written is
-/// ignored, never a panic.
+/// ignored, never a panic. After [`notes_as_json`], as a JSON log object.
 pub(crate) fn note(line: &str) {
+    write_note(line, "INFO");
+}
+
+/// [`note`] for the error a command ends with: at level `ERROR` as a JSON log object.
+pub(crate) fn error_note(line: &str) {
+    write_note(line, "ERROR");
+}
+
+fn write_note(line: &str, level: &str) {
+    let json;
+    let line = if NOTES_AS_JSON.load(std::sync::atomic::Ordering::Relaxed) {
+        json = json_note(line, level);
+        &json
+    } else {
+        line
+    };
     let mut stderr = io::stderr().lock();
     let _ = stderr
         .write_all(line.as_bytes())
         .and_then(|()| stderr.write_all(b"\n"));
+}
+
+/// `line` as the JSON log lines have it: `toolwire: ` taken off (the target says it), a
+/// `warning: ` as the level.
+fn json_note(line: &str, level: &str) -> String {
+    use tracing_subscriber::fmt::time::FormatTime as _;
+    let message = line.strip_prefix("toolwire: ").unwrap_or(line);
+    let (level, message) = match message.strip_prefix("warning: ") {
+        Some(rest) => ("WARN", rest),
+        None => (level, message),
+    };
+    let mut timestamp = String::new();
+    let _ = tracing_subscriber::fmt::time::SystemTime
+        .format_time(&mut tracing_subscriber::fmt::format::Writer::new(&mut timestamp));
+    // In the order of the JSON log lines' fields.
+    #[derive(serde::Serialize)]
+    struct Line<'a> {
+        timestamp: &'a str,
+        level: &'a str,
+        message: &'a str,
+        target: &'a str,
+    }
+    serde_json::to_string(&Line {
+        timestamp: &timestamp,
+        level,
+        message,
+        target: "toolwire",
+    })
+    .unwrap_or_default()
 }
 
 /// An error whose message keeps its line breaks where `main` prints it: text Toolwire wrote, or

@@ -410,10 +410,26 @@ fn tools_and_calls_over_stdio() {
         stderr(&counted)
     );
 
-    // A tool error: the message for the model, exit status 1.
+    // Arguments the tool's input schema rejects: the call is not made, each problem is named
+    // on stderr, exit status 2.
     let invalid = toolwire(&["call", "--yes", &server, "add", r#"{"a": "two"}"#]);
-    assert_eq!(invalid.status.code(), Some(1));
-    assert!(stdout(&invalid).contains("/a"), "{}", stdout(&invalid));
+    assert_eq!(invalid.status.code(), Some(2), "{}", stderr(&invalid));
+    let said = stderr(&invalid);
+    assert!(said.contains("do not fit add's input schema"), "{said}");
+    assert!(said.contains("- /a: ") && said.contains("\"b\" is a required property"), "{said}");
+    assert!(stdout(&invalid).is_empty(), "{}", stdout(&invalid));
+
+    // A tool error: its words on stderr, its result on stdout, exit status 1.
+    let failed = toolwire(&["call", "--yes", &server, "note_read", "note=nope"]);
+    assert_eq!(failed.status.code(), Some(1), "{}", stderr(&failed));
+    let said = stderr(&failed);
+    let first = stdout(&failed);
+    let first = first.lines().next().unwrap_or_default();
+    assert!(!first.is_empty(), "the result on stdout");
+    assert!(
+        said.contains(&format!("toolwire: the tool reported an error: {first}")),
+        "{said}"
+    );
 
     // A protocol error and bad input: a message on stderr, exit status 2.
     let unknown = toolwire(&["call", "--yes", &server, "nope"]);
@@ -437,6 +453,69 @@ fn tools_and_calls_over_stdio() {
         "{}",
         stderr(&missing)
     );
+}
+
+/// A one-off server's tools go by their own names in every message: the refusal of a call
+/// nobody could approve names `toggle_shout`, not an internal qualified name.
+#[test]
+fn a_one_off_server_s_tools_go_by_their_own_names() {
+    let server = stdio_server();
+    let refused = toolwire(&["call", &server, "toggle_shout"]);
+    assert_eq!(refused.status.code(), Some(3), "{}", stderr(&refused));
+    let said = stderr(&refused);
+    assert!(
+        said.contains("Nobody could approve the call to toggle_shout:"),
+        "{said}"
+    );
+    assert!(!said.contains("__"), "{said}");
+    let listed = toolwire(&["tools", &server]);
+    assert!(stdout(&listed).starts_with("add("), "{}", stdout(&listed));
+}
+
+/// `--log-format json`: every line a server writes on stderr is a JSON object, its own notes
+/// (where it serves, what to try) and the error it stops with among them.
+#[test]
+fn with_json_logs_every_line_on_stderr_is_json() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut child = Killed(
+        toolwire_in(&scratch)
+            .args(["serve", "--http", "127.0.0.1:0", "--log-format", "json"])
+            .env_remove("RUST_LOG")
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let lines = stderr_lines(&mut child.0);
+    let serving = line_with(&lines, "serving the example tools at");
+    let try_line = line_with(&lines, "try: curl");
+    for line in [&serving, &try_line] {
+        let object: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert_eq!(object["level"], "INFO", "{line}");
+        assert_eq!(object["target"], "toolwire", "{line}");
+        assert!(object["timestamp"].as_str().is_some(), "{line}");
+    }
+    // A server that cannot start: its error is a JSON line at level ERROR too.
+    let busy = serving
+        .split("http://")
+        .nth(1)
+        .and_then(|rest| rest.split('/').next())
+        .unwrap()
+        .to_owned();
+    let failed = toolwire_in(&scratch)
+        .args(["serve", "--http", &busy, "--log-format", "json"])
+        .env_remove("RUST_LOG")
+        .output()
+        .unwrap();
+    assert_eq!(failed.status.code(), Some(2));
+    let said = stderr(&failed);
+    assert!(!said.trim().is_empty());
+    for line in said.lines() {
+        let object: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("{e}: {line}"));
+        assert!(object["message"].as_str().is_some(), "{line}");
+    }
+    assert!(said.contains(r#""level":"ERROR""#), "{said}");
 }
 
 #[test]

@@ -148,6 +148,38 @@ fn the_gateway_object_is_read_without_a_warning() {
     assert!(warnings[0].contains("\"inputs\""), "{said:?}");
 }
 
+/// A gateway's log in words an operator reads: the project's own example upstream starts
+/// with no warning (it offers no prompts or resources, so it is not asked to announce their
+/// changes), and its log lines are relayed at their own level with one timestamp, not two.
+#[test]
+fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({"mcpServers": {"examples": {
+        "command": BIN, "args": ["serve", "--data-dir", dir.path().join("notes")], "prefix": "ex",
+    }}});
+    let (gateway, _) = http_gateway(&dir, &config);
+    let started = support::start(gateway, "the gateway serves at ");
+    let mut said = started.before.clone();
+    // The subscriptions open beside the start: wait for what they say.
+    let until = std::time::Instant::now() + Duration::from_secs(2);
+    while let Some(left) = until.checked_duration_since(std::time::Instant::now()) {
+        match started.lines.recv_timeout(left) {
+            Ok(line) => said.push(line),
+            Err(_) => break,
+        }
+    }
+    assert!(
+        !said.iter().any(|l| l.contains("WARN") || l.contains("warning")),
+        "{said:#?}"
+    );
+    let relayed = said
+        .iter()
+        .find(|l| l.contains("serving the example tools on stdio"))
+        .unwrap_or_else(|| panic!("the upstream's start is relayed: {said:#?}"));
+    assert_eq!(relayed.matches("Z ").count(), 1, "one timestamp: {relayed}");
+    assert!(relayed.contains(" INFO "), "{relayed}");
+}
+
 #[test]
 fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
     let dir = tempfile::tempdir().unwrap();

@@ -159,3 +159,66 @@ async fn serve_on_stdio_has_metrics_only_on_its_admin_address() {
         "{metrics}"
     );
 }
+
+/// Behind a proxy (`forwarded_header`), the health probes and metrics come straight to the
+/// instance with no forwarding header, as a load balancer's or Kubernetes' probe does, and
+/// are answered; an MCP request without it is still refused; the `try:` line the server prints
+/// works as printed.
+#[tokio::test]
+async fn behind_a_proxy_probes_need_no_forwarding_header_and_the_try_line_works() {
+    let scratch = tempfile::tempdir().unwrap();
+    let config = scratch.path().join("serve.toml");
+    std::fs::write(&config, "[limits]\nforwarded_header = \"x-forwarded-for\"\n").unwrap();
+    let mut child = Command::new(BIN)
+        .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
+        .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"))
+        .env_remove("RUST_LOG")
+        .args(["serve", "--http", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    let _child = Killed(child);
+    let (tx, lines) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let (mut addr, mut try_line) = (None, None);
+    while addr.is_none() || try_line.is_none() {
+        let line = lines
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the server prints its address and a try line");
+        if let Some(rest) = line.split(SERVING).nth(1) {
+            let url = rest.split_whitespace().next().unwrap();
+            addr = Some(url.trim_start_matches("http://").split('/').next().unwrap().to_owned());
+        }
+        if let Some(command) = line.strip_prefix("try: ") {
+            try_line = Some(command.to_owned());
+        }
+    }
+    let addr = addr.unwrap();
+    for path in ["/healthz", "/readyz", "/metrics"] {
+        assert_eq!(get(&format!("http://{addr}{path}")).await.0, 200, "{path}");
+    }
+    let direct = reqwest::Client::new()
+        .post(format!("http://{addr}/mcp"))
+        .header("content-type", "application/json")
+        .header("accept", "application/json, text/event-stream")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", "tools/call")
+        .header("mcp-name", "add")
+        .body(CALL)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(direct.status(), 400, "an MCP request still needs the header");
+    let try_line = try_line.unwrap();
+    assert!(try_line.contains("x-forwarded-for: 127.0.0.1"), "{try_line}");
+    let out = Command::new("sh").args(["-c", &try_line]).output().unwrap();
+    let answer = String::from_utf8_lossy(&out.stdout);
+    assert!(answer.contains(r#""structuredContent":{"sum":5}"#), "{try_line}\n{answer}");
+}

@@ -204,7 +204,7 @@ async fn result_type_absent_is_complete_and_unknown_is_refused() {
     assert!(!old.is_error());
     let odd = client.call_tool("odd", json!({})).await.unwrap_err();
     assert!(
-        matches!(&odd, Error::InvalidResponse(m) if m.contains("B-05")),
+        matches!(&odd, Error::InvalidResponse(m) if m.contains("unknown resultType")),
         "{odd}"
     );
 }

@@ -26,12 +26,16 @@ pub enum SchemaError {
 impl std::fmt::Display for SchemaError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            SchemaError::UnsupportedDialect(d) => write!(f, "unsupported dialect {d:?} (J-03)"),
+            // J-03
+            SchemaError::UnsupportedDialect(d) => write!(f, "unsupported dialect {d:?}"),
             SchemaError::ExternalReference(r) => {
-                write!(f, "external reference {r:?} is never fetched (J-05, J-07)")
+                // J-05, J-07
+                write!(f, "external reference {r:?} is never fetched")
             }
-            SchemaError::Invalid(m) => write!(f, "invalid schema: {m} (J-04)"),
-            SchemaError::TooComplex(m) => write!(f, "too complex: {m} (J-08)"),
+            // J-04
+            SchemaError::Invalid(m) => write!(f, "invalid schema: {m}"),
+            // J-08
+            SchemaError::TooComplex(m) => write!(f, "too complex: {m}"),
         }
     }
 }

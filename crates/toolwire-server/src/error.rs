@@ -25,17 +25,17 @@ impl fmt::Display for SchemaRole {
 #[non_exhaustive]
 pub enum ToolRule {
     /// T-08.
-    #[error("the name must be 1 to 128 characters from [A-Za-z0-9_.-] (T-08)")]
+    #[error("the name must be 1 to 128 characters from [A-Za-z0-9_.-]")]
     InvalidName,
     /// T-08.
-    #[error("a tool with this name is already registered (T-08)")]
+    #[error("a tool with this name is already registered")]
     DuplicateName,
     /// T-06.
-    #[error("inputSchema must be an object schema with \"type\": \"object\" at its root (T-06)")]
+    #[error("inputSchema must be an object schema with \"type\": \"object\" at its root")]
     InputSchemaNotObject,
     /// J-03.
     #[error(
-        "{role} declares the unsupported dialect {dialect:?} (J-03); supported: draft 2020-12 (default), 2019-09, 7, 6 and 4"
+        "{role} declares the unsupported dialect {dialect:?}; supported: draft 2020-12 (default), 2019-09, 7, 6 and 4"
     )]
     UnsupportedDialect {
         /// Which schema.
@@ -45,7 +45,7 @@ pub enum ToolRule {
     },
     /// J-05, J-07.
     #[error(
-        "{role} has the external reference {reference:?}; references outside the schema document are never fetched (J-05, J-07)"
+        "{role} has the external reference {reference:?}; references outside the schema document are never fetched"
     )]
     ExternalReference {
         /// Which schema.
@@ -54,7 +54,7 @@ pub enum ToolRule {
         reference: String,
     },
     /// J-04.
-    #[error("{role} is not a valid JSON Schema: {message} (J-04)")]
+    #[error("{role} is not a valid JSON Schema: {message}")]
     InvalidSchema {
         /// Which schema.
         role: SchemaRole,
@@ -62,7 +62,7 @@ pub enum ToolRule {
         message: String,
     },
     /// J-08.
-    #[error("{role} is too complex: {message} (J-08)")]
+    #[error("{role} is too complex: {message}")]
     SchemaTooComplex {
         /// Which schema.
         role: SchemaRole,
@@ -70,7 +70,7 @@ pub enum ToolRule {
         message: String,
     },
     /// T-20.
-    #[error("{0} (T-20)")]
+    #[error("{0}")]
     InvalidHeaderDeclaration(String),
     /// The tool's own output guard does not compile.
     #[error("its output guard: {0}")]
@@ -112,7 +112,7 @@ pub enum Error {
         key: String,
     },
     /// The server was built without this capability, so it cannot be added at runtime.
-    #[error("the server does not offer {0}; enable it on the builder (R-01)")]
+    #[error("the server does not offer {0}; enable it on the builder")]
     NotOffered(&'static str),
     /// An output guard's secret pattern does not compile.
     #[error("output guard: {0}")]

@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
+use toolwire_client::protocol::schema::{CompiledSchema, REPORTED_VIOLATIONS, SchemaLimits};
 use toolwire_client::CallOptions;
 use toolwire_client::CancellationToken;
 use toolwire_host::{
@@ -18,7 +19,7 @@ use toolwire_host::{
 use super::open::{Asks, Servers, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
-use crate::terminal::{Json, Layout, json, note, out, visible};
+use crate::terminal::{Json, Layout, Lines, json, note, out, visible};
 use crate::ui::{Consent, Tone, Ui};
 
 /// The exit status of a refused call.
@@ -212,7 +213,31 @@ async fn arguments_for(
             return Err(Ended(REFUSED).into());
         }
     }
-    Ok(Value::Object(arguments))
+    let arguments = Value::Object(arguments);
+    check_arguments(tool, &schema, &arguments)?;
+    Ok(arguments)
+}
+
+/// The arguments held to the tool's input schema before the call is made: arguments it
+/// rejects are a call that could not be made (exit 2), named here rather than left for the
+/// server's validation error. A schema this side cannot compile is left to the server.
+fn check_arguments(tool: &HostTool, schema: &Value, arguments: &Value) -> anyhow::Result<()> {
+    let Value::Object(schema) = schema else {
+        return Ok(());
+    };
+    let Ok(compiled) = CompiledSchema::compile(schema, SchemaLimits::default()) else {
+        return Ok(());
+    };
+    let violations = compiled.violations(arguments, REPORTED_VIOLATIONS);
+    if violations.is_empty() {
+        return Ok(());
+    }
+    Err(Lines(format!(
+        "the arguments do not fit {}'s input schema; the call was not made:\n{}",
+        visible(&tool.qualified, Layout::Line),
+        visible(&violations.to_string(), Layout::Text)
+    ))
+    .into())
 }
 
 /// Sends the call, showing its progress and the server's log messages; a signal cancels it
@@ -301,7 +326,18 @@ fn report(ui: &Ui, call: &CallArgs, tool: &HostTool, called: &Called) -> anyhow:
         out(&json(result, Json::Pretty)?)?;
     } else {
         if result.is_error() {
-            note(&ui.paint(Tone::Red, "toolwire: the tool reported an error:"));
+            // Its words on stderr, with the rest of its result on stdout as any result's.
+            let said = first_text(result);
+            let said = said.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let said = if said.is_empty() {
+                "(it said nothing; its result follows)".to_owned()
+            } else {
+                visible(said, Layout::Line).into_owned()
+            };
+            note(&ui.paint(
+                Tone::Red,
+                &format!("toolwire: the tool reported an error: {said}"),
+            ));
         }
         render::print(result, &tool.definition.name, &call.out)?;
     }

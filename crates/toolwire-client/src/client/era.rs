@@ -165,7 +165,8 @@ impl Client {
                 "the server does not speak 2026-07-28 ({evidence}) and legacy fallback is off"
             )));
         }
-        tracing::info!(%evidence, "the server answered like a legacy (2025-11-25) server; initializing a session (V-12)");
+        // V-12
+        tracing::info!(%evidence, "the server answered like a legacy (2025-11-25) server; initializing a session");
         match self.establish_legacy_http(era).await {
             Ok(_) => Ok(true),
             Err(error) => {
@@ -268,7 +269,8 @@ impl Client {
                 "the server does not speak 2026-07-28 ({evidence}) and legacy fallback is off"
             )));
         }
-        tracing::info!(%evidence, "taking the server for a legacy (2025-11-25) server; initializing a session (V-09)");
+        // V-09
+        tracing::info!(%evidence, "taking the server for a legacy (2025-11-25) server; initializing a session");
         match self.initialize().await {
             Ok(session) => Ok(Era::Legacy(session)),
             // A modern server that was slow to answer the probe (a first `npx -y`, a container,

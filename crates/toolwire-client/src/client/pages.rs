@@ -77,7 +77,8 @@ impl Client {
             });
             let page = match self.rpc(method, params, &RpcOptions::default()).await {
                 Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
-                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page (K-12)");
+                    // K-12
+                    tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page");
                     restarted = true;
                     cursor = None;
                     seen.clear();

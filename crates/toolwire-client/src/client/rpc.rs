@@ -379,7 +379,8 @@ impl Client {
                 Ok(result)
             }
             other => Err(Error::InvalidResponse(format!(
-                "unknown resultType {other:?} (B-05)"
+                // B-05
+                "unknown resultType {other:?}"
             ))),
         }
     }

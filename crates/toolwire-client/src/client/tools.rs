@@ -246,7 +246,8 @@ impl Client {
             Ok(tools) => Ok(tools),
             Err(error) => match self.cached_tools(Freshness::Any) {
                 Some(stale) => {
-                    tracing::warn!(%error, "tools/list failed; using the previous list (K-07)");
+                    // K-07
+                    tracing::warn!(%error, "tools/list failed; using the previous list");
                     Ok(stale)
                 }
                 None => Err(error),

@@ -87,7 +87,19 @@ pub(super) async fn list_changes<'c>(
                 let own = f.uris.iter().map(|(own, _)| own.clone()).collect();
                 filter.resource_subscriptions = Some(own);
             }
-            async move { (name, c.client.listen(filter).await) }
+            async move {
+                // Changes of the lists the server says it announces: one that offers no
+                // prompts is not asked for prompt-list changes (and not warned about them).
+                if let Ok(discovered) = c.client.discover().await {
+                    let announces = |list_changed: Option<bool>| (list_changed == Some(true)).then_some(true);
+                    let capabilities = discovered.capabilities;
+                    filter.prompts_list_changed =
+                        announces(capabilities.prompts.and_then(|p| p.list_changed));
+                    filter.resources_list_changed =
+                        announces(capabilities.resources.and_then(|r| r.list_changed));
+                }
+                (name, c.client.listen(filter).await)
+            }
         }))
         .await;
         let mut changes = ListChanges {

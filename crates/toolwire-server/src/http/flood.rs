@@ -111,6 +111,26 @@ impl Admission {
         }
     }
 
+    /// Like [`Admission::admit`], for the admin endpoints (`/healthz`, `/readyz`, `/metrics`):
+    /// a request whose forwarding header names no client is counted as its TCP peer's, not
+    /// refused. Probes come straight to the instance (a load balancer's or Kubernetes' health
+    /// check), not through the proxy that sets the header, and they carry no caller.
+    pub(super) fn admit_probe(
+        &self,
+        parts: &http::request::Parts,
+    ) -> Result<Option<ClientId>, Turned> {
+        let peer = || peer(parts).map(|peer| ClientId::Address(peer.ip()));
+        let client = match self.client(parts) {
+            Ok(client) => client.or_else(peer),
+            Err(_) => peer(),
+        };
+        let limiter = self.limiter.limiter.load();
+        match flooded(limiter.as_deref(), client.as_ref()) {
+            Some(turned) => Err(turned),
+            None => Ok(client),
+        }
+    }
+
     /// From the forwarding header when one is configured, else the peer's address (known
     /// when served through [`super::serve`], or a router made into a service with connect
     /// info).
@@ -319,6 +339,20 @@ mod tests {
                 .into_response();
             assert_eq!(response.status(), StatusCode::BAD_REQUEST, "{headers:?}");
         }
+    }
+
+    #[test]
+    fn a_probe_with_no_forwarding_header_counts_as_its_peer() {
+        let xff = admission(
+            HttpConfig::default().forwarded_header(HeaderName::from_static("x-forwarded-for")),
+        );
+        let peer = Some("10.0.0.5:4000");
+        for headers in [&[][..], &[("x-forwarded-for", "not an address")][..]] {
+            assert_eq!(xff.admit_probe(&parts(headers, peer)).unwrap(), ip("10.0.0.5"));
+        }
+        // Through the proxy, the client it names.
+        let p = parts(&[("x-forwarded-for", "203.0.113.9")], peer);
+        assert_eq!(xff.admit_probe(&p).unwrap(), ip("203.0.113.9"));
     }
 
     #[test]

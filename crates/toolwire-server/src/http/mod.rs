@@ -138,10 +138,12 @@ fn build(server: Server, config: HttpConfig) -> (Router, Arc<HttpState>) {
 
 /// `/metrics`, `/healthz` and `/readyz` on the MCP address
 /// ([`HttpConfig::admin_endpoints`]): no token and no MCP limits, since they are not MCP
-/// requests, but the Host and Origin check (against DNS rebinding) and the flood limit.
+/// requests, but the Host and Origin check (against DNS rebinding) and the flood limit. Behind
+/// a proxy ([`HttpConfig::forwarded_header`]) a probe that comes straight to the instance, with
+/// no forwarding header, is counted as its TCP peer's rather than refused.
 async fn handle_admin(State(state): State<Arc<HttpState>>, request: Request) -> Response {
     let (parts, _) = request.into_parts();
-    if let Err(turned) = state.admission.admit(&parts, state.server.clock()) {
+    if let Err(turned) = state.admission.admit_probe(&parts) {
         state.server.count_refusal(RefusalReason::Flood);
         return turned.into_response();
     }
@@ -394,7 +396,8 @@ fn request_id(raw: &RawMessage<'_>) -> Result<Option<RequestId>, Refusal> {
         Err(why) => Err(refuse(ErrorObject::invalid_request(why))),
         Ok(MessageKind::Notification) => Ok(None),
         Ok(MessageKind::Response) => Err(refuse(ErrorObject::invalid_request(
-            "clients send requests and notifications, never responses (H-20)",
+            // H-20
+            "clients send requests and notifications, never responses",
         ))),
         Ok(MessageKind::Request(id)) => Ok(Some(id)),
     }

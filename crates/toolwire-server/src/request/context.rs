@@ -442,7 +442,8 @@ impl RequestContext {
                     increases(last).then_some(progress.to_bits())
                 });
         if advanced.is_err() {
-            tracing::debug!(progress, "dropped progress that does not increase (P-12)");
+            // P-12
+            tracing::debug!(progress, "dropped progress that does not increase");
             return false;
         }
         let params = ProgressParams {

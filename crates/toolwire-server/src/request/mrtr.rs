@@ -305,7 +305,8 @@ fn form_schema<T: JsonSchema>() -> Result<RequestedSchema, String> {
             }
         }
         let field = serde_json::from_value(prop)
-            .map_err(|e| format!("form field {name:?} is not a primitive (J-10): {e}"))?;
+            // J-10
+            .map_err(|e| format!("form field {name:?} is not a primitive: {e}"))?;
         properties.insert(name, field);
     }
     let required = schema
@@ -363,7 +364,7 @@ mod tests {
         );
         assert_eq!(schema["required"], json!(["name", "agree", "color"]));
         let nested = InputRequired::new().elicit::<Nested>("n", "No");
-        assert!(nested.problem.unwrap().contains("J-10"));
+        assert!(nested.problem.unwrap().contains("is not a primitive"));
     }
 
     #[test]

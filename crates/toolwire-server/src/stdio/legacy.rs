@@ -157,7 +157,8 @@ impl Connection {
     /// session (B-09: a 2026-07-28 server sends no requests, so otherwise it is ignored).
     pub(super) fn response(&self, raw: &RawMessage<'_>) {
         let (Some(legacy), Some(id)) = (&self.legacy, raw.request_id()) else {
-            tracing::warn!("ignoring a JSON-RPC response to no request of this server (B-09)");
+            // B-09
+            tracing::warn!("ignoring a JSON-RPC response to no request of this server");
             return;
         };
         let answer = match (&raw.error, raw.result) {

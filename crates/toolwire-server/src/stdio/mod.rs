@@ -357,7 +357,8 @@ impl Connection {
         let inflight = self.inflight.lock().unwrap_or_else(|p| p.into_inner());
         if inflight.contains_key(id) {
             return Err(ErrorObject::invalid_request(format!(
-                "request id {id} is already in use (B-03)"
+                // B-03
+                "request id {id} is already in use"
             )));
         }
         Ok(())

@@ -207,7 +207,8 @@ impl Server {
         };
         match problem {
             Some(problem) => {
-                tracing::error!(tool = %tool.name, %problem, "structured output does not match the outputSchema (T-10)");
+                // T-10
+                tracing::error!(tool = %tool.name, %problem, "structured output does not match the outputSchema");
                 internal_failure()
             }
             None => result,
@@ -405,7 +406,8 @@ impl Server {
             return Ok(None);
         }
         if input.requests.is_empty() && input.state.is_none() {
-            tracing::error!(%name, "an input_required result needs input requests or state (M-03)");
+            // M-03
+            tracing::error!(%name, "an input_required result needs input requests or state");
             return Ok(None);
         }
         if let Some(missing) = input.missing_capabilities(declared) {

@@ -167,7 +167,8 @@ impl Server {
         let read_uri = uri.clone();
         match contained(&uri, move || reader(read_uri, vars, ctx)).await {
             Some(Ok(contents)) if contents.is_empty() => {
-                tracing::error!(%uri, "a resource reader returned no contents (R-04)");
+                //
+                tracing::error!(%uri, "a resource reader returned no contents");
                 Final::error(Some(id), &ErrorObject::internal("Internal error"))
             }
             Some(Ok(contents)) => Final::result(

@@ -401,7 +401,8 @@ fn read_header_params(
             tracing::warn!(
                 tool = %name,
                 header = %param.name,
-                "x-mcp-header parameter looks like a secret; header values are visible to intermediaries (T-19)"
+                // T-19
+                "x-mcp-header parameter looks like a secret; header values are visible to intermediaries"
             );
         }
     }

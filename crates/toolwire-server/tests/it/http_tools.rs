@@ -338,7 +338,7 @@ async fn runtime_registration_is_checked() {
         ))
         .unwrap_err();
     assert!(
-        err.to_string().contains("bad name!") && err.to_string().contains("T-08"),
+        err.to_string().contains("bad name!") && err.to_string().contains("1 to 128 characters"),
         "{err}"
     );
     let err = server
@@ -367,7 +367,7 @@ async fn runtime_registration_is_checked() {
         .add_tool(Tool::raw("hdr", json!({"type": "object", "properties": {"a": {"type": "string", "x-mcp-header": "Bad Name"}}}), |_, _| async { "x" }))
         .unwrap_err();
     assert!(
-        err.to_string().contains("x-mcp-header") && err.to_string().contains("T-20"),
+        err.to_string().contains("x-mcp-header") && err.to_string().contains("RFC 9110 token"),
         "{err}"
     );
     let built = builder()
@@ -375,7 +375,7 @@ async fn runtime_registration_is_checked() {
             "x"
         }))
         .build();
-    assert!(built.unwrap_err().to_string().contains("T-06"));
+    assert!(built.unwrap_err().to_string().contains("an object schema"));
 }
 
 /// A tool replaced under its own name is in every list taken meanwhile: readers see the
