@@ -351,21 +351,24 @@ pub(crate) async fn serve_admin(
     server: &toolwire_server::Server,
     addr: SocketAddr,
 ) -> anyhow::Result<()> {
-    serve_admin_with(server, addr, |_| Ok(None)).await
+    serve_admin_with(server, bind_admin(addr).await?, None)
 }
 
-/// [`serve_admin`], with the routes `more` makes for the bound address (the gateway's
-/// console) beside the admin endpoints.
-pub(crate) async fn serve_admin_with(
+/// A listener on `--admin ADDR`, or an error that says what to do.
+pub(crate) async fn bind_admin(addr: SocketAddr) -> anyhow::Result<tokio::net::TcpListener> {
+    tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("--admin {addr}: cannot listen there (port 0 picks a free one)"))
+}
+
+/// [`serve_admin`] on a bound `listener`, with the routes `more` (the gateway's console)
+/// beside the admin endpoints.
+pub(crate) fn serve_admin_with(
     server: &toolwire_server::Server,
-    addr: SocketAddr,
-    more: impl FnOnce(SocketAddr) -> anyhow::Result<Option<axum::Router>>,
+    listener: tokio::net::TcpListener,
+    more: Option<axum::Router>,
 ) -> anyhow::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| {
-        format!("--admin {addr}: cannot listen there (port 0 picks a free one)")
-    })?;
     let addr = listener.local_addr()?;
-    let more = more(addr)?;
     terminal::note(&format!(
         "toolwire: admin endpoints at http://{addr}/metrics, /healthz and /readyz"
     ));

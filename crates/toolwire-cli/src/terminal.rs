@@ -156,8 +156,9 @@ fn json_note(line: &str, level: &str) -> String {
         None => (level, message),
     };
     let mut timestamp = String::new();
-    let _ = tracing_subscriber::fmt::time::SystemTime
-        .format_time(&mut tracing_subscriber::fmt::format::Writer::new(&mut timestamp));
+    let _ = tracing_subscriber::fmt::time::SystemTime.format_time(
+        &mut tracing_subscriber::fmt::format::Writer::new(&mut timestamp),
+    );
     // In the order of the JSON log lines' fields.
     #[derive(serde::Serialize)]
     struct Line<'a> {

@@ -416,7 +416,10 @@ fn tools_and_calls_over_stdio() {
     assert_eq!(invalid.status.code(), Some(2), "{}", stderr(&invalid));
     let said = stderr(&invalid);
     assert!(said.contains("do not fit add's input schema"), "{said}");
-    assert!(said.contains("- /a: ") && said.contains("\"b\" is a required property"), "{said}");
+    assert!(
+        said.contains("- /a: ") && said.contains("\"b\" is a required property"),
+        "{said}"
+    );
     assert!(stdout(&invalid).is_empty(), "{}", stdout(&invalid));
 
     // A tool error: its words on stderr, its result on stdout, exit status 1.

@@ -169,7 +169,9 @@ fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_
         }
     }
     assert!(
-        !said.iter().any(|l| l.contains("WARN") || l.contains("warning")),
+        !said
+            .iter()
+            .any(|l| l.contains("WARN") || l.contains("warning")),
         "{said:#?}"
     );
     let relayed = said
@@ -178,6 +180,63 @@ fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_
         .unwrap_or_else(|| panic!("the upstream's start is relayed: {said:#?}"));
     assert_eq!(relayed.matches("Z ").count(), 1, "one timestamp: {relayed}");
     assert!(relayed.contains(" INFO "), "{relayed}");
+}
+
+/// Flags that cannot work (a busy `--http` port, a console token too short, sign-in on stdio)
+/// stop the gateway before any upstream is started: the upstream here would leave a file.
+#[test]
+fn bad_flags_stop_the_gateway_before_any_upstream_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let script = format!(
+        "touch {}; exec {BIN} serve --data-dir {}",
+        marker.display(),
+        dir.path().join("notes").display()
+    );
+    let busy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let busy = busy.local_addr().unwrap().to_string();
+    let config = json!({"mcpServers": {"up": {"command": "sh", "args": ["-c", script]}}});
+    let file = dir.path().join("gateway.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let signed_in = dir.path().join("auth.json");
+    let mut with_auth = config.clone();
+    with_auth["gateway"] =
+        json!({"auth": {"issuer": "http://127.0.0.1:9", "resource": "http://127.0.0.1:9/mcp"}});
+    std::fs::write(&signed_in, with_auth.to_string()).unwrap();
+    let cases: [(&[&str], &std::path::Path, &str); 3] = [
+        (&["--http", &busy], &file, "another program listens there"),
+        (
+            &[
+                "--http",
+                "127.0.0.1:0",
+                "--admin",
+                "127.0.0.1:0",
+                "--console-token-env",
+                "SHORT_TOKEN",
+            ],
+            &file,
+            "--console-token-env",
+        ),
+        (&[], &signed_in, "applies to Streamable HTTP only"),
+    ];
+    for (flags, config, wanted) in cases {
+        let output = toolwire(&dir)
+            .arg("gateway")
+            .args(flags)
+            .arg("--config")
+            .arg(config)
+            .env("SHORT_TOKEN", "abc")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert_eq!(output.status.code(), Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains(wanted), "{flags:?}: {stderr}");
+        assert!(
+            !marker.exists(),
+            "{flags:?}: the upstream was started: {stderr}"
+        );
+    }
 }
 
 #[test]

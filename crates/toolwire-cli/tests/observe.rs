@@ -168,7 +168,11 @@ async fn serve_on_stdio_has_metrics_only_on_its_admin_address() {
 async fn behind_a_proxy_probes_need_no_forwarding_header_and_the_try_line_works() {
     let scratch = tempfile::tempdir().unwrap();
     let config = scratch.path().join("serve.toml");
-    std::fs::write(&config, "[limits]\nforwarded_header = \"x-forwarded-for\"\n").unwrap();
+    std::fs::write(
+        &config,
+        "[limits]\nforwarded_header = \"x-forwarded-for\"\n",
+    )
+    .unwrap();
     let mut child = Command::new(BIN)
         .env("TOOLWIRE_STATE_DIR", scratch.path().join("state"))
         .env("TOOLWIRE_DATA_DIR", scratch.path().join("data"))
@@ -194,7 +198,13 @@ async fn behind_a_proxy_probes_need_no_forwarding_header_and_the_try_line_works(
             .expect("the server prints its address and a try line");
         if let Some(rest) = line.split(SERVING).nth(1) {
             let url = rest.split_whitespace().next().unwrap();
-            addr = Some(url.trim_start_matches("http://").split('/').next().unwrap().to_owned());
+            addr = Some(
+                url.trim_start_matches("http://")
+                    .split('/')
+                    .next()
+                    .unwrap()
+                    .to_owned(),
+            );
         }
         if let Some(command) = line.strip_prefix("try: ") {
             try_line = Some(command.to_owned());
@@ -215,10 +225,20 @@ async fn behind_a_proxy_probes_need_no_forwarding_header_and_the_try_line_works(
         .send()
         .await
         .unwrap();
-    assert_eq!(direct.status(), 400, "an MCP request still needs the header");
+    assert_eq!(
+        direct.status(),
+        400,
+        "an MCP request still needs the header"
+    );
     let try_line = try_line.unwrap();
-    assert!(try_line.contains("x-forwarded-for: 127.0.0.1"), "{try_line}");
+    assert!(
+        try_line.contains("x-forwarded-for: 127.0.0.1"),
+        "{try_line}"
+    );
     let out = Command::new("sh").args(["-c", &try_line]).output().unwrap();
     let answer = String::from_utf8_lossy(&out.stdout);
-    assert!(answer.contains(r#""structuredContent":{"sum":5}"#), "{try_line}\n{answer}");
+    assert!(
+        answer.contains(r#""structuredContent":{"sum":5}"#),
+        "{try_line}\n{answer}"
+    );
 }

@@ -101,6 +101,25 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     })?;
     // What a reload of this file would refuse, the start refuses too.
     check_settings(None, &settings, &args.config)?;
+    // What the flags ask for is checked (and the addresses taken) before any upstream starts.
+    if args.http.is_none() && settings.auth.is_some() {
+        anyhow::bail!(
+            "gateway.auth applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
+        );
+    }
+    let http_listener = match args.http {
+        Some(addr) => Some(crate::serve::bind(addr).await?),
+        None => None,
+    };
+    let admin = match args.admin {
+        Some(addr) => {
+            let listener = crate::serve::bind_admin(addr).await?;
+            let console = console_options(&args, &settings, &state_dir)?(listener.local_addr()?);
+            console.check().context("--console-token-env")?;
+            Some((listener, console))
+        }
+        None => None,
+    };
     let builder = downstream_builder(&args, &settings, &state_dir, store.as_ref())?;
     let options = gateway_options(
         &args.config,
@@ -133,22 +152,13 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         running: value,
     };
     crate::reload::follow(args.config.clone(), args.watch_config, started, reloading);
-    if let Some(admin) = args.admin {
-        let console = console_options(&args, &settings, &state_dir)?;
-        let shown = gateway.clone();
-        crate::serve::serve_admin_with(&server, admin, move |bound| {
-            console_router(shown, console(bound)).map(Some)
-        })
-        .await?;
+    if let Some((listener, console)) = admin {
+        let routes = console_router(gateway.clone(), console)?;
+        crate::serve::serve_admin_with(&server, listener, Some(routes))?;
     }
-    let served = match args.http {
-        Some(addr) => serve_http(&server, addr, http_config, args.admin.is_none()).await,
+    let served = match http_listener {
+        Some(listener) => serve_http(&server, listener, http_config, args.admin.is_none()).await,
         None => {
-            if settings.auth.is_some() {
-                anyhow::bail!(
-                    "gateway.auth applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
-                );
-            }
             let caller = stdio::StdioConfig::from_env().map_err(|e| anyhow::anyhow!(e))?;
             stdio::serve_with(server.clone(), caller)
                 .await
@@ -511,11 +521,10 @@ fn http_config(
 /// health are served there too (no --admin).
 async fn serve_http(
     server: &Server,
-    addr: SocketAddr,
+    listener: tokio::net::TcpListener,
     config: http::HttpConfig,
     endpoints_here: bool,
 ) -> anyhow::Result<()> {
-    let listener = crate::serve::bind(addr).await?;
     let addr = listener.local_addr()?;
     terminal::note(&format!(
         "toolwire: the gateway serves at http://{addr}/mcp (Ctrl-C to stop)"

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use anyhow::Context as _;
 use clap::Args;
 use serde_json::Value;
-use toolwire_client::protocol::schema::{CompiledSchema, REPORTED_VIOLATIONS, SchemaLimits};
 use toolwire_client::CallOptions;
 use toolwire_client::CancellationToken;
+use toolwire_client::protocol::schema::{CompiledSchema, REPORTED_VIOLATIONS, SchemaLimits};
 use toolwire_host::{
     Called, Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport,
 };

@@ -592,7 +592,16 @@ fn log_level(line: &str) -> (Option<tracing::Level>, &str) {
         "INFO" => tracing::Level::INFO,
         "DEBUG" => tracing::Level::DEBUG,
         "TRACE" => tracing::Level::TRACE,
-        _ => return (None, if rest.len() < line.trim_start().len() { rest } else { line }),
+        _ => {
+            return (
+                None,
+                if rest.len() < line.trim_start().len() {
+                    rest
+                } else {
+                    line
+                },
+            );
+        }
     };
     (Some(level), after.trim_start())
 }
@@ -636,7 +645,10 @@ mod tests {
             log_level("2026-12-06T14:35:28Z something else"),
             (None, "something else")
         );
-        assert_eq!(log_level("Secure MCP Filesystem Server running"), (None, "Secure MCP Filesystem Server running"));
+        assert_eq!(
+            log_level("Secure MCP Filesystem Server running"),
+            (None, "Secure MCP Filesystem Server running")
+        );
         assert_eq!(log_level("INFO"), (None, "INFO"));
         assert_eq!(log_level(""), (None, ""));
     }

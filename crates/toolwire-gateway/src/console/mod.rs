@@ -140,6 +140,23 @@ impl ConsoleOptions {
         self.token.is_some()
     }
 
+    /// Whether [`router`] takes these options: a token, when there is one, long and random
+    /// enough. Checked by `router` too; a program checks first to refuse bad options before it
+    /// starts anything else.
+    pub fn check(&self) -> Result<(), ConsoleError> {
+        if let Some(token) = &self.token {
+            let chars = token.chars().count();
+            if chars < MIN_TOKEN_CHARS {
+                return Err(ConsoleError::ShortToken { chars });
+            }
+            let bits = access::token_bits(token);
+            if bits < MIN_TOKEN_BITS {
+                return Err(ConsoleError::WeakToken { bits });
+            }
+        }
+        Ok(())
+    }
+
     /// The admin address it was made for.
     pub fn admin(&self) -> SocketAddr {
         self.admin
@@ -180,16 +197,7 @@ pub(crate) struct Console {
 /// The console's routes under [`CONSOLE_PATH`], guarded by its access rules: merge it into the
 /// admin router (`toolwire_server::observe::admin_router`), never the MCP one.
 pub fn router(gateway: Gateway, options: ConsoleOptions) -> Result<Router, ConsoleError> {
-    if let Some(token) = &options.token {
-        let chars = token.chars().count();
-        if chars < MIN_TOKEN_CHARS {
-            return Err(ConsoleError::ShortToken { chars });
-        }
-        let bits = access::token_bits(token);
-        if bits < MIN_TOKEN_BITS {
-            return Err(ConsoleError::WeakToken { bits });
-        }
-    }
+    options.check()?;
     let access = Arc::new(access::Access::new(options.admin, options.token.as_deref()));
     let console = Arc::new(Console {
         gateway,

@@ -91,7 +91,8 @@ pub(super) async fn list_changes<'c>(
                 // Changes of the lists the server says it announces: one that offers no
                 // prompts is not asked for prompt-list changes (and not warned about them).
                 if let Ok(discovered) = c.client.discover().await {
-                    let announces = |list_changed: Option<bool>| (list_changed == Some(true)).then_some(true);
+                    let announces =
+                        |list_changed: Option<bool>| (list_changed == Some(true)).then_some(true);
                     let capabilities = discovered.capabilities;
                     filter.prompts_list_changed =
                         announces(capabilities.prompts.and_then(|p| p.list_changed));

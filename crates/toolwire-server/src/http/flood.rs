@@ -348,7 +348,10 @@ mod tests {
         );
         let peer = Some("10.0.0.5:4000");
         for headers in [&[][..], &[("x-forwarded-for", "not an address")][..]] {
-            assert_eq!(xff.admit_probe(&parts(headers, peer)).unwrap(), ip("10.0.0.5"));
+            assert_eq!(
+                xff.admit_probe(&parts(headers, peer)).unwrap(),
+                ip("10.0.0.5")
+            );
         }
         // Through the proxy, the client it names.
         let p = parts(&[("x-forwarded-for", "203.0.113.9")], peer);
