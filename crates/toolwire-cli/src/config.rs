@@ -33,7 +33,7 @@
 //! # off = "why"                            # turns it off for every tool, with the reason
 //!
 //! [audit]                                  # one JSON line per tools/call (also in the logs)
-//! # file = "audit.jsonl"                   # a relative path is in --data-dir
+//! # file = "audit.jsonl"                   # a relative path is in --state-dir
 //!
 //! [deadlines]                              # how long a tool may run per call
 //! # tool_timeout_ms = 60000
@@ -404,18 +404,19 @@ impl ServeConfig {
         Some(oauth)
     }
 
-    /// The audit log's file: `[audit] file`, a relative path taken as one in the data
-    /// directory (`data_dir`), so that the server never writes into wherever it was started.
-    pub(crate) fn audit_file(&self, data_dir: Option<&Path>) -> Option<std::path::PathBuf> {
+    /// The audit log's file: `[audit] file`, a relative path taken as one in the state
+    /// directory (`state_dir`), as every relative audit file of Toolwire's is, so that the
+    /// server never writes into wherever it was started.
+    pub(crate) fn audit_file(&self, state_dir: Option<&Path>) -> Option<std::path::PathBuf> {
         let file = self.audit.as_ref()?.file.as_ref()?;
-        match data_dir {
+        match state_dir {
             Some(dir) if file.is_relative() => Some(dir.join(file)),
             _ => Some(file.clone()),
         }
     }
 
-    /// Whether `[audit] file` is a relative path, which needs the data directory.
-    pub(crate) fn audit_in_data_dir(&self) -> bool {
+    /// Whether `[audit] file` is a relative path, which needs the state directory.
+    pub(crate) fn audit_is_relative(&self) -> bool {
         self.audit
             .as_ref()
             .and_then(|a| a.file.as_ref())
@@ -614,7 +615,7 @@ mod tests {
         let config = parse_with_env(&text, |_| None).unwrap();
         assert!(config.oauth().is_some());
         assert!(!config.tools.is_empty());
-        assert!(config.audit_in_data_dir(), "never written where it is run");
+        assert!(config.audit_is_relative(), "never written where it is run");
         assert!(config.limits.is_some() && config.handles.is_some());
         assert!(config.tools["add"].rate_limit.is_some());
     }
@@ -738,18 +739,18 @@ mod tests {
     }
 
     #[test]
-    fn a_relative_audit_file_is_in_the_data_directory() {
-        let data = Path::new("/home/ann/.local/share/toolwire");
+    fn a_relative_audit_file_is_in_the_state_directory() {
+        let data = Path::new("/home/ann/.local/state/toolwire");
         let cases = [
             ("", None),
             ("[audit]\n", None),
             (
                 "[audit]\nfile = \"audit.jsonl\"\n",
-                Some("/home/ann/.local/share/toolwire/audit.jsonl"),
+                Some("/home/ann/.local/state/toolwire/audit.jsonl"),
             ),
             (
                 "[audit]\nfile = \"logs/a.jsonl\"\n",
-                Some("/home/ann/.local/share/toolwire/logs/a.jsonl"),
+                Some("/home/ann/.local/state/toolwire/logs/a.jsonl"),
             ),
             (
                 "[audit]\nfile = \"/var/log/toolwire.jsonl\"\n",
@@ -761,7 +762,7 @@ mod tests {
             let file = config.audit_file(Some(data));
             assert_eq!(file.as_deref(), want.map(Path::new), "{text:?}");
             assert_eq!(
-                config.audit_in_data_dir(),
+                config.audit_is_relative(),
                 want.is_some_and(|w| w.starts_with("/home"))
             );
         }

@@ -40,10 +40,14 @@ pub(crate) struct ServeArgs {
     #[arg(long, requires = "config")]
     pub(crate) watch_config: bool,
     /// Where notes are kept (SQLite file handles.sqlite3, created if missing), so they
-    /// survive a restart, and a relative `[audit] file` of --config. Default:
-    /// $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
+    /// survive a restart. Default: $XDG_DATA_HOME/toolwire, else ~/.local/share/toolwire.
     #[arg(long, value_name = "DIR", env = "TOOLWIRE_DATA_DIR")]
     pub(crate) data_dir: Option<std::path::PathBuf>,
+    /// Where a relative `[audit] file` of --config goes, as the gateway's relative
+    /// `gateway.audit.file` and the host's audit log do. Default: $XDG_STATE_HOME/toolwire,
+    /// else ~/.local/state/toolwire.
+    #[arg(long, value_name = "DIR", env = "TOOLWIRE_STATE_DIR")]
+    pub(crate) state_dir: Option<std::path::PathBuf>,
     /// Keep the server's state in this Redis (or Valkey) instead of this process:
     /// redis://HOST:PORT[/DB], or rediss:// for TLS. Every instance given the same store
     /// answers any request: single-use request state and its key ring, tasks, legacy
@@ -112,7 +116,11 @@ pub(crate) async fn serve_command(args: ServeArgs) -> anyhow::Result<()> {
             chosen.shown
         ));
     }
-    let audit = config.audit_file(data_dir.as_deref());
+    let state_dir = match config.audit_is_relative() {
+        true => Some(crate::signin::state_dir(args.state_dir.as_deref())?),
+        false => None,
+    };
+    let audit = config.audit_file(state_dir.as_deref());
     serve(
         listen,
         config,
@@ -201,9 +209,8 @@ impl reload::Reload for Reloading {
     }
 }
 
-/// The directory `toolwire serve` keeps notes (and a relative audit file) in: `given`
-/// (`--data-dir`), else the default one; created private. None when the notes are kept in
-/// memory or in a store (`in_store`) and the audit file needs no directory.
+/// The directory `toolwire serve` keeps notes in: `given` (`--data-dir`), else the default
+/// one; created private. None when the notes are kept in memory or in a store (`in_store`).
 fn prepare_data_dir(
     config: &config::ServeConfig,
     given: Option<std::path::PathBuf>,
@@ -211,7 +218,7 @@ fn prepare_data_dir(
 ) -> anyhow::Result<Option<std::path::PathBuf>> {
     let in_memory = in_store || config.handles.as_ref().is_some_and(|h| h.in_memory);
     let data_dir = match given {
-        _ if in_memory && !config.audit_in_data_dir() => None,
+        _ if in_memory => None,
         Some(dir) => Some((dir, private::Chosen::ByPerson)),
         None => Some((default_data_dir()?, private::Chosen::ByToolwire)),
     };

@@ -19,6 +19,20 @@ use crate::ui::{Tone, Ui};
 /// $XDG_STATE_HOME/toolwire, else ~/.local/state/toolwire; created private (the default one
 /// made private if it is not: see `private::dir`).
 pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    let (dir, chosen) = state_dir_chosen(explicit)?;
+    // A directory that cannot be made is reported by what writes in it, if anything does.
+    if let Err(e) = crate::private::dir(&dir, chosen) {
+        tracing::debug!("cannot create the state directory {}: {e}", dir.display());
+    }
+    Ok(dir)
+}
+
+/// The state directory, for a command that only reads it: not created when missing.
+pub(crate) fn state_dir_to_read(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
+    Ok(state_dir_chosen(explicit)?.0)
+}
+
+fn state_dir_chosen(explicit: Option<&Path>) -> anyhow::Result<(PathBuf, Chosen)> {
     let var = |name| std::env::var_os(name).filter(|v| !v.is_empty());
     let (dir, chosen) = match (explicit, var("XDG_STATE_HOME"), var("HOME")) {
         (Some(dir), _, _) => (dir.to_owned(), Chosen::ByPerson),
@@ -31,11 +45,7 @@ pub(crate) fn state_dir(explicit: Option<&Path>) -> anyhow::Result<PathBuf> {
             anyhow::bail!("no HOME or XDG_STATE_HOME to keep state in: pass --state-dir DIR")
         }
     };
-    // A directory that cannot be made is reported by what writes in it, if anything does.
-    if let Err(e) = crate::private::dir(&dir, chosen) {
-        tracing::debug!("cannot create the state directory {}: {e}", dir.display());
-    }
-    Ok(dir)
+    Ok((dir, chosen))
 }
 
 /// The file of identities and tokens in the state directory.

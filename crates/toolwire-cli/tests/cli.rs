@@ -801,7 +801,7 @@ fn serve_config_introspects_opaque_tokens_of_a_real_provider() {
 /// What the README's "serve --config" walk-through does, with ports of this test's choosing:
 /// `examples/serve.toml` as committed (its issuer the test authorization server), a token from
 /// that server by client credentials, and the curl command the server prints, run with the
-/// token. The audit log goes to the data directory, never to the working directory.
+/// token. The audit log goes to the state directory, never to the working directory.
 #[test]
 fn the_example_serve_config_runs_as_the_readme_shows() {
     let _ports = fixed_ports();
@@ -837,6 +837,7 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
     let scratch = tempfile::tempdir().unwrap();
     let dir = scratch.path().to_owned();
     let data = dir.join("data");
+    let state = dir.join("state");
     std::fs::create_dir_all(&dir).unwrap();
     let config = dir.join("serve.toml");
     std::fs::write(
@@ -853,6 +854,7 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
     let mut child = Command::new(BIN)
         .current_dir(&cwd)
         .env("TOOLWIRE_DATA_DIR", &data)
+        .env("TOOLWIRE_STATE_DIR", &state)
         .env_remove("RUST_LOG")
         .args(["serve", "--config", config.to_str().unwrap()])
         .args(["--http", &format!("127.0.0.1:{port}")])
@@ -930,14 +932,14 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
     assert!(refused.starts_with("HTTP/1.1 401"), "{refused}");
 
     // Stopped as Ctrl-C stops it (the audit sink is flushed on the way out), its audit log is
-    // in the data directory.
+    // in the state directory, where the gateway's and the host's are.
     let status = Command::new("kill")
         .args(["-INT", &server.0.id().to_string()])
         .status()
         .unwrap();
     assert!(status.success());
     server.0.wait().unwrap();
-    let audit = std::fs::read_to_string(data.join("audit.jsonl")).unwrap_or_default();
+    let audit = std::fs::read_to_string(state.join("audit.jsonl")).unwrap_or_default();
     assert!(audit.contains("\"add\""), "{audit}");
     assert_eq!(
         std::fs::read_dir(&cwd).unwrap().count(),

@@ -182,6 +182,42 @@ fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_
     assert!(relayed.contains(" INFO "), "{relayed}");
 }
 
+/// A gateway's `ask` rule met from a script: without a terminal the question is declined and
+/// the caller is told the answer that would fit (`--answer '{"approve":true}'`); with it, the
+/// call is made.
+#[test]
+fn a_gateway_ask_is_answered_from_a_script_with_answer() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = json!({
+        "mcpServers": {"examples": {
+            "command": BIN, "args": ["serve", "--data-dir", dir.path().join("notes")], "prefix": "ex",
+        }},
+        "gateway": {"policy": {"rules": [{"ask": "tool.name == \"ex__echo\"", "why": "echoes are asked about"}]}},
+    });
+    let (gateway, _) = http_gateway(&dir, &config);
+    let (_gateway, url, _lines) = started(gateway, "the gateway serves at ");
+    let (ok, _, stderr) = client(&dir, &["call", "--yes", &url, "ex__echo", "message=hi"]);
+    assert!(!ok, "{stderr}");
+    assert!(
+        stderr.contains(r#"to answer it, pass --answer '{"approve":true}'"#),
+        "{stderr}"
+    );
+    let (ok, stdout, stderr) = client(
+        &dir,
+        &[
+            "call",
+            "--yes",
+            &url,
+            "ex__echo",
+            "message=hi",
+            "--answer",
+            r#"{"approve": true}"#,
+        ],
+    );
+    assert!(ok, "{stderr}");
+    assert!(stdout.contains("hi"), "{stdout}");
+}
+
 /// Flags that cannot work (a busy `--http` port, a console token too short, sign-in on stdio)
 /// stop the gateway before any upstream is started: the upstream here would leave a file.
 #[test]

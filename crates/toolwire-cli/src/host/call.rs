@@ -29,7 +29,9 @@ pub(crate) const REFUSED: i32 = 3;
 #[derive(Args, Debug)]
 pub(crate) struct CallArgs {
     /// Make calls that no approval rule allows without asking (and with no terminal, make
-    /// them at all). A changed tool definition is still refused until approved.
+    /// them at all), and answer a server's sampling request with --sampling-command without
+    /// asking: the command is yours, and --yes says yes to running it. A changed tool
+    /// definition is still refused until approved.
     #[arg(long, short = 'y')]
     pub(crate) yes: bool,
     /// Where images, audio and binary resources are written (default: the current directory).
@@ -39,7 +41,8 @@ pub(crate) struct CallArgs {
     #[arg(long)]
     pub(crate) json: bool,
     /// The answer to every form elicitation, as a JSON object, instead of a form (for
-    /// scripts: without a terminal and without it, forms are printed and declined). A URL-mode
+    /// scripts: without a terminal and without it, forms are printed and declined, with the
+    /// answer that would fit). A gateway's `ask` rule asks for `{"approve": true}`. A URL-mode
     /// request is never answered by it: opening a URL needs a person's yes at a terminal (M-16).
     #[arg(long, value_name = "JSON")]
     pub(crate) answer: Option<String>,

@@ -42,9 +42,9 @@ impl StateArgs {
         crate::signin::state_dir(self.state_dir.as_deref())
     }
 
-    /// The audit log.
+    /// The audit log, for reading it: the state directory is not created.
     pub(crate) fn audit_log(&self) -> anyhow::Result<PathBuf> {
-        Ok(self.dir()?.join("audit.jsonl"))
+        Ok(crate::signin::state_dir_to_read(self.state_dir.as_deref())?.join("audit.jsonl"))
     }
 }
 

@@ -86,8 +86,11 @@ impl Questions {
             });
         }
         if !self.ui.interactive {
+            let schema = serde_json::to_value(&form.requested_schema).unwrap_or_default();
+            let template = schema.as_object().map(answer_template).unwrap_or_default();
             note(&format!(
-                "{asks}\n  declined: no terminal to answer on (pass --answer JSON)"
+                "{asks}\n  declined: no terminal to answer on; to answer it, pass --answer '{}'",
+                visible(&template, Layout::Line)
             ));
             return toolwire_client::declined();
         }
@@ -259,8 +262,44 @@ async fn run_sampler(
         .map_err(|e| failed(format!("did not print a sampling result: {e}")))
 }
 
+/// An answer of the shape a form asks for, for `--answer`: each field with its default, else
+/// its first choice, else a value of its type (`true`, `0`, `"…"`). A gateway's `ask` rule
+/// asks `{"approve": true}`.
+fn answer_template(schema: &serde_json::Map<String, serde_json::Value>) -> String {
+    use serde_json::Value;
+    let mut answer = serde_json::Map::new();
+    let properties = schema.get("properties").and_then(Value::as_object);
+    for (name, field) in properties.into_iter().flatten() {
+        let first_choice = field
+            .get("enum")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.first())
+            .or_else(|| {
+                field
+                    .get("oneOf")
+                    .and_then(Value::as_array)
+                    .and_then(|choices| choices.first())
+                    .and_then(|choice| choice.get("const"))
+            });
+        let value = match (field.get("default"), first_choice) {
+            (Some(default), _) => default.clone(),
+            (None, Some(choice)) => choice.clone(),
+            (None, None) => match field.get("type").and_then(Value::as_str) {
+                Some("boolean") => Value::Bool(true),
+                Some("number" | "integer") => Value::from(0),
+                Some("array") => Value::Array(Vec::new()),
+                _ => Value::String("…".into()),
+            },
+        };
+        answer.insert(name.clone(), value);
+    }
+    Value::Object(answer).to_string()
+}
+
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -277,5 +316,23 @@ mod tests {
         for (domain, expected) in cases {
             assert_eq!(is_punycode(domain), expected, "{domain}");
         }
+    }
+
+    #[test]
+    fn the_answer_template_has_every_field_of_the_form() {
+        let approve = json!({"type": "object", "properties": {"approve": {"type": "boolean"}}});
+        assert_eq!(
+            answer_template(approve.as_object().unwrap()),
+            r#"{"approve":true}"#
+        );
+        let form = json!({"type": "object", "properties": {
+            "name": {"type": "string"},
+            "colour": {"type": "string", "enum": ["teal", "red"]},
+            "count": {"type": "integer", "default": 3},
+        }});
+        assert_eq!(
+            answer_template(form.as_object().unwrap()),
+            r#"{"colour":"teal","count":3,"name":"…"}"#
+        );
     }
 }
