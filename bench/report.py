@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Turns the raw results of bench/run into a table, ratios and target checks, and keeps the
-README's benchmark section generated from the committed results.
+benchmark page (docs/reference/benchmarks.md) generated from the committed results.
 
 report.py RAW_DIR OUT_DIR [--smoke]
     writes OUT_DIR/latest.json (with the commit measured) and OUT_DIR/latest.md, prints the
     markdown. In smoke mode it only checks correctness: every scenario ran, no reply was wrong.
 report.py readme [--check]
-    renders bench/results/latest.json into README.md between the bench markers; with --check,
-    changes nothing and fails if the README differs, if the results were measured with changes
+    renders bench/results/latest.json into docs/reference/benchmarks.md between the bench
+    markers; with --check, changes nothing and fails if the page differs, if the results were measured with changes
     to the hot path not committed, or if the hot path changed since the commit measured.
 report.py self-test
     checks the checks, on synthetic results in a temporary git repository.
@@ -292,15 +292,16 @@ def measure(raw, out, smoke):
 
 
 def section(data):
-    """The README's generated benchmark section."""
+    """The benchmark page's generated section."""
     text, _ = render(data)
     return f"{BEGIN}\n{text}{END}"
 
 
 def readme(root, check):
-    """Regenerates (or, with check, verifies) the README section; returns the problems."""
+    """Regenerates (or, with check, verifies) the benchmark page's section; returns the
+    problems."""
     results = os.path.join(root, "bench", "results", "latest.json")
-    path = os.path.join(root, "README.md")
+    path = os.path.join(root, "docs", "reference", "benchmarks.md")
     if not os.path.exists(results):
         return [f"{results} is missing: run bench/run and commit bench/results"]
     with open(results) as f:
@@ -308,7 +309,7 @@ def readme(root, check):
     with open(path) as f:
         text = f.read()
     if BEGIN not in text or END not in text:
-        return ["README.md has no bench markers"]
+        return ["docs/reference/benchmarks.md has no bench markers"]
     head, rest = text.split(BEGIN, 1)
     _, tail = rest.split(END, 1)
     new = head + section(data) + tail
@@ -323,14 +324,14 @@ def readme(root, check):
         if changed:
             problems.append(f"the hot path changed since the measured commit {commit[:12]} "
                             f"({', '.join(changed[:5])}{' …' if len(changed) > 5 else ''}): run bench/run, "
-                            "then bench/report.py readme, and commit bench/results and README.md")
+                            "then bench/report.py readme, and commit bench/results and docs/reference/benchmarks.md")
     elif commit:
         print(f"warning: the measured commit {commit[:12]} is not in this clone's history", file=sys.stderr)
     else:
         problems.append("bench/results/latest.json names no commit")
     if check:
         if new != text:
-            problems.append("README.md's benchmark section differs from bench/results/latest.json: "
+            problems.append("docs/reference/benchmarks.md's benchmark section differs from bench/results/latest.json: "
                             "run bench/report.py readme")
     else:
         with open(path, "w") as f:
@@ -351,7 +352,8 @@ def self_test():
         hot = os.path.join(root, "crates", "toolwire-server", "src", "lib.rs")
         with open(hot, "w") as f:
             f.write("// v1\n")
-        with open(os.path.join(root, "README.md"), "w") as f:
+        os.makedirs(os.path.join(root, "docs", "reference"))
+        with open(os.path.join(root, "docs", "reference", "benchmarks.md"), "w") as f:
             f.write(f"intro\n{BEGIN}\nold\n{END}\nrest\n")
         run("add", "-A")
         run("commit", "-qm", "v1")
@@ -370,7 +372,7 @@ def self_test():
                 json.dump(d, f)
 
         write(data)
-        assert any("differs" in p for p in readme(root, True)), "a stale README is caught"
+        assert any("differs" in p for p in readme(root, True)), "a stale page is caught"
         assert readme(root, False) == [], "regenerating fixes it"
         assert readme(root, True) == [], "and the check then passes"
         write(dict(data, smoke=True))
@@ -398,7 +400,8 @@ def main():
         for p in problems:
             print(f"bench/report.py readme: {p}", file=sys.stderr)
         if not problems:
-            print("bench/report.py readme: " + ("README.md matches" if "--check" in args else "README.md updated"))
+            print("bench/report.py readme: " + ("docs/reference/benchmarks.md matches" if "--check" in args
+                                            else "docs/reference/benchmarks.md updated"))
         return 1 if problems else 0
     return measure(args[0], args[1], "--smoke" in args)
 

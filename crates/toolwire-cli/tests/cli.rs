@@ -817,15 +817,18 @@ fn the_example_serve_config_runs_as_the_readme_shows() {
         "/../../examples/serve.toml"
     ))
     .unwrap();
-    // What the README tells a person to run, with the ports of the file.
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    // What the server authors' guide tells a person to run, with the ports of the file.
+    let readme = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../docs/server-authors.md"
+    ))
+    .unwrap();
     for step in [
         "scripts/oidc start 9400\n",
         "toolwire serve --config examples/serve.toml --http 127.0.0.1:8080\n",
         "TOKEN=$(curl -s -u rs-test:rs-secret -d grant_type=client_credentials -d scope=math \\\n  -d resource=http://127.0.0.1:8080/mcp http://127.0.0.1:9400/token | jq -r .access_token)",
     ] {
-        assert!(readme.contains(step), "the README says {step:?}");
+        assert!(readme.contains(step), "the guide says {step:?}");
     }
     // The README starts the authorization server on 9400 and serves on 8080: the file says so.
     let issuer_line = "issuer = \"http://127.0.0.1:9400\"";
@@ -1258,7 +1261,7 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
         std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o755)).unwrap();
     }
     let shown = Command::new(BIN)
-        .args(["audit", "show"])
+        .args(["trust", "--list"])
         .env("XDG_STATE_HOME", &xdg)
         .env_remove("TOOLWIRE_STATE_DIR")
         .env_remove("RUST_LOG")
@@ -1273,7 +1276,7 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
         "{said}"
     );
     let shown = Command::new(BIN)
-        .args(["audit", "show"])
+        .args(["trust", "--list"])
         .env("TOOLWIRE_STATE_DIR", &named)
         .output()
         .unwrap();

@@ -739,6 +739,14 @@ fn audit_verify_of_no_log_yet_is_not_tampering() {
     assert_eq!(verified.status.code(), Some(0), "{out}{err}");
     assert!(out.starts_with("no audit log yet at "), "{out}");
     assert!(!out.contains("TAMPERED"), "{out}");
+    // Reading a state directory that is not there does not make it.
+    let nowhere = home.0.path().join("no-such-state");
+    let nowhere_arg = nowhere.to_str().unwrap();
+    for action in ["verify", "show"] {
+        let read = home.run(&["audit", action, "--state-dir", nowhere_arg]);
+        assert_eq!(read.status.code(), Some(0), "{:?}", text(&read));
+        assert!(!nowhere.exists(), "audit {action} made {nowhere_arg}");
+    }
 
     // A log deleted while its head stays is tampering.
     let server = serve(demo("Returns the message unchanged", Arc::default()));

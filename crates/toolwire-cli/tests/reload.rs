@@ -351,7 +351,7 @@ async fn serve_reloads_a_tools_rate_limit_and_the_flood_limit_and_refuses_a_new_
         format!("{second:?}").contains("each caller may make 1 call per 3600 s"),
         "the new limit holds: {second:?}"
     );
-    let audit = dir.path().join("data/audit.jsonl");
+    let audit = dir.path().join("state/audit.jsonl");
     audit_record(&audit, &["\"reload\"", "applied"]).await;
 
     // The store is chosen at start: a new [store] url is refused, naming the key.

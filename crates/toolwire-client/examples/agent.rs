@@ -1,4 +1,4 @@
-//! The README's client example: list a server's tools and call one. The server is `toolwire
+//! The guides' client example: list a server's tools and call one. The server is `toolwire
 //! serve` on stdio, found on PATH as any program finds it, unless a URL or another command line
 //! is given.
 //!

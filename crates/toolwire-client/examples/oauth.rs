@@ -1,4 +1,4 @@
-//! The README's protected-server example: a client that signs in when the server asks, keeps
+//! The guides' protected-server example: a client that signs in when the server asks, keeps
 //! its tokens in a private file, and lists the server's tools.
 //!
 //! `cargo run -p toolwire-client --example oauth -- https://crm.example.com/mcp`

@@ -1,4 +1,4 @@
-//! The README's host example: the servers of a host configuration behind one tool list, each
+//! The guides' host example: the servers of a host configuration behind one tool list, each
 //! call asked about on the terminal, definitions pinned, calls in an audit log.
 //!
 //! `cargo run -p toolwire-host --example host -- CONFIG.json [TOOL [ARGUMENTS-JSON]]`

@@ -1,4 +1,4 @@
-//! The README's multi round-trip example: a tool that asks the user to confirm before it acts,
+//! The guides' multi round-trip example: a tool that asks the user to confirm before it acts,
 //! served on stdio.
 //!
 //! `cargo run -p toolwire-server --example confirm`

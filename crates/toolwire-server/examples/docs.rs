@@ -1,4 +1,4 @@
-//! The README's prompts and resources example: a prompt with completion, a resource and a
+//! The guides' prompts and resources example: a prompt with completion, a resource and a
 //! resource template, served on stdio.
 //!
 //! `cargo run -p toolwire-server --example docs`

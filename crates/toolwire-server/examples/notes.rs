@@ -1,4 +1,4 @@
-//! The README's handles example: notes kept by handle, served on stdio. Pass a file to keep
+//! The guides' handles example: notes kept by handle, served on stdio. Pass a file to keep
 //! them across restarts; without one they live in memory until the server stops.
 //!
 //! `cargo run -p toolwire-server --example notes [-- NOTES.sqlite3]`

@@ -1,4 +1,4 @@
-//! The README's access-control example: an `add` tool that needs the `math` scope, served on
+//! The guides' access-control example: an `add` tool that needs the `math` scope, served on
 //! Streamable HTTP at 127.0.0.1:8080/mcp as an OAuth 2.1 resource server. Its issuer is the
 //! repository's test authorization server (`scripts/oidc start 9400`); give yours instead.
 //!

@@ -1,4 +1,4 @@
-//! The README's several-instances example: a server whose state (sealed request-state markers
+//! The guides' several-instances example: a server whose state (sealed request-state markers
 //! and key ring, tasks, legacy sessions, tool quotas, listen fan-out) lives in Redis, so that
 //! every instance started with the same URL serves every request.
 //!

@@ -1,4 +1,4 @@
-//! The README's server example: one typed tool with structured output and progress, served on
+//! The guides' server example: one typed tool with structured output and progress, served on
 //! Streamable HTTP at 127.0.0.1:8080/mcp, or on stdio with `--stdio`.
 //!
 //! `cargo run -p toolwire-server --example weather [-- --stdio]`

@@ -690,12 +690,45 @@ fn a_project_keeps_its_pins_and_answers_apart_from_the_persons() {
     assert_ne!(dir, other.state_dir_in(state), "two projects, two places");
 }
 
-/// Every ```json block of the README is a host configuration a person may copy: each reads,
-/// with every server it names, and no key of it is set aside or ignored.
+/// Every ```json block of the README and the guides under docs/ is a host configuration a
+/// person may copy: each reads, with every server it names, and no key of it is set aside or
+/// ignored.
 #[test]
 fn the_readme_configurations_read() {
-    let readme =
-        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../README.md")).unwrap();
+    let root = std::path::Path::new(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."));
+    let mut pages = vec![root.join("README.md")];
+    let mut folders = vec![root.join("docs")];
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else if path.extension().is_some_and(|e| e == "md") {
+                pages.push(path);
+            }
+        }
+    }
+    let mut blocks = Vec::new();
+    for page in pages {
+        let readme = std::fs::read_to_string(&page).unwrap();
+        let name = page.strip_prefix(root).unwrap().display().to_string();
+        blocks.extend(
+            json_blocks(&readme)
+                .into_iter()
+                .map(|(at, text)| (format!("{name}:{at}"), text)),
+        );
+    }
+    assert!(blocks.len() >= 2, "the guides' configurations: {blocks:?}");
+    for (at, text) in blocks {
+        let config = parse(&text).unwrap_or_else(|e| panic!("{at}: {e}\n{text}"));
+        let named = text.matches("\"command\"").count() + text.matches("\"url\"").count();
+        assert_eq!(config.servers.len(), named, "{at}");
+        assert!(config.ignored.is_empty(), "{at}: {:?}", config.ignored);
+    }
+}
+
+/// The ```json blocks of a Markdown page: each fence's line and its text.
+fn json_blocks(readme: &str) -> Vec<(usize, String)> {
     let mut blocks = Vec::new();
     // (the fence's line, its indentation, its language, its lines)
     let mut open: Option<(usize, usize, String, Vec<&str>)> = None;
@@ -716,15 +749,5 @@ fn the_readme_configurations_read() {
             Some((_, indent, _, text)) => text.push(line.get(*indent..).unwrap_or("")),
         }
     }
-    assert!(blocks.len() >= 2, "the README's configurations: {blocks:?}");
-    for (at, text) in blocks {
-        let config = parse(&text).unwrap_or_else(|e| panic!("README line {at}: {e}\n{text}"));
-        let named = text.matches("\"command\"").count() + text.matches("\"url\"").count();
-        assert_eq!(config.servers.len(), named, "README line {at}");
-        assert!(
-            config.ignored.is_empty(),
-            "README line {at}: {:?}",
-            config.ignored
-        );
-    }
+    blocks
 }
