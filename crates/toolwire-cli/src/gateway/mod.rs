@@ -101,25 +101,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     })?;
     // What a reload of this file would refuse, the start refuses too.
     check_settings(None, &settings, &args.config)?;
-    // What the flags ask for is checked (and the addresses taken) before any upstream starts.
-    if args.http.is_none() && settings.auth.is_some() {
-        anyhow::bail!(
-            "gateway.auth applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
-        );
-    }
-    let http_listener = match args.http {
-        Some(addr) => Some(crate::serve::bind(addr).await?),
-        None => None,
-    };
-    let admin = match args.admin {
-        Some(addr) => {
-            let listener = crate::serve::bind_admin(addr).await?;
-            let console = console_options(&args, &settings, &state_dir)?(listener.local_addr()?);
-            console.check().context("--console-token-env")?;
-            Some((listener, console))
-        }
-        None => None,
-    };
+    let (http_listener, admin) = take_addresses(&args, &settings, &state_dir).await?;
     let builder = downstream_builder(&args, &settings, &state_dir, store.as_ref())?;
     let options = gateway_options(
         &args.config,
@@ -168,6 +150,37 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     server.flush_audit();
     gateway.close().await;
     served
+}
+
+/// What the flags ask for, checked, and the addresses taken, before any upstream starts: the
+/// `--http` listener and the `--admin` one with the console's options.
+async fn take_addresses(
+    args: &GatewayArgs,
+    settings: &ServeConfig,
+    state_dir: &Path,
+) -> anyhow::Result<(
+    Option<tokio::net::TcpListener>,
+    Option<(tokio::net::TcpListener, ConsoleOptions)>,
+)> {
+    if args.http.is_none() && settings.auth.is_some() {
+        anyhow::bail!(
+            "gateway.auth applies to Streamable HTTP only (stdio has no access tokens): add --http ADDR"
+        );
+    }
+    let http = match args.http {
+        Some(addr) => Some(crate::serve::bind(addr).await?),
+        None => None,
+    };
+    let admin = match args.admin {
+        Some(addr) => {
+            let listener = crate::serve::bind_admin(addr).await?;
+            let console = console_options(args, settings, state_dir)?(listener.local_addr()?);
+            console.check().context("--console-token-env")?;
+            Some((listener, console))
+        }
+        None => None,
+    };
+    Ok((http, admin))
 }
 
 /// The downstream server's builder: the `gateway` object's settings, its audit file (relative

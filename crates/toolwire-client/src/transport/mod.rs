@@ -4,6 +4,7 @@ pub(crate) mod command;
 mod group;
 pub(crate) mod http;
 pub(crate) mod lines;
+mod stderr;
 pub(crate) mod stdio;
 mod tls;
 
