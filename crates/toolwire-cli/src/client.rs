@@ -116,6 +116,8 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
         "toolwire: {} (Ctrl-C to stop)",
         watching(acknowledged)
     ));
+    // The list as it is now, to say what each change changed.
+    let mut tools = listed(&client.list_tools().await?);
     loop {
         match subscription.next().await {
             None => {
@@ -124,9 +126,22 @@ async fn watch_with(client: &Client, resources: Vec<String>) -> anyhow::Result<(
             }
             Some(Err(error)) => return Err(error.into()),
             // A closed stdout ends the watch (and, in `main`, the command, quietly).
-            Some(Ok(notification)) => out(&describe(&notification))?,
+            Some(Ok(notification)) => {
+                out(&describe(&notification))?;
+                if matches!(notification, Notification::ToolsListChanged) {
+                    let now = listed(&client.refresh_tools().await?);
+                    let said = crate::changes::described(&tools, &now);
+                    out(&format!("  {}", visible(&said, Layout::Line)))?;
+                    tools = now;
+                }
+            }
         }
     }
+}
+
+/// A server's tools, each under its own name.
+fn listed(tools: &[toolwire_client::protocol::Tool]) -> crate::changes::Listing {
+    crate::changes::listing(tools.iter().map(|tool| (tool.name.clone(), tool)))
 }
 
 /// What a subscription the server acknowledged follows, in words.

@@ -3,6 +3,7 @@
 
 use clap::{Parser, Subcommand};
 
+mod changes;
 mod client;
 mod config;
 mod examples;

@@ -102,6 +102,11 @@ pub(crate) fn json(value: &impl serde::Serialize, form: Json) -> serde_json::Res
     Ok(safe)
 }
 
+/// `1 tool`, `2 tools`: a count with the word it counts.
+pub(crate) fn counted(n: usize, one: &str, many: &str) -> String {
+    format!("{n} {}", if n == 1 { one } else { many })
+}
+
 /// Writes a line of results to stdout. The error of a closed pipe reaches `main`, which ends
 /// quietly (see [`is_broken_pipe`]).
 pub(crate) fn out(line: &str) -> io::Result<()> {

@@ -63,6 +63,18 @@ fn stderr_lines(child: &mut Child) -> mpsc::Receiver<String> {
     lines
 }
 
+/// The lines a child writes to stdout, read on a thread.
+fn stdout_lines(child: &mut Child) -> mpsc::Receiver<String> {
+    let (tx, lines) = mpsc::channel();
+    let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+    std::thread::spawn(move || {
+        for line in stdout.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    lines
+}
+
 /// The first line within 10 s that contains `needle`.
 fn line_with(lines: &mpsc::Receiver<String>, needle: &str) -> String {
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
@@ -555,6 +567,7 @@ fn discover_call_and_watch_over_http() {
     let mut watch = Killed(
         toolwire_in(&scratch)
             .args(["watch", &server.url])
+            .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap(),
@@ -562,6 +575,19 @@ fn discover_call_and_watch_over_http() {
     let watched = stderr_lines(&mut watch.0);
     let first = line_with(&watched, "toolwire: watching");
     assert!(first.contains("the server's tool list"), "{first}");
+    // A change says what changed: the tool added, then removed.
+    let said = stdout_lines(&mut watch.0);
+    for (toggle, wanted) in [(1, "  added: shout"), (2, "  removed: shout")] {
+        let toggled = toolwire(&["call", "--yes", &server.url, "toggle_shout"]);
+        assert!(
+            toggled.status.success(),
+            "toggle {toggle}: {}",
+            stderr(&toggled)
+        );
+        line_with(&said, "tools/list_changed");
+        let what = line_with(&said, "  ");
+        assert_eq!(what, wanted, "toggle {toggle}");
+    }
     let interrupted = Command::new("kill")
         .args(["-INT", &server.child.id().to_string()])
         .status()

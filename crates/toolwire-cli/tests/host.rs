@@ -851,3 +851,125 @@ fn regex_like_timestamp(text: &str) -> bool {
             && w[19] == b'.'
     })
 }
+
+const TOOLWIRE: &str = env!("CARGO_BIN_EXE_toolwire");
+
+/// A home whose configuration has two stdio servers, `a` (prefix `a`) and `b`, each
+/// `toolwire serve` after leaving a file named after it in `started/`, `b` after `b_delay`
+/// seconds.
+fn two_servers(name: &str, b_delay: u32) -> Home {
+    let home = Home::empty(name);
+    let started = home.0.path().join("started");
+    std::fs::create_dir_all(&started).unwrap();
+    let server = |name: &str, delay: u32| {
+        let script = format!(
+            "touch {}/{name}; sleep {delay}; exec {TOOLWIRE} serve --data-dir {}/{name}-notes",
+            started.display(),
+            home.0.path().display()
+        );
+        json!({"command": "sh", "args": ["-c", script], "prefix": name})
+    };
+    let config = json!({"mcpServers": {"a": server("a", 0), "b": server("b", b_delay)}});
+    std::fs::write(home.0.path().join("mcp.json"), config.to_string()).unwrap();
+    home
+}
+
+fn started(home: &Home) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(home.0.path().join("started"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// `call PREFIX__TOOL` starts only the server whose prefix it names; `watch SERVER` only that
+/// server; a command that waits for a slow server says what it waits for.
+#[test]
+fn a_call_starts_only_the_server_that_serves_it() {
+    let home = two_servers("only-one", 3);
+    let called = home.run(&["call", "--yes", "a__echo", "message=hi"]);
+    let (out, err) = text(&called);
+    assert_eq!(called.status.code(), Some(0), "{out}{err}");
+    assert_eq!(out.trim(), "hi");
+    assert_eq!(started(&home), ["a"], "{err}");
+    assert!(!err.contains("waiting for"), "a is quick: {err}");
+
+    // `b` takes 3 s to start: the wait is said, naming it.
+    let called = home.run(&["call", "--yes", "b__echo", "message=slow"]);
+    let (out, err) = text(&called);
+    assert_eq!(called.status.code(), Some(0), "{out}{err}");
+    assert!(err.contains("toolwire: waiting for b to start…"), "{err}");
+    assert_eq!(started(&home), ["a", "b"]);
+
+    // A name no prefix matches still finds out among every server, and says so.
+    let unknown = home.run(&["call", "--yes", "nope"]);
+    let (_, err) = text(&unknown);
+    assert_eq!(unknown.status.code(), Some(2), "{err}");
+    assert!(err.contains("there is no tool named nope"), "{err}");
+}
+
+/// `watch b` starts and reports on `b` alone; a server not configured is named as such.
+#[test]
+fn watch_of_one_server_starts_and_reports_only_it() {
+    let home = two_servers("watch-one", 0);
+    let mut watch = home
+        .command(&["watch", "b"])
+        .stderr(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = watch.stderr.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead as _;
+        for line in std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+        {
+            let _ = tx.send(line);
+        }
+    });
+    let mut said = Vec::new();
+    loop {
+        let line = lines
+            .recv_timeout(Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("watch never started: {said:?}"));
+        let done = line.contains("watching for list changes");
+        said.push(line);
+        if done {
+            break;
+        }
+    }
+    let _ = watch.kill();
+    let _ = watch.wait();
+    assert_eq!(started(&home), ["b"], "{said:?}");
+    assert!(!said.iter().any(|l| l.contains(" a ")), "{said:?}");
+    let missing = home.run(&["watch", "c"]);
+    let (_, err) = text(&missing);
+    assert_eq!(missing.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("no server named c is configured (configured: a, b)"),
+        "{err}"
+    );
+}
+
+/// One-off commands keep no pins, so a first listing is no change: an audit log written by
+/// ten of them holds no `tools_changed` record (it grew by a record per tool every time).
+#[test]
+fn one_off_listings_leave_no_tools_changed_records() {
+    let home = Home::empty("one-off-audit");
+    let server = format!(
+        "{TOOLWIRE} serve --data-dir {}/notes",
+        home.0.path().display()
+    );
+    for _ in 0..3 {
+        let listed = home.run(&["tools", &server]);
+        assert_eq!(listed.status.code(), Some(0), "{:?}", text(&listed));
+    }
+    let called = home.run(&["call", "--yes", &server, "echo", "message=hi"]);
+    assert_eq!(called.status.code(), Some(0), "{:?}", text(&called));
+    let log = std::fs::read_to_string(home.audit()).unwrap_or_default();
+    assert!(log.contains("\"call\""), "the call is audited: {log}");
+    assert!(!log.contains("tools_changed"), "{log}");
+}

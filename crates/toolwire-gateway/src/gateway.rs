@@ -234,6 +234,14 @@ impl Gateway {
         self.inner.exchanges.servers()
     }
 
+    /// The tools the upstreams list that the gateway does not serve, and why: one a legacy
+    /// upstream runs only as a task, one whose definition the downstream server refuses.
+    /// (Those hidden by a server's `tools` filter or by a rule are in the host's
+    /// [`ServerStatus::hidden`](toolwire_host::ServerStatus) and the policy.)
+    pub fn unserved(&self) -> Vec<crate::mirror::Unserved> {
+        self.inner.mirror.unserved()
+    }
+
     /// The upstreams still on their first try (started and not yet listed, nor failed), by
     /// name: their tools are served once they answer.
     pub fn starting(&self) -> Vec<String> {

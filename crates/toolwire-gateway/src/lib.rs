@@ -51,7 +51,7 @@ mod watch;
 
 pub use gateway::{Gateway, GatewayError, NoPerson};
 pub use hold::{HOLD_TTL, MAX_HELD};
-pub use mirror::{LOOP_META_KEY, UPSTREAM_META_KEY};
+pub use mirror::{LOOP_META_KEY, UPSTREAM_META_KEY, Unserved};
 pub use options::{GatewayOptions, START_WAIT, ToolSettings};
 pub use reload::Reloaded;
 pub use rules::{Caller, Decision, Effect, RuleError, Rules, RulesConfig, ToolFacts};

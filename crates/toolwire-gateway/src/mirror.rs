@@ -49,13 +49,33 @@ pub(crate) struct Mirror {
     state: Mutex<Served>,
 }
 
+/// A tool not served, and why.
+struct Refused {
+    digest: u64,
+    upstream: String,
+    why: String,
+}
+
+/// A tool an upstream lists that the gateway does not serve, and why (beside those hidden by
+/// the configuration or a rule, which the host reports).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Unserved {
+    /// The upstream's name.
+    pub upstream: String,
+    /// The tool's served name (`prefix__tool`).
+    pub tool: String,
+    /// Why it is not served.
+    pub why: String,
+}
+
 #[derive(Default)]
 struct Served {
     /// The tools served, by name, with a digest of what they were made from.
     tools: HashMap<String, u64>,
-    /// Tools the server refused to register (a schema it does not accept), by name, with
-    /// the digest refused: said once per definition.
-    refused: HashMap<String, u64>,
+    /// Tools not served: the gateway cannot serve them, or the server refused to register
+    /// them (a schema it does not accept); by name, with the digest refused (said once per
+    /// definition), the upstream and why.
+    refused: HashMap<String, Refused>,
     /// Tools withheld because their definition changed since it was pinned: said once.
     withheld: HashSet<String>,
     /// Upstreams found to be this gateway itself (a loop), none of whose offers is served:
@@ -105,6 +125,22 @@ impl Mirror {
         served.refused.clear();
     }
 
+    /// The tools the upstreams list that are not served, and why, by name.
+    pub(crate) fn unserved(&self) -> Vec<Unserved> {
+        let served = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        let mut unserved: Vec<Unserved> = served
+            .refused
+            .iter()
+            .map(|(tool, refused)| Unserved {
+                upstream: refused.upstream.clone(),
+                tool: tool.clone(),
+                why: refused.why.clone(),
+            })
+            .collect();
+        unserved.sort_by(|a, b| a.tool.cmp(&b.tool));
+        unserved
+    }
+
     /// Serves on `server` what `host` lists: new and changed tools added, gone ones removed,
     /// and a tool whose definition changed since it was pinned withheld until approved.
     pub(crate) fn sync(&self, host: &Arc<Host>, server: &Server, trusted: impl Fn(&str) -> bool) {
@@ -119,6 +155,10 @@ impl Mirror {
                 .map(|(_, tool, _)| (tool.qualified.clone(), Arc::new(facts_of(tool))))
                 .collect(),
         );
+        // A tool no longer listed is no longer refused either.
+        served
+            .refused
+            .retain(|name, _| wanted.contains_key(name.as_str()));
         let gone: Vec<String> = served
             .tools
             .iter()
@@ -163,7 +203,12 @@ impl Mirror {
                         %error,
                         "{name} is not served: its definition is refused"
                     );
-                    served.refused.insert(name.to_owned(), digest);
+                    let refused = Refused {
+                        digest,
+                        upstream: tool.server.clone(),
+                        why: format!("its definition is refused: {error}"),
+                    };
+                    served.refused.insert(name.to_owned(), refused);
                 }
             }
         }
@@ -415,7 +460,8 @@ impl Served {
         let mut names: Vec<&str> = wanted
             .iter()
             .filter(|(name, (digest, ..))| {
-                !self.tools.contains_key(**name) && self.refused.get(**name) != Some(digest)
+                !self.tools.contains_key(**name)
+                    && self.refused.get(**name).map(|r| r.digest) != Some(*digest)
             })
             .map(|(name, _)| *name)
             .collect();
@@ -426,7 +472,14 @@ impl Served {
                 return true;
             };
             tracing::warn!(tool = %name, upstream = %tool.server, "{name} is not served: {why}");
-            self.refused.insert((*name).to_owned(), digest);
+            let why = why.to_owned();
+            let upstream = tool.server.clone();
+            let refused = Refused {
+                digest,
+                upstream,
+                why,
+            };
+            self.refused.insert((*name).to_owned(), refused);
             false
         });
         names

@@ -499,7 +499,8 @@ fn report(gateway: &Gateway) {
     for status in gateway.host().servers() {
         let line = match &status.state {
             ServerState::Connected { tools } => {
-                format!("toolwire: upstream {}: {tools} tools", status.name)
+                let tools = terminal::counted(*tools, "tool", "tools");
+                format!("toolwire: upstream {}: {tools}", status.name)
             }
             ServerState::Failed { .. } if starting.contains(&status.name) => format!(
                 "toolwire: warning: upstream {} has not answered yet; its tools are served once it does",

@@ -119,7 +119,11 @@ pub(crate) async fn call(
     let mut signals = Signals::listen()?;
     let servers = Servers::named(one_off.as_deref());
     let opened = async {
-        let config = args.configuration(one_off.as_deref(), &ui).await?;
+        let mut config = args.configuration(one_off.as_deref(), &ui).await?;
+        // Only the server whose prefix the name carries is started.
+        if one_off.is_none() {
+            serving_only(&mut config, name);
+        }
         let host = args.open_config(&config, servers, &ui).await?;
         anyhow::Ok((config, host))
     };
@@ -150,6 +154,29 @@ pub(crate) async fn call(
         again = signals.next() => note(&format!("toolwire: {again}: {at_once}")),
     }
     outcome
+}
+
+/// `config` narrowed to the one server whose prefix `name` carries (`prefix__tool`), when
+/// exactly one does: a call starts only the server that serves it. Otherwise (a name no
+/// prefix matches, or a server with an empty prefix) every server stays, and the call finds
+/// the tool, or says why it cannot, among them all.
+fn serving_only(config: &mut HostConfig, name: &str) {
+    let serving: Vec<usize> = config
+        .servers
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| {
+            !s.prefix.is_empty()
+                && name
+                    .strip_prefix(s.prefix.as_str())
+                    .is_some_and(|rest| rest.starts_with("__"))
+        })
+        .map(|(i, _)| i)
+        .collect();
+    if let [only] = serving[..] {
+        let server = config.servers.swap_remove(only);
+        config.servers = vec![server];
+    }
 }
 
 /// What closing the host does, in words, and what a second signal does: stdio servers are

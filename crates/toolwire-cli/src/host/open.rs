@@ -17,6 +17,31 @@ use crate::target::{Connection, Named, names_a_server};
 use crate::terminal::{Layout, note, shown, visible};
 use crate::ui::Ui;
 
+/// How long servers may take to start before the wait is said.
+const SLOW_START: std::time::Duration = std::time::Duration::from_millis(1500);
+
+/// What is being waited for when servers are slow to start.
+fn starting_note(config: &HostConfig) -> String {
+    let names: Vec<String> = config
+        .servers
+        .iter()
+        .map(|s| server_name(&s.name))
+        .collect();
+    let downloads = config.servers.iter().any(|s| {
+        matches!(&s.transport, toolwire_host::Transport::Stdio { command, .. }
+            if ["npx", "uvx", "pipx", "bunx"].iter().any(|d| command.ends_with(d)))
+    });
+    format!(
+        "toolwire: waiting for {} to start{}…",
+        names.join(", "),
+        if downloads {
+            " (the first run of npx or uvx downloads the server)"
+        } else {
+            ""
+        }
+    )
+}
+
 /// Where the configuration is looked for, in this order, without `--config`.
 pub(crate) const SEARCH_ORDER: [&str; 4] = [
     "./.mcp.json",
@@ -316,7 +341,18 @@ impl HostArgs {
             self.asks.sampling_command.clone(),
         );
         options = questions.install(options);
-        Ok(Host::connect(config, options).await?)
+        let connecting = Host::connect(config, options);
+        tokio::pin!(connecting);
+        // A server that takes more than a moment to start (a first `npx -y` or `uvx` run
+        // downloads it) is named, so that the wait is not silent.
+        let host = tokio::select! {
+            host = &mut connecting => host,
+            () = tokio::time::sleep(SLOW_START) => {
+                note(&starting_note(config));
+                connecting.await
+            }
+        };
+        Ok(host?)
     }
 
     /// `--root` directories, else the configuration's `roots`, else the current directory,

@@ -68,7 +68,10 @@ fn line(ui: &Ui, config: &HostConfig, status: &ServerStatus, width: usize) -> St
             };
             ui.paint_out(
                 Tone::Green,
-                &format!("connected, {tools} tools{hidden}{signed_in}"),
+                &format!(
+                    "connected, {}{hidden}{signed_in}",
+                    crate::terminal::counted(*tools, "tool", "tools")
+                ),
             )
         }
         ServerState::Failed { error } => ui.paint_out(

@@ -12,6 +12,7 @@ use toolwire_host::{PinState, ServerState, ServerStatus};
 
 use super::access::Csrf;
 use super::{Console, html};
+use crate::Unserved;
 
 /// `GET /console`: each upstream, its state (connected, starting, failed and why), how many
 /// tools it serves, its protocol and its tools waiting for approval or hidden.
@@ -20,12 +21,17 @@ pub(crate) async fn upstreams(
     Extension(csrf): Extension<Csrf>,
 ) -> Response {
     let starting = console.gateway.starting();
+    let unserved = console.gateway.unserved();
     let mut rows = String::new();
     for status in console.gateway.host().servers() {
+        let theirs: Vec<&Unserved> = unserved
+            .iter()
+            .filter(|u| u.upstream == status.name)
+            .collect();
         let _ = write!(
             rows,
             "{}",
-            upstream_row(&status, starting.contains(&status.name))
+            upstream_row(&status, starting.contains(&status.name), &theirs)
         );
     }
     let mut body = if rows.is_empty() {
@@ -33,7 +39,7 @@ pub(crate) async fn upstreams(
     } else {
         format!(
             "<table><tr><th>Upstream</th><th>State</th><th>Tools</th><th>Protocol</th>\
-             <th>Waiting for approval</th><th>Hidden</th></tr>{rows}</table>"
+             <th>Waiting for approval</th><th>Hidden or not served</th></tr>{rows}</table>"
         )
     };
     if console.access.has_token() {
@@ -49,7 +55,8 @@ pub(crate) async fn upstreams(
     html::page(StatusCode::OK, super::HOME_PATH, "Upstreams", &body)
 }
 
-fn upstream_row(status: &ServerStatus, starting: bool) -> String {
+/// One upstream's row; `unserved`: the tools it lists that the gateway does not serve.
+fn upstream_row(status: &ServerStatus, starting: bool, unserved: &[&Unserved]) -> String {
     let (state, tools) = match (&status.state, starting) {
         (_, true) => (
             "<span class=\"warn\">starting</span>".to_owned(),
@@ -92,6 +99,13 @@ fn upstream_row(status: &ServerStatus, starting: bool) -> String {
         .hidden
         .iter()
         .map(|h| format!("{}: {}", html::escape(&h.tool), html::escape(&h.reason)))
+        .chain(unserved.iter().map(|u| {
+            format!(
+                "{}: not served: {}",
+                html::escape(&u.tool),
+                html::escape(&u.why)
+            )
+        }))
         .collect::<Vec<_>>()
         .join("<br>");
     format!(

@@ -428,3 +428,53 @@ async fn invisible_characters_are_shown_in_review_and_never_served() {
     served.stop().await;
     words.stop().await;
 }
+
+/// A tool the gateway lists no caller because it cannot serve it (a legacy upstream runs it
+/// only as a task) is named on the Upstreams page, with why, beside the hidden ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_the_gateway_cannot_serve_is_named_with_why() {
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/it/legacy_asking.py");
+    let servers = serde_json::json!({"mcpServers": {"legacy": {
+        "command": "python3", "args": [script, "--task-only-tool"], "prefix": "legacy",
+    }}});
+    let config = toolwire_host::HostConfig::parse(
+        &servers.to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .expect("a configuration");
+    let gateway = Gateway::start(
+        &config,
+        HostOptions::new(toolwire_gateway::NoPerson),
+        Server::builder("gateway", "1"),
+        GatewayOptions::new(),
+    )
+    .await
+    .expect("a gateway");
+    let start = Instant::now();
+    while gateway.unserved().is_empty() {
+        assert!(start.elapsed() < DEADLINE, "research was never refused");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let unserved = gateway.unserved();
+    assert_eq!(unserved.len(), 1, "{unserved:?}");
+    assert_eq!(
+        (unserved[0].upstream.as_str(), unserved[0].tool.as_str()),
+        ("legacy", "legacy__research")
+    );
+    let console = Console::start(&gateway, ConsoleOptions::new).await;
+    let (status, _, page) = console.get("/console").await;
+    assert_eq!(status, StatusCode::OK);
+    assert!(
+        page.contains(
+            "legacy__research: not served: its 2025-11-25 upstream runs it only as a task"
+        ),
+        "{page}"
+    );
+    let listed = gateway.server().tool_names();
+    assert!(listed.contains(&"legacy__ask".to_owned()), "{listed:?}");
+    assert!(
+        !listed.contains(&"legacy__research".to_owned()),
+        "{listed:?}"
+    );
+}

@@ -6,7 +6,9 @@ request on the open call, and answer with what became of it:
 - `roots`: roots/list; `answered RESULT` or `refused: MESSAGE`;
 - `twice`: two elicitations, one after the other; `answered FIRST then SECOND`.
 Each question has an id of its own, so calls may overlap. It answers anything it does not
-know, server/discover included, with -32601."""
+know, server/discover included, with -32601. With --task-only-tool it also lists `research`,
+which it runs only as a task (execution.taskSupport "required"), as server-everything's
+simulate-research-query is."""
 import json
 import sys
 
@@ -72,9 +74,11 @@ def main():
                 "serverInfo": {"name": "legacy-asking", "version": "1"},
             })
         elif method == "tools/list":
-            answer(request_id, {"tools": [
-                {"name": name, "inputSchema": {"type": "object"}} for name in QUESTIONS
-            ]})
+            tools = [{"name": name, "inputSchema": {"type": "object"}} for name in QUESTIONS]
+            if "--task-only-tool" in sys.argv:
+                tools.append({"name": "research", "inputSchema": {"type": "object"},
+                              "execution": {"taskSupport": "required"}})
+            answer(request_id, {"tools": tools})
         elif method == "tools/call":
             name = message["params"]["name"]
             ask({"id": request_id, "questions": QUESTIONS[name], "answers": []})

@@ -165,6 +165,10 @@ pub struct Host {
     /// Held while a server is started.
     starting: tokio::sync::Mutex<()>,
     pins: Pins<Arc<dyn PinStore>>,
+    /// Whether the pins outlive this host (a state directory or a pin store): with pins in
+    /// memory, every tool of a server's first listing is new to it, and that is no change
+    /// worth a record in the audit log.
+    pins_kept: bool,
     /// The approval rules, swapped whole by [`Host::apply`]: a call decides under the rules
     /// it read.
     policy: ArcSwap<Policy>,
@@ -218,6 +222,7 @@ impl Host {
                     Arc::new(MemoryRemembered::new()),
                 ),
             };
+        let pins_kept = options.state_dir.is_some() || options.pin_store.is_some();
         let pins = options.pin_store.clone().unwrap_or(pins);
         let policy = Policy::new(config, remembered.clone())?;
         let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
@@ -243,6 +248,7 @@ impl Host {
             merging: Mutex::new(()),
             starting: tokio::sync::Mutex::new(()),
             pins: Pins::new(pins),
+            pins_kept,
             policy: ArcSwap::from_pointee(policy),
             remembered,
             top: ArcSwap::from_pointee((config.approval.clone(), config.audit.clone())),

@@ -104,6 +104,15 @@ impl Host {
         })
     }
 
+    /// Whether `report` only says that every one of the `listed` tools is new to pins kept in
+    /// memory: a first listing, which changes nothing a later run could compare with.
+    fn first_sight(&self, report: &PinReport, listed: usize) -> bool {
+        !self.pins_kept
+            && report.changed.is_empty()
+            && report.removed.is_empty()
+            && (listed == usize::MAX || report.new.len() == listed)
+    }
+
     /// Records a server's list (and how it differs from its pins), and puts its tools and its
     /// offers in the view.
     fn listed(
@@ -118,12 +127,12 @@ impl Host {
             hidden,
             report,
         } = listing;
-        if report != PinReport::default() {
+        if report != PinReport::default() && !self.first_sight(&report, tools.len()) {
             self.record(HostEvent::tools_changed(name, &report));
         }
         for kind in OfferKind::ALL {
             let report = offer_pins.of(kind);
-            if *report != PinReport::default() {
+            if *report != PinReport::default() && !self.first_sight(report, usize::MAX) {
                 self.record(HostEvent::tools_changed(&kind.pin_key(name), report));
             }
         }
