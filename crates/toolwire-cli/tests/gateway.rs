@@ -180,6 +180,10 @@ fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_
         .unwrap_or_else(|| panic!("the upstream's start is relayed: {said:#?}"));
     assert_eq!(relayed.matches("Z ").count(), 1, "one timestamp: {relayed}");
     assert!(relayed.contains(" INFO "), "{relayed}");
+    assert!(
+        relayed.ends_with("server=examples"),
+        "named as configured: {relayed}"
+    );
 }
 
 /// A gateway's `ask` rule met from a script: without a terminal the question is declined and

@@ -467,9 +467,17 @@ fn relaying(host: HostOptions, unrelayable: &Arc<Unrelayable>, holds: &Arc<Holds
         }
     })
     .on_roots(move |server| {
-        let question = roots.question(&server, InputRequest::ListRoots(Default::default()));
+        // Asked outside any call (as server-filesystem and server-everything ask when they
+        // start): the gateway's own roots, which are none; the upstream keeps its own.
+        let outside = Asked::current().related.is_none();
+        let question = (!outside)
+            .then(|| roots.question(&server, InputRequest::ListRoots(Default::default())));
         let unanswered = roots.unanswered(&server);
         async move {
+            let Some(question) = question else {
+                tracing::debug!(upstream = %server, "roots/list outside any call: none");
+                return Ok(Default::default());
+            };
             match question?.await {
                 Some(InputResponse::ListRoots(answer)) => Ok(answer),
                 _ => Err(unanswered),

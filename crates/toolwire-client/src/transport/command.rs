@@ -44,6 +44,9 @@ pub struct StdioCommand {
     pub inherit: Vec<String>,
     /// The working directory (default: the current one).
     pub cwd: Option<std::path::PathBuf>,
+    /// How the server is named in this process's log (its stderr lines, its restarts):
+    /// a host's name for it; default: the program.
+    pub name: Option<String>,
 }
 
 impl StdioCommand {
@@ -55,7 +58,19 @@ impl StdioCommand {
             env: Vec::new(),
             inherit: Vec::new(),
             cwd: None,
+            name: None,
         }
+    }
+
+    /// Names the server in this process's log (default: the program).
+    pub fn named(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// How the server is named in this process's log.
+    pub fn shown_name(&self) -> &str {
+        self.name.as_deref().unwrap_or(&self.program)
     }
 
     /// Adds an argument.

@@ -239,7 +239,7 @@ impl StdioTransport {
                 return Err(Error::Transport("the client was closed".into()));
             }
             // S-11
-            tracing::warn!(program = %self.command.program, "the server is not running; starting it again");
+            tracing::warn!(server = %self.command.shown_name(), "the server is not running; starting it again");
             *guard = Some(start(&self.command, self.incoming.clone())?);
             self.generation.fetch_add(1, Ordering::AcqRel);
         }
@@ -347,10 +347,10 @@ impl StdioTransport {
         if !exited {
             // Common and harmless (wrappers such as npx stay until signalled): the next step
             // of closing, not a fault.
-            tracing::info!(program = %self.command.program, "the server did not exit when its stdin closed; sending SIGTERM");
+            tracing::info!(server = %self.command.shown_name(), "the server did not exit when its stdin closed; sending SIGTERM");
         }
         if !process.group.terminate(&mut process.child, grace).await {
-            tracing::warn!(program = %self.command.program, "the server ignored SIGTERM; killing it");
+            tracing::warn!(server = %self.command.shown_name(), "the server ignored SIGTERM; killing it");
         }
         let _ = process.child.kill().await;
     }
@@ -422,7 +422,11 @@ fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Pro
         incoming,
     ));
     let tail = Arc::new(StderrTail::default());
-    tokio::spawn(drain_stderr(stderr, command.program.clone(), tail.clone()));
+    tokio::spawn(drain_stderr(
+        stderr,
+        command.shown_name().to_owned(),
+        tail.clone(),
+    ));
     Ok(Process {
         child,
         lines,

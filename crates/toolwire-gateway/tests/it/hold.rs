@@ -563,3 +563,37 @@ async fn after_a_reload_a_held_calls_question_reaches_only_its_own_caller() {
     gateway.close().await;
     served.stop().await;
 }
+
+/// A legacy upstream that asks `roots/list` as soon as it is initialized, outside any call
+/// (as server-filesystem and server-everything do), is told the gateway's own roots — none —
+/// rather than refused with a warning: it keeps its own directories, and says so in peace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn roots_asked_outside_any_call_are_none() {
+    let mut servers = serde_json::Map::new();
+    servers.insert(
+        "up".into(),
+        json!({"command": "python3", "args": [SCRIPT, "--roots-at-start"], "prefix": "up"}),
+    );
+    let (_gateway, served) = gateway_over(servers, GatewayOptions::new(), KEY).await;
+    let client = modern(&served.url, Arc::default());
+    let deadline = tokio::time::Instant::now() + DEADLINE;
+    loop {
+        let said = match client.call_tool("up__start_roots", json!({})).await {
+            Ok(result) => text(&result),
+            Err(Error::Rpc(e)) if e.message.starts_with("Unknown tool") => String::new(),
+            Err(other) => panic!("{other:?}"),
+        };
+        if said == r#"at start: {"roots": []}"# {
+            break;
+        }
+        assert!(
+            said.is_empty() || said.ends_with("no answer yet"),
+            "the upstream was answered: {said}"
+        );
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "never asked: {said}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}

@@ -8,7 +8,8 @@ request on the open call, and answer with what became of it:
 Each question has an id of its own, so calls may overlap. It answers anything it does not
 know, server/discover included, with -32601. With --task-only-tool it also lists `research`,
 which it runs only as a task (execution.taskSupport "required"), as server-everything's
-simulate-research-query is."""
+simulate-research-query is. With --roots-at-start it asks roots/list once initialized, outside
+any call, as server-filesystem does, and its tool `start_roots` says what it was answered."""
 import json
 import sys
 
@@ -49,9 +50,21 @@ def main():
         method, params = call["questions"][len(call["answers"])]
         send({"jsonrpc": "2.0", "id": question_id, "method": method, "params": params})
 
+    start_roots = []
     for line in sys.stdin:
         message = json.loads(line)
         method, request_id = message.get("method"), message.get("id")
+        if method is None and request_id == "start-roots":
+            start_roots.append(json.dumps(message.get("result") or message.get("error"),
+                                          sort_keys=True))
+            continue
+        if method == "notifications/initialized" and "--roots-at-start" in sys.argv:
+            send({"jsonrpc": "2.0", "id": "start-roots", "method": "roots/list", "params": {}})
+            continue
+        if method == "tools/call" and message["params"]["name"] == "start_roots":
+            text = "at start: " + (start_roots[0] if start_roots else "no answer yet")
+            answer(request_id, {"content": [{"type": "text", "text": text}], "isError": False})
+            continue
         if method is None:
             call = calls.pop(request_id, None)
             if call is None:
@@ -75,6 +88,8 @@ def main():
             })
         elif method == "tools/list":
             tools = [{"name": name, "inputSchema": {"type": "object"}} for name in QUESTIONS]
+            if "--roots-at-start" in sys.argv:
+                tools.append({"name": "start_roots", "inputSchema": {"type": "object"}})
             if "--task-only-tool" in sys.argv:
                 tools.append({"name": "research", "inputSchema": {"type": "object"},
                               "execution": {"taskSupport": "required"}})

@@ -65,7 +65,7 @@ pub(super) async fn open(
             env,
             cwd,
         } => {
-            let mut stdio = StdioCommand::new(command).args(args);
+            let mut stdio = StdioCommand::new(command).args(args).named(&server.name);
             for (name, value) in env {
                 stdio = stdio.env(name, value);
             }
