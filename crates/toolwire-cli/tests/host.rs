@@ -540,7 +540,7 @@ fn watch_prints_each_servers_list_changes_and_what_changed() {
         wait_for(&out, "tools/list_changed"),
         "demo: tools/list_changed"
     );
-    assert_eq!(wait_for(&out, "new:"), "  new: shout");
+    assert_eq!(wait_for(&out, "added:"), "  added: demo__shout");
     Command::new("kill")
         .args(["-INT", &watch.id().to_string()])
         .status()
