@@ -501,12 +501,13 @@ fn watch_prints_each_servers_list_changes_and_what_changed() {
     let server = demo("Returns the message unchanged", Arc::default());
     let running = serve(server.clone());
     let home = Home::new("watch", &running.url);
-    let mut watch = home
-        .command(&["watch"])
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut watch = home::Killed(
+        home.command(&["watch"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
     let lines = |stream: Box<dyn std::io::Read + Send>| {
         let (tx, rx) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -519,8 +520,8 @@ fn watch_prints_each_servers_list_changes_and_what_changed() {
         });
         rx
     };
-    let out = lines(Box::new(watch.stdout.take().unwrap()));
-    let err = lines(Box::new(watch.stderr.take().unwrap()));
+    let out = lines(Box::new(watch.0.stdout.take().unwrap()));
+    let err = lines(Box::new(watch.0.stderr.take().unwrap()));
     let wait_for = |rx: &std::sync::mpsc::Receiver<String>, needle: &str| loop {
         let line = rx
             .recv_timeout(Duration::from_secs(20))
@@ -542,10 +543,10 @@ fn watch_prints_each_servers_list_changes_and_what_changed() {
     );
     assert_eq!(wait_for(&out, "added:"), "  added: demo__shout");
     Command::new("kill")
-        .args(["-INT", &watch.id().to_string()])
+        .args(["-INT", &watch.0.id().to_string()])
         .status()
         .unwrap();
-    assert_eq!(watch.wait().unwrap().code(), Some(130));
+    assert_eq!(watch.0.wait().unwrap().code(), Some(130));
 }
 
 #[test]
@@ -913,13 +914,14 @@ fn a_call_starts_only_the_server_that_serves_it() {
 #[test]
 fn watch_of_one_server_starts_and_reports_only_it() {
     let home = two_servers("watch-one", 0);
-    let mut watch = home
-        .command(&["watch", "b"])
-        .stderr(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stderr = watch.stderr.take().unwrap();
+    let mut watch = home::Killed(
+        home.command(&["watch", "b"])
+            .stderr(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let stderr = watch.0.stderr.take().unwrap();
     let (tx, lines) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         use std::io::BufRead as _;
@@ -941,8 +943,7 @@ fn watch_of_one_server_starts_and_reports_only_it() {
             break;
         }
     }
-    let _ = watch.kill();
-    let _ = watch.wait();
+    drop(watch);
     assert_eq!(started(&home), ["b"], "{said:?}");
     assert!(!said.iter().any(|l| l.contains(" a ")), "{said:?}");
     let missing = home.run(&["watch", "c"]);

@@ -20,7 +20,7 @@ mod methods;
 mod pages;
 pub(crate) mod rounds;
 pub(crate) mod rpc;
-mod tasks;
+pub(crate) mod tasks;
 mod tool_cache;
 pub(crate) mod tools;
 

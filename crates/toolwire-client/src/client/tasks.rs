@@ -12,7 +12,6 @@ use toolwire_protocol::{
     TaskParams, TaskStatus, UpdateTaskParams,
 };
 
-use crate::client::tools::{ResumeTask, TaskFn};
 use crate::client::{Client, RpcOptions};
 use crate::error::{Error, Result};
 
@@ -22,6 +21,20 @@ const DEFAULT_POLL: Duration = Duration::from_millis(500);
 /// in time, rarely enough not to flood the server.
 const MIN_POLL: Duration = Duration::from_millis(20);
 const MAX_POLL: Duration = Duration::from_secs(5);
+
+/// Told when the server made a call a task, with the task as created.
+pub type TaskFn = std::sync::Arc<dyn Fn(&CreateTaskResult) + Send + Sync>;
+
+/// A task that asked for input, and the answers to send it
+/// ([`CallOptions::resume_task`](crate::CallOptions::resume_task)).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ResumeTask {
+    /// The task.
+    pub task_id: String,
+    /// The answers to its input requests, by their keys.
+    pub responses: InputResponses,
+}
 
 /// Whether a result is a task the server made of the call (`resultType: "task"`).
 pub(crate) fn is_task(result: &Value) -> bool {

@@ -22,6 +22,7 @@ use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
 use crate::client::rounds::{CallRound, RoundAnswers, is_input_required};
+use crate::client::tasks::{ResumeTask, TaskFn, is_task};
 use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RequestIdFn, RpcOptions};
 use crate::error::{Error, Result};
@@ -62,19 +63,6 @@ pub struct CallOptions {
     /// Continues a task that asked for input instead of calling anew
     /// ([`CallOptions::resume_task`]).
     pub resume: Option<ResumeTask>,
-}
-
-/// Told when the server made a call a task, with the task as created.
-pub type TaskFn = Arc<dyn Fn(&CreateTaskResult) + Send + Sync>;
-
-/// A task that asked for input, and the answers to send it ([`CallOptions::resume_task`]).
-#[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
-pub struct ResumeTask {
-    /// The task.
-    pub task_id: String,
-    /// The answers to its input requests, by their keys.
-    pub responses: InputResponses,
 }
 
 impl CallOptions {
@@ -469,7 +457,7 @@ impl Client {
                         .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
                     return Err(Error::InputRequired(Box::new(input)));
                 }
-                Ok(result) if rpc.tasks && crate::client::tasks::is_task(&result) => {
+                Ok(result) if rpc.tasks && is_task(&result) => {
                     let result = self.follow_task(result, on_task.as_ref(), &rpc).await?;
                     return self.completed(name, result, entry, epoch, &rpc).await;
                 }

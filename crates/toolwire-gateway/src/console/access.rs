@@ -313,7 +313,7 @@ async fn check(access: &Access, request: Request, next: Next) -> Response {
     let login = request.uri().path() == super::LOGIN_PATH;
     let (csrf, signed_in) = access.csrf_of(headers);
     if !login && !signed_in {
-        return super::login::form(&csrf, StatusCode::UNAUTHORIZED, None);
+        return html::login_form(&csrf.0, super::LOGIN_PATH, StatusCode::UNAUTHORIZED, None);
     }
     let mut request = request;
     request.extensions_mut().insert(csrf);

@@ -77,6 +77,29 @@ pub(crate) fn page(status: StatusCode, here: &str, title: &str, body: &str) -> R
     html_response(status, html)
 }
 
+/// The login form, posting to `action` with the CSRF token `csrf`, with `error` above it when
+/// the last try failed.
+pub(crate) fn login_form(
+    csrf: &str,
+    action: &str,
+    status: StatusCode,
+    error: Option<&str>,
+) -> Response {
+    let error = error
+        .map(|e| format!("<p class=\"bad\">{}</p>", escape(e)))
+        .unwrap_or_default();
+    let body = format!(
+        "{error}<p>This console needs its token (the value of the environment variable named \
+         by <code>--console-token-env</code>).</p>\
+         <form method=\"post\" action=\"{action}\">\
+         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
+         <label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" autofocus>\
+         </label> <button type=\"submit\">Sign in</button></form>",
+        csrf = escape(csrf),
+    );
+    bare(status, "Sign in to the console", &body)
+}
+
 /// A bare page without the navigation: the login form and the refusals.
 pub(crate) fn bare(status: StatusCode, title: &str, body: &str) -> Response {
     let html = format!(

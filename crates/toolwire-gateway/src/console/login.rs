@@ -24,20 +24,7 @@ pub(crate) struct Login {
 
 /// The login form (its CSRF token `csrf`), with `error` above it when the last try failed.
 pub(crate) fn form(csrf: &Csrf, status: StatusCode, error: Option<&str>) -> Response {
-    let error = error
-        .map(|e| format!("<p class=\"bad\">{}</p>", html::escape(e)))
-        .unwrap_or_default();
-    let body = format!(
-        "{error}<p>This console needs its token (the value of the environment variable named \
-         by <code>--console-token-env</code>).</p>\
-         <form method=\"post\" action=\"{path}\">\
-         <input type=\"hidden\" name=\"csrf\" value=\"{csrf}\">\
-         <label>Token <input type=\"password\" name=\"token\" autocomplete=\"off\" autofocus>\
-         </label> <button type=\"submit\">Sign in</button></form>",
-        path = super::LOGIN_PATH,
-        csrf = html::escape(&csrf.0),
-    );
-    html::bare(status, "Sign in to the console", &body)
+    html::login_form(&csrf.0, super::LOGIN_PATH, status, error)
 }
 
 /// `GET /console/login`.

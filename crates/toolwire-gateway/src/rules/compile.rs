@@ -31,8 +31,8 @@ use regex::Regex;
 
 use super::config::RuleRef;
 use super::error::RuleError;
-use super::eval::{BOOL, ITERABLE};
 use super::facts::Use;
+use super::strict::{BOOL, ITERABLE, is_logical};
 
 /// The operators the interpreter evaluates itself (the parser writes them; a rule cannot name
 /// them as functions).
@@ -405,16 +405,6 @@ fn rewrite(e: &mut Expression, top: bool) {
         }
         Expr::Literal(_) | Expr::Ident(_) | Expr::Struct(_) | Expr::Unspecified => {}
     }
-}
-
-/// Whether `call` is one of CEL's logical operators: `!`, `&&`, `||`, `? :`.
-pub(crate) fn is_logical(call: &CallExpr) -> bool {
-    matches!(
-        (call.func_name.as_str(), call.args.len()),
-        (operators::LOGICAL_NOT, 1)
-            | (operators::LOGICAL_AND | operators::LOGICAL_OR, 2)
-            | (operators::CONDITIONAL, 3)
-    )
 }
 
 fn wrap(e: &mut Expression, function: &str) {

@@ -21,12 +21,7 @@ use cel_parser::Expression;
 use cel_parser::ast::{Expr, operators};
 use regex::{Regex, RegexBuilder};
 
-use super::compile::is_logical;
-
-/// The guard that fails on a value that is not a bool.
-pub(crate) const BOOL: &str = "@bool";
-/// The guard that fails on a value a macro cannot range over.
-pub(crate) const ITERABLE: &str = "@iterable";
+use super::strict::{BOOL, ITERABLE, is_logical};
 
 /// The most a regular expression taken from the arguments may compile to, in bytes, so that a
 /// caller cannot make a rule spend its time compiling a huge automaton.

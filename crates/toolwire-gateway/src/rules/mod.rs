@@ -122,6 +122,7 @@ mod decide;
 mod error;
 mod eval;
 mod facts;
+mod strict;
 #[cfg(test)]
 mod tests;
 

@@ -7,14 +7,9 @@
 //! not found") simply has none of it; one whose list of a kind fails otherwise keeps its last
 //! list of that kind, and its tools are not affected either way.
 
-use std::collections::{BTreeMap, HashSet};
-
 use toolwire_client::protocol::{Prompt, Resource, ResourceTemplate};
 
 use super::connect::Connection;
-use super::view::Entry;
-use crate::names::{NameError, Names};
-use crate::uris;
 
 /// The JSON-RPC code of a method the server does not have.
 const METHOD_NOT_FOUND: i64 = -32601;
@@ -186,94 +181,4 @@ fn readable<T>(server: &str, items: Vec<T>, uri: impl Fn(&T) -> &String) -> Vec<
             !hidden
         })
         .collect()
-}
-
-/// Every server's offers under the names the model sees, each list in order of those names.
-#[derive(Default)]
-pub(super) struct Named {
-    pub(super) prompts: Vec<HostPrompt>,
-    pub(super) resources: Vec<HostResource>,
-    pub(super) templates: Vec<HostTemplate>,
-    /// Each prefix's server: whose resources a wrapped URI names.
-    pub(super) prefixes: BTreeMap<String, String>,
-}
-
-/// Names the offers of `servers`: prompts within `budget`, resources and templates wrapped
-/// with their server's prefix. A server whose prefix another server (before it by name)
-/// already has offers no resources: its URIs could not be told apart. The configuration
-/// refuses such prefixes; a configuration made in code may not have been checked.
-pub(super) fn name(servers: &BTreeMap<String, Entry>, budget: usize) -> Result<Named, NameError> {
-    let mut named = Named::default();
-    for entry in servers.values() {
-        let (prefix, server) = (&entry.config.prefix, &entry.config.name);
-        let taken = named
-            .prefixes
-            .entry(prefix.clone())
-            .or_insert_with(|| server.clone());
-        if taken != server {
-            if !entry.offers.resources.is_empty() || !entry.offers.templates.is_empty() {
-                tracing::warn!(%server, %prefix, "server {server}: its resources are not offered: server {taken} has the same prefix");
-            }
-            continue;
-        }
-        let mut seen = HashSet::new();
-        for resource in &entry.offers.resources {
-            if seen.insert(&resource.uri) {
-                named.resources.push(HostResource {
-                    uri: uris::wrap(prefix, &resource.uri),
-                    server: server.clone(),
-                    definition: resource.clone(),
-                });
-            }
-        }
-        let mut seen = HashSet::new();
-        for template in &entry.offers.templates {
-            if seen.insert(&template.uri_template) {
-                named.templates.push(HostTemplate {
-                    uri_template: uris::wrap_template(prefix, &template.uri_template),
-                    server: server.clone(),
-                    definition: template.clone(),
-                });
-            }
-        }
-    }
-    named.prompts = name_prompts(servers, budget)?;
-    named.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
-    named
-        .templates
-        .sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
-    Ok(named)
-}
-
-/// Every server's prompts under their qualified names, in order; the first of two prompts of
-/// one server with the same name wins.
-fn name_prompts(
-    servers: &BTreeMap<String, Entry>,
-    budget: usize,
-) -> Result<Vec<HostPrompt>, NameError> {
-    let names = Names::build(
-        budget,
-        servers.values().flat_map(|e| {
-            let (server, prefix) = (e.config.name.as_str(), e.config.prefix.as_str());
-            e.offers
-                .prompts
-                .iter()
-                .map(move |p| (server, prefix, p.name.as_str()))
-        }),
-    )?;
-    let mut seen = HashSet::new();
-    let mut prompts: Vec<HostPrompt> = servers
-        .values()
-        .flat_map(|e| e.offers.prompts.iter().map(move |p| (&e.config.name, p)))
-        .filter_map(|(server, prompt)| {
-            let qualified = names.qualified(server, &prompt.name)?.to_owned();
-            seen.insert(qualified.clone()).then(|| HostPrompt {
-                qualified,
-                server: server.clone(),
-                definition: prompt.clone(),
-            })
-        })
-        .collect();
-    prompts.sort_by(|a, b| a.qualified.cmp(&b.qualified));
-    Ok(prompts)
 }

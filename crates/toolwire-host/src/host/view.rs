@@ -3,16 +3,17 @@
 //! under the host's names. A refresh builds a new view and swaps it in whole, so that a call
 //! never waits for a refresh and never sees half of one.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::sync::Arc;
 
 use super::connect::Connection;
 use super::list::{self, Listed};
-use super::offers::{self, HostPrompt, HostResource, HostTemplate, Offers};
+use super::offers::{HostPrompt, HostResource, HostTemplate, Offers};
 use super::{HostTool, ServerStatus};
 use crate::config::ServerConfig;
-use crate::names::NameError;
+use crate::names::{NameError, Names};
 use crate::pins::PinState;
+use crate::uris;
 
 /// One configured server, as the last refresh of it left it.
 #[derive(Clone)]
@@ -81,7 +82,7 @@ impl View {
             .collect();
         let listed = servers.values().flat_map(|e| e.listed.iter().cloned());
         let named = list::name(listed.collect(), &prefixes, budget)?;
-        let offered = offers::name(&servers, budget)?;
+        let offered = name(&servers, budget)?;
         Ok(View {
             servers,
             tools: named.tools,
@@ -149,3 +150,93 @@ snapshot!(
     /// refreshes.
     ResourceTemplates, HostTemplate, templates, uri_template
 );
+
+/// Every server's offers under the names the model sees, each list in order of those names.
+#[derive(Default)]
+struct Named {
+    prompts: Vec<HostPrompt>,
+    resources: Vec<HostResource>,
+    templates: Vec<HostTemplate>,
+    /// Each prefix's server: whose resources a wrapped URI names.
+    prefixes: BTreeMap<String, String>,
+}
+
+/// Names the offers of `servers`: prompts within `budget`, resources and templates wrapped
+/// with their server's prefix. A server whose prefix another server (before it by name)
+/// already has offers no resources: its URIs could not be told apart. The configuration
+/// refuses such prefixes; a configuration made in code may not have been checked.
+fn name(servers: &BTreeMap<String, Entry>, budget: usize) -> Result<Named, NameError> {
+    let mut named = Named::default();
+    for entry in servers.values() {
+        let (prefix, server) = (&entry.config.prefix, &entry.config.name);
+        let taken = named
+            .prefixes
+            .entry(prefix.clone())
+            .or_insert_with(|| server.clone());
+        if taken != server {
+            if !entry.offers.resources.is_empty() || !entry.offers.templates.is_empty() {
+                tracing::warn!(%server, %prefix, "server {server}: its resources are not offered: server {taken} has the same prefix");
+            }
+            continue;
+        }
+        let mut seen = HashSet::new();
+        for resource in &entry.offers.resources {
+            if seen.insert(&resource.uri) {
+                named.resources.push(HostResource {
+                    uri: uris::wrap(prefix, &resource.uri),
+                    server: server.clone(),
+                    definition: resource.clone(),
+                });
+            }
+        }
+        let mut seen = HashSet::new();
+        for template in &entry.offers.templates {
+            if seen.insert(&template.uri_template) {
+                named.templates.push(HostTemplate {
+                    uri_template: uris::wrap_template(prefix, &template.uri_template),
+                    server: server.clone(),
+                    definition: template.clone(),
+                });
+            }
+        }
+    }
+    named.prompts = name_prompts(servers, budget)?;
+    named.resources.sort_by(|a, b| a.uri.cmp(&b.uri));
+    named
+        .templates
+        .sort_by(|a, b| a.uri_template.cmp(&b.uri_template));
+    Ok(named)
+}
+
+/// Every server's prompts under their qualified names, in order; the first of two prompts of
+/// one server with the same name wins.
+fn name_prompts(
+    servers: &BTreeMap<String, Entry>,
+    budget: usize,
+) -> Result<Vec<HostPrompt>, NameError> {
+    let names = Names::build(
+        budget,
+        servers.values().flat_map(|e| {
+            let (server, prefix) = (e.config.name.as_str(), e.config.prefix.as_str());
+            e.offers
+                .prompts
+                .iter()
+                .map(move |p| (server, prefix, p.name.as_str()))
+        }),
+    )?;
+    let mut seen = HashSet::new();
+    let mut prompts: Vec<HostPrompt> = servers
+        .values()
+        .flat_map(|e| e.offers.prompts.iter().map(move |p| (&e.config.name, p)))
+        .filter_map(|(server, prompt)| {
+            let qualified = names.qualified(server, &prompt.name)?.to_owned();
+            seen.insert(qualified.clone()).then(|| HostPrompt {
+                qualified,
+                server: server.clone(),
+                definition: prompt.clone(),
+            })
+        })
+        .collect();
+    prompts.sort_by(|a, b| a.qualified.cmp(&b.qualified));
+    Ok(prompts)
+}
