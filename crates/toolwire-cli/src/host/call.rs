@@ -161,21 +161,14 @@ pub(crate) async fn call(
 /// prefix matches, or a server with an empty prefix) every server stays, and the call finds
 /// the tool, or says why it cannot, among them all.
 fn serving_only(config: &mut HostConfig, name: &str) {
-    let serving: Vec<usize> = config
-        .servers
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| {
-            !s.prefix.is_empty()
-                && name
-                    .strip_prefix(s.prefix.as_str())
-                    .is_some_and(|rest| rest.starts_with("__"))
-        })
-        .map(|(i, _)| i)
-        .collect();
-    if let [only] = serving[..] {
-        let server = config.servers.swap_remove(only);
-        config.servers = vec![server];
+    let serves = |s: &toolwire_host::ServerConfig| {
+        !s.prefix.is_empty()
+            && name
+                .strip_prefix(s.prefix.as_str())
+                .is_some_and(|rest| rest.starts_with("__"))
+    };
+    if config.servers.iter().filter(|s| serves(s)).count() == 1 {
+        config.servers.retain(serves);
     }
 }
 

@@ -104,13 +104,14 @@ impl Host {
         })
     }
 
-    /// Whether `report` only says that every one of the `listed` tools is new to pins kept in
-    /// memory: a first listing, which changes nothing a later run could compare with.
-    fn first_sight(&self, report: &PinReport, listed: usize) -> bool {
+    /// Whether `report` only says that offers are new to pins kept in memory (all `listed`
+    /// of them, when their count is given): a first listing, which changes nothing a later run
+    /// could compare with.
+    fn first_sight(&self, report: &PinReport, listed: Option<usize>) -> bool {
         !self.pins_kept
             && report.changed.is_empty()
             && report.removed.is_empty()
-            && (listed == usize::MAX || report.new.len() == listed)
+            && listed.is_none_or(|listed| report.new.len() == listed)
     }
 
     /// Records a server's list (and how it differs from its pins), and puts its tools and its
@@ -127,12 +128,12 @@ impl Host {
             hidden,
             report,
         } = listing;
-        if report != PinReport::default() && !self.first_sight(&report, tools.len()) {
+        if report != PinReport::default() && !self.first_sight(&report, Some(tools.len())) {
             self.record(HostEvent::tools_changed(name, &report));
         }
         for kind in OfferKind::ALL {
             let report = offer_pins.of(kind);
-            if *report != PinReport::default() && !self.first_sight(report, usize::MAX) {
+            if *report != PinReport::default() && !self.first_sight(report, None) {
                 self.record(HostEvent::tools_changed(&kind.pin_key(name), report));
             }
         }
