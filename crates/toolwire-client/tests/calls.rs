@@ -673,3 +673,82 @@ async fn witnessed_unsubscription(witness: &mut toolwire_client::Subscription) {
         other => panic!("no unsubscription reached the server: {other:?}"),
     }
 }
+
+/// A server whose tool `job` becomes a task that asks for a name; its `tasks/get` answers
+/// `reads` in turn (the last for the rest).
+fn task_server(reads: &[&str]) -> Scripted {
+    let asking = json!([{"result": {
+        "resultType": "complete",
+        "taskId": "t1", "status": "input_required",
+        "createdAt": "2026-12-06T00:00:00Z", "lastUpdatedAt": "2026-12-06T00:00:00Z",
+        "pollIntervalMs": 20,
+        "inputRequests": {"name": {"method": "elicitation/create", "params": {
+            "message": "Your name?",
+            "requestedSchema": {"type": "object", "properties": {"name": {"type": "string"}}}
+        }}}
+    }}]);
+    let done = json!([{"result": {
+        "resultType": "complete",
+        "taskId": "t1", "status": "completed",
+        "createdAt": "2026-12-06T00:00:00Z", "lastUpdatedAt": "2026-12-06T00:00:01Z",
+        "result": {"resultType": "complete", "content": [{"type": "text", "text": "done"}]}
+    }}]);
+    let each: Vec<Value> = reads
+        .iter()
+        .map(|read| {
+            if *read == "asking" {
+                asking.clone()
+            } else {
+                done.clone()
+            }
+        })
+        .collect();
+    Scripted::new(&json!({
+        "server/discover": [{"result": discover_result()}],
+        "tools/list": [{"result": tools_page(json!([
+            {"name": "job", "inputSchema": {"type": "object"},
+             "execution": {"taskSupport": "optional"}}
+        ]))}],
+        "tools/call:job": [{"result": {
+            "resultType": "task", "taskId": "t1", "status": "working",
+            "createdAt": "2026-12-06T00:00:00Z", "lastUpdatedAt": "2026-12-06T00:00:00Z",
+            "pollIntervalMs": 20
+        }}],
+        "tasks/get": {"each": each},
+        "tasks/update": [{"result": {"resultType": "complete"}}],
+    }))
+}
+
+/// The `tasks/update`s a task's call made, following a server whose reads are `reads`.
+async fn updates_following(reads: &[&str]) -> usize {
+    let server = task_server(reads);
+    let client = ClientBuilder::new("calls-test", "1.0")
+        .on_elicit(|_| async { toolwire_client::accepted(&json!({"name": "Ada"})) })
+        .spawn_command(server.command.clone())
+        .await
+        .unwrap();
+    let call = client.call_tool_with("job", json!({}), CallOptions::default().tasks());
+    let result = tokio::time::timeout(Duration::from_secs(20), call)
+        .await
+        .expect("the task is followed to its end")
+        .expect("the task's result");
+    let content = serde_json::to_value(&result.content).unwrap();
+    assert_eq!(content[0]["text"], "done", "{content}");
+    client.close().await;
+    server.received("tasks/update").len()
+}
+
+/// A server whose record has not caught up with an update yet shows the question just
+/// answered once more: the client reads again after the interval instead of answering it a
+/// second time. The same question still open on the read after that is a new one, and is
+/// answered (the client does not wait on it forever).
+#[tokio::test]
+async fn a_task_read_that_has_not_caught_up_with_an_update_is_read_again() {
+    let lagging = updates_following(&["asking", "asking", "completed"]).await;
+    assert_eq!(
+        lagging, 1,
+        "the question just answered is not answered again"
+    );
+    let asked_again = updates_following(&["asking", "asking", "asking", "completed"]).await;
+    assert_eq!(asked_again, 2, "a question asked again is answered again");
+}

@@ -3,6 +3,7 @@
 //! input requests answered by the handlers (`tasks/update`) or, for a relay, returned for its
 //! own caller to answer, and `tasks/cancel` when the call is cancelled or dropped first.
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -96,6 +97,11 @@ fn task_options(call: &RpcOptions, task_id: &str) -> RpcOptions {
     }
 }
 
+/// The keys of the requests `responses` answer.
+fn answered_keys(responses: &InputResponses) -> BTreeSet<String> {
+    responses.keys().cloned().collect()
+}
+
 fn poll_interval(suggested: Option<u64>) -> Duration {
     suggested
         .map_or(DEFAULT_POLL, Duration::from_millis)
@@ -116,7 +122,8 @@ impl Client {
             on_task(&created);
         }
         let poll = poll_interval(created.task.poll_interval_ms);
-        self.follow(&created.task.task_id, poll, options).await
+        self.follow(&created.task.task_id, poll, options, None)
+            .await
     }
 
     /// Sends the answers of `resume` to its task, and follows the task on.
@@ -125,9 +132,11 @@ impl Client {
         resume: ResumeTask,
         options: &RpcOptions,
     ) -> Result<Value> {
+        let answered = answered_keys(&resume.responses);
         self.update_task(&resume.task_id, resume.responses, options)
             .await?;
-        self.follow(&resume.task_id, DEFAULT_POLL, options).await
+        self.follow(&resume.task_id, DEFAULT_POLL, options, Some(answered))
+            .await
     }
 
     async fn update_task(
@@ -150,11 +159,16 @@ impl Client {
     /// [`Error::TaskCancelled`]; its input requests answered on the way, or returned as
     /// [`Error::InputRequired`] when the call relays them (the task waits for
     /// [`CallOptions::resume_task`](crate::CallOptions::resume_task)).
+    ///
+    /// `answered` names the requests just answered by `tasks/update`: a server whose record
+    /// has not caught up yet may still show exactly those as open, so once, such a round is
+    /// read again after the polling interval before it is taken for a new question.
     async fn follow(
         &self,
         task_id: &str,
         mut poll: Duration,
         options: &RpcOptions,
+        mut answered: Option<BTreeSet<String>>,
     ) -> Result<Value> {
         let task_options = task_options(options, task_id);
         let mut guard = CancelOnDrop {
@@ -169,11 +183,15 @@ impl Client {
             if let Some(suggested) = got.task.poll_interval_ms {
                 poll = poll_interval(Some(suggested));
             }
+            // Only the first read after an update may not have caught up with it.
+            let just_answered = answered.take();
             match got.task.status {
                 TaskStatus::Working => {}
                 TaskStatus::InputRequired => {
                     let requests = got.input_requests.unwrap_or_default();
-                    if options.relay {
+                    if just_answered.is_some_and(|keys| keys.iter().eq(requests.keys())) {
+                        // Not caught up yet: read it again after the interval.
+                    } else if options.relay {
                         guard.armed = false;
                         return Err(Error::InputRequired(Box::new(InputRequiredResult {
                             result_type: ResultType::InputRequired,
@@ -181,11 +199,11 @@ impl Client {
                             request_state: None,
                             meta: None,
                         })));
-                    }
-                    if !requests.is_empty() {
+                    } else if !requests.is_empty() {
                         let answers = self.bounded(options, self.answer(requests)).await?;
-                        self.update_task(task_id, answers.into_iter().collect(), options)
-                            .await?;
+                        let answers: InputResponses = answers.into_iter().collect();
+                        answered = Some(answered_keys(&answers));
+                        self.update_task(task_id, answers, options).await?;
                         continue;
                     }
                 }

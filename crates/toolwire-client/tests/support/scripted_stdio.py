@@ -5,7 +5,8 @@ Usage: scripted_stdio.py SCRIPT_JSON [LOG_FILE]
 SCRIPT_JSON maps a key to the list of messages sent back, in order. The key is the method,
 "tools/call:NAME" for one tool, or "METHOD@CURSOR" for a page asked for with that cursor (each
 looked up before the method alone); a retry carrying `inputResponses` or `requestState` looks up
-"KEY#retry" first. A missing key answers -32601; an empty list answers nothing at all (a server
+"KEY#retry" first. A key may map to {"each": [LIST, LIST, ...]} instead: its first request
+gets the first list, the next the next, and the last list answers the rest. A missing key answers -32601; an empty list answers nothing at all (a server
 that stays silent). In a message, a string "{ID}" becomes the request's id, "{ID}" inside a
 longer string the id as text, and "{INPUT_RESPONSES}" the request's `inputResponses` serialized
 as JSON; a message with `result`
@@ -48,6 +49,7 @@ def keys(request):
 def main():
     script = json.loads(sys.argv[1])
     log = open(sys.argv[2], "a") if len(sys.argv) > 2 else None
+    served = {}
     for line in sys.stdin:
         try:
             request = json.loads(line)
@@ -58,7 +60,12 @@ def main():
             log.flush()
         if "id" not in request or "method" not in request:
             continue
-        replies = next((script[k] for k in keys(request) if k in script), None)
+        key = next((k for k in keys(request) if k in script), None)
+        replies = script[key] if key is not None else None
+        if isinstance(replies, dict) and "each" in replies:
+            nth = served.get(key, 0)
+            served[key] = nth + 1
+            replies = replies["each"][min(nth, len(replies["each"]) - 1)]
         if replies is None:
             replies = [{"error": {"code": -32601, "message": "Method not found"}}]
         for reply in replies:

@@ -11,7 +11,7 @@ use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CallToolResult, ClientCapabilities, ErrorObject, InputRequests, InputResponses, JsonObject,
-    RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo,
+    RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo, TaskStatus,
 };
 
 use crate::state::StoreError;
@@ -45,6 +45,37 @@ pub struct TaskRecord {
     pub expires_ms: Option<u64>,
     /// Incremented by each change; [`TaskStore::replace`] compares it (0 when inserted).
     pub version: u64,
+}
+
+impl TaskRecord {
+    /// Takes the answers of a `tasks/update` to its open input requests, as the update is
+    /// acknowledged, so that a `tasks/get` after the acknowledgement sees them: the requests
+    /// they answer are open no longer, and once none is left the task is working again. With
+    /// `hold`, the answers also wait in the record for an owner on another instance. Answers
+    /// to requests not open are dropped; false when nothing was answered (nothing changed).
+    pub(crate) fn answer(&mut self, responses: &InputResponses, hold: bool) -> bool {
+        if self.info.status != TaskStatus::InputRequired {
+            return false;
+        }
+        let Some(open) = self.input_requests.as_mut() else {
+            return false;
+        };
+        let mut answered = false;
+        for (key, response) in responses {
+            if open.remove(key).is_some() {
+                answered = true;
+                if hold {
+                    let held = self.answers.get_or_insert_with(InputResponses::new);
+                    held.insert(key.clone(), response.clone());
+                }
+            }
+        }
+        if answered && open.is_empty() {
+            self.info.status = TaskStatus::Working;
+            self.input_requests = None;
+        }
+        answered
+    }
 }
 
 /// Where task records live. Implement it on a shared store to let several server processes

@@ -157,21 +157,7 @@ impl Server {
         task_id: &str,
         responses: &InputResponses,
     ) -> Result<(), StoreError> {
-        let recorded = self
-            .set(task_id, |r| {
-                let Some(requests) = r.input_requests.as_ref() else {
-                    return false;
-                };
-                let answers = r.answers.get_or_insert_with(InputResponses::new);
-                let before = answers.len();
-                for (key, response) in responses {
-                    if requests.contains_key(key) {
-                        answers.insert(key.clone(), response.clone());
-                    }
-                }
-                answers.len() > before
-            })
-            .await?;
+        let recorded = self.set(task_id, |r| r.answer(responses, true)).await?;
         if recorded {
             self.notify(Change::Task(task_id.into()));
         }

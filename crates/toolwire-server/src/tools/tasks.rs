@@ -291,21 +291,30 @@ impl Server {
         .await;
         loop {
             inbox.arrived.notified().await;
+            // `tasks/update` recorded what it answered before delivering it; answers given on
+            // another instance were recorded there. These writes only catch up.
             match inbox.take() {
                 Ok(answers) => {
                     self.record(task_id, |r| {
+                        let stale = r.info.status != TaskStatus::Working
+                            || r.input_requests.is_some()
+                            || r.answers.is_some();
                         r.info.status = TaskStatus::Working;
                         r.input_requests = None;
                         r.answers = None;
-                        true
+                        stale
                     })
                     .await;
                     return answers;
                 }
                 Err(remaining) => {
                     self.record(task_id, |r| {
-                        r.input_requests = Some(remaining.clone());
-                        true
+                        let open = r.info.status == TaskStatus::InputRequired
+                            && r.input_requests.as_ref() != Some(&remaining);
+                        if open {
+                            r.input_requests = Some(remaining.clone());
+                        }
+                        open
                     })
                     .await;
                 }
@@ -412,6 +421,12 @@ impl Server {
             // (T-21), as for the call that started it.
             if !permits(ctx.scopes(), &scopes) {
                 let error = insufficient_scope("task", task_id, &scopes);
+                return Final::error(Some(id), &error);
+            }
+            // The record first, the handler after: a `tasks/get` once this is acknowledged
+            // sees the answers taken (the handler, woken, may already have asked again).
+            if let Err(error) = self.set(task_id, |r| r.answer(&responses, false)).await {
+                let error = error.refusal("The answers could not be recorded");
                 return Final::error(Some(id), &error);
             }
             inbox.deliver(responses);

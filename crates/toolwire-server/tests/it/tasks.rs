@@ -441,3 +441,107 @@ async fn a_deferred_task_is_made_only_when_its_handler_asks() {
     let done = until(&s, &task_id, "completed").await;
     assert_eq!(done["result"]["content"][0]["text"], "slept 30");
 }
+
+/// Task records in memory, each change written only after a while, as a store across the
+/// network writes them.
+struct SlowWrites(toolwire_server::MemoryTaskStore);
+
+impl toolwire_server::TaskStore for SlowWrites {
+    fn insert(
+        &self,
+        record: toolwire_server::TaskRecord,
+    ) -> futures::future::BoxFuture<'_, Result<(), toolwire_server::StoreError>> {
+        self.0.insert(record)
+    }
+
+    fn get<'a>(
+        &'a self,
+        task_id: &'a str,
+        now_ms: u64,
+    ) -> futures::future::BoxFuture<
+        'a,
+        Result<Option<toolwire_server::TaskRecord>, toolwire_server::StoreError>,
+    > {
+        self.0.get(task_id, now_ms)
+    }
+
+    fn replace(
+        &self,
+        record: toolwire_server::TaskRecord,
+    ) -> futures::future::BoxFuture<'_, Result<bool, toolwire_server::StoreError>> {
+        Box::pin(async move {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            self.0.replace(record).await
+        })
+    }
+}
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+struct Named {
+    name: String,
+}
+
+/// A `tasks/get` right after `tasks/update` is acknowledged sees the answers taken, however
+/// slowly the store writes: the request answered is no longer open, and once none is, the task
+/// works on. (A task whose record still showed the answered requests was asked again: a
+/// gateway following it relayed them as a new round, and the caller waited for an end that
+/// never came.)
+#[tokio::test]
+async fn a_task_read_after_an_update_shows_the_answers_taken() {
+    let server = Server::builder("pair", "1")
+        .task_store(SlowWrites(toolwire_server::MemoryTaskStore::default()))
+        .tool(
+            Tool::new("pair", |_: NoArgs, ctx: RequestContext| async move {
+                let first = ctx.elicited::<Named>("first")?;
+                let second = ctx.elicited::<Named>("second")?;
+                match (first, second) {
+                    (Some(Elicited::Accepted(a)), Some(Elicited::Accepted(b))) => {
+                        Ok::<_, ToolError>(format!("{} and {}", a.name, b.name))
+                    }
+                    _ => {
+                        // A while first, so that the call becomes a task.
+                        tokio::time::sleep(Duration::from_millis(20)).await;
+                        Err(InputRequired::new()
+                            .elicit::<Named>("first", "First?")
+                            .elicit::<Named>("second", "Second?")
+                            .into())
+                    }
+                }
+            })
+            .description("Asks two questions at once")
+            .task_support(TaskSupport::Required),
+        )
+        .build()
+        .unwrap();
+    let task_id = start_in_memory(&server, "pair", json!({})).await;
+    until_in_memory(&server, &task_id, "input_required").await;
+    let answer = |key: &str, name: &str| json!({"inputResponses": {key: {"action": "accept", "content": {"name": name}}}});
+    let ack = send(
+        &server,
+        &task_request(3, "tasks/update", &task_id, answer("first", "Ada")),
+    )
+    .await;
+    assert_eq!(ack["result"]["resultType"], "complete", "{ack}");
+    let after_one = send(&server, &task_request(4, "tasks/get", &task_id, json!({}))).await;
+    let open: Vec<&String> = after_one["result"]["inputRequests"]
+        .as_object()
+        .map(|open| open.keys().collect())
+        .unwrap_or_default();
+    assert_eq!(
+        after_one["result"]["status"], "input_required",
+        "{after_one}"
+    );
+    assert_eq!(open, ["second"], "only the unanswered request is open");
+    send(
+        &server,
+        &task_request(5, "tasks/update", &task_id, answer("second", "Grace")),
+    )
+    .await;
+    let after_both = send(&server, &task_request(6, "tasks/get", &task_id, json!({}))).await;
+    assert_ne!(
+        after_both["result"]["status"], "input_required",
+        "both answered, the task is not asking again: {after_both}"
+    );
+    let done = until_in_memory(&server, &task_id, "completed").await;
+    assert_eq!(done["result"]["content"][0]["text"], "Ada and Grace");
+}
