@@ -13,7 +13,7 @@ use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http1::SendRequest;
 use serde_json::Value;
 
-use crate::http_load::{Endpoint, connect, endpoint, exchange, exchange_raw, post};
+use crate::http::{Endpoint, connect, endpoint, exchange, exchange_raw, post};
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 

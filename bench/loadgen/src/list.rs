@@ -4,7 +4,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::http_load::{connect, endpoint, exchange, post};
+use crate::http::{connect, endpoint, exchange, post};
 use crate::protocol::Template;
 use crate::stats;
 

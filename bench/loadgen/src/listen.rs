@@ -10,7 +10,7 @@ use http_body_util::BodyExt;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
-use crate::http_load::{connect, endpoint, exchange, post};
+use crate::http::{connect, endpoint, exchange, post};
 use crate::proc_stats;
 use crate::protocol::Template;
 

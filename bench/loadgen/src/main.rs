@@ -11,6 +11,7 @@ use std::time::Duration;
 use clap::{Parser, Subcommand};
 
 mod churn;
+mod http;
 mod http_load;
 mod list;
 mod listen;

@@ -10,7 +10,8 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
-use crate::http_load::{Target, connect, endpoint, exchange, post};
+use crate::http::{Endpoint, connect, endpoint, exchange, post};
+use crate::http_load::Target;
 use crate::protocol;
 
 #[derive(clap::Args)]
@@ -31,7 +32,7 @@ type Sender = hyper::client::conn::http1::SendRequest<http_body_util::Full<bytes
 /// One target's connection and request ids.
 struct Session {
     sender: Sender,
-    endpoint: crate::http_load::Endpoint,
+    endpoint: Endpoint,
     id: u64,
 }
 

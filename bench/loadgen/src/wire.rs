@@ -11,7 +11,7 @@ use memchr::memmem;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
-use crate::http_load::Endpoint;
+use crate::http::Endpoint;
 use crate::protocol::{self, Template};
 
 /// How many reply headers are read; a reply with more is an error.

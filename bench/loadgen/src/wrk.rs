@@ -10,7 +10,8 @@ use std::process::Command;
 use anyhow::Context as _;
 use serde_json::Value;
 
-use crate::http_load::{HttpLoad, Target, endpoint};
+use crate::http::endpoint;
+use crate::http_load::{HttpLoad, Target};
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 use crate::stats::{self, Round, Summary};

@@ -2,8 +2,8 @@
 //! tools, prompts and resources downstream, and the task that keeps the second in step with
 //! the first.
 
-use std::collections::{BTreeSet, HashMap};
-use std::sync::{Arc, Mutex};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
@@ -14,11 +14,14 @@ use toolwire_server::{Server, ServerBuilder};
 use crate::exchange::Exchanges;
 use crate::hold::Holds;
 use crate::mirror::Mirror;
+use crate::observe::{GatewayMetrics, Upstreams, UpstreamsReady};
 use crate::offers::Offers;
 use crate::options::GatewayOptions;
 use crate::policy::{Policy, Visibility};
 use crate::relay::Unrelayable;
 use crate::rules::Rules;
+use crate::starting::Starting;
+use crate::watch::Watched;
 use toolwire_client::Asked;
 use toolwire_protocol::{
     ElicitRequestParams, InputRequest, InputResponse, METHOD_CREATE_MESSAGE, METHOD_ELICIT,
@@ -73,23 +76,7 @@ pub(crate) struct Inner {
     /// The task following upstream changes, stopped with the gateway.
     pub(crate) watching: Mutex<Option<tokio::task::JoinHandle<()>>>,
     /// The upstreams whose first try has not ended, and whether the start stopped waiting.
-    pub(crate) starting: tokio::sync::watch::Sender<Starting>,
-}
-
-impl Inner {
-    /// The upstreams still on their first try.
-    pub(crate) fn starting_names(&self) -> Vec<String> {
-        self.starting.borrow().pending.iter().cloned().collect()
-    }
-}
-
-/// The upstreams on their first try (started and not yet listed, nor failed), and whether
-/// [`Gateway::start`] has stopped waiting for them (an upstream that answers later is
-/// logged): one value, so that an upstream's end and the start's are seen in one order.
-#[derive(Debug, Default)]
-pub(crate) struct Starting {
-    pending: BTreeSet<String>,
-    serving: bool,
+    pub(crate) starting: Arc<Starting>,
 }
 
 impl std::fmt::Debug for Gateway {
@@ -146,7 +133,7 @@ impl Gateway {
         // server is built): the extension is declared from the start. The rules decide each
         // caller's list, even when there are none yet: a reload may bring some (without rules
         // the check lets every tool through at once).
-        let ready = crate::observe::UpstreamsReady::default();
+        let ready = UpstreamsReady::default();
         let observed = Arc::new(std::sync::OnceLock::new());
         let server = server
             .offer_tasks()
@@ -181,23 +168,19 @@ impl Gateway {
                 exchanges,
                 trusted,
                 watching: Mutex::new(None),
-                starting: tokio::sync::watch::Sender::new(Starting {
-                    pending: names,
-                    serving: false,
-                }),
+                starting: Arc::new(Starting::new(names)),
             }),
         };
-        ready.set(&gateway.inner);
+        ready.set(gateway.inner.upstreams());
         gateway.observe(&observed);
         gateway.begin(config, options.start_wait).await;
         Ok(gateway)
     }
 
     /// Counts the upstream calls in the server's metrics, when it keeps them.
-    fn observe(&self, observed: &std::sync::OnceLock<crate::observe::GatewayMetrics>) {
+    fn observe(&self, observed: &std::sync::OnceLock<GatewayMetrics>) {
         if let Some(metrics) = self.inner.server.metrics() {
-            if let Some(registered) = crate::observe::GatewayMetrics::register(metrics, &self.inner)
-            {
+            if let Some(registered) = GatewayMetrics::register(metrics, self.inner.upstreams()) {
                 let _ = observed.set(registered);
             }
         }
@@ -206,23 +189,18 @@ impl Gateway {
     /// Starts each upstream's follower and the watch, then waits up to `wait` for every
     /// upstream's first try before serving what there is.
     async fn begin(&self, config: &HostConfig, wait: Duration) {
-        let mut started = self.inner.starting.subscribe();
         // Each upstream's follower makes its first try, each on its own.
         for server in &config.servers {
             self.inner.follow(&server.name);
         }
-        let watching = tokio::spawn(crate::watch::watch(Arc::downgrade(&self.inner)));
+        let gateway: Weak<Inner> = Arc::downgrade(&self.inner);
+        let watching = tokio::spawn(crate::watch::watch(gateway));
         *self
             .inner
             .watching
             .lock()
             .unwrap_or_else(|e| e.into_inner()) = Some(watching);
-        let all_tried = started.wait_for(|starting| starting.pending.is_empty());
-        // Whether all were tried or the wait ran out, the gateway serves what it has.
-        let _ = tokio::time::timeout(wait, all_tried).await;
-        self.inner
-            .starting
-            .send_modify(|starting| starting.serving = true);
+        self.inner.starting.wait(wait).await;
         self.sync();
     }
 
@@ -245,13 +223,7 @@ impl Gateway {
     /// The upstreams still on their first try (started and not yet listed, nor failed), by
     /// name: their tools are served once they answer.
     pub fn starting(&self) -> Vec<String> {
-        self.inner
-            .starting
-            .borrow()
-            .pending
-            .iter()
-            .cloned()
-            .collect()
+        self.inner.starting.names()
     }
 
     /// The downstream server: serve it over HTTP or stdio.
@@ -348,10 +320,8 @@ impl Inner {
     /// Starts following `upstream` (its first try, then its changes), replacing any
     /// follower it had.
     pub(crate) fn follow(self: &Arc<Self>, upstream: &str) {
-        let task = tokio::spawn(crate::watch::follow(
-            Arc::downgrade(self),
-            upstream.to_owned(),
-        ));
+        let gateway: Weak<Inner> = Arc::downgrade(self);
+        let task = tokio::spawn(crate::watch::follow(gateway, upstream.to_owned()));
         if let Some(old) = lock(&self.follows).insert(upstream.to_owned(), task.abort_handle()) {
             old.abort();
         }
@@ -366,12 +336,7 @@ impl Inner {
 
     /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
     pub(crate) fn tried(&self, upstream: &str) {
-        let mut late = false;
-        self.starting.send_modify(|starting| {
-            starting.pending.remove(upstream);
-            late = starting.serving;
-        });
-        if late {
+        if self.starting.tried(upstream) {
             let status = self.host.servers().into_iter().find(|s| s.name == upstream);
             if let Some(toolwire_host::ServerState::Connected { tools }) = status.map(|s| s.state) {
                 tracing::info!(
@@ -381,6 +346,33 @@ impl Inner {
                 );
             }
         }
+    }
+
+    /// What the gateway's metrics and readiness read of it.
+    fn upstreams(&self) -> Upstreams {
+        Upstreams::of(&self.host, &self.starting)
+    }
+}
+
+impl Watched for Inner {
+    fn host(&self) -> &Host {
+        &self.host
+    }
+
+    fn server(&self) -> &Server {
+        &self.server
+    }
+
+    fn withholds(&self) -> bool {
+        self.mirror.withholds()
+    }
+
+    fn sync(&self) {
+        Inner::sync(self);
+    }
+
+    fn tried(&self, upstream: &str) {
+        Inner::tried(self, upstream);
     }
 }
 

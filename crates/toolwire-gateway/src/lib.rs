@@ -47,6 +47,7 @@ mod policy;
 mod relay;
 mod reload;
 pub mod rules;
+mod starting;
 mod watch;
 
 pub use gateway::{Gateway, GatewayError, NoPerson};

@@ -17,13 +17,13 @@ use futures::future::BoxFuture;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
 use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts};
-use toolwire_host::{Called, Outcome, ServerState};
+use toolwire_host::{Called, Host, Outcome, ServerState};
 use toolwire_server::observe::{
     CLIENT_OPERATION_DURATION, DURATION_BUCKETS, Metrics, NotReady, Readiness, RefusalReason,
     error_label,
 };
 
-use crate::gateway::Inner;
+use crate::starting::Starting;
 
 /// The gateway's families in the downstream server's registry.
 pub(crate) struct GatewayMetrics {
@@ -32,9 +32,9 @@ pub(crate) struct GatewayMetrics {
 }
 
 impl GatewayMetrics {
-    /// Registers the gateway's families in `metrics`, the upstreams' state read from `gateway`
-    /// at each scrape. `None` (logged) if a name is taken in the registry.
-    pub(crate) fn register(metrics: &Metrics, gateway: &Arc<Inner>) -> Option<GatewayMetrics> {
+    /// Registers the gateway's families in `metrics`, the upstreams' state read from
+    /// `upstreams` at each scrape. `None` (logged) if a name is taken in the registry.
+    pub(crate) fn register(metrics: &Metrics, upstreams: Upstreams) -> Option<GatewayMetrics> {
         let made = (|| {
             let calls = HistogramVec::new(
                 HistogramOpts::new(
@@ -52,7 +52,7 @@ impl GatewayMetrics {
             metrics.registry().register(Box::new(calls.clone()))?;
             metrics
                 .registry()
-                .register(Box::new(Upstreams::new(Arc::downgrade(gateway))?))?;
+                .register(Box::new(UpstreamUp::new(upstreams)?))?;
             Ok::<_, prometheus::Error>(calls)
         })();
         match made {
@@ -96,39 +96,64 @@ impl GatewayMetrics {
     }
 }
 
-/// `toolwire_upstream_up{upstream}`: 1 while an upstream is connected and listed, 0 while it
-/// failed or has not answered yet; read from the host at each scrape.
-struct Upstreams {
-    gateway: Weak<Inner>,
-    desc: Desc,
+/// What the gateway's metrics and readiness read of it: the host that reaches the upstreams
+/// and which upstreams are on their first try. Both are held weakly, since the downstream
+/// server that holds these checks is the gateway's own; `starting` is the gateway's alone (a
+/// served tool's handler may still hold the host), so once the gateway is gone they see nothing.
+#[derive(Clone)]
+pub(crate) struct Upstreams {
+    host: Weak<Host>,
+    starting: Weak<Starting>,
 }
 
 impl Upstreams {
-    fn new(gateway: Weak<Inner>) -> prometheus::Result<Self> {
+    /// What the gateway holds of its upstreams: `host` and `starting`.
+    pub(crate) fn of(host: &Arc<Host>, starting: &Arc<Starting>) -> Upstreams {
+        Upstreams {
+            host: Arc::downgrade(host),
+            starting: Arc::downgrade(starting),
+        }
+    }
+
+    /// The host and the upstreams on their first try; `None` when the gateway is gone.
+    fn upgrade(&self) -> Option<(Arc<Host>, Arc<Starting>)> {
+        Some((self.host.upgrade()?, self.starting.upgrade()?))
+    }
+}
+
+/// `toolwire_upstream_up{upstream}`: 1 while an upstream is connected and listed, 0 while it
+/// failed or has not answered yet; read from the host at each scrape.
+struct UpstreamUp {
+    upstreams: Upstreams,
+    desc: Desc,
+}
+
+impl UpstreamUp {
+    fn new(upstreams: Upstreams) -> prometheus::Result<Self> {
         let desc = Desc::new(
             "toolwire_upstream_up".into(),
             "Whether an upstream server is connected and its tools listed (1) or not (0)".into(),
             vec!["upstream".into()],
             Default::default(),
         )?;
-        Ok(Upstreams { gateway, desc })
+        Ok(UpstreamUp { upstreams, desc })
     }
 }
 
-impl Collector for Upstreams {
+impl Collector for UpstreamUp {
     fn desc(&self) -> Vec<&Desc> {
         vec![&self.desc]
     }
 
     fn collect(&self) -> Vec<MetricFamily> {
-        let Some(gateway) = self.gateway.upgrade() else {
+        let Some((host, _)) = self.upstreams.upgrade() else {
             return Vec::new();
         };
         let opts = Opts::new(self.desc.fq_name.clone(), self.desc.help.clone());
         let Ok(up) = IntGaugeVec::new(opts, &["upstream"]) else {
             return Vec::new();
         };
-        for status in gateway.host.servers() {
+        for status in host.servers() {
             let connected = matches!(status.state, ServerState::Connected { .. });
             up.with_label_values(&[status.name.as_str()])
                 .set(i64::from(connected));
@@ -140,23 +165,23 @@ impl Collector for Upstreams {
 /// The gateway's readiness check, given to the downstream server's builder before the gateway
 /// exists, and pointed at it once it does.
 #[derive(Clone, Default)]
-pub(crate) struct UpstreamsReady(Arc<OnceLock<Weak<Inner>>>);
+pub(crate) struct UpstreamsReady(Arc<OnceLock<Upstreams>>);
 
 impl UpstreamsReady {
-    /// Points the check at the gateway.
-    pub(crate) fn set(&self, gateway: &Arc<Inner>) {
-        let _ = self.0.set(Arc::downgrade(gateway));
+    /// Points the check at the gateway's upstreams.
+    pub(crate) fn set(&self, upstreams: Upstreams) {
+        let _ = self.0.set(upstreams);
     }
 }
 
 impl Readiness for UpstreamsReady {
     fn check(&self) -> BoxFuture<'_, Vec<NotReady>> {
         Box::pin(async move {
-            let Some(gateway) = self.0.get().and_then(Weak::upgrade) else {
+            let Some((host, starting)) = self.0.get().and_then(Upstreams::upgrade) else {
                 return vec![NotReady::new("gateway", "the gateway is starting")];
             };
-            let starting: Vec<String> = gateway.starting_names();
-            let statuses = gateway.host.servers();
+            let starting: Vec<String> = starting.names();
+            let statuses = host.servers();
             let any_connected = statuses
                 .iter()
                 .any(|s| matches!(s.state, ServerState::Connected { .. }));

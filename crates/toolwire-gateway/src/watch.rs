@@ -21,10 +21,8 @@ use std::collections::BTreeSet;
 
 use futures::StreamExt as _;
 use toolwire_client::Notification;
-use toolwire_host::{ListChange, ListChanges, ServerState};
-use toolwire_server::FollowedResources;
-
-use crate::gateway::Inner;
+use toolwire_host::{Host, ListChange, ListChanges, ServerState};
+use toolwire_server::{FollowedResources, Server};
 
 /// The first wait before a failed upstream is tried again.
 pub const RETRY_FIRST: Duration = Duration::from_secs(1);
@@ -43,24 +41,39 @@ const POLL: Duration = Duration::from_secs(60);
 /// process on the same state (`toolwire pins approve`).
 const PINS_RECHECK: Duration = Duration::from_secs(2);
 
+/// What following the upstreams reads of the gateway and asks of it. The gateway implements
+/// it, and its tasks here hold it weakly: they end once the gateway is gone.
+pub(crate) trait Watched: Send + Sync {
+    /// The host that reaches the upstreams.
+    fn host(&self) -> &Host;
+    /// The downstream server, whose listeners follow resources.
+    fn server(&self) -> &Server;
+    /// Whether a tool is withheld for a changed definition.
+    fn withholds(&self) -> bool;
+    /// Brings the served tools, prompts and resources in step with the host's lists.
+    fn sync(&self);
+    /// Notes that `upstream`'s first try has ended (its tools, if it answered, are served).
+    fn tried(&self, upstream: &str);
+}
+
 /// What the gateway does besides following each upstream (each has a task of its own,
 /// [`follow`], started and stopped as upstreams come and go): reads withheld tools' pins
 /// again, until the gateway is gone.
-pub(crate) async fn watch(gateway: Weak<Inner>) {
+pub(crate) async fn watch(gateway: Weak<dyn Watched>) {
     recheck_pins(gateway).await;
 }
 
 /// While a tool is withheld, reads its pin again now and then, and serves it once approved.
-async fn recheck_pins(gateway: Weak<Inner>) {
+async fn recheck_pins(gateway: Weak<dyn Watched>) {
     loop {
         tokio::time::sleep(PINS_RECHECK).await;
         let Some(inner) = gateway.upgrade() else {
             return;
         };
-        if !inner.mirror.withholds() {
+        if !inner.withholds() {
             continue;
         }
-        match inner.host.recheck_pins() {
+        match inner.host().recheck_pins() {
             Ok(approved) if !approved.is_empty() => {
                 tracing::info!(
                     approved = %approved.join(", "),
@@ -76,7 +89,7 @@ async fn recheck_pins(gateway: Weak<Inner>) {
 
 /// Follows one upstream until the gateway is gone: while it is failed, tries it again with
 /// a growing wait; while it is up, holds its listen stream and refreshes on every change.
-pub(crate) async fn follow(gateway: Weak<Inner>, server: String) {
+pub(crate) async fn follow(gateway: Weak<dyn Watched>, server: String) {
     // The first start: the gateway waits for each upstream's first answer (or its failure).
     if !refresh(&gateway, &server).await {
         return;
@@ -107,9 +120,9 @@ pub(crate) async fn follow(gateway: Weak<Inner>, server: String) {
 }
 
 /// Whether `server` is failed; `None` when the gateway is gone.
-fn failed(gateway: &Weak<Inner>, server: &str) -> Option<bool> {
+fn failed(gateway: &Weak<dyn Watched>, server: &str) -> Option<bool> {
     let inner = gateway.upgrade()?;
-    let servers = inner.host.servers();
+    let servers = inner.host().servers();
     Some(
         servers
             .iter()
@@ -118,11 +131,11 @@ fn failed(gateway: &Weak<Inner>, server: &str) -> Option<bool> {
 }
 
 /// Refreshes `server` and brings the served tools in step; `false` when the gateway is gone.
-async fn refresh(gateway: &Weak<Inner>, server: &str) -> bool {
+async fn refresh(gateway: &Weak<dyn Watched>, server: &str) -> bool {
     let Some(inner) = gateway.upgrade() else {
         return false;
     };
-    if let Err(error) = inner.host.refresh_server(server).await {
+    if let Err(error) = inner.host().refresh_server(server).await {
         tracing::warn!(upstream = %server, %error, "the upstream could not be refreshed");
     }
     inner.sync();
@@ -144,13 +157,13 @@ struct Said {
 /// ends or the server fails; the subscription is opened again when the followed resources
 /// change. An upstream that announces no list changes is listed every [`POLL`] (its stream,
 /// if it follows resources, still brings their updates). `false` when the gateway is gone.
-async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
+async fn listen(gateway: &Weak<dyn Watched>, server: &str, said: &mut Said) -> bool {
     let Some(inner) = gateway.upgrade() else {
         return false;
     };
-    let mut followed = inner.server.followed_resources();
-    let mut asked = to_follow(&inner, server, &followed.current(), said);
-    let mut changes = inner.host.changes_of(server, &asked).await;
+    let mut followed = inner.server().followed_resources();
+    let mut asked = to_follow(&*inner, server, &followed.current(), said);
+    let mut changes = inner.host().changes_of(server, &asked).await;
     // The stream is followed without holding the gateway, so that dropping it ends this.
     drop(inner);
     unfollowed(server, &changes, said);
@@ -212,7 +225,7 @@ async fn listen(gateway: &Weak<Inner>, server: &str, said: &mut Said) -> bool {
 /// said to have) means listing again. `Some(false)` when the gateway is gone, `Some(true)`
 /// when the upstream failed, `None` to go on.
 async fn on_change(
-    gateway: &Weak<Inner>,
+    gateway: &Weak<dyn Watched>,
     server: &str,
     change: ListChange,
     asked: &[String],
@@ -222,7 +235,7 @@ async fn on_change(
             let Some(inner) = gateway.upgrade() else {
                 return Some(false);
             };
-            inner.server.notify_resource_updated(&uri);
+            inner.server().notify_resource_updated(&uri);
             return None;
         }
         Notification::Reconnected | Notification::Missed { .. } => true,
@@ -233,7 +246,7 @@ async fn on_change(
             return Some(false);
         };
         for uri in asked {
-            inner.server.notify_resource_updated(uri);
+            inner.server().notify_resource_updated(uri);
         }
     }
     if !refresh(gateway, server).await {
@@ -250,7 +263,7 @@ async fn on_change(
 /// when what `server` should follow is no longer `asked`, opens its stream with the new set.
 /// `None` when the gateway is gone; `Some(None)` when nothing of `server`'s changed.
 async fn refollow(
-    gateway: &Weak<Inner>,
+    gateway: &Weak<dyn Watched>,
     server: &str,
     followed: &mut FollowedResources,
     asked: &[String],
@@ -258,26 +271,26 @@ async fn refollow(
 ) -> Option<Option<(Vec<String>, ListChanges)>> {
     tokio::time::sleep(REFOLLOW_WAIT).await;
     let inner = gateway.upgrade()?;
-    let now = to_follow(&inner, server, &followed.current(), said);
+    let now = to_follow(&*inner, server, &followed.current(), said);
     if now == asked {
         return Some(None);
     }
     tracing::debug!(upstream = %server, resources = now.len(), "following other resources upstream");
-    let reopened = inner.host.changes_of(server, &now).await;
+    let reopened = inner.host().changes_of(server, &now).await;
     unfollowed(server, &reopened, said);
     Some(Some((now, reopened)))
 }
 
 /// The followed resources (served URIs) that `server` offers, at most [`MAX_FOLLOWED`].
 fn to_follow(
-    inner: &Inner,
+    inner: &dyn Watched,
     server: &str,
     followed: &BTreeSet<String>,
     said: &mut Said,
 ) -> Vec<String> {
     let mut of_server = followed
         .iter()
-        .filter(|uri| inner.host.server_of_uri(uri).as_deref() == Some(server));
+        .filter(|uri| inner.host().server_of_uri(uri).as_deref() == Some(server));
     let asked: Vec<String> = of_server.by_ref().take(MAX_FOLLOWED).cloned().collect();
     let left = of_server.count();
     if left > 0 && !said.capped {
