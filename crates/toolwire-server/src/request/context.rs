@@ -14,7 +14,7 @@ use toolwire_protocol::{
     RequestMeta, SamplingCapability,
 };
 
-use crate::ToolError;
+use crate::tools::tool::ToolError;
 
 /// One serialized message on its way to the client, tagged with the request it belongs to.
 #[derive(Debug)]

@@ -377,7 +377,7 @@ impl Server {
         let Some(visibility) = &self.config().tool_visibility else {
             return self.list_page(id, &snapshot, cursor, ListKind::Tools, ctx.scopes());
         };
-        let check = visibility.check(crate::Viewer::of(ctx));
+        let check = visibility.check(crate::tools::visibility::Viewer::of(ctx));
         let visible =
             snapshot.filtered(|t| permits(ctx.scopes(), t.scopes()) && check(&t.name).is_none());
         let scope = toolwire_protocol::CacheScope::Private;

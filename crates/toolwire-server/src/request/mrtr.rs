@@ -16,7 +16,8 @@ use toolwire_protocol::{
     Root, RootsCapability, SamplingCapability, UrlMode,
 };
 
-use crate::{RequestContext, ToolError};
+use crate::request::context::RequestContext;
+use crate::tools::tool::ToolError;
 
 /// What a handler needs before it can finish: named input requests and optional state to get
 /// back on the retry. Return it as an error (`Err(InputRequired::new()…into())` or `?`).

@@ -411,7 +411,7 @@ impl Server {
     /// store, if there is one, answers a ping within its timeout) and the builder's
     /// ([`ServerBuilder::readiness`]); returns the parts that are not ready, none of them
     /// [`blocking`](crate::NotReady::blocking) when the server is ready (O-06).
-    pub async fn readiness(&self) -> Vec<crate::NotReady> {
+    pub async fn readiness(&self) -> Vec<crate::observe::NotReady> {
         crate::observe::readiness(self).await
     }
 

@@ -123,7 +123,8 @@ impl Server {
             return Err(insufficient_scope("tool", name, &tool.scopes));
         }
         if let Some(visibility) = &self.config().tool_visibility {
-            if let Some(reason) = visibility.check(crate::Viewer::of(ctx))(name) {
+            if let Some(reason) = visibility.check(crate::tools::visibility::Viewer::of(ctx))(name)
+            {
                 self.count_refusal(crate::observe::RefusalReason::Policy);
                 return Err(ErrorObject::invalid_params(format!(
                     "Tool {name} is not available to this caller: {reason}"
@@ -519,8 +520,11 @@ fn invalid_arguments(
 mod tests {
     use serde_json::json;
 
+    use crate::request::context::RequestContext;
+    use crate::request::mrtr::InputRequired;
+    use crate::server::Server;
     use crate::state::request_state::DIGESTS;
-    use crate::{InputRequired, RequestContext, Server, Tool, ToolError};
+    use crate::tools::tool::{Tool, ToolError};
 
     fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {
         let mut params = json!({"name": "t", "arguments": arguments, "_meta": {

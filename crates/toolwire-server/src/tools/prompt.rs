@@ -12,9 +12,10 @@ use toolwire_protocol::{
     PromptMessage, Role,
 };
 
+use crate::request::context::RequestContext;
 use crate::tools::catalog::Entry;
 use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
-use crate::{RequestContext, ToolError};
+use crate::tools::tool::ToolError;
 
 /// The string arguments of a `prompts/get`.
 pub type PromptArgs = BTreeMap<String, String>;

@@ -13,10 +13,11 @@ use toolwire_protocol::{
     ResourceTemplate as TemplateDefinition,
 };
 
+use crate::request::context::RequestContext;
 use crate::tools::catalog::Entry;
 use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
 use crate::tools::prompt::Completer;
-use crate::{RequestContext, ToolError};
+use crate::tools::tool::ToolError;
 
 /// What a resource reader may return: one contents or several (never none, R-04).
 pub trait ResourceOutput: Send + 'static {

@@ -20,7 +20,7 @@ use toolwire_protocol::{
     ToolAnnotations,
 };
 
-use crate::RequestContext;
+use crate::request::context::RequestContext;
 
 /// How a tool call fails.
 #[derive(Debug)]
@@ -36,7 +36,7 @@ pub enum ToolError {
     Internal(Box<dyn std::error::Error + Send + Sync>),
     /// The handler needs input from the client first: the request answers `input_required`
     /// (MRTR). Made from [`crate::InputRequired`].
-    InputRequired(Box<crate::InputRequired>),
+    InputRequired(Box<crate::request::mrtr::InputRequired>),
 }
 
 impl ToolError {
@@ -375,7 +375,7 @@ impl Tool {
     /// instead of the server's limit ([`crate::DEFAULT_TOOL_RATE_LIMIT`] unless the builder
     /// says otherwise). A caller over it gets an `isError` result that says when to retry,
     /// with the same in `_meta` ([`crate::RATE_LIMITED_META_KEY`]).
-    pub fn rate_limit(mut self, limit: crate::RateLimit) -> Self {
+    pub fn rate_limit(mut self, limit: crate::safety::limits::RateLimit) -> Self {
         self.rate_limit = Some(Limit::To(limit));
         self
     }

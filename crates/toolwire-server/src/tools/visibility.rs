@@ -9,8 +9,8 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 use toolwire_protocol::Implementation;
 
-use crate::RequestContext;
 use crate::request::context::Claims;
+use crate::request::context::RequestContext;
 use crate::server::Server;
 use crate::tools::catalog::{Entry as _, permits};
 use crate::tools::offered::Change;
