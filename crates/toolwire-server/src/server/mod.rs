@@ -127,7 +127,7 @@ pub(crate) struct ServerInner {
     /// The store every state lives in, if one was set (the HTTP transport's sessions).
     store: Option<crate::state::store::Store>,
     /// Tool rate limits shared with the other instances of a shared store.
-    shared_limits: Option<crate::safety::shared_limits::SharedLimits>,
+    shared_limits: Option<crate::state::shared_limits::SharedLimits>,
     /// How legacy clients' answers and cancellations reach the instance running their
     /// request, with a shared store.
     session_relay: Option<Arc<dyn crate::state::relay::SessionRelay>>,
@@ -443,7 +443,7 @@ impl Server {
     }
 
     /// Tool rate limits shared with the other instances of a shared store, if any.
-    pub(crate) fn shared_limits(&self) -> Option<&crate::safety::shared_limits::SharedLimits> {
+    pub(crate) fn shared_limits(&self) -> Option<&crate::state::shared_limits::SharedLimits> {
         self.inner.shared_limits.as_ref()
     }
 

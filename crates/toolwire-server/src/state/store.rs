@@ -212,11 +212,11 @@ impl Store {
 
     /// Tool rate limits shared by every instance (a quota per caller × tool across all of
     /// them), in a shared store; `None` in memory, where each server keeps its own.
-    pub(crate) fn shared_limits(&self) -> Option<crate::safety::shared_limits::SharedLimits> {
+    pub(crate) fn shared_limits(&self) -> Option<crate::state::shared_limits::SharedLimits> {
         match &self.kind {
             Kind::Memory { .. } => None,
             #[cfg(feature = "redis")]
-            Kind::Redis(redis) => Some(crate::safety::shared_limits::SharedLimits::new(Box::new(
+            Kind::Redis(redis) => Some(crate::state::shared_limits::SharedLimits::new(Box::new(
                 crate::state::redis::RedisRateLimits::new(redis.clone()),
             ))),
         }

@@ -475,7 +475,7 @@ impl Server {
 impl Server {
     /// The tool's quota, checked before any of the call's work is done (T-15): the result
     /// that tells the model to wait, if the caller is over it. With a shared store the quota
-    /// is shared by every instance (see `safety::shared_limits` for the tiers and what happens
+    /// is shared by every instance (see `state::shared_limits` for the tiers and what happens
     /// while the store is away).
     async fn over_quota(
         &self,
