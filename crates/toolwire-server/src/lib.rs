@@ -74,7 +74,7 @@ pub use server::{DEFAULT_TOOL_TIMEOUT, Reconfigure, SUPPORTED_VERSIONS, Server};
 pub use state::contract;
 pub use state::fanout::{Change, ChangeFanOut, MemoryFanOut};
 pub use state::handles;
-pub use state::handles::{HandleError, HandleStore};
+pub use state::handles::{HandleError, HandleRetention, HandleStore};
 pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
@@ -86,8 +86,8 @@ pub use tools::completion::CompletionAsk;
 pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use tools::tool::{
-    HandleRetention, NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError,
-    ToolOutput, structured_result,
+    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError, ToolOutput,
+    structured_result,
 };
 pub use tools::visibility::{OfferKind, ToolCheck, ToolVisibility, Viewer};
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};

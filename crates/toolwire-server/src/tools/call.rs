@@ -21,9 +21,10 @@ use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_de
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
 use crate::state::request_state::{Binding, StateError};
-use crate::state::task_store::{Rerun, tasks_capability};
+use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::registry::RegisteredTool;
+use crate::tools::tasks::Rerun;
 use crate::tools::tool::{TaskSupport, ToolError};
 
 impl Server {

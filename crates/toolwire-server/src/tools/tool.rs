@@ -21,6 +21,7 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
+use crate::state::handles::HandleRetention;
 
 /// How a tool call fails.
 #[derive(Debug)]
@@ -192,14 +193,6 @@ pub struct Tool {
     pub(crate) cost: u32,
     /// The handles it creates: their retention joins the description.
     pub(crate) handles: Vec<HandleRetention>,
-}
-
-/// What a tool that creates handles says about them: a sentence for its description and an
-/// entry for its `_meta`. Made from a [`crate::HandleStore`].
-#[derive(Debug, Clone)]
-pub struct HandleRetention {
-    pub(crate) sentence: String,
-    pub(crate) meta: Value,
 }
 
 /// How often a caller may call a tool.
