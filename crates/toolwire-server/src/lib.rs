@@ -58,7 +58,7 @@ pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use observe::{Metrics, NotReady, Readiness};
 pub use request::context::RequestContext;
 pub use request::followed::FollowedResources;
-pub use request::mrtr::{Elicited, InputRequired};
+pub use request::mrtr::{Elicited, InputRequired, ToolError};
 pub use safety::audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
 pub use safety::deadline::TIMED_OUT_META_KEY;
 pub use safety::limits::{
@@ -86,8 +86,7 @@ pub use tools::completion::CompletionAsk;
 pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use tools::tool::{
-    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError, ToolOutput,
-    structured_result,
+    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolOutput, structured_result,
 };
 pub use tools::visibility::{OfferKind, ToolCheck, ToolVisibility, Viewer};
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};

@@ -13,7 +13,9 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
-use crate::request::mrtr::{InputRequired, Round};
+use crate::request::context::Round;
+use crate::request::mrtr::InputRequired;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::{Final, Outcome};
 use crate::request::route::{CallTool, RoundParams};
 use crate::safety::audit::{self, AuditOutcome, CallSeen};
@@ -25,7 +27,7 @@ use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::registry::RegisteredTool;
 use crate::tools::tasks::Rerun;
-use crate::tools::tool::{TaskSupport, ToolError};
+use crate::tools::tool::TaskSupport;
 
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
@@ -523,9 +525,10 @@ mod tests {
 
     use crate::request::context::RequestContext;
     use crate::request::mrtr::InputRequired;
+    use crate::request::mrtr::ToolError;
     use crate::server::Server;
     use crate::state::request_state::DIGESTS;
-    use crate::tools::tool::{Tool, ToolError};
+    use crate::tools::tool::Tool;
 
     fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {
         let mut params = json!({"name": "t", "arguments": arguments, "_meta": {

@@ -13,13 +13,13 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
 use crate::request::route::Complete;
 use crate::safety::deadline::{contained, panicked};
 use crate::server::Server;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::prompt::{Completer, PromptArgs};
-use crate::tools::tool::ToolError;
 use crate::tools::visibility::OfferKind;
 
 /// Most completion values in one result.

@@ -11,6 +11,7 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
 use crate::request::route::{GetPrompt, ReadResource, Route};
 use crate::safety::deadline::contained;
@@ -19,7 +20,6 @@ use crate::state::request_state::Binding;
 use crate::tools::catalog::{Catalog, insufficient_scope, permits};
 use crate::tools::offered::Offered;
 use crate::tools::resource::{Reader, TemplateVars};
-use crate::tools::tool::ToolError;
 use crate::tools::visibility::OfferKind;
 
 impl Server {

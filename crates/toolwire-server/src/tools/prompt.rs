@@ -13,9 +13,9 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::tools::catalog::Entry;
 use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
-use crate::tools::tool::ToolError;
 
 /// The string arguments of a `prompts/get`.
 pub type PromptArgs = BTreeMap<String, String>;

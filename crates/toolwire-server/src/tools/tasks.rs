@@ -17,11 +17,12 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
-use crate::request::mrtr::{InputRequired, Round};
+use crate::request::context::Round;
+use crate::request::mrtr::InputRequired;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
 use crate::safety::deadline::{contained, internal_failure, with_deadline};
 use crate::server::Server;
-use crate::tools::tool::ToolError;
 
 use crate::state::task_store::{Inbox, Running, TaskRecord, tasks_capability};
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};

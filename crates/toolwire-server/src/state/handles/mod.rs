@@ -31,8 +31,8 @@ use serde::de::DeserializeOwned;
 
 use crate::clock::{Clock, SystemClock};
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
-use crate::tools::tool::ToolError;
 
 pub use memory::MemoryHandles;
 #[cfg(feature = "sqlite")]
