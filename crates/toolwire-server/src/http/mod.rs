@@ -365,7 +365,7 @@ async fn admit_and_run(
         },
     };
     check_scopes(state, &caller, &id, &meta, &route)?;
-    let incoming = crate::observe::trace::Incoming::http(headers);
+    let incoming = crate::request::incoming::Incoming::http(headers);
     let request = reply::Admitted {
         id,
         meta,

@@ -20,6 +20,7 @@ use toolwire_protocol::legacy::LEGACY_VERSIONS;
 use toolwire_protocol::methods::{self as m, Method as _};
 
 use crate::request::context::RequestContext;
+use crate::request::incoming::Transport;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;
@@ -77,9 +78,6 @@ const VERSIONS: [&str; 5] = [
 /// Versions known plus [`OTHER`].
 const VERSION_CELLS: usize = VERSIONS.len() + 1;
 
-/// The transports, as `network.transport` names them.
-const TRANSPORTS: [&str; 2] = ["tcp", "pipe"];
-
 /// A method a server implements, by its index among the label values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Method(usize);
@@ -102,23 +100,6 @@ impl Method {
     /// Its name, the label value.
     pub(crate) fn name(self) -> &'static str {
         METHODS[self.0]
-    }
-}
-
-/// The transport a request came over (`network.transport`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Transport {
-    /// Streamable HTTP: `tcp`.
-    Tcp,
-    /// stdio: `pipe`.
-    #[default]
-    Pipe,
-}
-
-impl Transport {
-    /// Its `network.transport` name.
-    pub(crate) fn as_str(self) -> &'static str {
-        TRANSPORTS[self as usize]
     }
 }
 
@@ -470,7 +451,7 @@ impl Metrics {
             tool,
             error,
             version,
-            TRANSPORTS[transport as usize],
+            transport.as_str(),
         ])
     }
 }

@@ -119,7 +119,7 @@ struct Inner {
     task_start: Option<Arc<tokio::sync::Notify>>,
     /// How the request arrived (its transport and HTTP trace headers), for its span and its
     /// metrics.
-    incoming: crate::observe::trace::Incoming,
+    incoming: crate::request::incoming::Incoming,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -220,7 +220,7 @@ impl RequestContext {
     }
 
     /// Sets the transport; only on a context nobody else holds yet.
-    pub(crate) fn with_transport(mut self, transport: crate::observe::metrics::Transport) -> Self {
+    pub(crate) fn with_transport(mut self, transport: crate::request::incoming::Transport) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.incoming.transport = Some(transport);
         }
@@ -229,7 +229,7 @@ impl RequestContext {
 
     /// Sets how the request arrived (its span's transport and HTTP trace headers); only on a
     /// context nobody else holds yet.
-    pub(crate) fn with_incoming(mut self, incoming: crate::observe::trace::Incoming) -> Self {
+    pub(crate) fn with_incoming(mut self, incoming: crate::request::incoming::Incoming) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.incoming = incoming;
         }
@@ -237,12 +237,12 @@ impl RequestContext {
     }
 
     /// The transport the request came over (a pipe when it came in memory).
-    pub(crate) fn transport(&self) -> crate::observe::metrics::Transport {
+    pub(crate) fn transport(&self) -> crate::request::incoming::Transport {
         self.inner.incoming.transport.unwrap_or_default()
     }
 
     /// How the request arrived.
-    pub(crate) fn incoming(&self) -> &crate::observe::trace::Incoming {
+    pub(crate) fn incoming(&self) -> &crate::request::incoming::Incoming {
         &self.inner.incoming
     }
 

@@ -8,6 +8,7 @@ pub(crate) mod context;
 pub(crate) mod cursor;
 pub(crate) mod dispatch;
 pub(crate) mod followed;
+pub(crate) mod incoming;
 pub(crate) mod mrtr;
 pub(crate) mod outcome;
 pub(crate) mod route;
