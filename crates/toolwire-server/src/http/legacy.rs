@@ -33,7 +33,7 @@ use super::reply::{frame, sse_response, streaming_reply};
 use super::{Caller, HttpState, Refusal, json_response};
 use crate::legacy::{LegacyCall, LegacyStep, Peer, empty_result, new_session_id, read_initialize};
 use crate::request::context::{Frame, Outbound};
-use crate::request::dispatch::read_meta;
+use crate::request::frame::read_meta;
 use crate::request::outcome::Final;
 use crate::state::StoreError;
 use crate::state::relay::{SessionRelay, SessionSink};

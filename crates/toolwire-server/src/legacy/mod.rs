@@ -41,7 +41,7 @@ pub(crate) use peer::Peer;
 use peer::Unanswered;
 
 use crate::request::context::{Logging, Outbound, RequestContext};
-use crate::request::dispatch::read_meta;
+use crate::request::frame::read_meta;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;

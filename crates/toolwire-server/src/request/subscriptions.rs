@@ -17,7 +17,7 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
-use crate::request::dispatch::Final;
+use crate::request::outcome::Final;
 use crate::server::Server;
 use crate::tools::catalog::permits;
 use crate::tools::offered::Change;

@@ -32,6 +32,7 @@ use builder::ServerBuilder;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 pub(crate) mod builder;
+mod dispatch;
 mod offers;
 mod reconfigure;
 
