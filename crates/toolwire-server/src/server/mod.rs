@@ -35,6 +35,7 @@ pub(crate) mod builder;
 mod dispatch;
 mod offers;
 mod reconfigure;
+pub(crate) mod subscriptions;
 
 pub use reconfigure::Reconfigure;
 
