@@ -23,7 +23,6 @@ use crate::request::context::RequestContext;
 use crate::request::incoming::Transport;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
-use crate::server::Server;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
@@ -473,23 +472,21 @@ impl Drop for GaugeGuard {
 }
 
 /// One operation being measured: its labels, resolved before it runs, and when it began.
-pub(crate) struct Observation {
+///
+/// `T` is the registry's view of the tool a `tools/call` names, whose series it counts in.
+pub(crate) struct Observation<T> {
     method: Method,
-    tool: Option<Arc<crate::tools::registry::RegisteredTool>>,
+    tool: Option<Arc<T>>,
     version: usize,
     transport: Transport,
     started: Instant,
 }
 
-impl Observation {
-    /// Starts measuring `route`: from the request admitted (read, checked and parsed) to its
-    /// final message serialized, before the transport writes it; a listen stream's duration is
-    /// its life.
-    pub(crate) fn start(server: &Server, route: &Route, ctx: &RequestContext) -> Observation {
-        let tool = match route {
-            Route::CallTool(call) => server.registry().snapshot().get(&call.name).cloned(),
-            _ => None,
-        };
+impl<T: AsRef<ToolSeries>> Observation<T> {
+    /// Starts measuring `route`, a call of `tool` if it is a `tools/call` of a registered tool:
+    /// from the request admitted (read, checked and parsed) to its final message serialized,
+    /// before the transport writes it; a listen stream's duration is its life.
+    pub(crate) fn start(route: &Route, tool: Option<Arc<T>>, ctx: &RequestContext) -> Self {
         Observation {
             method: method_of(route),
             tool,
@@ -509,7 +506,7 @@ impl Observation {
             Some(done) if done.tool_error => Ended::ToolError,
             _ => Ended::Ok,
         };
-        let series = self.tool.as_deref().map(|t| &t.series);
+        let series = self.tool.as_deref().map(AsRef::as_ref);
         let took = self.started.elapsed();
         metrics.observe(
             self.method,

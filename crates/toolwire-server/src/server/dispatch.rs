@@ -142,9 +142,13 @@ impl Server {
         use tracing::Instrument as _;
         // Labels resolved before the call, recorded after it: no future of its own around the
         // method's, which would make every request's future larger.
-        let observed = self
-            .metrics()
-            .map(|_| crate::observe::metrics::Observation::start(self, &call, &ctx));
+        let observed = self.metrics().map(|_| {
+            let tool = match &call {
+                Route::CallTool(c) => self.registry().snapshot().get(&c.name).cloned(),
+                _ => None,
+            };
+            crate::observe::metrics::Observation::start(&call, tool, &ctx)
+        });
         let span = trace::request_span(id, &call, ctx.meta(), ctx.incoming());
         let done = if span.is_disabled() {
             self.answer(id, call, ctx).await

@@ -414,7 +414,29 @@ impl Server {
     /// ([`ServerBuilder::readiness`]); returns the parts that are not ready, none of them
     /// [`blocking`](crate::NotReady::blocking) when the server is ready (O-06).
     pub async fn readiness(&self) -> Vec<crate::observe::NotReady> {
-        crate::observe::readiness(self).await
+        let mut not_ready = Vec::new();
+        if self.tool_names().is_empty() {
+            not_ready.push(crate::observe::NotReady::new(
+                "tools",
+                "no tool is registered; a caller would find nothing to call",
+            ));
+        }
+        if let Some(store) = self.store() {
+            if let Err(error) = store.ping().await {
+                not_ready.push(crate::observe::NotReady::new(
+                    "store",
+                    format!("the shared state store does not answer: {error}"),
+                ));
+            }
+        }
+        let checks = self.readiness_checks().iter().map(|c| c.check());
+        not_ready.extend(
+            futures::future::join_all(checks)
+                .await
+                .into_iter()
+                .flatten(),
+        );
+        not_ready
     }
 
     /// The metrics set with [`ServerBuilder::metrics`], if any.

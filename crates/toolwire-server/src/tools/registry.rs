@@ -496,6 +496,12 @@ fn advertise_rate_limit(definition: &mut ToolDefinition, limit: Option<&ToolLimi
     }
 }
 
+impl AsRef<crate::observe::metrics::ToolSeries> for RegisteredTool {
+    fn as_ref(&self) -> &crate::observe::metrics::ToolSeries {
+        &self.series
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
