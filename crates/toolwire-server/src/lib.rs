@@ -79,7 +79,8 @@ pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys}
 pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
-pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store, StoreUrlError};
+pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store};
+pub use state::store_url::StoreUrlError;
 pub use state::task_store::{DEFAULT_TASK_HEARTBEAT, MemoryTaskStore, TaskRecord, TaskStore};
 pub use state::{BoxError, StoreError};
 pub use tools::completion::CompletionAsk;

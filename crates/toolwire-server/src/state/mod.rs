@@ -25,8 +25,7 @@ pub(crate) mod request_state;
 pub(crate) mod sessions;
 pub(crate) mod shared_limits;
 pub(crate) mod store;
-#[cfg(feature = "redis")]
-mod store_url;
+pub(crate) mod store_url;
 pub(crate) mod task_store;
 
 use std::sync::Mutex;

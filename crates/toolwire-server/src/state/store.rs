@@ -8,6 +8,8 @@ use std::time::Duration;
 use crate::state::handles::{HandleBackend, MemoryHandles};
 use crate::state::request_state::{MemoryReplayGuard, ReplayGuard};
 use crate::state::sessions::{MemorySessionStore, SessionStore};
+#[cfg(feature = "redis")]
+use crate::state::store_url::StoreUrlError;
 use crate::state::task_store::{MemoryTaskStore, TaskStore};
 
 /// The key prefix of a Redis store unless set: `toolwire:`.
@@ -35,35 +37,6 @@ enum Kind {
     },
     #[cfg(feature = "redis")]
     Redis(crate::state::redis::Shared),
-}
-
-/// A store setting that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreUrlError {
-    /// Not a `redis://` or `rediss://` URL.
-    #[error(
-        "the store {shown:?} is not a Redis URL: use redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]"
-    )]
-    Scheme {
-        /// The setting, up to its first `:`.
-        shown: String,
-    },
-    /// A Redis URL with a missing host, a port or database that is not a number, or another
-    /// flaw.
-    #[error("the store URL {shown} is not usable: {problem}; use redis://HOST:PORT[/DB]")]
-    Invalid {
-        /// The URL without its password.
-        shown: String,
-        /// What is wrong with it.
-        problem: &'static str,
-    },
-    /// `rediss://` in a build without the `redis-tls` feature.
-    #[error("the store URL {shown} asks for TLS, which this build lacks (the redis-tls feature)")]
-    NoTls {
-        /// The URL without its password.
-        shown: String,
-    },
 }
 
 impl Default for Store {
