@@ -176,7 +176,8 @@ impl InputRequired {
         self
     }
 
-    /// State the server seals and gives back on the retry ([`RequestContext::request_state`]).
+    /// State the server seals and gives back on the retry
+    /// ([`RequestContext::request_state`](crate::RequestContext::request_state)).
     pub fn state(mut self, state: impl Serialize) -> Self {
         match serde_json::to_value(state) {
             Ok(value) => self.state = Some(value),
