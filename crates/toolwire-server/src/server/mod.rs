@@ -32,10 +32,15 @@ use builder::ServerBuilder;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 pub(crate) mod builder;
+pub(crate) mod call;
+mod completion;
 mod dispatch;
-mod offers;
+pub(crate) mod offers;
 mod reconfigure;
 pub(crate) mod subscriptions;
+pub(crate) mod task_watch;
+pub(crate) mod tasks;
+pub(crate) mod visibility;
 
 pub use reconfigure::Reconfigure;
 

@@ -17,9 +17,10 @@ use crate::request::context::{Frame, Outbound};
 use crate::request::followed::Following;
 use crate::request::outcome::Final;
 use crate::server::Server;
+use crate::server::visibility::SeenTools;
 use crate::state::sessions::SessionRecord;
 use crate::tools::catalog::{insufficient_scope, permits};
-use crate::tools::visibility::{Follower, SeenTools};
+use crate::tools::visibility::Follower;
 
 /// A legacy client's session on this connection.
 pub(super) struct LegacyConnection {

@@ -22,11 +22,11 @@ use crate::safety::audit::{self, AuditOutcome, CallSeen};
 use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
+use crate::server::tasks::Rerun;
 use crate::state::request_state::{Binding, StateError};
 use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::registry::RegisteredTool;
-use crate::tools::tasks::Rerun;
 use crate::tools::tool::TaskSupport;
 
 impl Server {
