@@ -83,8 +83,7 @@ pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store};
 pub use state::store_url::StoreUrlError;
 pub use state::task_store::{DEFAULT_TASK_HEARTBEAT, MemoryTaskStore, TaskRecord, TaskStore};
 pub use state::{BoxError, StoreError};
-pub use tools::completion::CompletionAsk;
-pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
+pub use tools::prompt::{Completer, CompletionAsk, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use tools::tool::{
     NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolOutput, structured_result,

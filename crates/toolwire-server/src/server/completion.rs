@@ -14,8 +14,7 @@ use crate::request::route::Complete;
 use crate::safety::deadline::{contained, panicked};
 use crate::server::Server;
 use crate::tools::catalog::{insufficient_scope, permits};
-use crate::tools::completion::{CompleteAny, CompletionAsk};
-use crate::tools::prompt::Completer;
+use crate::tools::prompt::{CompleteAny, Completer, CompletionAsk};
 use crate::tools::visibility::OfferKind;
 
 /// Most completion values in one result.
