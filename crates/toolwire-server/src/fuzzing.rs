@@ -9,7 +9,7 @@ use serde_json::Value;
 use toolwire_protocol::{MessageKind, RequestMeta};
 
 use crate::request::cursor::{CursorCodec, ListKind, Position};
-use crate::request::dispatch::{Message, read_frame, read_message};
+use crate::request::frame::{Message, read_frame, read_message};
 use crate::request::route::Route;
 use crate::state::request_state::{Binding, RequestStateKeys};
 use crate::tools::resource::UriTemplate;

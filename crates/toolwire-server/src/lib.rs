@@ -58,7 +58,7 @@ pub use error::{Error, Result, SchemaRole, ToolRule};
 pub use observe::{Metrics, NotReady, Readiness};
 pub use request::context::RequestContext;
 pub use request::followed::FollowedResources;
-pub use request::mrtr::{Elicited, InputRequired};
+pub use request::mrtr::{Elicited, InputRequired, ToolError};
 pub use safety::audit::{AuditEvent, AuditOutcome, AuditSink, JsonlAuditSink};
 pub use safety::deadline::TIMED_OUT_META_KEY;
 pub use safety::limits::{
@@ -74,20 +74,19 @@ pub use server::{DEFAULT_TOOL_TIMEOUT, Reconfigure, SUPPORTED_VERSIONS, Server};
 pub use state::contract;
 pub use state::fanout::{Change, ChangeFanOut, MemoryFanOut};
 pub use state::handles;
-pub use state::handles::{HandleError, HandleStore};
+pub use state::handles::{HandleError, HandleRetention, HandleStore};
 pub use state::request_state::{MemoryReplayGuard, ReplayGuard, RequestStateKeys};
 pub use state::sessions::{
     MemorySessionStore, SessionChange, SessionRecord, SessionStore, SessionStoreError,
 };
-pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store, StoreUrlError};
+pub use state::store::{DEFAULT_KEY_PREFIX, DEFAULT_STORE_TIMEOUT, Store};
+pub use state::store_url::StoreUrlError;
 pub use state::task_store::{DEFAULT_TASK_HEARTBEAT, MemoryTaskStore, TaskRecord, TaskStore};
 pub use state::{BoxError, StoreError};
-pub use tools::completion::CompletionAsk;
-pub use tools::prompt::{Completer, Prompt, PromptArgs, PromptOutput};
+pub use tools::prompt::{Completer, CompletionAsk, Prompt, PromptArgs, PromptOutput};
 pub use tools::resource::{Resource, ResourceOutput, ResourceTemplate, TemplateVars};
 pub use tools::tool::{
-    HandleRetention, NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolError,
-    ToolOutput, structured_result,
+    NoArgs, Structured, TIMEOUT_META_KEY, TaskSupport, Tool, ToolOutput, structured_result,
 };
 pub use tools::visibility::{OfferKind, ToolCheck, ToolVisibility, Viewer};
 pub use toolwire_protocol::schema::{FormatMode, SchemaLimits, Violation, Violations};

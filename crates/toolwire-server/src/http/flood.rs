@@ -22,7 +22,7 @@ use toolwire_protocol::ErrorObject;
 use super::HttpConfig;
 use super::forwarded::{Source, Unreadable};
 use crate::clock::Clock;
-use crate::request::dispatch::Final;
+use crate::request::outcome::Final;
 use crate::safety::limits::{CallerBucket, ClientId, Limiter, RateLimit};
 
 /// Requests each client address may send unless [`HttpConfig::flood_limit`] says otherwise:

@@ -41,7 +41,7 @@ use toolwire_protocol::{ErrorObject, MessageKind, RawMessage, RequestId, Request
 
 use crate::observe;
 use crate::observe::RefusalReason;
-use crate::request::dispatch::{Message, read_message, read_meta};
+use crate::request::frame::{Message, read_message, read_meta};
 use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
@@ -365,7 +365,7 @@ async fn admit_and_run(
         },
     };
     check_scopes(state, &caller, &id, &meta, &route)?;
-    let incoming = crate::observe::trace::Incoming::http(headers);
+    let incoming = crate::request::incoming::Incoming::http(headers);
     let request = reply::Admitted {
         id,
         meta,

@@ -10,7 +10,7 @@ use toolwire_protocol::{
     MISSING_REQUIRED_CLIENT_CAPABILITY, PARSE_ERROR, RequestId, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
-use crate::request::dispatch::Final;
+use crate::request::outcome::Final;
 
 /// An early refusal: status and JSON-RPC error, and a `WWW-Authenticate` challenge for an
 /// OAuth refusal.

@@ -18,7 +18,7 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 use super::checks::Accept;
 use super::{Caller, HttpState, Refusal, json_response, status_for};
 use crate::request::context::{Frame, Logging, Outbound, RequestContext};
-use crate::request::dispatch::Final;
+use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;
 use crate::tools::visibility::Follower;
@@ -29,7 +29,7 @@ pub(super) struct Admitted {
     pub(super) meta: RequestMeta,
     pub(super) route: Route,
     /// How it arrived, for its span.
-    pub(super) incoming: crate::observe::trace::Incoming,
+    pub(super) incoming: crate::request::incoming::Incoming,
 }
 
 pub(super) async fn run(
@@ -176,7 +176,7 @@ fn context(
     .with_claims(caller.claims)
     .with_token(caller.token)
     .with_address(caller.address)
-    .with_transport(crate::observe::metrics::Transport::Tcp)
+    .with_transport(crate::request::incoming::Transport::Tcp)
 }
 
 /// The reply to `work`, a request whose notifications (and, for a legacy session, requests to

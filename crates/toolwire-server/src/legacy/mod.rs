@@ -41,7 +41,8 @@ pub(crate) use peer::Peer;
 use peer::Unanswered;
 
 use crate::request::context::{Logging, Outbound, RequestContext};
-use crate::request::dispatch::{Final, read_meta};
+use crate::request::frame::read_meta;
+use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;
 use crate::state::sessions::SessionRecord;
@@ -382,11 +383,11 @@ fn read_reply(json: &str) -> Option<Reply> {
 
 /// The transport of a legacy request, for its metrics: HTTP knows its client's address, stdio
 /// has none (an HTTP router served without the peer's address is counted as `pipe`).
-fn transport_of(has_address: bool) -> crate::observe::metrics::Transport {
+fn transport_of(has_address: bool) -> crate::request::incoming::Transport {
     if has_address {
-        crate::observe::metrics::Transport::Tcp
+        crate::request::incoming::Transport::Tcp
     } else {
-        crate::observe::metrics::Transport::Pipe
+        crate::request::incoming::Transport::Pipe
     }
 }
 

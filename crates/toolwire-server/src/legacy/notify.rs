@@ -7,8 +7,8 @@ use std::collections::BTreeSet;
 use tokio::sync::broadcast::error::RecvError;
 use toolwire_protocol::SubscriptionFilter;
 
-use crate::request::subscriptions::{message_for, missed};
 use crate::server::Server;
+use crate::server::subscriptions::{message_for, missed};
 use crate::tools::offered::Change;
 
 /// The notifications (serialized) that a change, or a gap in the changes seen (`Lagged`),

@@ -76,34 +76,6 @@ struct ReadyBody<'a> {
     degraded: Vec<&'a NotReady>,
 }
 
-/// Every readiness check of `server`: the built-in ones (at least one tool registered; the
-/// shared store, if there is one, answers a ping within its timeout) and the builder's.
-pub(crate) async fn readiness(server: &Server) -> Vec<NotReady> {
-    let mut not_ready = Vec::new();
-    if server.tool_names().is_empty() {
-        not_ready.push(NotReady::new(
-            "tools",
-            "no tool is registered; a caller would find nothing to call",
-        ));
-    }
-    if let Some(store) = server.store() {
-        if let Err(error) = store.ping().await {
-            not_ready.push(NotReady::new(
-                "store",
-                format!("the shared state store does not answer: {error}"),
-            ));
-        }
-    }
-    let checks = server.readiness_checks().iter().map(|c| c.check());
-    not_ready.extend(
-        futures::future::join_all(checks)
-            .await
-            .into_iter()
-            .flatten(),
-    );
-    not_ready
-}
-
 /// A router of the admin endpoints of `server`: `GET /metrics` (404 without
 /// [`crate::ServerBuilder::metrics`]), `GET /healthz` and `GET /readyz`. They need no token and
 /// are not MCP requests (no audit, no rate limit): bind it to an address only operators reach,

@@ -20,9 +20,9 @@ use toolwire_protocol::legacy::LEGACY_VERSIONS;
 use toolwire_protocol::methods::{self as m, Method as _};
 
 use crate::request::context::RequestContext;
+use crate::request::incoming::Transport;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
-use crate::server::Server;
 use prometheus::{
     Histogram, HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, Opts, Registry,
 };
@@ -77,9 +77,6 @@ const VERSIONS: [&str; 5] = [
 /// Versions known plus [`OTHER`].
 const VERSION_CELLS: usize = VERSIONS.len() + 1;
 
-/// The transports, as `network.transport` names them.
-const TRANSPORTS: [&str; 2] = ["tcp", "pipe"];
-
 /// A method a server implements, by its index among the label values.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Method(usize);
@@ -102,23 +99,6 @@ impl Method {
     /// Its name, the label value.
     pub(crate) fn name(self) -> &'static str {
         METHODS[self.0]
-    }
-}
-
-/// The transport a request came over (`network.transport`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) enum Transport {
-    /// Streamable HTTP: `tcp`.
-    Tcp,
-    /// stdio: `pipe`.
-    #[default]
-    Pipe,
-}
-
-impl Transport {
-    /// Its `network.transport` name.
-    pub(crate) fn as_str(self) -> &'static str {
-        TRANSPORTS[self as usize]
     }
 }
 
@@ -470,7 +450,7 @@ impl Metrics {
             tool,
             error,
             version,
-            TRANSPORTS[transport as usize],
+            transport.as_str(),
         ])
     }
 }
@@ -492,23 +472,21 @@ impl Drop for GaugeGuard {
 }
 
 /// One operation being measured: its labels, resolved before it runs, and when it began.
-pub(crate) struct Observation {
+///
+/// `T` is the registry's view of the tool a `tools/call` names, whose series it counts in.
+pub(crate) struct Observation<T> {
     method: Method,
-    tool: Option<Arc<crate::tools::registry::RegisteredTool>>,
+    tool: Option<Arc<T>>,
     version: usize,
     transport: Transport,
     started: Instant,
 }
 
-impl Observation {
-    /// Starts measuring `route`: from the request admitted (read, checked and parsed) to its
-    /// final message serialized, before the transport writes it; a listen stream's duration is
-    /// its life.
-    pub(crate) fn start(server: &Server, route: &Route, ctx: &RequestContext) -> Observation {
-        let tool = match route {
-            Route::CallTool(call) => server.registry().snapshot().get(&call.name).cloned(),
-            _ => None,
-        };
+impl<T: AsRef<ToolSeries>> Observation<T> {
+    /// Starts measuring `route`, a call of `tool` if it is a `tools/call` of a registered tool:
+    /// from the request admitted (read, checked and parsed) to its final message serialized,
+    /// before the transport writes it; a listen stream's duration is its life.
+    pub(crate) fn start(route: &Route, tool: Option<Arc<T>>, ctx: &RequestContext) -> Self {
         Observation {
             method: method_of(route),
             tool,
@@ -528,7 +506,7 @@ impl Observation {
             Some(done) if done.tool_error => Ended::ToolError,
             _ => Ended::Ok,
         };
-        let series = self.tool.as_deref().map(|t| &t.series);
+        let series = self.tool.as_deref().map(AsRef::as_ref);
         let took = self.started.elapsed();
         metrics.observe(
             self.method,

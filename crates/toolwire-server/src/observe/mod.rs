@@ -12,7 +12,7 @@ pub use health::{
     HEALTHZ_PATH, METRICS_CONTENT_TYPE, METRICS_PATH, NotReady, READYZ_PATH, Readiness,
     admin_router, serve_admin,
 };
-pub(crate) use health::{healthz, metrics as metrics_endpoint, readiness, readyz};
+pub(crate) use health::{healthz, metrics as metrics_endpoint, readyz};
 pub use metrics::{
     CLIENT_OPERATION_DURATION, DURATION_BUCKETS, Metrics, MetricsError, OTHER, RefusalReason,
     SERVER_OPERATION_DURATION, UNKNOWN_TOOL, error_label,

@@ -20,8 +20,8 @@ use toolwire_protocol::{META_TRACE_CONTEXT, META_TRACEPARENT, RequestId, Request
 use tracing::Span;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
-use crate::observe::metrics::Transport;
-use crate::request::dispatch::Final;
+use crate::request::incoming::{Incoming, Transport};
+use crate::request::outcome::Final;
 use crate::request::route::Route;
 
 /// The `tracing` target of the spans of requests, the server's and the client's: a subscriber
@@ -33,43 +33,6 @@ const TOOL_ERROR: &str = "tool_error";
 
 /// `gen_ai.operation.name` of `tools/call` (OT-03).
 const EXECUTE_TOOL: &str = "execute_tool";
-
-/// How a request reached the server, for its span: the transport as `network.transport` names
-/// it, and, on HTTP, the request's own trace context headers (used when `_meta` has none).
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Incoming {
-    /// `None` for a request handed over in memory.
-    pub(crate) transport: Option<Transport>,
-    /// `traceparent`, `tracestate` and `baggage` from HTTP headers, when `traceparent` is one.
-    headers: Vec<(&'static str, String)>,
-}
-
-impl Incoming {
-    /// A request read from a pipe (stdio).
-    pub(crate) fn stdio() -> Incoming {
-        Incoming {
-            transport: Some(Transport::Pipe),
-            headers: Vec::new(),
-        }
-    }
-
-    /// A request posted over HTTP with `headers`. Only a request that carries a
-    /// `traceparent` header costs anything more than the lookup.
-    pub(crate) fn http(headers: &http::HeaderMap) -> Incoming {
-        let mut incoming = Incoming {
-            transport: Some(Transport::Tcp),
-            headers: Vec::new(),
-        };
-        if headers.contains_key(META_TRACEPARENT) {
-            for key in META_TRACE_CONTEXT {
-                if let Some(value) = headers.get(key).and_then(|v| v.to_str().ok()) {
-                    incoming.headers.push((key, value.to_owned()));
-                }
-            }
-        }
-        incoming
-    }
-}
 
 /// The span of one request, not yet entered; [`Span::none`] when no subscriber wants it.
 pub(crate) fn request_span(
@@ -147,10 +110,10 @@ fn parent_of(
 ) -> (opentelemetry::Context, Option<SpanContext>) {
     opentelemetry::global::get_text_map_propagator(|propagator| {
         let from_meta = propagator.extract(&MetaCarrier(meta));
-        if incoming.headers.is_empty() {
+        if incoming.headers().is_empty() {
             return (from_meta, None);
         }
-        let from_headers = propagator.extract(&HeaderCarrier(&incoming.headers));
+        let from_headers = propagator.extract(&HeaderCarrier(incoming.headers()));
         if !from_meta.span().span_context().is_valid() {
             return (from_headers, None);
         }
@@ -171,7 +134,7 @@ fn trace_id_of(span: &Span, meta: &RequestMeta, incoming: &Incoming) -> Option<S
         return Some(exported.to_string());
     }
     let header = incoming
-        .headers
+        .headers()
         .iter()
         .find(|(key, _)| *key == META_TRACEPARENT)
         .map(|(_, value)| value.as_str());

@@ -1,20 +1,24 @@
 //! The request context a handler receives: what the client declared on this request, a
-//! cancellation token, and request-scoped progress and log messages.
+//! cancellation token, request-scoped progress and log messages, and the answers and state
+//! of the previous round of a multi round-trip request.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    ClientCapabilities, ErrorObject, Implementation, LoggingLevel, LoggingMessageParams,
-    NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS, Notification, ProgressParams, RequestId,
-    RequestMeta, SamplingCapability,
+    ClientCapabilities, CreateMessageResult, ElicitAction, ErrorObject, Implementation,
+    InputResponse, InputResponses, LoggingLevel, LoggingMessageParams, NOTIFICATION_MESSAGE,
+    NOTIFICATION_PROGRESS, Notification, ProgressParams, RequestId, RequestMeta, Root,
+    SamplingCapability,
 };
 
-use crate::ToolError;
+use crate::request::mrtr::{Elicited, ToolError};
 
 /// One serialized message on its way to the client, tagged with the request it belongs to.
 #[derive(Debug)]
@@ -94,7 +98,7 @@ struct Inner {
     /// The last progress value sent, as `f64` bits; progress must increase (P-12).
     last_progress: AtomicU64,
     /// The answers and state of the previous round (MRTR), set once before the handler runs.
-    round: std::sync::OnceLock<crate::request::mrtr::Round>,
+    round: std::sync::OnceLock<Round>,
     /// Who is calling, as established by the transport (authentication); binds request state.
     principal: Option<Arc<str>>,
     /// The OAuth scopes granted to the caller; `None` when the transport checks no tokens.
@@ -115,7 +119,7 @@ struct Inner {
     task_start: Option<Arc<tokio::sync::Notify>>,
     /// How the request arrived (its transport and HTTP trace headers), for its span and its
     /// metrics.
-    incoming: crate::observe::trace::Incoming,
+    incoming: crate::request::incoming::Incoming,
 }
 
 const NO_PROGRESS: u64 = u64::MAX;
@@ -216,7 +220,7 @@ impl RequestContext {
     }
 
     /// Sets the transport; only on a context nobody else holds yet.
-    pub(crate) fn with_transport(mut self, transport: crate::observe::metrics::Transport) -> Self {
+    pub(crate) fn with_transport(mut self, transport: crate::request::incoming::Transport) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.incoming.transport = Some(transport);
         }
@@ -225,7 +229,7 @@ impl RequestContext {
 
     /// Sets how the request arrived (its span's transport and HTTP trace headers); only on a
     /// context nobody else holds yet.
-    pub(crate) fn with_incoming(mut self, incoming: crate::observe::trace::Incoming) -> Self {
+    pub(crate) fn with_incoming(mut self, incoming: crate::request::incoming::Incoming) -> Self {
         if let Some(inner) = Arc::get_mut(&mut self.inner) {
             inner.incoming = incoming;
         }
@@ -233,12 +237,12 @@ impl RequestContext {
     }
 
     /// The transport the request came over (a pipe when it came in memory).
-    pub(crate) fn transport(&self) -> crate::observe::metrics::Transport {
+    pub(crate) fn transport(&self) -> crate::request::incoming::Transport {
         self.inner.incoming.transport.unwrap_or_default()
     }
 
     /// How the request arrived.
-    pub(crate) fn incoming(&self) -> &crate::observe::trace::Incoming {
+    pub(crate) fn incoming(&self) -> &crate::request::incoming::Incoming {
         &self.inner.incoming
     }
 
@@ -309,11 +313,11 @@ impl RequestContext {
         self.inner.token.as_ref().map(|t| &*t.0)
     }
 
-    pub(crate) fn round(&self) -> Option<&crate::request::mrtr::Round> {
+    pub(crate) fn round(&self) -> Option<&Round> {
         self.inner.round.get()
     }
 
-    pub(crate) fn set_round(&self, round: crate::request::mrtr::Round) {
+    pub(crate) fn set_round(&self, round: Round) {
         let _ = self.inner.round.set(round);
     }
 
@@ -518,6 +522,90 @@ impl RequestContext {
             }
         }
     }
+}
+
+/// The answers and state a request carries from the previous round.
+#[derive(Debug, Default)]
+pub(crate) struct Round {
+    pub(crate) responses: InputResponses,
+    /// Answers that did not parse, with why: an error only if the handler asks for one.
+    pub(crate) malformed: BTreeMap<String, String>,
+    pub(crate) state: Option<Value>,
+}
+
+impl RequestContext {
+    /// The raw answers to the previous round's input requests (empty on a first round).
+    pub fn input_responses(&self) -> &InputResponses {
+        static EMPTY: InputResponses = BTreeMap::new();
+        self.round().map_or(&EMPTY, |r| &r.responses)
+    }
+
+    /// The answer under `key`: -32602 if it was sent but is not an answer of any kind.
+    fn answer(&self, key: &str) -> Result<Option<&InputResponse>, ToolError> {
+        if let Some(why) = self.round().and_then(|r| r.malformed.get(key)) {
+            return Err(malformed(key, &format!("is malformed: {why}")));
+        }
+        Ok(self.input_responses().get(key))
+    }
+
+    /// The state the handler attached to the previous round, verified and decrypted.
+    pub fn request_state<T: DeserializeOwned>(&self) -> Result<Option<T>, ToolError> {
+        match self.round().and_then(|r| r.state.clone()) {
+            None => Ok(None),
+            Some(value) => serde_json::from_value(value)
+                .map(Some)
+                .map_err(ToolError::internal),
+        }
+    }
+
+    /// The answer to the form asked for under `key`: `None` if it was not answered (ask again,
+    /// M-10); -32602 if the answer is not a form answer or its content does not fit `T`.
+    pub fn elicited<T: DeserializeOwned>(
+        &self,
+        key: &str,
+    ) -> Result<Option<Elicited<T>>, ToolError> {
+        let Some(response) = self.answer(key)? else {
+            return Ok(None);
+        };
+        let InputResponse::Elicit(result) = response else {
+            return Err(malformed(key, "is not an answer to elicitation/create"));
+        };
+        Ok(Some(match result.action {
+            ElicitAction::Decline => Elicited::Declined,
+            ElicitAction::Cancel => Elicited::Cancelled,
+            ElicitAction::Accept => {
+                let content = serde_json::to_value(result.content.clone().unwrap_or_default())
+                    .map_err(ToolError::internal)?;
+                let form = serde_json::from_value(content)
+                    .map_err(|e| malformed(key, &format!("does not fit the form: {e}")))?;
+                Elicited::Accepted(form)
+            }
+        }))
+    }
+
+    /// The client model's answer to the sampling request under `key`.
+    pub fn sampled(&self, key: &str) -> Result<Option<&CreateMessageResult>, ToolError> {
+        match self.answer(key)? {
+            None => Ok(None),
+            Some(InputResponse::CreateMessage(result)) => Ok(Some(result)),
+            Some(_) => Err(malformed(key, "is not an answer to sampling/createMessage")),
+        }
+    }
+
+    /// The client's roots, answering the request under `key`.
+    pub fn listed_roots(&self, key: &str) -> Result<Option<&[Root]>, ToolError> {
+        match self.answer(key)? {
+            None => Ok(None),
+            Some(InputResponse::ListRoots(result)) => Ok(Some(&result.roots)),
+            Some(_) => Err(malformed(key, "is not an answer to roots/list")),
+        }
+    }
+}
+
+fn malformed(key: &str, why: &str) -> ToolError {
+    ToolError::Protocol(ErrorObject::invalid_params(format!(
+        "inputResponses.{key} {why}"
+    )))
 }
 
 #[cfg(test)]

@@ -1,14 +1,15 @@
 //! The request path every transport shares: a frame is read and its `_meta` checked
-//! ([`dispatch`]), its params parsed into a route ([`route`]), and the method run with a
-//! [`context::RequestContext`] for the handler; what it ends with is an [`outcome`]. Lists page
-//! with [`cursor`]s, handlers ask for input through [`mrtr`], and `subscriptions/listen` streams
-//! changes ([`subscriptions`]).
+//! ([`frame`]), its params parsed into a route ([`route`]), and the method run (by the server)
+//! with a [`context::RequestContext`] for the handler, which knows how the request arrived
+//! ([`incoming`]); what it ends with is an [`outcome`]. Lists page with [`cursor`]s and
+//! handlers ask for input through [`mrtr`]; `subscriptions/listen`, which streams changes, is
+//! the server's.
 
 pub(crate) mod context;
 pub(crate) mod cursor;
-pub(crate) mod dispatch;
 pub(crate) mod followed;
+pub(crate) mod frame;
+pub(crate) mod incoming;
 pub(crate) mod mrtr;
 pub(crate) mod outcome;
 pub(crate) mod route;
-pub(crate) mod subscriptions;

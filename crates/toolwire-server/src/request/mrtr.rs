@@ -1,22 +1,69 @@
-//! Multi round-trip requests, the handler side (M-01…M-19): a handler asks for input with
-//! [`InputRequired`] (returned as an error, so `?` works) and reads the answers of the previous
-//! round from its [`RequestContext`]. The server checks what it asks for against the
-//! capabilities the client declared (M-05) and seals the handler's state (M-06, M-07).
+//! How a handler ends without a result: a [`ToolError`], one kind of which is
+//! [`InputRequired`], the handler side of multi round-trip requests (M-01…M-19). A handler asks
+//! for input with it (returned as an error, so `?` works) and reads the answers of the previous
+//! round from its [`RequestContext`](crate::request::context::RequestContext). The server checks
+//! what it asks for against the capabilities the client declared (M-05) and seals the handler's
+//! state (M-06, M-07).
 
 use std::collections::BTreeMap;
 
 use schemars::JsonSchema;
+use schemars::generate::SchemaSettings;
 use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
 use toolwire_protocol::{
-    ClientCapabilities, CreateMessageParams, CreateMessageResult, ElicitAction, ElicitFormParams,
-    ElicitRequestParams, ElicitUrlParams, ElicitationCapability, ErrorObject, InputRequest,
-    InputRequests, InputResponse, InputResponses, JsonObject, ListRootsParams, RequestedSchema,
-    Root, RootsCapability, SamplingCapability, UrlMode,
+    ClientCapabilities, CreateMessageParams, ElicitFormParams, ElicitRequestParams,
+    ElicitUrlParams, ElicitationCapability, ErrorObject, InputRequest, InputRequests, JsonObject,
+    ListRootsParams, RequestedSchema, RootsCapability, SamplingCapability, UrlMode,
 };
 
-use crate::{RequestContext, ToolError};
+/// How a tool call fails.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum ToolError {
+    /// The tool could not do what was asked (bad value, upstream failure, business rule). The
+    /// model sees the message in an `isError` result and can correct itself (T-13).
+    Failed(String),
+    /// The request itself is refused with this JSON-RPC error, e.g. -32021 (B-20).
+    Protocol(ErrorObject),
+    /// Something broke inside the server. It is logged; the client only learns that the tool
+    /// failed, never the details.
+    Internal(Box<dyn std::error::Error + Send + Sync>),
+    /// The handler needs input from the client first: the request answers `input_required`
+    /// (MRTR). Made from [`InputRequired`].
+    InputRequired(Box<InputRequired>),
+}
+
+impl ToolError {
+    /// A failure the model should see.
+    pub fn failed(message: impl Into<String>) -> Self {
+        ToolError::Failed(message.into())
+    }
+
+    /// An internal error, kept out of the result.
+    pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        ToolError::Internal(error.into())
+    }
+}
+
+impl std::fmt::Display for ToolError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ToolError::Failed(m) => write!(f, "tool failed: {m}"),
+            ToolError::Protocol(e) => write!(f, "request refused: {e}"),
+            ToolError::Internal(e) => write!(f, "internal error: {e}"),
+            ToolError::InputRequired(_) => write!(f, "input required"),
+        }
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+impl From<ErrorObject> for ToolError {
+    fn from(e: ErrorObject) -> Self {
+        ToolError::Protocol(e)
+    }
+}
 
 /// What a handler needs before it can finish: named input requests and optional state to get
 /// back on the retry. Return it as an error (`Err(InputRequired::new()…into())` or `?`).
@@ -129,7 +176,8 @@ impl InputRequired {
         self
     }
 
-    /// State the server seals and gives back on the retry ([`RequestContext::request_state`]).
+    /// State the server seals and gives back on the retry
+    /// ([`RequestContext::request_state`](crate::RequestContext::request_state)).
     pub fn state(mut self, state: impl Serialize) -> Self {
         match serde_json::to_value(state) {
             Ok(value) => self.state = Some(value),
@@ -203,93 +251,9 @@ pub enum Elicited<T> {
     Cancelled,
 }
 
-/// The answers and state a request carries from the previous round.
-#[derive(Debug, Default)]
-pub(crate) struct Round {
-    pub(crate) responses: InputResponses,
-    /// Answers that did not parse, with why: an error only if the handler asks for one.
-    pub(crate) malformed: BTreeMap<String, String>,
-    pub(crate) state: Option<Value>,
-}
-
-impl RequestContext {
-    /// The raw answers to the previous round's input requests (empty on a first round).
-    pub fn input_responses(&self) -> &InputResponses {
-        static EMPTY: InputResponses = BTreeMap::new();
-        self.round().map_or(&EMPTY, |r| &r.responses)
-    }
-
-    /// The answer under `key`: -32602 if it was sent but is not an answer of any kind.
-    fn answer(&self, key: &str) -> Result<Option<&InputResponse>, ToolError> {
-        if let Some(why) = self.round().and_then(|r| r.malformed.get(key)) {
-            return Err(malformed(key, &format!("is malformed: {why}")));
-        }
-        Ok(self.input_responses().get(key))
-    }
-
-    /// The state the handler attached to the previous round, verified and decrypted.
-    pub fn request_state<T: DeserializeOwned>(&self) -> Result<Option<T>, ToolError> {
-        match self.round().and_then(|r| r.state.clone()) {
-            None => Ok(None),
-            Some(value) => serde_json::from_value(value)
-                .map(Some)
-                .map_err(ToolError::internal),
-        }
-    }
-
-    /// The answer to the form asked for under `key`: `None` if it was not answered (ask again,
-    /// M-10); -32602 if the answer is not a form answer or its content does not fit `T`.
-    pub fn elicited<T: DeserializeOwned>(
-        &self,
-        key: &str,
-    ) -> Result<Option<Elicited<T>>, ToolError> {
-        let Some(response) = self.answer(key)? else {
-            return Ok(None);
-        };
-        let InputResponse::Elicit(result) = response else {
-            return Err(malformed(key, "is not an answer to elicitation/create"));
-        };
-        Ok(Some(match result.action {
-            ElicitAction::Decline => Elicited::Declined,
-            ElicitAction::Cancel => Elicited::Cancelled,
-            ElicitAction::Accept => {
-                let content = serde_json::to_value(result.content.clone().unwrap_or_default())
-                    .map_err(ToolError::internal)?;
-                let form = serde_json::from_value(content)
-                    .map_err(|e| malformed(key, &format!("does not fit the form: {e}")))?;
-                Elicited::Accepted(form)
-            }
-        }))
-    }
-
-    /// The client model's answer to the sampling request under `key`.
-    pub fn sampled(&self, key: &str) -> Result<Option<&CreateMessageResult>, ToolError> {
-        match self.answer(key)? {
-            None => Ok(None),
-            Some(InputResponse::CreateMessage(result)) => Ok(Some(result)),
-            Some(_) => Err(malformed(key, "is not an answer to sampling/createMessage")),
-        }
-    }
-
-    /// The client's roots, answering the request under `key`.
-    pub fn listed_roots(&self, key: &str) -> Result<Option<&[Root]>, ToolError> {
-        match self.answer(key)? {
-            None => Ok(None),
-            Some(InputResponse::ListRoots(result)) => Ok(Some(&result.roots)),
-            Some(_) => Err(malformed(key, "is not an answer to roots/list")),
-        }
-    }
-}
-
-fn malformed(key: &str, why: &str) -> ToolError {
-    ToolError::Protocol(ErrorObject::invalid_params(format!(
-        "inputResponses.{key} {why}"
-    )))
-}
-
 /// The flat form schema of `T` (J-10), or why `T` is not flat.
 fn form_schema<T: JsonSchema>() -> Result<RequestedSchema, String> {
-    let schema = crate::tools::tool::schema_object::<T>();
+    let schema = schema_object::<T>();
     let mut properties = BTreeMap::new();
     let props = schema
         .get("properties")
@@ -318,6 +282,23 @@ fn form_schema<T: JsonSchema>() -> Result<RequestedSchema, String> {
         properties,
         required,
     })
+}
+
+/// The schema of `T`, 2020-12, with subschemas inlined and without `$schema`/`title` noise.
+pub(crate) fn schema_object<T: JsonSchema>() -> JsonObject {
+    let generator = SchemaSettings::draft2020_12()
+        .with(|s| {
+            s.inline_subschemas = true;
+            s.meta_schema = None;
+        })
+        .into_generator();
+    let schema = generator.into_root_schema_for::<T>();
+    let mut object = match schema.to_value() {
+        Value::Object(map) => map,
+        other => JsonObject::from_iter([("const".to_owned(), other)]),
+    };
+    object.remove("title");
+    object
 }
 
 #[cfg(test)]

@@ -451,7 +451,7 @@ pub(crate) fn legacy_initialize(method: &str, params: Option<&RawValue>) -> Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::request::dispatch::read_frame;
+    use crate::request::frame::read_frame;
     use toolwire_protocol::{MessageKind, RequestMeta as Meta};
 
     /// The usual reading: the frame, its kind, `_meta`, then the params.

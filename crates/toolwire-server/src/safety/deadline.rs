@@ -8,14 +8,13 @@ use futures::future::BoxFuture;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::CallToolResult;
 
-use crate::tools::tool::ToolError;
-
 /// Starts a handler with panics contained, in the call that builds its future and while it
 /// runs: the future yields `None` (logged) if it panicked. `make` runs now, so it may borrow.
-pub(crate) fn contained<T: Send + 'static>(
+/// `E` is the handler's error (a tool's `ToolError`), passed through untouched.
+pub(crate) fn contained<T: Send + 'static, E: Send + 'static>(
     name: &str,
-    make: impl FnOnce() -> BoxFuture<'static, Result<T, ToolError>>,
-) -> BoxFuture<'static, Option<Result<T, ToolError>>> {
+    make: impl FnOnce() -> BoxFuture<'static, Result<T, E>>,
+) -> BoxFuture<'static, Option<Result<T, E>>> {
     match std::panic::catch_unwind(AssertUnwindSafe(make)) {
         Ok(fut) => {
             let name = name.to_owned();
@@ -36,12 +35,12 @@ pub(crate) fn contained<T: Send + 'static>(
 
 /// A handler's future, stopped after `limit`: its cancellation token fires and the call ends
 /// with an `isError` result that says so, for the model to act on (retry smaller, or later).
-pub(crate) fn with_deadline(
-    step: BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>,
+pub(crate) fn with_deadline<E: Send + 'static>(
+    step: BoxFuture<'static, Option<Result<CallToolResult, E>>>,
     limit: Option<std::time::Duration>,
     cancel: CancellationToken,
     name: &str,
-) -> BoxFuture<'static, Option<Result<CallToolResult, ToolError>>> {
+) -> BoxFuture<'static, Option<Result<CallToolResult, E>>> {
     let Some(limit) = limit else {
         return step;
     };

@@ -7,4 +7,3 @@ pub(crate) mod deadline;
 pub(crate) mod limits;
 pub(crate) mod output;
 pub(crate) mod reload;
-pub(crate) mod shared_limits;

@@ -194,7 +194,10 @@ impl ServerBuilder {
     /// Decides which tools each caller may see and call, on top of their scopes (see
     /// [`ToolVisibility`](crate::ToolVisibility)): `tools/list` pages are then private to the
     /// caller.
-    pub fn tool_visibility(mut self, visibility: impl crate::ToolVisibility) -> Self {
+    pub fn tool_visibility(
+        mut self,
+        visibility: impl crate::tools::visibility::ToolVisibility,
+    ) -> Self {
         self.config.tool_visibility = Some(crate::tools::visibility::SharedVisibility(
             std::sync::Arc::new(visibility),
         ));

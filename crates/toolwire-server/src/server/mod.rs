@@ -32,8 +32,15 @@ use builder::ServerBuilder;
 use toolwire_protocol::schema::{FormatMode, SchemaLimits};
 
 pub(crate) mod builder;
-mod offers;
+pub(crate) mod call;
+mod completion;
+mod dispatch;
+pub(crate) mod offers;
 mod reconfigure;
+pub(crate) mod subscriptions;
+pub(crate) mod task_watch;
+pub(crate) mod tasks;
+pub(crate) mod visibility;
 
 pub use reconfigure::Reconfigure;
 
@@ -127,7 +134,7 @@ pub(crate) struct ServerInner {
     /// The store every state lives in, if one was set (the HTTP transport's sessions).
     store: Option<crate::state::store::Store>,
     /// Tool rate limits shared with the other instances of a shared store.
-    shared_limits: Option<crate::safety::shared_limits::SharedLimits>,
+    shared_limits: Option<crate::state::shared_limits::SharedLimits>,
     /// How legacy clients' answers and cancellations reach the instance running their
     /// request, with a shared store.
     session_relay: Option<Arc<dyn crate::state::relay::SessionRelay>>,
@@ -411,8 +418,30 @@ impl Server {
     /// store, if there is one, answers a ping within its timeout) and the builder's
     /// ([`ServerBuilder::readiness`]); returns the parts that are not ready, none of them
     /// [`blocking`](crate::NotReady::blocking) when the server is ready (O-06).
-    pub async fn readiness(&self) -> Vec<crate::NotReady> {
-        crate::observe::readiness(self).await
+    pub async fn readiness(&self) -> Vec<crate::observe::NotReady> {
+        let mut not_ready = Vec::new();
+        if self.tool_names().is_empty() {
+            not_ready.push(crate::observe::NotReady::new(
+                "tools",
+                "no tool is registered; a caller would find nothing to call",
+            ));
+        }
+        if let Some(store) = self.store() {
+            if let Err(error) = store.ping().await {
+                not_ready.push(crate::observe::NotReady::new(
+                    "store",
+                    format!("the shared state store does not answer: {error}"),
+                ));
+            }
+        }
+        let checks = self.readiness_checks().iter().map(|c| c.check());
+        not_ready.extend(
+            futures::future::join_all(checks)
+                .await
+                .into_iter()
+                .flatten(),
+        );
+        not_ready
     }
 
     /// The metrics set with [`ServerBuilder::metrics`], if any.
@@ -443,7 +472,7 @@ impl Server {
     }
 
     /// Tool rate limits shared with the other instances of a shared store, if any.
-    pub(crate) fn shared_limits(&self) -> Option<&crate::safety::shared_limits::SharedLimits> {
+    pub(crate) fn shared_limits(&self) -> Option<&crate::state::shared_limits::SharedLimits> {
         self.inner.shared_limits.as_ref()
     }
 

@@ -1,6 +1,7 @@
 //! What outlives a single request, each behind a trait that a shared backend can implement:
 //! sealed [`request_state`] and its replay guard, task records ([`task_store`]), [`handles`] a
-//! tool keeps between calls, and the [`sessions`] of legacy HTTP clients. The in-memory
+//! tool keeps between calls, the [`sessions`] of legacy HTTP clients, and the
+//! [`shared_limits`] that hold every instance's callers to one quota. The in-memory
 //! backends forget what has expired through an [`expiry`] map.
 //!
 //! Every store may fail (a shared one lives across a network): the traits are asynchronous and
@@ -22,9 +23,9 @@ pub(crate) mod relay;
 pub(crate) mod request_keys;
 pub(crate) mod request_state;
 pub(crate) mod sessions;
+pub(crate) mod shared_limits;
 pub(crate) mod store;
-#[cfg(feature = "redis")]
-mod store_url;
+pub(crate) mod store_url;
 pub(crate) mod task_store;
 
 use std::sync::Mutex;

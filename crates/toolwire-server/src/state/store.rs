@@ -8,13 +8,15 @@ use std::time::Duration;
 use crate::state::handles::{HandleBackend, MemoryHandles};
 use crate::state::request_state::{MemoryReplayGuard, ReplayGuard};
 use crate::state::sessions::{MemorySessionStore, SessionStore};
+#[cfg(feature = "redis")]
+use crate::state::store_url::StoreUrlError;
 use crate::state::task_store::{MemoryTaskStore, TaskStore};
 
 /// The key prefix of a Redis store unless set: `toolwire:`.
 pub const DEFAULT_KEY_PREFIX: &str = "toolwire:";
 
 /// How long a call to a Redis store may take unless set: 2 seconds. Past it the call fails as
-/// [`crate::StoreError::Unavailable`].
+/// [`crate::state::StoreError::Unavailable`].
 pub const DEFAULT_STORE_TIMEOUT: Duration = Duration::from_secs(2);
 
 /// Where every piece of a server's state lives: request-state markers (and, unless keys are
@@ -35,35 +37,6 @@ enum Kind {
     },
     #[cfg(feature = "redis")]
     Redis(crate::state::redis::Shared),
-}
-
-/// A store setting that cannot be used.
-#[derive(Debug, thiserror::Error)]
-#[non_exhaustive]
-pub enum StoreUrlError {
-    /// Not a `redis://` or `rediss://` URL.
-    #[error(
-        "the store {shown:?} is not a Redis URL: use redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]"
-    )]
-    Scheme {
-        /// The setting, up to its first `:`.
-        shown: String,
-    },
-    /// A Redis URL with a missing host, a port or database that is not a number, or another
-    /// flaw.
-    #[error("the store URL {shown} is not usable: {problem}; use redis://HOST:PORT[/DB]")]
-    Invalid {
-        /// The URL without its password.
-        shown: String,
-        /// What is wrong with it.
-        problem: &'static str,
-    },
-    /// `rediss://` in a build without the `redis-tls` feature.
-    #[error("the store URL {shown} asks for TLS, which this build lacks (the redis-tls feature)")]
-    NoTls {
-        /// The URL without its password.
-        shown: String,
-    },
 }
 
 impl Default for Store {
@@ -88,7 +61,7 @@ impl Store {
     /// Every state in the Redis (or Valkey) at `url`: `redis://HOST:PORT[/DB]`, or
     /// `rediss://…` for TLS (feature `redis-tls`); a password as `redis://:PASSWORD@HOST…`.
     /// Nothing connects yet: the first call does, and a call made while Redis is away fails as
-    /// [`crate::StoreError::Unavailable`] within the store's timeout, the next one connecting
+    /// [`crate::state::StoreError::Unavailable`] within the store's timeout, the next one connecting
     /// again. See the key layout and what an acknowledged write survives in
     /// [`Store::handle_backend`] and the crate's Redis notes.
     #[cfg(feature = "redis")]
@@ -182,7 +155,7 @@ impl Store {
     /// While Redis is away, this instance's listeners still get this instance's changes;
     /// others' are lost, a warning is logged once per outage, and once the link is back
     /// every listener is told that everything may have changed ([`crate::Change::Missed`]).
-    pub fn change_fan_out(&self) -> Arc<dyn crate::ChangeFanOut> {
+    pub fn change_fan_out(&self) -> Arc<dyn crate::state::fanout::ChangeFanOut> {
         self.fan_out_and_relay().0
     }
 
@@ -193,11 +166,14 @@ impl Store {
     pub(crate) fn fan_out_and_relay(
         &self,
     ) -> (
-        Arc<dyn crate::ChangeFanOut>,
+        Arc<dyn crate::state::fanout::ChangeFanOut>,
         Option<Arc<dyn crate::state::relay::SessionRelay>>,
     ) {
         match &self.kind {
-            Kind::Memory { .. } => (Arc::new(crate::MemoryFanOut::default()), None),
+            Kind::Memory { .. } => (
+                Arc::new(crate::state::fanout::MemoryFanOut::default()),
+                None,
+            ),
             #[cfg(feature = "redis")]
             Kind::Redis(redis) => {
                 let fan_out = crate::state::redis::RedisFanOut::new(redis.clone());
@@ -209,11 +185,11 @@ impl Store {
 
     /// Tool rate limits shared by every instance (a quota per caller × tool across all of
     /// them), in a shared store; `None` in memory, where each server keeps its own.
-    pub(crate) fn shared_limits(&self) -> Option<crate::safety::shared_limits::SharedLimits> {
+    pub(crate) fn shared_limits(&self) -> Option<crate::state::shared_limits::SharedLimits> {
         match &self.kind {
             Kind::Memory { .. } => None,
             #[cfg(feature = "redis")]
-            Kind::Redis(redis) => Some(crate::safety::shared_limits::SharedLimits::new(Box::new(
+            Kind::Redis(redis) => Some(crate::state::shared_limits::SharedLimits::new(Box::new(
                 crate::state::redis::RedisRateLimits::new(redis.clone()),
             ))),
         }
@@ -240,7 +216,7 @@ impl Store {
     /// key at once and seals with it within 30 seconds; the ring keeps four retired keys, so
     /// states sealed before stay open until they expire unless five rotations come within
     /// their life.
-    pub async fn rotate_request_state_key(&self) -> Result<Option<u8>, crate::StoreError> {
+    pub async fn rotate_request_state_key(&self) -> Result<Option<u8>, crate::state::StoreError> {
         match &self.kind {
             Kind::Memory { .. } => Ok(None),
             #[cfg(feature = "redis")]
@@ -253,7 +229,7 @@ impl Store {
 
     /// Whether the store answers: always in memory; a Redis store must answer `PING` within
     /// its timeout (`/readyz` asks this). The error never shows the store's URL or password.
-    pub async fn ping(&self) -> Result<(), crate::StoreError> {
+    pub async fn ping(&self) -> Result<(), crate::state::StoreError> {
         match &self.kind {
             Kind::Memory { .. } => Ok(()),
             #[cfg(feature = "redis")]

@@ -1,9 +1,37 @@
 //! Reading a Redis store URL, `redis://[:PASSWORD@]HOST[:PORT][/DB]` or `rediss://…`, with
-//! errors that never repeat the password.
+//! errors that never repeat the password. Without the `redis` feature only the error is here.
 
-use crate::state::store::StoreUrlError;
+/// A store setting that cannot be used.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum StoreUrlError {
+    /// Not a `redis://` or `rediss://` URL.
+    #[error(
+        "the store {shown:?} is not a Redis URL: use redis://HOST:PORT[/DB] or rediss://HOST:PORT[/DB]"
+    )]
+    Scheme {
+        /// The setting, up to its first `:`.
+        shown: String,
+    },
+    /// A Redis URL with a missing host, a port or database that is not a number, or another
+    /// flaw.
+    #[error("the store URL {shown} is not usable: {problem}; use redis://HOST:PORT[/DB]")]
+    Invalid {
+        /// The URL without its password.
+        shown: String,
+        /// What is wrong with it.
+        problem: &'static str,
+    },
+    /// `rediss://` in a build without the `redis-tls` feature.
+    #[error("the store URL {shown} asks for TLS, which this build lacks (the redis-tls feature)")]
+    NoTls {
+        /// The URL without its password.
+        shown: String,
+    },
+}
 
 /// The URL as it may be shown: its password replaced.
+#[cfg(feature = "redis")]
 fn shown(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.split(':').next().unwrap_or_default().to_owned();
@@ -15,6 +43,7 @@ fn shown(url: &str) -> String {
 }
 
 /// Checks `url` and makes a client for it (nothing connects yet).
+#[cfg(feature = "redis")]
 pub(crate) fn client(url: &str) -> Result<redis::Client, StoreUrlError> {
     let invalid = |problem| StoreUrlError::Invalid {
         shown: shown(url),
@@ -64,7 +93,7 @@ pub(crate) fn client(url: &str) -> Result<redis::Client, StoreUrlError> {
     redis::Client::open(url).map_err(|_| invalid("the Redis client cannot read it"))
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "redis"))]
 mod tests {
     use super::*;
 

@@ -1,6 +1,6 @@
-//! The tasks extension's state: task records and their pluggable [`TaskStore`], the handlers
-//! still running, and what it takes to run a task's handler again. The methods that serve
-//! tasks are in `tasks.rs`.
+//! The tasks extension's state: task records and their pluggable [`TaskStore`], and the
+//! handlers still running. The methods that serve tasks, and what it takes to run a task's
+//! handler again, are in `tools/tasks.rs`.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -10,14 +10,12 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
-    CallToolResult, ClientCapabilities, ErrorObject, InputRequests, InputResponses, JsonObject,
-    RequestId, RequestMeta, TASKS_EXTENSION, TaskInfo, TaskStatus,
+    ClientCapabilities, ErrorObject, InputRequests, InputResponses, JsonObject, TASKS_EXTENSION,
+    TaskInfo, TaskStatus,
 };
 
 use crate::state::StoreError;
 use crate::state::expiry::ExpiringMap;
-use crate::tools::registry::RegisteredTool;
-use crate::tools::tool::ToolError;
 
 /// A task as stored: its public view and what `tasks/get` reports by status.
 #[derive(Debug, Clone, PartialEq)]
@@ -303,19 +301,6 @@ pub(crate) fn tasks_capability() -> ClientCapabilities {
         ..Default::default()
     }
 }
-
-/// What it takes to run a task's handler again after its input requests are answered.
-pub(crate) struct Rerun {
-    pub(crate) tool: Arc<RegisteredTool>,
-    pub(crate) arguments: Value,
-    pub(crate) meta: RequestMeta,
-    pub(crate) principal: Option<Arc<str>>,
-    /// The scopes of the call that started it, which its later steps keep.
-    pub(crate) scopes: Option<Arc<[String]>>,
-    pub(crate) id: RequestId,
-}
-
-pub(crate) type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
 
 #[cfg(test)]
 mod tests {

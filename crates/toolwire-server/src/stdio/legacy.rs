@@ -14,12 +14,13 @@ use toolwire_protocol::{ErrorObject, RawMessage, RequestId};
 use super::Connection;
 use crate::legacy::{LegacyCall, LegacyStep, Peer, empty_result, read_initialize};
 use crate::request::context::{Frame, Outbound};
-use crate::request::dispatch::Final;
 use crate::request::followed::Following;
+use crate::request::outcome::Final;
 use crate::server::Server;
+use crate::server::visibility::SeenTools;
 use crate::state::sessions::SessionRecord;
 use crate::tools::catalog::{insufficient_scope, permits};
-use crate::tools::visibility::{Follower, SeenTools};
+use crate::tools::visibility::Follower;
 
 /// A legacy client's session on this connection.
 pub(super) struct LegacyConnection {

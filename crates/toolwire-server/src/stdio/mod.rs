@@ -29,7 +29,8 @@ use toolwire_protocol::{
 use crate::error::{Error, Result};
 use crate::legacy::is_legacy_initialize;
 use crate::request::context::{Frame, Outbound, RequestContext};
-use crate::request::dispatch::{Final, Message, read_message};
+use crate::request::frame::{Message, read_message};
+use crate::request::outcome::Final;
 use crate::request::route::{CallFrame, Route};
 use crate::server::Server;
 use legacy::LegacyConnection;
@@ -334,7 +335,7 @@ impl Connection {
         )
         .with_principal(self.caller.principal.clone())
         .with_scopes(self.caller.scopes.clone())
-        .with_incoming(crate::observe::trace::Incoming::stdio());
+        .with_incoming(crate::request::incoming::Incoming::stdio());
         let server = self.server.clone();
         let request_id = id.clone();
         let mut work = Box::pin(async move {

@@ -34,7 +34,7 @@ pub(crate) trait Offered: Entry + Sized {
     /// The capability it needs.
     const OFFER: Offer;
     /// What a [`ToolVisibility`](crate::ToolVisibility) sees it as.
-    const VISIBLE_AS: crate::OfferKind;
+    const VISIBLE_AS: crate::tools::visibility::OfferKind;
     /// What listen streams are told when the set changes.
     const CHANGE: Change;
     /// Which list it is on, for cursors and the result's member.
@@ -50,7 +50,8 @@ impl Offered for RegisteredPrompt {
     type Value = Prompt;
     const KIND: &'static str = "prompt";
     const OFFER: Offer = Offer::Prompts;
-    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Prompt;
+    const VISIBLE_AS: crate::tools::visibility::OfferKind =
+        crate::tools::visibility::OfferKind::Prompt;
     const CHANGE: Change = Change::Prompts;
     const LIST: ListKind = ListKind::Prompts;
     const LIST_METHOD: &'static str = ListPrompts::METHOD;
@@ -64,7 +65,8 @@ impl Offered for RegisteredResource {
     type Value = Resource;
     const KIND: &'static str = "resource";
     const OFFER: Offer = Offer::Resources;
-    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Resource;
+    const VISIBLE_AS: crate::tools::visibility::OfferKind =
+        crate::tools::visibility::OfferKind::Resource;
     const CHANGE: Change = Change::Resources;
     const LIST: ListKind = ListKind::Resources;
     const LIST_METHOD: &'static str = ListResources::METHOD;
@@ -80,7 +82,8 @@ impl Offered for RegisteredTemplate {
     type Value = ResourceTemplate;
     const KIND: &'static str = "resource template";
     const OFFER: Offer = Offer::Resources;
-    const VISIBLE_AS: crate::OfferKind = crate::OfferKind::Template;
+    const VISIBLE_AS: crate::tools::visibility::OfferKind =
+        crate::tools::visibility::OfferKind::Template;
     const CHANGE: Change = Change::Resources;
     const LIST: ListKind = ListKind::Templates;
     const LIST_METHOD: &'static str = ListResourceTemplates::METHOD;

@@ -1,5 +1,9 @@
 //! Prompts as values (R-01…R-09): a definition with arguments and an async handler that
-//! renders messages; optional completions for its arguments.
+//! renders messages; optional completions for its arguments. What `completion/complete` asks
+//! of a prompt's or a template's completers is here too: an argument's own completer
+//! (synchronous, [`Completer`]) or the completer of any argument ([`CompleteAny`]:
+//! asynchronous, with the request's context, for values that come from elsewhere, as a gateway
+//! asks its upstream). The method is the server's.
 
 use std::collections::{BTreeMap, HashMap};
 use std::future::Future;
@@ -8,16 +12,45 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use serde_json::value::RawValue;
 use toolwire_protocol::{
-    ContentBlock, GetPromptResult, Icon, JsonObject, Prompt as PromptDefinition, PromptArgument,
-    PromptMessage, Role,
+    Completion, ContentBlock, GetPromptResult, Icon, JsonObject, Prompt as PromptDefinition,
+    PromptArgument, PromptMessage, Role,
 };
 
+use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::tools::catalog::Entry;
-use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
-use crate::{RequestContext, ToolError};
 
 /// The string arguments of a `prompts/get`.
 pub type PromptArgs = BTreeMap<String, String>;
+
+/// What `completion/complete` asks of a prompt's or a template's completer of any argument.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct CompletionAsk {
+    /// The argument (or template variable) being completed.
+    pub argument: String,
+    /// What the user has typed of it so far.
+    pub value: String,
+    /// The values of the other arguments already given (`context.arguments`).
+    pub context: PromptArgs,
+}
+
+/// Completes any argument of a prompt or variable of a template, asynchronously: see
+/// [`Prompt::complete_any`](crate::Prompt::complete_any).
+pub(crate) type CompleteAny = Arc<
+    dyn Fn(CompletionAsk, RequestContext) -> BoxFuture<'static, Result<Completion, ToolError>>
+        + Send
+        + Sync,
+>;
+
+/// `completer` as the stored, boxed [`CompleteAny`].
+pub(crate) fn complete_any<F, Fut>(completer: F) -> CompleteAny
+where
+    F: Fn(CompletionAsk, RequestContext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Completion, ToolError>> + Send + 'static,
+{
+    Arc::new(move |ask, ctx| Box::pin(completer(ask, ctx)))
+}
 
 /// What a prompt handler may return.
 pub trait PromptOutput: Send + 'static {

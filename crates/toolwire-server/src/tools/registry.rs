@@ -12,11 +12,9 @@ use toolwire_protocol::headers::{self, HeaderParam};
 use crate::error::{Error, SchemaRole, ToolRule};
 use crate::safety::limits::{Limiter, RATE_LIMIT_META_KEY, RateLimit, ToolLimit};
 use crate::safety::output::{CompiledGuard, OutputGuard};
-use crate::state::handles::HANDLES_META_KEY;
+use crate::state::handles::{HANDLES_META_KEY, HandleRetention};
 use crate::tools::catalog::{Catalog, Entry, Snapshot};
-use crate::tools::tool::{
-    HandleRetention, Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool,
-};
+use crate::tools::tool::{Handler, Limit, TIMEOUT_META_KEY, TaskSupport, Timeout, Tool};
 use toolwire_protocol::schema::{CompiledSchema, FormatMode, SchemaError, SchemaLimits};
 
 /// A tool ready to serve: its definition as listed, validators compiled once, header params.
@@ -495,6 +493,12 @@ fn advertise_rate_limit(definition: &mut ToolDefinition, limit: Option<&ToolLimi
                 "cost": limit.cost,
             }),
         );
+    }
+}
+
+impl AsRef<crate::observe::metrics::ToolSeries> for RegisteredTool {
+    fn as_ref(&self) -> &crate::observe::metrics::ToolSeries {
+        &self.series
     }
 }
 

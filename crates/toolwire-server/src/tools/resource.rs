@@ -13,10 +13,10 @@ use toolwire_protocol::{
     ResourceTemplate as TemplateDefinition,
 };
 
+use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::tools::catalog::Entry;
-use crate::tools::completion::{CompleteAny, CompletionAsk, complete_any};
-use crate::tools::prompt::Completer;
-use crate::{RequestContext, ToolError};
+use crate::tools::prompt::{CompleteAny, Completer, CompletionAsk, complete_any};
 
 /// What a resource reader may return: one contents or several (never none, R-04).
 pub trait ResourceOutput: Send + 'static {

@@ -11,64 +11,16 @@ use std::time::Duration;
 
 use futures::future::BoxFuture;
 use schemars::JsonSchema;
-use schemars::generate::SchemaSettings;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 use toolwire_protocol::{
-    CallToolResult, ContentBlock, ErrorObject, Icon, JsonObject, Tool as ToolDefinition,
-    ToolAnnotations,
+    CallToolResult, ContentBlock, Icon, JsonObject, Tool as ToolDefinition, ToolAnnotations,
 };
 
-use crate::RequestContext;
-
-/// How a tool call fails.
-#[derive(Debug)]
-#[non_exhaustive]
-pub enum ToolError {
-    /// The tool could not do what was asked (bad value, upstream failure, business rule). The
-    /// model sees the message in an `isError` result and can correct itself (T-13).
-    Failed(String),
-    /// The request itself is refused with this JSON-RPC error, e.g. -32021 (B-20).
-    Protocol(ErrorObject),
-    /// Something broke inside the server. It is logged; the client only learns that the tool
-    /// failed, never the details.
-    Internal(Box<dyn std::error::Error + Send + Sync>),
-    /// The handler needs input from the client first: the request answers `input_required`
-    /// (MRTR). Made from [`crate::InputRequired`].
-    InputRequired(Box<crate::InputRequired>),
-}
-
-impl ToolError {
-    /// A failure the model should see.
-    pub fn failed(message: impl Into<String>) -> Self {
-        ToolError::Failed(message.into())
-    }
-
-    /// An internal error, kept out of the result.
-    pub fn internal(error: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        ToolError::Internal(error.into())
-    }
-}
-
-impl std::fmt::Display for ToolError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ToolError::Failed(m) => write!(f, "tool failed: {m}"),
-            ToolError::Protocol(e) => write!(f, "request refused: {e}"),
-            ToolError::Internal(e) => write!(f, "internal error: {e}"),
-            ToolError::InputRequired(_) => write!(f, "input required"),
-        }
-    }
-}
-
-impl std::error::Error for ToolError {}
-
-impl From<ErrorObject> for ToolError {
-    fn from(e: ErrorObject) -> Self {
-        ToolError::Protocol(e)
-    }
-}
+use crate::request::context::RequestContext;
+use crate::request::mrtr::{ToolError, schema_object};
+use crate::state::handles::HandleRetention;
 
 /// What a tool handler may return.
 pub trait ToolOutput: Send + 'static {
@@ -192,14 +144,6 @@ pub struct Tool {
     pub(crate) cost: u32,
     /// The handles it creates: their retention joins the description.
     pub(crate) handles: Vec<HandleRetention>,
-}
-
-/// What a tool that creates handles says about them: a sentence for its description and an
-/// entry for its `_meta`. Made from a [`crate::HandleStore`].
-#[derive(Debug, Clone)]
-pub struct HandleRetention {
-    pub(crate) sentence: String,
-    pub(crate) meta: Value,
 }
 
 /// How often a caller may call a tool.
@@ -375,7 +319,7 @@ impl Tool {
     /// instead of the server's limit ([`crate::DEFAULT_TOOL_RATE_LIMIT`] unless the builder
     /// says otherwise). A caller over it gets an `isError` result that says when to retry,
     /// with the same in `_meta` ([`crate::RATE_LIMITED_META_KEY`]).
-    pub fn rate_limit(mut self, limit: crate::RateLimit) -> Self {
+    pub fn rate_limit(mut self, limit: crate::safety::limits::RateLimit) -> Self {
         self.rate_limit = Some(Limit::To(limit));
         self
     }
@@ -478,23 +422,6 @@ fn parse_arguments<A: DeserializeOwned>(arguments: &Value) -> Result<A, serde_js
             Err(e)
         }
     })
-}
-
-/// The schema of `T`, 2020-12, with subschemas inlined and without `$schema`/`title` noise.
-pub(crate) fn schema_object<T: JsonSchema>() -> JsonObject {
-    let generator = SchemaSettings::draft2020_12()
-        .with(|s| {
-            s.inline_subschemas = true;
-            s.meta_schema = None;
-        })
-        .into_generator();
-    let schema = generator.into_root_schema_for::<T>();
-    let mut object = match schema.to_value() {
-        Value::Object(map) => map,
-        other => JsonObject::from_iter([("const".to_owned(), other)]),
-    };
-    object.remove("title");
-    object
 }
 
 /// The input schema of `A`: a type without fields (or `()`) becomes the no-argument schema (T-07).

@@ -19,8 +19,9 @@ use crate::http::reply::sse_events;
 use crate::legacy::notifications_for;
 use crate::request::followed::Following;
 use crate::server::Server;
+use crate::server::visibility::SeenTools;
 use crate::state::sessions::{SessionRecord, SessionStore};
-use crate::tools::visibility::{Follower, SeenTools};
+use crate::tools::visibility::Follower;
 
 /// GET with a session: the session's stream of list changes and resource updates. 405 without
 /// a session (2026-07-28 has no GET, H-16), 409 if the session's stream is already open.

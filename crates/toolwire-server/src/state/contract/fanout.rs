@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use tokio::sync::broadcast;
 
-use crate::{Change, ChangeFanOut};
+use crate::state::fanout::{Change, ChangeFanOut};
 
 /// How long a change may take to reach another instance before the suite gives up.
 const DELIVERY: Duration = Duration::from_secs(10);

@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use super::{LONG, NOW, RACERS};
-use crate::handles::{HandleBackend, HandleRecord};
+use crate::state::handles::{HandleBackend, HandleRecord};
 
 /// Runs every check of the handle backend contract, each on a fresh backend from `make`.
 pub async fn handle_backend<F: Fn() -> Arc<dyn HandleBackend>>(make: F) {

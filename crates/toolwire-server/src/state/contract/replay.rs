@@ -6,7 +6,7 @@ use std::sync::Arc;
 use tokio::sync::Barrier;
 
 use super::{LONG, NOW, RACERS};
-use crate::ReplayGuard;
+use crate::state::request_state::ReplayGuard;
 
 /// Runs every check of the replay guard contract, each on a fresh guard from `make`.
 pub async fn replay_guard<F: Fn() -> Arc<dyn ReplayGuard>>(make: F) {

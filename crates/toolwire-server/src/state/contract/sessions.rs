@@ -8,7 +8,7 @@ use std::time::Duration;
 use toolwire_protocol::{ClientCapabilities, Implementation, LoggingLevel};
 
 use super::{LONG, NOW};
-use crate::{SessionRecord, SessionStore};
+use crate::state::sessions::{SessionRecord, SessionStore};
 
 /// Runs every check of the session store contract, each on a fresh store that `make` builds
 /// with the idle time it is given.

@@ -9,7 +9,7 @@ use serde_json::json;
 use toolwire_protocol::{ErrorObject, InputRequest, ListRootsParams, TaskInfo, TaskStatus};
 
 use super::{LONG, NOW, RACERS};
-use crate::{TaskRecord, TaskStore};
+use crate::state::task_store::{TaskRecord, TaskStore};
 
 /// Runs every check of the task store contract, each on a fresh store from `make`.
 pub async fn task_store<F: Fn() -> Arc<dyn TaskStore>>(make: F) {

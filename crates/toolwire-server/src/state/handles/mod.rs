@@ -31,8 +31,8 @@ use serde::de::DeserializeOwned;
 
 use crate::clock::{Clock, SystemClock};
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
-use crate::tools::tool::{HandleRetention, ToolError};
 
 pub use memory::MemoryHandles;
 #[cfg(feature = "sqlite")]
@@ -559,6 +559,14 @@ fn human(duration: Duration) -> String {
     } else {
         format!("{n} {unit}s")
     }
+}
+
+/// What a tool that creates handles says about them: a sentence for its description and an
+/// entry for its `_meta`. Made from a [`HandleStore`].
+#[derive(Debug, Clone)]
+pub struct HandleRetention {
+    pub(crate) sentence: String,
+    pub(crate) meta: serde_json::Value,
 }
 
 impl<T: Serialize + DeserializeOwned> From<&HandleStore<T>> for HandleRetention {

@@ -10,8 +10,8 @@ use redis::Script;
 
 use super::Shared;
 use crate::safety::limits::RateLimit;
-use crate::safety::shared_limits::{SharedQuota, Take};
 use crate::state::StoreError;
+use crate::state::shared_limits::{SharedQuota, Take};
 
 /// Takes from the bucket `KEYS[1]`, refilled one token per `ARGV[1]` µs and holding `ARGV[2]`
 /// tokens, as many calls of `ARGV[3]` tokens as fit, up to `ARGV[4]`: `{calls, 0}`, or if not

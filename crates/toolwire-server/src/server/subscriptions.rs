@@ -17,12 +17,13 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
-use crate::request::dispatch::Final;
+use crate::request::outcome::Final;
 use crate::server::Server;
+use crate::server::offers::covers;
+use crate::server::visibility::SeenTools;
 use crate::tools::catalog::permits;
 use crate::tools::offered::Change;
-use crate::tools::offers::covers;
-use crate::tools::visibility::{Follower, SeenTools};
+use crate::tools::visibility::Follower;
 
 /// One message of a subscription stream; the closing result is `last`.
 pub(crate) struct ListenMessage {

@@ -1,58 +1,24 @@
-//! `completion/complete` (R-01…R-09): the values for a prompt argument or a template variable,
-//! from the argument's own completer (synchronous, [`Completer`]) or else from the prompt's or
-//! template's completer of any argument ([`CompleteAny`]: asynchronous, with the request's
-//! context, for values that come from elsewhere, as a gateway asks its upstream).
+//! `completion/complete` (R-01…R-09) on a running server: a prompt's argument or a template's
+//! variable completed by its completers (`tools/completion.rs`), checked against the caller's
+//! scopes and the server's visibility.
 
-use std::future::Future;
-use std::sync::Arc;
-
-use futures::future::BoxFuture;
 use serde_json::json;
 use toolwire_protocol::{
     CompleteResult, Completion, CompletionReference, ErrorObject, RequestId, ResultType,
 };
 
 use crate::request::context::RequestContext;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
 use crate::request::route::Complete;
 use crate::safety::deadline::{contained, panicked};
 use crate::server::Server;
 use crate::tools::catalog::{insufficient_scope, permits};
-use crate::tools::prompt::{Completer, PromptArgs};
-use crate::tools::tool::ToolError;
+use crate::tools::prompt::{CompleteAny, Completer, CompletionAsk};
 use crate::tools::visibility::OfferKind;
 
 /// Most completion values in one result.
 const MAX_COMPLETIONS: usize = 100;
-
-/// What `completion/complete` asks of a prompt's or a template's completer of any argument.
-#[derive(Debug, Clone, PartialEq, Eq)]
-#[non_exhaustive]
-pub struct CompletionAsk {
-    /// The argument (or template variable) being completed.
-    pub argument: String,
-    /// What the user has typed of it so far.
-    pub value: String,
-    /// The values of the other arguments already given (`context.arguments`).
-    pub context: PromptArgs,
-}
-
-/// Completes any argument of a prompt or variable of a template, asynchronously: see
-/// [`Prompt::complete_any`](crate::Prompt::complete_any).
-pub(crate) type CompleteAny = Arc<
-    dyn Fn(CompletionAsk, RequestContext) -> BoxFuture<'static, Result<Completion, ToolError>>
-        + Send
-        + Sync,
->;
-
-/// `completer` as the stored, boxed [`CompleteAny`].
-pub(crate) fn complete_any<F, Fut>(completer: F) -> CompleteAny
-where
-    F: Fn(CompletionAsk, RequestContext) -> Fut + Send + Sync + 'static,
-    Fut: Future<Output = Result<Completion, ToolError>> + Send + 'static,
-{
-    Arc::new(move |ask, ctx| Box::pin(completer(ask, ctx)))
-}
 
 /// The completers a prompt or a template offers for one argument.
 struct Completers {

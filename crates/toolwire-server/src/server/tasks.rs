@@ -8,23 +8,39 @@ use crate::tools::catalog::{insufficient_scope, permits};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{
     CallToolResult, CreateTaskResult, ErrorObject, GetTaskResult, InputRequests, InputResponses,
-    RequestId, ResultType, TASKS_EXTENSION, TaskInfo, TaskStatus, iso8601,
+    RequestId, RequestMeta, ResultType, TASKS_EXTENSION, TaskInfo, TaskStatus, iso8601,
 };
 
 use crate::request::context::RequestContext;
-use crate::request::mrtr::{InputRequired, Round};
+use crate::request::context::Round;
+use crate::request::mrtr::InputRequired;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
 use crate::safety::deadline::{contained, internal_failure, with_deadline};
 use crate::server::Server;
-use crate::tools::tool::ToolError;
 
-use crate::state::task_store::{Inbox, Rerun, Running, Step, TaskRecord, tasks_capability};
+use crate::state::task_store::{Inbox, Running, TaskRecord, tasks_capability};
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
 use crate::tools::offered::Change;
+use crate::tools::registry::RegisteredTool;
+
+/// What it takes to run a task's handler again after its input requests are answered.
+pub(crate) struct Rerun {
+    pub(crate) tool: Arc<RegisteredTool>,
+    pub(crate) arguments: Value,
+    pub(crate) meta: RequestMeta,
+    pub(crate) principal: Option<Arc<str>>,
+    /// The scopes of the call that started it, which its later steps keep.
+    pub(crate) scopes: Option<Arc<[String]>>,
+    pub(crate) id: RequestId,
+}
+
+pub(crate) type Step = BoxFuture<'static, Option<Result<CallToolResult, ToolError>>>;
 
 impl Server {
     fn now(&self) -> u64 {

@@ -13,18 +13,21 @@ use toolwire_protocol::{
 };
 
 use crate::request::context::RequestContext;
-use crate::request::mrtr::{InputRequired, Round};
+use crate::request::context::Round;
+use crate::request::mrtr::InputRequired;
+use crate::request::mrtr::ToolError;
 use crate::request::outcome::{Final, Outcome};
 use crate::request::route::{CallTool, RoundParams};
 use crate::safety::audit::{self, AuditOutcome, CallSeen};
 use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
+use crate::server::tasks::Rerun;
 use crate::state::request_state::{Binding, StateError};
-use crate::state::task_store::{Rerun, tasks_capability};
+use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
 use crate::tools::registry::RegisteredTool;
-use crate::tools::tool::{TaskSupport, ToolError};
+use crate::tools::tool::TaskSupport;
 
 impl Server {
     /// `tools/call`: lookup (T-14), input validation with the compiled validator, the handler
@@ -123,7 +126,8 @@ impl Server {
             return Err(insufficient_scope("tool", name, &tool.scopes));
         }
         if let Some(visibility) = &self.config().tool_visibility {
-            if let Some(reason) = visibility.check(crate::Viewer::of(ctx))(name) {
+            if let Some(reason) = visibility.check(crate::tools::visibility::Viewer::of(ctx))(name)
+            {
                 self.count_refusal(crate::observe::RefusalReason::Policy);
                 return Err(ErrorObject::invalid_params(format!(
                     "Tool {name} is not available to this caller: {reason}"
@@ -474,7 +478,7 @@ impl Server {
 impl Server {
     /// The tool's quota, checked before any of the call's work is done (T-15): the result
     /// that tells the model to wait, if the caller is over it. With a shared store the quota
-    /// is shared by every instance (see `safety::shared_limits` for the tiers and what happens
+    /// is shared by every instance (see `state::shared_limits` for the tiers and what happens
     /// while the store is away).
     async fn over_quota(
         &self,
@@ -519,8 +523,12 @@ fn invalid_arguments(
 mod tests {
     use serde_json::json;
 
+    use crate::request::context::RequestContext;
+    use crate::request::mrtr::InputRequired;
+    use crate::request::mrtr::ToolError;
+    use crate::server::Server;
     use crate::state::request_state::DIGESTS;
-    use crate::{InputRequired, RequestContext, Server, Tool, ToolError};
+    use crate::tools::tool::Tool;
 
     fn call(arguments: serde_json::Value, extra: serde_json::Value) -> Vec<u8> {
         let mut params = json!({"name": "t", "arguments": arguments, "_meta": {
