@@ -11,8 +11,9 @@ use axum::response::{IntoResponse, Response};
 use futures::future::BoxFuture;
 use http::{HeaderValue, StatusCode, header};
 use serde::Serialize;
+use tokio_util::sync::CancellationToken;
 
-use crate::server::Server;
+use crate::observe::metrics::Metrics;
 
 /// The path of the metrics endpoint.
 pub const METRICS_PATH: &str = "/metrics";
@@ -65,6 +66,18 @@ pub trait Readiness: Send + Sync + 'static {
     fn check(&self) -> BoxFuture<'_, Vec<NotReady>>;
 }
 
+/// What the admin endpoints read of a server: its metrics, whether it is ready, and when it
+/// stops. [`crate::Server`] is one; the endpoints are generic over it so that they live on the
+/// floor of what they report, below the server.
+pub trait Observed: Clone + Send + Sync + 'static {
+    /// Its metrics, if it keeps any.
+    fn metrics(&self) -> Option<&Metrics>;
+    /// The parts not ready now, by every readiness check it has.
+    fn not_ready(&self) -> BoxFuture<'_, Vec<NotReady>>;
+    /// Cancelled when it shuts down.
+    fn shutdown_token(&self) -> CancellationToken;
+}
+
 /// What `/readyz` answers.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -80,24 +93,27 @@ struct ReadyBody<'a> {
 /// [`crate::ServerBuilder::metrics`]), `GET /healthz` and `GET /readyz`. They need no token and
 /// are not MCP requests (no audit, no rate limit): bind it to an address only operators reach,
 /// such as 127.0.0.1 or a private network.
-pub fn admin_router(server: Server) -> Router {
+pub fn admin_router<S: Observed>(server: S) -> Router {
     use axum::routing::get;
     Router::new()
-        .route(METRICS_PATH, get(metrics))
+        .route(METRICS_PATH, get(metrics::<S>))
         .route(HEALTHZ_PATH, get(healthz))
-        .route(READYZ_PATH, get(readyz))
+        .route(READYZ_PATH, get(readyz::<S>))
         .with_state(server)
 }
 
 /// Serves [`admin_router`] on `listener` until the server shuts down.
-pub async fn serve_admin(server: Server, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+pub async fn serve_admin<S: Observed>(
+    server: S,
+    listener: tokio::net::TcpListener,
+) -> std::io::Result<()> {
     let shutdown = server.shutdown_token();
     axum::serve(listener, admin_router(server))
         .with_graceful_shutdown(async move { shutdown.cancelled().await })
         .await
 }
 
-pub(crate) async fn metrics(State(server): State<Server>) -> Response {
+pub(crate) async fn metrics<S: Observed>(State(server): State<S>) -> Response {
     let Some(metrics) = server.metrics() else {
         return (StatusCode::NOT_FOUND, "metrics are off on this server\n").into_response();
     };
@@ -113,8 +129,8 @@ pub(crate) async fn healthz() -> Response {
     (StatusCode::OK, "ok").into_response()
 }
 
-pub(crate) async fn readyz(State(server): State<Server>) -> Response {
-    let parts = server.readiness().await;
+pub(crate) async fn readyz<S: Observed>(State(server): State<S>) -> Response {
+    let parts = server.not_ready().await;
     let (not_ready, degraded): (Vec<_>, Vec<_>) = parts.iter().partition(|p| p.blocking);
     let body = ReadyBody {
         ready: not_ready.is_empty(),

@@ -9,7 +9,7 @@ pub(crate) mod metrics;
 pub(crate) mod trace;
 
 pub use health::{
-    HEALTHZ_PATH, METRICS_CONTENT_TYPE, METRICS_PATH, NotReady, READYZ_PATH, Readiness,
+    HEALTHZ_PATH, METRICS_CONTENT_TYPE, METRICS_PATH, NotReady, Observed, READYZ_PATH, Readiness,
     admin_router, serve_admin,
 };
 pub(crate) use health::{healthz, metrics as metrics_endpoint, readyz};

@@ -539,3 +539,18 @@ async fn wait_for_signal() {
         let _ = tokio::signal::ctrl_c().await;
     }
 }
+
+/// What the admin endpoints read of a server (`/metrics`, `/readyz`, and the end of serving).
+impl crate::observe::Observed for Server {
+    fn metrics(&self) -> Option<&crate::observe::Metrics> {
+        Server::metrics(self)
+    }
+
+    fn not_ready(&self) -> futures::future::BoxFuture<'_, Vec<crate::observe::NotReady>> {
+        Box::pin(self.readiness())
+    }
+
+    fn shutdown_token(&self) -> CancellationToken {
+        Server::shutdown_token(self)
+    }
+}
