@@ -476,6 +476,83 @@ impl Server {
 }
 
 impl Server {
+    /// Runs the tool `name` with `arguments` from inside another tool's handler (a tool that
+    /// calls tools by name: a gateway's `call_tool`), for the caller of `ctx`, the calling
+    /// handler's own context, through the checks a `tools/call` of it makes: its scopes, the
+    /// [`ToolVisibility`](crate::ToolVisibility)'s `check` (not `check_listed`: a tool left out
+    /// of a caller's list may still be called, D-03), its rate limit, its input schema, its
+    /// deadline with panics contained, its output schema and its output guard; audited under its
+    /// own name as well. `None` when the caller may not call it — no such tool, out of the
+    /// caller's scopes, or hidden from it (counted as a refusal) — so that the calling tool
+    /// answers all three alike. A request for input and a protocol error come back as the
+    /// handler gave them, to be the calling tool's own: the calling call's round seals the
+    /// state, and its retry hands this handler the answers in `ctx`. The handler may make the
+    /// call a task only through the calling tool's own task ([`RequestContext::start_task`]).
+    pub async fn call_within(
+        &self,
+        name: &str,
+        arguments: Value,
+        ctx: RequestContext,
+    ) -> Option<Result<CallToolResult, ToolError>> {
+        let tool = match self.permitted_tool(name, &ctx) {
+            Ok(tool) => tool,
+            Err(_) => return None,
+        };
+        let call = CallTool {
+            name: name.to_owned(),
+            arguments,
+            round: RoundParams::default(),
+        };
+        let sink = self.audit();
+        let pending = audit::wanted(sink).then(|| self.audit_start(ctx.request_id(), &call, &ctx));
+        let outcome = self.within(&tool, &call.arguments, ctx).await;
+        if let Some(pending) = pending {
+            let kind = match &outcome {
+                Ok(result) if is_timed_out(result) => AuditOutcome::TimedOut,
+                Ok(result) if is_limited(result) => AuditOutcome::Limited,
+                Ok(result) if result.is_error() => AuditOutcome::IsError,
+                Ok(_) => AuditOutcome::Complete,
+                Err(ToolError::InputRequired(_)) => AuditOutcome::InputRequired,
+                Err(_) => AuditOutcome::Error,
+            };
+            pending.finish(kind, None, sink);
+        }
+        Some(outcome)
+    }
+
+    /// [`Server::call_within`] once the tool is found and permitted.
+    async fn within(
+        &self,
+        tool: &Arc<RegisteredTool>,
+        arguments: &Value,
+        ctx: RequestContext,
+    ) -> Result<CallToolResult, ToolError> {
+        let name = tool.name.as_str();
+        if let Some(limited) = self.over_quota(tool, name, &ctx).await {
+            return Ok(limited);
+        }
+        if tool.task_support == Some(TaskSupport::Required) {
+            return Err(ToolError::Failed(format!(
+                "Tool {name} runs only as a task: call it with tools/call"
+            )));
+        }
+        if let Some(invalid) = invalid_arguments(tool, name, arguments) {
+            return Ok(invalid);
+        }
+        let handler = tool.handler.clone();
+        let cancel = ctx.cancellation().clone();
+        let step = contained(name, || handler(arguments, ctx));
+        match with_deadline(step, tool.timeout, cancel, name).await {
+            None => Ok(internal_failure()),
+            Some(Ok(result)) => Ok(self.guarded(tool, self.checked_result(tool, result))),
+            Some(Err(ToolError::Internal(error))) => {
+                tracing::error!(tool = %name, error = %error, "tool failed with an internal error");
+                Ok(internal_failure())
+            }
+            Some(Err(error)) => Err(error),
+        }
+    }
+
     /// The tool's quota, checked before any of the call's work is done (T-15): the result
     /// that tells the model to wait, if the caller is over it. With a shared store the quota
     /// is shared by every instance (see `state::shared_limits` for the tiers and what happens

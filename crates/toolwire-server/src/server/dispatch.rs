@@ -217,13 +217,14 @@ impl Server {
     }
 
     /// A page of `tools/list`: with a [`ToolVisibility`](crate::ToolVisibility), only the
-    /// tools it shows this caller, privately (K-10).
+    /// tools it lists for this caller ([`check_listed`](crate::ToolVisibility::check_listed)),
+    /// privately (K-10).
     fn list_tools(&self, id: &RequestId, cursor: Option<&str>, ctx: &RequestContext) -> Final {
         let snapshot = self.registry().snapshot();
         let Some(visibility) = &self.config().tool_visibility else {
             return self.list_page(id, &snapshot, cursor, ListKind::Tools, ctx.scopes());
         };
-        let check = visibility.check(crate::tools::visibility::Viewer::of(ctx));
+        let check = visibility.check_listed(crate::tools::visibility::Viewer::of(ctx));
         let visible =
             snapshot.filtered(|t| permits(ctx.scopes(), t.scopes()) && check(&t.name).is_none());
         let scope = toolwire_protocol::CacheScope::Private;

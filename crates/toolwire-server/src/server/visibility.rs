@@ -61,7 +61,8 @@ impl Server {
     }
 
     /// A digest of the tool list `follower` sees (the definitions of the tools its scopes and
-    /// the server's [`ToolVisibility`](crate::tools::visibility::ToolVisibility) let it see),
+    /// the server's [`ToolVisibility`](crate::tools::visibility::ToolVisibility) list for it,
+    /// `check_listed`: a tool it may call but is not listed is not news when it changes),
     /// for telling it of a change of the tool set only when its own list changed: a caller is
     /// not told when tools it cannot see come and go. `None` when every caller sees the whole list (no visibility rule, no OAuth): then
     /// every change is its change. Made once per change of the tool set per subscription.
@@ -70,7 +71,7 @@ impl Server {
         if visibility.is_none() && follower.scopes.is_none() {
             return None;
         }
-        let check = visibility.map(|v| v.check(follower.viewer()));
+        let check = visibility.map(|v| v.check_listed(follower.viewer()));
         let snapshot = self.registry().snapshot();
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         for tool in &snapshot.items {

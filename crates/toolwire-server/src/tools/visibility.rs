@@ -1,7 +1,7 @@
 //! Which tools, prompts, resources and resource templates a caller may see and use beyond its
 //! scopes: a server author's (or a gateway's) rule over who is asking and which one, applied to
 //! every list page, every `tools/call`, `prompts/get`, `resources/read` and
-//! `completion/complete`.
+//! `completion/complete`; and which of the tools a caller may use its list shows.
 
 use std::sync::Arc;
 
@@ -56,7 +56,9 @@ pub enum OfferKind {
 
 /// Decides which tools each caller may see and call, on top of the tools' scopes. A tool it
 /// hides is left out of that caller's `tools/list` (whose pages are then `cacheScope:
-/// private`), and a call of it is refused (-32602) with the reason.
+/// private`), and a call of it is refused (-32602) with the reason. A tool may also be usable
+/// and yet left out of the list ([`ToolVisibility::check_listed`]): a caller offered a search
+/// over many tools rather than all of them.
 ///
 /// A closure `Fn(&Viewer, &str) -> Option<String>` is one; an implementation that prepares
 /// something per caller (reads its claims once for a whole list) implements
@@ -64,6 +66,14 @@ pub enum OfferKind {
 pub trait ToolVisibility: Send + Sync + 'static {
     /// The check of `viewer`'s requests: made once per list page or call.
     fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a>;
+
+    /// The check of `viewer`'s `tools/list` pages, and of the list its `list_changed` notices
+    /// follow: a tool it hides is out of that caller's list (and a change of it is no news to
+    /// that caller), yet a call of it is decided by [`ToolVisibility::check`] alone. It must
+    /// hide at least what `check` hides; by default it is `check`, at no further cost.
+    fn check_listed<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        self.check(viewer)
+    }
 
     /// The check of `viewer`'s prompts, resources or resource templates (`kind`), each by its
     /// name, URI or URI template. One it hides is left out of that caller's list (whose pages

@@ -21,6 +21,7 @@ mod http_listen;
 mod http_tools;
 mod legacy;
 mod limits;
+mod listed;
 mod mrtr;
 mod observe;
 mod offers;
