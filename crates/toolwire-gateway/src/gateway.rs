@@ -11,13 +11,14 @@ use arc_swap::ArcSwap;
 use toolwire_host::{Host, HostConfig, HostError, HostOptions};
 use toolwire_server::{Server, ServerBuilder};
 
+use crate::discovery::{Downstream, Listing, Search};
 use crate::exchange::Exchanges;
 use crate::hold::Holds;
 use crate::mirror::Mirror;
 use crate::observe::{GatewayMetrics, Upstreams, UpstreamsReady};
 use crate::offers::Offers;
 use crate::options::GatewayOptions;
-use crate::policy::{Policy, Visibility};
+use crate::policy::Policy;
 use crate::relay::Unrelayable;
 use crate::rules::Rules;
 use crate::starting::Starting;
@@ -48,6 +49,9 @@ pub enum GatewayError {
         .0.join(", ")
     )]
     AskRules(Vec<String>),
+    /// The discovery settings cannot be used with these upstreams.
+    #[error(transparent)]
+    Discovery(#[from] crate::discovery::DiscoveryError),
 }
 
 /// Many upstream servers' tools served as one server's.
@@ -67,6 +71,8 @@ pub(crate) struct Inner {
     pub(crate) trusted: ArcSwap<HashMap<String, bool>>,
     /// The rules, which a reload replaces.
     pub(crate) policy: Arc<Policy>,
+    /// The discovery modes and the search index.
+    pub(crate) search: Arc<Search>,
     /// The held calls, whose bounds a reload replaces.
     pub(crate) holds: Arc<Holds>,
     /// The task following each upstream, by name, stopped when it is removed or changed.
@@ -129,6 +135,9 @@ impl Gateway {
             None => Rules::compile(&crate::rules::RulesConfig::default())?,
         };
         let policy = Arc::new(Policy::new(rules));
+        let discovery = options.discovery.unwrap_or_default();
+        crate::discovery::check_prefixes(config, &discovery)?;
+        let search = Arc::new(Search::new(discovery, policy.clone(), config));
         // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
         // server is built): the extension is declared from the start. The rules decide each
         // caller's list, even when there are none yet: a reload may bring some (without rules
@@ -138,7 +147,7 @@ impl Gateway {
         let server = server
             .offer_tasks()
             .readiness(ready.clone())
-            .tool_visibility(Visibility(policy.clone()))
+            .tool_visibility(Listing(search.clone()))
             .build()?;
         let unrelayable = Arc::new(Unrelayable::default());
         let holds = Arc::new(Holds::new(options.hold_ttl, options.max_held));
@@ -161,6 +170,7 @@ impl Gateway {
                     observed.clone(),
                 ),
                 policy: policy.clone(),
+                search,
                 holds,
                 follows: Mutex::default(),
                 reloading: Mutex::new(()),
@@ -171,6 +181,7 @@ impl Gateway {
                 starting: Arc::new(Starting::new(names)),
             }),
         };
+        gateway.inner.serve_search_tools()?;
         ready.set(gateway.inner.upstreams());
         gateway.observe(&observed);
         gateway.begin(config, options.start_wait).await;
@@ -305,6 +316,8 @@ impl Inner {
         self.mirror.sync(&self.host, &self.server, |server| {
             trusted.get(server).copied().unwrap_or(false)
         });
+        let (generation, served) = self.mirror.served_definitions();
+        self.search.update(generation, served);
         self.offers
             .sync(&self.host, &self.server, &self.mirror.looped());
         // The list is no fresher than the stalest upstream list it is made of.
@@ -315,6 +328,13 @@ impl Inner {
             .filter_map(|s| s.list_ttl)
             .min();
         self.server.cap_list_ttl(shortest);
+    }
+
+    /// Serves the search tools when some caller may be given them (and no longer when none
+    /// may).
+    pub(crate) fn serve_search_tools(self: &Arc<Self>) -> Result<(), toolwire_server::Error> {
+        let weak: Weak<Inner> = Arc::downgrade(self);
+        crate::discovery::serve_tools(&self.server, &self.search, weak)
     }
 
     /// Starts following `upstream` (its first try, then its changes), replacing any
@@ -351,6 +371,12 @@ impl Inner {
     /// What the gateway's metrics and readiness read of it.
     fn upstreams(&self) -> Upstreams {
         Upstreams::of(&self.host, &self.starting)
+    }
+}
+
+impl Downstream for Inner {
+    fn downstream(&self) -> &Server {
+        &self.server
     }
 }
 

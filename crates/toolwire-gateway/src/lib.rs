@@ -30,11 +30,14 @@
 //! flight ending under what they started with.
 //!
 //! - [`rules`]: who may call what, as CEL rules over the caller, the tool and the arguments.
+//! - [`discovery`]: how callers come to the tools when there are too many to list: each
+//!   caller's list holds every tool it may use, or `search_tools` and `call_tool`.
 //! - [`console`]: an operator's HTML pages for the admin address: upstreams, tools, approvals
 //!   of changed definitions, the audit logs.
 
 mod clean;
 pub mod console;
+pub mod discovery;
 mod exchange;
 mod forward;
 mod gateway;

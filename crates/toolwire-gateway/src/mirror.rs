@@ -72,6 +72,10 @@ pub struct Unserved {
 struct Served {
     /// The tools served, by name, with a digest of what they were made from.
     tools: HashMap<String, u64>,
+    /// The definitions served, by name, with their upstream: what search indexes.
+    definitions: HashMap<String, (String, Arc<toolwire_protocol::Tool>)>,
+    /// Counts the changes of `definitions`.
+    generation: u64,
     /// Tools not served: the gateway cannot serve them, or the server refused to register
     /// them (a schema it does not accept); by name, with the digest refused (said once per
     /// definition), the upstream and why.
@@ -167,8 +171,12 @@ impl Mirror {
             .collect();
         for name in &gone {
             served.tools.remove(name);
+            served.definitions.remove(name);
         }
         let names = served.new_or_changed(&wanted);
+        if !gone.is_empty() || !names.is_empty() {
+            served.generation += 1;
+        }
         let make = |name: &str| {
             let (_, tool, down) = wanted[name];
             let tasks = modern.contains(&tool.server);
@@ -177,25 +185,22 @@ impl Mirror {
         // All at once, the tools gone and the tools changed or new (one list change, one
         // rebuild of the list; a tool whose definition changed is never missing from a list
         // in between); if the server refuses one, one by one, so that the others are served.
-        let batch = server.replace_tools(
-            gone.iter().map(String::as_str),
-            names.iter().map(|name| make(name)),
-        );
+        let made: Vec<Tool> = names.iter().map(|name| make(name)).collect();
+        let definitions: Vec<_> = made.iter().map(indexed).collect();
+        let batch = server.replace_tools(gone.iter().map(String::as_str), made);
         if batch.is_ok() {
-            for name in names {
-                served.refused.remove(name);
-                served.tools.insert(name.to_owned(), wanted[name].0);
+            for (name, definition) in names.into_iter().zip(definitions) {
+                served.serve(name, wanted[name], definition);
             }
             return;
         }
         server.remove_tools(gone.iter().map(String::as_str));
         for name in names {
             let (digest, tool, _) = wanted[name];
-            match server.add_tool(make(name)) {
-                Ok(()) => {
-                    served.refused.remove(name);
-                    served.tools.insert(name.to_owned(), digest);
-                }
+            let made = make(name);
+            let definition = indexed(&made);
+            match server.add_tool(made) {
+                Ok(()) => served.serve(name, wanted[name], definition),
                 Err(error) => {
                     tracing::warn!(
                         tool = %name,
@@ -363,7 +368,29 @@ fn upstreams(host: &Host) -> (HashMap<String, Value>, HashSet<String>) {
     (unavailable, modern)
 }
 
+/// A served tool's definition as search indexes it: as served, without its `_meta` (which
+/// says where it comes from and whether its upstream is up, and holds this process's mark:
+/// none of it describes the tool, and the index's version must not change with it).
+fn indexed(tool: &Tool) -> Arc<toolwire_protocol::Tool> {
+    let mut definition = tool.definition().clone();
+    definition.meta = None;
+    Arc::new(definition)
+}
+
 impl Served {
+    /// Notes `name` served, made from `digest` as `definition`.
+    fn serve(
+        &mut self,
+        name: &str,
+        (digest, tool, _): (u64, &HostTool, Option<&Value>),
+        definition: Arc<toolwire_protocol::Tool>,
+    ) {
+        self.refused.remove(name);
+        self.tools.insert(name.to_owned(), digest);
+        self.definitions
+            .insert(name.to_owned(), (tool.server.clone(), definition));
+    }
+
     /// The tools of `tools` to serve; those whose definition changed since it was pinned are
     /// withheld instead (and said so once).
     fn wanted<'a>(
@@ -526,6 +553,28 @@ fn digest(
 }
 
 impl Mirror {
+    /// The generation of the served definitions, and a way to read them (served name,
+    /// upstream, definition as indexed): what search indexes.
+    pub(crate) fn served_definitions(
+        &self,
+    ) -> (
+        u64,
+        impl FnOnce() -> Vec<(String, String, Arc<toolwire_protocol::Tool>)> + '_,
+    ) {
+        let generation = self.lock().generation;
+        (generation, move || {
+            self.lock()
+                .definitions
+                .iter()
+                .map(|(name, (upstream, tool))| (name.clone(), upstream.clone(), tool.clone()))
+                .collect()
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Served> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Whether a tool is withheld for a changed definition.
     pub(crate) fn withholds(&self) -> bool {
         !self

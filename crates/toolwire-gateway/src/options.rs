@@ -7,6 +7,7 @@ use std::time::Duration;
 use toolwire_host::HostTool;
 use toolwire_server::Tool;
 
+use crate::discovery::Discovery;
 use crate::rules::Rules;
 
 /// What the server author (or the CLI's configuration) adds to each mirrored tool before it
@@ -26,6 +27,7 @@ pub struct GatewayOptions {
     pub(crate) oauth_insecure_http: bool,
     pub(crate) hold_ttl: Duration,
     pub(crate) max_held: usize,
+    pub(crate) discovery: Option<Discovery>,
 }
 
 impl Default for GatewayOptions {
@@ -37,6 +39,7 @@ impl Default for GatewayOptions {
             oauth_insecure_http: false,
             hold_ttl: crate::hold::HOLD_TTL,
             max_held: crate::hold::MAX_HELD,
+            discovery: None,
         }
     }
 }
@@ -50,6 +53,7 @@ impl std::fmt::Debug for GatewayOptions {
             .field("oauth_insecure_http", &self.oauth_insecure_http)
             .field("hold_ttl", &self.hold_ttl)
             .field("max_held", &self.max_held)
+            .field("discovery", &self.discovery)
             .finish()
     }
 }
@@ -102,6 +106,15 @@ impl GatewayOptions {
         settings: impl Fn(&HostTool, Tool) -> Tool + Send + Sync + 'static,
     ) -> Self {
         self.settings = Some(Arc::new(settings));
+        self
+    }
+
+    /// How callers come to the tools ([`Discovery`]): each caller's list holds every tool it
+    /// may use, or only the search tools and the always-on ones. Without it, `auto` with the
+    /// [`DEFAULT_THRESHOLD`](crate::discovery::DEFAULT_THRESHOLD): search for a caller that may
+    /// use more tools than that.
+    pub fn discovery(mut self, discovery: Discovery) -> Self {
+        self.discovery = Some(discovery);
         self
     }
 

@@ -103,6 +103,15 @@ impl Policy {
         rules.is_empty() && rules.default_effect() == Effect::Allow
     }
 
+    /// How many served tools the caller `viewer` may use (those its rules do not hide).
+    pub(crate) fn usable(&self, viewer: &Viewer<'_>) -> usize {
+        if self.is_open() {
+            return self.facts.load().len();
+        }
+        let (hidden, facts) = self.hidden(viewer);
+        facts.len().saturating_sub(hidden.len())
+    }
+
     /// What becomes of a call of `tool` with `arguments` by the caller of `ctx`, in the round
     /// whose state is `sealed`.
     pub(crate) fn decide(
@@ -262,7 +271,7 @@ fn ask(
 }
 
 /// The caller as the rules read it.
-fn caller(viewer: &Viewer<'_>) -> Caller {
+pub(crate) fn caller(viewer: &Viewer<'_>) -> Caller {
     Caller {
         principal: viewer.principal.map(str::to_owned),
         scopes: viewer.scopes.map(<[String]>::to_vec).unwrap_or_default(),

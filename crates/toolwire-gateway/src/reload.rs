@@ -1,5 +1,5 @@
 //! A running gateway given a new configuration: its upstreams added, removed and changed, its
-//! rules, the bounds of held calls, the settings of served tools, the downstream server's own
+//! rules, its discovery modes, the bounds of held calls, the settings of served tools, the downstream server's own
 //! settings and the upstreams' trust and token exchanges replaced. Everything is checked before
 //! anything changes — the server's new settings against every served tool as it would be made
 //! under the new tools' settings too —; the host's servers are swapped first (the one step that
@@ -65,6 +65,8 @@ impl Gateway {
             Some(rules) => rules,
             None => Rules::compile(&RulesConfig::default())?,
         };
+        let discovery = options.discovery.unwrap_or_default();
+        crate::discovery::check_prefixes(config, &discovery)?;
         let prepared = inner.host.prepare(config)?;
         if let Some(server) = &server {
             inner.server.check_reconfigure(server)?;
@@ -89,6 +91,12 @@ impl Gateway {
         inner.exchanges.reload(config);
         inner.trusted.store(Arc::new(trusted_of(config)));
         inner.mirror.set_settings(options.settings);
+        inner.search.reload(discovery, config);
+        if let Err(error) = inner.serve_search_tools() {
+            // Static definitions the server took at the start: refused only if a served tool
+            // took their names, which the prefixes' check rules out.
+            tracing::error!(%error, "the search tools could not be served after the reload");
+        }
         for removed in &upstreams.removed {
             inner.unfollow(removed);
         }

@@ -210,6 +210,12 @@ impl Rules {
         &self.reads
     }
 
+    /// Whether the rules read nothing but `caller`: conditions over who is asking alone (the
+    /// gateway's discovery modes per caller).
+    pub(crate) fn reads_only_caller(&self) -> bool {
+        self.reads.tool == facts::Use::Nothing && !self.reads.args()
+    }
+
     pub(crate) fn root(&self) -> &Context<'static> {
         &self.root
     }

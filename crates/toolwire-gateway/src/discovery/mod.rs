@@ -1,0 +1,221 @@
+//! Discovery: how a caller comes to the tools it may use when there are too many to list. Per
+//! caller (D-01), its `tools/list` holds either every tool it may use (`direct`) or only the
+//! search tools — `search_tools`, `call_tool` — and the always-on tools it may see (`search`),
+//! `auto` choosing search once it may use more tools than a threshold. A tool left out of a
+//! list stays callable, by `call_tool` or directly (D-03), through the same checks.
+//!
+//! The index ([`toolwire_search::ToolIndex`]) holds exactly the definitions the gateway serves
+//! — approved by their pins, as served — and is made again whole when the served set changes
+//! (D-04). A search sees only the tools the caller's rules let it see (D-02).
+//!
+//! - [`config`]: the `"discovery"` section as written, and compiled ([`Discovery`]).
+//! - `tools`: the two search tools, their static definitions and handlers.
+
+pub mod config;
+mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Weak};
+
+use arc_swap::ArcSwap;
+use toolwire_host::HostConfig;
+use toolwire_search::{Entry, ToolIndex};
+use toolwire_server::{OfferKind, Server, ToolCheck, ToolVisibility, Viewer};
+
+pub use config::{CallerMode, DEFAULT_THRESHOLD, Discovery, DiscoveryConfig, DiscoveryError, Mode};
+
+use crate::policy::{Policy, Visibility, caller};
+use config::Listed;
+
+/// The search tool's name. Qualified names hold `__`; these do not, so no prefixed tool can
+/// take them (an unprefixed upstream is refused beside them: [`DiscoveryError::Unprefixed`]).
+pub const SEARCH_TOOLS: &str = "search_tools";
+
+/// The tool that calls a tool found by name.
+pub const CALL_TOOL: &str = "call_tool";
+
+/// Whether `name` is one of the search tools.
+pub(crate) fn is_search_tool(name: &str) -> bool {
+    name == SEARCH_TOOLS || name == CALL_TOOL
+}
+
+/// Why a tool is out of a list in search mode (callers never see it: a list says nothing of
+/// what it leaves out).
+const FOUND_BY_SEARCH: &str = "found with search_tools in search mode";
+/// Why the search tools are out of a list in direct mode.
+const LISTED_DIRECTLY: &str = "every tool is listed in direct mode";
+
+/// What the gateway knows for search: the modes, the index and the rules.
+pub(crate) struct Search {
+    discovery: ArcSwap<Discovery>,
+    index: ArcSwap<ToolIndex>,
+    /// The generation of the served set the index was made from.
+    indexed: std::sync::Mutex<Option<u64>>,
+    /// Each upstream's prefix, by name (its name when it has none).
+    prefixes: ArcSwap<HashMap<String, String>>,
+    policy: Arc<Policy>,
+    /// The rules as every caller's check: what a search may return.
+    visibility: Visibility,
+}
+
+impl Search {
+    pub(crate) fn new(discovery: Discovery, policy: Arc<Policy>, config: &HostConfig) -> Search {
+        Search {
+            discovery: ArcSwap::from_pointee(discovery),
+            index: ArcSwap::from_pointee(ToolIndex::new(Vec::new())),
+            indexed: std::sync::Mutex::new(None),
+            prefixes: ArcSwap::from_pointee(prefixes_of(config)),
+            visibility: Visibility(policy.clone()),
+            policy,
+        }
+    }
+
+    /// Replaces the modes and the upstreams' prefixes (a reload); the next update indexes
+    /// again.
+    pub(crate) fn reload(&self, discovery: Discovery, config: &HostConfig) {
+        self.discovery.store(Arc::new(discovery));
+        self.prefixes.store(Arc::new(prefixes_of(config)));
+        *self.indexed.lock().unwrap_or_else(|e| e.into_inner()) = None;
+    }
+
+    /// The modes now.
+    pub(crate) fn discovery(&self) -> Arc<Discovery> {
+        self.discovery.load_full()
+    }
+
+    /// The index now.
+    pub(crate) fn index(&self) -> Arc<ToolIndex> {
+        self.index.load_full()
+    }
+
+    /// Makes the index again from the served definitions when they changed since it was made:
+    /// `served` is their generation and, asked for only then, the definitions (served name,
+    /// upstream, definition).
+    pub(crate) fn update(
+        &self,
+        generation: u64,
+        served: impl FnOnce() -> Vec<(String, String, Arc<toolwire_protocol::Tool>)>,
+    ) {
+        let mut indexed = self.indexed.lock().unwrap_or_else(|e| e.into_inner());
+        if *indexed == Some(generation) {
+            return;
+        }
+        let prefixes = self.prefixes.load();
+        let entries = served()
+            .into_iter()
+            .map(|(name, upstream, tool)| {
+                let server = prefixes.get(&upstream).cloned().unwrap_or(upstream);
+                Entry::new(name, server, tool)
+            })
+            .collect();
+        self.index.store(Arc::new(ToolIndex::new(entries)));
+        *indexed = Some(generation);
+    }
+}
+
+/// Each upstream's prefix by name: what callers know it by (its name when it has none).
+fn prefixes_of(config: &HostConfig) -> HashMap<String, String> {
+    config
+        .servers
+        .iter()
+        .map(|s| {
+            let prefix = if s.prefix.is_empty() {
+                &s.name
+            } else {
+                &s.prefix
+            };
+            (s.name.clone(), prefix.clone())
+        })
+        .collect()
+}
+
+/// Refuses an upstream with an empty prefix when a caller may be given the search tools: its
+/// tools keep their own names, which could be theirs.
+pub(crate) fn check_prefixes(
+    config: &HostConfig,
+    discovery: &Discovery,
+) -> Result<(), DiscoveryError> {
+    if !discovery.may_search() {
+        return Ok(());
+    }
+    match config.servers.iter().find(|s| s.prefix.is_empty()) {
+        Some(server) => Err(DiscoveryError::Unprefixed {
+            server: server.name.clone(),
+        }),
+        None => Ok(()),
+    }
+}
+
+/// The downstream server's [`ToolVisibility`]: the rules decide what each caller may use
+/// (the search tools are every caller's), and its mode what its list holds of that.
+pub(crate) struct Listing(pub(crate) Arc<Search>);
+
+impl ToolVisibility for Listing {
+    fn check<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        let rules = self.0.visibility.check(viewer);
+        Box::new(move |tool| {
+            if is_search_tool(tool) {
+                None
+            } else {
+                rules(tool)
+            }
+        })
+    }
+
+    fn check_listed<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
+        let search = &self.0;
+        let discovery = search.discovery();
+        let listed = discovery.listed(|| caller(&viewer), || search.policy.usable(&viewer));
+        let rules = search.visibility.check(viewer);
+        match listed {
+            Listed::Direct => Box::new(move |tool| {
+                if is_search_tool(tool) {
+                    Some(LISTED_DIRECTLY.to_owned())
+                } else {
+                    rules(tool)
+                }
+            }),
+            Listed::Search => Box::new(move |tool| {
+                if is_search_tool(tool) {
+                    None
+                } else if discovery.always_on(tool) {
+                    rules(tool)
+                } else {
+                    Some(FOUND_BY_SEARCH.to_owned())
+                }
+            }),
+        }
+    }
+
+    fn check_offers<'a>(&'a self, viewer: Viewer<'a>, kind: OfferKind) -> ToolCheck<'a> {
+        self.0.visibility.check_offers(viewer, kind)
+    }
+}
+
+/// What serves the gateway's downstream server, held weakly by `call_tool` (whose handler
+/// the server holds).
+pub(crate) trait Downstream: Send + Sync {
+    /// The downstream server.
+    fn downstream(&self) -> &Server;
+}
+
+/// Serves the search tools on `server` when some caller may be given them, and takes them
+/// away when none may (after a reload).
+pub(crate) fn serve_tools(
+    server: &Server,
+    search: &Arc<Search>,
+    downstream: Weak<dyn Downstream>,
+) -> Result<(), toolwire_server::Error> {
+    let served = server.tool_names().iter().any(|n| n == SEARCH_TOOLS);
+    match (search.discovery().may_search(), served) {
+        (true, false) => server.add_tools([
+            tools::search_tools(search.clone()),
+            tools::call_tool(downstream),
+        ]),
+        (false, true) => {
+            server.remove_tools([SEARCH_TOOLS, CALL_TOOL]);
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
