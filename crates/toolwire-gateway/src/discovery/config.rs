@@ -102,7 +102,7 @@ impl Default for DiscoveryConfig {
 #[non_exhaustive]
 pub enum DiscoveryError {
     /// A field has the wrong shape or value.
-    #[error("discovery.{at}: {problem}")]
+    #[error("{}: {problem}", path(.at))]
     Field {
         /// The field, from the section: `callers[1].mode`.
         at: String,
@@ -128,6 +128,15 @@ pub enum DiscoveryError {
         /// The upstream's name.
         server: String,
     },
+}
+
+/// A field's path from the gateway's section: `discovery.callers[0].mode`.
+fn path(at: &str) -> String {
+    if at.is_empty() {
+        "discovery".to_owned()
+    } else {
+        format!("discovery.{at}")
+    }
 }
 
 fn field(at: impl Into<String>, problem: impl Into<String>) -> DiscoveryError {
@@ -172,12 +181,16 @@ fn object<'v>(
     at: &str,
     known: &[&str],
 ) -> Result<&'v Map<String, Value>, DiscoveryError> {
-    let shown = if at.is_empty() { "discovery" } else { at };
+    let shown = if at.is_empty() {
+        "discovery"
+    } else {
+        at.trim_end_matches('.')
+    };
     let Value::Object(map) = value else {
-        return Err(DiscoveryError::Field {
-            at: at.trim_end_matches('.').to_owned(),
-            problem: format!("{shown} is an object"),
-        });
+        return Err(field(
+            shown.trim_start_matches("discovery"),
+            format!("{shown} is an object"),
+        ));
     };
     if let Some(unknown) = map.keys().find(|key| !known.contains(&key.as_str())) {
         return Err(field(
@@ -399,6 +412,10 @@ mod tests {
     fn a_bad_section_is_refused_naming_the_field() {
         let cases = [
             (json!([]), "discovery: discovery is an object"),
+            (
+                json!({"callers": [1]}),
+                "discovery.callers[0]: callers[0] is an object",
+            ),
             (json!({"modes": "auto"}), "discovery.modes: not a key"),
             (
                 json!({"mode": "fast"}),
