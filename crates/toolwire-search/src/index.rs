@@ -1,0 +1,304 @@
+//! The index: one BM25 scorer per field over every entry, and the search that adds their
+//! weighted scores, keeps what the caller may use, and ranks.
+
+use std::cmp::Ordering;
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use bm25::{DefaultTokenizer, Embedder, EmbedderBuilder, Embedding, Language, Scorer, Tokenizer};
+use sha2::{Digest as _, Sha256};
+use toolwire_protocol::Tool;
+
+use crate::words::{Fields, split_identifiers};
+use crate::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError};
+
+/// The weight of each field's BM25 score in a tool's score.
+pub mod weights {
+    /// The tool's names, split into words.
+    pub const NAME: f32 = 3.0;
+    /// Its server's name (prefix).
+    pub const SERVER: f32 = 1.5;
+    /// Its title.
+    pub const TITLE: f32 = 2.0;
+    /// Its description.
+    pub const DESCRIPTION: f32 = 1.0;
+    /// Its parameters' names and descriptions.
+    pub const PARAMETERS: f32 = 0.5;
+}
+
+/// One tool as a caller could be offered it.
+#[derive(Debug, Clone)]
+pub struct Entry {
+    /// The name a caller calls it by (a gateway's `prefix__tool`).
+    pub name: String,
+    /// The server it comes from, by the name (prefix) callers know it by.
+    pub server: String,
+    /// The definition as its server lists it.
+    pub tool: Arc<Tool>,
+}
+
+impl Entry {
+    /// `tool` from `server`, called `name`.
+    pub fn new(name: impl Into<String>, server: impl Into<String>, tool: Arc<Tool>) -> Entry {
+        Entry {
+            name: name.into(),
+            server: server.into(),
+            tool,
+        }
+    }
+}
+
+/// What to search for.
+#[derive(Debug, Clone, Copy)]
+pub struct Query<'a> {
+    /// The task, in words (or a tool's exact name).
+    pub text: &'a str,
+    /// How many results at most: 1 to [`MAX_LIMIT`].
+    pub limit: usize,
+    /// Only tools of these servers (by prefix), when given.
+    pub servers: Option<&'a [String]>,
+}
+
+impl<'a> Query<'a> {
+    /// `text`, with [`DEFAULT_LIMIT`] results from every server.
+    pub fn new(text: &'a str) -> Query<'a> {
+        Query {
+            text,
+            limit: DEFAULT_LIMIT,
+            servers: None,
+        }
+    }
+}
+
+/// What a search found.
+#[derive(Debug)]
+pub struct Found<'a> {
+    /// The best tools first, at most the query's limit.
+    pub hits: Vec<Hit<'a>>,
+    /// How many tools the caller may use matched at all.
+    pub total_matched: usize,
+}
+
+/// One tool found.
+#[derive(Debug, Clone, Copy)]
+pub struct Hit<'a> {
+    /// The tool.
+    pub entry: &'a Entry,
+    /// Its score: higher is better; comparable within one search only.
+    pub score: f32,
+}
+
+/// The tokenizer of every field and of queries: identifiers split into words, then the
+/// [`bm25`] crate's English tokenizer (Unicode words, lower case, stop words, stemming).
+struct ToolTokenizer(DefaultTokenizer);
+
+impl ToolTokenizer {
+    fn new() -> ToolTokenizer {
+        ToolTokenizer(
+            DefaultTokenizer::builder()
+                .language_mode(Language::English)
+                .normalization(true)
+                .stopwords(true)
+                .stemming(true)
+                .build(),
+        )
+    }
+}
+
+impl Tokenizer for ToolTokenizer {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        self.0.tokenize(&split_identifiers(input_text))
+    }
+}
+
+/// One field's scorer over every entry (by position), and its weight.
+struct FieldIndex {
+    weight: f32,
+    embedder: Embedder<u32, ToolTokenizer>,
+    scorer: Scorer<u32, u32>,
+}
+
+impl FieldIndex {
+    fn new(weight: f32, texts: &[&str]) -> FieldIndex {
+        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
+            ToolTokenizer::new(),
+            texts,
+        )
+        .build();
+        let mut scorer = Scorer::new();
+        for (position, text) in (0u32..).zip(texts) {
+            scorer.upsert(&position, once_each(embedder.embed(text)));
+        }
+        FieldIndex {
+            weight,
+            embedder,
+            scorer,
+        }
+    }
+
+    /// Adds this field's weighted score for `query` to each entry's in `scores`.
+    fn add_scores(&self, query: &str, scores: &mut [f32]) {
+        let query = self.embedder.embed(query);
+        for matched in self.scorer.matches(&query) {
+            scores[matched.id as usize] += self.weight * matched.score;
+        }
+    }
+}
+
+/// `embedding` with each token once: the embedder gives a token's (same) value at each of its
+/// occurrences, and the scorer reads the first, so the rest only slow it down.
+fn once_each(embedding: Embedding<u32>) -> Embedding<u32> {
+    let mut seen = HashSet::new();
+    Embedding(
+        embedding
+            .0
+            .into_iter()
+            .filter(|token| seen.insert(token.index))
+            .collect(),
+    )
+}
+
+/// Tool definitions, indexed for search. Made whole from a catalogue; a changed catalogue is
+/// a new index.
+pub struct ToolIndex {
+    entries: Vec<Entry>,
+    fields: Vec<FieldIndex>,
+    version: String,
+}
+
+impl std::fmt::Debug for ToolIndex {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolIndex")
+            .field("entries", &self.entries.len())
+            .field("version", &self.version)
+            .finish()
+    }
+}
+
+impl ToolIndex {
+    /// The index of `entries` (in name order, whatever order they come in).
+    pub fn new(mut entries: Vec<Entry>) -> ToolIndex {
+        entries.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.server.cmp(&b.server)));
+        let fields: Vec<Fields> = entries
+            .iter()
+            .map(|entry| Fields::of(&entry.name, &entry.server, &entry.tool))
+            .collect();
+        let field = |weight: f32, text: fn(&Fields) -> &str| {
+            let texts: Vec<&str> = fields.iter().map(text).collect();
+            FieldIndex::new(weight, &texts)
+        };
+        let indexes = vec![
+            field(weights::NAME, |f| &f.name),
+            field(weights::SERVER, |f| &f.server),
+            field(weights::TITLE, |f| &f.title),
+            field(weights::DESCRIPTION, |f| &f.description),
+            field(weights::PARAMETERS, |f| &f.parameters),
+        ];
+        let version = version(&entries);
+        ToolIndex {
+            entries,
+            fields: indexes,
+            version,
+        }
+    }
+
+    /// Every entry, in name order.
+    pub fn entries(&self) -> &[Entry] {
+        &self.entries
+    }
+
+    /// A digest of every indexed definition (names, servers, definitions): the same
+    /// catalogue, the same version.
+    pub fn version(&self) -> &str {
+        &self.version
+    }
+
+    /// The tools best matching `query` among those `allowed` lets through, best first.
+    pub fn search(
+        &self,
+        query: &Query<'_>,
+        allowed: &dyn Fn(&Entry) -> bool,
+    ) -> Result<Found<'_>, SearchError> {
+        let text = query.text.trim();
+        if text.is_empty() {
+            return Err(SearchError::EmptyQuery);
+        }
+        let chars = text.chars().count();
+        if chars > MAX_QUERY_CHARS {
+            return Err(SearchError::QueryTooLong {
+                chars,
+                most: MAX_QUERY_CHARS,
+            });
+        }
+        if query.limit == 0 || query.limit > MAX_LIMIT {
+            return Err(SearchError::Limit {
+                limit: query.limit,
+                most: MAX_LIMIT,
+            });
+        }
+        let mut scores = vec![0f32; self.entries.len()];
+        for field in &self.fields {
+            field.add_scores(text, &mut scores);
+        }
+        let mut ranked: Vec<(u8, f32, usize)> = Vec::new();
+        for (position, (entry, &score)) in self.entries.iter().zip(&scores).enumerate() {
+            let exact = exactness(entry, text);
+            if (score <= 0.0 && exact == 0)
+                || query
+                    .servers
+                    .is_some_and(|servers| !servers.contains(&entry.server))
+                || !allowed(entry)
+            {
+                continue;
+            }
+            ranked.push((exact, score, position));
+        }
+        let total_matched = ranked.len();
+        // Exact names first, then by score; equal scores in name order (the entries' order).
+        ranked.sort_by(|a, b| {
+            b.0.cmp(&a.0)
+                .then_with(|| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal))
+                .then_with(|| a.2.cmp(&b.2))
+        });
+        let hits = ranked
+            .into_iter()
+            .take(query.limit)
+            .map(|(_, score, position)| Hit {
+                entry: &self.entries[position],
+                score,
+            })
+            .collect();
+        Ok(Found {
+            hits,
+            total_matched,
+        })
+    }
+}
+
+/// How exactly `text` names `entry`: 2 for the name it is called by, 1 for the upstream's,
+/// else 0 (ASCII case aside).
+fn exactness(entry: &Entry, text: &str) -> u8 {
+    if entry.name.eq_ignore_ascii_case(text) {
+        2
+    } else if entry.tool.name.eq_ignore_ascii_case(text) {
+        1
+    } else {
+        0
+    }
+}
+
+/// The digest of `entries`, as lower-case hex.
+fn version(entries: &[Entry]) -> String {
+    let mut hasher = Sha256::new();
+    for entry in entries {
+        hasher.update(entry.name.as_bytes());
+        hasher.update([0]);
+        hasher.update(entry.server.as_bytes());
+        hasher.update([0]);
+        // A definition that was parsed serializes; one that would not is hashed by name only.
+        hasher.update(serde_json::to_vec(&*entry.tool).unwrap_or_default());
+        hasher.update([0]);
+    }
+    let digest = hasher.finalize();
+    toolwire_protocol::hex::encode(&digest[..16])
+}
