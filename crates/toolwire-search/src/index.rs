@@ -13,17 +13,30 @@ use crate::words::{Fields, split_identifiers};
 use crate::{DEFAULT_LIMIT, MAX_LIMIT, MAX_QUERY_CHARS, SearchError};
 
 /// The weight of each field's BM25 score in a tool's score.
-pub mod weights {
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Weights {
     /// The tool's names, split into words.
-    pub const NAME: f32 = 3.0;
+    pub name: f32,
     /// Its server's name (prefix).
-    pub const SERVER: f32 = 1.5;
+    pub server: f32,
     /// Its title.
-    pub const TITLE: f32 = 2.0;
+    pub title: f32,
     /// Its description.
-    pub const DESCRIPTION: f32 = 1.0;
+    pub description: f32,
     /// Its parameters' names and descriptions.
-    pub const PARAMETERS: f32 = 0.5;
+    pub parameters: f32,
+}
+
+impl Default for Weights {
+    fn default() -> Weights {
+        Weights {
+            name: 3.0,
+            server: 1.5,
+            title: 2.0,
+            description: 1.0,
+            parameters: 0.5,
+        }
+    }
 }
 
 /// One tool as a caller could be offered it.
@@ -176,8 +189,14 @@ impl std::fmt::Debug for ToolIndex {
 }
 
 impl ToolIndex {
-    /// The index of `entries` (in name order, whatever order they come in).
-    pub fn new(mut entries: Vec<Entry>) -> ToolIndex {
+    /// The index of `entries` (in name order, whatever order they come in), with the default
+    /// [`Weights`].
+    pub fn new(entries: Vec<Entry>) -> ToolIndex {
+        ToolIndex::with_weights(entries, Weights::default())
+    }
+
+    /// The index of `entries`, each field's score weighed by `weights`.
+    pub fn with_weights(mut entries: Vec<Entry>, weights: Weights) -> ToolIndex {
         entries.sort_by(|a, b| a.name.cmp(&b.name).then_with(|| a.server.cmp(&b.server)));
         let fields: Vec<Fields> = entries
             .iter()
@@ -188,11 +207,11 @@ impl ToolIndex {
             FieldIndex::new(weight, &texts)
         };
         let indexes = vec![
-            field(weights::NAME, |f| &f.name),
-            field(weights::SERVER, |f| &f.server),
-            field(weights::TITLE, |f| &f.title),
-            field(weights::DESCRIPTION, |f| &f.description),
-            field(weights::PARAMETERS, |f| &f.parameters),
+            field(weights.name, |f| &f.name),
+            field(weights.server, |f| &f.server),
+            field(weights.title, |f| &f.title),
+            field(weights.description, |f| &f.description),
+            field(weights.parameters, |f| &f.parameters),
         ];
         let version = version(&entries);
         ToolIndex {

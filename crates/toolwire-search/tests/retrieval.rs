@@ -1,0 +1,162 @@
+//! Retrieval quality over real tool definitions: the corpus of `bench/search` (the tools of 50
+//! MCP servers from npm and PyPI, as they list them) and its queries, each a task as a person
+//! states it, without the tool's name (`bench/search/check-queries`). The index must find a
+//! right tool in its first five for at least 85 % of them; a plain BM25 over name and
+//! description (what Anthropic's BM25 tool search indexes) is measured beside it.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use bm25::{Language, SearchEngineBuilder};
+use serde::Deserialize;
+use toolwire_protocol::Tool;
+use toolwire_search::{Entry, Query, ToolIndex};
+
+#[derive(Deserialize)]
+struct CorpusFile {
+    tools: Vec<Tool>,
+}
+
+#[derive(Deserialize)]
+struct Case {
+    query: String,
+    relevant: Vec<String>,
+}
+
+fn bench_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/search")
+}
+
+/// The corpus as a gateway would serve it: each server's tools under `PREFIX__NAME`, the
+/// prefix its file's name without the registry; with each tool's id (`FILE/NAME`).
+fn corpus() -> Vec<(String, Entry)> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(bench_dir().join("corpus"))
+        .unwrap()
+        .map(|entry| entry.unwrap().path())
+        .collect();
+    files.sort();
+    let mut entries = Vec::new();
+    for file in files {
+        let stem = file.file_stem().unwrap().to_str().unwrap().to_owned();
+        let prefix = stem.split_once('-').unwrap().1.to_owned();
+        let parsed: CorpusFile = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        for tool in parsed.tools {
+            let id = format!("{stem}/{}", tool.name);
+            let name = format!("{prefix}__{}", tool.name);
+            entries.push((id, Entry::new(name, prefix.clone(), Arc::new(tool))));
+        }
+    }
+    entries
+}
+
+fn cases() -> Vec<Case> {
+    serde_json::from_slice(&std::fs::read(bench_dir().join("queries.json")).unwrap()).unwrap()
+}
+
+/// Recall at 1 and 5 and the mean reciprocal rank (over the first 20) of `rank`'s answers.
+#[derive(Debug, Default)]
+struct Scores {
+    at1: f64,
+    at5: f64,
+    mrr: f64,
+}
+
+fn measure(cases: &[Case], rank: impl Fn(&str) -> Vec<String>) -> Scores {
+    let mut scores = Scores::default();
+    for case in cases {
+        let ranked = rank(&case.query);
+        if let Some(position) = ranked.iter().position(|id| case.relevant.contains(id)) {
+            scores.at1 += f64::from(u8::from(position == 0));
+            scores.at5 += f64::from(u8::from(position < 5));
+            scores.mrr += 1.0 / (position as f64 + 1.0);
+        }
+    }
+    let n = cases.len() as f64;
+    Scores {
+        at1: scores.at1 / n,
+        at5: scores.at5 / n,
+        mrr: scores.mrr / n,
+    }
+}
+
+#[test]
+fn the_index_finds_the_right_tool_in_its_first_five_for_85_percent_of_tasks() {
+    let corpus = corpus();
+    let cases = cases();
+    assert!(
+        corpus.len() >= 800 && cases.len() >= 300,
+        "the corpus or the queries are missing"
+    );
+    let ids: std::collections::HashMap<String, String> = corpus
+        .iter()
+        .map(|(id, entry)| (entry.name.clone(), id.clone()))
+        .collect();
+    let index = ToolIndex::new(corpus.iter().map(|(_, entry)| entry.clone()).collect());
+    let ours = measure(&cases, |text| {
+        let query = Query {
+            limit: toolwire_search::MAX_LIMIT,
+            ..Query::new(text)
+        };
+        let found = index.search(&query, &|_| true).unwrap();
+        found
+            .hits
+            .iter()
+            .map(|hit| ids[&hit.entry.name].clone())
+            .collect()
+    });
+
+    // Plain BM25 over the upstream's name and the description, as one text.
+    let baseline = SearchEngineBuilder::<String>::with_documents(
+        Language::English,
+        corpus.iter().map(|(id, entry)| {
+            let description = entry.tool.description.as_deref().unwrap_or("");
+            bm25::Document::new(id.clone(), format!("{} {description}", entry.tool.name))
+        }),
+    )
+    .build();
+    let plain = measure(&cases, |text| {
+        let found = baseline.search(text, 20);
+        found.into_iter().map(|result| result.document.id).collect()
+    });
+    println!("queries: {}, tools: {}", cases.len(), corpus.len());
+    println!("toolwire-search: {ours:?}");
+    println!("plain BM25 (name + description): {plain:?}");
+    assert!(
+        ours.at5 >= 0.85,
+        "recall@5 {:.3} < 0.85: {ours:?}",
+        ours.at5
+    );
+}
+
+/// The recall of each field alone and of a few weightings, for choosing the defaults:
+/// `cargo test -p toolwire-search --test retrieval -- --ignored --nocapture`.
+#[test]
+#[ignore = "an experiment, printed"]
+fn weights_compared() {
+    use toolwire_search::Weights;
+    let corpus = corpus();
+    let cases = cases();
+    let ids: std::collections::HashMap<String, String> = corpus
+        .iter()
+        .map(|(id, entry)| (entry.name.clone(), id.clone()))
+        .collect();
+    let zero = Weights { name: 0.0, server: 0.0, title: 0.0, description: 0.0, parameters: 0.0 };
+    let grid = [
+        ("name", Weights { name: 1.0, ..zero }),
+        ("server", Weights { server: 1.0, ..zero }),
+        ("title", Weights { title: 1.0, ..zero }),
+        ("description", Weights { description: 1.0, ..zero }),
+        ("parameters", Weights { parameters: 1.0, ..zero }),
+        ("default", Weights::default()),
+        ("all 1", Weights { name: 1.0, server: 1.0, title: 1.0, description: 1.0, parameters: 1.0 }),
+    ];
+    for (label, weights) in grid {
+        let index = ToolIndex::with_weights(corpus.iter().map(|(_, e)| e.clone()).collect(), weights);
+        let scores = measure(&cases, |text| {
+            let query = Query { limit: 20, ..Query::new(text) };
+            let found = index.search(&query, &|_| true).unwrap();
+            found.hits.iter().map(|hit| ids[&hit.entry.name].clone()).collect()
+        });
+        println!("{label:12} {scores:?}");
+    }
+}
