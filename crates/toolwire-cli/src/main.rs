@@ -86,6 +86,14 @@ enum Command {
         /// http(s):// URL or a command line (e.g. "uvx mcp-server-time").
         #[arg(value_name = "SERVER")]
         only: Option<String>,
+        /// Only the tools best matching a task described in words (or a tool's exact name),
+        /// best first: ranked offline over each tool's name, server, title, description and
+        /// parameters.
+        #[arg(long, value_name = "QUERY")]
+        search: Option<String>,
+        /// With --search: how many tools at most, 1 to 20.
+        #[arg(long, value_name = "N", default_value_t = toolwire_host::toolwire_search::DEFAULT_LIMIT, requires = "search")]
+        limit: usize,
     },
     /// Call a tool: shown with its arguments exactly as they will be sent, and asked about
     /// unless a rule allows it (yes / no / always). Exit status: 0 done, 1 the tool reported
@@ -173,7 +181,8 @@ enum Command {
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Exit statuses: 0 done (also when stdout was closed early, as by `| head -1`), 1 the tool
-/// reported an error (`call`) or the audit log was tampered with (`audit verify`), 2 anything
+/// reported an error (`call`), the audit log was tampered with (`audit verify`) or no tool
+/// matched (`tools --search`), 2 anything
 /// else failed, 3 a call was refused, 128 + the signal's number when a client command was
 /// interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after stopping its server.
 #[tokio::main]
@@ -216,8 +225,17 @@ async fn command(command: Command) -> anyhow::Result<()> {
         Command::Gateway(args) => gateway::gateway(args).await,
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
-        Command::Tools { host, json, only } => {
-            host::tools::tools(&host, json, only.as_deref()).await
+        Command::Tools {
+            host,
+            json,
+            only,
+            search,
+            limit,
+        } => {
+            let search = search
+                .as_deref()
+                .map(|query| host::tools::Search { query, limit });
+            host::tools::tools(&host, json, only.as_deref(), search).await
         }
         Command::Call {
             host,

@@ -54,9 +54,9 @@ pub use config::{
 };
 pub use glob::{GlobError, Globs};
 pub use host::{
-    AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, Hidden, Host, HostError,
-    HostOptions, HostPrompt, HostResource, HostTemplate, HostTool, ListChange, ListChanges,
-    OfferError, OfferKind, OfferPins, Outcome, Prompts, RETIRE_WAIT, Reconfiguration,
+    AuthorizerFor, Called, DEFAULT_CALL_TIMEOUT, DEFAULT_MAX_RESULT_CHARS, FoundTool, Hidden, Host,
+    HostError, HostOptions, HostPrompt, HostResource, HostTemplate, HostTool, ListChange,
+    ListChanges, OfferError, OfferKind, OfferPins, Outcome, Prompts, RETIRE_WAIT, Reconfiguration,
     ResourceTemplates, Resources, ServerChanges, ServerState, ServerStatus, Tools,
 };
 pub use names::{DEFAULT_NAME_BUDGET, NameError, Names, ToolRef};
@@ -69,3 +69,6 @@ pub use policy::{
     Answer, ApprovalRequest, Approved, Approver, Call, FileRemembered, MemoryRemembered, Policy,
     PolicyError, Reason, Refusal, RememberError, Remembered, Verdict,
 };
+/// The index behind [`Host::search_tools`] (its limits, and [`SearchError`]).
+pub use toolwire_search;
+pub use toolwire_search::SearchError;

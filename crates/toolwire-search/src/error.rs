@@ -8,7 +8,9 @@ pub enum SearchError {
     #[error("the query is empty: describe the task in a few words")]
     EmptyQuery,
     /// The query is longer than a search takes.
-    #[error("the query is {chars} characters long; at most {most} are taken: describe the task in fewer words")]
+    #[error(
+        "the query is {chars} characters long; at most {most} are taken: describe the task in fewer words"
+    )]
     QueryTooLong {
         /// Its length, in characters.
         chars: usize,

@@ -5,7 +5,7 @@
 //! ([`Entry`]: the name it is called by, its server, the definition as listed) and answers
 //! [`Query`]s with the best [`Hit`]s first. Each tool is indexed by field, each field scored
 //! with BM25 (the [`bm25`] crate: Unicode words, English stop words, Snowball stemming) and
-//! the scores added with weights ([`weights`]):
+//! the scores added with weights ([`Weights`]):
 //!
 //! - its **name**, split into words at `__`, `_`, `-`, `.` and camelCase (`get_file_contents`,
 //!   `createIssue`), both the name it is called by and the upstream's;
@@ -40,7 +40,7 @@ mod index;
 mod words;
 
 pub use error::SearchError;
-pub use index::{Entry, Found, Hit, Query, ToolIndex, weights};
+pub use index::{Entry, Found, Hit, Query, ToolIndex, Weights};
 
 /// The number of results a search returns unless asked for another.
 pub const DEFAULT_LIMIT: usize = 5;

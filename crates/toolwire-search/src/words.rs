@@ -122,9 +122,15 @@ mod tests {
     #[test]
     fn identifiers_are_split_into_words() {
         assert_eq!(split_identifiers("get_file_contents"), "get file contents");
-        assert_eq!(split_identifiers("github__createIssue"), "github  create Issue");
+        assert_eq!(
+            split_identifiers("github__createIssue"),
+            "github  create Issue"
+        );
         assert_eq!(split_identifiers("browser-navigate"), "browser navigate");
-        assert_eq!(split_identifiers("parseHTTPResponse2"), "parse HTTP Response2");
+        assert_eq!(
+            split_identifiers("parseHTTPResponse2"),
+            "parse HTTP Response2"
+        );
         assert_eq!(split_identifiers("v2Api"), "v2 Api");
         assert_eq!(split_identifiers("plain words stay"), "plain words stay");
     }

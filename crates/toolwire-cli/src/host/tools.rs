@@ -1,22 +1,32 @@
 //! `toolwire tools [SERVER]`: what the model could use — each tool's qualified name, title,
 //! a short description, its annotations (the server's claims marked unless it is trusted) and
-//! its pin state — and what it could not, with the reason.
+//! its pin state — and what it could not, with the reason. With `--search "QUERY"`, only the
+//! tools best matching a task described in words, best first.
 
 use serde_json::{Value, json};
 use toolwire_host::{Host, HostConfig, HostTool, PinState, ServerState, ServerStatus};
 
 use super::HostArgs;
 use super::approve::{hints, short, title};
+use super::call::Ended;
 use super::open::Servers;
 use crate::client::signature;
 use crate::terminal::{Json, Layout, json as safe_json, note, out, visible};
 use crate::ui::{Consent, Tone, Ui};
+
+/// `--search QUERY --limit N`.
+#[derive(Clone, Copy)]
+pub(crate) struct Search<'a> {
+    pub(crate) query: &'a str,
+    pub(crate) limit: usize,
+}
 
 /// Runs `toolwire tools`.
 pub(crate) async fn tools(
     args: &HostArgs,
     as_json: bool,
     server: Option<&str>,
+    search: Option<Search<'_>>,
 ) -> anyhow::Result<()> {
     let ui = Ui::new(Consent::Ask);
     let one_off = args.one_off(server);
@@ -41,6 +51,7 @@ pub(crate) async fn tools(
         only,
         servers,
         as_json,
+        search,
     };
     let shown = match failed {
         Ok(()) => show(&host, &ui, &shown),
@@ -58,6 +69,7 @@ struct Shown<'a> {
     only: Option<&'a str>,
     servers: Servers,
     as_json: bool,
+    search: Option<Search<'a>>,
 }
 
 impl Shown<'_> {
@@ -69,10 +81,13 @@ impl Shown<'_> {
 
 /// The tools, then what was hidden or removed; a failed server is noted on stderr.
 fn show(host: &Host, ui: &Ui, shown: &Shown<'_>) -> anyhow::Result<()> {
+    if let Some(search) = shown.search {
+        return show_found(host, ui, shown, search);
+    }
     let all = host.tools();
     let tools: Vec<&HostTool> = all.iter().filter(|t| shown.wanted(&t.server)).collect();
     if shown.as_json {
-        return show_json(host, &tools, shown.servers);
+        return show_json(host, &tools, shown.servers, None);
     }
     let mut lines = Vec::new();
     for tool in &tools {
@@ -87,21 +102,66 @@ fn show(host: &Host, ui: &Ui, shown: &Shown<'_>) -> anyhow::Result<()> {
     Ok(out(&lines.join("\n"))?)
 }
 
+/// `--search`: the tools found, best first (of the one configured server named, if any); none
+/// found ends with status 1, as grep does.
+fn show_found(host: &Host, ui: &Ui, shown: &Shown<'_>, search: Search<'_>) -> anyhow::Result<()> {
+    // Of one configured server: searched among all, then kept to the limit.
+    let asked = match shown.only {
+        Some(_) => toolwire_host::toolwire_search::MAX_LIMIT,
+        None => search.limit,
+    };
+    let found = host
+        .search_tools(search.query, asked)
+        .map_err(|e| anyhow::anyhow!("--search: {e}"))?;
+    let found: Vec<_> = found
+        .into_iter()
+        .filter(|f| shown.wanted(&f.tool.server))
+        .take(search.limit)
+        .collect();
+    if found.is_empty() {
+        note(&format!(
+            "toolwire: no tool matches {}",
+            visible(search.query, Layout::Line)
+        ));
+        return Err(Ended(1).into());
+    }
+    let tools: Vec<&HostTool> = found.iter().map(|f| &f.tool).collect();
+    if shown.as_json {
+        let scores: Vec<f32> = found.iter().map(|f| f.score).collect();
+        return show_json(host, &tools, shown.servers, Some(&scores));
+    }
+    let lines: Vec<String> = tools
+        .iter()
+        .flat_map(|tool| tool_lines(host, ui, tool, shown))
+        .collect();
+    Ok(out(&lines.join("\n"))?)
+}
+
 /// `--json`: for one server named on the command line, its own definitions as it lists them;
-/// else each tool with its qualified name, server and pin state.
-fn show_json(host: &Host, tools: &[&HostTool], servers: Servers) -> anyhow::Result<()> {
-    if servers == Servers::OneOff {
+/// else each tool with its qualified name, server and pin state (and, for a search, its score).
+fn show_json(
+    host: &Host,
+    tools: &[&HostTool],
+    servers: Servers,
+    scores: Option<&[f32]>,
+) -> anyhow::Result<()> {
+    if servers == Servers::OneOff && scores.is_none() {
         let list: Vec<&toolwire_client::protocol::Tool> =
             tools.iter().map(|t| &*t.definition).collect();
         return Ok(out(&safe_json(&list, Json::Pretty)?)?);
     }
     let list: Vec<Value> = tools
         .iter()
-        .map(|t| {
-            json!({
+        .enumerate()
+        .map(|(i, t)| {
+            let mut shown = json!({
                 "name": t.qualified, "server": t.server, "tool": t.definition.name,
                 "pin": pin_word(host, t), "definition": &*t.definition,
-            })
+            });
+            if let Some(score) = scores.and_then(|s| s.get(i)) {
+                shown["score"] = json!(score);
+            }
+            shown
         })
         .collect();
     Ok(out(&safe_json(&list, Json::Pretty)?)?)

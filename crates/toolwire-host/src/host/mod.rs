@@ -17,6 +17,7 @@ mod read;
 mod reconfigure;
 mod refresh;
 mod rounds;
+mod search;
 mod view;
 
 pub use call::{Called, Outcome};
@@ -27,6 +28,7 @@ pub use offers::{HostPrompt, HostResource, HostTemplate};
 pub use options::{AuthorizerFor, HostOptions};
 pub use read::OfferError;
 pub use reconfigure::{RETIRE_WAIT, Reconfiguration, ServerChanges};
+pub use search::FoundTool;
 pub use view::{Prompts, ResourceTemplates, Resources, Tools};
 
 use std::sync::{Arc, Mutex};
@@ -181,6 +183,8 @@ pub struct Host {
     redaction: ArcSwap<Redaction>,
     /// Approvals by a person waiting for the next round of their call.
     rounds: rounds::Rounds,
+    /// The index of the tools for [`Host::search_tools`], made again when they change.
+    search: search::SearchCache,
 }
 
 impl std::fmt::Debug for Host {
@@ -255,6 +259,7 @@ impl Host {
             audit,
             redaction: ArcSwap::from_pointee(redaction),
             rounds: rounds::Rounds::default(),
+            search: search::SearchCache::default(),
         };
         Ok(host)
     }
