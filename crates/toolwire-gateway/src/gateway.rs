@@ -135,8 +135,7 @@ impl Gateway {
             None => Rules::compile(&crate::rules::RulesConfig::default())?,
         };
         let policy = Arc::new(Policy::new(rules));
-        let discovery = options.discovery.unwrap_or_default();
-        crate::discovery::check_prefixes(config, &discovery)?;
+        let discovery = crate::discovery::chosen(options.discovery, config)?;
         let search = Arc::new(Search::new(discovery, policy.clone(), config));
         // The tools of 2026-07-28 upstreams may run as tasks (they are listed after the
         // server is built): the extension is declared from the start. The rules decide each

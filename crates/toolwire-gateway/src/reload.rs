@@ -65,8 +65,7 @@ impl Gateway {
             Some(rules) => rules,
             None => Rules::compile(&RulesConfig::default())?,
         };
-        let discovery = options.discovery.unwrap_or_default();
-        crate::discovery::check_prefixes(config, &discovery)?;
+        let discovery = crate::discovery::chosen(options.discovery, config)?;
         let prepared = inner.host.prepare(config)?;
         if let Some(server) = &server {
             inner.server.check_reconfigure(server)?;

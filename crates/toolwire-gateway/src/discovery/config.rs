@@ -122,7 +122,7 @@ pub enum DiscoveryError {
     #[error(
         "the upstream \"{server}\" has an empty prefix, so its tools keep their own names, \
          which could be the gateway's search tools' (search_tools, call_tool); give it a \
-         prefix, or set discovery.mode to \"direct\" (with no callers entries)"
+         prefix, or set discovery.mode to \"direct\" (with no callers entries that search)"
     )]
     Unprefixed {
         /// The upstream's name.

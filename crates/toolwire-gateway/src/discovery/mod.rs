@@ -129,20 +129,33 @@ fn prefixes_of(config: &HostConfig) -> HashMap<String, String> {
         .collect()
 }
 
-/// Refuses an upstream with an empty prefix when a caller may be given the search tools: its
-/// tools keep their own names, which could be theirs.
-pub(crate) fn check_prefixes(
+/// The discovery settings for `config`'s upstreams: those `given`, refused when a caller may
+/// be given the search tools beside an upstream with an empty prefix (its tools keep their own
+/// names, which could be theirs); without any, `auto` — or `direct` beside such an upstream,
+/// so that a gateway in front of one server under its own names works as it did.
+pub(crate) fn chosen(
+    given: Option<Discovery>,
     config: &HostConfig,
-    discovery: &Discovery,
-) -> Result<(), DiscoveryError> {
-    if !discovery.may_search() {
-        return Ok(());
-    }
-    match config.servers.iter().find(|s| s.prefix.is_empty()) {
-        Some(server) => Err(DiscoveryError::Unprefixed {
+) -> Result<Discovery, DiscoveryError> {
+    let unprefixed = config.servers.iter().find(|s| s.prefix.is_empty());
+    match (given, unprefixed) {
+        (Some(given), Some(server)) if given.may_search() => Err(DiscoveryError::Unprefixed {
             server: server.name.clone(),
         }),
-        None => Ok(()),
+        (Some(given), _) => Ok(given),
+        (None, Some(server)) => {
+            tracing::info!(
+                upstream = %server.name,
+                "every tool is listed (discovery mode \"direct\"): the upstream {} has an empty prefix, so the search tools' names could be its tools'",
+                server.name
+            );
+            let direct = DiscoveryConfig {
+                mode: Mode::Direct,
+                ..DiscoveryConfig::default()
+            };
+            Discovery::compile(&direct)
+        }
+        (None, None) => Ok(Discovery::default()),
     }
 }
 

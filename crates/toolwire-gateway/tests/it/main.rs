@@ -3,6 +3,7 @@
 
 mod console;
 mod credentials;
+mod discovery;
 mod gateway;
 mod hold;
 mod observe;
