@@ -12,6 +12,8 @@
 //! - `tools`: the two search tools, their static definitions and handlers.
 
 pub mod config;
+#[cfg(test)]
+mod tests;
 mod tools;
 
 use std::collections::HashMap;
