@@ -31,6 +31,9 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 /// the gateway restarts (pins leave out other `_meta` entries).
 pub const LOOP_META_KEY: &str = "dev.toolwire.gateway/mark";
 
+/// The served definitions: each one's served name, upstream and definition (as indexed).
+pub(crate) type Definitions = Vec<(String, String, Arc<toolwire_protocol::Tool>)>;
+
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
     /// Where the served tools' upstream calls are counted (set once the gateway exists).
@@ -555,12 +558,7 @@ fn digest(
 impl Mirror {
     /// The generation of the served definitions, and a way to read them (served name,
     /// upstream, definition as indexed): what search indexes.
-    pub(crate) fn served_definitions(
-        &self,
-    ) -> (
-        u64,
-        impl FnOnce() -> Vec<(String, String, Arc<toolwire_protocol::Tool>)> + '_,
-    ) {
+    pub(crate) fn served_definitions(&self) -> (u64, impl FnOnce() -> Definitions + '_) {
         let generation = self.lock().generation;
         (generation, move || {
             self.lock()

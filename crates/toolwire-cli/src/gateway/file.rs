@@ -1,9 +1,10 @@
 //! The gateway's file as read: JSON, its upstreams (`mcpServers`), and its `"gateway"` object's
-//! downstream settings with the gateway-only keys (`policy`, `held`, `pins`).
+//! downstream settings with the gateway-only keys (`policy`, `discovery`, `held`, `pins`).
 
 use std::path::Path;
 
 use toolwire_gateway::RulesConfig;
+use toolwire_gateway::discovery::DiscoveryConfig;
 use toolwire_host::HostConfig;
 
 use super::GATEWAY_KEY;
@@ -15,6 +16,8 @@ pub(super) struct Downstream {
     pub(super) settings: ServeConfig,
     /// `gateway.policy`: who may call what.
     pub(super) policy: Option<RulesConfig>,
+    /// `gateway.discovery`: what each caller's list holds, every tool or the search tools.
+    pub(super) discovery: Option<DiscoveryConfig>,
     /// `gateway.held`: calls held for a legacy upstream's question.
     pub(super) held: Held,
     /// `gateway.pins`: how definitions are pinned.
@@ -57,13 +60,14 @@ pub(super) fn upstreams_of(text: &[u8], file: &Path) -> anyhow::Result<HostConfi
 }
 
 /// The file's `"gateway"` object (the defaults of `toolwire serve` without one), with its
-/// gateway-only keys (`policy`, `held`, `pins`); `value` is the file's content.
+/// gateway-only keys (`policy`, `discovery`, `held`, `pins`); `value` is the file's content.
 pub(super) fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::Result<Downstream> {
     let shown = file.display();
     let Some(gateway) = value.get(GATEWAY_KEY) else {
         return Ok(Downstream {
             settings: ServeConfig::default(),
             policy: None,
+            discovery: None,
             held: Held::default(),
             pins: PinsSetting::default(),
         });
@@ -74,6 +78,14 @@ pub(super) fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::R
         Some(policy) => Some(
             serde_json::from_value(policy)
                 .map_err(|e| crate::terminal::Lines(format!("{shown}: gateway.policy: {e}")))?,
+        ),
+        None => None,
+    };
+    let discovery = match take("discovery") {
+        // The error names the field: `discovery.callers[0].mode: …`.
+        Some(discovery) => Some(
+            DiscoveryConfig::from_json(&discovery)
+                .map_err(|e| anyhow::anyhow!("{shown}: gateway.{e}"))?,
         ),
         None => None,
     };
@@ -100,6 +112,7 @@ pub(super) fn downstream_of(value: &serde_json::Value, file: &Path) -> anyhow::R
     Ok(Downstream {
         settings: config::from_json(&gateway, file)?,
         policy,
+        discovery,
         held,
         pins,
     })

@@ -3,7 +3,8 @@
 //! file's top-level `"gateway"` object holds the downstream settings, those of `toolwire
 //! serve --config` under the same names, as JSON (`tools` keyed by qualified names), and
 //! `policy`: who may call what, as CEL rules (`{"rules": [{"deny": "…", "why": "…"}],
-//! "default": "allow"}`).
+//! "default": "allow"}`), and `discovery`: what each caller's list holds, every tool it may use
+//! or the search tools (`{"mode": "auto", "threshold": 100}`).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -12,6 +13,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use toolwire_gateway::console::ConsoleOptions;
+use toolwire_gateway::discovery::{Discovery, DiscoveryConfig};
 use toolwire_gateway::{Gateway, GatewayOptions, NoPerson, Rules, RulesConfig};
 use toolwire_host::{HostOptions, ServerState};
 use toolwire_server::{JsonlAuditSink, Server, http, stdio};
@@ -87,6 +89,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
     let Downstream {
         settings,
         policy,
+        discovery,
         held,
         pins,
     } = downstream_of(&value, &args.config)?;
@@ -107,7 +110,7 @@ pub(crate) async fn gateway(args: GatewayArgs) -> anyhow::Result<()> {
         &args.config,
         args.insecure_oauth_http,
         &settings,
-        policy,
+        (policy, discovery),
         held,
     )?;
     let host = host_options(
@@ -266,13 +269,13 @@ fn console_router(gateway: Gateway, options: ConsoleOptions) -> anyhow::Result<a
     Ok(router)
 }
 
-/// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules,
-/// the held calls' bounds.
+/// The gateway's own settings: each served tool's settings from `gateway.tools`, the rules
+/// and the discovery modes, the held calls' bounds.
 fn gateway_options(
     file: &Path,
     insecure_oauth_http: bool,
     settings: &ServeConfig,
-    policy: Option<RulesConfig>,
+    (policy, discovery): (Option<RulesConfig>, Option<DiscoveryConfig>),
     held: Held,
 ) -> anyhow::Result<GatewayOptions> {
     let tools = settings.tools.clone();
@@ -298,6 +301,11 @@ fn gateway_options(
                 crate::terminal::Lines(format!("{}: gateway.policy: {e}", file.display()))
             })?;
         options = options.rules(rules);
+    }
+    if let Some(discovery) = discovery {
+        let discovery = Discovery::compile(&discovery)
+            .map_err(|e| anyhow::anyhow!("{}: gateway.{e}", file.display()))?;
+        options = options.discovery(discovery);
     }
     Ok(options)
 }
@@ -380,6 +388,7 @@ impl crate::reload::Reload for Reloading {
         let Downstream {
             settings,
             policy,
+            discovery,
             held,
             pins: _,
         } = downstream_of(&value, &self.file)?;
@@ -394,7 +403,7 @@ impl crate::reload::Reload for Reloading {
             &self.file,
             self.insecure_oauth_http,
             &settings,
-            policy,
+            (policy, discovery),
             held,
         )?;
         let server = examples::reconfigure(&settings);

@@ -284,6 +284,7 @@ fn caller_mode(entry: &Value, index: usize) -> Result<CallerMode, DiscoveryError
 
 /// A [`DiscoveryConfig`] ready to decide each caller's mode: each `when` parsed and checked
 /// once.
+#[derive(Default)]
 pub struct Discovery {
     config: DiscoveryConfig,
     /// Each caller entry's condition, as a rule set of one `allow` rule that holds or not.
@@ -298,14 +299,6 @@ impl std::fmt::Debug for Discovery {
     }
 }
 
-impl Default for Discovery {
-    fn default() -> Self {
-        Discovery {
-            config: DiscoveryConfig::default(),
-            conditions: Vec::new(),
-        }
-    }
-}
 
 /// What a caller's list is, once its mode is decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -462,6 +455,32 @@ mod tests {
         for (value, want) in cases {
             let error = DiscoveryConfig::from_json(&value).expect_err(&value.to_string());
             assert!(error.to_string().starts_with(want), "{value}: {error}");
+        }
+    }
+
+    /// The section in the configuration reference and in the example gateway file, read and
+    /// compiled as the gateway reads them.
+    #[test]
+    fn the_documented_sections_compile() {
+        let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+        let reference = std::fs::read_to_string(format!("{root}/docs/reference/configuration.md"))
+            .expect("the configuration reference");
+        let after = &reference[reference.find("### `discovery`").expect("its heading")..];
+        let block = after
+            .split("```json\n")
+            .nth(1)
+            .and_then(|rest| rest.split("```").next())
+            .expect("its JSON block");
+        let example = std::fs::read_to_string(format!("{root}/examples/gateway.json"))
+            .expect("the example gateway file");
+        let example: Value = serde_json::from_str(&example).expect("JSON");
+        for section in [
+            serde_json::from_str(block).expect("JSON"),
+            example["gateway"]["discovery"].clone(),
+        ] {
+            let config = DiscoveryConfig::from_json(&section).expect("a section");
+            Discovery::compile(&config).expect("it compiles");
+            assert!(!config.callers.is_empty() && !config.always_on.is_empty());
         }
     }
 
