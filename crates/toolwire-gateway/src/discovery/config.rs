@@ -299,7 +299,6 @@ impl std::fmt::Debug for Discovery {
     }
 }
 
-
 /// What a caller's list is, once its mode is decided.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Listed {
