@@ -480,3 +480,49 @@ async fn an_unprefixed_upstream_is_direct_unless_search_is_asked_for() {
     );
     t.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_takes_new_modes_and_serves_the_search_tools_only_when_some_caller_may_search() {
+    let g = Served::start(upstream("git", git()), None).await;
+    let (gateway, served) = gateway_with(
+        &[("git", "git", &g.url)],
+        options(json!({"mode": "direct"})),
+    )
+    .await;
+    let caller = named(&served.url, "caller");
+    let every = ["git__git_diff", "git__git_log", "git__git_status"];
+    assert_eq!(names(&caller).await, every);
+    assert!(
+        !gateway
+            .server()
+            .tool_names()
+            .iter()
+            .any(|n| n == "search_tools")
+    );
+    let config = toolwire_host::HostConfig::parse(
+        &json!({"mcpServers": {"git": {"url": g.url, "prefix": "git"}}}).to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    gateway
+        .reload(&config, options(json!({"mode": "search"})))
+        .unwrap();
+    until_listed(&caller, &SEARCH).await;
+    let found = search(&caller, json!({"query": "working tree status"})).await;
+    assert_eq!(found_names(&found)[0], "git__git_status");
+    gateway
+        .reload(&config, options(json!({"mode": "direct"})))
+        .unwrap();
+    until_listed(&caller, &every).await;
+    assert!(
+        !gateway
+            .server()
+            .tool_names()
+            .iter()
+            .any(|n| n == "search_tools")
+    );
+    gateway.close().await;
+    served.stop().await;
+    g.stop().await;
+}
