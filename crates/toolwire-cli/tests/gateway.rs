@@ -347,6 +347,31 @@ fn a_bad_gateway_object_stops_the_gateway_with_the_key() {
         assert_eq!(output.status.code(), Some(2), "{held}: {stderr}");
         assert!(stderr.contains(said), "{held}: {stderr}");
     }
+
+    // The discovery modes: each error names the field.
+    for (discovery, said) in [
+        (
+            json!({"mode": "fast"}),
+            "gateway.discovery.mode: \"fast\" is not a mode",
+        ),
+        (
+            json!({"threshhold": 5}),
+            "gateway.discovery.threshhold: not a key",
+        ),
+        (
+            json!({"callers": [{"when": "tool.name == \"x\"", "mode": "direct"}]}),
+            "gateway.discovery.callers[0].when: reads `tool` or `args`",
+        ),
+    ] {
+        std::fs::write(
+            &file,
+            json!({"mcpServers": {}, "gateway": {"discovery": discovery}}).to_string(),
+        )
+        .unwrap();
+        let (output, stderr) = start(&file);
+        assert_eq!(output.status.code(), Some(2), "{discovery}: {stderr}");
+        assert!(stderr.contains(said), "{discovery}: {stderr}");
+    }
 }
 
 /// The README's example file, as shipped (only the command and the HTTP upstream's address

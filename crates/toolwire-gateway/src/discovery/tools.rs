@@ -164,8 +164,9 @@ fn found_schema() -> Value {
 
 /// `call_tool`: the tool named, called through the downstream server's own path for it
 /// ([`Server::call_within`](toolwire_server::Server::call_within)). It may become the caller's
-/// task exactly when the tool called would (a deferred task), and it has no deadline or quota
-/// of its own: the tool called has its own.
+/// task exactly when the tool called would (a deferred task). The tool called runs under its
+/// own deadline and quota; `call_tool` has a deadline of a day and the server's default quota
+/// besides (a caller's calls by name, all tools together).
 pub(super) fn call_tool(downstream: Weak<dyn Downstream>) -> Tool {
     let input = json!({
         "type": "object",
@@ -196,9 +197,12 @@ pub(super) fn call_tool(downstream: Weak<dyn Downstream>) -> Tool {
     .annotations(annotations(json!({"title": "Call a tool"})))
     .task_support(TaskSupport::Optional)
     .deferred_task()
-    .no_timeout("the tool it calls runs under its own deadline")
-    .no_rate_limit("the tool it calls takes from its own quota")
+    .timeout(LONGEST_CALL)
 }
+
+/// `call_tool`'s own deadline: the tool it calls has its own, within it (a day, so that a tool
+/// given a longer deadline than the server's default keeps it when called by name).
+const LONGEST_CALL: std::time::Duration = std::time::Duration::from_secs(24 * 60 * 60);
 
 /// `call_tool`'s arguments, as its input schema has checked them.
 #[derive(Deserialize)]
