@@ -2,10 +2,10 @@
 //! weighted scores, keeps what the caller may use, and ranks.
 
 use std::cmp::Ordering;
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 
-use bm25::{DefaultTokenizer, Embedder, EmbedderBuilder, Embedding, Language, Scorer, Tokenizer};
+use bm25::{DefaultTokenizer, Embedder, EmbedderBuilder, Language, Tokenizer};
 use sha2::{Digest as _, Sha256};
 use toolwire_protocol::Tool;
 
@@ -108,8 +108,8 @@ pub struct Hit<'a> {
 /// [`bm25`] crate's English tokenizer (Unicode words, lower case, stop words, stemming).
 struct ToolTokenizer(DefaultTokenizer);
 
-impl ToolTokenizer {
-    fn new() -> ToolTokenizer {
+impl Default for ToolTokenizer {
+    fn default() -> ToolTokenizer {
         ToolTokenizer(
             DefaultTokenizer::builder()
                 .language_mode(Language::English)
@@ -127,51 +127,87 @@ impl Tokenizer for ToolTokenizer {
     }
 }
 
-/// One field's scorer over every entry (by position), and its weight.
+/// Text already tokenized by [`ToolTokenizer`], its tokens joined by spaces.
+struct Tokenized;
+
+impl Tokenizer for Tokenized {
+    fn tokenize(&self, input_text: &str) -> Vec<String> {
+        input_text
+            .split(' ')
+            .filter(|t| !t.is_empty())
+            .map(str::to_owned)
+            .collect()
+    }
+}
+
+/// One field's postings over every entry (by position), and its weight: for each token, its
+/// inverse document frequency and, for each entry whose field holds it, the token's BM25 term
+/// weight there (term frequency saturated, length normalised: [`bm25::Embedder`]'s). An
+/// entry's score for a query is the sum over the query's tokens of idf × term weight, which is
+/// what [`bm25::Scorer`] computes, token by token rather than entry by entry (a test holds
+/// the two equal).
 struct FieldIndex {
     weight: f32,
-    embedder: Embedder<u32, ToolTokenizer>,
-    scorer: Scorer<u32, u32>,
+    postings: HashMap<u32, Postings>,
+}
+
+/// One token's entries in one field.
+struct Postings {
+    idf: f32,
+    /// (entry position, term weight), in position order.
+    entries: Vec<(u32, f32)>,
 }
 
 impl FieldIndex {
     fn new(weight: f32, texts: &[&str]) -> FieldIndex {
-        let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
-            ToolTokenizer::new(),
-            texts,
+        // Each text tokenized once (stemming is the cost), then fitted and embedded as tokens.
+        let tokenizer = ToolTokenizer::default();
+        let tokenized: Vec<String> = texts
+            .iter()
+            .map(|t| tokenizer.tokenize(t).join(" "))
+            .collect();
+        let tokenized: Vec<&str> = tokenized.iter().map(String::as_str).collect();
+        let embedder = EmbedderBuilder::<u32, Tokenized>::with_tokenizer_and_fit_to_corpus(
+            Tokenized, &tokenized,
         )
         .build();
-        let mut scorer = Scorer::new();
-        for (position, text) in (0u32..).zip(texts) {
-            scorer.upsert(&position, once_each(embedder.embed(text)));
+        let mut postings: HashMap<u32, Postings> = HashMap::new();
+        for (position, text) in (0u32..).zip(tokenized) {
+            let mut seen = HashSet::new();
+            for token in embedder.embed(text).0 {
+                // A token's weight is the same at each of its occurrences: taken once.
+                if seen.insert(token.index) {
+                    postings
+                        .entry(token.index)
+                        .or_insert_with(|| Postings {
+                            idf: 0.0,
+                            entries: Vec::new(),
+                        })
+                        .entries
+                        .push((position, token.value));
+                }
+            }
         }
-        FieldIndex {
-            weight,
-            embedder,
-            scorer,
+        let n = texts.len() as f32;
+        for token in postings.values_mut() {
+            // The idf of bm25::Scorer.
+            let df = token.entries.len() as f32;
+            token.idf = (1.0 + (n - df + 0.5) / (df + 0.5)).ln();
         }
+        FieldIndex { weight, postings }
     }
 
-    /// Adds this field's weighted score for `query` to each entry's in `scores`.
-    fn add_scores(&self, query: &str, scores: &mut [f32]) {
-        let query = self.embedder.embed(query);
-        for matched in self.scorer.matches(&query) {
-            scores[matched.id as usize] += self.weight * matched.score;
+    /// Adds this field's weighted score for the query's `tokens` to each entry's in `scores`.
+    fn add_scores(&self, tokens: &[u32], scores: &mut [f32]) {
+        for token in tokens {
+            if let Some(postings) = self.postings.get(token) {
+                let weight = self.weight * postings.idf;
+                for &(position, value) in &postings.entries {
+                    scores[position as usize] += weight * value;
+                }
+            }
         }
     }
-}
-
-/// `embedding` with each token once: the embedder gives a token's (same) value at each of its
-/// occurrences, and the scorer reads the first, so the rest only slow it down.
-fn once_each(embedding: Embedding<u32>) -> Embedding<u32> {
-    let mut seen = HashSet::new();
-    Embedding(
-        embedding
-            .0
-            .into_iter()
-            .filter(|token| seen.insert(token.index))
-            .collect(),
-    )
 }
 
 /// Tool definitions, indexed for search. Made whole from a catalogue; a changed catalogue is
@@ -179,6 +215,8 @@ fn once_each(embedding: Embedding<u32>) -> Embedding<u32> {
 pub struct ToolIndex {
     entries: Vec<Entry>,
     fields: Vec<FieldIndex>,
+    /// Turns a query into its tokens, as every field's were made.
+    queries: Embedder<u32, ToolTokenizer>,
     version: String,
 }
 
@@ -220,6 +258,7 @@ impl ToolIndex {
         ToolIndex {
             entries,
             fields: indexes,
+            queries: EmbedderBuilder::<u32, ToolTokenizer>::with_avgdl(1.0).build(),
             version,
         }
     }
@@ -258,9 +297,10 @@ impl ToolIndex {
                 most: MAX_LIMIT,
             });
         }
+        let tokens: Vec<u32> = self.queries.embed(text).indices().copied().collect();
         let mut scores = vec![0f32; self.entries.len()];
         for field in &self.fields {
-            field.add_scores(text, &mut scores);
+            field.add_scores(&tokens, &mut scores);
         }
         let mut ranked: Vec<(u8, f32, usize)> = Vec::new();
         for (position, (entry, &score)) in self.entries.iter().zip(&scores).enumerate() {
@@ -323,4 +363,44 @@ fn version(entries: &[Entry]) -> String {
     }
     let digest = hasher.finalize();
     toolwire_protocol::hex::encode(&digest[..16])
+}
+
+#[cfg(test)]
+mod tests {
+    use bm25::{EmbedderBuilder, Scorer};
+    use proptest::prelude::*;
+
+    use super::{FieldIndex, ToolTokenizer};
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(64))]
+
+        /// The postings give every entry the score bm25's own scorer gives it.
+        #[test]
+        fn postings_score_as_bm25s_scorer_does(
+            texts in proptest::collection::vec("([a-f]{1,3}( |_)){0,12}", 1..30),
+            query in "([a-f]{1,3} ){1,5}",
+        ) {
+            let refs: Vec<&str> = texts.iter().map(String::as_str).collect();
+            let field = FieldIndex::new(1.0, &refs);
+            let embedder = EmbedderBuilder::<u32, ToolTokenizer>::with_tokenizer_and_fit_to_corpus(
+                ToolTokenizer::default(),
+                &refs,
+            )
+            .build();
+            let mut scorer = Scorer::<u32, u32>::new();
+            for (position, text) in (0u32..).zip(&refs) {
+                scorer.upsert(&position, embedder.embed(text));
+            }
+            let query = embedder.embed(&query);
+            let tokens: Vec<u32> = query.indices().copied().collect();
+            let mut ours = vec![0f32; refs.len()];
+            field.add_scores(&tokens, &mut ours);
+            for (position, score) in (0u32..).zip(&ours) {
+                let theirs = scorer.score(&position, &query).unwrap_or(0.0);
+                prop_assert!((score - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
+                    "entry {}: {} against {}", position, score, theirs);
+            }
+        }
+    }
 }

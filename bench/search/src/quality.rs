@@ -1,0 +1,87 @@
+//! Retrieval quality: recall at 1 and 5 and the mean reciprocal rank of the index's answers to
+//! the queries, beside plain BM25 over name and description.
+
+use std::collections::HashMap;
+
+use serde_json::{Value, json};
+use toolwire_search::{MAX_LIMIT, Query, ToolIndex};
+
+use crate::corpus::{self, Case};
+
+/// Recall at 1 and 5, and the mean reciprocal rank over the first 20, of `rank`'s answers.
+fn measure(cases: &[Case], rank: impl Fn(&str) -> Vec<String>) -> Value {
+    let (mut at1, mut at5, mut mrr) = (0.0, 0.0, 0.0);
+    for case in cases {
+        let ranked = rank(&case.query);
+        if let Some(position) = ranked.iter().position(|id| case.relevant.contains(id)) {
+            at1 += f64::from(u8::from(position == 0));
+            at5 += f64::from(u8::from(position < 5));
+            mrr += 1.0 / (position as f64 + 1.0);
+        }
+    }
+    let n = cases.len() as f64;
+    json!({"recall_at_1": at1 / n, "recall_at_5": at5 / n, "mrr": mrr / n})
+}
+
+/// The table, as JSON: the corpus's size, then each ranking's figures over all queries and
+/// over each half (the even half is the one the weights were chosen on).
+pub(crate) fn run() -> anyhow::Result<Value> {
+    let tools = corpus::tools()?;
+    let cases = corpus::cases()?;
+    let ids: HashMap<&str, &str> = tools
+        .iter()
+        .map(|t| (t.entry.name.as_str(), t.id.as_str()))
+        .collect();
+    let index = ToolIndex::new(tools.iter().map(|t| t.entry.clone()).collect());
+    let ours = |text: &str| -> Vec<String> {
+        let query = Query {
+            limit: MAX_LIMIT,
+            ..Query::new(text)
+        };
+        index.search(&query, &|_| true).map_or_else(
+            |_| Vec::new(),
+            |found| {
+                found
+                    .hits
+                    .iter()
+                    .map(|hit| ids[hit.entry.name.as_str()].to_owned())
+                    .collect()
+            },
+        )
+    };
+    let baseline = bm25::SearchEngineBuilder::<String>::with_documents(
+        bm25::Language::English,
+        tools.iter().map(|t| {
+            let description = t.entry.tool.description.as_deref().unwrap_or("");
+            bm25::Document::new(t.id.clone(), format!("{} {description}", t.entry.tool.name))
+        }),
+    )
+    .build();
+    let plain = |text: &str| -> Vec<String> {
+        baseline
+            .search(text, MAX_LIMIT)
+            .into_iter()
+            .map(|result| result.document.id)
+            .collect()
+    };
+    let even: Vec<Case> = cases.iter().step_by(2).cloned().collect();
+    let odd: Vec<Case> = cases.iter().skip(1).step_by(2).cloned().collect();
+    let servers = {
+        let mut servers: Vec<&str> = tools.iter().map(|t| t.entry.server.as_str()).collect();
+        servers.dedup();
+        servers.len()
+    };
+    Ok(json!({
+        "servers": servers,
+        "tools": tools.len(),
+        "queries": cases.len(),
+        "rankings": {
+            "plain BM25 (name + description)": {
+                "all": measure(&cases, plain), "even": measure(&even, plain), "odd": measure(&odd, plain),
+            },
+            "toolwire-search (lexical, default)": {
+                "all": measure(&cases, ours), "even": measure(&even, ours), "odd": measure(&odd, ours),
+            },
+        },
+    }))
+}
