@@ -10,6 +10,7 @@ use toolwire_search::Entry;
 
 #[derive(Deserialize)]
 struct CorpusFile {
+    prefix: String,
     tools: Vec<Tool>,
 }
 
@@ -21,7 +22,7 @@ pub(crate) struct Case {
 }
 
 /// A tool of the corpus: its id, and the entry a gateway would serve it as (`PREFIX__NAME`,
-/// the prefix its file's name without the registry).
+/// the prefix its file names).
 pub(crate) struct Indexed {
     pub(crate) id: String,
     pub(crate) entry: Entry,
@@ -45,12 +46,9 @@ pub(crate) fn tools() -> anyhow::Result<Vec<Indexed>> {
             .and_then(|s| s.to_str())
             .context("a corpus file's name")?
             .to_owned();
-        let prefix = stem
-            .split_once('-')
-            .map_or(stem.as_str(), |(_, p)| p)
-            .to_owned();
         let parsed: CorpusFile = serde_json::from_slice(&std::fs::read(&file)?)
             .with_context(|| format!("{}", file.display()))?;
+        let prefix = parsed.prefix;
         for tool in parsed.tools {
             tools.push(Indexed {
                 id: format!("{stem}/{}", tool.name),

@@ -16,6 +16,7 @@ use toolwire_search::{Entry, Query, ToolIndex};
 
 #[derive(Deserialize)]
 struct CorpusFile {
+    prefix: String,
     tools: Vec<Tool>,
 }
 
@@ -29,8 +30,8 @@ fn bench_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/search")
 }
 
-/// The corpus as a gateway would serve it: each server's tools under `PREFIX__NAME`, the
-/// prefix its file's name without the registry; with each tool's id (`FILE/NAME`).
+/// The corpus as a gateway would serve it: each server's tools under `PREFIX__NAME` (the
+/// prefix its file names); with each tool's id (`FILE/NAME`).
 fn corpus() -> Vec<(String, Entry)> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(bench_dir().join("corpus"))
         .unwrap()
@@ -40,8 +41,8 @@ fn corpus() -> Vec<(String, Entry)> {
     let mut entries = Vec::new();
     for file in files {
         let stem = file.file_stem().unwrap().to_str().unwrap().to_owned();
-        let prefix = stem.split_once('-').unwrap().1.to_owned();
         let parsed: CorpusFile = serde_json::from_slice(&std::fs::read(&file).unwrap()).unwrap();
+        let prefix = parsed.prefix;
         for tool in parsed.tools {
             let id = format!("{stem}/{}", tool.name);
             let name = format!("{prefix}__{}", tool.name);
@@ -123,7 +124,7 @@ fn the_lexical_index_finds_at_least_what_plain_bm25_finds() {
     eprintln!("queries: {}, tools: {}", cases.len(), corpus.len());
     eprintln!("toolwire-search: {ours:?}");
     eprintln!("plain BM25 (name + description): {plain:?}");
-    assert!(ours.at5 >= 0.44, "recall@5 fell: {ours:?}");
+    assert!(ours.at5 >= 0.42, "recall@5 fell: {ours:?}");
     // The baseline breaks ties in hash order, so its figures move by a query or two.
     assert!(
         ours.at5 >= plain.at5 - 0.01,
