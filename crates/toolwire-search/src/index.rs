@@ -25,19 +25,25 @@ pub struct Weights {
     pub description: f32,
     /// Its parameters' names and descriptions.
     pub parameters: f32,
+    /// All of the above as one text (one BM25 over everything, whose term frequencies and
+    /// lengths span the fields).
+    pub all: f32,
 }
 
 impl Default for Weights {
     fn default() -> Weights {
-        // Chosen on half of bench/search's queries (the other half confirms): descriptions
-        // carry a task's words; names mostly do not, and weigh little beyond the exact name
-        // (which ranks first anyway).
+        // Chosen on half of bench/search's queries (the other half confirms): one BM25 over
+        // all of a tool's text finds more than fields weighed apart (a task's words fall in
+        // any field), and the description, which says what the tool does, weighs a little
+        // more. Names weigh nothing more: the exact name ranks first anyway, and a task's
+        // words are seldom a tool's name.
         Weights {
-            name: 0.25,
-            server: 0.5,
-            title: 0.25,
-            description: 1.0,
-            parameters: 0.25,
+            name: 0.0,
+            server: 0.0,
+            title: 0.0,
+            description: 0.25,
+            parameters: 0.0,
+            all: 1.0,
         }
     }
 }
@@ -244,7 +250,11 @@ impl ToolIndex {
             .map(|entry| Fields::of(&entry.name, &entry.server, &entry.tool))
             .collect();
         let field = |weight: f32, text: fn(&Fields) -> &str| {
-            let texts: Vec<&str> = fields.iter().map(text).collect();
+            // A field that weighs nothing is not indexed.
+            let texts: Vec<&str> = match weight > 0.0 {
+                true => fields.iter().map(text).collect(),
+                false => Vec::new(),
+            };
             FieldIndex::new(weight, &texts)
         };
         let indexes = vec![
@@ -253,6 +263,7 @@ impl ToolIndex {
             field(weights.title, |f| &f.title),
             field(weights.description, |f| &f.description),
             field(weights.parameters, |f| &f.parameters),
+            field(weights.all, |f| &f.all),
         ];
         let version = version(&entries);
         ToolIndex {

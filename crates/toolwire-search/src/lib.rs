@@ -3,14 +3,18 @@
 //!
 //! A [`ToolIndex`] is made whole from the definitions a caller could be offered
 //! ([`Entry`]: the name it is called by, its server, the definition as listed) and answers
-//! [`Query`]s with the best [`Hit`]s first. Each tool is indexed by field, each field scored
-//! with BM25 (the [`bm25`] crate: Unicode words, English stop words, Snowball stemming) and
-//! the scores added with weights ([`Weights`]):
+//! [`Query`]s with the best [`Hit`]s first. Each tool's text is indexed by field, each field
+//! scored with BM25 (the [`bm25`] crate's term weights and English tokenizer: Unicode words,
+//! stop words, Snowball stemming) and the scores added with weights ([`Weights`]):
 //!
 //! - its **name**, split into words at `__`, `_`, `-`, `.` and camelCase (`get_file_contents`,
 //!   `createIssue`), both the name it is called by and the upstream's;
 //! - its **server** (the prefix), **title** and **description**;
-//! - its **parameters**: their names (split) and descriptions, nested objects' included.
+//! - its **parameters**: their names (split) and descriptions, nested objects' included;
+//! - and **all** of them as one text.
+//!
+//! By default the whole text counts, and the description a little more (chosen on half of
+//! `bench/search`'s queries, confirmed on the other half).
 //!
 //! A query that is exactly a tool's name (the name it is called by, or the upstream's) ranks
 //! that tool first. Ties are broken by name, so the same index and query always give the same

@@ -50,6 +50,8 @@ pub(crate) struct Fields {
     pub(crate) description: String,
     /// Its parameters' names (split) and descriptions, nested objects' included.
     pub(crate) parameters: String,
+    /// Every field above, as one text.
+    pub(crate) all: String,
 }
 
 impl Fields {
@@ -67,13 +69,24 @@ impl Fields {
             .unwrap_or_default();
         let mut parameters = String::new();
         collect_parameters(&tool.input_schema, SCHEMA_DEPTH, &mut parameters);
-        Fields {
+        let mut fields = Fields {
             name: capped(names),
             server: capped(split_identifiers(server)),
             title: capped(title.to_owned()),
             description: capped(tool.description.clone().unwrap_or_default()),
             parameters: capped(parameters),
-        }
+            all: String::new(),
+        };
+        fields.all = [
+            &fields.server,
+            &fields.name,
+            &fields.title,
+            &fields.description,
+            &fields.parameters,
+        ]
+        .map(String::as_str)
+        .join(" ");
+        fields
     }
 }
 

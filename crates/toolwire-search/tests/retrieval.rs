@@ -124,7 +124,7 @@ fn the_lexical_index_finds_at_least_what_plain_bm25_finds() {
     eprintln!("queries: {}, tools: {}", cases.len(), corpus.len());
     eprintln!("toolwire-search: {ours:?}");
     eprintln!("plain BM25 (name + description): {plain:?}");
-    assert!(ours.at5 >= 0.42, "recall@5 fell: {ours:?}");
+    assert!(ours.at5 >= 0.48, "recall@5 fell: {ours:?}");
     // The baseline breaks ties in hash order, so its figures move by a query or two.
     assert!(
         ours.at5 >= plain.at5 - 0.01,
@@ -144,21 +144,16 @@ fn weights_compared() {
         .iter()
         .map(|(id, entry)| (entry.name.clone(), id.clone()))
         .collect();
-    let mut grid = Vec::new();
-    for name in [0.0, 0.25, 0.5, 1.0] {
-        for server in [0.0, 0.5, 1.0] {
-            for title in [0.0, 0.5] {
-                for parameters in [0.25, 0.5, 0.75] {
-                    let weights = Weights {
-                        name,
-                        server,
-                        title,
-                        description: 1.0,
-                        parameters,
-                    };
-                    grid.push((format!("{name} {server} {title} {parameters}"), weights));
-                }
-            }
+    let zero = Weights { name: 0.0, server: 0.0, title: 0.0, description: 0.0, parameters: 0.0, all: 0.0 };
+    let mut grid = vec![("default".to_owned(), Weights::default())];
+    for all in [0.5, 1.0, 2.0] {
+        for (label, fields) in [
+            ("alone", zero),
+            ("+desc", Weights { description: 0.5, ..zero }),
+            ("+name+desc", Weights { name: 0.25, description: 0.5, ..zero }),
+            ("+default", Weights::default()),
+        ] {
+            grid.push((format!("all {all} {label}"), Weights { all, ..fields }));
         }
     }
     // Chosen on the even half; the odd half confirms.
