@@ -7,7 +7,7 @@ use serde_json::Value;
 use toolwire_host::{Tampering, verify};
 
 use super::StateArgs;
-use super::call::Ended;
+use super::ended::Ended;
 use crate::terminal::{Json, Layout, json, out, shown, visible};
 use crate::ui::{Consent, Tone, Ui};
 

@@ -16,6 +16,7 @@ use toolwire_host::{
     Called, Host, HostConfig, HostTool, Outcome, PinState, ServerState, Transport,
 };
 
+use super::ended::Ended;
 use super::open::{Asks, Servers, failed_how, server_name};
 use super::{HostArgs, arguments, form, render};
 use crate::session::{Interrupted, Signals};
@@ -81,18 +82,6 @@ impl CallArgs {
         })
     }
 }
-
-/// How a command ended, for the exit status.
-#[derive(Debug)]
-pub(crate) struct Ended(pub(crate) i32);
-
-impl std::fmt::Display for Ended {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "exit status {}", self.0)
-    }
-}
-
-impl std::error::Error for Ended {}
 
 /// Runs `toolwire call`.
 pub(crate) async fn call(

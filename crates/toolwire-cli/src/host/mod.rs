@@ -10,6 +10,7 @@ mod approve;
 mod arguments;
 pub(crate) mod audit;
 pub(crate) mod call;
+mod ended;
 mod form;
 pub(crate) mod login;
 mod open;
@@ -22,5 +23,5 @@ pub(crate) mod tools;
 pub(crate) mod trust;
 pub(crate) mod watch;
 
-pub(crate) use call::Ended;
+pub(crate) use ended::Ended;
 pub(crate) use open::{ConfigArgs, ConnectArgs, HostArgs, StateArgs};

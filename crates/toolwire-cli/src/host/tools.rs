@@ -8,7 +8,7 @@ use toolwire_host::{Host, HostConfig, HostTool, PinState, ServerState, ServerSta
 
 use super::HostArgs;
 use super::approve::{hints, short, title};
-use super::call::Ended;
+use super::ended::Ended;
 use super::open::Servers;
 use crate::client::signature;
 use crate::terminal::{Json, Layout, json as safe_json, note, out, visible};
