@@ -11,6 +11,7 @@ use toolwire_client::ServerEra;
 use toolwire_host::{Host, HostTool, PinState, ServerState, Tools};
 use toolwire_server::{RequestContext, Server, TaskSupport, Tool};
 
+use crate::discovery::Indexed;
 use crate::exchange::Exchanges;
 use crate::forward::Route;
 use crate::hold::Holds;
@@ -31,8 +32,9 @@ pub const UPSTREAM_META_KEY: &str = "dev.toolwire/upstream";
 /// the gateway restarts (pins leave out other `_meta` entries).
 pub const LOOP_META_KEY: &str = "dev.toolwire.gateway/mark";
 
-/// The served definitions: each one's served name, upstream and definition (as indexed).
-pub(crate) type Definitions = Vec<(String, String, Arc<toolwire_protocol::Tool>)>;
+/// The served definitions: each one's served name, upstream and definition with its scopes
+/// (as indexed).
+pub(crate) type Definitions = Vec<(String, String, Indexed)>;
 
 /// What the gateway serves, against what the host lists.
 pub(crate) struct Mirror {
@@ -76,7 +78,7 @@ struct Served {
     /// The tools served, by name, with a digest of what they were made from.
     tools: HashMap<String, u64>,
     /// The definitions served, by name, with their upstream: what search indexes.
-    definitions: HashMap<String, (String, Arc<toolwire_protocol::Tool>)>,
+    definitions: HashMap<String, (String, Indexed)>,
     /// Counts the changes of `definitions`.
     generation: u64,
     /// Tools not served: the gateway cannot serve them, or the server refused to register
@@ -373,11 +375,15 @@ fn upstreams(host: &Host) -> (HashMap<String, Value>, HashSet<String>) {
 
 /// A served tool's definition as search indexes it: as served, without its `_meta` (which
 /// says where it comes from and whether its upstream is up, and holds this process's mark:
-/// none of it describes the tool, and the index's version must not change with it).
-fn indexed(tool: &Tool) -> Arc<toolwire_protocol::Tool> {
+/// none of it describes the tool, and the index's version must not change with it); with the
+/// scopes its settings gave it, which a caller needs to find it.
+fn indexed(tool: &Tool) -> Indexed {
     let mut definition = tool.definition().clone();
     definition.meta = None;
-    Arc::new(definition)
+    Indexed {
+        definition: Arc::new(definition),
+        scopes: tool.required_scopes().into(),
+    }
 }
 
 impl Served {
@@ -386,7 +392,7 @@ impl Served {
         &mut self,
         name: &str,
         (digest, tool, _): (u64, &HostTool, Option<&Value>),
-        definition: Arc<toolwire_protocol::Tool>,
+        definition: Indexed,
     ) {
         self.refused.remove(name);
         self.tools.insert(name.to_owned(), digest);

@@ -6,7 +6,8 @@
 //!
 //! The index ([`toolwire_search::ToolIndex`]) holds exactly the definitions the gateway serves
 //! — approved by their pins, as served — and is made again whole when the served set changes
-//! (D-04). A search sees only the tools the caller's rules let it see (D-02).
+//! (D-04). A search sees only the tools the caller may use (D-02): those its rules let it see
+//! and its OAuth scopes permit, the server's own rule for lists and calls.
 //!
 //! - [`config`]: the `"discovery"` section as written, and compiled ([`Discovery`]).
 //! - `tools`: the two search tools, their static definitions and handlers.
@@ -50,7 +51,7 @@ const LISTED_DIRECTLY: &str = "every tool is listed in direct mode";
 /// What the gateway knows for search: the modes, the index and the rules.
 pub(crate) struct Search {
     discovery: ArcSwap<Discovery>,
-    index: ArcSwap<ToolIndex>,
+    catalogue: ArcSwap<Catalogue>,
     /// The generation of the served set the index was made from.
     indexed: std::sync::Mutex<Option<u64>>,
     /// Each upstream's prefix, by name (its name when it has none).
@@ -64,7 +65,7 @@ impl Search {
     pub(crate) fn new(discovery: Discovery, policy: Arc<Policy>, config: &HostConfig) -> Search {
         Search {
             discovery: ArcSwap::from_pointee(discovery),
-            index: ArcSwap::from_pointee(ToolIndex::new(Vec::new())),
+            catalogue: ArcSwap::from_pointee(Catalogue::default()),
             indexed: std::sync::Mutex::new(None),
             prefixes: ArcSwap::from_pointee(prefixes_of(config)),
             visibility: Visibility(policy.clone()),
@@ -85,33 +86,107 @@ impl Search {
         self.discovery.load_full()
     }
 
-    /// The index now.
-    pub(crate) fn index(&self) -> Arc<ToolIndex> {
-        self.index.load_full()
+    /// The index now, with the scopes its tools need.
+    pub(crate) fn catalogue(&self) -> Arc<Catalogue> {
+        self.catalogue.load_full()
     }
 
     /// Makes the index again from the served definitions when they changed since it was made:
     /// `served` is their generation and, asked for only then, the definitions (served name,
-    /// upstream, definition).
+    /// upstream, definition and scopes).
     pub(crate) fn update(
         &self,
         generation: u64,
-        served: impl FnOnce() -> Vec<(String, String, Arc<toolwire_protocol::Tool>)>,
+        served: impl FnOnce() -> Vec<(String, String, Indexed)>,
     ) {
         let mut indexed = self.indexed.lock().unwrap_or_else(|e| e.into_inner());
         if *indexed == Some(generation) {
             return;
         }
         let prefixes = self.prefixes.load();
+        let mut scoped = HashMap::new();
         let entries = served()
             .into_iter()
             .map(|(name, upstream, tool)| {
+                if !tool.scopes.is_empty() {
+                    scoped.insert(name.clone(), tool.scopes);
+                }
                 let server = prefixes.get(&upstream).cloned().unwrap_or(upstream);
-                Entry::new(name, server, tool)
+                Entry::new(name, server, tool.definition)
             })
             .collect();
-        self.index.store(Arc::new(ToolIndex::new(entries)));
+        self.catalogue.store(Arc::new(Catalogue {
+            index: ToolIndex::new(entries),
+            scoped,
+        }));
         *indexed = Some(generation);
+    }
+
+    /// Whether `viewer` may use a tool of `catalogue`, by name: its rules let it see the tool
+    /// and its scopes permit it. The same as a call's checks before the call is made (the
+    /// server's scopes, then the rules' [`Visibility`]), so that a search never finds a tool
+    /// the caller could not call (D-02).
+    pub(crate) fn allowed<'a>(
+        &'a self,
+        catalogue: &'a Catalogue,
+        viewer: Viewer<'a>,
+    ) -> impl Fn(&str) -> bool + 'a {
+        let rules = self.visibility.check(viewer);
+        move |tool| catalogue.permits(viewer.scopes, tool) && rules(tool).is_none()
+    }
+
+    /// How many served tools `viewer` may use, as [`Search::allowed`] decides: what its rules
+    /// let it see, less the tools they let it see that its scopes do not permit (counted only
+    /// for a caller with scopes, among the few tools that need some).
+    fn usable(&self, viewer: &Viewer<'_>) -> usize {
+        let usable = self.policy.usable(viewer);
+        let catalogue = self.catalogue.load();
+        if viewer.scopes.is_none() || catalogue.scoped.is_empty() {
+            return usable;
+        }
+        let rules = self.visibility.check(*viewer);
+        let refused = catalogue
+            .scoped
+            .keys()
+            .filter(|tool| !catalogue.permits(viewer.scopes, tool) && rules(tool).is_none())
+            .count();
+        usable.saturating_sub(refused)
+    }
+}
+
+/// A served tool as search indexes it: its definition as served (without `_meta`) and the
+/// OAuth scopes a caller needs to use it (those the gateway's tool settings gave it).
+#[derive(Debug, Clone)]
+pub(crate) struct Indexed {
+    pub(crate) definition: Arc<toolwire_protocol::Tool>,
+    pub(crate) scopes: Arc<[String]>,
+}
+
+/// The index of the served tools, and the scopes those that need some need: made together,
+/// so that a search reads both of one served set.
+pub(crate) struct Catalogue {
+    pub(crate) index: ToolIndex,
+    /// By served name, the tools that need scopes (most need none).
+    scoped: HashMap<String, Arc<[String]>>,
+}
+
+impl Default for Catalogue {
+    fn default() -> Self {
+        Catalogue {
+            index: ToolIndex::new(Vec::new()),
+            scoped: HashMap::new(),
+        }
+    }
+}
+
+impl Catalogue {
+    /// Whether a caller granted `granted` (`None`: the transport checks no tokens) may use
+    /// `tool` for its scopes: the server's rule (T-03), every scope the tool needs granted.
+    fn permits(&self, granted: Option<&[String]>, tool: &str) -> bool {
+        match (granted, self.scoped.get(tool)) {
+            (Some(granted), Some(needed)) => needed.iter().all(|s| granted.contains(s)),
+            _ => true,
+        }
     }
 }
 
@@ -180,7 +255,7 @@ impl ToolVisibility for Listing {
     fn check_listed<'a>(&'a self, viewer: Viewer<'a>) -> ToolCheck<'a> {
         let search = &self.0;
         let discovery = search.discovery();
-        let listed = discovery.listed(|| caller(&viewer), || search.policy.usable(&viewer));
+        let listed = discovery.listed(|| caller(&viewer), || search.usable(&viewer));
         let rules = search.visibility.check(viewer);
         match listed {
             Listed::Direct => Box::new(move |tool| {

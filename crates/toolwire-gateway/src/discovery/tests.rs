@@ -1,13 +1,17 @@
-//! The property search mode rests on (D-02): over random catalogues and random rules, no
-//! search ever returns a tool the caller may not use, and every tool it may use is found by
-//! its exact name. The rules deny and allow by upstream and by patterns of names, for some
-//! callers or all; the oracle decides them in plain Rust.
+//! The property search mode rests on (D-02): over random catalogues, random rules and random
+//! OAuth scopes, no search ever returns a tool the caller may not use, and every tool it may
+//! use is found by its exact name. The rules deny and allow by upstream and by patterns of
+//! names, for some callers or all; tools may need scopes, and each caller holds some, or is
+//! not checked for any; the oracle decides them in plain Rust.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt as _, AsyncWriteExt as _, BufReader, DuplexStream, Lines};
+use tokio::io::{ReadHalf, WriteHalf};
+use toolwire_server::stdio::StdioConfig;
 use toolwire_server::{NoArgs, RequestContext, Server, Tool};
 
 use super::{Discovery, Listing, SEARCH_TOOLS, Search, tools};
@@ -15,6 +19,19 @@ use crate::policy::Policy;
 use crate::rules::{Effect, Kind, RuleConfig, Rules, RulesConfig, ToolFacts};
 
 const WORDS: [&str; 6] = ["read", "write", "list", "delete", "send", "fetch"];
+
+/// The OAuth scopes tools may need and callers may hold.
+const SCOPES: [&str; 2] = ["s0", "s1"];
+
+/// One tool of a catalogue.
+#[derive(Debug, Clone)]
+struct Made {
+    upstream: usize,
+    name: String,
+    description: String,
+    /// The scopes a caller needs to use it.
+    needs: Vec<&'static str>,
+}
 
 /// What a rule is about.
 #[derive(Debug, Clone)]
@@ -89,39 +106,58 @@ fn rule() -> impl Strategy<Value = Rule> {
     })
 }
 
+/// Some of the scopes: none most often.
+fn scopes() -> impl Strategy<Value = Vec<&'static str>> {
+    prop_oneof![
+        2 => Just(Vec::new()),
+        1 => prop::sample::subsequence(SCOPES.to_vec(), 0..=SCOPES.len()),
+    ]
+}
+
+/// Whether a caller granted `granted` (`None`: not checked) may use a tool that needs `needs`.
+fn permits(granted: Option<&[&str]>, needs: &[&str]) -> bool {
+    granted.is_none_or(|granted| needs.iter().all(|s| granted.contains(s)))
+}
+
 /// A catalogue: for each of up to three upstreams, tools named by a word and a number, each
-/// described by a few words.
-fn catalogue() -> impl Strategy<Value = Vec<(usize, String, String)>> {
+/// described by a few words, some needing scopes.
+fn catalogue() -> impl Strategy<Value = Vec<Made>> {
     let tool = (
         0..3usize,
         prop::sample::select(WORDS.to_vec()),
         0..4usize,
         prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..4),
+        scopes(),
     );
     prop::collection::vec(tool, 0..14).prop_map(|tools| {
         let mut seen = std::collections::HashSet::new();
         tools
             .into_iter()
-            .map(|(u, word, n, words)| (u, format!("u{u}__{word}_{n}"), words.join(" ")))
-            .filter(|(_, name, _)| seen.insert(name.clone()))
+            .map(|(u, word, n, words, needs)| Made {
+                upstream: u,
+                name: format!("u{u}__{word}_{n}"),
+                description: words.join(" "),
+                needs,
+            })
+            .filter(|made| seen.insert(made.name.clone()))
             .collect()
     })
 }
 
 /// A server with the catalogue's tools, the rules, and `search_tools` over them.
-fn served(catalogue: &[(usize, String, String)], rules: Rules) -> Server {
+fn served(catalogue: &[Made], rules: Rules) -> Server {
     let policy = Arc::new(Policy::new(rules));
     let facts: HashMap<String, Arc<ToolFacts>> = catalogue
         .iter()
-        .map(|(u, name, description)| {
+        .map(|made| {
             let facts = ToolFacts {
                 kind: Kind::Tool,
-                name: name.clone(),
-                upstream: format!("u{u}"),
-                description: Some(description.clone()),
+                name: made.name.clone(),
+                upstream: format!("u{}", made.upstream),
+                description: Some(made.description.clone()),
                 ..ToolFacts::default()
             };
-            (name.clone(), Arc::new(facts))
+            (made.name.clone(), Arc::new(facts))
         })
         .collect();
     policy.set_facts(facts);
@@ -134,20 +170,23 @@ fn served(catalogue: &[(usize, String, String)], rules: Rules) -> Server {
     let search = Arc::new(Search::new(Discovery::default(), policy, &config));
     let tools: Vec<Tool> = catalogue
         .iter()
-        .map(|(_, name, description)| {
-            Tool::new(name.clone(), |_: NoArgs, _: RequestContext| async { "x" })
-                .description(description.clone())
+        .map(|made| {
+            Tool::new(made.name.clone(), |_: NoArgs, _: RequestContext| async {
+                "x"
+            })
+            .description(made.description.clone())
+            .scopes(made.needs.iter().copied())
         })
         .collect();
     let definitions = tools
         .iter()
         .zip(catalogue)
-        .map(|(tool, (u, name, _))| {
-            (
-                name.clone(),
-                format!("u{u}"),
-                Arc::new(tool.definition().clone()),
-            )
+        .map(|(tool, made)| {
+            let indexed = super::Indexed {
+                definition: Arc::new(tool.definition().clone()),
+                scopes: tool.required_scopes().into(),
+            };
+            (made.name.clone(), format!("u{}", made.upstream), indexed)
         })
         .collect();
     search.update(1, || definitions);
@@ -159,19 +198,71 @@ fn served(catalogue: &[(usize, String, String)], rules: Rules) -> Server {
         .expect("a server")
 }
 
-/// The names `search_tools` gives client `c{caller}` for `query`.
-async fn searched(server: &Server, caller: usize, query: &str) -> Vec<String> {
+/// Client `c{number}` on stdio, holding the scopes `granted` (`None`: not checked), as an
+/// OAuth token would.
+struct Caller {
+    number: usize,
+    writer: WriteHalf<DuplexStream>,
+    lines: Lines<BufReader<ReadHalf<DuplexStream>>>,
+    serving: tokio::task::JoinHandle<toolwire_server::Result<()>>,
+}
+
+impl Caller {
+    fn connect(server: &Server, number: usize, granted: Option<&[&str]>) -> Caller {
+        let (client, server_end) = tokio::io::duplex(1 << 20);
+        let (reader, writer) = tokio::io::split(server_end);
+        let config = match granted {
+            Some(granted) => StdioConfig::default().scopes(granted.iter().copied()),
+            None => StdioConfig::default(),
+        };
+        let serving = tokio::spawn(toolwire_server::stdio::serve_io_with(
+            server.clone(),
+            reader,
+            writer,
+            config,
+        ));
+        let (reader, writer) = tokio::io::split(client);
+        Caller {
+            number,
+            writer,
+            lines: BufReader::new(reader).lines(),
+            serving,
+        }
+    }
+
+    /// The answer to `request`.
+    async fn ask(&mut self, request: &Value) -> Value {
+        let line = format!("{request}\n");
+        self.writer.write_all(line.as_bytes()).await.expect("sent");
+        loop {
+            let line = self.lines.next_line().await.expect("read").expect("a line");
+            let reply: Value = serde_json::from_str(&line).expect("JSON");
+            if reply.get("id").is_some() {
+                return reply;
+            }
+        }
+    }
+}
+
+impl Drop for Caller {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+/// The names `search_tools` gives `caller` for `query`.
+async fn searched(caller: &mut Caller, query: &str) -> Vec<String> {
+    let number = caller.number;
     let request = json!({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
         "name": SEARCH_TOOLS,
         "arguments": {"query": query, "limit": 20},
         "_meta": {
             "io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientCapabilities": {},
-            "io.modelcontextprotocol/clientInfo": {"name": format!("c{caller}"), "version": "1"},
+            "io.modelcontextprotocol/clientInfo": {"name": format!("c{number}"), "version": "1"},
         },
     }});
-    let replies = server.handle_message(request.to_string().as_bytes()).await;
-    let reply: Value = serde_json::from_str(replies.last().expect("a reply")).expect("JSON");
+    let reply = caller.ask(&request).await;
     let result = &reply["result"];
     assert_ne!(result["isError"], true, "{query:?}: {reply}");
     result["structuredContent"]["tools"]
@@ -191,6 +282,7 @@ proptest! {
         rules in prop::collection::vec(rule(), 0..5),
         default in effect(),
         queries in prop::collection::vec(prop::sample::select(WORDS.to_vec()), 1..4),
+        grants in prop::collection::vec(prop::option::of(scopes()), 3),
     ) {
         let config = RulesConfig {
             rules: rules
@@ -204,26 +296,32 @@ proptest! {
             .enable_all()
             .build()
             .expect("a runtime");
-        let upstream: HashMap<&str, usize> =
-            catalogue.iter().map(|(u, name, _)| (name.as_str(), *u)).collect();
+        let made: HashMap<&str, &Made> =
+            catalogue.iter().map(|made| (made.name.as_str(), made)).collect();
         runtime.block_on(async {
-            for caller in 0..3 {
+            for (caller, granted) in grants.iter().enumerate() {
+                let granted = granted.as_deref();
+                let may = |made: &Made| {
+                    may_use(&rules, default, made.upstream, &made.name, caller)
+                        && permits(granted, &made.needs)
+                };
+                let mut client = Caller::connect(&server, caller, granted);
                 let mut asked: Vec<String> = queries.iter().map(|q| (*q).to_owned()).collect();
                 asked.push(queries.join(" "));
-                asked.extend(catalogue.iter().map(|(_, name, _)| name.clone()));
+                asked.extend(catalogue.iter().map(|made| made.name.clone()));
                 for query in &asked {
-                    for name in searched(&server, caller, query).await {
-                        let u = upstream[name.as_str()];
+                    for name in searched(&mut client, query).await {
                         prop_assert!(
-                            may_use(&rules, default, u, &name, caller),
-                            "c{caller} found {name} for {query:?} under {rules:?}, default {default}"
+                            may(made[name.as_str()]),
+                            "c{caller} holding {granted:?} found {name} for {query:?} under \
+                             {rules:?}, default {default}, {catalogue:?}"
                         );
                     }
                 }
-                for (u, name, _) in &catalogue {
-                    if may_use(&rules, default, *u, name, caller) {
-                        let found = searched(&server, caller, name).await;
-                        prop_assert_eq!(found.first(), Some(name), "c{} by exact name", caller);
+                for tool in &catalogue {
+                    if may(tool) {
+                        let found = searched(&mut client, &tool.name).await;
+                        prop_assert_eq!(found.first(), Some(&tool.name), "c{} by exact name", caller);
                     }
                 }
             }

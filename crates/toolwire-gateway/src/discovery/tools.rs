@@ -9,7 +9,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolwire_protocol::{CallToolResult, ErrorObject};
 use toolwire_search::{DEFAULT_LIMIT, Hit, MAX_LIMIT, MAX_QUERY_CHARS, Query};
-use toolwire_server::{RequestContext, TaskSupport, Tool, ToolError, ToolVisibility, Viewer};
+use toolwire_server::{RequestContext, TaskSupport, Tool, ToolError, Viewer};
 
 use super::{CALL_TOOL, Downstream, SEARCH_TOOLS, Search, is_search_tool};
 
@@ -27,7 +27,8 @@ const CALL_DESCRIPTION: &str = "Calls a tool found with search_tools, by its exa
 /// The most characters of a name repeated back in an error.
 const NAME_SHOWN: usize = 128;
 
-/// `search_tools` over `search`'s index, for each caller among the tools its rules let it see.
+/// `search_tools` over `search`'s index, for each caller among the tools it may use: those its
+/// rules let it see and its scopes permit.
 pub(super) fn search_tools(search: Arc<Search>) -> Tool {
     let input = json!({
         "type": "object",
@@ -90,14 +91,15 @@ fn searched(
 ) -> Result<CallToolResult, ToolError> {
     let args: SearchArgs = serde_json::from_value(arguments)
         .map_err(|e| ToolError::Protocol(ErrorObject::invalid_params(e.to_string())))?;
-    let index = search.index();
-    let rules = search.visibility.check(Viewer::of(ctx));
+    let catalogue = search.catalogue();
+    let index = &catalogue.index;
+    let allowed = search.allowed(&catalogue, Viewer::of(ctx));
     let query = Query {
         text: &args.query,
         limit: args.limit.unwrap_or(DEFAULT_LIMIT),
         servers: args.servers.as_deref(),
     };
-    let found = match index.search(&query, &|entry| rules(&entry.name).is_none()) {
+    let found = match index.search(&query, &|entry| allowed(&entry.name)) {
         Ok(found) => found,
         Err(error) => return Ok(CallToolResult::error(format!("search_tools: {error}"))),
     };

@@ -1,9 +1,9 @@
 //! Discovery through the gateway: each caller's mode (direct, search, auto across its threshold
 //! both ways, told of a change only when its own list changed), `search_tools` (by words, an
 //! exact name first, a server filter, the limit's bounds, only what the rules let the caller
-//! see, never a withheld definition) and `call_tool` (the rules, `ask`, the upstream's rounds,
-//! an unknown and a denied name answered alike), and a direct call of a tool left out of a
-//! list.
+//! see and its scopes permit, never a withheld definition) and `call_tool` (the rules, `ask`,
+//! the upstream's rounds, an unknown, a denied and an out-of-scope name answered alike), and a
+//! direct call of a tool left out of a list.
 
 use std::time::{Duration, Instant};
 
@@ -522,6 +522,154 @@ async fn a_reload_takes_new_modes_and_serves_the_search_tools_only_when_some_cal
             .iter()
             .any(|n| n == "search_tools")
     );
+    gateway.close().await;
+    served.stop().await;
+    g.stop().await;
+}
+
+/// A caller of `server` on stdio holding the OAuth scopes `granted`, as a token would: JSON-RPC
+/// by hand, since a client speaks HTTP or starts a process.
+struct StdioCaller {
+    writer: tokio::io::WriteHalf<tokio::io::DuplexStream>,
+    lines: tokio::io::Lines<tokio::io::BufReader<tokio::io::ReadHalf<tokio::io::DuplexStream>>>,
+    serving: tokio::task::JoinHandle<toolwire_server::Result<()>>,
+    next: u64,
+}
+
+impl StdioCaller {
+    fn connect(server: &toolwire_server::Server, granted: &[&str]) -> StdioCaller {
+        use tokio::io::AsyncBufReadExt as _;
+        let (client, server_end) = tokio::io::duplex(1 << 20);
+        let (reader, writer) = tokio::io::split(server_end);
+        let config = toolwire_server::stdio::StdioConfig::default().scopes(granted.iter().copied());
+        let serving = tokio::spawn(toolwire_server::stdio::serve_io_with(
+            server.clone(),
+            reader,
+            writer,
+            config,
+        ));
+        let (reader, writer) = tokio::io::split(client);
+        StdioCaller {
+            writer,
+            lines: tokio::io::BufReader::new(reader).lines(),
+            serving,
+            next: 0,
+        }
+    }
+
+    /// The result of `method` with `params`.
+    async fn ask(&mut self, method: &str, mut params: Value) -> Value {
+        use tokio::io::AsyncWriteExt as _;
+        self.next += 1;
+        params["_meta"] = json!({
+            "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "stdio-caller", "version": "1"},
+        });
+        let request =
+            json!({"jsonrpc": "2.0", "id": self.next, "method": method, "params": params});
+        let line = format!("{request}\n");
+        self.writer.write_all(line.as_bytes()).await.unwrap();
+        loop {
+            let line = tokio::time::timeout(DEADLINE, self.lines.next_line())
+                .await
+                .expect("an answer in time")
+                .unwrap()
+                .expect("a line");
+            let reply: Value = serde_json::from_str(&line).unwrap();
+            if reply["id"] == json!(self.next) {
+                return reply["result"].clone();
+            }
+        }
+    }
+
+    async fn names(&mut self) -> Vec<String> {
+        let listed = self.ask("tools/list", json!({})).await;
+        let mut names: Vec<String> = listed["tools"]
+            .as_array()
+            .expect("tools")
+            .iter()
+            .map(|t| t["name"].as_str().unwrap().to_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    async fn search(&mut self, query: &str) -> Vec<String> {
+        let arguments = json!({"query": query, "limit": 20});
+        let result = self
+            .ask(
+                "tools/call",
+                json!({"name": "search_tools", "arguments": arguments}),
+            )
+            .await;
+        assert_ne!(result["isError"], true, "{result}");
+        found_names(&result["structuredContent"])
+    }
+}
+
+impl Drop for StdioCaller {
+    fn drop(&mut self) {
+        self.serving.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_out_of_the_callers_scopes_is_neither_found_nor_called_nor_counted() {
+    let g = Served::start(upstream("git", git()), None).await;
+    // git_log and git_diff need `repo`; git_status needs nothing.
+    let options = options(json!({"threshold": 2})).tool_settings(|tool, made| {
+        if tool.qualified == "git__git_status" {
+            made
+        } else {
+            made.scopes(["repo"])
+        }
+    });
+    let (gateway, served) = gateway_with(&[("git", "git", &g.url)], options).await;
+    let mut repo = StdioCaller::connect(gateway.server(), &["repo"]);
+    let mut plain = StdioCaller::connect(gateway.server(), &["other"]);
+
+    // `auto` counts the tools each may use: three, past the threshold; one, under it.
+    assert_eq!(repo.names().await, SEARCH);
+    assert_eq!(plain.names().await, ["git__git_status"]);
+
+    for query in [
+        "git__git_log",
+        "commit logs of a repository",
+        "git__git_diff",
+    ] {
+        let found = repo.search(query).await;
+        assert!(
+            found
+                .first()
+                .is_some_and(|n| n == "git__git_log" || n == "git__git_diff"),
+            "{query}: {found:?}"
+        );
+        let found = plain.search(query).await;
+        assert!(
+            found.iter().all(|n| n == "git__git_status"),
+            "{query}: {found:?}"
+        );
+    }
+    assert_eq!(plain.search("git__git_status").await, ["git__git_status"]);
+    // Called by name, out of its scopes: the answer to a name that is no tool.
+    let call = |name: &str| json!({"name": "call_tool", "arguments": {"name": name, "arguments": {"text": "x"}}});
+    let refused = plain.ask("tools/call", call("git__git_log")).await;
+    let unknown = plain.ask("tools/call", call("git__git_lo")).await;
+    assert_eq!(refused["isError"], true, "{refused}");
+    assert_eq!(
+        refused["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .replace("git__git_log", "NAME"),
+        unknown["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .replace("git__git_lo", "NAME"),
+    );
+    let logged = repo.ask("tools/call", call("git__git_log")).await;
+    assert_eq!(logged["content"][0]["text"], "git_log x", "{logged}");
+    drop((repo, plain));
     gateway.close().await;
     served.stop().await;
     g.stop().await;

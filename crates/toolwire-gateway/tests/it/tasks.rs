@@ -1,7 +1,8 @@
 //! Tasks through the gateway: an upstream that makes a call a task makes it the caller's task
 //! at the gateway (and only then: a call the upstream answers at once stays a plain call);
 //! the gateway follows the upstream task to its result, relays its questions, and cancels it
-//! when the caller cancels its own; a tool the upstream runs only as a task is served.
+//! when the caller cancels its own; a tool the upstream runs only as a task is served. All of
+//! it through `call_tool` too, for a caller in search mode.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -10,6 +11,7 @@ use tokio::sync::Notify;
 use toolwire_client::protocol::{ElicitAction, ElicitResult, ElicitValue};
 use toolwire_client::{CallOptions, CancellationToken, Client, ClientBuilder, Error};
 use toolwire_gateway::GatewayOptions;
+use toolwire_gateway::discovery::{Discovery, DiscoveryConfig};
 use toolwire_server::{
     Elicited, InputRequired, NoArgs, RequestContext, TaskSupport, Tool, ToolError,
 };
@@ -101,10 +103,22 @@ async fn tasks_gateway() -> (
     Arc<Upstream>,
     Client,
 ) {
+    tasks_gateway_with(GatewayOptions::new()).await
+}
+
+/// [`tasks_gateway`] with `options`.
+async fn tasks_gateway_with(
+    options: GatewayOptions,
+) -> (
+    toolwire_gateway::Gateway,
+    Served,
+    Served,
+    Arc<Upstream>,
+    Client,
+) {
     let up = Arc::new(Upstream::default());
     let upstream = Served::start(upstream("up", tools(&up)), None).await;
-    let (gateway, served) =
-        gateway_with(&[("up", "up", &upstream.url)], GatewayOptions::new()).await;
+    let (gateway, served) = gateway_with(&[("up", "up", &upstream.url)], options).await;
     let caller = ClientBuilder::new("tasks-test", "1")
         .with_tasks()
         .on_elicit(|_| async {
@@ -135,16 +149,23 @@ async fn called_as_task(
     up: &Arc<Upstream>,
     tool: &str,
 ) -> (toolwire_client::protocol::CallToolResult, usize) {
+    called_as_task_with(caller, up, tool, serde_json::json!({})).await
+}
+
+/// [`called_as_task`] of `tool` with `arguments`.
+async fn called_as_task_with(
+    caller: &toolwire_client::Client,
+    up: &Arc<Upstream>,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> (toolwire_client::protocol::CallToolResult, usize) {
     let made = Arc::new(AtomicUsize::new(0));
     let gate = up.clone();
     let options = counting(&made, move || gate.gate.notify_one());
-    let result = tokio::time::timeout(
-        DEADLINE,
-        caller.call_tool_with(tool, serde_json::json!({}), options),
-    )
-    .await
-    .expect("in time")
-    .expect("a result");
+    let result = tokio::time::timeout(DEADLINE, caller.call_tool_with(tool, arguments, options))
+        .await
+        .expect("in time")
+        .expect("a result");
     (result, made.load(Ordering::SeqCst))
 }
 
@@ -223,4 +244,84 @@ async fn an_upstream_tasks_question_reaches_the_caller_and_its_answer_goes_back(
     let (result, made) = called_as_task(&caller, &up, "up__ask").await;
     assert_eq!(text(&result), "Hello, Ada!");
     assert_eq!(made, 1);
+}
+
+/// A gateway in search mode in front of the upstream above, and its caller.
+async fn searching_gateway() -> (
+    toolwire_gateway::Gateway,
+    Served,
+    Served,
+    Arc<Upstream>,
+    Client,
+) {
+    let config = DiscoveryConfig::from_json(&serde_json::json!({"mode": "search"}))
+        .expect("a discovery section");
+    let discovery = Discovery::compile(&config).expect("it compiles");
+    let (gateway, served, upstream, up, caller) =
+        tasks_gateway_with(GatewayOptions::new().discovery(discovery)).await;
+    let listed: Vec<String> = caller
+        .refresh_tools()
+        .await
+        .expect("a list")
+        .into_iter()
+        .map(|t| t.name)
+        .collect();
+    assert!(
+        !listed.contains(&"up__wait".to_owned()),
+        "search mode: {listed:?}"
+    );
+    (gateway, served, upstream, up, caller)
+}
+
+/// `call_tool`'s arguments for `tool`.
+fn by_name(tool: &str) -> serde_json::Value {
+    serde_json::json!({"name": tool, "arguments": {}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_through_call_tool_is_the_callers_task_and_ends_with_the_upstreams_result() {
+    let (_gateway, _served, _upstream, up, caller) = searching_gateway().await;
+    let (result, made) = called_as_task_with(&caller, &up, "call_tool", by_name("up__wait")).await;
+    assert_eq!(text(&result), "wait done");
+    assert_eq!(made, 1, "the call of call_tool became the caller's task");
+    // The upstream answers at once: a plain call, no task.
+    let made = Arc::new(AtomicUsize::new(0));
+    let result = tokio::time::timeout(
+        DEADLINE,
+        caller.call_tool_with("call_tool", by_name("up__now"), counting(&made, || {})),
+    )
+    .await
+    .expect("in time")
+    .expect("a result");
+    assert_eq!(text(&result), "at once");
+    assert_eq!(made.load(Ordering::SeqCst), 0, "no task was made of it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_upstream_tasks_question_through_call_tool_reaches_the_caller_and_its_answer_goes_back()
+{
+    let (_gateway, _served, _upstream, up, caller) = searching_gateway().await;
+    let (result, made) = called_as_task_with(&caller, &up, "call_tool", by_name("up__ask")).await;
+    assert_eq!(text(&result), "Hello, Ada!");
+    assert_eq!(made, 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_through_call_tool_cancelled_cancels_the_upstream_task() {
+    let (_gateway, _served, _upstream, up, caller) = searching_gateway().await;
+    let made = Arc::new(AtomicUsize::new(0));
+    let cancel = CancellationToken::new();
+    let cancelling = cancel.clone();
+    let options = counting(&made, move || cancelling.cancel()).cancel_on(cancel);
+    let called = tokio::time::timeout(
+        DEADLINE,
+        caller.call_tool_with("call_tool", by_name("up__wait"), options),
+    )
+    .await
+    .expect("in time");
+    assert!(matches!(called, Err(Error::Cancelled)), "{called:?}");
+    assert_eq!(made.load(Ordering::SeqCst), 1);
+    tokio::time::timeout(DEADLINE, up.cancelled.notified())
+        .await
+        .expect("the upstream task is cancelled");
 }

@@ -295,6 +295,12 @@ impl Tool {
         self
     }
 
+    /// The OAuth scopes given with [`Tool::scopes`]: for what offers the tool to callers by
+    /// other means than `tools/list` (a gateway's search), and must hold it to the same rule.
+    pub fn required_scopes(&self) -> &[String] {
+        &self.scopes
+    }
+
     /// Sanitizes this tool's results with `guard` instead of the server's (T-15).
     pub fn output_guard(mut self, guard: crate::safety::output::OutputGuard) -> Self {
         self.output_guard = Some(guard);
