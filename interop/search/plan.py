@@ -229,15 +229,17 @@ def judge_inspector(plan: dict[str, Any], index: int, saved_dir: str) -> None:
     """One step of the Inspector CLI: its JSON from stdin, kept in SAVED for later steps."""
     step = plan["steps"][index]
     raw = sys.stdin.read()
-    # Its answer is one line of JSON: on stdout, or on stderr (given here too) when it failed.
-    answer = None
+    # Its answer is one line of JSON on stdout; when it fails, one on stderr (given here too)
+    # says why, beside the result of a call that returned isError.
+    answers = []
     for line in raw.splitlines():
         try:
             parsed = json.loads(line)
         except ValueError:
             continue
         if isinstance(parsed, dict) and ("result" in parsed or "error" in parsed):
-            answer = parsed
+            answers.append(parsed)
+    answer = next((a for a in answers if "result" in a), answers[0] if answers else None)
     if answer is None:
         sys.exit(f"no answer in the Inspector's output: {raw[:2000]}")
     error = answer.get("error")
