@@ -90,6 +90,12 @@ impl<'a> Query<'a> {
             servers: None,
         }
     }
+
+    /// The query's text, trimmed, when a search can be made as asked (what every search
+    /// checks first): before an embedding of it is asked for, say.
+    pub fn check(&self) -> Result<&'a str, SearchError> {
+        checked(self)
+    }
 }
 
 /// What a search found.
