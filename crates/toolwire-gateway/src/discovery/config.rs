@@ -632,6 +632,12 @@ mod tests {
         let example = std::fs::read_to_string(format!("{root}/examples/gateway.json"))
             .expect("the example gateway file");
         let example: Value = serde_json::from_str(&example).expect("JSON");
+        let documented = DiscoveryConfig::from_json(&serde_json::from_str(block).expect("JSON"))
+            .expect("a section");
+        assert!(
+            documented.embeddings.is_some(),
+            "the reference shows embeddings"
+        );
         for section in [
             serde_json::from_str(block).expect("JSON"),
             example["gateway"]["discovery"].clone(),
