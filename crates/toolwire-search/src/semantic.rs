@@ -32,7 +32,8 @@ const MOST_DESCRIPTION_WORDS: usize = 40;
 /// A description's opening sentences are taken until they hold at least this many words.
 const LEAST_DESCRIPTION_WORDS: usize = 12;
 
-/// The text of `entry` to embed: its server and its upstream name split into lower-case words,
+/// The text of `entry` to embed: its server and its upstream name (without a leading
+/// `server__`) split into lower-case words,
 /// then the first sentence(s) of its description (at least 12 words when there are, at most
 /// 40): one focused statement of what it does (the `short` layout of
 /// `bench/search/embed/eval`, which embedded better than the whole definition).
@@ -60,10 +61,17 @@ pub fn embedding_text(entry: &Entry) -> String {
             .join(" ")
     };
     let description = entry.tool.description.as_deref().unwrap_or("");
+    // A definition served under its qualified name (a gateway's `server__tool`) is named once:
+    // the server is already said.
+    let name = entry.tool.name.as_str();
+    let name = name
+        .strip_prefix(entry.server.as_str())
+        .and_then(|rest| rest.strip_prefix("__"))
+        .unwrap_or(name);
     format!(
         "{} {}: {}",
         words(&entry.server),
-        words(&entry.tool.name),
+        words(name),
         first_sentences(description)
     )
 }

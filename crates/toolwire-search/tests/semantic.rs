@@ -230,6 +230,19 @@ fn the_query_is_checked_as_a_lexical_search_checks_it() {
 }
 
 #[test]
+fn a_definition_served_under_its_qualified_name_names_its_server_once() {
+    let served = Entry::new(
+        "time__get_current_time",
+        "time",
+        tool("time__get_current_time", "Get the current time."),
+    );
+    assert_eq!(
+        embedding_text(&served),
+        "time get current time: Get the current time."
+    );
+}
+
+#[test]
 fn the_embedded_text_is_the_short_layout() {
     let text = embedding_text(&entry(
         "brave-search",

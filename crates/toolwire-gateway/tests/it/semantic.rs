@@ -1,8 +1,9 @@
 //! The semantic stage of `search_tools` against a real embeddings endpoint:
 //! `bench/search/embed/serve` (all-MiniLM-L6-v2 in numpy, OpenAI-compatible, installed from
 //! PyPI on first use). A task worded with none of its tool's words is found once the tools'
-//! vectors are ready, and the answer says `hybrid`; with the endpoint gone, a search still
-//! answers, lexically, and says so.
+//! vectors are ready (after a reload brought the section), and the answer says `hybrid`; with
+//! the endpoint gone, a search still answers, lexically, and says so. Against a counting
+//! endpoint: batches of at most 64, each text embedded once, a failure counted.
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Child, Command, Stdio};
@@ -244,4 +245,176 @@ async fn hybrid_search_finds_a_task_worded_without_its_tools_words_and_falls_bac
     for upstream in [weather, git, calendar] {
         upstream.stop().await;
     }
+}
+
+/// What the counting endpoint saw and does.
+#[derive(Default)]
+struct Counting {
+    /// The inputs of each request.
+    requests: std::sync::Mutex<Vec<Vec<String>>>,
+    /// Whether it answers 500.
+    failing: std::sync::atomic::AtomicBool,
+}
+
+/// An OpenAI-compatible endpoint answering each text with a vector made of its letters'
+/// counts (and one constant, so none is zero), recording every request.
+async fn counting_endpoint() -> (String, std::sync::Arc<Counting>) {
+    use axum::extract::State;
+    use std::sync::Arc;
+    use std::sync::atomic::Ordering;
+    let seen = Arc::new(Counting::default());
+    let answer = |State(seen): State<Arc<Counting>>, body: String| async move {
+        let body: Value = serde_json::from_str(&body).unwrap();
+        let json = |value: Value| {
+            (
+                [(http::header::CONTENT_TYPE, "application/json")],
+                value.to_string(),
+            )
+        };
+        let inputs: Vec<String> = body["input"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_owned())
+            .collect();
+        seen.requests.lock().unwrap().push(inputs.clone());
+        if seen.failing.load(Ordering::Relaxed) {
+            return (
+                http::StatusCode::INTERNAL_SERVER_ERROR,
+                json(json!({"error": {"message": "down for maintenance"}})),
+            );
+        }
+        let data: Vec<Value> = inputs
+            .iter()
+            .enumerate()
+            .map(|(index, text)| {
+                let mut vector = vec![0.0f32; 27];
+                vector[26] = 1.0;
+                for c in text.to_lowercase().chars().filter(char::is_ascii_lowercase) {
+                    vector[(c as u8 - b'a') as usize] += 1.0;
+                }
+                json!({"object": "embedding", "index": index, "embedding": vector})
+            })
+            .collect();
+        (
+            http::StatusCode::OK,
+            json(json!({"object": "list", "data": data})),
+        )
+    };
+    let router = axum::Router::new()
+        .route("/v1/embeddings", axum::routing::post(answer))
+        .with_state(seen.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let addr = listener.local_addr().unwrap();
+    tokio::spawn(axum::serve(listener, router).into_future());
+    (format!("http://{addr}/v1/embeddings"), seen)
+}
+
+/// The tool texts the endpoint was asked for (a query has no `: `).
+fn tool_texts(seen: &Counting) -> Vec<String> {
+    seen.requests
+        .lock()
+        .unwrap()
+        .iter()
+        .flatten()
+        .filter(|t| t.contains(": "))
+        .cloned()
+        .collect()
+}
+
+/// Searches `query` until the answer is hybrid over `version` (any, when `None`).
+async fn until_hybrid(client: &Client, query: &str, version: Option<&Value>) -> Value {
+    let deadline = Instant::now() + READY_WAIT;
+    loop {
+        let found = search(client, query).await;
+        if found["ranking"] == "hybrid" && version.is_none_or(|v| found["catalog_version"] != *v) {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "never hybrid: {found}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tools_are_embedded_in_batches_once_per_text_and_a_failing_endpoint_is_counted() {
+    let (url, seen) = counting_endpoint().await;
+    let many: Vec<Tool> = (0..70)
+        .map(|i| {
+            let name: &'static str = Box::leak(format!("tool_{i}").into_boxed_str());
+            described(name, "Does one numbered thing.")
+        })
+        .collect();
+    let many = Served::start(upstream("many", many), None).await;
+    let one = Served::start(
+        upstream(
+            "one",
+            vec![described("lonely", "The one tool of its server.")],
+        ),
+        None,
+    )
+    .await;
+    let discovery = json!({"mode": "search", "embeddings": {"url": url, "model": "letters"}});
+    let options = || {
+        let config = DiscoveryConfig::from_json(&discovery).unwrap();
+        GatewayOptions::new().discovery(Discovery::compile(&config).unwrap())
+    };
+    let downstream = toolwire_server::Server::builder("gateway", "1")
+        .metrics(toolwire_server::observe::Metrics::new());
+    let (gateway, served) = crate::gateway::gateway_on(
+        &[("many", "many", &many.url)],
+        downstream,
+        toolwire_host::HostOptions::new(crate::gateway::Allow),
+        options(),
+    )
+    .await;
+    let client = ClientBuilder::new("counting", "1")
+        .http(&served.url)
+        .expect("a client");
+    let found = until_hybrid(&client, "numbered thing", None).await;
+    let batches: Vec<usize> = seen
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|r| r.iter().any(|t| t.contains(": ")))
+        .map(Vec::len)
+        .collect();
+    assert!(batches.iter().all(|&n| n <= 64), "{batches:?}");
+    assert_eq!(tool_texts(&seen).len(), 70, "each tool's text once");
+    // A reload adding an upstream, the embeddings section unchanged: only the new tool's text
+    // is embedded.
+    let config = toolwire_host::HostConfig::parse(
+        &json!({"mcpServers": {
+            "many": {"url": many.url, "prefix": "many"},
+            "one": {"url": one.url, "prefix": "one"},
+        }})
+        .to_string(),
+        "/nonexistent/gateway.json",
+        &toolwire_host::Variables::new::<&str, &str>([]),
+    )
+    .unwrap();
+    gateway.reload(&config, options()).unwrap();
+    until_hybrid(&client, "lonely", Some(&found["catalog_version"])).await;
+    let texts = tool_texts(&seen);
+    assert_eq!(texts.len(), 71, "{:?}", &texts[70..]);
+    assert_eq!(texts[70], "one lonely: The one tool of its server.");
+    // The endpoint fails: the search answers by words, and the fallback is counted.
+    seen.failing
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let lexical = search(&client, "lonely").await;
+    assert_eq!(lexical["ranking"], "lexical");
+    assert_eq!(first(&lexical), Some("one__lonely"));
+    let mut metrics = String::new();
+    let families = gateway.server().metrics().unwrap().registry().gather();
+    for family in families {
+        if family.name() == "toolwire_search_lexical_fallbacks_total" {
+            metrics = format!("{family:?}");
+        }
+    }
+    assert!(metrics.contains("failed"), "{metrics}");
+
+    gateway.close().await;
+    served.stop().await;
+    many.stop().await;
+    one.stop().await;
 }
