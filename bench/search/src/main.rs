@@ -21,7 +21,12 @@ struct Args {
 #[derive(Subcommand)]
 enum Command {
     /// Recall@1, recall@5 and MRR over bench/search's queries, beside plain BM25.
-    Quality,
+    Quality {
+        /// An OpenAI-compatible embeddings endpoint (`http://…/v1/embeddings`): adds the
+        /// hybrid search's row.
+        #[arg(long)]
+        embeddings: Option<String>,
+    },
     /// Index build time and search latency in-process.
     Speed {
         /// How many tools: the corpus repeated under new prefixes.
@@ -49,7 +54,7 @@ enum Command {
 #[tokio::main(flavor = "current_thread")]
 async fn main() -> anyhow::Result<()> {
     let report = match Args::parse().command {
-        Command::Quality => quality::run()?,
+        Command::Quality { embeddings } => quality::run(embeddings.as_deref()).await?,
         Command::Speed { tools, rounds } => speed::run(tools, rounds)?,
         Command::Gateway {
             url,

@@ -1,10 +1,12 @@
 //! Retrieval quality: recall at 1 and 5 and the mean reciprocal rank of the index's answers to
-//! the queries, beside plain BM25 over name and description.
+//! the queries, beside plain BM25 over name and description; with an embeddings endpoint, the
+//! hybrid search too (the tools' and the queries' vectors asked of it, as a gateway asks).
 
 use std::collections::HashMap;
 
+use anyhow::Context as _;
 use serde_json::{Value, json};
-use toolwire_search::{MAX_LIMIT, Query, ToolIndex};
+use toolwire_search::{MAX_LIMIT, Query, ToolIndex, Vectors, embedding_text};
 
 use crate::corpus::{self, Case};
 
@@ -25,7 +27,9 @@ fn measure(cases: &[Case], rank: impl Fn(&str) -> Vec<String>) -> Value {
 
 /// The table, as JSON: the corpus's size, then each ranking's figures over all queries and
 /// over each half (the even half is the one the weights were chosen on).
-pub(crate) fn run() -> anyhow::Result<Value> {
+/// `embeddings`: an OpenAI-compatible embeddings endpoint (`…/v1/embeddings`) whose model
+/// makes the hybrid row.
+pub(crate) async fn run(embeddings: Option<&str>) -> anyhow::Result<Value> {
     let tools = corpus::tools()?;
     let cases = corpus::cases()?;
     let ids: HashMap<&str, &str> = tools
@@ -66,6 +70,45 @@ pub(crate) fn run() -> anyhow::Result<Value> {
     };
     let even: Vec<Case> = cases.iter().step_by(2).cloned().collect();
     let odd: Vec<Case> = cases.iter().skip(1).step_by(2).cloned().collect();
+    let mut rankings = json!({
+        "plain BM25 (name + description)": {
+            "all": measure(&cases, plain), "even": measure(&even, plain), "odd": measure(&odd, plain),
+        },
+        "toolwire-search (lexical, default)": {
+            "all": measure(&cases, ours), "even": measure(&even, ours), "odd": measure(&odd, ours),
+        },
+    });
+    if let Some(url) = embeddings {
+        let texts: Vec<String> = index.entries().iter().map(embedding_text).collect();
+        let vectors = Vectors::new(&index, embed(url, &texts).await?)?;
+        let queries: Vec<String> = cases.iter().map(|c| c.query.clone()).collect();
+        let query_vectors: HashMap<String, Vec<f32>> = queries
+            .iter()
+            .cloned()
+            .zip(embed(url, &queries).await?)
+            .collect();
+        let hybrid = |text: &str| -> Vec<String> {
+            let query = Query {
+                limit: MAX_LIMIT,
+                ..Query::new(text)
+            };
+            index
+                .search_hybrid(&query, &vectors, &query_vectors[text], &|_| true)
+                .map_or_else(
+                    |_| Vec::new(),
+                    |found| {
+                        found
+                            .hits
+                            .iter()
+                            .map(|hit| ids[hit.entry.name.as_str()].to_owned())
+                            .collect()
+                    },
+                )
+        };
+        rankings[HYBRID] = json!({
+            "all": measure(&cases, hybrid), "even": measure(&even, hybrid), "odd": measure(&odd, hybrid),
+        });
+    }
     let servers = {
         let mut servers: Vec<&str> = tools.iter().map(|t| t.entry.server.as_str()).collect();
         servers.dedup();
@@ -75,13 +118,49 @@ pub(crate) fn run() -> anyhow::Result<Value> {
         "servers": servers,
         "tools": tools.len(),
         "queries": cases.len(),
-        "rankings": {
-            "plain BM25 (name + description)": {
-                "all": measure(&cases, plain), "even": measure(&even, plain), "odd": measure(&odd, plain),
-            },
-            "toolwire-search (lexical, default)": {
-                "all": measure(&cases, ours), "even": measure(&even, ours), "odd": measure(&odd, ours),
-            },
-        },
+        "rankings": rankings,
     }))
+}
+
+/// The hybrid row's name.
+const HYBRID: &str = "toolwire-search hybrid (all-MiniLM-L6-v2)";
+
+/// The most texts in one request, as the gateway sends them.
+const BATCH: usize = 64;
+
+/// The vectors of `texts`, in order, from the OpenAI-compatible endpoint at `url`.
+async fn embed(url: &str, texts: &[String]) -> anyhow::Result<Vec<Vec<f32>>> {
+    #[derive(serde::Deserialize)]
+    struct Answer {
+        data: Vec<Row>,
+    }
+    #[derive(serde::Deserialize)]
+    struct Row {
+        index: usize,
+        embedding: Vec<f32>,
+    }
+    let client = reqwest::Client::new();
+    let mut vectors = Vec::with_capacity(texts.len());
+    for batch in texts.chunks(BATCH) {
+        let answer: Answer = client
+            .post(url)
+            .json(&json!({"model": "all-MiniLM-L6-v2", "input": batch}))
+            .send()
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .with_context(|| format!("embeddings from {url}"))?
+            .json()
+            .await
+            .with_context(|| format!("embeddings from {url}"))?;
+        let mut rows = answer.data;
+        rows.sort_by_key(|row| row.index);
+        anyhow::ensure!(
+            rows.len() == batch.len(),
+            "{url} answered {} vectors for {} texts",
+            rows.len(),
+            batch.len()
+        );
+        vectors.extend(rows.into_iter().map(|row| row.embedding));
+    }
+    Ok(vectors)
 }

@@ -190,6 +190,7 @@ impl Gateway {
     /// Counts the upstream calls in the server's metrics, when it keeps them.
     fn observe(&self, observed: &std::sync::OnceLock<GatewayMetrics>) {
         if let Some(metrics) = self.inner.server.metrics() {
+            self.inner.search.observe(metrics);
             if let Some(registered) = GatewayMetrics::register(metrics, self.inner.upstreams()) {
                 let _ = observed.set(registered);
             }

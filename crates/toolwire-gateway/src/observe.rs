@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::future::BoxFuture;
 use prometheus::core::{Collector, Desc};
 use prometheus::proto::MetricFamily;
-use prometheus::{HistogramOpts, HistogramVec, IntGaugeVec, Opts};
+use prometheus::{HistogramOpts, HistogramVec, IntCounterVec, IntGaugeVec, Opts};
 use toolwire_host::{Called, Host, Outcome, ServerState};
 use toolwire_server::observe::{
     CLIENT_OPERATION_DURATION, DURATION_BUCKETS, Metrics, NotReady, Readiness, RefusalReason,
@@ -94,6 +94,28 @@ impl GatewayMetrics {
     pub(crate) fn count_policy_refusal(&self) {
         self.metrics.count_refusal(RefusalReason::Policy);
     }
+}
+
+/// The counter of searches answered lexically though an embeddings endpoint is configured
+/// (`toolwire_search_lexical_fallbacks_total`, by `reason`: `not_ready` while the tools'
+/// vectors are computed, `failed` when the endpoint failed or timed out for the query),
+/// registered in `metrics`; `None` (logged) if the name is taken.
+pub(crate) fn search_fallbacks(metrics: &Metrics) -> Option<IntCounterVec> {
+    let made = (|| {
+        let counter = IntCounterVec::new(
+            Opts::new(
+                "toolwire_search_lexical_fallbacks_total",
+                "Searches answered lexically though an embeddings endpoint is configured",
+            ),
+            &["reason"],
+        )?;
+        metrics.registry().register(Box::new(counter.clone()))?;
+        Ok::<_, prometheus::Error>(counter)
+    })();
+    made.map_err(|error| {
+        tracing::error!(%error, "the search fallback counter could not be registered");
+    })
+    .ok()
 }
 
 /// What the gateway's metrics and readiness read of it: the host that reaches the upstreams

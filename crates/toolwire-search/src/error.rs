@@ -25,4 +25,7 @@ pub enum SearchError {
         /// The most results one search returns.
         most: usize,
     },
+    /// The vectors of a hybrid search do not fit the index or the query's vector.
+    #[error(transparent)]
+    Vectors(#[from] crate::VectorError),
 }

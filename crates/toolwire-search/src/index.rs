@@ -90,6 +90,12 @@ impl<'a> Query<'a> {
             servers: None,
         }
     }
+
+    /// The query's text, trimmed, when a search can be made as asked (what every search
+    /// checks first): before an embedding of it is asked for, say.
+    pub fn check(&self) -> Result<&'a str, SearchError> {
+        checked(self)
+    }
 }
 
 /// What a search found.
@@ -291,66 +297,104 @@ impl ToolIndex {
         query: &Query<'_>,
         allowed: &dyn Fn(&Entry) -> bool,
     ) -> Result<Found<'_>, SearchError> {
-        let text = query.text.trim();
-        if text.is_empty() {
-            return Err(SearchError::EmptyQuery);
-        }
-        let chars = text.chars().count();
-        if chars > MAX_QUERY_CHARS {
-            return Err(SearchError::QueryTooLong {
-                chars,
-                most: MAX_QUERY_CHARS,
+        let text = checked(query)?;
+        let scores = self.lexical_scores(text);
+        let mut ranked: Vec<Ranked> = Vec::new();
+        for (position, (entry, &score)) in self.entries.iter().zip(&scores).enumerate() {
+            let exact = exactness(entry, text);
+            if (score <= 0.0 && exact == 0) || !admitted(query, entry, allowed) {
+                continue;
+            }
+            ranked.push(Ranked {
+                exact,
+                score,
+                position,
             });
         }
-        if query.limit == 0 || query.limit > MAX_LIMIT {
-            return Err(SearchError::Limit {
-                limit: query.limit,
-                most: MAX_LIMIT,
-            });
-        }
+        Ok(self.ranked(ranked, query.limit))
+    }
+
+    /// Every entry's lexical score for `text` (by position): the weighted sum of its fields'
+    /// BM25 scores, 0 for an entry that shares no token with it.
+    pub(crate) fn lexical_scores(&self, text: &str) -> Vec<f32> {
         let tokens: Vec<u32> = self.queries.embed(text).indices().copied().collect();
         let mut scores = vec![0f32; self.entries.len()];
         for field in &self.fields {
             field.add_scores(&tokens, &mut scores);
         }
-        let mut ranked: Vec<(u8, f32, usize)> = Vec::new();
-        for (position, (entry, &score)) in self.entries.iter().zip(&scores).enumerate() {
-            let exact = exactness(entry, text);
-            if (score <= 0.0 && exact == 0)
-                || query
-                    .servers
-                    .is_some_and(|servers| !servers.contains(&entry.server))
-                || !allowed(entry)
-            {
-                continue;
-            }
-            ranked.push((exact, score, position));
-        }
+        scores
+    }
+
+    /// The entries `ranked` found, best first, at most `limit`: exact names first, then by
+    /// score; equal scores in name order (the entries' order), so the same index and query
+    /// always give the same answer.
+    pub(crate) fn ranked(&self, mut ranked: Vec<Ranked>, limit: usize) -> Found<'_> {
         let total_matched = ranked.len();
-        // Exact names first, then by score; equal scores in name order (the entries' order).
         ranked.sort_by(|a, b| {
-            b.0.cmp(&a.0)
-                .then_with(|| b.1.partial_cmp(&a.1).unwrap_or(Ordering::Equal))
-                .then_with(|| a.2.cmp(&b.2))
+            b.exact
+                .cmp(&a.exact)
+                .then_with(|| b.score.partial_cmp(&a.score).unwrap_or(Ordering::Equal))
+                .then_with(|| a.position.cmp(&b.position))
         });
         let hits = ranked
             .into_iter()
-            .take(query.limit)
-            .map(|(_, score, position)| Hit {
-                entry: &self.entries[position],
-                score,
+            .take(limit)
+            .map(|r| Hit {
+                entry: &self.entries[r.position],
+                score: r.score,
             })
             .collect();
-        Ok(Found {
+        Found {
             hits,
             total_matched,
-        })
+        }
     }
+}
+
+/// One entry a search matched, before ranking.
+pub(crate) struct Ranked {
+    /// How exactly the query names it ([`exactness`]).
+    pub(crate) exact: u8,
+    /// Its score.
+    pub(crate) score: f32,
+    /// Its position in the index's entries.
+    pub(crate) position: usize,
+}
+
+/// The query's text, trimmed, when the query can be searched for as asked.
+pub(crate) fn checked<'q>(query: &Query<'q>) -> Result<&'q str, SearchError> {
+    let text = query.text.trim();
+    if text.is_empty() {
+        return Err(SearchError::EmptyQuery);
+    }
+    let chars = text.chars().count();
+    if chars > MAX_QUERY_CHARS {
+        return Err(SearchError::QueryTooLong {
+            chars,
+            most: MAX_QUERY_CHARS,
+        });
+    }
+    if query.limit == 0 || query.limit > MAX_LIMIT {
+        return Err(SearchError::Limit {
+            limit: query.limit,
+            most: MAX_LIMIT,
+        });
+    }
+    Ok(text)
+}
+
+/// Whether `entry` may be in `query`'s answer: of one of its servers (when it names some),
+/// and let through by the caller's check.
+pub(crate) fn admitted(query: &Query<'_>, entry: &Entry, allowed: &dyn Fn(&Entry) -> bool) -> bool {
+    query
+        .servers
+        .is_none_or(|servers| servers.contains(&entry.server))
+        && allowed(entry)
 }
 
 /// How exactly `text` names `entry`: 2 for the name it is called by, 1 for the upstream's,
 /// else 0 (ASCII case aside).
-fn exactness(entry: &Entry, text: &str) -> u8 {
+pub(crate) fn exactness(entry: &Entry, text: &str) -> u8 {
     if entry.name.eq_ignore_ascii_case(text) {
         2
     } else if entry.tool.name.eq_ignore_ascii_case(text) {

@@ -21,6 +21,10 @@
 //! answer. The index decides nothing about who may use a tool: a search takes the caller's
 //! check (`allowed`), and a tool it refuses is neither returned nor counted.
 //!
+//! An optional semantic stage ([`ToolIndex::search_hybrid`]) weighs in the query's cosine with
+//! each tool's embedding ([`Vectors`] of [`embedding_text`]), which the caller computes with a
+//! model of its choice: this crate makes no request. Lexical search needs none of it.
+//!
 //! ```
 //! use std::sync::Arc;
 //! use toolwire_protocol::Tool;
@@ -41,10 +45,12 @@
 
 mod error;
 mod index;
+mod semantic;
 mod words;
 
 pub use error::SearchError;
 pub use index::{Entry, Found, Hit, Query, ToolIndex, Weights};
+pub use semantic::{ALPHA, COSINE_FLOOR, VectorError, Vectors, embedding_text};
 
 /// The number of results a search returns unless asked for another.
 pub const DEFAULT_LIMIT: usize = 5;

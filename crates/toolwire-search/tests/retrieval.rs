@@ -144,13 +144,33 @@ fn weights_compared() {
         .iter()
         .map(|(id, entry)| (entry.name.clone(), id.clone()))
         .collect();
-    let zero = Weights { name: 0.0, server: 0.0, title: 0.0, description: 0.0, parameters: 0.0, all: 0.0 };
+    let zero = Weights {
+        name: 0.0,
+        server: 0.0,
+        title: 0.0,
+        description: 0.0,
+        parameters: 0.0,
+        all: 0.0,
+    };
     let mut grid = vec![("default".to_owned(), Weights::default())];
     for all in [0.5, 1.0, 2.0] {
         for (label, fields) in [
             ("alone", zero),
-            ("+desc", Weights { description: 0.5, ..zero }),
-            ("+name+desc", Weights { name: 0.25, description: 0.5, ..zero }),
+            (
+                "+desc",
+                Weights {
+                    description: 0.5,
+                    ..zero
+                },
+            ),
+            (
+                "+name+desc",
+                Weights {
+                    name: 0.25,
+                    description: 0.5,
+                    ..zero
+                },
+            ),
             ("+default", Weights::default()),
         ] {
             grid.push((format!("all {all} {label}"), Weights { all, ..fields }));

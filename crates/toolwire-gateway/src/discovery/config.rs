@@ -3,6 +3,7 @@
 //! caller entry's `when` a CEL condition over `caller`, as the rules read it.
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use serde_json::{Map, Value};
 
@@ -14,6 +15,13 @@ pub const DEFAULT_THRESHOLD: usize = 100;
 
 /// The largest threshold taken (a typing error, not a setting, beyond it).
 const MOST_THRESHOLD: u64 = 1_000_000;
+
+/// How long a query's embedding is waited for unless `timeoutMs` says otherwise: past it, the
+/// search answers lexically.
+pub const DEFAULT_EMBEDDINGS_TIMEOUT: Duration = Duration::from_millis(3000);
+
+/// The longest `timeoutMs` taken: a minute.
+const MOST_TIMEOUT_MS: u64 = 60_000;
 
 /// What a caller's `tools/list` holds.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash)]
@@ -84,6 +92,9 @@ pub struct DiscoveryConfig {
     pub always_on: BTreeSet<String>,
     /// Per-caller modes, in order.
     pub callers: Vec<CallerMode>,
+    /// The optional semantic stage of `search_tools`: the embeddings endpoint whose vectors
+    /// weigh in beside the words. Without it, search is lexical.
+    pub embeddings: Option<EmbeddingsConfig>,
 }
 
 impl Default for DiscoveryConfig {
@@ -93,8 +104,25 @@ impl Default for DiscoveryConfig {
             threshold: DEFAULT_THRESHOLD,
             always_on: BTreeSet::new(),
             callers: Vec::new(),
+            embeddings: None,
         }
     }
+}
+
+/// `"embeddings"`: an OpenAI-compatible embeddings endpoint (`POST …/v1/embeddings`) the
+/// operator runs or pays for, which makes `search_tools` hybrid: each served tool's short text
+/// and each query embedded, and the cosine weighed with the lexical score.
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct EmbeddingsConfig {
+    /// The endpoint: `http://` or `https://`, such as `http://127.0.0.1:8080/v1/embeddings`.
+    pub url: String,
+    /// The model named in each request.
+    pub model: String,
+    /// The environment variable holding the API key, sent as `Authorization: Bearer KEY`.
+    pub api_key_env: Option<String>,
+    /// How long a query's embedding is waited for; past it the search answers lexically.
+    pub timeout: Duration,
 }
 
 /// Why a `"discovery"` section cannot be used: each names the field.
@@ -149,7 +177,11 @@ fn field(at: impl Into<String>, problem: impl Into<String>) -> DiscoveryError {
 impl DiscoveryConfig {
     /// Reads the `"discovery"` section's JSON; unknown keys are errors.
     pub fn from_json(value: &Value) -> Result<DiscoveryConfig, DiscoveryError> {
-        let section = object(value, "", &["mode", "threshold", "alwaysOn", "callers"])?;
+        let section = object(
+            value,
+            "",
+            &["mode", "threshold", "alwaysOn", "callers", "embeddings"],
+        )?;
         let mut config = DiscoveryConfig::default();
         if let Some(mode) = section.get("mode") {
             config.mode = mode_of(mode, "mode")?;
@@ -170,6 +202,9 @@ impl DiscoveryConfig {
             for (index, entry) in entries.iter().enumerate() {
                 config.callers.push(caller_mode(entry, index)?);
             }
+        }
+        if let Some(embeddings) = section.get("embeddings") {
+            config.embeddings = Some(embeddings_of(embeddings)?);
         }
         Ok(config)
     }
@@ -280,6 +315,90 @@ fn caller_mode(entry: &Value, index: usize) -> Result<CallerMode, DiscoveryError
         mode,
         threshold,
     })
+}
+
+fn embeddings_of(value: &Value) -> Result<EmbeddingsConfig, DiscoveryError> {
+    let map = object(
+        value,
+        "embeddings.",
+        &["url", "model", "apiKeyEnv", "timeoutMs"],
+    )?;
+    let url = match map.get("url") {
+        Some(Value::String(url)) if is_http_url(url) => url.clone(),
+        Some(url) => {
+            return Err(field(
+                "embeddings.url",
+                format!(
+                    "{url} is not an http:// or https:// URL; give the endpoint, such as \
+                     \"http://127.0.0.1:8080/v1/embeddings\""
+                ),
+            ));
+        }
+        None => {
+            return Err(field(
+                "embeddings.url",
+                "give the embeddings endpoint, such as \"http://127.0.0.1:8080/v1/embeddings\"",
+            ));
+        }
+    };
+    let model = match map.get("model") {
+        Some(Value::String(model)) if !model.trim().is_empty() => model.clone(),
+        _ => {
+            return Err(field(
+                "embeddings.model",
+                "give the model's name, such as \"text-embedding-3-small\"",
+            ));
+        }
+    };
+    let api_key_env = match map.get("apiKeyEnv") {
+        None => None,
+        Some(Value::String(name)) if is_env_name(name) => Some(name.clone()),
+        Some(name) => {
+            return Err(field(
+                "embeddings.apiKeyEnv",
+                format!(
+                    "{name} is not an environment variable's name; give one such as \"OPENAI_API_KEY\" \
+                     (the key itself stays out of the file)"
+                ),
+            ));
+        }
+    };
+    let timeout = match map.get("timeoutMs") {
+        None => DEFAULT_EMBEDDINGS_TIMEOUT,
+        Some(ms) => match ms.as_u64() {
+            Some(ms) if (1..=MOST_TIMEOUT_MS).contains(&ms) => Duration::from_millis(ms),
+            _ => {
+                return Err(field(
+                    "embeddings.timeoutMs",
+                    format!(
+                        "{ms} is not a timeout; give a whole number of milliseconds from 1 to {MOST_TIMEOUT_MS}"
+                    ),
+                ));
+            }
+        },
+    };
+    Ok(EmbeddingsConfig {
+        url,
+        model,
+        api_key_env,
+        timeout,
+    })
+}
+
+/// Whether `url` is an `http://` or `https://` URL with a host.
+fn is_http_url(url: &str) -> bool {
+    url.parse::<http::Uri>().is_ok_and(|uri| {
+        matches!(uri.scheme_str(), Some("http" | "https"))
+            && uri.host().is_some_and(|h| !h.is_empty())
+    })
+}
+
+/// Whether `name` can name an environment variable: letters, digits and `_`, not starting
+/// with a digit.
+fn is_env_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with(|c: char| c.is_ascii_digit())
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// A [`DiscoveryConfig`] ready to decide each caller's mode: each `when` parsed and checked
@@ -435,6 +554,46 @@ mod tests {
             ),
             (json!({"callers": {}}), "discovery.callers: give a list"),
             (
+                json!({"embeddings": "http://x/v1/embeddings"}),
+                "discovery.embeddings: embeddings is an object",
+            ),
+            (
+                json!({"embeddings": {"model": "m"}}),
+                "discovery.embeddings.url: give the embeddings endpoint",
+            ),
+            (
+                json!({"embeddings": {"url": "ftp://x/v1/embeddings", "model": "m"}}),
+                "discovery.embeddings.url: \"ftp://x/v1/embeddings\" is not an http",
+            ),
+            (
+                json!({"embeddings": {"url": "localhost:8080", "model": "m"}}),
+                "discovery.embeddings.url: \"localhost:8080\" is not an http",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/v1/embeddings"}}),
+                "discovery.embeddings.model: give the model's name",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/e", "model": ""}}),
+                "discovery.embeddings.model: give",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/e", "model": "m", "apiKeyEnv": "sk-123 abc"}}),
+                "discovery.embeddings.apiKeyEnv: \"sk-123 abc\" is not an environment variable",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/e", "model": "m", "timeoutMs": 0}}),
+                "discovery.embeddings.timeoutMs: 0 is not a timeout",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/e", "model": "m", "timeoutMs": "3s"}}),
+                "discovery.embeddings.timeoutMs: \"3s\" is not a timeout",
+            ),
+            (
+                json!({"embeddings": {"url": "http://x/e", "model": "m", "key": "k"}}),
+                "discovery.embeddings.key: not a key of embeddings",
+            ),
+            (
                 json!({"callers": [{"mode": "direct"}]}),
                 "discovery.callers[0].when: give a CEL",
             ),
@@ -473,6 +632,12 @@ mod tests {
         let example = std::fs::read_to_string(format!("{root}/examples/gateway.json"))
             .expect("the example gateway file");
         let example: Value = serde_json::from_str(&example).expect("JSON");
+        let documented = DiscoveryConfig::from_json(&serde_json::from_str(block).expect("JSON"))
+            .expect("a section");
+        assert!(
+            documented.embeddings.is_some(),
+            "the reference shows embeddings"
+        );
         for section in [
             serde_json::from_str(block).expect("JSON"),
             example["gateway"]["discovery"].clone(),
@@ -481,6 +646,31 @@ mod tests {
             Discovery::compile(&config).expect("it compiles");
             assert!(!config.callers.is_empty() && !config.always_on.is_empty());
         }
+    }
+
+    #[test]
+    fn an_embeddings_section_is_read_with_its_defaults() {
+        let config = DiscoveryConfig::from_json(&json!({
+            "embeddings": {"url": "https://api.openai.com/v1/embeddings", "model": "text-embedding-3-small",
+                           "apiKeyEnv": "OPENAI_API_KEY", "timeoutMs": 1500}
+        }))
+        .unwrap();
+        let embeddings = config.embeddings.unwrap();
+        assert_eq!(embeddings.api_key_env.as_deref(), Some("OPENAI_API_KEY"));
+        assert_eq!(embeddings.timeout, Duration::from_millis(1500));
+        let config = DiscoveryConfig::from_json(&json!({
+            "embeddings": {"url": "http://127.0.0.1:9/v1/embeddings", "model": "m"}
+        }))
+        .unwrap();
+        let embeddings = config.embeddings.unwrap();
+        assert_eq!(
+            (embeddings.api_key_env, embeddings.timeout),
+            (None, DEFAULT_EMBEDDINGS_TIMEOUT)
+        );
+        assert_eq!(
+            DiscoveryConfig::from_json(&json!({})).unwrap().embeddings,
+            None
+        );
     }
 
     #[test]

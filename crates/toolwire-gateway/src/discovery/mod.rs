@@ -9,10 +9,16 @@
 //! (D-04). A search sees only the tools the caller may use (D-02): those its rules let it see
 //! and its OAuth scopes permit, the server's own rule for lists and calls.
 //!
+//! With `discovery.embeddings`, search is hybrid once the served tools' vectors are ready
+//! (computed in the background, never waited on); lexical until then and whenever the
+//! endpoint fails for a query.
+//!
 //! - [`config`]: the `"discovery"` section as written, and compiled ([`Discovery`]).
+//! - `semantic`: the embeddings endpoint, the tools' vectors and the query's.
 //! - `tools`: the two search tools, their static definitions and handlers.
 
 pub mod config;
+mod semantic;
 #[cfg(test)]
 mod tests;
 mod tools;
@@ -20,15 +26,19 @@ mod tools;
 use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
-use arc_swap::ArcSwap;
+use arc_swap::{ArcSwap, ArcSwapOption};
 use toolwire_host::HostConfig;
 use toolwire_search::{Entry, ToolIndex};
 use toolwire_server::{OfferKind, Server, ToolCheck, ToolVisibility, Viewer};
 
-pub use config::{CallerMode, DEFAULT_THRESHOLD, Discovery, DiscoveryConfig, DiscoveryError, Mode};
+pub use config::{
+    CallerMode, DEFAULT_EMBEDDINGS_TIMEOUT, DEFAULT_THRESHOLD, Discovery, DiscoveryConfig,
+    DiscoveryError, EmbeddingsConfig, Mode,
+};
 
 use crate::policy::{Policy, Visibility, caller};
 use config::Listed;
+use semantic::{Fallback, Semantic};
 
 /// The search tool's name. Qualified names hold `__`; these do not, so no prefixed tool can
 /// take them (an unprefixed upstream is refused beside them: [`DiscoveryError::Unprefixed`]).
@@ -59,10 +69,15 @@ pub(crate) struct Search {
     policy: Arc<Policy>,
     /// The rules as every caller's check: what a search may return.
     visibility: Visibility,
+    /// The semantic stage, when `discovery.embeddings` configures one.
+    semantic: ArcSwapOption<Semantic>,
+    /// Searches answered lexically for want of vectors, by why, once the metrics are kept.
+    fallbacks: std::sync::OnceLock<prometheus::IntCounterVec>,
 }
 
 impl Search {
     pub(crate) fn new(discovery: Discovery, policy: Arc<Policy>, config: &HostConfig) -> Search {
+        let semantic = semantic_of(&discovery);
         Search {
             discovery: ArcSwap::from_pointee(discovery),
             catalogue: ArcSwap::from_pointee(Catalogue::default()),
@@ -70,12 +85,23 @@ impl Search {
             prefixes: ArcSwap::from_pointee(prefixes_of(config)),
             visibility: Visibility(policy.clone()),
             policy,
+            semantic: ArcSwapOption::new(semantic),
+            fallbacks: std::sync::OnceLock::new(),
         }
     }
 
     /// Replaces the modes and the upstreams' prefixes (a reload); the next update indexes
-    /// again.
+    /// again. A changed embeddings section replaces the semantic stage (its vectors computed
+    /// again); an unchanged one keeps it, vectors and all.
     pub(crate) fn reload(&self, discovery: Discovery, config: &HostConfig) {
+        let wanted = discovery.config().embeddings.as_ref();
+        let current = self.semantic.load_full();
+        if current.as_ref().map(|s| s.config()) != wanted {
+            if let Some(old) = &current {
+                old.stop();
+            }
+            self.semantic.store(semantic_of(&discovery));
+        }
         self.discovery.store(Arc::new(discovery));
         self.prefixes.store(Arc::new(prefixes_of(config)));
         *self.indexed.lock().unwrap_or_else(|e| e.into_inner()) = None;
@@ -115,11 +141,15 @@ impl Search {
                 Entry::new(name, server, tool.definition)
             })
             .collect();
+        let index = Arc::new(ToolIndex::new(entries));
         self.catalogue.store(Arc::new(Catalogue {
-            index: ToolIndex::new(entries),
+            index: index.clone(),
             scoped,
         }));
         *indexed = Some(generation);
+        if let Some(semantic) = self.semantic.load_full() {
+            semantic.refresh(index);
+        }
     }
 
     /// Whether `viewer` may use a tool of `catalogue`, by name: its rules let it see the tool
@@ -152,6 +182,25 @@ impl Search {
             .count();
         usable.saturating_sub(refused)
     }
+
+    /// The semantic stage, when one is configured.
+    pub(crate) fn semantic(&self) -> Option<Arc<Semantic>> {
+        self.semantic.load_full()
+    }
+
+    /// Counts a search answered lexically though a semantic stage is configured.
+    pub(crate) fn count_fallback(&self, why: Fallback) {
+        if let Some(fallbacks) = self.fallbacks.get() {
+            fallbacks.with_label_values(&[why.label()]).inc();
+        }
+    }
+
+    /// Keeps the fallback counter in the downstream server's `metrics`.
+    pub(crate) fn observe(&self, metrics: &toolwire_server::observe::Metrics) {
+        if let Some(counter) = crate::observe::search_fallbacks(metrics) {
+            let _ = self.fallbacks.set(counter);
+        }
+    }
 }
 
 /// A served tool as search indexes it: its definition as served (without `_meta`) and the
@@ -165,7 +214,7 @@ pub(crate) struct Indexed {
 /// The index of the served tools, and the scopes those that need some need: made together,
 /// so that a search reads both of one served set.
 pub(crate) struct Catalogue {
-    pub(crate) index: ToolIndex,
+    pub(crate) index: Arc<ToolIndex>,
     /// By served name, the tools that need scopes (most need none).
     scoped: HashMap<String, Arc<[String]>>,
 }
@@ -173,7 +222,7 @@ pub(crate) struct Catalogue {
 impl Default for Catalogue {
     fn default() -> Self {
         Catalogue {
-            index: ToolIndex::new(Vec::new()),
+            index: Arc::new(ToolIndex::new(Vec::new())),
             scoped: HashMap::new(),
         }
     }
@@ -188,6 +237,12 @@ impl Catalogue {
             _ => true,
         }
     }
+}
+
+/// The semantic stage `discovery` configures, if any.
+fn semantic_of(discovery: &Discovery) -> Option<Arc<Semantic>> {
+    let config = discovery.config().embeddings.as_ref()?;
+    Semantic::new(config).map(Arc::new)
 }
 
 /// Each upstream's prefix by name: what callers know it by (its name when it has none).

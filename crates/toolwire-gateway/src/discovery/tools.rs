@@ -8,9 +8,10 @@ use std::sync::{Arc, Weak};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 use toolwire_protocol::{CallToolResult, ErrorObject};
-use toolwire_search::{DEFAULT_LIMIT, Hit, MAX_LIMIT, MAX_QUERY_CHARS, Query};
+use toolwire_search::{DEFAULT_LIMIT, Entry, Hit, MAX_LIMIT, MAX_QUERY_CHARS, Query};
 use toolwire_server::{RequestContext, TaskSupport, Tool, ToolError, Viewer};
 
+use super::semantic::Fallback;
 use super::{CALL_TOOL, Downstream, SEARCH_TOOLS, Search, is_search_tool};
 
 const SEARCH_DESCRIPTION: &str = "Finds the tools for a task among the many this server \
@@ -60,7 +61,7 @@ pub(super) fn search_tools(search: Arc<Search>) -> Tool {
         input,
         move |arguments: Value, ctx: RequestContext| {
             let search = search.clone();
-            async move { searched(&search, arguments, &ctx) }
+            async move { searched(&search, arguments, &ctx).await }
         },
     )
     .title("Search tools")
@@ -83,8 +84,9 @@ struct SearchArgs {
     servers: Option<Vec<String>>,
 }
 
-/// One search by the caller of `ctx`.
-fn searched(
+/// One search by the caller of `ctx`: hybrid when the semantic stage has the catalogue's
+/// vectors and the query's, else lexical; the result says which answered.
+async fn searched(
     search: &Search,
     arguments: Value,
     ctx: &RequestContext,
@@ -92,24 +94,68 @@ fn searched(
     let args: SearchArgs = serde_json::from_value(arguments)
         .map_err(|e| ToolError::Protocol(ErrorObject::invalid_params(e.to_string())))?;
     let catalogue = search.catalogue();
-    let index = &catalogue.index;
-    let allowed = search.allowed(&catalogue, Viewer::of(ctx));
+    let index = catalogue.index.clone();
     let query = Query {
         text: &args.query,
         limit: args.limit.unwrap_or(DEFAULT_LIMIT),
         servers: args.servers.as_deref(),
     };
-    let found = match index.search(&query, &|entry| allowed(&entry.name)) {
-        Ok(found) => found,
+    let text = match query.check() {
+        Ok(text) => text,
         Err(error) => return Ok(CallToolResult::error(format!("search_tools: {error}"))),
     };
+    // The query's vector, when the semantic stage has the catalogue's: asked for before the
+    // caller's check is made (which is not held across a wait).
+    let semantic = match search.semantic() {
+        None => None,
+        Some(semantic) => match semantic.ready_for(&index) {
+            None => {
+                search.count_fallback(Fallback::NotReady);
+                None
+            }
+            Some(vectors) => match semantic.query(text).await {
+                None => {
+                    search.count_fallback(Fallback::Failed);
+                    None
+                }
+                Some(vector) => Some((vectors, vector)),
+            },
+        },
+    };
+    let usable = search.allowed(&catalogue, Viewer::of(ctx));
+    let allowed = |entry: &Entry| usable(&entry.name);
+    let hybrid = semantic.and_then(|(vectors, vector)| {
+        index
+            .search_hybrid(&query, &vectors, &vector, &allowed)
+            .inspect_err(|error| {
+                // The endpoint's query vector does not fit its tools' (another model behind
+                // the URL, say).
+                tracing::warn!(%error, "a query's embedding does not fit the tools': answered lexically");
+                search.count_fallback(Fallback::Failed);
+            })
+            .ok()
+    });
+    let found = match hybrid {
+        Some(found) => (found, HYBRID),
+        None => match index.search(&query, &allowed) {
+            Ok(found) => (found, LEXICAL),
+            Err(error) => return Ok(CallToolResult::error(format!("search_tools: {error}"))),
+        },
+    };
+    let (found, ranking) = found;
     let tools: Vec<Value> = found.hits.iter().map(described).collect();
     Ok(toolwire_server::structured_result(json!({
         "tools": tools,
         "total_matched": found.total_matched,
         "catalog_version": index.version(),
+        "ranking": ranking,
     })))
 }
+
+/// The `ranking` of an answer by words and meaning together.
+const HYBRID: &str = "hybrid";
+/// The `ranking` of an answer by words alone.
+const LEXICAL: &str = "lexical";
 
 /// A tool found, as a caller reads it.
 fn described(hit: &Hit<'_>) -> Value {
@@ -158,7 +204,12 @@ fn found_schema() -> Value {
                 }
             },
             "total_matched": {"type": "integer", "minimum": 0},
-            "catalog_version": {"type": "string"}
+            "catalog_version": {"type": "string"},
+            "ranking": {
+                "type": "string",
+                "enum": [HYBRID, LEXICAL],
+                "description": "hybrid: by words and meaning (an embeddings endpoint); lexical: by words"
+            }
         },
         "required": ["tools", "total_matched", "catalog_version"]
     })

@@ -110,6 +110,8 @@ async fn each_caller_gets_its_mode_and_may_call_what_its_list_leaves_out() {
     // The search tools are every caller's, listed or not.
     let found = search(&plain, json!({"query": "commit logs"})).await;
     assert_eq!(found_names(&found)[0], "git__git_log");
+    // No embeddings endpoint configured: words alone, and the answer says so.
+    assert_eq!(found["ranking"], "lexical");
     gateway.close().await;
     served.stop().await;
     g.stop().await;

@@ -11,6 +11,7 @@ mod offers;
 mod relay;
 mod reload;
 mod rules;
+mod semantic;
 mod shared_pins;
 mod subscriptions;
 mod support;
