@@ -1,4 +1,4 @@
-//! `search-bench`: tool search measured (issue 44). `quality` (recall against plain BM25),
+//! `search-bench`: tool search measured. `quality` (recall against plain BM25),
 //! `speed` (in-process search over 5,100 tools), `gateway` (tokens and latency of search mode
 //! through a running gateway). Each prints one JSON object; `bench/search/run` runs them all.
 
