@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use anyhow::Context as _;
 use serde_json::{Value, json};
-use toolwire_search::{MAX_LIMIT, Query, ToolIndex, Vectors, embedding_text};
+use toolwire_search::{Found, MAX_LIMIT, Query, ToolIndex, Vectors, embedding_text};
 
 use crate::corpus::{self, Case};
 
@@ -37,21 +37,22 @@ pub(crate) async fn run(embeddings: Option<&str>) -> anyhow::Result<Value> {
         .map(|t| (t.entry.name.as_str(), t.id.as_str()))
         .collect();
     let index = ToolIndex::new(tools.iter().map(|t| t.entry.clone()).collect());
+    // The corpus ids of a search's hits, best first.
+    let found_ids = |found: &Found<'_>| -> Vec<String> {
+        found
+            .hits
+            .iter()
+            .map(|hit| ids[hit.entry.name.as_str()].to_owned())
+            .collect()
+    };
     let ours = |text: &str| -> Vec<String> {
         let query = Query {
             limit: MAX_LIMIT,
             ..Query::new(text)
         };
-        index.search(&query, &|_| true).map_or_else(
-            |_| Vec::new(),
-            |found| {
-                found
-                    .hits
-                    .iter()
-                    .map(|hit| ids[hit.entry.name.as_str()].to_owned())
-                    .collect()
-            },
-        )
+        index
+            .search(&query, &|_| true)
+            .map_or_else(|_| Vec::new(), |found| found_ids(&found))
     };
     let baseline = bm25::SearchEngineBuilder::<String>::with_documents(
         bm25::Language::English,
@@ -70,13 +71,11 @@ pub(crate) async fn run(embeddings: Option<&str>) -> anyhow::Result<Value> {
     };
     let even: Vec<Case> = cases.iter().step_by(2).cloned().collect();
     let odd: Vec<Case> = cases.iter().skip(1).step_by(2).cloned().collect();
+    // A ranking's figures over all queries and over each half.
+    let halves = |rank: &dyn Fn(&str) -> Vec<String>| json!({"all": measure(&cases, rank), "even": measure(&even, rank), "odd": measure(&odd, rank)});
     let mut rankings = json!({
-        "plain BM25 (name + description)": {
-            "all": measure(&cases, plain), "even": measure(&even, plain), "odd": measure(&odd, plain),
-        },
-        "toolwire-search (lexical, default)": {
-            "all": measure(&cases, ours), "even": measure(&even, ours), "odd": measure(&odd, ours),
-        },
+        "plain BM25 (name + description)": halves(&plain),
+        "toolwire-search (lexical, default)": halves(&ours),
     });
     if let Some(url) = embeddings {
         let texts: Vec<String> = index.entries().iter().map(embedding_text).collect();
@@ -94,20 +93,9 @@ pub(crate) async fn run(embeddings: Option<&str>) -> anyhow::Result<Value> {
             };
             index
                 .search_hybrid(&query, &vectors, &query_vectors[text], &|_| true)
-                .map_or_else(
-                    |_| Vec::new(),
-                    |found| {
-                        found
-                            .hits
-                            .iter()
-                            .map(|hit| ids[hit.entry.name.as_str()].to_owned())
-                            .collect()
-                    },
-                )
+                .map_or_else(|_| Vec::new(), |found| found_ids(&found))
         };
-        rankings[HYBRID] = json!({
-            "all": measure(&cases, hybrid), "even": measure(&even, hybrid), "odd": measure(&odd, hybrid),
-        });
+        rankings[HYBRID] = halves(&hybrid);
     }
     let servers = {
         let mut servers: Vec<&str> = tools.iter().map(|t| t.entry.server.as_str()).collect();
