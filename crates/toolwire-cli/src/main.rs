@@ -185,8 +185,18 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 /// matched (`tools --search`), 2 anything
 /// else failed, 3 a call was refused, 128 + the signal's number when a client command was
 /// interrupted (130 SIGINT, 143 SIGTERM, 129 SIGHUP) after stopping its server.
-#[tokio::main]
-async fn main() {
+fn main() {
+    // Started as a stdio server's sandbox launcher: confine, then become the server,
+    // before any thread of the runtime exists.
+    toolwire_sandbox::run_if_launcher();
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("the async runtime starts")
+        .block_on(main_async());
+}
+
+async fn main_async() {
     if let Err(error) = run().await {
         if let Some(interrupted) = error.downcast_ref::<session::Interrupted>() {
             std::process::exit(interrupted.status);

@@ -31,6 +31,23 @@ pub(crate) struct Named {
     /// PATH, SHELL, TERM and USER from this environment.
     #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
     pub(crate) env: Vec<String>,
+    /// Starts a server named by command line sandboxed (Linux): it reads everything but your
+    /// secrets and writes only its caches, its temporary directory and the directories its
+    /// arguments name. Implied by --allow-read, --allow-write and --network.
+    #[arg(long)]
+    pub(crate) sandbox: bool,
+    /// Grants a sandboxed server more to read (repeatable).
+    #[arg(long = "allow-read", value_name = "PATH")]
+    pub(crate) allow_read: Vec<std::path::PathBuf>,
+    /// Grants a sandboxed server more to write (repeatable).
+    #[arg(long = "allow-write", value_name = "PATH")]
+    pub(crate) allow_write: Vec<std::path::PathBuf>,
+    /// A sandboxed server's network: any (the default) or none.
+    #[arg(long, value_name = "any|none", value_parser = ["any", "none"])]
+    pub(crate) network: Option<String>,
+    /// Starts a server named by command line with all your rights, saying why.
+    #[arg(long = "sandbox-off", value_name = "REASON", conflicts_with_all = ["sandbox", "allow_read", "allow_write", "network"])]
+    pub(crate) sandbox_off: Option<String>,
 }
 
 /// The default of `--timeout`, in seconds.
@@ -114,6 +131,30 @@ impl Connection {
 }
 
 impl Named {
+    /// The sandbox of a server named by command line, from the flags.
+    pub(crate) fn sandbox_setting(&self) -> toolwire_host::SandboxSetting {
+        match &self.sandbox_off {
+            Some(reason) => toolwire_host::SandboxSetting::Off {
+                reason: reason.clone(),
+            },
+            None if !self.sandbox
+                && self.allow_read.is_empty()
+                && self.allow_write.is_empty()
+                && self.network.is_none() =>
+            {
+                toolwire_host::SandboxSetting::Unset
+            }
+            None => toolwire_host::SandboxSetting::On {
+                read: self.allow_read.clone(),
+                write: self.allow_write.clone(),
+                network: self.network.as_deref().map(|n| match n {
+                    "none" => toolwire_sandbox::Network::None,
+                    _ => toolwire_sandbox::Network::Any,
+                }),
+            },
+        }
+    }
+
     /// `server` (a URL or a command line) as the one server of a host configuration.
     pub(crate) fn server_config(
         &self,
@@ -173,6 +214,7 @@ impl Named {
             timeout: Some(connection.timeout()?),
             tool_timeouts: Default::default(),
             approval: Default::default(),
+            sandbox: self.sandbox_setting(),
         })
     }
 }
@@ -254,6 +296,9 @@ impl Target {
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
+        if let Some(profile) = self.named.sandbox_setting().profile(&words[1..], None) {
+            command = command.sandboxed(toolwire_client::Sandbox::new(profile)?);
+        }
         for pair in &self.named.env {
             command = match pair.split_once('=') {
                 Some((name, value)) => command.env(name, value),

@@ -51,7 +51,7 @@ pub use error::{Error, ListLimit, Result};
 pub use input::{Asked, Sent, accepted, cancelled, declined};
 pub use state::{LEGACY_VERSIONS, ServerEra};
 pub use tokio_util::sync::CancellationToken;
-pub use transport::command::{DEFAULT_INHERITED_ENV, StdioCommand};
+pub use transport::command::{DEFAULT_INHERITED_ENV, Sandbox, StdioCommand};
 
 /// The protocol types, re-exported.
 pub use toolwire_protocol as protocol;

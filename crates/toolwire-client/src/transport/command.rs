@@ -47,6 +47,36 @@ pub struct StdioCommand {
     /// How the server is named in this process's log (its stderr lines, its restarts):
     /// a host's name for it; default: the program.
     pub name: Option<String>,
+    /// The sandbox it starts in; none: it runs with this process's rights.
+    pub sandbox: Option<Sandbox>,
+}
+
+/// A stdio server's sandbox: its profile and the launcher that enforces it.
+#[derive(Debug, Clone)]
+pub struct Sandbox {
+    /// What the server may do.
+    pub profile: toolwire_sandbox::Profile,
+    /// The program that confines itself and executes the server: one that calls
+    /// [`toolwire_sandbox::run_if_launcher`] first in `main` (default: this program, as the
+    /// `toolwire` binary does; elsewhere, the `toolwire-sandbox` binary).
+    pub launcher: std::path::PathBuf,
+}
+
+impl Sandbox {
+    /// `profile`, enforced by [`toolwire_sandbox::default_launcher`]: this program when it
+    /// calls [`toolwire_sandbox::run_if_launcher`], else the `toolwire-sandbox` binary beside it.
+    pub fn new(profile: toolwire_sandbox::Profile) -> toolwire_sandbox::Result<Sandbox> {
+        Ok(Sandbox {
+            profile,
+            launcher: toolwire_sandbox::default_launcher()?,
+        })
+    }
+
+    /// Enforced by `launcher` instead.
+    pub fn launcher(mut self, launcher: impl Into<std::path::PathBuf>) -> Sandbox {
+        self.launcher = launcher.into();
+        self
+    }
 }
 
 impl StdioCommand {
@@ -59,7 +89,14 @@ impl StdioCommand {
             inherit: Vec::new(),
             cwd: None,
             name: None,
+            sandbox: None,
         }
+    }
+
+    /// Starts the server in `sandbox`.
+    pub fn sandboxed(mut self, sandbox: Sandbox) -> Self {
+        self.sandbox = Some(sandbox);
+        self
     }
 
     /// Names the server in this process's log (default: the program).
@@ -110,6 +147,28 @@ impl StdioCommand {
             .filter_map(|name| Some((name.into(), std::env::var_os(name)?)));
         let set = self.env.iter().map(|(k, v)| (k.into(), v.into()));
         defaults.chain(named).chain(set).collect()
+    }
+
+    /// What to start: the server's command, or in its sandbox the launcher that confines itself
+    /// and then executes it, with the sandbox's private temporary directory, which lives
+    /// as long as the returned [`Launch`](toolwire_sandbox::Launch).
+    pub(super) fn process(
+        &self,
+    ) -> toolwire_sandbox::Result<(tokio::process::Command, Option<toolwire_sandbox::Launch>)> {
+        let Some(sandbox) = &self.sandbox else {
+            let mut command = tokio::process::Command::new(&self.program);
+            command.args(&self.args);
+            return Ok((command, None));
+        };
+        let launch = toolwire_sandbox::Launch::prepare(
+            &sandbox.launcher,
+            &sandbox.profile,
+            &self.program,
+            &self.args,
+        )?;
+        let mut command = tokio::process::Command::new(&launch.program);
+        command.args(&launch.args);
+        Ok((command, Some(launch)))
     }
 
     /// Runs the server in `dir`.

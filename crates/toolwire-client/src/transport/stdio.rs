@@ -16,7 +16,7 @@ use std::time::Duration;
 use futures::StreamExt as _;
 use serde_json::Value;
 use tokio::io::AsyncWriteExt;
-use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout, Command};
+use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 use tokio::sync::mpsc;
 use tokio_util::codec::FramedRead;
 use tokio_util::sync::CancellationToken;
@@ -94,6 +94,8 @@ struct Process {
     close_stdin: CancellationToken,
     /// The server and what it started; killed when dropped (a restart, a dropped client).
     group: ProcessGroup,
+    /// Its sandbox's private temporary directory, removed when the process is.
+    _sandbox: Option<toolwire_sandbox::Launch>,
     /// Its last stderr lines, for the error when it exits without answering.
     tail: Arc<StderrTail>,
 }
@@ -386,11 +388,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Process> {
-    let mut builder = Command::new(&command.program);
+    let (mut builder, launch) = command.process().map_err(|e| {
+        Error::Transport(format!(
+            "cannot start {} in its sandbox: {e}",
+            command.shown_name()
+        ))
+    })?;
     builder
-        .args(&command.args)
         .env_clear()
         .envs(command.environment())
+        .envs(launch.iter().flat_map(|l| l.env.iter().cloned()))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -434,6 +441,7 @@ fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Pro
         closed,
         close_stdin,
         group,
+        _sandbox: launch,
         tail,
     })
 }

@@ -22,6 +22,7 @@ pub(super) const SERVER_KEYS: &[&str] = &[
     "approval",
     "disabled",
     "oauth",
+    "sandbox",
 ];
 
 /// Top-level keys Toolwire reads (`gateway` is `toolwire gateway`'s downstream side, which the

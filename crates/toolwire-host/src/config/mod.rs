@@ -49,6 +49,7 @@ mod expand;
 mod keys;
 mod project;
 mod read;
+mod sandbox;
 mod trust;
 
 use std::collections::BTreeMap;
@@ -58,6 +59,7 @@ use std::time::Duration;
 pub use expand::Variables;
 pub use keys::IgnoredKey;
 pub use project::{Launch, ProjectError, ProjectFile, Review, ServerReview, Setting, VariableUse};
+pub use sandbox::SandboxSetting;
 pub use trust::{Decision, FileTrust, MemoryTrust, TrustError, TrustRecord, TrustStore};
 
 /// Who wrote a configuration file, which decides what it may do.
@@ -135,6 +137,8 @@ pub struct ServerConfig {
     pub tool_timeouts: BTreeMap<String, Duration>,
     /// Approval rules for its tools.
     pub approval: ApprovalRules,
+    /// The sandbox a stdio server starts in (`"sandbox"` in its entry; X-03).
+    pub sandbox: SandboxSetting,
 }
 
 /// How to reach a server.

@@ -70,6 +70,15 @@ pub(super) fn widening(root: &Map<String, Value>) -> Vec<Setting> {
         if let Some(trust) = object.get("trust").filter(|t| **t != Value::Bool(false)) {
             add("trust", trust);
         }
+        // A project's servers may close their network, nothing more.
+        if let Some(Value::Object(sandbox)) = object.get("sandbox") {
+            for (key, value) in sandbox {
+                let narrows = key == "network" && value.as_str() == Some("none");
+                if !narrows && super::read::holds_something(value) {
+                    add(&format!("sandbox.{key}"), value);
+                }
+            }
+        }
         if let Some(full) = object
             .get("audit")
             .and_then(|a| a.get("arguments"))
@@ -94,6 +103,7 @@ pub(super) fn narrow(config: &mut HostConfig) {
     for server in &mut config.servers {
         server.approval.allow.clear();
         server.trust = false;
+        server.sandbox = server.sandbox.narrowed();
     }
 }
 

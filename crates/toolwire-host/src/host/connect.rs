@@ -4,7 +4,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use toolwire_client::{Client, ClientBuilder, StdioCommand};
+use toolwire_client::{Client, ClientBuilder, Sandbox, StdioCommand};
 
 use super::HostOptions;
 use crate::config::{OAuthSettings, ServerConfig, Transport};
@@ -72,9 +72,35 @@ pub(super) async fn open(
             if let Some(cwd) = cwd {
                 stdio = stdio.current_dir(cwd);
             }
+            if let Some(sandbox) = sandbox_of(server, args, cwd.as_deref(), options)? {
+                stdio = stdio.sandboxed(sandbox);
+            }
             builder.spawn_command(stdio).await
         }
     }
+}
+
+/// The sandbox a stdio server starts in: none when its entry turns it off or says
+/// nothing.
+fn sandbox_of(
+    server: &ServerConfig,
+    args: &[String],
+    cwd: Option<&std::path::Path>,
+    options: &HostOptions,
+) -> toolwire_client::Result<Option<Sandbox>> {
+    let Some(profile) = server.sandbox.profile(args, cwd) else {
+        return Ok(None);
+    };
+    let sandbox = match &options.sandbox_launcher {
+        Some(launcher) => Ok(Sandbox {
+            profile,
+            launcher: launcher.clone(),
+        }),
+        None => Sandbox::new(profile),
+    };
+    sandbox.map(Some).map_err(|e| {
+        toolwire_client::Error::Transport(format!("cannot start {}: {e}", server.name))
+    })
 }
 
 /// What every server's client shares: the host's identity and limits, and its handlers of

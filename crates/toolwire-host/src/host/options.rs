@@ -55,6 +55,7 @@ pub struct HostOptions {
     pub(super) hold_new: bool,
     pub(super) audit_each_call: bool,
     pub(super) pin_store: Option<Arc<dyn crate::PinStore>>,
+    pub(super) sandbox_launcher: Option<PathBuf>,
 }
 
 /// Makes the [`Authorizer`] for one server, told its name (to say which server asks).
@@ -101,6 +102,7 @@ impl HostOptions {
             hold_new: false,
             audit_each_call: true,
             pin_store: None,
+            sandbox_launcher: None,
         }
     }
 
@@ -258,6 +260,14 @@ impl HostOptions {
     /// cleans tool results but never sees prompts or resources, turns off only the first.
     pub fn clean_offers(mut self, clean: bool) -> Self {
         self.clean_offers = clean;
+        self
+    }
+
+    /// The program that confines each stdio server and then executes it: one whose
+    /// `main` calls `toolwire_sandbox::run_if_launcher` first, such as the `toolwire-sandbox`
+    /// binary. Default: this program itself, as in the `toolwire` binary.
+    pub fn sandbox_launcher(mut self, launcher: impl Into<PathBuf>) -> Self {
+        self.sandbox_launcher = Some(launcher.into());
         self
     }
 

@@ -2,8 +2,11 @@
 //! file's top keys and each server entry here, an entry's transport in `transport`, and the
 //! single values both read in `value`.
 
+mod sandbox;
 mod transport;
 mod value;
+
+pub(super) use self::value::holds_something;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -11,9 +14,7 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-use self::value::{
-    At, array, boolean, globs, holds_something, only_keys, string, strings, timeout,
-};
+use self::value::{At, array, boolean, globs, only_keys, string, strings, timeout};
 use super::Origin;
 use super::keys::{self, IgnoredKey, Verdict};
 use super::{
@@ -177,6 +178,7 @@ fn server(
         Some(v) => approval(v, at, "approval")?,
         None => ApprovalRules::default(),
     };
+    let sandbox = sandbox::sandbox(entry.get("sandbox"), at, vars)?;
     Ok(Some(ServerConfig {
         name: name.to_owned(),
         transport,
@@ -186,6 +188,7 @@ fn server(
         timeout,
         tool_timeouts,
         approval,
+        sandbox,
     }))
 }
 

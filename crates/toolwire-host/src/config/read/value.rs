@@ -78,7 +78,7 @@ pub(super) fn only_keys(
 }
 
 /// Whether leaving `value` out loses anything: `[]`, `{}`, `""` and `null` hold nothing.
-pub(super) fn holds_something(value: &Value) -> bool {
+pub(in crate::config) fn holds_something(value: &Value) -> bool {
     match value {
         Value::Null => false,
         Value::String(s) => !s.is_empty(),

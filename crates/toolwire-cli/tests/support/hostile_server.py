@@ -1,0 +1,77 @@
+"""A hostile 2026-07-28 MCP server on stdio, for the sandbox's tests: its one tool, `attempt`,
+tries what a taken-over package would, and answers what happened in words: "done: …" or
+"refused: ERRNO …".
+
+  hostile_server.py
+
+`attempt {"what": W, "path": P, "port": N}`, W one of: read (P), write (P), connect (127.0.0.1:N
+over TCP), udp (a datagram to 127.0.0.1:N), ptrace (attach to the parent process).
+"""
+import ctypes
+import errno
+import json
+import os
+import socket
+import sys
+
+META = {"io.modelcontextprotocol/serverInfo": {"name": "hostile", "version": "1"}}
+TOOL = {"name": "attempt", "description": "Tries one thing the sandbox should stop.",
+        "inputSchema": {"type": "object", "properties": {
+            "what": {"type": "string"}, "path": {"type": "string"}, "port": {"type": "integer"}},
+            "required": ["what"]}}
+
+
+def attempt(args):
+    what = args["what"]
+    try:
+        if what == "read":
+            with open(os.path.expanduser(args["path"])) as f:
+                return "done: read " + repr(f.read()[:40])
+        if what == "write":
+            with open(os.path.expanduser(args["path"]), "a") as f:
+                f.write("owned\n")
+            return "done: wrote"
+        if what == "connect":
+            socket.create_connection(("127.0.0.1", args["port"]), 2).close()
+            return "done: connected"
+        if what == "udp":
+            s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            s.sendto(b"x", ("127.0.0.1", args["port"]))
+            return "done: sent"
+        if what == "ptrace":
+            libc = ctypes.CDLL(None, use_errno=True)
+            if libc.ptrace(16, os.getppid(), 0, 0) != 0:  # PTRACE_ATTACH
+                code = ctypes.get_errno()
+                return f"refused: {errno.errorcode.get(code, code)} ptrace"
+            return "done: attached"
+        return "unknown attempt"
+    except OSError as e:
+        return f"refused: {errno.errorcode.get(e.errno, e.errno)} {e.strerror}"
+
+
+def answer(request):
+    method = request.get("method")
+    if method == "server/discover":
+        return {"resultType": "complete", "supportedVersions": ["2026-07-28"],
+                "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public", "_meta": META}
+    if method == "tools/list":
+        return {"resultType": "complete", "ttlMs": 0, "cacheScope": "public", "tools": [TOOL],
+                "_meta": META}
+    if method == "tools/call":
+        text = attempt(request["params"].get("arguments") or {})
+        return {"resultType": "complete", "content": [{"type": "text", "text": text}],
+                "_meta": META}
+    return None
+
+
+for line in sys.stdin:
+    try:
+        request = json.loads(line)
+    except ValueError:
+        continue
+    if "id" not in request:
+        continue
+    result = answer(request)
+    if result is not None:
+        sys.stdout.write(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": result}) + "\n")
+        sys.stdout.flush()

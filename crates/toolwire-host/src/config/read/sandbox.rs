@@ -1,0 +1,81 @@
+//! An entry's `"sandbox"`: `{"read": [...], "write": [...], "network": "none" | "any"}`, or
+//! `{"off": "the reason"}`.
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+use toolwire_sandbox::Network;
+
+use super::super::{ConfigError, SandboxSetting, Variables};
+use super::value::{At, array, only_keys, string};
+
+/// The entry's sandbox setting; unset when it has none.
+pub(super) fn sandbox(
+    value: Option<&Value>,
+    at: &At<'_>,
+    vars: &Variables,
+) -> Result<SandboxSetting, ConfigError> {
+    let Some(value) = value else {
+        return Ok(SandboxSetting::default());
+    };
+    let Value::Object(map) = value else {
+        return Err(at.err(
+            "sandbox".to_owned(),
+            format!(
+                "must be an object: {{\"read\": [...], \"write\": [...], \"network\": \"none\"}}, or {{\"off\": \"why it must run unconfined\"}} (got {value})"
+            ),
+        ));
+    };
+    if let Some(off) = map.get("off") {
+        only_keys(map, &["off"], at, "sandbox")?;
+        let reason = string(off, at, "sandbox.off")?.trim();
+        if reason.is_empty() {
+            return Err(at.err(
+                "sandbox.off".to_owned(),
+                "needs a reason: the server then runs with all your rights, and the reason is shown wherever it is listed",
+            ));
+        }
+        return Ok(SandboxSetting::Off {
+            reason: reason.to_owned(),
+        });
+    }
+    only_keys(map, &["read", "write", "network"], at, "sandbox")?;
+    let paths = |key: &str| -> Result<Vec<PathBuf>, ConfigError> {
+        let full = format!("sandbox.{key}");
+        let mut out = Vec::new();
+        for (i, path) in array(map.get(key), at, &full)?.iter().enumerate() {
+            let at_key = format!("{full}[{i}]");
+            let text = vars
+                .expand(string(path, at, &at_key)?)
+                .map_err(|m| at.err(at_key.clone(), m))?;
+            out.push(home_relative(&text));
+        }
+        Ok(out)
+    };
+    let network = match map.get("network") {
+        None => None,
+        Some(v) => Some(match string(v, at, "sandbox.network")? {
+            "none" => Network::None,
+            "any" => Network::Any,
+            other => {
+                return Err(at.err(
+                    "sandbox.network".to_owned(),
+                    format!("unknown network {other:?} (want \"none\" or \"any\")"),
+                ));
+            }
+        }),
+    };
+    Ok(SandboxSetting::On {
+        read: paths("read")?,
+        write: paths("write")?,
+        network,
+    })
+}
+
+/// `~/x` under the home directory; anything else as written.
+fn home_relative(text: &str) -> PathBuf {
+    match (text.strip_prefix("~/"), std::env::var_os("HOME")) {
+        (Some(rest), Some(home)) => PathBuf::from(home).join(rest),
+        _ => PathBuf::from(text),
+    }
+}

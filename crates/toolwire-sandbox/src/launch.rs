@@ -1,0 +1,152 @@
+//! The launcher: a server's command, made to pass through a program that confines itself and
+//! then executes the server.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use crate::enforce::{Coverage, check};
+use crate::error::{Error, Result};
+use crate::policy::profile::Profile;
+
+/// The first argument that makes a program the launcher (see [`run_if_launcher`]).
+pub const LAUNCHER_FLAG: &str = "--toolwire-sandbox";
+
+/// A server's command made to start confined, and the server's private temporary directory,
+/// removed when this is dropped.
+#[derive(Debug)]
+pub struct Launch {
+    /// The program to start: the launcher.
+    pub program: PathBuf,
+    /// Its arguments: the profile, then the server's own command.
+    pub args: Vec<OsString>,
+    /// Variables to set for the server: `TMPDIR`, its private temporary directory.
+    pub env: Vec<(OsString, OsString)>,
+    /// How much of the profile the kernel enforces.
+    pub coverage: Coverage,
+    tmp: tempfile::TempDir,
+}
+
+impl Launch {
+    /// `program` with `args`, run through `launcher` under `profile` plus a private temporary
+    /// directory (writable, and the server's `TMPDIR`). Fails, naming what is missing, when the
+    /// kernel cannot enforce the profile.
+    pub fn prepare(
+        launcher: &Path,
+        profile: &Profile,
+        program: &str,
+        args: &[String],
+    ) -> Result<Launch> {
+        let coverage = check(profile)?;
+        let tmp = tempfile::Builder::new()
+            .prefix("toolwire-server-")
+            .tempdir()
+            .map_err(|source| Error::Io {
+                path: std::env::temp_dir(),
+                source,
+            })?;
+        let mut profile = profile.clone();
+        profile.write.push(tmp.path().to_owned());
+        let mut launch_args: Vec<OsString> = vec![
+            LAUNCHER_FLAG.into(),
+            serde_json::to_string(&profile)?.into(),
+            "--".into(),
+            program.into(),
+        ];
+        launch_args.extend(args.iter().map(OsString::from));
+        Ok(Launch {
+            program: launcher.to_owned(),
+            args: launch_args,
+            env: vec![("TMPDIR".into(), tmp.path().as_os_str().to_owned())],
+            coverage,
+            tmp,
+        })
+    }
+
+    /// The server's private temporary directory.
+    pub fn temporary_directory(&self) -> &Path {
+        self.tmp.path()
+    }
+}
+
+/// When this process was started as the launcher (`PROGRAM --toolwire-sandbox PROFILE -- SERVER
+/// ARGS…`), confines it and executes the server, never returning; otherwise returns at once.
+/// Call it first thing in `main`, before any thread starts, in a program that is to serve as
+/// the launcher. A launcher that cannot confine itself says why on stderr and exits with 126
+/// without starting the server.
+pub fn run_if_launcher() {
+    let mut args = std::env::args_os().skip(1);
+    if args.next().as_deref() != Some(OsStr::new(LAUNCHER_FLAG)) {
+        SERVES_AS_LAUNCHER.store(true, std::sync::atomic::Ordering::Relaxed);
+        return;
+    }
+    let Err(e) = launch(args);
+    eprintln!("toolwire sandbox: {e}; the server was not started");
+    std::process::exit(126);
+}
+
+/// Set when this program called [`run_if_launcher`]: it can serve as its own launcher.
+static SERVES_AS_LAUNCHER: std::sync::atomic::AtomicBool =
+    std::sync::atomic::AtomicBool::new(false);
+
+/// The launcher to use when none is configured: this program, when it called
+/// [`run_if_launcher`]; else a `toolwire-sandbox` binary beside it (or one folder up, where
+/// Cargo puts binaries beside a test's `deps/`).
+pub fn default_launcher() -> Result<PathBuf> {
+    let this = std::env::current_exe().map_err(|source| Error::Io {
+        path: "the running program".into(),
+        source,
+    })?;
+    if SERVES_AS_LAUNCHER.load(std::sync::atomic::Ordering::Relaxed) {
+        return Ok(this);
+    }
+    let name = format!("toolwire-sandbox{}", std::env::consts::EXE_SUFFIX);
+    let beside = this.parent().map(|dir| dir.join(&name));
+    let above = this
+        .parent()
+        .and_then(Path::parent)
+        .map(|dir| dir.join(&name));
+    [beside, above]
+        .into_iter()
+        .flatten()
+        .find(|candidate| candidate.is_file())
+        .ok_or(Error::NoLauncher)
+}
+
+fn launch(mut args: impl Iterator<Item = OsString>) -> Result<std::convert::Infallible> {
+    const USAGE: &str = "--toolwire-sandbox PROFILE_JSON -- PROGRAM [ARGS…]";
+    let profile = args.next().ok_or(Error::Usage(USAGE))?;
+    let profile: Profile = serde_json::from_slice(profile.as_encoded_bytes())?;
+    if args.next().as_deref() != Some(OsStr::new("--")) {
+        return Err(Error::Usage(USAGE));
+    }
+    let program = args.next().ok_or(Error::Usage(USAGE))?;
+    confine(&profile)?;
+    let mut command = std::process::Command::new(&program);
+    command.args(args);
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::CommandExt;
+        let source = command.exec();
+        Err(Error::Io {
+            path: program.into(),
+            source,
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = command;
+        Err(Error::Unsupported {
+            missing: "a way to execute a program in place (Unix only)".into(),
+        })
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn confine(profile: &Profile) -> Result<()> {
+    crate::enforce::apply(profile).map(drop)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn confine(profile: &Profile) -> Result<()> {
+    check(profile).map(drop)
+}
