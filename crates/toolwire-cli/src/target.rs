@@ -31,9 +31,10 @@ pub(crate) struct Named {
     /// PATH, SHELL, TERM and USER from this environment.
     #[arg(long = "env", short = 'e', value_name = "NAME[=VALUE]")]
     pub(crate) env: Vec<String>,
-    /// Starts a server named by command line sandboxed (Linux): it reads everything but your
-    /// secrets and writes only its caches, its temporary directory and the directories its
-    /// arguments name. Implied by --allow-read, --allow-write and --network.
+    /// A server named by command line starts sandboxed on Linux anyway (it reads everything but
+    /// your secrets and writes only its caches, its own directories and the directories its
+    /// command names); this refuses to start it where the sandbox cannot be enforced. Implied by
+    /// --allow-read, --allow-write and --network.
     #[arg(long)]
     pub(crate) sandbox: bool,
     /// Grants a sandboxed server more to read (repeatable).
@@ -296,7 +297,19 @@ impl Target {
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
-        if let Some(profile) = self.named.sandbox_setting().profile(&words[1..], None) {
+        // The directories its command names: in its arguments and its variables' values.
+        let mut named = words[1..].to_vec();
+        named.extend(
+            self.named
+                .env
+                .iter()
+                .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
+        );
+        if let Some(profile) = self
+            .named
+            .sandbox_setting()
+            .profile(&self.server, &named, None)
+        {
             command = command.sandboxed(toolwire_client::Sandbox::new(profile)?);
         }
         for pair in &self.named.env {

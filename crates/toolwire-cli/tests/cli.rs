@@ -1072,15 +1072,27 @@ fn serve_writes_an_audit_line_per_call() {
     )
     .unwrap();
     let server = format!("{BIN} serve --config {}", config.display());
+    // The log's place is inside the server's own configuration file, which the sandbox does not
+    // read: the person grants it.
     let echoed = toolwire(&[
         "call",
         "--yes",
+        "--allow-write",
+        dir.to_str().unwrap(),
         &server,
         "echo",
         r#"{"message": "ghp_0123456789abcdefghijklmnopqrstuvwxyz"}"#,
     ]);
     assert!(echoed.status.success(), "{}", stderr(&echoed));
-    let added = toolwire(&["call", "--yes", &server, "add", r#"{"a": 1, "b": 2}"#]);
+    let added = toolwire(&[
+        "call",
+        "--yes",
+        "--allow-write",
+        dir.to_str().unwrap(),
+        &server,
+        "add",
+        r#"{"a": 1, "b": 2}"#,
+    ]);
     assert!(added.status.success(), "{}", stderr(&added));
     let text = std::fs::read_to_string(&log).unwrap();
     let events: Vec<serde_json::Value> = text
@@ -1233,7 +1245,10 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
     use std::os::unix::fs::PermissionsExt as _;
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path().to_owned();
-    let (state, data) = (root.join("state/nested"), root.join("data/nested"));
+    // The data beside, not inside, the directory that holds Toolwire's state: the sandboxed
+    // server may make its data directory there, and never reaches the state.
+    let beside = tempfile::tempdir().unwrap();
+    let (state, data) = (root.join("state/nested"), beside.path().join("data/nested"));
     let config = root.join("mcp.json");
     let server = serde_json::json!({"mcpServers": {"notes": {
         "command": BIN, "args": ["serve"], "env": {"TOOLWIRE_DATA_DIR": data}
@@ -1253,7 +1268,7 @@ fn state_and_data_files_are_readable_by_their_owner_only() {
     assert!(called.status.success(), "{}", stderr(&called));
     let mut seen = Vec::new();
     let mut loose = Vec::new();
-    let mut stack = vec![root.join("state"), root.join("data")];
+    let mut stack = vec![root.join("state"), beside.path().join("data")];
     while let Some(path) = stack.pop() {
         let meta = std::fs::symlink_metadata(&path).unwrap();
         let mode = meta.permissions().mode() & 0o777;

@@ -32,6 +32,14 @@ fn http_gateway(dir: &tempfile::TempDir, config: &Value) -> (Command, std::path:
     (gateway, file)
 }
 
+/// `path`, made: a directory given to a sandboxed server is granted to it when it exists (one
+/// not made yet is granted through the directory it would be made in, which here also holds
+/// Toolwire's state, hidden from servers).
+fn made(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::fs::create_dir_all(&path).unwrap();
+    path
+}
+
 /// Runs a client command against `url`; its stdout, or a panic with both streams.
 fn client(dir: &tempfile::TempDir, args: &[&str]) -> (bool, String, String) {
     let output = toolwire(dir).args(args).output().expect("toolwire runs");
@@ -54,7 +62,7 @@ fn a_gateway_serves_a_stdio_and_an_http_upstream_with_its_own_settings() {
         "mcpServers": {
             "local": {
                 "command": BIN,
-                "args": ["serve", "--data-dir", dir.path().join("stdio-notes")],
+                "args": ["serve", "--data-dir", made(dir.path().join("stdio-notes"))],
                 "prefix": "local",
             },
             "remote": {"url": upstream_url, "prefix": "remote"},
@@ -155,7 +163,7 @@ fn the_gateway_object_is_read_without_a_warning() {
 fn a_gateway_starts_its_example_upstream_without_a_warning_and_relays_its_lines_once() {
     let dir = tempfile::tempdir().unwrap();
     let config = json!({"mcpServers": {"examples": {
-        "command": BIN, "args": ["serve", "--data-dir", dir.path().join("notes")], "prefix": "ex",
+        "command": BIN, "args": ["serve", "--data-dir", made(dir.path().join("notes"))], "prefix": "ex",
     }}});
     let (gateway, _) = http_gateway(&dir, &config);
     let started = support::start(gateway, "the gateway serves at ");
@@ -194,7 +202,7 @@ fn a_gateway_ask_is_answered_from_a_script_with_answer() {
     let dir = tempfile::tempdir().unwrap();
     let config = json!({
         "mcpServers": {"examples": {
-            "command": BIN, "args": ["serve", "--data-dir", dir.path().join("notes")], "prefix": "ex",
+            "command": BIN, "args": ["serve", "--data-dir", made(dir.path().join("notes"))], "prefix": "ex",
         }},
         "gateway": {"policy": {"rules": [{"ask": "tool.name == \"ex__echo\"", "why": "echoes are asked about"}]}},
     });
@@ -392,7 +400,7 @@ fn the_readme_example_file_runs_as_described() {
     let mut config: Value = serde_json::from_str(&example).unwrap();
     config["mcpServers"]["examples"]["command"] = json!(BIN);
     config["mcpServers"]["examples"]["args"] =
-        json!(["serve", "--data-dir", dir.path().join("stdio-notes")]);
+        json!(["serve", "--data-dir", made(dir.path().join("stdio-notes"))]);
     config["mcpServers"]["remote"]["url"] = json!(upstream_url);
     let (gateway, _) = http_gateway(&dir, &config);
     let (_gateway, url, lines) = started(gateway, "the gateway serves at ");
@@ -592,7 +600,7 @@ async fn an_upstream_killed_mid_call_is_restarted_and_a_second_death_is_a_clear_
     let dir = tempfile::tempdir().unwrap();
     let config = json!({"mcpServers": {"local": {
         "command": BIN,
-        "args": ["serve", "--data-dir", dir.path().join("stdio-notes")],
+        "args": ["serve", "--data-dir", made(dir.path().join("stdio-notes"))],
         "prefix": "local",
     }}});
     let (gateway, _) = http_gateway(&dir, &config);

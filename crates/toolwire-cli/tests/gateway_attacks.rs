@@ -273,7 +273,7 @@ async fn a_client_that_names_itself_notes_app_gets_nothing_for_it() {
     let servers = config["mcpServers"].as_object_mut().unwrap();
     servers.remove("remote");
     servers["examples"]["command"] = json!(BIN);
-    servers["examples"]["args"] = json!(["serve", "--data-dir", dir.path().join("notes")]);
+    servers["examples"]["args"] = json!(["serve", "--data-dir", made(dir.path().join("notes"))]);
     config["gateway"]["audit"] = json!({});
     let started = gateway(&dir, &config);
     let mut liar = Attacker::named(&started.url, "notes-app");
@@ -891,4 +891,12 @@ async fn toolwire_pins_lists_diffs_and_approves_a_changed_prompt() {
     );
     let listed = pins(&["list"]);
     assert!(!listed.contains("prompt:up:playbook"), "{listed}");
+}
+
+/// `path`, made: a directory given to a sandboxed server is granted to it when it exists (one
+/// not made yet is granted through the directory it would be made in, which here also holds
+/// Toolwire's state, hidden from servers).
+fn made(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::fs::create_dir_all(&path).unwrap();
+    path
 }

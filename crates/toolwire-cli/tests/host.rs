@@ -862,13 +862,17 @@ fn two_servers(name: &str, b_delay: u32) -> Home {
     let home = Home::empty(name);
     let started = home.0.path().join("started");
     std::fs::create_dir_all(&started).unwrap();
+    let notes = home.0.path().join("notes");
+    std::fs::create_dir_all(&notes).unwrap();
+    // The script's paths are inside a shell line, which names nothing to the sandbox: granted.
     let server = |name: &str, delay: u32| {
         let script = format!(
-            "touch {}/{name}; sleep {delay}; exec {TOOLWIRE} serve --data-dir {}/{name}-notes",
+            "touch {}/{name}; sleep {delay}; exec {TOOLWIRE} serve --data-dir {}/{name}",
             started.display(),
-            home.0.path().display()
+            notes.display()
         );
-        json!({"command": "sh", "args": ["-c", script], "prefix": name})
+        json!({"command": "sh", "args": ["-c", script], "prefix": name,
+               "sandbox": {"write": [&started, &notes]}})
     };
     let config = json!({"mcpServers": {"a": server("a", 0), "b": server("b", b_delay)}});
     std::fs::write(home.0.path().join("mcp.json"), config.to_string()).unwrap();
@@ -960,6 +964,8 @@ fn watch_of_one_server_starts_and_reports_only_it() {
 #[test]
 fn one_off_listings_leave_no_tools_changed_records() {
     let home = Home::empty("one-off-audit");
+    // Its notes beside the state, which the sandbox hides: made first, so that it is granted.
+    std::fs::create_dir_all(home.0.path().join("notes")).unwrap();
     let server = format!(
         "{TOOLWIRE} serve --data-dir {}/notes",
         home.0.path().display()

@@ -69,7 +69,7 @@ async fn gateway_shows_an_upstream_that_fails_in_metrics_and_readyz() {
         .port();
     let config = scratch.path().join("gateway.json");
     let servers = serde_json::json!({"mcpServers": {
-        "local": {"command": BIN, "args": ["serve", "--data-dir", scratch.path().join("notes")], "prefix": "local"},
+        "local": {"command": BIN, "args": ["serve", "--data-dir", made(scratch.path().join("notes"))], "prefix": "local"},
         "gone": {"url": format!("http://127.0.0.1:{nowhere}/mcp"), "prefix": "gone"},
     }});
     std::fs::write(&config, servers.to_string()).unwrap();
@@ -241,4 +241,12 @@ async fn behind_a_proxy_probes_need_no_forwarding_header_and_the_try_line_works(
         answer.contains(r#""structuredContent":{"sum":5}"#),
         "{try_line}\n{answer}"
     );
+}
+
+/// `path`, made: a directory given to a sandboxed server is granted to it when it exists (one
+/// not made yet is granted through the directory it would be made in, which here also holds
+/// Toolwire's state, hidden from servers).
+fn made(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::fs::create_dir_all(&path).unwrap();
+    path
 }

@@ -38,7 +38,7 @@ impl Home {
             "time": {"command": var("TOOLWIRE_HOST_TIME_PYTHON"),
                      "args": ["-m", "mcp_server_time", "--local-timezone=UTC"], "trust": true},
             "toolwire": {"command": BIN, "args": ["serve"],
-                         "env": {"TOOLWIRE_DATA_DIR": dir.join("data")}},
+                         "env": {"TOOLWIRE_DATA_DIR": made(dir.join("data"))}},
         }, "roots": ["files"]});
         std::fs::write(dir.join(".mcp.json"), config.to_string()).unwrap();
         Home(scratch)
@@ -256,4 +256,12 @@ fn the_terminal_host_over_real_servers() {
     let (code, verified, err) = home.run(&["audit", "verify"]);
     assert_eq!(code, 0, "{err}");
     assert!(verified.starts_with("intact: "), "{verified}");
+}
+
+/// `path`, made: a directory given to a sandboxed server is granted to it when it exists (one
+/// not made yet is granted through the directory it would be made in, which here also holds
+/// Toolwire's state, hidden from servers).
+fn made(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::fs::create_dir_all(&path).unwrap();
+    path
 }

@@ -25,7 +25,7 @@ const EFFECT: Duration = Duration::from_secs(30);
 fn upstream(dir: &tempfile::TempDir, name: &str) -> Value {
     json!({
         "command": BIN,
-        "args": ["serve", "--data-dir", dir.path().join(name)],
+        "args": ["serve", "--data-dir", made(dir.path().join(name))],
         "prefix": name,
     })
 }
@@ -397,4 +397,12 @@ async fn serve_reloads_a_tools_rate_limit_and_the_flood_limit_and_refuses_a_new_
     };
     let flooded = flooded.await;
     assert!(flooded.contains("too many requests"), "{flooded}");
+}
+
+/// `path`, made: a directory given to a sandboxed server is granted to it when it exists (one
+/// not made yet is granted through the directory it would be made in, which here also holds
+/// Toolwire's state, hidden from servers).
+fn made(path: std::path::PathBuf) -> std::path::PathBuf {
+    std::fs::create_dir_all(&path).unwrap();
+    path
 }

@@ -13,6 +13,13 @@ const BIN: &str = env!("CARGO_BIN_EXE_toolwire");
 struct Scratch(tempfile::TempDir);
 
 impl Scratch {
+    /// The directory the server writes its pid in, made.
+    fn run(&self) -> std::path::PathBuf {
+        let run = self.0.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        run
+    }
+
     fn new(name: &str) -> Scratch {
         Scratch(
             tempfile::Builder::new()
@@ -33,8 +40,16 @@ fn start_call(pid_file: &Path, ignore_term: bool) -> (Child, std::sync::mpsc::Re
     );
     let mut child = Command::new(BIN)
         // State and notes go to the test's scratch directory, never the home directory.
-        .env("TOOLWIRE_STATE_DIR", pid_file.with_file_name("state"))
-        .env("TOOLWIRE_DATA_DIR", pid_file.with_file_name("data"))
+        // (Beside the pid file's directory, not in it: the sandbox hides Toolwire's state from
+        // the server, which writes its pid there.)
+        .env(
+            "TOOLWIRE_STATE_DIR",
+            pid_file.parent().unwrap().with_file_name("state"),
+        )
+        .env(
+            "TOOLWIRE_DATA_DIR",
+            pid_file.parent().unwrap().with_file_name("data"),
+        )
         .args(["call", "--yes", &server, "hang"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -126,7 +141,7 @@ fn assert_gone_soon(pid: u32) {
 fn each_signal_stops_the_server_and_sets_the_exit_status() {
     for (name, status) in [("INT", 130), ("TERM", 143), ("HUP", 129)] {
         let scratch = Scratch::new(&format!("each-{name}"));
-        let pid_file = scratch.0.path().join("pid");
+        let pid_file = scratch.run().join("pid");
         let (mut call, lines) = start_call(&pid_file, false);
         let server = Reap(server_pid(&pid_file));
         signal(call.id(), name);
@@ -149,7 +164,7 @@ fn each_signal_stops_the_server_and_sets_the_exit_status() {
 #[test]
 fn a_server_ignoring_sigterm_is_killed() {
     let scratch = Scratch::new("stubborn");
-    let pid_file = scratch.0.path().join("pid");
+    let pid_file = scratch.run().join("pid");
     let (mut call, _lines) = start_call(&pid_file, true);
     let server = Reap(server_pid(&pid_file));
     signal(call.id(), "INT");
@@ -161,7 +176,7 @@ fn a_server_ignoring_sigterm_is_killed() {
 #[test]
 fn a_second_signal_kills_the_server_at_once() {
     let scratch = Scratch::new("twice");
-    let pid_file = scratch.0.path().join("pid");
+    let pid_file = scratch.run().join("pid");
     let (mut call, lines) = start_call(&pid_file, true);
     let server = Reap(server_pid(&pid_file));
     signal(call.id(), "INT");

@@ -19,7 +19,9 @@ pub struct Launch {
     pub program: PathBuf,
     /// Its arguments: the profile, then the server's own command.
     pub args: Vec<OsString>,
-    /// Variables to set for the server: `TMPDIR`, its private temporary directory.
+    /// Variables to set for the server: `TMPDIR`, its private temporary directory, and with a
+    /// lasting directory `XDG_DATA_HOME` and `XDG_STATE_HOME` in it (its configuration's own
+    /// values go first).
     pub env: Vec<(OsString, OsString)>,
     /// How much of the profile the kernel enforces.
     pub coverage: Coverage,
@@ -46,6 +48,19 @@ impl Launch {
             })?;
         let mut profile = profile.clone();
         profile.write.push(tmp.path().to_owned());
+        let mut env: Vec<(OsString, OsString)> =
+            vec![("TMPDIR".into(), tmp.path().as_os_str().to_owned())];
+        if let Some(data) = &profile.data {
+            for (name, sub) in [("XDG_DATA_HOME", "data"), ("XDG_STATE_HOME", "state")] {
+                let dir = data.join(sub);
+                std::fs::create_dir_all(&dir).map_err(|source| Error::Io {
+                    path: dir.clone(),
+                    source,
+                })?;
+                env.push((name.into(), dir.into_os_string()));
+            }
+            profile.write.push(data.clone());
+        }
         let mut launch_args: Vec<OsString> = vec![
             LAUNCHER_FLAG.into(),
             serde_json::to_string(&profile)?.into(),
@@ -56,7 +71,7 @@ impl Launch {
         Ok(Launch {
             program: launcher.to_owned(),
             args: launch_args,
-            env: vec![("TMPDIR".into(), tmp.path().as_os_str().to_owned())],
+            env,
             coverage,
             tmp,
         })

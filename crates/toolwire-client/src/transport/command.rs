@@ -149,6 +149,27 @@ impl StdioCommand {
         defaults.chain(named).chain(set).collect()
     }
 
+    /// Where the program is, as the system would find it when starting it directly (on the
+    /// server's `PATH`, relative to its directory), or the error starting it would give.
+    pub(super) fn find_program(&self) -> std::io::Result<std::path::PathBuf> {
+        let cwd = match &self.cwd {
+            Some(dir) => std::env::current_dir()?.join(dir),
+            None => std::env::current_dir()?,
+        };
+        let path = self
+            .environment()
+            .into_iter()
+            .rev()
+            .find(|(name, _)| name == "PATH")
+            .map(|(_, value)| value);
+        which::which_in(&self.program, path, cwd).map_err(|_| {
+            std::io::Error::new(
+                std::io::ErrorKind::NotFound,
+                "No such file or directory (os error 2)",
+            )
+        })
+    }
+
     /// What to start: the server's command, or in its sandbox the launcher that confines itself
     /// and then executes it, with the sandbox's private temporary directory, which lives
     /// as long as the returned [`Launch`](toolwire_sandbox::Launch).

@@ -388,6 +388,11 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Process> {
+    if command.sandbox.is_some() {
+        command
+            .find_program()
+            .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
+    }
     let (mut builder, launch) = command.process().map_err(|e| {
         Error::Transport(format!(
             "cannot start {} in its sandbox: {e}",
@@ -397,7 +402,16 @@ fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Pro
     builder
         .env_clear()
         .envs(command.environment())
-        .envs(launch.iter().flat_map(|l| l.env.iter().cloned()))
+        .envs(
+            launch
+                .iter()
+                .flat_map(|l| l.env.iter().cloned())
+                .filter(|(name, _)| {
+                    // The configuration's own values win over the sandbox's.
+                    !command.env.iter().any(|(set, _)| name == set.as_str())
+                        && !command.inherit.iter().any(|set| name == set.as_str())
+                }),
+        )
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

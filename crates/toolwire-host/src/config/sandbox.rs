@@ -5,12 +5,13 @@ use std::path::{Path, PathBuf};
 
 use toolwire_sandbox::{Defaults, Network, Profile};
 
-/// A stdio server's sandbox: the default profile plus grants when its entry has a `sandbox`
-/// object, or off with a reason.
+/// A stdio server's sandbox: the default profile, with the grants of its entry's `sandbox`
+/// object if it has one, unless turned off with a reason.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum SandboxSetting {
-    /// The entry says nothing: for now the server runs unconfined, as before the sandbox.
+    /// The entry says nothing: the default profile on Linux; unconfined where the kernel has
+    /// no Landlock to enforce it with (macOS, Windows), as the README says.
     #[default]
     Unset,
     /// The default profile ([`Defaults::profile`]) with these grants added.
@@ -31,22 +32,23 @@ pub enum SandboxSetting {
 }
 
 impl SandboxSetting {
-    /// The profile of a server started with `args` in `cwd` (the host's own directory when
-    /// none), or `None` when the sandbox is off or unset.
-    pub fn profile(&self, args: &[String], cwd: Option<&Path>) -> Option<Profile> {
-        let SandboxSetting::On {
-            read,
-            write,
-            network,
-        } = self
-        else {
-            return None;
+    /// The profile of the server `name` started with `args` in `cwd` (the host's own directory when
+    /// none), or `None` when the sandbox is off (or unset on a system without Landlock).
+    pub fn profile(&self, name: &str, args: &[String], cwd: Option<&Path>) -> Option<Profile> {
+        let (read, write, network) = match self {
+            SandboxSetting::On {
+                read,
+                write,
+                network,
+            } => (read.as_slice(), write.as_slice(), network),
+            SandboxSetting::Unset if cfg!(target_os = "linux") => (&[][..], &[][..], &None),
+            SandboxSetting::Unset | SandboxSetting::Off { .. } => return None,
         };
         let mut defaults = Defaults::from_env();
         if let Some(cwd) = cwd {
             defaults.cwd = defaults.cwd.join(cwd);
         }
-        let mut profile = defaults.profile(args);
+        let mut profile = defaults.profile(name, args);
         let resolve = |p: &PathBuf| defaults.cwd.join(p);
         profile.read.extend(read.iter().map(resolve));
         profile.write.extend(write.iter().map(resolve));

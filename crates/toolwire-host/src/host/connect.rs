@@ -72,7 +72,9 @@ pub(super) async fn open(
             if let Some(cwd) = cwd {
                 stdio = stdio.current_dir(cwd);
             }
-            if let Some(sandbox) = sandbox_of(server, args, cwd.as_deref(), options)? {
+            // The directories its command names: in its arguments and its variables' values.
+            let named: Vec<String> = args.iter().chain(env.values()).cloned().collect();
+            if let Some(sandbox) = sandbox_of(server, &named, cwd.as_deref(), options)? {
                 stdio = stdio.sandboxed(sandbox);
             }
             builder.spawn_command(stdio).await
@@ -88,7 +90,7 @@ fn sandbox_of(
     cwd: Option<&std::path::Path>,
     options: &HostOptions,
 ) -> toolwire_client::Result<Option<Sandbox>> {
-    let Some(profile) = server.sandbox.profile(args, cwd) else {
+    let Some(profile) = server.sandbox.profile(&server.name, args, cwd) else {
         return Ok(None);
     };
     let sandbox = match &options.sandbox_launcher {

@@ -58,10 +58,14 @@ pub fn default_hidden(home: Option<&Path>, state: &[PathBuf]) -> Vec<PathBuf> {
     hidden
 }
 
-/// What the default profile is made from: the person's home, Toolwire's state directories and
-/// the directory the server starts in.
+/// What the default profile is made from: the person's home, Toolwire's state directories,
+/// where servers keep their own data, and the directory the server starts in.
 #[derive(Clone, Debug)]
 pub struct Defaults {
+    /// Where each sandboxed server's own lasting directory is made (`<this>/<server name>`),
+    /// hidden from the others: `$XDG_DATA_HOME/toolwire-servers`, else
+    /// `~/.local/share/toolwire-servers`.
+    pub servers: Option<PathBuf>,
     /// The home directory, when there is one.
     pub home: Option<PathBuf>,
     /// Toolwire's own state, data and configuration directories when moved by `XDG_*`.
@@ -89,32 +93,49 @@ impl Defaults {
                 .filter_map(|name| var(name))
                 .map(PathBuf::from),
         );
+        let servers = var("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| home.as_ref().map(|h| h.join(".local/share")))
+            .map(|data| data.join("toolwire-servers"));
         Defaults {
+            servers,
             home,
             state,
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         }
     }
 
-    /// The default profile of a server started with `args`: reads everywhere but the
-    /// hidden secrets; writes to the package caches, the harmless devices, and each argument
-    /// that names an existing directory (`server-filesystem ~/notes`, `--repository ./repo`,
-    /// `--root=/data`): the directory the person gave the server is the one it works in.
-    pub fn profile(&self, args: &[String]) -> Profile {
+    /// The default profile of the server `name` whose command names `args` (its arguments and
+    /// its variables' values): reads everywhere
+    /// but the hidden secrets (and other servers' own directories); writes to its own lasting
+    /// directory, the package caches, the harmless devices, and each argument that names an
+    /// existing directory (`server-filesystem ~/notes`, `--repository ./repo`, `--root=/data`):
+    /// the directory the person gave the server is the one it works in.
+    pub fn profile(&self, name: &str, args: &[String]) -> Profile {
         let mut write: Vec<PathBuf> = DEVICES.iter().map(PathBuf::from).collect();
         if let Some(home) = &self.home {
             write.extend(HOME_CACHES.iter().map(|c| home.join(c)));
         }
         write.extend(self.directories_named(args));
+        let mut hidden = default_hidden(self.home.as_deref(), &self.state);
+        hidden.extend(self.servers.iter().cloned());
         Profile {
             read: vec![PathBuf::from("/")],
             write,
-            hidden: default_hidden(self.home.as_deref(), &self.state),
+            hidden,
             network: Network::Any,
+            data: self
+                .servers
+                .as_ref()
+                .map(|root| root.join(directory_name(name))),
         }
     }
 
-    /// The existing directories `args` name, as given or after `=`, resolved against `cwd`.
+    /// The directories `args` name, as given or after `=`, resolved against `cwd`: an existing
+    /// directory; or, for a path (it has a `/`) that does not exist yet, such as a data directory
+    /// the server will make, the directory it would be made in, when that exists and is not
+    /// `/`, one of its children (`/tmp`, `/home`) or the home directory itself, which a server
+    /// must be granted by name. An existing file names nothing to write.
     fn directories_named(&self, args: &[String]) -> Vec<PathBuf> {
         let mut found = Vec::new();
         for arg in args {
@@ -123,8 +144,18 @@ impl Defaults {
                 continue;
             }
             let path = self.cwd.join(value);
-            if path.is_dir() && !found.contains(&path) {
-                found.push(path);
+            let granted = if path.is_dir() {
+                Some(path)
+            } else if value.contains('/') && !path.exists() {
+                path.parent()
+                    .filter(|p| p.is_dir())
+                    .filter(|p| p.components().count() > 2 && Some(*p) != self.home.as_deref())
+                    .map(Path::to_path_buf)
+            } else {
+                None
+            };
+            if let Some(dir) = granted.filter(|d| !found.contains(d)) {
+                found.push(dir);
             }
         }
         found
@@ -142,6 +173,26 @@ impl Defaults {
     }
 }
 
+/// A server's name as one directory name: letters, digits, `.`, `_` and `-` kept, anything
+/// else `_`, at most 100 characters (a command line names a one-off server).
+fn directory_name(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(100)
+        .collect();
+    if out.is_empty() || out.chars().all(|c| c == '.') {
+        out = format!("_{out}");
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -151,21 +202,46 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("notes")).unwrap();
         let defaults = Defaults {
+            servers: Some(PathBuf::from("/home/p/.local/share/toolwire-servers")),
             home: Some(PathBuf::from("/home/p")),
             state: vec![PathBuf::from("/srv/state/toolwire")],
             cwd: dir.path().to_owned(),
         };
-        let profile = defaults.profile(&[
-            "-y".into(),
-            "notes".into(),
-            "--root=/definitely/missing".into(),
-            format!("--data={}", dir.path().display()),
-        ]);
+        let profile = defaults.profile(
+            "files/notes",
+            &[
+                "-y".into(),
+                "notes".into(),
+                "--root=/definitely/missing".into(),
+                format!("--data={}", dir.path().display()),
+                format!("--state={}/later", dir.path().join("notes").display()),
+                format!("--deep={}/not/made", dir.path().join("notes").display()),
+                format!("sh -c 'touch {}/x/y'", dir.path().display()),
+                "--config=/etc/hostname".into(),
+                "/tmp/not-there".into(),
+            ],
+        );
         assert_eq!(profile.read, vec![PathBuf::from("/")]);
         assert!(profile.write.contains(&dir.path().join("notes")));
         assert!(profile.write.contains(&dir.path().to_owned()));
         assert!(profile.write.contains(&PathBuf::from("/home/p/.npm")));
         assert!(!profile.write.iter().any(|p| p.ends_with("missing")));
+        // Not yet made: the directory it would be made in, not further up; never a top
+        // directory, a file's folder, or one a shell line mentions.
+        assert_eq!(
+            profile
+                .write
+                .iter()
+                .filter(|p| **p == dir.path().join("notes"))
+                .count(),
+            1
+        );
+        for refused in ["/", "/definitely", "/tmp", "/etc"] {
+            assert!(
+                !profile.write.contains(&PathBuf::from(refused)),
+                "{refused}"
+            );
+        }
         for secret in [
             "/home/p/.ssh",
             "/home/p/.aws",
@@ -175,5 +251,10 @@ mod tests {
             assert!(profile.hidden.contains(&PathBuf::from(secret)), "{secret}");
         }
         assert_eq!(profile.network, Network::Any);
+        let servers = PathBuf::from("/home/p/.local/share/toolwire-servers");
+        assert!(profile.hidden.contains(&servers));
+        assert_eq!(profile.data, Some(servers.join("files_notes")));
+        assert_eq!(directory_name(".."), "_..");
+        assert_eq!(directory_name("python3 /x/y.py"), "python3__x_y.py");
     }
 }

@@ -19,6 +19,11 @@ pub struct Profile {
     pub hidden: Vec<PathBuf>,
     /// Its network.
     pub network: Network,
+    /// Its own lasting directory, made when missing: writable, and its `XDG_DATA_HOME`
+    /// (`data/`) and `XDG_STATE_HOME` (`state/`) unless its configuration sets them, so that
+    /// what it keeps between runs has a place while the person's data stays out of reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data: Option<PathBuf>,
 }
 
 /// A server's network.
@@ -67,6 +72,7 @@ impl Profile {
             } else {
                 other.network
             },
+            data: self.data.clone(),
         }
     }
 }
