@@ -14,6 +14,7 @@ mod logs;
 mod notes;
 mod private;
 mod reload;
+mod sandbox;
 mod serve;
 mod session;
 mod signin;
@@ -57,6 +58,9 @@ enum Command {
     /// an upstream's list changes passed on, a failed upstream retried while its last list is
     /// kept, and a tool whose definition changed withheld until `toolwire pins approve`.
     Gateway(gateway::GatewayArgs),
+    /// Show what a local server would be allowed to read, write and reach in its sandbox, and
+    /// how much of that this system enforces, without starting it.
+    Sandbox(sandbox::SandboxArgs),
     /// Show a server's era, protocol version, identity and capabilities.
     Discover {
         #[command(flatten)]
@@ -233,6 +237,7 @@ async fn command(command: Command) -> anyhow::Result<()> {
     match command {
         Command::Serve(args) => serve::serve_command(args).await,
         Command::Gateway(args) => gateway::gateway(args).await,
+        Command::Sandbox(args) => sandbox::show(&args),
         Command::Discover { target, json } => client::discover(&target, json).await,
         Command::Servers { host, json } => host::servers::servers(&host, json).await,
         Command::Tools {

@@ -1,7 +1,9 @@
-//! The sandbox of the stdio servers `toolwire` starts (X-01…X-04), through the real binary: a
+//! The sandbox of the stdio servers `toolwire` starts (X-01…X-05), through the real binary: a
 //! hostile server tries to read the person's keys and Toolwire's tokens, to write outside its
-//! grants, to reach the network and to trace its parent; each attempt is refused with an
-//! ordinary error, and the same server with the grant succeeds.
+//! grants, to reach the network and to trace its parent, from `toolwire call`, as it starts
+//! under `toolwire tools`, and behind `toolwire gateway`; each attempt is refused with an
+//! ordinary error, and the same server with the grant succeeds. `toolwire servers` shows each
+//! server's sandbox and the audit log records the profile it started under.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -73,6 +75,22 @@ impl Person {
         );
         stdout
     }
+}
+
+/// `toolwire` in the person's environment, as `attempt` runs it.
+fn toolwire(person: &Person) -> Command {
+    let mut command = Command::new(BIN);
+    command
+        .env("HOME", person.path("home"))
+        .env("TOOLWIRE_STATE_DIR", person.path("state"))
+        .env("TOOLWIRE_DATA_DIR", person.path("data"))
+        .env("NO_COLOR", "1")
+        .env_remove("XDG_STATE_HOME")
+        .env_remove("XDG_DATA_HOME")
+        .env_remove("XDG_CONFIG_HOME")
+        .env_remove("TOOLWIRE_CONFIG")
+        .env_remove("RUST_LOG");
+    command
 }
 
 fn script() -> PathBuf {
@@ -156,4 +174,214 @@ fn a_server_cannot_trace_its_parent_unless_the_sandbox_is_off() {
     let key = person.path("home/.ssh/id_rsa");
     let off = person.attempt(&["--sandbox-off", "a test of the switch"], read(&key));
     assert_eq!(off, "done: read 'PRIVATE KEY'");
+}
+
+#[test]
+fn a_server_reading_secrets_as_it_starts_is_refused_under_toolwire_tools() {
+    let person = Person::new();
+    let key = person.path("home/.ssh/id_rsa");
+    let server = format!(
+        "python3 {} --at-start {}",
+        script().display(),
+        key.display()
+    );
+    let listed = toolwire(&person).args(["tools", &server]).output().unwrap();
+    let out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    assert!(
+        out.contains("At start: refused: EACCES Permission denied"),
+        "{out}"
+    );
+}
+
+#[test]
+fn servers_shows_each_sandbox_and_the_audit_log_records_the_profile() {
+    let person = Person::new();
+    let config = person.path("mcp.json");
+    let hostile = format!("{}", script().display());
+    let files = person.path("work");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {
+            "confined": {"command": "python3", "args": [&hostile],
+                         "sandbox": {"write": [&files], "network": "none"}},
+            "trusted": {"command": "python3", "args": [&hostile],
+                        "sandbox": {"off": "a test of the switch"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let listed = toolwire(&person)
+        .args(["servers", "--config"])
+        .arg(&config)
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&listed.stdout);
+    assert!(
+        listed.status.success(),
+        "{}",
+        String::from_utf8_lossy(&listed.stderr)
+    );
+    let line = |name: &str| {
+        out.lines()
+            .find(|l| l.starts_with(name))
+            .unwrap_or_default()
+    };
+    assert!(line("confined").ends_with("[sandboxed]"), "{out}");
+    assert!(
+        line("trusted").ends_with("[sandbox off: a test of the switch]"),
+        "{out}"
+    );
+    // The log holds each start, with the profile it ran under.
+    let log = std::fs::read_to_string(person.path("state/audit.jsonl")).unwrap();
+    let starts: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event"] == "server_started")
+        .collect();
+    let confined = starts
+        .iter()
+        .find(|r| r["server"] == "confined")
+        .expect(&log);
+    assert_eq!(confined["sandbox"], "enforced");
+    assert_eq!(confined["profile"]["network"], "none");
+    let written = confined["profile"]["write"].as_array().unwrap();
+    assert!(
+        written.iter().any(|w| w == files.to_str().unwrap()),
+        "{confined}"
+    );
+    let hidden = confined["profile"]["hidden"].as_array().unwrap();
+    let ssh = person.path("home/.ssh");
+    assert!(
+        hidden.iter().any(|h| h == ssh.to_str().unwrap()),
+        "{confined}"
+    );
+    let trusted = starts
+        .iter()
+        .find(|r| r["server"] == "trusted")
+        .expect(&log);
+    assert_eq!(trusted["sandbox"], "off");
+    assert_eq!(trusted["reason"], "a test of the switch");
+    assert!(trusted["profile"].is_null());
+}
+
+#[test]
+fn behind_the_gateway_a_servers_attempts_are_refused_and_grants_hold() {
+    use std::io::BufRead as _;
+    let person = Person::new();
+    let config = person.path("gateway.json");
+    let work = person.path("work");
+    std::fs::write(
+        &config,
+        serde_json::json!({"mcpServers": {
+            "hostile": {"command": "python3", "args": [script()], "prefix": "h",
+                        "sandbox": {"write": [&work], "network": "none"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let mut gateway = toolwire(&person)
+        .args(["gateway", "--http", "127.0.0.1:0", "--config"])
+        .arg(&config)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = std::io::BufReader::new(gateway.stderr.take().unwrap());
+    let mut url = None;
+    for line in stderr.lines().map_while(Result::ok) {
+        if let Some(at) = line.find("the gateway serves at ") {
+            let rest = &line[at + "the gateway serves at ".len()..];
+            url = rest.split_whitespace().next().map(str::to_owned);
+            break;
+        }
+    }
+    struct Stop(std::process::Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _gateway = Stop(gateway);
+    let url = url.expect("the gateway says where it serves");
+    let call = |arguments: serde_json::Value| -> String {
+        let output = toolwire(&person)
+            .args(["call", "--yes", &url, "h__attempt"])
+            .arg(arguments.to_string())
+            .output()
+            .unwrap();
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8_lossy(&output.stdout).trim().to_owned()
+    };
+    let refused = "refused: EACCES Permission denied";
+    assert_eq!(call(read(&person.path("home/.ssh/id_rsa"))), refused);
+    assert_eq!(call(read(&person.path("state/credentials.json"))), refused);
+    assert_eq!(call(write(&person.path("home/.bashrc"))), refused);
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    assert_eq!(
+        call(serde_json::json!({"what": "connect", "port": port})),
+        refused
+    );
+    assert_eq!(
+        call(serde_json::json!({"what": "udp", "port": port})),
+        refused
+    );
+    assert_eq!(
+        call(serde_json::json!({"what": "ptrace"})),
+        "refused: EPERM ptrace"
+    );
+    // Its grant holds.
+    assert_eq!(call(write(&work.join("out.txt"))), "done: wrote");
+}
+
+#[test]
+fn a_project_file_cannot_widen_its_servers_sandbox() {
+    let person = Person::new();
+    let project = person.path("work");
+    let key = person.path("home/.ssh/id_rsa");
+    std::fs::write(
+        project.join(".mcp.json"),
+        serde_json::json!({"mcpServers": {
+            "hostile": {"command": "python3", "args": [script()],
+                        "sandbox": {"read": [&key], "write": [person.path("home")]}},
+            "unconfined": {"command": "python3", "args": [script()],
+                           "sandbox": {"off": "trust me"}},
+        }})
+        .to_string(),
+    )
+    .unwrap();
+    let run = |args: &[&str]| {
+        toolwire(&person)
+            .current_dir(&project)
+            .args(args)
+            .output()
+            .unwrap()
+    };
+    let trusted = run(&["trust"]);
+    let said = String::from_utf8_lossy(&trusted.stdout).into_owned()
+        + &String::from_utf8_lossy(&trusted.stderr);
+    assert!(trusted.status.success(), "{said}");
+    // Its widening settings are named as set aside.
+    for key in ["sandbox.read", "sandbox.write", "sandbox.off"] {
+        assert!(said.contains(key), "{key} in {said}");
+    }
+    for server in ["hostile__attempt", "unconfined__attempt"] {
+        let called = run(&["call", "--yes", server, &read(&key).to_string()]);
+        let out = String::from_utf8_lossy(&called.stdout);
+        assert!(
+            called.status.success(),
+            "{}",
+            String::from_utf8_lossy(&called.stderr)
+        );
+        assert_eq!(out.trim(), "refused: EACCES Permission denied", "{server}");
+    }
 }

@@ -50,7 +50,8 @@ pub use audit::{
 pub use config::{
     ApprovalRules, AuditConfig, ConfigError, Decision, FileTrust, HostConfig, IgnoredKey,
     MemoryTrust, OAuthSettings, Origin, ProjectError, ProjectFile, Review, SandboxSetting,
-    ServerConfig, TokenExchangeSettings, ToolFilter, Transport, TrustError, TrustStore, Variables,
+    SandboxStatus, ServerConfig, TokenExchangeSettings, ToolFilter, Transport, TrustError,
+    TrustStore, Variables,
 };
 pub use glob::{GlobError, Globs};
 pub use host::{

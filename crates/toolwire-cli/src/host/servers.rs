@@ -3,7 +3,7 @@
 
 use serde_json::json;
 use toolwire_client::ServerEra;
-use toolwire_host::{HostConfig, ServerState, ServerStatus, Transport};
+use toolwire_host::{HostConfig, SandboxStatus, ServerState, ServerStatus, Transport};
 
 use super::HostArgs;
 use super::open::Servers;
@@ -33,6 +33,7 @@ pub(crate) async fn servers(args: &HostArgs, as_json: bool) -> anyhow::Result<()
                     },
                     "hidden": s.hidden.iter().map(|h| json!({"tool": h.tool, "reason": h.reason})).collect::<Vec<_>>(),
                     "signedIn": s.authorized.as_ref().map(|a| json!({"issuer": a.issuer, "scope": a.scope, "expiresAt": a.expires_at})),
+                    "sandbox": s.sandbox,
                 })
             })
             .collect();
@@ -80,8 +81,17 @@ fn line(ui: &Ui, config: &HostConfig, status: &ServerStatus, width: usize) -> St
         ),
     };
     let era = status.era.as_ref().map(era).unwrap_or_else(|| "-".into());
+    // Where the server runs with the person's rights, it says so in their colour.
+    let sandbox = match &status.sandbox {
+        SandboxStatus::Remote => String::new(),
+        SandboxStatus::Enforced => format!("  [{}]", status.sandbox),
+        other => format!(
+            "  [{}]",
+            ui.paint_out(Tone::Yellow, &visible(&other.to_string(), Layout::Line))
+        ),
+    };
     format!(
-        "{}{pad}  {}  {}  {state}",
+        "{}{pad}  {}  {}  {state}{sandbox}",
         ui.paint_out(Tone::Bold, &name),
         visible(&reached(config, &status.name), Layout::Line),
         visible(&era, Layout::Line)

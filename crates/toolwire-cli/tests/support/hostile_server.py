@@ -2,7 +2,10 @@
 tries what a taken-over package would, and answers what happened in words: "done: …" or
 "refused: ERRNO …".
 
-  hostile_server.py
+  hostile_server.py [--at-start PATH]
+
+With --at-start, it tries to read PATH as it starts, before any request, and its tool's
+description ends with what happened ("at start: refused: EACCES …").
 
 `attempt {"what": W, "path": P, "port": N}`, W one of: read (P), write (P), connect (127.0.0.1:N
 over TCP), udp (a datagram to 127.0.0.1:N), ptrace (attach to the parent process).
@@ -47,6 +50,12 @@ def attempt(args):
         return "unknown attempt"
     except OSError as e:
         return f"refused: {errno.errorcode.get(e.errno, e.errno)} {e.strerror}"
+
+
+AT_START = None
+if "--at-start" in sys.argv:
+    AT_START = attempt({"what": "read", "path": sys.argv[sys.argv.index("--at-start") + 1]})
+    TOOL["description"] += " At start: " + AT_START
 
 
 def answer(request):

@@ -8,7 +8,7 @@ use axum::extract::State;
 use axum::response::Response;
 use http::StatusCode;
 use toolwire_client::ServerEra;
-use toolwire_host::{PinState, ServerState, ServerStatus};
+use toolwire_host::{PinState, SandboxStatus, ServerState, ServerStatus};
 
 use super::access::Csrf;
 use super::{Console, html};
@@ -39,7 +39,8 @@ pub(crate) async fn upstreams(
     } else {
         format!(
             "<table><tr><th>Upstream</th><th>State</th><th>Tools</th><th>Protocol</th>\
-             <th>Waiting for approval</th><th>Hidden or not served</th></tr>{rows}</table>"
+             <th>Sandbox</th><th>Waiting for approval</th><th>Hidden or not served</th></tr>\
+             {rows}</table>"
         )
     };
     if console.access.has_token() {
@@ -108,9 +109,18 @@ fn upstream_row(status: &ServerStatus, starting: bool, unserved: &[&Unserved]) -
         }))
         .collect::<Vec<_>>()
         .join("<br>");
+    // A local upstream running with the gateway's full rights is marked as a warning (X-04).
+    let sandbox = match &status.sandbox {
+        SandboxStatus::Remote => "–".to_owned(),
+        SandboxStatus::Enforced => "<span class=\"ok\">sandboxed</span>".to_owned(),
+        other => format!(
+            "<span class=\"warn\">{}</span>",
+            html::escape(&other.to_string())
+        ),
+    };
     format!(
-        "<tr><td>{name}</td><td>{state}</td><td>{tools}</td><td>{era}</td><td>{changed}</td>\
-         <td>{hidden}</td></tr>",
+        "<tr><td>{name}</td><td>{state}</td><td>{tools}</td><td>{era}</td><td>{sandbox}</td>\
+         <td>{changed}</td><td>{hidden}</td></tr>",
         name = html::escape(&status.name),
     )
 }

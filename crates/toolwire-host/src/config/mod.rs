@@ -59,7 +59,7 @@ use std::time::Duration;
 pub use expand::Variables;
 pub use keys::IgnoredKey;
 pub use project::{Launch, ProjectError, ProjectFile, Review, ServerReview, Setting, VariableUse};
-pub use sandbox::SandboxSetting;
+pub use sandbox::{SandboxSetting, SandboxStatus};
 pub use trust::{Decision, FileTrust, MemoryTrust, TrustError, TrustRecord, TrustStore};
 
 /// Who wrote a configuration file, which decides what it may do.

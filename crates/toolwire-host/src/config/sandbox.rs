@@ -3,7 +3,52 @@
 
 use std::path::{Path, PathBuf};
 
-use toolwire_sandbox::{Defaults, Network, Profile};
+use serde::Serialize;
+use toolwire_sandbox::{Coverage, Defaults, Network, Profile};
+
+use super::Transport;
+
+/// How a server's sandbox stands, as `toolwire servers`, the gateway's console and the audit
+/// log show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "sandbox", rename_all = "camelCase")]
+#[non_exhaustive]
+pub enum SandboxStatus {
+    /// Every part of its profile is enforced.
+    Enforced,
+    /// Its grants are enforced, these refinements are not (the kernel is older).
+    Partly {
+        /// What is not, in words.
+        missing: Vec<String>,
+    },
+    /// Turned off in its entry.
+    Off {
+        /// The entry's reason.
+        reason: String,
+    },
+    /// Its profile cannot be enforced here, so it is not started (or, with nothing asked beyond
+    /// the default on a system without Landlock, it runs unconfined): why.
+    Unavailable {
+        /// What the system lacks.
+        why: String,
+    },
+    /// Not a local process (an HTTP server): nothing to confine.
+    Remote,
+}
+
+impl std::fmt::Display for SandboxStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            SandboxStatus::Enforced => f.write_str("sandboxed"),
+            SandboxStatus::Partly { missing } => {
+                write!(f, "sandboxed in part (not: {})", missing.join(", "))
+            }
+            SandboxStatus::Off { reason } => write!(f, "sandbox off: {reason}"),
+            SandboxStatus::Unavailable { why } => write!(f, "no sandbox: {why}"),
+            SandboxStatus::Remote => f.write_str("remote"),
+        }
+    }
+}
 
 /// A stdio server's sandbox: the default profile, with the grants of its entry's `sandbox`
 /// object if it has one, unless turned off with a reason.
@@ -55,8 +100,32 @@ impl SandboxSetting {
         if let Some(network) = network {
             profile.network = *network;
         }
-        let _ = defaults.make_caches();
         Some(profile)
+    }
+
+    /// How the sandbox of a server reached by `transport` stands on this system.
+    pub fn status(&self, name: &str, transport: &Transport) -> SandboxStatus {
+        let Transport::Stdio { args, cwd, .. } = transport else {
+            return SandboxStatus::Remote;
+        };
+        if let SandboxSetting::Off { reason } = self {
+            return SandboxStatus::Off {
+                reason: reason.clone(),
+            };
+        }
+        let Some(profile) = self.profile(name, args, cwd.as_deref()) else {
+            return SandboxStatus::Unavailable {
+                why: "this system has no Landlock (Linux only)".into(),
+            };
+        };
+        match toolwire_sandbox::check(&profile) {
+            Ok(Coverage::Enforced) => SandboxStatus::Enforced,
+            Ok(Coverage::Partly(missing)) => SandboxStatus::Partly {
+                missing: missing.iter().map(|m| (*m).to_owned()).collect(),
+            },
+            Ok(_) => SandboxStatus::Enforced,
+            Err(e) => SandboxStatus::Unavailable { why: e.to_string() },
+        }
     }
 
     /// What a project file may keep of this setting: only a closed network. Turning the

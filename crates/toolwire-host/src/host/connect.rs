@@ -93,6 +93,8 @@ fn sandbox_of(
     let Some(profile) = server.sandbox.profile(&server.name, args, cwd) else {
         return Ok(None);
     };
+    // A first `npx` or `uvx` must find its cache to write in (a grant needs a directory).
+    let _ = toolwire_sandbox::Defaults::from_env().make_caches();
     let sandbox = match &options.sandbox_launcher {
         Some(launcher) => Ok(Sandbox {
             profile,

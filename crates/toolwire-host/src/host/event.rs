@@ -146,6 +146,16 @@ pub enum HostEvent<'a> {
         #[serde(skip_serializing_if = "Option::is_none")]
         error: Option<String>,
     },
+    /// A local server was started: its sandbox, and the profile it runs under (none when off).
+    ServerStarted {
+        /// The server's name.
+        server: &'a str,
+        /// How its sandbox stands.
+        #[serde(flatten)]
+        sandbox: &'a crate::config::SandboxStatus,
+        /// What it may read, write and reach.
+        profile: Option<&'a toolwire_sandbox::Profile>,
+    },
     /// A stdio server's process had exited and was started again for a call.
     ServerRestarted {
         /// The server's name.
@@ -217,6 +227,7 @@ impl<'a> HostEvent<'a> {
             HostEvent::CallCancelled { .. } => "call_cancelled",
             HostEvent::PromptGot { .. } => "prompt_got",
             HostEvent::ResourceRead { .. } => "resource_read",
+            HostEvent::ServerStarted { .. } => "server_started",
             HostEvent::ServerRestarted { .. } => "server_restarted",
             HostEvent::ConfigReloaded { .. } => "config_reloaded",
         }
@@ -274,6 +285,15 @@ mod tests {
     /// were typed reads the same, and its chain verifies.
     #[test]
     fn each_event_is_the_record_the_log_has_always_kept() {
+        let profile = toolwire_sandbox::Profile::builder()
+            .read("/")
+            .write("/srv/notes")
+            .hide("/home/p/.ssh")
+            .network(toolwire_sandbox::Network::None)
+            .build();
+        let off = crate::config::SandboxStatus::Off {
+            reason: "drives the Docker socket".into(),
+        };
         let report = PinReport {
             new: vec!["write".into()],
             changed: vec![Changed {
@@ -430,6 +450,27 @@ mod tests {
                 },
                 "server_restarted",
                 json!({"server": "fs", "starts": 2, "reason": "it exited"}),
+            ),
+            (
+                HostEvent::ServerStarted {
+                    server: "fs",
+                    sandbox: &crate::config::SandboxStatus::Enforced,
+                    profile: Some(&profile),
+                },
+                "server_started",
+                json!({"server": "fs", "sandbox": "enforced", "profile": {
+                    "read": ["/"], "write": ["/srv/notes"], "hidden": ["/home/p/.ssh"],
+                    "network": "none"}}),
+            ),
+            (
+                HostEvent::ServerStarted {
+                    server: "docker",
+                    sandbox: &off,
+                    profile: None,
+                },
+                "server_started",
+                json!({"server": "docker", "sandbox": "off", "reason": "drives the Docker socket",
+                       "profile": null}),
             ),
         ];
         for (event, name, fields) in table {

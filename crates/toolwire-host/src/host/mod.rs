@@ -118,6 +118,8 @@ pub struct ServerStatus {
     /// When its tools were last listed; `None` if they never were. A failed server whose
     /// tools are still offered ([`HostOptions::keep_last_list`]) offers this list.
     pub listed_at: Option<SystemTime>,
+    /// How its sandbox stands.
+    pub sandbox: crate::config::SandboxStatus,
 }
 
 /// A listed tool the model does not see.

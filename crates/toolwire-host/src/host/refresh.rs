@@ -62,6 +62,7 @@ impl Host {
         }
         match connect::open(&entry.config, &self.options).await {
             Ok(client) => {
+                self.record_start(&entry.config);
                 let connection = Arc::new(Connection::new(entry.config, client));
                 let kept = connection.clone();
                 let updated = self.update(name, |entry| entry.connection = Some(kept));
@@ -153,6 +154,7 @@ impl Host {
             hidden,
             listed_at: Some(SystemTime::now()),
             list_ttl: client.tools_ttl(),
+            sandbox: sandbox_status(&connection.config),
         };
         self.update(name, |entry| {
             entry.connection = Some(connection);
@@ -182,6 +184,26 @@ impl Host {
     }
 }
 
+/// How the sandbox of the server `config` configures stands.
+fn sandbox_status(config: &crate::config::ServerConfig) -> crate::config::SandboxStatus {
+    config.sandbox.status(&config.name, &config.transport)
+}
+
+impl Host {
+    /// Records a local server's start, with its sandbox and the profile it runs under.
+    fn record_start(&self, config: &crate::config::ServerConfig) {
+        let crate::config::Transport::Stdio { args, cwd, .. } = &config.transport else {
+            return;
+        };
+        let profile = config.sandbox.profile(&config.name, args, cwd.as_deref());
+        self.record(HostEvent::ServerStarted {
+            server: &config.name,
+            sandbox: &sandbox_status(config),
+            profile: profile.as_ref(),
+        });
+    }
+}
+
 /// The entry of a configured server before its first refresh.
 pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
     Entry {
@@ -197,6 +219,7 @@ pub(super) fn unrefreshed(config: crate::config::ServerConfig) -> Entry {
             authorized: None,
             listed_at: None,
             list_ttl: None,
+            sandbox: sandbox_status(&config),
         },
         connection: None,
         listed: Arc::default(),
