@@ -1242,13 +1242,19 @@ fn serve_limits_calls_as_configured() {
 #[cfg(unix)]
 #[test]
 fn state_and_data_files_are_readable_by_their_owner_only() {
-    use std::os::unix::fs::PermissionsExt as _;
+    use std::os::unix::fs::{DirBuilderExt as _, PermissionsExt as _};
     let scratch = tempfile::tempdir().unwrap();
     let root = scratch.path().to_owned();
     // The data beside, not inside, the directory that holds Toolwire's state: the sandboxed
     // server may make its data directory there, and never reaches the state.
     let beside = tempfile::tempdir().unwrap();
     let (state, data) = (root.join("state/nested"), beside.path().join("data/nested"));
+    // (Its parent made, private, so that the directory it names is granted: a path not made
+    // yet is granted through the directory it would be made in.)
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(beside.path().join("data"))
+        .unwrap();
     let config = root.join("mcp.json");
     let server = serde_json::json!({"mcpServers": {"notes": {
         "command": BIN, "args": ["serve"], "env": {"TOOLWIRE_DATA_DIR": data}

@@ -385,3 +385,118 @@ fn a_project_file_cannot_widen_its_servers_sandbox() {
         assert_eq!(out.trim(), "refused: EACCES Permission denied", "{server}");
     }
 }
+
+/// `toolwire call` of a one-off server's `tool` with `arguments`: success, and the output.
+fn call_real(
+    person: &Person,
+    server: &str,
+    tool: &str,
+    arguments: serde_json::Value,
+) -> (bool, String) {
+    // Run from the work directory: the one root the CLI offers (server-filesystem works in the
+    // roots it is offered).
+    let output = toolwire(person)
+        .current_dir(person.path("work"))
+        .args(["call", "--yes", server, tool])
+        .arg(arguments.to_string())
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    (output.status.success(), said)
+}
+
+#[test]
+fn server_filesystem_works_in_the_directory_it_is_given_and_nowhere_else() {
+    let person = Person::new();
+    let node = toolwire_testkit::real_server("TOOLWIRE_HOST_NODE");
+    let filesystem = toolwire_testkit::real_server("TOOLWIRE_HOST_FILESYSTEM");
+    let files = person.path("work");
+    let server = format!("{node} {filesystem} {}", files.display());
+    let made = files.join("made.txt");
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "write_file",
+        serde_json::json!({"path": made, "content": "written in the sandbox"}),
+    );
+    assert!(ok, "{said}");
+    assert_eq!(
+        std::fs::read_to_string(&made).unwrap(),
+        "written in the sandbox"
+    );
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "read_text_file",
+        serde_json::json!({"path": files.join("readme.txt")}),
+    );
+    assert!(ok && said.contains("work"), "{said}");
+    // Outside it: refused (by the server's own check first; the sandbox stands behind it).
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "read_text_file",
+        serde_json::json!({"path": person.path("home/.ssh/id_rsa")}),
+    );
+    assert!(!ok && !said.contains("PRIVATE KEY"), "{said}");
+}
+
+#[test]
+fn mcp_server_git_works_on_its_repository_and_not_on_another() {
+    let person = Person::new();
+    let python = toolwire_testkit::real_server("TOOLWIRE_HOST_GIT_PYTHON");
+    let repository = |name: &str| {
+        let repo = person.path(name);
+        std::fs::create_dir_all(&repo).unwrap();
+        let git = |args: &[&str]| {
+            let done = Command::new("git")
+                .args(args)
+                .current_dir(&repo)
+                .env("HOME", person.path("home"))
+                .env("GIT_AUTHOR_NAME", "t")
+                .env("GIT_AUTHOR_EMAIL", "t@example.com")
+                .env("GIT_COMMITTER_NAME", "t")
+                .env("GIT_COMMITTER_EMAIL", "t@example.com")
+                .output()
+                .unwrap();
+            assert!(done.status.success(), "git {args:?}: {:?}", done);
+        };
+        git(&["init", "-q", "-b", "main"]);
+        std::fs::write(repo.join("a.txt"), "a\n").unwrap();
+        git(&["add", "a.txt"]);
+        git(&["commit", "-q", "-m", "first"]);
+        repo
+    };
+    let repo = repository("repo");
+    let other = repository("other");
+    let server = format!("{python} -m mcp_server_git --repository {}", repo.display());
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "git_status",
+        serde_json::json!({"repo_path": repo}),
+    );
+    assert!(ok && said.contains("main"), "{said}");
+    // Writing in its repository: a branch is a file under .git.
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "git_create_branch",
+        serde_json::json!({"repo_path": repo, "branch_name": "sandboxed"}),
+    );
+    assert!(ok, "{said}");
+    assert!(repo.join(".git/refs/heads/sandboxed").exists(), "{said}");
+    // Another repository: refused.
+    let (ok, said) = call_real(
+        &person,
+        &server,
+        "git_create_branch",
+        serde_json::json!({"repo_path": other, "branch_name": "escaped"}),
+    );
+    assert!(
+        !ok || !other.join(".git/refs/heads/escaped").exists(),
+        "{said}"
+    );
+    assert!(!other.join(".git/refs/heads/escaped").exists(), "{said}");
+}

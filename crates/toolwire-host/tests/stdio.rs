@@ -167,11 +167,18 @@ async fn a_server_that_could_not_start_is_started_by_the_next_refresh() {
                 .to_owned()
         })
         .collect();
-    // Failed at start, the call to a tool nobody listed, then started, listed and called.
-    // (Its pins are in memory: a first listing, every tool new, is no change to record.)
+    // Failed at start, the call to a tool nobody listed, then started (in its sandbox, the
+    // profile recorded), listed and called. (Its pins are in memory: a first listing, every
+    // tool new, is no change to record.)
     assert_eq!(
         events,
-        ["server_failed", "call_unknown", "server_listed", "call"]
+        [
+            "server_failed",
+            "call_unknown",
+            "server_started",
+            "server_listed",
+            "call"
+        ]
     );
 }
 

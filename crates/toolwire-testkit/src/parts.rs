@@ -67,7 +67,8 @@ impl RegistryPart {
 }
 
 /// One of the [`RegistryPart::RealServers`] variables (`TOOLWIRE_HOST_NODE`,
-/// `TOOLWIRE_HOST_EVERYTHING`, `TOOLWIRE_HOST_FILESYSTEM`, `TOOLWIRE_HOST_TIME_PYTHON`): from the
+/// `TOOLWIRE_HOST_EVERYTHING`, `TOOLWIRE_HOST_FILESYSTEM`, `TOOLWIRE_HOST_TIME_PYTHON`,
+/// `TOOLWIRE_HOST_GIT_PYTHON`): from the
 /// environment when it is set there, else from the installed servers.
 ///
 /// # Panics
