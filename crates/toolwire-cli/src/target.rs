@@ -293,6 +293,11 @@ impl Target {
             }
             return Ok(builder.http(&self.server)?);
         }
+        Ok(builder.spawn_command(self.stdio_command()?).await?)
+    }
+
+    /// The server's command line as a stdio command: its variables, and its sandbox.
+    fn stdio_command(&self) -> anyhow::Result<StdioCommand> {
         let words = shlex::split(&self.server)
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
@@ -318,6 +323,6 @@ impl Target {
                 None => command.inherit_env(pair),
             };
         }
-        Ok(builder.spawn_command(command).await?)
+        Ok(command)
     }
 }

@@ -172,21 +172,37 @@ impl StdioCommand {
 
     /// What to start: the server's command, or in its sandbox the launcher that confines itself
     /// and then executes it, with the sandbox's private temporary directory, which lives
-    /// as long as the returned [`Launch`](toolwire_sandbox::Launch).
+    /// as long as the returned [`Launch`](toolwire_sandbox::Launch). A missing program is the
+    /// error starting it directly gives; a sandbox the kernel cannot hold says what it lacks and
+    /// the way out.
     pub(super) fn process(
         &self,
-    ) -> toolwire_sandbox::Result<(tokio::process::Command, Option<toolwire_sandbox::Launch>)> {
+    ) -> crate::Result<(tokio::process::Command, Option<toolwire_sandbox::Launch>)> {
         let Some(sandbox) = &self.sandbox else {
             let mut command = tokio::process::Command::new(&self.program);
             command.args(&self.args);
             return Ok((command, None));
         };
+        self.find_program()
+            .map_err(|e| crate::Error::Transport(format!("cannot start {}: {e}", self.program)))?;
         let launch = toolwire_sandbox::Launch::prepare(
             &sandbox.launcher,
             &sandbox.profile,
             &self.program,
             &self.args,
-        )?;
+        )
+        .map_err(|e| {
+            let off = match e {
+                toolwire_sandbox::Error::Unsupported { .. } => {
+                    "; to run it with your full rights instead, give its entry \"sandbox\": {\"off\": \"the reason\"} (or pass --sandbox-off REASON)"
+                }
+                _ => "",
+            };
+            crate::Error::Transport(format!(
+                "cannot start {} in its sandbox: {e}{off}",
+                self.shown_name()
+            ))
+        })?;
         let mut command = tokio::process::Command::new(&launch.program);
         command.args(&launch.args);
         Ok((command, Some(launch)))

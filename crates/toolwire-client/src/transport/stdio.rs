@@ -388,17 +388,7 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 }
 
 fn start(command: &StdioCommand, incoming: mpsc::Sender<Incoming>) -> Result<Process> {
-    if command.sandbox.is_some() {
-        command
-            .find_program()
-            .map_err(|e| Error::Transport(format!("cannot start {}: {e}", command.program)))?;
-    }
-    let (mut builder, launch) = command.process().map_err(|e| {
-        Error::Transport(format!(
-            "cannot start {} in its sandbox: {e}",
-            command.shown_name()
-        ))
-    })?;
+    let (mut builder, launch) = command.process()?;
     builder
         .env_clear()
         .envs(command.environment())
