@@ -81,9 +81,19 @@ pub(crate) fn show(args: &SandboxArgs) -> anyhow::Result<()> {
     lines.push("  and a private temporary directory (its TMPDIR)".into());
     lines.push(format!(
         "network: {}",
-        match profile.network {
-            toolwire_sandbox::Network::None => "none (no TCP or UDP; local sockets only)",
-            _ => "any",
+        match &profile.network {
+            toolwire_sandbox::Network::None => {
+                "none (no TCP or UDP; local sockets only)".to_owned()
+            }
+            toolwire_sandbox::Network::Tcp(ports) => format!(
+                "TCP to port {} only, on any address; no UDP, so no DNS",
+                ports
+                    .iter()
+                    .map(u16::to_string)
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
+            _ => "any".to_owned(),
         }
     ));
     lines.push(format!(

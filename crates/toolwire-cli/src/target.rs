@@ -43,9 +43,10 @@ pub(crate) struct Named {
     /// Grants a sandboxed server more to write (repeatable).
     #[arg(long = "allow-write", value_name = "PATH")]
     pub(crate) allow_write: Vec<std::path::PathBuf>,
-    /// A sandboxed server's network: any (the default) or none.
-    #[arg(long, value_name = "any|none", value_parser = ["any", "none"])]
-    pub(crate) network: Option<String>,
+    /// A sandboxed server's network: any (the default), none, or tcp:PORT[,PORT…] (TCP to those
+    /// ports only, no UDP and so no DNS).
+    #[arg(long, value_name = "any|none|tcp:PORTS", value_parser = parse_network)]
+    pub(crate) network: Option<toolwire_sandbox::Network>,
     /// Starts a server named by command line with all your rights, saying why.
     #[arg(long = "sandbox-off", value_name = "REASON", conflicts_with_all = ["sandbox", "allow_read", "allow_write", "network"])]
     pub(crate) sandbox_off: Option<String>,
@@ -131,6 +132,30 @@ impl Connection {
     }
 }
 
+/// `--network`'s value.
+fn parse_network(value: &str) -> Result<toolwire_sandbox::Network, String> {
+    match value {
+        "any" => Ok(toolwire_sandbox::Network::Any),
+        "none" => Ok(toolwire_sandbox::Network::None),
+        _ => {
+            let ports = value
+                .strip_prefix("tcp:")
+                .ok_or("want any, none or tcp:PORT[,PORT…]")?;
+            ports
+                .split(',')
+                .map(|p| {
+                    p.trim()
+                        .parse::<u16>()
+                        .ok()
+                        .filter(|p| *p != 0)
+                        .ok_or(format!("{p:?} is not a port number from 1 to 65535"))
+                })
+                .collect::<Result<Vec<_>, _>>()
+                .map(toolwire_sandbox::Network::Tcp)
+        }
+    }
+}
+
 impl Named {
     /// The sandbox of a server named by command line, from the flags.
     pub(crate) fn sandbox_setting(&self) -> toolwire_host::SandboxSetting {
@@ -148,10 +173,7 @@ impl Named {
             None => toolwire_host::SandboxSetting::On {
                 read: self.allow_read.clone(),
                 write: self.allow_write.clone(),
-                network: self.network.as_deref().map(|n| match n {
-                    "none" => toolwire_sandbox::Network::None,
-                    _ => toolwire_sandbox::Network::Any,
-                }),
+                network: self.network.clone(),
             },
         }
     }

@@ -166,6 +166,32 @@ fn a_closed_network_refuses_tcp_and_udp_and_an_open_one_connects() {
 }
 
 #[test]
+fn a_tcp_port_grant_reaches_that_port_and_no_other_and_no_udp() {
+    let person = Person::new();
+    let granted = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+    let grant = format!("tcp:{}", port(&granted));
+    let flags = ["--network", grant.as_str()];
+    let connect = |p: u16| serde_json::json!({"what": "connect", "port": p});
+    assert_eq!(
+        person.attempt(&flags, connect(port(&granted))),
+        "done: connected"
+    );
+    assert_eq!(
+        person.attempt(&flags, connect(port(&other))),
+        "refused: EACCES Permission denied"
+    );
+    assert_eq!(
+        person.attempt(
+            &flags,
+            serde_json::json!({"what": "udp", "port": port(&granted)})
+        ),
+        "refused: EACCES Permission denied"
+    );
+}
+
+#[test]
 fn a_server_cannot_trace_its_parent_unless_the_sandbox_is_off() {
     let person = Person::new();
     let ptrace = serde_json::json!({"what": "ptrace"});

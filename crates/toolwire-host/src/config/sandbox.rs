@@ -98,7 +98,7 @@ impl SandboxSetting {
         profile.read.extend(read.iter().map(resolve));
         profile.write.extend(write.iter().map(resolve));
         if let Some(network) = network {
-            profile.network = *network;
+            profile.network = network.clone();
         }
         Some(profile)
     }
@@ -133,12 +133,12 @@ impl SandboxSetting {
     pub(super) fn narrowed(&self) -> SandboxSetting {
         match self {
             SandboxSetting::On {
-                network: Some(Network::None),
+                network: Some(network),
                 ..
-            } => SandboxSetting::On {
+            } if network.is_confined() => SandboxSetting::On {
                 read: Vec::new(),
                 write: Vec::new(),
-                network: Some(Network::None),
+                network: Some(network.clone()),
             },
             SandboxSetting::On { .. } => SandboxSetting::On {
                 read: Vec::new(),

@@ -759,3 +759,53 @@ fn json_blocks(readme: &str) -> Vec<(usize, String)> {
     }
     blocks
 }
+
+#[test]
+fn a_sandbox_entry_reads_its_grants_and_refuses_what_it_cannot_mean() {
+    let config = parse(
+        r#"{"mcpServers": {
+            "db": {"command": "db-mcp", "sandbox": {"read": ["/srv/ref"], "write": ["/srv/out"],
+                                                     "network": {"tcp": [5432]}}},
+            "docker": {"command": "docker-mcp", "sandbox": {"off": "drives the Docker socket"}},
+            "plain": {"command": "plain-mcp"}
+        }}"#,
+    )
+    .unwrap();
+    assert_eq!(
+        config.servers[0].sandbox,
+        SandboxSetting::On {
+            read: vec!["/srv/ref".into()],
+            write: vec!["/srv/out".into()],
+            network: Some(toolwire_sandbox::Network::Tcp(vec![5432])),
+        }
+    );
+    assert_eq!(
+        config.servers[1].sandbox,
+        SandboxSetting::Off {
+            reason: "drives the Docker socket".into()
+        }
+    );
+    assert_eq!(config.servers[2].sandbox, SandboxSetting::Unset);
+    for (entry, says) in [
+        (r#""sandbox": "off""#, "must be an object"),
+        (r#""sandbox": {"off": " "}"#, "needs a reason"),
+        (r#""sandbox": {"off": "x", "read": []}"#, "sandbox.read"),
+        (
+            r#""sandbox": {"network": "some"}"#,
+            "unknown network \"some\"",
+        ),
+        (
+            r#""sandbox": {"network": {"tcp": [0]}}"#,
+            "sandbox.network.tcp[0]",
+        ),
+        (
+            r#""sandbox": {"network": {"tcp": [70000]}}"#,
+            "from 1 to 65535",
+        ),
+        (r#""sandbox": {"writes": []}"#, "sandbox.writes"),
+    ] {
+        let text = format!(r#"{{"mcpServers": {{"s": {{"command": "x", {entry}}}}}}}"#);
+        let error = error(&text);
+        assert!(error.contains(says), "{entry}: {error}");
+    }
+}

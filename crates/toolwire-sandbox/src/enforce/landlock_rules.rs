@@ -2,7 +2,7 @@
 //! made, and no signals to processes outside the sandbox.
 
 use landlock::{
-    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, Ruleset, RulesetAttr,
+    ABI, Access, AccessFs, AccessNet, CompatLevel, Compatible, NetPort, Ruleset, RulesetAttr,
     RulesetCreatedAttr, RulesetStatus, Scope, path_beneath_rules,
 };
 
@@ -28,7 +28,7 @@ pub(super) fn check(profile: &Profile) -> Result<Coverage> {
             ),
         });
     }
-    if profile.network == Network::None {
+    if profile.network.is_confined() {
         let net = Ruleset::default()
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)
@@ -36,7 +36,7 @@ pub(super) fn check(profile: &Profile) -> Result<Coverage> {
         if let Err(e) = net {
             return Err(Error::Unsupported {
                 missing: format!(
-                    "Landlock's TCP rules (ABI 4, Linux 6.7), which keep the network closed: {e}"
+                    "Landlock's TCP rules (ABI 4, Linux 6.7), which close the network: {e}"
                 ),
             });
         }
@@ -78,7 +78,7 @@ pub(super) fn restrict(profile: &Profile) -> Result<Coverage> {
         .set_compatibility(CompatLevel::BestEffort)
         .handle_access(all)?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?;
-    if profile.network == Network::None {
+    if profile.network.is_confined() {
         ruleset = ruleset
             .set_compatibility(CompatLevel::HardRequirement)
             .handle_access(AccessNet::ConnectTcp | AccessNet::BindTcp)?;
@@ -93,11 +93,18 @@ pub(super) fn restrict(profile: &Profile) -> Result<Coverage> {
         .iter()
         .flat_map(|root| readable_beneath(root, &profile.hidden))
         .collect();
+    let ports: &[u16] = match &profile.network {
+        Network::Tcp(ports) => ports,
+        _ => &[],
+    };
     let status = ruleset
         .set_compatibility(CompatLevel::BestEffort)
         .create()?
         .add_rules(path_beneath_rules(&readable, read))?
         .add_rules(path_beneath_rules(&writable, all))?
+        .add_rules(ports.iter().map(|port| {
+            Ok::<_, landlock::RulesetError>(NetPort::new(*port, AccessNet::ConnectTcp))
+        }))?
         .restrict_self()?;
     if status.ruleset == RulesetStatus::NotEnforced {
         return Err(Error::Unsupported {

@@ -49,26 +49,52 @@ fn compile(rules: BTreeMap<i64, Vec<SeccompRule>>, errno: i32) -> Result<BpfProg
     Ok(filter.try_into()?)
 }
 
+/// socket() of `domain` and, when given, of `kind` (the type without its flags).
+fn socket_rule(domain: libc::c_int, kind: Option<libc::c_int>) -> Result<SeccompRule> {
+    let mut conditions = vec![SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Dword,
+        SeccompCmpOp::Eq,
+        domain as u64,
+    )?];
+    if let Some(kind) = kind {
+        // SOCK_NONBLOCK and SOCK_CLOEXEC ride in the same argument: compare the type's bits.
+        conditions.push(SeccompCondition::new(
+            1,
+            SeccompCmpArgLen::Dword,
+            SeccompCmpOp::MaskedEq(0xf),
+            kind as u64,
+        )?);
+    }
+    Ok(SeccompRule::new(conditions)?)
+}
+
 pub(super) fn restrict(profile: &Profile) -> Result<()> {
     let always: BTreeMap<i64, Vec<SeccompRule>> = ALWAYS_REFUSED
         .iter()
         .map(|&call| (call, Vec::new()))
         .collect();
     let mut programs = vec![compile(always, libc::EPERM)?];
-    if profile.network == Network::None {
-        // socket(AF_INET or AF_INET6, …): refused as a permission, as a firewall would.
-        let family = |domain: libc::c_int| -> Result<SeccompRule> {
-            Ok(SeccompRule::new(vec![SeccompCondition::new(
-                0,
-                SeccompCmpArgLen::Dword,
-                SeccompCmpOp::Eq,
-                domain as u64,
-            )?])?)
-        };
-        let rules = BTreeMap::from([(
-            libc::SYS_socket,
-            vec![family(libc::AF_INET)?, family(libc::AF_INET6)?],
-        )]);
+    // socket(AF_INET or AF_INET6, …), refused as a permission, as a firewall would: every
+    // kind with a closed network; with TCP ports granted, every kind but a stream (UDP, raw,
+    // SCTP), which Landlock's rules do not cover on this ABI.
+    let refused: &[Option<libc::c_int>] = match &profile.network {
+        Network::None => &[None],
+        Network::Tcp(_) => &[
+            Some(libc::SOCK_DGRAM),
+            Some(libc::SOCK_RAW),
+            Some(libc::SOCK_SEQPACKET),
+        ],
+        _ => &[],
+    };
+    if !refused.is_empty() {
+        let mut socket_rules = Vec::new();
+        for domain in [libc::AF_INET, libc::AF_INET6] {
+            for kind in refused {
+                socket_rules.push(socket_rule(domain, *kind)?);
+            }
+        }
+        let rules = BTreeMap::from([(libc::SYS_socket, socket_rules)]);
         programs.push(compile(rules, libc::EACCES)?);
     }
     for program in &programs {

@@ -27,7 +27,7 @@ pub struct Profile {
 }
 
 /// A server's network.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 #[non_exhaustive]
 pub enum Network {
@@ -36,6 +36,17 @@ pub enum Network {
     Any,
     /// No IP socket at all (TCP or UDP, v4 or v6); local Unix sockets still work.
     None,
+    /// TCP connections to these ports only (on any address: Landlock's rules name ports), and
+    /// no UDP, so no DNS either: names resolve from `/etc/hosts` only (`localhost`). For a
+    /// server that talks to a local service (a database on 5432).
+    Tcp(Vec<u16>),
+}
+
+impl Network {
+    /// Whether it is narrower than an open network (TCP confined by Landlock, UDP refused).
+    pub fn is_confined(&self) -> bool {
+        !matches!(self, Network::Any)
+    }
 }
 
 impl Profile {
@@ -67,10 +78,10 @@ impl Profile {
             read,
             write,
             hidden,
-            network: if self.network == Network::None {
-                Network::None
+            network: if self.network.is_confined() {
+                self.network.clone()
             } else {
-                other.network
+                other.network.clone()
             },
             data: self.data.clone(),
         }

@@ -52,24 +52,45 @@ pub(super) fn sandbox(
         }
         Ok(out)
     };
-    let network = match map.get("network") {
-        None => None,
-        Some(v) => Some(match string(v, at, "sandbox.network")? {
-            "none" => Network::None,
-            "any" => Network::Any,
-            other => {
-                return Err(at.err(
-                    "sandbox.network".to_owned(),
-                    format!("unknown network {other:?} (want \"none\" or \"any\")"),
-                ));
-            }
-        }),
-    };
+    let network = map.get("network").map(|v| network(v, at)).transpose()?;
     Ok(SandboxSetting::On {
         read: paths("read")?,
         write: paths("write")?,
         network,
     })
+}
+
+/// `"any"`, `"none"`, or `{"tcp": [PORT, …]}`.
+fn network(value: &Value, at: &At<'_>) -> Result<Network, ConfigError> {
+    if let Value::Object(map) = value {
+        only_keys(map, &["tcp"], at, "sandbox.network")?;
+        let mut ports = Vec::new();
+        for (i, port) in array(map.get("tcp"), at, "sandbox.network.tcp")?
+            .iter()
+            .enumerate()
+        {
+            let number = port
+                .as_u64()
+                .and_then(|p| u16::try_from(p).ok())
+                .filter(|p| *p != 0)
+                .ok_or_else(|| {
+                    at.err(
+                        format!("sandbox.network.tcp[{i}]"),
+                        format!("must be a port number from 1 to 65535 (got {port})"),
+                    )
+                })?;
+            ports.push(number);
+        }
+        return Ok(Network::Tcp(ports));
+    }
+    match string(value, at, "sandbox.network")? {
+        "none" => Ok(Network::None),
+        "any" => Ok(Network::Any),
+        other => Err(at.err(
+            "sandbox.network".to_owned(),
+            format!("unknown network {other:?} (want \"any\", \"none\" or {{\"tcp\": [port, …]}})"),
+        )),
+    }
 }
 
 /// `~/x` under the home directory; anything else as written.
