@@ -48,6 +48,11 @@ pub(crate) fn show(args: &SandboxArgs) -> anyhow::Result<()> {
     if args.json {
         return Ok(out(&serde_json::to_string(&profile)?)?);
     }
+    Ok(out(&describe(&profile).join("\n"))?)
+}
+
+/// What `profile` allows, in lines a person reads, and how much of it this system enforces.
+fn describe(profile: &toolwire_sandbox::Profile) -> Vec<String> {
     let mut lines = Vec::new();
     let list = |paths: &[std::path::PathBuf]| -> String {
         paths
@@ -98,10 +103,10 @@ pub(crate) fn show(args: &SandboxArgs) -> anyhow::Result<()> {
     ));
     lines.push(format!(
         "here:    {}",
-        match toolwire_sandbox::check(&profile) {
+        match toolwire_sandbox::check(profile) {
             Ok(coverage) => coverage.to_string(),
             Err(e) => format!("not enforceable, the server would not start: {e}"),
         }
     ));
-    Ok(out(&lines.join("\n"))?)
+    lines
 }
