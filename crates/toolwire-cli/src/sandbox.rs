@@ -98,6 +98,10 @@ fn describe(profile: &toolwire_sandbox::Profile) -> Vec<String> {
                     .collect::<Vec<_>>()
                     .join(", ")
             ),
+            toolwire_sandbox::Network::Hosts(hosts) => format!(
+                "{} only, through a filtering proxy from a network of its own; no UDP",
+                hosts.join(", ")
+            ),
             _ => "any".to_owned(),
         }
     ));

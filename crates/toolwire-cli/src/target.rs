@@ -47,8 +47,16 @@ pub(crate) struct Named {
     /// ports only, no UDP and so no DNS).
     #[arg(long, value_name = "any|none|tcp:PORTS", value_parser = parse_network)]
     pub(crate) network: Option<toolwire_sandbox::Network>,
+    /// Lets a sandboxed server reach HOST:PORT, through a filtering proxy from a network of its
+    /// own (repeatable): nothing else, around the proxy or over UDP.
+    #[arg(
+        long = "allow-host",
+        value_name = "HOST:PORT",
+        conflicts_with = "network"
+    )]
+    pub(crate) allow_host: Vec<String>,
     /// Starts a server named by command line with all your rights, saying why.
-    #[arg(long = "sandbox-off", value_name = "REASON", conflicts_with_all = ["sandbox", "allow_read", "allow_write", "network"])]
+    #[arg(long = "sandbox-off", value_name = "REASON", conflicts_with_all = ["sandbox", "allow_read", "allow_write", "network", "allow_host"])]
     pub(crate) sandbox_off: Option<String>,
 }
 
@@ -166,14 +174,19 @@ impl Named {
             None if !self.sandbox
                 && self.allow_read.is_empty()
                 && self.allow_write.is_empty()
-                && self.network.is_none() =>
+                && self.network.is_none()
+                && self.allow_host.is_empty() =>
             {
                 toolwire_host::SandboxSetting::Unset
             }
             None => toolwire_host::SandboxSetting::On {
                 read: self.allow_read.clone(),
                 write: self.allow_write.clone(),
-                network: self.network.clone(),
+                network: if self.allow_host.is_empty() {
+                    self.network.clone()
+                } else {
+                    Some(toolwire_sandbox::Network::Hosts(self.allow_host.clone()))
+                },
             },
         }
     }

@@ -192,6 +192,47 @@ fn a_tcp_port_grant_reaches_that_port_and_no_other_and_no_udp() {
 }
 
 #[test]
+fn a_list_of_hosts_is_reached_through_the_proxy_and_nothing_else_is() {
+    let person = Person::new();
+    let allowed = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let other = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+    let host = format!("127.0.0.1:{}", port(&allowed));
+    let flags = ["--allow-host", host.as_str()];
+    let through = |target: String| serde_json::json!({"what": "proxy", "target": target});
+    // Through the proxy: the listed host, and not another.
+    assert_eq!(
+        person.attempt(&flags, through(host.clone())),
+        "done: HTTP/1.1 200 Connection established"
+    );
+    assert_eq!(
+        person.attempt(&flags, through(format!("127.0.0.1:{}", port(&other)))),
+        "done: HTTP/1.1 403 Forbidden"
+    );
+    // Around it: the listed host itself, directly; a host elsewhere on the proxy's own port
+    // (which Landlock lets it connect to) is in no network the server has; UDP.
+    assert_eq!(
+        person.attempt(
+            &flags,
+            serde_json::json!({"what": "connect", "port": port(&allowed)})
+        ),
+        "refused: EACCES Permission denied"
+    );
+    let elsewhere = serde_json::json!({"what": "connect", "host": "10.255.255.1"});
+    assert_eq!(
+        person.attempt(&flags, elsewhere),
+        "refused: ENETUNREACH Network is unreachable"
+    );
+    assert_eq!(
+        person.attempt(
+            &flags,
+            serde_json::json!({"what": "udp", "port": port(&allowed)})
+        ),
+        "refused: EACCES Permission denied"
+    );
+}
+
+#[test]
 fn a_server_cannot_trace_its_parent_unless_the_sandbox_is_off() {
     let person = Person::new();
     let ptrace = serde_json::json!({"what": "ptrace"});

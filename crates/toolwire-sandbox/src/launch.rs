@@ -25,6 +25,8 @@ pub struct Launch {
     pub env: Vec<(OsString, OsString)>,
     /// How much of the profile the kernel enforces.
     pub coverage: Coverage,
+    /// The filtering proxy of a network of named hosts, stopped with the server.
+    _proxy: Option<crate::proxy::Proxy>,
     tmp: tempfile::TempDir,
 }
 
@@ -48,6 +50,20 @@ impl Launch {
             })?;
         let mut profile = profile.clone();
         profile.write.push(tmp.path().to_owned());
+        let proxy = match &profile.network {
+            crate::Network::Hosts(hosts) => {
+                let path = tmp.path().join("proxy.sock");
+                let proxy = crate::proxy::Proxy::start(&path, hosts.clone()).map_err(|source| {
+                    Error::Io {
+                        path: path.clone(),
+                        source,
+                    }
+                })?;
+                profile.proxy = Some(path);
+                Some(proxy)
+            }
+            _ => None,
+        };
         let mut env: Vec<(OsString, OsString)> =
             vec![("TMPDIR".into(), tmp.path().as_os_str().to_owned())];
         if let Some(data) = &profile.data {
@@ -73,6 +89,7 @@ impl Launch {
             args: launch_args,
             env,
             coverage,
+            _proxy: proxy,
             tmp,
         })
     }
@@ -90,7 +107,20 @@ impl Launch {
 /// without starting the server.
 pub fn run_if_launcher() {
     let mut args = std::env::args_os().skip(1);
-    if args.next().as_deref() != Some(OsStr::new(LAUNCHER_FLAG)) {
+    let first = args.next();
+    #[cfg(target_os = "linux")]
+    if first.as_deref() == Some(OsStr::new(crate::enforce::netns::FORWARD_FLAG)) {
+        let proxy = PathBuf::from(args.next().unwrap_or_default());
+        let code = match crate::enforce::netns::run_forwarder(&proxy) {
+            Ok(()) => 0,
+            Err(e) => {
+                eprintln!("toolwire sandbox forwarder: {e}");
+                1
+            }
+        };
+        std::process::exit(code);
+    }
+    if first.as_deref() != Some(OsStr::new(LAUNCHER_FLAG)) {
         SERVES_AS_LAUNCHER.store(true, std::sync::atomic::Ordering::Relaxed);
         return;
     }
@@ -135,9 +165,14 @@ fn launch(mut args: impl Iterator<Item = OsString>) -> Result<std::convert::Infa
         return Err(Error::Usage(USAGE));
     }
     let program = args.next().ok_or(Error::Usage(USAGE))?;
-    confine(&profile)?;
+    let env = confine(&profile)?;
     let mut command = std::process::Command::new(&program);
-    command.args(args);
+    command.args(args).envs(env);
+    for name in ["NO_PROXY", "no_proxy"] {
+        if profile.proxy.is_some() {
+            command.env_remove(name);
+        }
+    }
     #[cfg(unix)]
     {
         use std::os::unix::process::CommandExt;
@@ -157,11 +192,11 @@ fn launch(mut args: impl Iterator<Item = OsString>) -> Result<std::convert::Infa
 }
 
 #[cfg(target_os = "linux")]
-fn confine(profile: &Profile) -> Result<()> {
-    crate::enforce::apply(profile).map(drop)
+fn confine(profile: &Profile) -> Result<Vec<(String, String)>> {
+    crate::enforce::apply(profile)
 }
 
 #[cfg(not(target_os = "linux"))]
-fn confine(profile: &Profile) -> Result<()> {
-    check(profile).map(drop)
+fn confine(profile: &Profile) -> Result<Vec<(String, String)>> {
+    check(profile).map(|_| Vec::new())
 }

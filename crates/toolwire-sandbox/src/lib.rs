@@ -19,6 +19,7 @@ mod enforce;
 mod error;
 mod launch;
 mod policy;
+mod proxy;
 
 pub use enforce::{Coverage, check};
 pub use error::{Error, Result};

@@ -8,7 +8,8 @@ With --at-start, it tries to read PATH as it starts, before any request, and its
 description ends with what happened ("at start: refused: EACCES …").
 
 `attempt {"what": W, "path": P, "port": N}`, W one of: read (P), write (P), connect (127.0.0.1:N
-over TCP), udp (a datagram to 127.0.0.1:N), ptrace (attach to the parent process).
+over TCP), udp (a datagram to 127.0.0.1:N), proxy (CONNECT to "target", a host:port, through
+the proxy in HTTPS_PROXY: the proxy's status line), ptrace (attach to the parent process).
 """
 import ctypes
 import errno
@@ -35,12 +36,34 @@ def attempt(args):
                 f.write("owned\n")
             return "done: wrote"
         if what == "connect":
-            socket.create_connection(("127.0.0.1", args["port"]), 2).close()
+            host = args.get("host", "127.0.0.1")
+            port = args.get("port")
+            if port is None:  # the port of the proxy it was given (Landlock lets it connect there)
+                port = int(os.environ["HTTPS_PROXY"].rsplit(":", 1)[1])
+            socket.create_connection((host, port), 2).close()
             return "done: connected"
         if what == "udp":
             s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
             s.sendto(b"x", ("127.0.0.1", args["port"]))
             return "done: sent"
+        if what == "env":
+            return "done: " + os.environ.get(args["name"], "")
+        if what == "proxy":
+            # Through the proxy the sandbox names in HTTPS_PROXY: CONNECT to "target".
+            proxy = os.environ.get("HTTPS_PROXY")
+            if not proxy:
+                return "refused: no proxy"
+            host, port = proxy.rsplit("/", 1)[-1].rsplit(":", 1)
+            s = socket.create_connection((host, int(port)), 5)
+            target = args["target"]
+            s.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+            answer = b""
+            while b"\r\n" not in answer:
+                chunk = s.recv(200)
+                if not chunk:
+                    break
+                answer += chunk
+            return "done: " + answer.split(b"\r\n")[0].decode()
         if what == "ptrace":
             libc = ctypes.CDLL(None, use_errno=True)
             if libc.ptrace(16, os.getppid(), 0, 0) != 0:  # PTRACE_ATTACH

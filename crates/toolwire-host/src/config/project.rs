@@ -73,8 +73,8 @@ pub(super) fn widening(root: &Map<String, Value>) -> Vec<Setting> {
         // A project's servers may close their network, nothing more.
         if let Some(Value::Object(sandbox)) = object.get("sandbox") {
             for (key, value) in sandbox {
-                let narrows =
-                    key == "network" && (value.as_str() == Some("none") || value.is_object());
+                let narrows = key == "network"
+                    && (value.as_str() == Some("none") || value.is_object() || value.is_array());
                 if !narrows && super::read::holds_something(value) {
                     add(&format!("sandbox.{key}"), value);
                 }

@@ -767,7 +767,8 @@ fn a_sandbox_entry_reads_its_grants_and_refuses_what_it_cannot_mean() {
             "db": {"command": "db-mcp", "sandbox": {"read": ["/srv/ref"], "write": ["/srv/out"],
                                                      "network": {"tcp": [5432]}}},
             "docker": {"command": "docker-mcp", "sandbox": {"off": "drives the Docker socket"}},
-            "plain": {"command": "plain-mcp"}
+            "plain": {"command": "plain-mcp"},
+            "web": {"command": "web-mcp", "sandbox": {"network": ["api.github.com:443"]}}
         }}"#,
     )
     .unwrap();
@@ -786,6 +787,16 @@ fn a_sandbox_entry_reads_its_grants_and_refuses_what_it_cannot_mean() {
         }
     );
     assert_eq!(config.servers[2].sandbox, SandboxSetting::Unset);
+    assert_eq!(
+        config.servers[3].sandbox,
+        SandboxSetting::On {
+            read: Vec::new(),
+            write: Vec::new(),
+            network: Some(toolwire_sandbox::Network::Hosts(vec![
+                "api.github.com:443".into()
+            ])),
+        }
+    );
     for (entry, says) in [
         (r#""sandbox": "off""#, "must be an object"),
         (r#""sandbox": {"off": " "}"#, "needs a reason"),
@@ -803,6 +814,14 @@ fn a_sandbox_entry_reads_its_grants_and_refuses_what_it_cannot_mean() {
             "from 1 to 65535",
         ),
         (r#""sandbox": {"writes": []}"#, "sandbox.writes"),
+        (
+            r#""sandbox": {"network": ["api.github.com"]}"#,
+            "must be HOST:PORT",
+        ),
+        (
+            r#""sandbox": {"network": ["http://x:1"]}"#,
+            "sandbox.network[0]",
+        ),
     ] {
         let text = format!(r#"{{"mcpServers": {{"s": {{"command": "x", {entry}}}}}}}"#);
         let error = error(&text);

@@ -9,7 +9,7 @@ use landlock::{
 use super::Coverage;
 use crate::error::{Error, Result};
 use crate::policy::expand::readable_beneath;
-use crate::policy::profile::{Network, Profile};
+use crate::policy::profile::Profile;
 
 /// The newest ABI whose rights are asked for; older kernels enforce what they know of the
 /// refinements (truncation, device ioctls, scopes) and the coverage says which are missing.
@@ -70,7 +70,7 @@ pub(super) fn check(profile: &Profile) -> Result<Coverage> {
     })
 }
 
-pub(super) fn restrict(profile: &Profile) -> Result<Coverage> {
+pub(super) fn restrict(profile: &Profile, ports: &[u16]) -> Result<Coverage> {
     let coverage = check(profile)?;
     let read = AccessFs::from_read(ABI_WANTED);
     let all = AccessFs::from_all(ABI_WANTED);
@@ -93,10 +93,6 @@ pub(super) fn restrict(profile: &Profile) -> Result<Coverage> {
         .iter()
         .flat_map(|root| readable_beneath(root, &profile.hidden))
         .collect();
-    let ports: &[u16] = match &profile.network {
-        Network::Tcp(ports) => ports,
-        _ => &[],
-    };
     let status = ruleset
         .set_compatibility(CompatLevel::BestEffort)
         .create()?

@@ -5,6 +5,8 @@
 #[cfg(target_os = "linux")]
 mod landlock_rules;
 #[cfg(target_os = "linux")]
+pub(crate) mod netns;
+#[cfg(target_os = "linux")]
 mod seccomp;
 
 use crate::error::Result;
@@ -47,11 +49,36 @@ pub fn check(profile: &Profile) -> Result<Coverage> {
     }
 }
 
-/// Confines this process to `profile`, for good: Landlock first (it needs its own system
-/// calls), then seccomp.
+/// Confines this process to `profile`, for good: for a network of named hosts, its own network
+/// namespace with the forwarder to the proxy first; then Landlock (it needs its own system
+/// calls), then seccomp. The variables the server needs: the proxy's address.
 #[cfg(target_os = "linux")]
-pub(crate) fn apply(profile: &Profile) -> Result<Coverage> {
-    let coverage = landlock_rules::restrict(profile)?;
+pub(crate) fn apply(profile: &Profile) -> Result<Vec<(String, String)>> {
+    use crate::policy::profile::Network;
+    let (ports, env) = match &profile.network {
+        Network::Tcp(ports) => (ports.clone(), Vec::new()),
+        Network::Hosts(_) => {
+            let proxy = profile.proxy.as_deref().ok_or(crate::Error::Usage(
+                "a network of named hosts needs its proxy's socket",
+            ))?;
+            let port = netns::enter(proxy)?;
+            let url = format!("http://127.0.0.1:{port}");
+            let env = [
+                "HTTPS_PROXY",
+                "https_proxy",
+                "HTTP_PROXY",
+                "http_proxy",
+                "ALL_PROXY",
+                "all_proxy",
+            ]
+            .iter()
+            .map(|name| ((*name).to_owned(), url.clone()))
+            .collect();
+            (vec![port], env)
+        }
+        _ => (Vec::new(), Vec::new()),
+    };
+    landlock_rules::restrict(profile, &ports)?;
     seccomp::restrict(profile)?;
-    Ok(coverage)
+    Ok(env)
 }

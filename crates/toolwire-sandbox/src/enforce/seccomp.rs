@@ -80,7 +80,7 @@ pub(super) fn restrict(profile: &Profile) -> Result<()> {
     // SCTP), which Landlock's rules do not cover on this ABI.
     let refused: &[Option<libc::c_int>] = match &profile.network {
         Network::None => &[None],
-        Network::Tcp(_) => &[
+        Network::Tcp(_) | Network::Hosts(_) => &[
             Some(libc::SOCK_DGRAM),
             Some(libc::SOCK_RAW),
             Some(libc::SOCK_SEQPACKET),

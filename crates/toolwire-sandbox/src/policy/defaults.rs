@@ -128,6 +128,7 @@ impl Defaults {
                 .servers
                 .as_ref()
                 .map(|root| root.join(directory_name(name))),
+            proxy: None,
         }
     }
 

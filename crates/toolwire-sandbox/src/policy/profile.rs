@@ -24,6 +24,9 @@ pub struct Profile {
     /// what it keeps between runs has a place while the person's data stays out of reach.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data: Option<PathBuf>,
+    /// The filtering proxy's socket, for [`Network::Hosts`] (set by the launch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub proxy: Option<PathBuf>,
 }
 
 /// A server's network.
@@ -40,6 +43,10 @@ pub enum Network {
     /// no UDP, so no DNS either: names resolve from `/etc/hosts` only (`localhost`). For a
     /// server that talks to a local service (a database on 5432).
     Tcp(Vec<u16>),
+    /// These `host:port` only, through a filtering proxy (`HTTPS_PROXY` and `HTTP_PROXY` point
+    /// at it), from a network namespace of the server's own: a connection around the proxy
+    /// finds nothing, and UDP is refused.
+    Hosts(Vec<String>),
 }
 
 impl Network {
@@ -84,6 +91,7 @@ impl Profile {
                 other.network.clone()
             },
             data: self.data.clone(),
+            proxy: None,
         }
     }
 }

@@ -60,8 +60,28 @@ pub(super) fn sandbox(
     })
 }
 
-/// `"any"`, `"none"`, or `{"tcp": [PORT, …]}`.
+/// `"any"`, `"none"`, `{"tcp": [PORT, …]}`, or `["HOST:PORT", …]`.
 fn network(value: &Value, at: &At<'_>) -> Result<Network, ConfigError> {
+    if let Value::Array(hosts) = value {
+        let mut listed = Vec::new();
+        for (i, host) in hosts.iter().enumerate() {
+            let key = format!("sandbox.network[{i}]");
+            let text = string(host, at, &key)?;
+            let valid = text.rsplit_once(':').is_some_and(|(name, port)| {
+                !name.is_empty()
+                    && !name.contains(['/', '@', ' '])
+                    && port.parse::<u16>().is_ok_and(|p| p != 0)
+            });
+            if !valid {
+                return Err(at.err(
+                    key,
+                    format!("must be HOST:PORT, such as \"api.github.com:443\" (got {text:?})"),
+                ));
+            }
+            listed.push(text.to_owned());
+        }
+        return Ok(Network::Hosts(listed));
+    }
     if let Value::Object(map) = value {
         only_keys(map, &["tcp"], at, "sandbox.network")?;
         let mut ports = Vec::new();
@@ -88,7 +108,7 @@ fn network(value: &Value, at: &At<'_>) -> Result<Network, ConfigError> {
         "any" => Ok(Network::Any),
         other => Err(at.err(
             "sandbox.network".to_owned(),
-            format!("unknown network {other:?} (want \"any\", \"none\" or {{\"tcp\": [port, …]}})"),
+            format!("unknown network {other:?} (want \"any\", \"none\", {{\"tcp\": [port, …]}} or [\"host:port\", …])"),
         )),
     }
 }
