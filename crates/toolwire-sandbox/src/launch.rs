@@ -125,7 +125,13 @@ pub fn run_if_launcher() {
         return;
     }
     let Err(e) = launch(args);
-    eprintln!("toolwire sandbox: {e}; the server was not started");
+    let off = match e {
+        Error::Unsupported { .. } => {
+            "; to run it with your full rights instead, give its entry \"sandbox\": {\"off\": \"the reason\"} (or pass --sandbox-off REASON)"
+        }
+        _ => "",
+    };
+    eprintln!("toolwire sandbox: {e}; the server was not started{off}");
     std::process::exit(126);
 }
 
