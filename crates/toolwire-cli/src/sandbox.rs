@@ -25,16 +25,8 @@ pub(crate) fn show(args: &SandboxArgs) -> anyhow::Result<()> {
     let words = shlex::split(&args.command)
         .filter(|w| !w.is_empty())
         .with_context(|| format!("cannot split the command line {:?}", args.command))?;
-    let mut named = words[1..].to_vec();
-    named.extend(
-        args.named
-            .env
-            .iter()
-            .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
-    );
-    let setting = args.named.sandbox_setting();
-    let Some(profile) = setting.profile(&args.command, &named, None) else {
-        let status = setting.status(
+    let Some(profile) = args.named.sandbox_profile(&args.command, &words) else {
+        let status = args.named.sandbox_setting().status(
             &args.command,
             &toolwire_host::Transport::Stdio {
                 command: words[0].clone(),

@@ -165,6 +165,22 @@ fn parse_network(value: &str) -> Result<toolwire_sandbox::Network, String> {
 }
 
 impl Named {
+    /// The profile of the one-off server `line` (split into `words`), or `None` when its sandbox
+    /// is off: the directories its command names are in its arguments and its variables' values.
+    pub(crate) fn sandbox_profile(
+        &self,
+        line: &str,
+        words: &[String],
+    ) -> Option<toolwire_sandbox::Profile> {
+        let mut named = words[1..].to_vec();
+        named.extend(
+            self.env
+                .iter()
+                .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
+        );
+        self.sandbox_setting().profile(line, &named, None)
+    }
+
     /// The sandbox of a server named by command line, from the flags.
     pub(crate) fn sandbox_setting(&self) -> toolwire_host::SandboxSetting {
         match &self.sandbox_off {
@@ -337,19 +353,7 @@ impl Target {
             .filter(|w| !w.is_empty())
             .with_context(|| format!("cannot split the command line {:?}", self.server))?;
         let mut command = StdioCommand::new(&words[0]).args(&words[1..]);
-        // The directories its command names: in its arguments and its variables' values.
-        let mut named = words[1..].to_vec();
-        named.extend(
-            self.named
-                .env
-                .iter()
-                .filter_map(|p| Some(p.split_once('=')?.1.to_owned())),
-        );
-        if let Some(profile) = self
-            .named
-            .sandbox_setting()
-            .profile(&self.server, &named, None)
-        {
+        if let Some(profile) = self.named.sandbox_profile(&self.server, &words) {
             command = command.sandboxed(toolwire_client::Sandbox::new(profile)?);
         }
         for pair in &self.named.env {

@@ -162,20 +162,45 @@ fn answer(client: &mut UnixStream, status: &str, why: &str) -> std::io::Result<(
     )
 }
 
+/// A connected stream of either kind the proxy and the forwarder carry bytes between.
+pub(crate) trait Duplex: Read + Write + Send + Sized + 'static {
+    /// Another handle on the same connection.
+    fn handle(&self) -> std::io::Result<Self>;
+    /// Says no more bytes will be written.
+    fn finish(&self);
+}
+
+impl Duplex for UnixStream {
+    fn handle(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn finish(&self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
+impl Duplex for TcpStream {
+    fn handle(&self) -> std::io::Result<Self> {
+        self.try_clone()
+    }
+    fn finish(&self) {
+        let _ = self.shutdown(Shutdown::Write);
+    }
+}
+
 /// Bytes both ways until either side closes.
-fn relay(client: UnixStream, upstream: TcpStream) {
-    let (Ok(mut client_in), Ok(mut upstream_in)) = (client.try_clone(), upstream.try_clone())
-    else {
+pub(crate) fn relay(a: impl Duplex, b: impl Duplex) {
+    let (Ok(mut a_in), Ok(mut b_in)) = (a.handle(), b.handle()) else {
         return;
     };
-    let (mut client_out, mut upstream_out) = (client, upstream);
-    let up = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut client_in, &mut upstream_out);
-        let _ = upstream_out.shutdown(Shutdown::Write);
+    let (mut a_out, mut b_out) = (a, b);
+    let there = std::thread::spawn(move || {
+        let _ = std::io::copy(&mut a_in, &mut b_out);
+        b_out.finish();
     });
-    let _ = std::io::copy(&mut upstream_in, &mut client_out);
-    let _ = client_out.shutdown(Shutdown::Write);
-    let _ = up.join();
+    let _ = std::io::copy(&mut b_in, &mut a_out);
+    a_out.finish();
+    let _ = there.join();
 }
 
 #[cfg(test)]

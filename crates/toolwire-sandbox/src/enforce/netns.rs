@@ -88,24 +88,9 @@ pub(crate) fn run_forwarder(proxy: &Path) -> Result<()> {
         let proxy = proxy.to_owned();
         std::thread::spawn(move || {
             if let Ok(outside) = std::os::unix::net::UnixStream::connect(&proxy) {
-                carry(inside, outside);
+                crate::proxy::relay(inside, outside);
             }
         });
     }
     Ok(())
-}
-
-fn carry(inside: std::net::TcpStream, outside: std::os::unix::net::UnixStream) {
-    use std::net::Shutdown;
-    let (Ok(mut inside_in), Ok(mut outside_in)) = (inside.try_clone(), outside.try_clone()) else {
-        return;
-    };
-    let (mut inside_out, mut outside_out) = (inside, outside);
-    let there = std::thread::spawn(move || {
-        let _ = std::io::copy(&mut inside_in, &mut outside_out);
-        let _ = outside_out.shutdown(Shutdown::Write);
-    });
-    let _ = std::io::copy(&mut outside_in, &mut inside_out);
-    let _ = inside_out.shutdown(Shutdown::Write);
-    let _ = there.join();
 }
