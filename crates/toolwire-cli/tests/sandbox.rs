@@ -205,9 +205,27 @@ fn a_list_of_hosts_is_reached_through_the_proxy_and_nothing_else_is() {
         person.attempt(&flags, through(host.clone())),
         "done: HTTP/1.1 200 Connection established"
     );
+    let refused = format!("127.0.0.1:{}", port(&other));
     assert_eq!(
-        person.attempt(&flags, through(format!("127.0.0.1:{}", port(&other)))),
+        person.attempt(&flags, through(refused.clone())),
         "done: HTTP/1.1 403 Forbidden"
+    );
+    // The refusal is in the audit log, with the server and the host it asked for.
+    let log = std::fs::read_to_string(person.path("state/audit.jsonl")).unwrap();
+    let refusals: Vec<serde_json::Value> = log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event"] == "sandbox_refused")
+        .collect();
+    assert_eq!(refusals.len(), 1, "{log}");
+    assert_eq!(refusals[0]["target"], refused.as_str());
+    assert_eq!(refusals[0]["method"], "CONNECT");
+    assert!(
+        refusals[0]["server"]
+            .as_str()
+            .unwrap()
+            .contains("hostile_server.py"),
+        "{log}"
     );
     // Around it: the listed host itself, directly; a host elsewhere on the proxy's own port
     // (which Landlock lets it connect to) is in no network the server has; UDP.

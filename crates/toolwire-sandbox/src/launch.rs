@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use crate::enforce::{Coverage, check};
 use crate::error::{Error, Result};
 use crate::policy::profile::Profile;
+use crate::watch::Watch;
 
 /// The first argument that makes a program the launcher (see [`run_if_launcher`]).
 pub const LAUNCHER_FLAG: &str = "--toolwire-sandbox";
@@ -33,12 +34,14 @@ pub struct Launch {
 impl Launch {
     /// `program` with `args`, run through `launcher` under `profile` plus a private temporary
     /// directory (writable, and the server's `TMPDIR`). Fails, naming what is missing, when the
-    /// kernel cannot enforce the profile.
+    /// kernel cannot enforce the profile. `watch` is told of each host the proxy refuses
+    ///
     pub fn prepare(
         launcher: &Path,
         profile: &Profile,
         program: &str,
         args: &[String],
+        watch: Option<Watch>,
     ) -> Result<Launch> {
         let coverage = check(profile)?;
         let tmp = tempfile::Builder::new()
@@ -53,12 +56,13 @@ impl Launch {
         let proxy = match &profile.network {
             crate::Network::Hosts(hosts) => {
                 let path = tmp.path().join("proxy.sock");
-                let proxy = crate::proxy::Proxy::start(&path, hosts.clone()).map_err(|source| {
-                    Error::Io {
-                        path: path.clone(),
-                        source,
-                    }
-                })?;
+                let proxy =
+                    crate::proxy::Proxy::start(&path, hosts.clone(), watch).map_err(|source| {
+                        Error::Io {
+                            path: path.clone(),
+                            source,
+                        }
+                    })?;
                 profile.proxy = Some(path);
                 Some(proxy)
             }

@@ -20,6 +20,7 @@ mod error;
 mod launch;
 mod policy;
 mod proxy;
+mod watch;
 
 pub use enforce::{Coverage, check};
 pub use error::{Error, Result};
@@ -27,3 +28,4 @@ pub use launch::{LAUNCHER_FLAG, Launch, default_launcher, run_if_launcher};
 pub use policy::defaults::{Defaults, default_hidden};
 pub use policy::expand::readable_beneath;
 pub use policy::profile::{Network, Profile, ProfileBuilder};
+pub use watch::{Refusal, Watch};

@@ -1,7 +1,7 @@
 //! The filtering proxy of a server whose network is a list of hosts: in the client's
 //! process, on a Unix socket the server's forwarder reaches from inside its own network
 //! namespace. `CONNECT host:port` (HTTPS) and absolute-form requests (`GET http://host/…`) to a
-//! listed `host:port` are carried; anything else is answered 403, and logged by the caller.
+//! listed `host:port` are carried; anything else is answered 403 and told to the [`Watch`].
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Shutdown, TcpStream};
@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
+
+use crate::watch::{Refusal, Watch};
 
 /// The longest request head read.
 const HEAD_LIMIT: usize = 16 * 1024;
@@ -24,7 +26,11 @@ pub(crate) struct Proxy {
 impl Proxy {
     /// Listens on a Unix socket at `path`, carrying connections to `allowed` (`host:port`,
     /// host compared without case).
-    pub(crate) fn start(path: &Path, allowed: Vec<String>) -> std::io::Result<Proxy> {
+    pub(crate) fn start(
+        path: &Path,
+        allowed: Vec<String>,
+        watch: Option<Watch>,
+    ) -> std::io::Result<Proxy> {
         let listener = UnixListener::bind(path)?;
         let stop = Arc::new(AtomicBool::new(false));
         let allowed: Arc<Vec<String>> =
@@ -39,9 +45,10 @@ impl Proxy {
                     }
                     let Ok(stream) = stream else { continue };
                     let allowed = allowed.clone();
+                    let watch = watch.clone();
                     let _ = std::thread::Builder::new()
                         .name("toolwire-sandbox-proxy-conn".into())
-                        .spawn(move || serve(stream, &allowed));
+                        .spawn(move || serve(stream, &allowed, watch.as_ref()));
                 }
             })?;
         Ok(Proxy {
@@ -61,7 +68,7 @@ impl Drop for Proxy {
 }
 
 /// One client connection: its request head, the verdict, then bytes both ways.
-fn serve(client: UnixStream, allowed: &[String]) {
+fn serve(client: UnixStream, allowed: &[String], watch: Option<&Watch>) {
     let _ = client.set_read_timeout(Some(Duration::from_secs(30)));
     let mut reader = BufReader::new(match client.try_clone() {
         Ok(c) => c,
@@ -76,6 +83,13 @@ fn serve(client: UnixStream, allowed: &[String]) {
         return;
     };
     if !allowed.iter().any(|a| *a == target.to_ascii_lowercase()) {
+        if let Some(watch) = watch {
+            let method = head.split_whitespace().next().unwrap_or_default();
+            watch.tell(&Refusal {
+                target: target.clone(),
+                method: method.to_ascii_uppercase(),
+            });
+        }
         let _ = answer(
             &mut client,
             "403 Forbidden",
@@ -242,5 +256,45 @@ mod tests {
                 "{head:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_refused_host_is_answered_403_and_told_to_the_watch() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("proxy.sock");
+        let (tx, rx) = std::sync::mpsc::channel();
+        let tx = std::sync::Mutex::new(tx);
+        let watch = Watch::new(move |r: &Refusal| {
+            let _ = tx.lock().unwrap().send(r.clone());
+        });
+        let _proxy = Proxy::start(&path, vec!["Allowed.test:443".into()], Some(watch)).unwrap();
+        for (request, target, method) in [
+            (
+                "CONNECT evil.test:443 HTTP/1.1\r\n\r\n",
+                "evil.test:443",
+                "CONNECT",
+            ),
+            (
+                "get http://evil.test/x HTTP/1.1\r\n\r\n",
+                "evil.test:80",
+                "GET",
+            ),
+        ] {
+            let mut client = UnixStream::connect(&path).unwrap();
+            client.write_all(request.as_bytes()).unwrap();
+            let mut answer = String::new();
+            client.read_to_string(&mut answer).unwrap();
+            assert!(answer.starts_with("HTTP/1.1 403 Forbidden"), "{answer}");
+            let refusal = rx.recv_timeout(Duration::from_secs(5)).unwrap();
+            assert_eq!(refusal.target, target);
+            assert_eq!(refusal.method, method);
+        }
+        // A malformed request is answered 400 and is no refusal of a host.
+        let mut client = UnixStream::connect(&path).unwrap();
+        client.write_all(b"GET /relative HTTP/1.1\r\n\r\n").unwrap();
+        let mut answer = String::new();
+        client.read_to_string(&mut answer).unwrap();
+        assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+        assert!(rx.recv_timeout(Duration::from_millis(200)).is_err());
     }
 }

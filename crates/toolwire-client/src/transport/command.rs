@@ -60,6 +60,8 @@ pub struct Sandbox {
     /// [`toolwire_sandbox::run_if_launcher`] first in `main` (default: this program, as the
     /// `toolwire` binary does; elsewhere, the `toolwire-sandbox` binary).
     pub launcher: std::path::PathBuf,
+    /// Told of each host the sandbox's proxy refuses the server.
+    pub watch: Option<toolwire_sandbox::Watch>,
 }
 
 impl Sandbox {
@@ -69,12 +71,19 @@ impl Sandbox {
         Ok(Sandbox {
             profile,
             launcher: toolwire_sandbox::default_launcher()?,
+            watch: None,
         })
     }
 
     /// Enforced by `launcher` instead.
     pub fn launcher(mut self, launcher: impl Into<std::path::PathBuf>) -> Sandbox {
         self.launcher = launcher.into();
+        self
+    }
+
+    /// Tells `watch` of each host the sandbox's proxy refuses the server.
+    pub fn watch(mut self, watch: toolwire_sandbox::Watch) -> Sandbox {
+        self.watch = Some(watch);
         self
     }
 }
@@ -185,11 +194,21 @@ impl StdioCommand {
         };
         self.find_program()
             .map_err(|e| crate::Error::Transport(format!("cannot start {}: {e}", self.program)))?;
+        // Each refusal is logged here, then told to the caller's watch.
+        let server = self.shown_name().to_owned();
+        let theirs = sandbox.watch.clone();
+        let watch = toolwire_sandbox::Watch::new(move |refusal| {
+            tracing::warn!(server = %server, "sandbox: {refusal}");
+            if let Some(theirs) = &theirs {
+                theirs.tell(refusal);
+            }
+        });
         let launch = toolwire_sandbox::Launch::prepare(
             &sandbox.launcher,
             &sandbox.profile,
             &self.program,
             &self.args,
+            Some(watch),
         )
         .map_err(|e| {
             let off = match e {

@@ -42,6 +42,7 @@ impl Connection {
 pub(super) async fn open(
     server: &ServerConfig,
     options: &HostOptions,
+    watch: Option<toolwire_sandbox::Watch>,
 ) -> toolwire_client::Result<Client> {
     let builder = builder(server, options);
     match &server.transport {
@@ -74,7 +75,8 @@ pub(super) async fn open(
             }
             // The directories its command names: in its arguments and its variables' values.
             let named: Vec<String> = args.iter().chain(env.values()).cloned().collect();
-            if let Some(sandbox) = sandbox_of(server, &named, cwd.as_deref(), options)? {
+            if let Some(mut sandbox) = sandbox_of(server, &named, cwd.as_deref(), options)? {
+                sandbox.watch = watch;
                 stdio = stdio.sandboxed(sandbox);
             }
             builder.spawn_command(stdio).await
@@ -99,6 +101,7 @@ fn sandbox_of(
         Some(launcher) => Ok(Sandbox {
             profile,
             launcher: launcher.clone(),
+            watch: None,
         }),
         None => Sandbox::new(profile),
     };

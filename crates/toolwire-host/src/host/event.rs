@@ -156,6 +156,15 @@ pub enum HostEvent<'a> {
         /// What it may read, write and reach.
         profile: Option<&'a toolwire_sandbox::Profile>,
     },
+    /// The sandbox's proxy refused a local server a host it may not reach.
+    SandboxRefused {
+        /// The server's name.
+        server: &'a str,
+        /// The `host:port` it asked for.
+        target: &'a str,
+        /// How it asked: `CONNECT` or a plain-HTTP method.
+        method: &'a str,
+    },
     /// A stdio server's process had exited and was started again for a call.
     ServerRestarted {
         /// The server's name.
@@ -228,6 +237,7 @@ impl<'a> HostEvent<'a> {
             HostEvent::PromptGot { .. } => "prompt_got",
             HostEvent::ResourceRead { .. } => "resource_read",
             HostEvent::ServerStarted { .. } => "server_started",
+            HostEvent::SandboxRefused { .. } => "sandbox_refused",
             HostEvent::ServerRestarted { .. } => "server_restarted",
             HostEvent::ConfigReloaded { .. } => "config_reloaded",
         }
@@ -461,6 +471,15 @@ mod tests {
                 json!({"server": "fs", "sandbox": "enforced", "profile": {
                     "read": ["/"], "write": ["/srv/notes"], "hidden": ["/home/p/.ssh"],
                     "network": "none"}}),
+            ),
+            (
+                HostEvent::SandboxRefused {
+                    server: "fetch",
+                    target: "evil.example:443",
+                    method: "CONNECT",
+                },
+                "sandbox_refused",
+                json!({"server": "fetch", "target": "evil.example:443", "method": "CONNECT"}),
             ),
             (
                 HostEvent::ServerStarted {

@@ -15,6 +15,7 @@ mod options;
 mod output;
 mod read;
 mod reconfigure;
+mod record;
 mod refresh;
 mod rounds;
 mod search;
@@ -178,7 +179,7 @@ pub struct Host {
     policy: ArcSwap<Policy>,
     /// The answers a person asked to be remembered, kept across reconfigurations.
     remembered: Arc<dyn crate::policy::Remembered>,
-    audit: Option<AuditLog>,
+    audit: Option<Arc<AuditLog>>,
     /// The file's top-level approval rules and audit settings, as last applied.
     top: ArcSwap<reconfigure::TopSettings>,
     /// What the audit log keeps of arguments, swapped whole by [`Host::apply`].
@@ -231,7 +232,12 @@ impl Host {
         let pins_kept = options.state_dir.is_some() || options.pin_store.is_some();
         let pins = options.pin_store.clone().unwrap_or(pins);
         let policy = Policy::new(config, remembered.clone())?;
-        let audit = options.audit_log.as_ref().map(AuditLog::open).transpose()?;
+        let audit = options
+            .audit_log
+            .as_ref()
+            .map(AuditLog::open)
+            .transpose()?
+            .map(Arc::new);
         let redaction = match &options.redaction {
             Some(redaction) => redaction.clone(),
             None => Redaction::new(&config.audit)?,
@@ -523,34 +529,6 @@ impl Host {
             .collect()
     }
 
-    /// Appends an audit record, if there is a log. A record that cannot be written is logged
-    /// at ERROR: the host keeps working.
-    fn record(&self, event: HostEvent<'_>) {
-        let Some(log) = &self.audit else { return };
-        if !self.options.audit_each_call
-            && matches!(
-                event,
-                HostEvent::Call { .. } | HostEvent::ApprovalGiven { .. }
-            )
-        {
-            return;
-        }
-        let event_name = event.name();
-        let written = match event.fields() {
-            Ok(fields) => log
-                .append(event_name, fields)
-                .map(drop)
-                .map_err(|e| e.to_string()),
-            Err(e) => Err(e.to_string()),
-        };
-        if let Err(e) = written {
-            tracing::error!(
-                event = event_name,
-                "cannot write the host's audit log ({event_name} record): {e}"
-            );
-        }
-    }
-
     /// The policy's decision on `call`, asking the host's approver when the rules leave it
     /// to a person.
     async fn authorize(&self, call: &Call<'_>) -> Result<Approved, Refusal> {
@@ -558,20 +536,6 @@ impl Host {
             .load_full()
             .authorize(call, self.options.approver.as_ref())
             .await
-    }
-
-    /// The arguments as the audit log keeps them, and how many values were redacted; nothing
-    /// is computed without a log.
-    fn logged(&self, arguments: &Value) -> (Value, usize) {
-        if self.audit.is_none() {
-            return (Value::Null, 0);
-        }
-        self.redaction.load().apply(arguments)
-    }
-
-    /// Whether answered calls are written to the audit log ([`HostOptions::audit_each_call`]).
-    fn records_calls(&self) -> bool {
-        self.audit.is_some() && self.options.audit_each_call
     }
 
     /// The connection to a configured server, if it has one.

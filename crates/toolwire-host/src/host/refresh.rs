@@ -60,7 +60,8 @@ impl Host {
         if let Some(connection) = self.view.load().servers.get(name)?.connection.clone() {
             return Some(connection);
         }
-        match connect::open(&entry.config, &self.options).await {
+        let watch = self.refusal_watch(name);
+        match connect::open(&entry.config, &self.options, watch).await {
             Ok(client) => {
                 self.record_start(&entry.config);
                 let connection = Arc::new(Connection::new(entry.config, client));
