@@ -41,6 +41,17 @@ impl Person {
         self.dir.path().join(relative)
     }
 
+    /// The host's audit log, whole, and its records of `event`.
+    fn audit_records(&self, event: &str) -> (String, Vec<serde_json::Value>) {
+        let log = std::fs::read_to_string(self.path("state/audit.jsonl")).unwrap();
+        let records = log
+            .lines()
+            .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+            .filter(|r| r["event"] == event)
+            .collect();
+        (log, records)
+    }
+
     /// `toolwire call` of the hostile server's `attempt` with `arguments`, after `flags`: the
     /// tool's text.
     fn attempt(&self, flags: &[&str], arguments: serde_json::Value) -> String {
@@ -211,12 +222,7 @@ fn a_list_of_hosts_is_reached_through_the_proxy_and_nothing_else_is() {
         "done: HTTP/1.1 403 Forbidden"
     );
     // The refusal is in the audit log, with the server and the host it asked for.
-    let log = std::fs::read_to_string(person.path("state/audit.jsonl")).unwrap();
-    let refusals: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|r| r["event"] == "sandbox_refused")
-        .collect();
+    let (log, refusals) = person.audit_records("sandbox_refused");
     assert_eq!(refusals.len(), 1, "{log}");
     assert_eq!(refusals[0]["target"], refused.as_str());
     assert_eq!(refusals[0]["method"], "CONNECT");
@@ -322,12 +328,7 @@ fn servers_shows_each_sandbox_and_the_audit_log_records_the_profile() {
         "{out}"
     );
     // The log holds each start, with the profile it ran under.
-    let log = std::fs::read_to_string(person.path("state/audit.jsonl")).unwrap();
-    let starts: Vec<serde_json::Value> = log
-        .lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
-        .filter(|r| r["event"] == "server_started")
-        .collect();
+    let (log, starts) = person.audit_records("server_started");
     let confined = starts
         .iter()
         .find(|r| r["server"] == "confined")
