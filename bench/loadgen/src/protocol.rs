@@ -145,17 +145,25 @@ pub(crate) fn is_echo_reply(json: &str, id: u64, require_result_type: bool) -> b
 /// (other spacing, another member order inside strings) goes to the full check,
 /// [`is_echo_reply`], which also runs on a sample of the replies it accepts.
 pub(crate) fn looks_like_echo(body: &[u8], id: u64, require_result_type: bool) -> bool {
-    use memchr::memmem;
+    use std::sync::LazyLock;
+
+    use memchr::memmem::Finder;
+    // Built once: building a searcher costs more than running it on a reply this short.
+    static ID: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"id\":"));
+    static HELLO: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"text\":\"hello\""));
+    static COMPLETE: LazyLock<Finder<'static>> =
+        LazyLock::new(|| Finder::new(b"\"resultType\":\"complete\""));
+    static IS_ERROR: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(b"\"isError\":true"));
     let mut digits = itoa::Buffer::new();
     let digits = digits.format(id).as_bytes();
-    let id_at = memmem::find_iter(body, b"\"id\":").find(|&at| {
+    let id_at = ID.find_iter(body).find(|&at| {
         let rest = &body[at + 5..];
         rest.starts_with(digits) && matches!(rest.get(digits.len()), Some(b',' | b'}'))
     });
     id_at.is_some()
-        && memmem::find(body, b"\"text\":\"hello\"").is_some()
-        && (!require_result_type || memmem::find(body, b"\"resultType\":\"complete\"").is_some())
-        && memmem::find(body, b"\"isError\":true").is_none()
+        && HELLO.find(body).is_some()
+        && (!require_result_type || COMPLETE.find(body).is_some())
+        && IS_ERROR.find(body).is_none()
 }
 
 /// One reply in this many is parsed in full even when its bytes read as the echo.

@@ -173,7 +173,10 @@ async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
 
 /// The id of a reply line: read as bytes where it is written `"id":DIGITS`, else parsed.
 fn reply_id(line: &[u8]) -> Option<u64> {
-    if let Some(at) = memchr::memmem::find(line, b"\"id\":") {
+    // Built once: building a searcher costs more than running it on one line.
+    static ID: std::sync::LazyLock<memchr::memmem::Finder<'static>> =
+        std::sync::LazyLock::new(|| memchr::memmem::Finder::new(b"\"id\":"));
+    if let Some(at) = ID.find(line) {
         let digits = &line[at + 5..];
         let end = digits
             .iter()

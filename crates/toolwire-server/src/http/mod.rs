@@ -328,7 +328,7 @@ async fn admit_and_run(
         Message::Call(call) => {
             admit_call(&state.server, headers, &call)?;
             let CallFrame { id, meta, route } = *call;
-            (id, meta, route)
+            (id, Box::new(meta), route)
         }
         Message::Raw(raw) => {
             if let Some(sessions) = &state.sessions {
@@ -341,7 +341,9 @@ async fn admit_and_run(
                                 .await?
                         },
                     };
-                    return Ok(legacy::post(state, sessions, headers, raw, accept, caller).await);
+                    // Boxed: a 2026-07-28 request's future need not be as large as this one.
+                    let post = legacy::post(state, sessions, headers, raw, accept, caller);
+                    return Ok(Box::pin(post).await);
                 }
             }
             let Some(id) = request_id(&raw)? else {
@@ -351,7 +353,7 @@ async fn admit_and_run(
                 return Ok(StatusCode::ACCEPTED.into_response());
             };
             let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
-            (id, meta, route)
+            (id, Box::new(meta), route)
         }
     };
     let caller = match oauth_caller {

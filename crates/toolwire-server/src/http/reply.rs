@@ -26,7 +26,8 @@ use crate::tools::visibility::Follower;
 /// A request that passed every check: its id, its `_meta` and the method it runs.
 pub(super) struct Admitted {
     pub(super) id: RequestId,
-    pub(super) meta: RequestMeta,
+    /// Boxed: it is large, and each level of the request path would hold (and move) it.
+    pub(super) meta: Box<RequestMeta>,
     pub(super) route: Route,
     /// How it arrived, for its span.
     pub(super) incoming: crate::request::incoming::Incoming,
@@ -86,7 +87,8 @@ pub(super) async fn run(
         incoming,
     };
     if may_stream {
-        run_streaming(state, request, accept, caller).await
+        // Boxed, so that the common plain reply's future is not as large as this one.
+        Box::pin(run_streaming(state, request, accept, caller)).await
     } else {
         run_plain(state, request, accept, caller).await
     }
@@ -158,14 +160,14 @@ async fn run_streaming(
 /// its notifications sent on `outbound` if it may stream, and the caller's identity.
 fn context(
     server: &Server,
-    (id, meta): (&RequestId, RequestMeta),
+    (id, meta): (&RequestId, Box<RequestMeta>),
     cancel: &CancellationToken,
     outbound: Option<Outbound>,
     caller: Caller,
 ) -> RequestContext {
     RequestContext::new(
         id.clone(),
-        meta,
+        *meta,
         cancel.clone(),
         server.shutdown_token(),
         outbound,

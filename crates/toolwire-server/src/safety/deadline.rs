@@ -33,29 +33,43 @@ pub(crate) fn contained<T: Send + 'static, E: Send + 'static>(
     }
 }
 
-/// A handler's future, stopped after `limit`: its cancellation token fires and the call ends
-/// with an `isError` result that says so, for the model to act on (retry smaller, or later).
-pub(crate) fn with_deadline<E: Send + 'static>(
-    step: BoxFuture<'static, Option<Result<CallToolResult, E>>>,
+/// A handler's step as one future: started with panics contained (in `make` and while it
+/// runs: `None`, logged), and stopped after `limit`: its cancellation token fires and the call
+/// ends with an `isError` result that says so, for the model to act on (retry smaller, or
+/// later). One box, and the name is not copied: every tool call runs this, and `name` is only
+/// read to log a panic or a timeout.
+pub(crate) fn handler_step<E: Send + 'static, N: AsRef<str> + Send + 'static>(
+    name: N,
+    make: impl FnOnce() -> BoxFuture<'static, Result<CallToolResult, E>>,
     limit: Option<std::time::Duration>,
     cancel: CancellationToken,
-    name: &str,
 ) -> BoxFuture<'static, Option<Result<CallToolResult, E>>> {
-    let Some(limit) = limit else {
-        return step;
-    };
-    let name = name.to_owned();
-    Box::pin(async move {
-        let mut step = step;
-        if let Ok(outcome) = tokio::time::timeout(limit, &mut step).await {
-            return outcome;
+    let handler = match std::panic::catch_unwind(AssertUnwindSafe(make)) {
+        Ok(handler) => handler,
+        Err(panic) => {
+            panicked(name.as_ref(), &panic);
+            return Box::pin(std::future::ready(None));
         }
-        // The token fires, and the handler gets a moment to notice and clean up (end a child
-        // process, roll back) before its future is dropped; what it returns then is not sent.
-        cancel.cancel();
-        let _ = tokio::time::timeout(DEADLINE_GRACE.min(limit), &mut step).await;
-        tracing::warn!(tool = %name, limit_ms = limit.as_millis() as u64, "tool timed out and was stopped");
-        Some(Ok(timed_out(&name, limit)))
+    };
+    Box::pin(async move {
+        let mut handler = AssertUnwindSafe(handler).catch_unwind();
+        let ran = match limit {
+            None => handler.await,
+            Some(limit) => match tokio::time::timeout(limit, &mut handler).await {
+                Ok(ran) => ran,
+                Err(_) => {
+                    // The token fires, and the handler gets a moment to notice and clean up
+                    // (end a child process, roll back) before its future is dropped; what it
+                    // returns then is not sent.
+                    cancel.cancel();
+                    let _ = tokio::time::timeout(DEADLINE_GRACE.min(limit), &mut handler).await;
+                    let name = name.as_ref();
+                    tracing::warn!(tool = %name, limit_ms = limit.as_millis() as u64, "tool timed out and was stopped");
+                    return Some(Ok(timed_out(name, limit)));
+                }
+            },
+        };
+        ran.map_err(|panic| panicked(name.as_ref(), &panic)).ok()
     })
 }
 

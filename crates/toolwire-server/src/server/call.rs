@@ -19,14 +19,14 @@ use crate::request::mrtr::ToolError;
 use crate::request::outcome::{Final, Outcome};
 use crate::request::route::{CallTool, RoundParams};
 use crate::safety::audit::{self, AuditOutcome, CallSeen};
-use crate::safety::deadline::{contained, internal_failure, is_timed_out, with_deadline};
+use crate::safety::deadline::{handler_step, internal_failure, is_timed_out};
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
 use crate::server::tasks::Rerun;
 use crate::state::request_state::{Binding, StateError};
 use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
-use crate::tools::registry::RegisteredTool;
+use crate::tools::registry::{RegisteredTool, ToolName};
 use crate::tools::tool::TaskSupport;
 
 impl Server {
@@ -46,14 +46,29 @@ impl Server {
         if let Some(limited) = self.over_quota(&tool, &name, &ctx).await {
             return Ok(Outcome::Complete(self.with_meta(limited)));
         }
-        let declared = ctx.client_capabilities().clone();
-        let as_task = tool.task_support.is_some() && declared.has_extension(TASKS_EXTENSION);
+        let as_task =
+            tool.task_support.is_some() && ctx.client_capabilities().has_extension(TASKS_EXTENSION);
         if tool.task_support == Some(TaskSupport::Required) && !as_task {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
         if let Some(invalid) = invalid_arguments(&tool, &name, &arguments) {
             return Ok(Outcome::Complete(self.with_meta(invalid)));
         }
+        let call = CallTool {
+            name,
+            arguments,
+            round,
+        };
+        if as_task {
+            // Boxed: a task's first step holds far more than a plain call's, and every plain
+            // call's future would otherwise be as large (and be copied as large).
+            return Box::pin(self.call_as_task(tool, call, ctx)).await;
+        }
+        let CallTool {
+            name,
+            arguments,
+            round,
+        } = call;
         // Request state is bound to the arguments by a digest computed only when state is
         // opened or sealed, never on a plain call, which would pay for a digest it never uses.
         let principal = ctx.shared_principal();
@@ -65,30 +80,60 @@ impl Server {
                 principal.as_deref(),
             )
         };
-        // A task outlives its request: its handler gets a cancellation of its own, which a
-        // shutdown fires too, so that no task outlives the server.
-        let (ctx, task) = if as_task {
-            let (mut task_ctx, rerun, cancel) = self.task_context(&tool, &ctx);
-            let start = tool.deferred_task.then(Arc::<tokio::sync::Notify>::default);
-            if let Some(start) = &start {
-                task_ctx = task_ctx.with_task_start(start.clone());
-            }
-            (task_ctx, Some((rerun, cancel, start)))
-        } else {
-            (ctx, None)
-        };
         self.open_round(bind, round, &ctx).await?;
-        let handler = tool.handler.clone();
+        // The caller's context outlives the handler's, for the capabilities it declared.
+        let caller = ctx.clone();
+        let cancel = ctx.cancellation().clone();
+        let (timeout, named) = (tool.timeout, ToolName(tool.clone()));
+        let outcome =
+            handler_step(named, || (tool.handler)(&arguments, ctx), timeout, cancel).await;
+        let declared = caller.client_capabilities();
+        self.first_step_outcome(&tool, &name, outcome, bind, declared)
+    }
+
+    /// [`Server::call_tool`] of a call that may become a task: a task outlives its request, so
+    /// its handler gets a cancellation of its own, which a shutdown fires too, so that no task
+    /// outlives the server.
+    async fn call_as_task(
+        &self,
+        tool: Arc<RegisteredTool>,
+        call: CallTool,
+        ctx: RequestContext,
+    ) -> Result<Outcome, ErrorObject> {
+        let CallTool {
+            name,
+            arguments,
+            round,
+        } = call;
+        let declared = ctx.client_capabilities().clone();
+        let principal = ctx.shared_principal();
+        let bind = || {
+            Binding::new(
+                CallToolMethod::METHOD,
+                &name,
+                &arguments,
+                principal.as_deref(),
+            )
+        };
+        let (mut task_ctx, mut rerun, cancel) = self.task_context(&tool, &ctx);
+        drop(ctx);
+        let start = tool.deferred_task.then(Arc::<tokio::sync::Notify>::default);
+        if let Some(start) = &start {
+            task_ctx = task_ctx.with_task_start(start.clone());
+        }
+        let ctx = task_ctx;
+        self.open_round(bind, round, &ctx).await?;
         let handler_cancel = ctx.cancellation().clone();
-        let mut step = with_deadline(
-            contained(&name, || handler(&arguments, ctx)),
-            tool.timeout,
+        let (timeout, named) = (tool.timeout, ToolName(tool.clone()));
+        let mut step = handler_step(
+            named,
+            || (tool.handler)(&arguments, ctx),
+            timeout,
             handler_cancel,
-            &name,
         );
-        let outcome = match task {
+        let outcome = match start {
             // The first step runs inline; a call that does not finish at once becomes a task.
-            Some((mut rerun, cancel, None)) => match futures::poll!(step.as_mut()) {
+            None => match futures::poll!(step.as_mut()) {
                 std::task::Poll::Ready(outcome) => outcome,
                 std::task::Poll::Pending => {
                     rerun.arguments = arguments;
@@ -97,7 +142,7 @@ impl Server {
                 }
             },
             // A deferred task: the handler says when the call becomes one.
-            Some((mut rerun, cancel, Some(start))) => tokio::select! {
+            Some(start) => tokio::select! {
                 biased;
                 outcome = &mut step => outcome,
                 () = start.notified() => {
@@ -106,7 +151,6 @@ impl Server {
                     return Ok(Outcome::Task(task));
                 }
             },
-            None => step.await,
         };
         self.first_step_outcome(&tool, &name, outcome, bind, &declared)
     }
@@ -539,10 +583,16 @@ impl Server {
         if let Some(invalid) = invalid_arguments(tool, name, arguments) {
             return Ok(invalid);
         }
-        let handler = tool.handler.clone();
         let cancel = ctx.cancellation().clone();
-        let step = contained(name, || handler(arguments, ctx));
-        match with_deadline(step, tool.timeout, cancel, name).await {
+        let named = ToolName(tool.clone());
+        match handler_step(
+            named,
+            || (tool.handler)(arguments, ctx),
+            tool.timeout,
+            cancel,
+        )
+        .await
+        {
             None => Ok(internal_failure()),
             Some(Ok(result)) => Ok(self.guarded(tool, self.checked_result(tool, result))),
             Some(Err(ToolError::Internal(error))) => {

@@ -163,13 +163,15 @@ impl Server {
         done
     }
 
-    /// [`Server::run`] without the span and the metrics.
+    /// [`Server::run`] without the span and the metrics. Every method but `tools/call` runs
+    /// boxed: a future is as large as its largest branch, and the call's is the one every
+    /// request of a tool server pays for (each level of the request path holds it, and it is
+    /// copied when boxed).
     async fn answer(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
         match call {
             Route::Discover => Some(Final::result(id, self.discover())),
             Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
-            Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::ListPrompts { cursor } => {
                 Some(self.list_offered(self.prompts(), id, cursor.as_deref(), &ctx))
             }
@@ -179,6 +181,19 @@ impl Server {
             Route::ListResourceTemplates { cursor } => {
                 Some(self.list_offered(self.templates(), id, cursor.as_deref(), &ctx))
             }
+            other => Box::pin(self.answer_other(id, other, ctx)).await,
+        }
+    }
+
+    /// The methods [`Server::answer`] runs boxed.
+    async fn answer_other(
+        &self,
+        id: &RequestId,
+        call: Route,
+        ctx: RequestContext,
+    ) -> Option<Final> {
+        match call {
+            Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
             Route::Complete(complete) => Some(self.complete(id, complete, ctx).await),
@@ -188,6 +203,13 @@ impl Server {
                 input_responses,
             } => Some(self.task_update(id, &task_id, input_responses, &ctx).await),
             Route::TasksCancel { task_id } => Some(self.task_cancel(id, &task_id, &ctx).await),
+            // Answered inline by `answer`.
+            Route::Discover
+            | Route::ListTools { .. }
+            | Route::CallTool(_)
+            | Route::ListPrompts { .. }
+            | Route::ListResources { .. }
+            | Route::ListResourceTemplates { .. } => Box::pin(self.answer(id, call, ctx)).await,
         }
     }
 

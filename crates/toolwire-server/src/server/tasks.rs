@@ -21,13 +21,13 @@ use crate::request::context::Round;
 use crate::request::mrtr::InputRequired;
 use crate::request::mrtr::ToolError;
 use crate::request::outcome::Final;
-use crate::safety::deadline::{contained, internal_failure, with_deadline};
+use crate::safety::deadline::{handler_step, internal_failure};
 use crate::server::Server;
 
 use crate::state::task_store::{Inbox, Running, TaskRecord, tasks_capability};
 use crate::state::{StoreError, UPDATE_ATTEMPTS, step_aside};
 use crate::tools::offered::Change;
-use crate::tools::registry::RegisteredTool;
+use crate::tools::registry::{RegisteredTool, ToolName};
 
 /// What it takes to run a task's handler again after its input requests are answered.
 pub(crate) struct Rerun {
@@ -218,11 +218,11 @@ impl Server {
             });
             let handler = &rerun.tool.handler;
             let handler_cancel = ctx.cancellation().clone();
-            step = with_deadline(
-                contained(&rerun.tool.name, || handler(&rerun.arguments, ctx)),
+            step = handler_step(
+                ToolName(rerun.tool.clone()),
+                || handler(&rerun.arguments, ctx),
                 rerun.tool.timeout,
                 handler_cancel,
-                &rerun.tool.name,
             );
         }
     }

@@ -49,6 +49,16 @@ pub(crate) struct RegisteredTool {
     pub(crate) series: crate::observe::metrics::ToolSeries,
 }
 
+/// A registered tool's name, held by the tool itself: what a handler's step logs a panic or a
+/// timeout under, without a copy of the name per call.
+pub(crate) struct ToolName(pub(crate) Arc<RegisteredTool>);
+
+impl AsRef<str> for ToolName {
+    fn as_ref(&self) -> &str {
+        &self.0.name
+    }
+}
+
 impl Entry for RegisteredTool {
     fn key(&self) -> &str {
         &self.name
