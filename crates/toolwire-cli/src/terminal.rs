@@ -24,6 +24,11 @@ pub(crate) enum Layout {
 /// break lines (bidi embeddings, overrides, isolates and marks; line and paragraph separators)
 /// as `<U+XXXX>`. Tabs are kept; newlines as `layout` says.
 pub(crate) fn visible(text: &str, layout: Layout) -> Cow<'_, str> {
+    // Printable ASCII and tabs are kept whatever the layout: the common case (a gateway logs a
+    // line per call), read a byte at a time.
+    if text.bytes().all(|b| matches!(b, b' '..=b'~' | b'\t')) {
+        return Cow::Borrowed(text);
+    }
     let keeps = |c: char, next: Option<char>| match c {
         '\t' => true,
         '\n' => layout == Layout::Text,
@@ -245,11 +250,17 @@ impl io::Write for SafeStderr {
             Some(event) => (event, "\n"),
             None => (&*text, ""),
         };
-        let mut line = visible(event, Layout::Line).into_owned();
-        line.push_str(newline);
         // One write per line (stderr is unbuffered): a busy gateway logs a line per call. A
         // stderr that cannot be written loses the line, nothing more.
-        let _ = io::stderr().lock().write_all(line.as_bytes());
+        let _ = match (&text, visible(event, Layout::Line)) {
+            // Nothing to show differently: the bytes as they came.
+            (Cow::Borrowed(_), Cow::Borrowed(_)) => io::stderr().lock().write_all(buf),
+            (_, shown) => {
+                let mut line = shown.into_owned();
+                line.push_str(newline);
+                io::stderr().lock().write_all(line.as_bytes())
+            }
+        };
         Ok(buf.len())
     }
 

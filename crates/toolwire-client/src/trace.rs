@@ -51,10 +51,10 @@ impl TraceContext {
         self.0.iter().map(|(key, value)| (*key, value.as_str()))
     }
 
-    /// Writes the context into a request's `_meta`.
-    pub(crate) fn write_into(&self, meta: &mut toolwire_protocol::JsonObject) {
+    /// Writes the context as keys of a request's `_meta`.
+    pub(crate) fn write_pairs(&self, own: &mut Vec<(&'static str, Value)>) {
         for (key, value) in self.pairs() {
-            meta.insert(key.into(), Value::String(value.to_owned()));
+            own.push((key, Value::String(value.to_owned())));
         }
     }
 }

@@ -74,6 +74,18 @@ impl Client {
         }
     }
 
+    /// The era, when a request need not wait for anything to use it: an HTTP server's, once
+    /// settled. `None`: ask [`Client::era_for_request`].
+    pub(crate) fn settled_era(&self) -> Option<Era> {
+        match &self.inner.transport {
+            Transport::Http(_) => {
+                let era = self.state().era.clone();
+                (!matches!(era, Era::Unknown)).then_some(era)
+            }
+            Transport::Stdio(_) => None,
+        }
+    }
+
     /// The era to send the next request in, settling it first where needed.
     pub(crate) async fn era_for_request(&self) -> Result<Era> {
         match &self.inner.transport {

@@ -11,10 +11,11 @@ use tokio::time::Instant;
 use toolwire_protocol::methods::{Discover, Method};
 use toolwire_protocol::{
     ClientCapabilities, ErrorObject, JsonObject, LoggingMessageParams, META_CLIENT_CAPABILITIES,
-    META_FIELD, META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE,
-    NOTIFICATION_PROGRESS, ProgressParams, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
+    META_PROGRESS_TOKEN, META_PROTOCOL_VERSION, NOTIFICATION_MESSAGE, NOTIFICATION_PROGRESS,
+    ProgressParams, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
+use crate::client::envelope::{Envelope, Meta, Params};
 use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
 use crate::error::{Error, Result};
 use crate::state::Era;
@@ -50,13 +51,15 @@ impl Client {
             trace,
         }: Declared<'_>,
     ) -> Result<String> {
-        let mut params = params.clone();
-        let object = params
-            .as_object_mut()
+        let members = params
+            .as_object()
             .ok_or_else(|| Error::InvalidResponse("params must be an object".into()))?;
-        let mut meta = JsonObject::new();
+        // This request's own keys; a modern request's `_meta` has the client's keys too.
+        let mut own: Vec<(&str, Value)> = Vec::with_capacity(4);
+        let empty = JsonObject::new();
+        let mut base = &empty;
         if !matches!(era, Era::Legacy(_)) {
-            meta = self.inner.request_meta.clone();
+            base = &self.inner.request_meta;
             if inputs.is_some() || tasks {
                 let mut declared = self.capabilities();
                 if let Some(inputs) = inputs {
@@ -70,26 +73,30 @@ impl Client {
                         .get_or_insert_with(Default::default)
                         .insert(TASKS_EXTENSION.into(), json!({}));
                 }
-                meta.insert(
-                    META_CLIENT_CAPABILITIES.into(),
-                    serde_json::to_value(declared).expect("capabilities serialize"),
-                );
+                let declared = serde_json::to_value(declared).expect("capabilities serialize");
+                own.push((META_CLIENT_CAPABILITIES, declared));
             }
-            meta.insert(
-                META_PROTOCOL_VERSION.into(),
+            own.push((
+                META_PROTOCOL_VERSION,
                 Value::String(self.state().version.clone()),
-            );
+            ));
         }
         if progress == Progress::Wanted {
-            meta.insert(META_PROGRESS_TOKEN.into(), json!(id));
+            own.push((META_PROGRESS_TOKEN, json!(id)));
         }
         if let Some(trace) = trace {
-            trace.write_into(&mut meta);
+            trace.write_pairs(&mut own);
         }
-        if !meta.is_empty() {
-            object.insert(META_FIELD.into(), Value::Object(meta));
-        }
-        Ok(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string())
+        let envelope = Envelope {
+            jsonrpc: "2.0",
+            id,
+            method,
+            params: Params {
+                members,
+                meta: Meta { base, own: &own },
+            },
+        };
+        Ok(serde_json::to_string(&envelope).expect("a request serializes"))
     }
 
     /// Sends a request and returns its result object; the core every method goes through,
@@ -122,13 +129,17 @@ impl Client {
             let token = self.token_generation();
             // Settling the era (probe, initialize) counts against this call's timeout and
             // cancellation too.
-            let era = match self.bounded(options, self.era_for_request()).await {
+            // Settling runs boxed: its future is large, and most requests find the era settled.
+            let settled = match self.settled_era() {
+                Some(era) => Ok(era),
+                None => Box::pin(self.bounded(options, self.era_for_request())).await,
+            };
+            let era = match settled {
                 Ok(era) => era,
                 Err(error) => {
-                    if self
-                        .authorized_again(&error, token, &mut retries.authorizations, options)
-                        .await?
-                    {
+                    let again =
+                        self.authorized_again(&error, token, &mut retries.authorizations, options);
+                    if Box::pin(again).await? {
                         continue;
                     }
                     return Err(error);
@@ -148,7 +159,8 @@ impl Client {
             };
             let step = match self.attempt(&era, method, &params, options).await {
                 Ok(reply) => self.on_reply(&sent, reply, &mut retries).await?,
-                Err(failure) => self.on_failure(&sent, failure, &mut retries).await?,
+                // Boxed: rare, and larger than the rest of an attempt.
+                Err(failure) => Box::pin(self.on_failure(&sent, failure, &mut retries)).await?,
             };
             match step {
                 Step::Again => continue,

@@ -340,26 +340,41 @@ impl Client {
 
     /// The cached entry for `name`, listing the tools first when there is no list yet.
     async fn tool_entry(&self, name: &str, list: List) -> Result<Option<Arc<CachedTool>>> {
-        if list == List::Again
-            || self
-                .inner
-                .tools
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .is_none()
-        {
-            self.refresh_tools().await?;
+        if let Some(entry) = self.cached_entry(name, list) {
+            return entry;
+        }
+        self.refresh_tools().await?;
+        self.cached_entry(name, List::IfEmpty).unwrap_or(Ok(None))
+    }
+
+    /// The cached entry for `name`, if the tools need not be listed first (`None` if they do).
+    fn cached_entry(&self, name: &str, list: List) -> Option<Result<Option<Arc<CachedTool>>>> {
+        if list == List::Again {
+            return None;
         }
         let cache = self.inner.tools.lock().unwrap_or_else(|p| p.into_inner());
-        let Some(cache) = cache.as_ref() else {
-            return Ok(None);
-        };
+        let cache = cache.as_ref()?;
         if let Some(reason) = cache.dropped.get(name) {
-            return Err(Error::UnknownTool(format!(
+            return Some(Err(Error::UnknownTool(format!(
                 "{name} (not exposed: {reason})"
-            )));
+            ))));
         }
-        Ok(cache.by_name.get(name).cloned())
+        Some(Ok(cache.by_name.get(name).cloned()))
+    }
+
+    /// [`Client::tool_entry`] within the call's time and cancellation. Listing runs boxed: its
+    /// future is large, and a call that finds the list cached (nearly every call) would carry
+    /// it, and copy it, at each level of its own future.
+    async fn listed_entry(
+        &self,
+        rpc: &RpcOptions,
+        name: &str,
+        list: List,
+    ) -> Result<Option<Arc<CachedTool>>> {
+        if let Some(entry) = self.cached_entry(name, list) {
+            return entry;
+        }
+        Box::pin(self.bounded(rpc, self.tool_entry(name, list))).await
     }
 
     /// Calls a tool with its arguments (a JSON object, or `null` for none). A tool that fails
@@ -416,7 +431,8 @@ impl Client {
         if let Some(resume) = resume {
             // A task that asked for input: answered, and followed on; nothing is called anew.
             let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
-            let result = self.resume_task(resume, &rpc).await?;
+            // Boxed, as is following a task below: rare, and large.
+            let result = Box::pin(self.resume_task(resume, &rpc)).await?;
             return self.completed(name, result, None, epoch, &rpc).await;
         }
         let mut relisted = false;
@@ -426,7 +442,7 @@ impl Client {
             // output check needs the definition on every transport. Listing is part of the call.
             let entry = if self.mirrors_headers() || validate {
                 let list = if relisted { List::Again } else { List::IfEmpty };
-                self.bounded(&rpc, self.tool_entry(name, list)).await?
+                self.listed_entry(&rpc, name, list).await?
             } else {
                 None
             };
@@ -458,7 +474,7 @@ impl Client {
                     return Err(Error::InputRequired(Box::new(input)));
                 }
                 Ok(result) if rpc.tasks && is_task(&result) => {
-                    let result = self.follow_task(result, on_task.as_ref(), &rpc).await?;
+                    let result = Box::pin(self.follow_task(result, on_task.as_ref(), &rpc)).await?;
                     return self.completed(name, result, entry, epoch, &rpc).await;
                 }
                 Ok(result) => return self.completed(name, result, entry, epoch, &rpc).await,
@@ -498,9 +514,7 @@ impl Client {
         if before.is_some() && self.inner.tools_epoch.load(Ordering::Acquire) == epoch {
             return Ok(before);
         }
-        let now = self
-            .bounded(options, self.tool_entry(name, List::IfEmpty))
-            .await?;
+        let now = self.listed_entry(options, name, List::IfEmpty).await?;
         Ok(now.or(before))
     }
 }
