@@ -338,15 +338,6 @@ impl Client {
         }
     }
 
-    /// The cached entry for `name`, listing the tools first when there is no list yet.
-    async fn tool_entry(&self, name: &str, list: List) -> Result<Option<Arc<CachedTool>>> {
-        if let Some(entry) = self.cached_entry(name, list) {
-            return entry;
-        }
-        self.refresh_tools().await?;
-        self.cached_entry(name, List::IfEmpty).unwrap_or(Ok(None))
-    }
-
     /// The cached entry for `name`, if the tools need not be listed first (`None` if they do).
     fn cached_entry(&self, name: &str, list: List) -> Option<Result<Option<Arc<CachedTool>>>> {
         if list == List::Again {
@@ -362,7 +353,8 @@ impl Client {
         Some(Ok(cache.by_name.get(name).cloned()))
     }
 
-    /// [`Client::tool_entry`] within the call's time and cancellation. Listing runs boxed: its
+    /// The cached entry for `name`, listing the tools first (within the call's time and
+    /// cancellation) when there is no list yet or `list` says to. Listing runs boxed: its
     /// future is large, and a call that finds the list cached (nearly every call) would carry
     /// it, and copy it, at each level of its own future.
     async fn listed_entry(
@@ -374,7 +366,11 @@ impl Client {
         if let Some(entry) = self.cached_entry(name, list) {
             return entry;
         }
-        Box::pin(self.bounded(rpc, self.tool_entry(name, list))).await
+        let listed = async {
+            self.refresh_tools().await?;
+            self.cached_entry(name, List::IfEmpty).unwrap_or(Ok(None))
+        };
+        Box::pin(self.bounded(rpc, listed)).await
     }
 
     /// Calls a tool with its arguments (a JSON object, or `null` for none). A tool that fails
