@@ -97,20 +97,9 @@ async fn a_redirect_to_another_origin_is_refused_and_nothing_reaches_it() {
 
 #[tokio::test]
 async fn a_redirect_within_the_origin_is_followed() {
-    #[derive(serde::Deserialize, schemars::JsonSchema)]
-    struct Echo {
-        message: String,
-    }
-    let server = Server::builder("moved", "1")
-        .tool(Tool::new(
-            "echo",
-            |a: Echo, _: toolwire_server::RequestContext| async move { a.message },
-        ))
-        .build()
-        .unwrap();
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
-    let app = http::router(server, http::HttpConfig::default()).route(
+    let app = echo_router().route(
         "/old",
         axum::routing::any(|| async {
             (StatusCode::PERMANENT_REDIRECT, [(header::LOCATION, "/mcp")]).into_response()
@@ -211,4 +200,98 @@ async fn a_notification_the_server_never_answers_times_out() {
     let error = outcome.expect("the handshake hung").unwrap_err();
     // The handshake failed on its last step, so the first answer (400) stands.
     assert!(matches!(&error, Error::Http { status: 400, .. }), "{error}");
+}
+
+/// Set in the child process of [`an_endpoint_behind_a_proxy_is_reached_through_it`]: the
+/// endpoint it calls, with `HTTP_PROXY` naming the parent's proxy.
+const PROXIED_ENDPOINT: &str = "TOOLWIRE_TEST_PROXIED_ENDPOINT";
+
+/// The router of a server with one tool, `echo`.
+fn echo_router() -> axum::Router {
+    #[derive(serde::Deserialize, schemars::JsonSchema)]
+    struct Echo {
+        message: String,
+    }
+    let server = Server::builder("echo", "1")
+        .tool(Tool::new(
+            "echo",
+            |a: Echo, _: toolwire_server::RequestContext| async move { a.message },
+        ))
+        .build()
+        .unwrap();
+    http::router(server, http::HttpConfig::default())
+}
+
+#[tokio::test]
+async fn an_endpoint_behind_a_proxy_is_reached_through_it() {
+    if let Ok(endpoint) = std::env::var(PROXIED_ENDPOINT) {
+        let client = ClientBuilder::new("proxy-test", "1.0")
+            .timeout(Duration::from_secs(5))
+            .http(endpoint)
+            .unwrap();
+        let result = client
+            .call_tool("echo", json!({"message": "through the proxy"}))
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&result.content).unwrap()[0]["text"],
+            "through the proxy"
+        );
+        return;
+    }
+    let base = serve(echo_router()).await;
+    // A forward proxy for plain HTTP: requests arrive in absolute form and are passed on.
+    let log: Log = Arc::default();
+    let kept = log.clone();
+    let forward = reqwest::Client::builder().no_proxy().build().unwrap();
+    let proxy = serve(axum::Router::new().fallback(
+        move |method: Method, uri: Uri, headers: HeaderMap, body: bytes::Bytes| {
+            let (kept, forward) = (kept.clone(), forward.clone());
+            async move {
+                kept.lock().unwrap().push(format!("{method} {uri}"));
+                let mut request = forward.request(method, uri.to_string()).body(body);
+                for (name, value) in &headers {
+                    if name != header::HOST {
+                        request = request.header(name, value);
+                    }
+                }
+                let answer = request.send().await.unwrap();
+                let status = answer.status();
+                let content_type = answer.headers()[header::CONTENT_TYPE].clone();
+                let body = answer.bytes().await.unwrap();
+                (status, [(header::CONTENT_TYPE, content_type)], body).into_response()
+            }
+        },
+    ))
+    .await;
+    // The client reads the proxy settings of its process, so the call runs in a child.
+    let mut child = tokio::process::Command::new(std::env::current_exe().unwrap());
+    child
+        .args([
+            "--exact",
+            "an_endpoint_behind_a_proxy_is_reached_through_it",
+        ])
+        .env(PROXIED_ENDPOINT, format!("{base}/mcp"))
+        .env("HTTP_PROXY", &proxy)
+        .env("http_proxy", &proxy);
+    for unset in [
+        "NO_PROXY",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+        "REQUEST_METHOD",
+    ] {
+        child.env_remove(unset);
+    }
+    let output = child.output().await.unwrap();
+    assert!(
+        output.status.success(),
+        "the child failed: {}",
+        String::from_utf8_lossy(&output.stdout)
+    );
+    let seen = log.lock().unwrap().clone();
+    assert!(
+        !seen.is_empty() && seen.iter().all(|line| line == &format!("POST {base}/mcp")),
+        "{seen:#?}"
+    );
 }

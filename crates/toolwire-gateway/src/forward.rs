@@ -502,8 +502,10 @@ async fn upstream(
     if let Some(bearer) = bearer {
         options = options.bearer(bearer);
     }
+    // Boxed: the call's future is some 7 KB, and each level above that held it inline (the
+    // token exchange, the held call) would copy it whole as it is made and moved.
     if ctx.meta().progress_token.is_none() {
-        return host.call_with(qualified, arguments, options).await;
+        return Box::pin(host.call_with(qualified, arguments, options)).await;
     }
     let (progress, mut received) = tokio::sync::mpsc::channel::<ProgressParams>(PROGRESS_QUEUE);
     options = options.on_progress(move |params| {
@@ -511,7 +513,7 @@ async fn upstream(
     });
     // The options, and with them the sender, are dropped when the call ends: the relay then
     // ends too.
-    let called = host.call_with(qualified, arguments, options);
+    let called = Box::pin(host.call_with(qualified, arguments, options));
     let relay = async {
         while let Some(params) = received.recv().await {
             ctx.progress(params.progress, params.total, params.message.as_deref())

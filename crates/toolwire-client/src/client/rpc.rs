@@ -374,7 +374,12 @@ impl Client {
     /// The result object, with `resultType` checked: absent reads as complete (B-06), unknown
     /// types are refused (B-05).
     pub(crate) fn checked_result(&self, message: Value, tasks: bool) -> Result<Value> {
-        let Some(mut result) = message.get("result").cloned() else {
+        // Taken out of the message, not copied: a result may be large.
+        let result = match message {
+            Value::Object(mut members) => members.remove("result"),
+            _ => None,
+        };
+        let Some(mut result) = result else {
             return Err(Error::InvalidResponse(
                 "a response with neither result nor error".into(),
             ));

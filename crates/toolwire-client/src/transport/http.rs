@@ -3,15 +3,17 @@
 //! replies with comments ignored (H-28). Dropping a request closes its stream, which is how HTTP
 //! cancels (H-26); a stream that breaks before the answer loses the request (H-27).
 
-use futures::StreamExt as _;
 use std::sync::Arc;
 
-use reqwest::header::{
-    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
+use bytes::Bytes;
+use http::header::{
+    ACCEPT, AUTHORIZATION, CONTENT_TYPE, HOST, HeaderMap, HeaderName, HeaderValue, WWW_AUTHENTICATE,
 };
+use http::{Method, Request, Response, Uri};
 use serde_json::Value;
 use toolwire_protocol::headers as mcp_headers;
 
+use super::wire::{Body, Wire};
 use super::{Failure, Outgoing, Reply};
 use crate::auth::flow::Flow;
 use crate::error::{Error, Result};
@@ -24,15 +26,20 @@ const SESSION_ID: &str = "mcp-session-id";
 /// server must not make the client read without end.
 const ERROR_BODY_BYTES: usize = 8 << 10;
 
-/// Redirects followed within the endpoint's origin before giving up.
-const MAX_REDIRECTS: usize = 5;
+/// `Accept` on a POST: both reply kinds (H-21).
+const ACCEPT_BOTH: HeaderValue = HeaderValue::from_static("application/json, text/event-stream");
+const JSON: HeaderValue = HeaderValue::from_static("application/json");
 
 /// How to reach an HTTP server.
 #[derive(Debug, Clone)]
 pub(crate) struct HttpTransport {
-    client: reqwest::Client,
-    /// Parsed once.
+    wire: Wire,
+    /// Parsed once, for origins and redirects.
     url: reqwest::Url,
+    /// Parsed once, for requests.
+    uri: Uri,
+    /// The `Host` header, made once (hyper would format it for every request).
+    host: HeaderValue,
     headers: HeaderMap,
     /// How long `send` waits (a request's own wait is the client's business).
     timeout: std::time::Duration,
@@ -64,15 +71,20 @@ impl HttpTransport {
             })?;
             headers.insert(AUTHORIZATION, value);
         }
-        let client = reqwest::Client::builder()
-            .redirect(redirect_policy())
-            .tls_backend_preconfigured(super::tls::client_config(&url, ca_files)?)
-            .build()
-            .map_err(|e| Error::Transport(format!("cannot build the HTTP client: {e}")))?;
+        let uri: Uri = url.as_str().parse().map_err(|e| {
+            Error::Transport(format!(
+                "{:?} is not a URL: {e}",
+                crate::shown::shown_url(&url)
+            ))
+        })?;
+        let wire = Wire::new(&uri, super::tls::client_config(&url, ca_files)?)?;
+        let host = host_header(&uri)?;
         let auth = auth.map(|oauth| Arc::new(Flow::new(oauth, url.to_string())));
         Ok(HttpTransport {
-            client,
+            wire,
             url,
+            uri,
+            host,
             headers,
             timeout,
             auth,
@@ -99,34 +111,36 @@ impl HttpTransport {
         self.url.origin().ascii_serialization()
     }
 
-    fn post(&self, out: &Outgoing<'_>) -> Result<reqwest::RequestBuilder> {
-        let mut headers = self.headers();
+    /// The POST that carries `out` to `uri`.
+    fn post(&self, out: &Outgoing<'_>, uri: &Uri) -> Result<Request<Bytes>> {
+        let mut request = Request::new(Bytes::from(out.body.clone()));
+        *request.method_mut() = Method::POST;
+        *request.uri_mut() = uri.clone();
+        let headers = request.headers_mut();
+        *headers = self.headers();
+        headers.insert(HOST, self.host.clone());
         if let Some(token) = out.bearer {
             let value = HeaderValue::from_str(&format!("Bearer {token}")).map_err(|_| {
                 Error::Transport("the bearer token is not a valid header value".into())
             })?;
             headers.insert(AUTHORIZATION, value);
         }
-        let mut request = self
-            .client
-            .post(self.url.clone())
-            .headers(headers)
-            .header(CONTENT_TYPE, "application/json")
-            .header(ACCEPT, "application/json, text/event-stream");
+        headers.insert(CONTENT_TYPE, JSON);
+        headers.insert(ACCEPT, ACCEPT_BOTH);
         if let Some(version) = out.version {
-            request = request.header(mcp_headers::PROTOCOL_VERSION, version);
+            headers.insert(mcp_headers::PROTOCOL_VERSION, header_value(version)?);
         }
         if let Some(session) = out.session {
-            request = request.header(SESSION_ID, header_value(session)?);
+            headers.insert(SESSION_ID, header_value(session)?);
         }
         // The trace context in headers too, for proxies and servers that read only those.
         for (name, value) in out.trace.into_iter().flat_map(|t| t.pairs()) {
-            request = request.header(name, header_value(value)?);
+            headers.insert(name, header_value(value)?);
         }
         if !out.legacy && !out.method.is_empty() {
-            request = request.header(mcp_headers::METHOD, out.method);
+            headers.insert(mcp_headers::METHOD, header_value(out.method)?);
             if let Some(name) = out.name {
-                request = request.header(
+                headers.insert(
                     mcp_headers::NAME,
                     header_value(&mcp_headers::encode_value(name))?,
                 );
@@ -134,10 +148,17 @@ impl HttpTransport {
             for (name, value) in out.mirrored {
                 let name = HeaderName::from_bytes(name.as_bytes())
                     .map_err(|_| Error::Transport(format!("bad header name {name}")))?;
-                request = request.header(name, header_value(value)?);
+                headers.append(name, header_value(value)?);
             }
         }
-        Ok(request.body(out.body.clone()))
+        Ok(request)
+    }
+
+    /// Sends `out`, following redirects within the endpoint's origin.
+    async fn exchange(&self, out: &Outgoing<'_>) -> Result<Response<Body>> {
+        self.wire
+            .send(&self.uri, &self.url, &|uri| self.post(out, uri))
+            .await
     }
 
     /// Sends one request and returns its response; notifications and server requests on an SSE
@@ -147,11 +168,7 @@ impl HttpTransport {
         out: &Outgoing<'_>,
         on_message: &mut (dyn FnMut(Value) + Send),
     ) -> Result<Reply, Failure> {
-        let response = self
-            .post(out)?
-            .send()
-            .await
-            .map_err(|e| Error::Transport(describe(&e)))?;
+        let response = self.exchange(out).await?;
         let status = response.status().as_u16();
         let session = response
             .headers()
@@ -180,11 +197,7 @@ impl HttpTransport {
     /// Nothing waits for it otherwise, so it has its own time bound.
     pub(crate) async fn send(&self, out: &Outgoing<'_>) -> Result<()> {
         let exchange = async {
-            let response = self
-                .post(out)?
-                .send()
-                .await
-                .map_err(|e| Error::Transport(describe(&e)))?;
+            let response = self.exchange(out).await?;
             let status = response.status();
             if status.is_success() {
                 return Ok(());
@@ -210,19 +223,20 @@ impl HttpTransport {
         session: Option<&str>,
         on_message: &mut (dyn FnMut(Value) + Send),
     ) -> Result<()> {
-        let mut request = self
-            .client
-            .get(self.url.clone())
-            .headers(self.headers())
-            .header(ACCEPT, "text/event-stream")
-            .header(mcp_headers::PROTOCOL_VERSION, version);
-        if let Some(session) = session {
-            request = request.header(SESSION_ID, header_value(session)?);
-        }
-        let response = request
-            .send()
-            .await
-            .map_err(|e| Error::Transport(describe(&e)))?;
+        let get = |uri: &Uri| -> Result<Request<Bytes>> {
+            let mut request = Request::new(Bytes::new());
+            *request.uri_mut() = uri.clone();
+            let headers = request.headers_mut();
+            *headers = self.headers();
+            headers.insert(HOST, self.host.clone());
+            headers.insert(ACCEPT, HeaderValue::from_static("text/event-stream"));
+            headers.insert(mcp_headers::PROTOCOL_VERSION, header_value(version)?);
+            if let Some(session) = session {
+                headers.insert(SESSION_ID, header_value(session)?);
+            }
+            Ok(request)
+        };
+        let response = self.wire.send(&self.uri, &self.url, &get).await?;
         if let Some(refusal) = unauthorized(&response) {
             return Err(refusal);
         }
@@ -232,10 +246,10 @@ impl HttpTransport {
                 body: String::new(),
             });
         }
-        let mut stream = response.bytes_stream();
+        let mut body = response.into_body();
         let mut parser = SseParser::default();
-        while let Some(chunk) = stream.next().await {
-            let chunk = chunk.map_err(|e| Error::Transport(describe(&e)))?;
+        while let Some(chunk) = body.chunk().await {
+            let chunk = chunk.map_err(Error::Transport)?;
             for data in parser.feed(&chunk).map_err(|_| too_large())? {
                 if let Ok(message) = serde_json::from_str::<Value>(&data) {
                     on_message(message);
@@ -248,7 +262,7 @@ impl HttpTransport {
 
 /// A refusal for want of authorization: any 401, or a 403 with a Bearer challenge (a 403
 /// without one is an ordinary HTTP error). Carries the Bearer challenge for the OAuth flow.
-fn unauthorized(response: &reqwest::Response) -> Option<Error> {
+fn unauthorized(response: &Response<Body>) -> Option<Error> {
     let status = response.status().as_u16();
     if status != 401 && status != 403 {
         return None;
@@ -266,39 +280,13 @@ fn unauthorized(response: &reqwest::Response) -> Option<Error> {
     Some(Error::Unauthorized { status, challenge })
 }
 
-/// Redirects stay within the endpoint's origin (scheme, host and port). A request carries the
-/// configured headers (API keys), `Mcp-Param-*` values and, after a 307/308, its body: none of it
-/// may reach another origin because that origin answered with a `Location`. The user can point
-/// the client at the new URL instead.
-fn redirect_policy() -> reqwest::redirect::Policy {
-    reqwest::redirect::Policy::custom(|attempt| {
-        let Some(first) = attempt.previous().first() else {
-            return attempt.follow();
-        };
-        let (from, to) = (first.origin(), attempt.url().origin());
-        if from != to {
-            let message = format!(
-                "the server at {} redirected to another origin, {}, where the request's headers \
-                 and body must not go; configure that URL instead if it is trusted",
-                from.ascii_serialization(),
-                to.ascii_serialization()
-            );
-            return attempt.error(message);
-        }
-        if attempt.previous().len() > MAX_REDIRECTS {
-            return attempt.error(format!("more than {MAX_REDIRECTS} redirects"));
-        }
-        attempt.follow()
-    })
-}
-
 /// The start of a body that only goes into an error message: at most [`ERROR_BODY_BYTES`] are
 /// read, and dropping the response closes the connection on the rest.
-async fn body_start(response: reqwest::Response) -> String {
+async fn body_start(response: Response<Body>) -> String {
     let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
+    let mut stream = response.into_body();
     while body.len() < ERROR_BODY_BYTES {
-        let Some(Ok(chunk)) = stream.next().await else {
+        let Some(Ok(chunk)) = stream.chunk().await else {
             break;
         };
         let room = ERROR_BODY_BYTES - body.len();
@@ -314,41 +302,25 @@ fn too_large() -> Error {
     ))
 }
 
+/// The `Host` of `uri`: its host, and its port unless that is the scheme's default (as hyper
+/// writes it). Redirects stay within the origin, so it holds for every request.
+fn host_header(uri: &Uri) -> Result<HeaderValue> {
+    let host = uri
+        .host()
+        .ok_or_else(|| Error::Transport("the URL has no host".into()))?;
+    let default = match uri.scheme_str() {
+        Some("https") => 443,
+        _ => 80,
+    };
+    match uri.port_u16().filter(|&port| port != default) {
+        Some(port) => header_value(&format!("{host}:{port}")),
+        None => header_value(host),
+    }
+}
+
 fn header_value(value: &str) -> Result<HeaderValue> {
     HeaderValue::from_str(value)
         .map_err(|_| Error::Transport(format!("{value:?} is not a valid header value")))
-}
-
-/// A reqwest error with its causes (reqwest's own message is often just "error sending
-/// request"), and what to do when the server's certificate is not trusted.
-fn describe(error: &reqwest::Error) -> String {
-    let mut text = crate::shown::shown_error(error);
-    let mut untrusted = false;
-    let mut source = std::error::Error::source(error);
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        untrusted |= matches!(tls_error(cause), Some(rustls::Error::InvalidCertificate(_)));
-        source = cause.source();
-    }
-    if untrusted {
-        text.push_str(
-            " (the server's certificate is not trusted here: add its CA with \
-             `ClientBuilder::ca_file`, `--ca-file` or SSL_CERT_FILE)",
-        );
-    }
-    text
-}
-
-/// The TLS error inside `error`: the connector wraps it in io::Errors, whose `source` skips
-/// what they wrap.
-fn tls_error<'a>(mut error: &'a (dyn std::error::Error + 'static)) -> Option<&'a rustls::Error> {
-    loop {
-        if let Some(tls) = error.downcast_ref::<rustls::Error>() {
-            return Some(tls);
-        }
-        error = error.downcast_ref::<std::io::Error>()?.get_ref()?;
-    }
 }
 
 /// Whether `message` answers request `id` (an id-less error answers whatever was asked).
@@ -359,16 +331,16 @@ pub(crate) fn is_response_to(message: &Value, id: i64) -> bool {
 /// Reads an SSE reply until the response to `id`: notifications and server requests on the
 /// way go to `on_message`; a stream that ends first lost the request (H-27).
 async fn read_stream(
-    response: reqwest::Response,
+    response: Response<Body>,
     id: Option<i64>,
     status: u16,
     session: Option<String>,
     on_message: &mut (dyn FnMut(Value) + Send),
 ) -> Result<Reply, Failure> {
-    let mut stream = response.bytes_stream();
+    let mut stream = response.into_body();
     let mut parser = SseParser::default();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
+    while let Some(chunk) = stream.chunk().await {
+        let chunk = chunk.map_err(Failure::Lost)?;
         let events = parser.feed(&chunk).map_err(|_| too_large())?;
         for data in events {
             let Ok(message) = serde_json::from_str::<Value>(&data) else {
@@ -394,14 +366,14 @@ async fn read_stream(
 
 /// Reads a JSON reply, bounded like one SSE event: a response, or the refusal it stands for.
 async fn read_body(
-    response: reqwest::Response,
+    response: Response<Body>,
     status: u16,
     session: Option<String>,
 ) -> Result<Reply, Failure> {
     let mut body = Vec::new();
-    let mut stream = response.bytes_stream();
-    while let Some(chunk) = stream.next().await {
-        let chunk = chunk.map_err(|e| Failure::Lost(describe(&e)))?;
+    let mut stream = response.into_body();
+    while let Some(chunk) = stream.chunk().await {
+        let chunk = chunk.map_err(Failure::Lost)?;
         if body.len() + chunk.len() > crate::sse::MAX_EVENT_BYTES {
             return Err(Error::InvalidResponse(format!(
                 "a response body larger than {} MiB",
@@ -433,5 +405,21 @@ async fn read_body(
             body: String::from_utf8_lossy(&body).chars().take(300).collect(),
         }
         .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_header_names_a_port_only_when_it_is_not_the_default() {
+        let host = |url: &str| host_header(&url.parse().unwrap()).unwrap();
+        assert_eq!(host("http://127.0.0.1:8080/mcp"), "127.0.0.1:8080");
+        assert_eq!(host("http://mcp.example/mcp"), "mcp.example");
+        assert_eq!(host("http://mcp.example:80/mcp"), "mcp.example");
+        assert_eq!(host("https://mcp.example:443/mcp"), "mcp.example");
+        assert_eq!(host("https://mcp.example:80/mcp"), "mcp.example:80");
+        assert_eq!(host("http://[::1]:9000/mcp"), "[::1]:9000");
     }
 }

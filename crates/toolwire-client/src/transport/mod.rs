@@ -7,6 +7,7 @@ pub(crate) mod lines;
 mod stderr;
 pub(crate) mod stdio;
 mod tls;
+mod wire;
 
 use serde_json::Value;
 use toolwire_protocol::JsonObject;

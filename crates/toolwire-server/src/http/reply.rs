@@ -17,7 +17,8 @@ use toolwire_protocol::{ErrorObject, RequestId, RequestMeta};
 
 use super::checks::Accept;
 use super::{Caller, HttpState, Refusal, json_response, status_for};
-use crate::request::context::{Frame, Logging, Outbound, RequestContext};
+use crate::request::context::{Logging, RequestContext};
+use crate::request::outbound::{Frame, Outbound};
 use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;

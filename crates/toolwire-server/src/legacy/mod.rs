@@ -40,8 +40,9 @@ pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
 use peer::Unanswered;
 
-use crate::request::context::{Logging, Outbound, RequestContext};
+use crate::request::context::{Logging, RequestContext};
 use crate::request::frame::read_meta;
+use crate::request::outbound::Outbound;
 use crate::request::outcome::Final;
 use crate::request::route::Route;
 use crate::server::Server;

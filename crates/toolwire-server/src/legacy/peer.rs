@@ -12,7 +12,7 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{ErrorObject, RequestId};
 
-use crate::request::context::{Frame, Outbound};
+use crate::request::outbound::{Frame, Outbound};
 
 use crate::state::relay::Answer;
 

@@ -11,5 +11,6 @@ pub(crate) mod followed;
 pub(crate) mod frame;
 pub(crate) mod incoming;
 pub(crate) mod mrtr;
+pub(crate) mod outbound;
 pub(crate) mod outcome;
 pub(crate) mod route;

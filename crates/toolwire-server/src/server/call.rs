@@ -4,7 +4,6 @@
 use std::sync::Arc;
 
 use serde_json::Value;
-use tokio_util::sync::CancellationToken;
 use toolwire_protocol::methods::{CallTool as CallToolMethod, Method};
 use toolwire_protocol::schema::REPORTED_VIOLATIONS;
 use toolwire_protocol::{
@@ -22,7 +21,6 @@ use crate::safety::audit::{self, AuditOutcome, CallSeen};
 use crate::safety::deadline::{handler_step, internal_failure, is_timed_out};
 use crate::safety::limits::{CallerBucket, is_limited, limited_result};
 use crate::server::Server;
-use crate::server::tasks::Rerun;
 use crate::state::request_state::{Binding, StateError};
 use crate::state::task_store::tasks_capability;
 use crate::tools::catalog::{insufficient_scope, permits};
@@ -37,13 +35,8 @@ impl Server {
         call: CallTool,
         ctx: RequestContext,
     ) -> Result<Outcome, ErrorObject> {
-        let CallTool {
-            name,
-            arguments,
-            round,
-        } = call;
-        let tool = self.permitted_tool(&name, &ctx)?;
-        if let Some(limited) = self.over_quota(&tool, &name, &ctx).await {
+        let tool = self.permitted_tool(&call.name, &ctx)?;
+        if let Some(limited) = self.over_quota(&tool, &call.name, &ctx).await {
             return Ok(Outcome::Complete(self.with_meta(limited)));
         }
         let as_task =
@@ -51,14 +44,9 @@ impl Server {
         if tool.task_support == Some(TaskSupport::Required) && !as_task {
             return Err(ErrorObject::missing_capability(&tasks_capability()));
         }
-        if let Some(invalid) = invalid_arguments(&tool, &name, &arguments) {
+        if let Some(invalid) = invalid_arguments(&tool, &call.name, &call.arguments) {
             return Ok(Outcome::Complete(self.with_meta(invalid)));
         }
-        let call = CallTool {
-            name,
-            arguments,
-            round,
-        };
         if as_task {
             // Boxed: a task's first step holds far more than a plain call's, and every plain
             // call's future would otherwise be as large (and be copied as large).
@@ -69,17 +57,8 @@ impl Server {
             arguments,
             round,
         } = call;
-        // Request state is bound to the arguments by a digest computed only when state is
-        // opened or sealed, never on a plain call, which would pay for a digest it never uses.
         let principal = ctx.shared_principal();
-        let bind = || {
-            Binding::new(
-                CallToolMethod::METHOD,
-                &name,
-                &arguments,
-                principal.as_deref(),
-            )
-        };
+        let bind = binder(&name, &arguments, principal.as_deref());
         self.open_round(bind, round, &ctx).await?;
         // The caller's context outlives the handler's, for the capabilities it declared.
         let caller = ctx.clone();
@@ -89,70 +68,6 @@ impl Server {
             handler_step(named, || (tool.handler)(&arguments, ctx), timeout, cancel).await;
         let declared = caller.client_capabilities();
         self.first_step_outcome(&tool, &name, outcome, bind, declared)
-    }
-
-    /// [`Server::call_tool`] of a call that may become a task: a task outlives its request, so
-    /// its handler gets a cancellation of its own, which a shutdown fires too, so that no task
-    /// outlives the server.
-    async fn call_as_task(
-        &self,
-        tool: Arc<RegisteredTool>,
-        call: CallTool,
-        ctx: RequestContext,
-    ) -> Result<Outcome, ErrorObject> {
-        let CallTool {
-            name,
-            arguments,
-            round,
-        } = call;
-        let declared = ctx.client_capabilities().clone();
-        let principal = ctx.shared_principal();
-        let bind = || {
-            Binding::new(
-                CallToolMethod::METHOD,
-                &name,
-                &arguments,
-                principal.as_deref(),
-            )
-        };
-        let (mut task_ctx, mut rerun, cancel) = self.task_context(&tool, &ctx);
-        drop(ctx);
-        let start = tool.deferred_task.then(Arc::<tokio::sync::Notify>::default);
-        if let Some(start) = &start {
-            task_ctx = task_ctx.with_task_start(start.clone());
-        }
-        let ctx = task_ctx;
-        self.open_round(bind, round, &ctx).await?;
-        let handler_cancel = ctx.cancellation().clone();
-        let (timeout, named) = (tool.timeout, ToolName(tool.clone()));
-        let mut step = handler_step(
-            named,
-            || (tool.handler)(&arguments, ctx),
-            timeout,
-            handler_cancel,
-        );
-        let outcome = match start {
-            // The first step runs inline; a call that does not finish at once becomes a task.
-            None => match futures::poll!(step.as_mut()) {
-                std::task::Poll::Ready(outcome) => outcome,
-                std::task::Poll::Pending => {
-                    rerun.arguments = arguments;
-                    let task = self.start_task(rerun, cancel, step).await?;
-                    return Ok(Outcome::Task(task));
-                }
-            },
-            // A deferred task: the handler says when the call becomes one.
-            Some(start) => tokio::select! {
-                biased;
-                outcome = &mut step => outcome,
-                () = start.notified() => {
-                    rerun.arguments = arguments;
-                    let task = self.start_task(rerun, cancel, step).await?;
-                    return Ok(Outcome::Task(task));
-                }
-            },
-        };
-        self.first_step_outcome(&tool, &name, outcome, bind, &declared)
     }
 
     /// The tool named, if it exists (T-14) and the caller holds its scopes: with OAuth they are
@@ -183,7 +98,7 @@ impl Server {
 
     /// What the handler's first (or only) step ended with, as the call's outcome: a result,
     /// checked against the output schema and guarded; a protocol error; or a request for input.
-    fn first_step_outcome(
+    pub(super) fn first_step_outcome(
         &self,
         tool: &RegisteredTool,
         name: &str,
@@ -210,27 +125,6 @@ impl Server {
         };
         let result = self.guarded(tool, self.checked_result(tool, result));
         Ok(Outcome::Complete(self.with_meta(result)))
-    }
-
-    /// The context a task's handler runs in, and what it takes to run it again: it outlives the
-    /// request, so it has a cancellation of its own. The arguments are filled in if the call
-    /// becomes a task.
-    fn task_context(
-        &self,
-        tool: &Arc<RegisteredTool>,
-        ctx: &RequestContext,
-    ) -> (RequestContext, Rerun, CancellationToken) {
-        let cancel = self.shutdown_token().child_token();
-        let rerun = Rerun {
-            tool: tool.clone(),
-            arguments: Value::Null,
-            meta: ctx.meta().clone(),
-            principal: ctx.shared_principal(),
-            scopes: ctx.shared_scopes(),
-            id: ctx.request_id().clone(),
-        };
-        let task_ctx = self.task_handler_context(&rerun, &cancel);
-        (task_ctx, rerun, cancel)
     }
 
     /// A successful result whose structured content breaks the tool's `outputSchema` never
@@ -628,6 +522,17 @@ impl Server {
         self.count_refusal(crate::observe::RefusalReason::RateLimit);
         Some(limited_result(name, limit, wait))
     }
+}
+
+/// What binds request state to a call: its name, arguments and caller. A digest of the
+/// arguments is computed only when state is opened or sealed, never on a plain call, which would
+/// pay for a digest it never uses.
+pub(super) fn binder<'a>(
+    name: &'a str,
+    arguments: &'a Value,
+    principal: Option<&'a str>,
+) -> impl Fn() -> Binding + Copy + 'a {
+    move || Binding::new(CallToolMethod::METHOD, name, arguments, principal)
 }
 
 /// The tool error that tells the model what is wrong with its arguments, if anything is: the

@@ -13,9 +13,10 @@ use toolwire_protocol::{
 };
 
 use crate::observe::trace;
-use crate::request::context::{Outbound, RequestContext};
+use crate::request::context::RequestContext;
 use crate::request::cursor::ListKind;
 use crate::request::frame::{read_frame, read_meta};
+use crate::request::outbound::Outbound;
 use crate::request::outcome::Final;
 use crate::request::route::SUPPORTED_VERSIONS;
 use crate::request::route::{Route, legacy_initialize, removed_method_error};
@@ -163,36 +164,53 @@ impl Server {
         done
     }
 
-    /// [`Server::run`] without the span and the metrics. Every method but `tools/call` runs
-    /// boxed: a future is as large as its largest branch, and the call's is the one every
-    /// request of a tool server pays for (each level of the request path holds it, and it is
-    /// copied when boxed).
+    /// [`Server::run`] without the span and the metrics. `tools/call` runs inline, and so do
+    /// the methods answered without waiting (discovery and the lists); the rest run boxed: a
+    /// future is as large as its largest branch, and the call's is the one every request of a
+    /// tool server pays for (each level of the request path holds it, and it is copied when
+    /// boxed).
     async fn answer(&self, id: &RequestId, call: Route, ctx: RequestContext) -> Option<Final> {
+        if let Some(done) = self.answer_at_once(id, &call, &ctx) {
+            return Some(done);
+        }
         match call {
-            Route::Discover => Some(Final::result(id, self.discover())),
-            Route::ListTools { cursor } => Some(self.list_tools(id, cursor.as_deref(), &ctx)),
             Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
-            Route::ListPrompts { cursor } => {
-                Some(self.list_offered(self.prompts(), id, cursor.as_deref(), &ctx))
-            }
-            Route::ListResources { cursor } => {
-                Some(self.list_offered(self.resources(), id, cursor.as_deref(), &ctx))
-            }
-            Route::ListResourceTemplates { cursor } => {
-                Some(self.list_offered(self.templates(), id, cursor.as_deref(), &ctx))
-            }
-            other => Box::pin(self.answer_other(id, other, ctx)).await,
+            other => Box::pin(self.answer_waiting(id, other, ctx)).await,
         }
     }
 
-    /// The methods [`Server::answer`] runs boxed.
-    async fn answer_other(
+    /// The answer to a method answered without waiting (discovery and the lists); `None` for
+    /// any other.
+    fn answer_at_once(&self, id: &RequestId, call: &Route, ctx: &RequestContext) -> Option<Final> {
+        Some(match call {
+            Route::Discover => Final::result(id, self.discover()),
+            Route::ListTools { cursor } => self.list_tools(id, cursor.as_deref(), ctx),
+            Route::ListPrompts { cursor } => {
+                self.list_offered(self.prompts(), id, cursor.as_deref(), ctx)
+            }
+            Route::ListResources { cursor } => {
+                self.list_offered(self.resources(), id, cursor.as_deref(), ctx)
+            }
+            Route::ListResourceTemplates { cursor } => {
+                self.list_offered(self.templates(), id, cursor.as_deref(), ctx)
+            }
+            _ => return None,
+        })
+    }
+
+    /// The methods that wait, `tools/call` among them (though [`Server::answer`] runs that one
+    /// inline), and through [`Server::answer_at_once`] those that do not.
+    async fn answer_waiting(
         &self,
         id: &RequestId,
         call: Route,
         ctx: RequestContext,
     ) -> Option<Final> {
+        if let Some(done) = self.answer_at_once(id, &call, &ctx) {
+            return Some(done);
+        }
         match call {
+            Route::CallTool(call) => Some(self.audited_call(id, call, ctx).await),
             Route::Listen { filter } => self.listen(id, filter, ctx).await,
             Route::GetPrompt(get) => Some(self.get_prompt(id, get, ctx).await),
             Route::ReadResource(read) => Some(self.read_resource(id, read, ctx).await),
@@ -203,13 +221,12 @@ impl Server {
                 input_responses,
             } => Some(self.task_update(id, &task_id, input_responses, &ctx).await),
             Route::TasksCancel { task_id } => Some(self.task_cancel(id, &task_id, &ctx).await),
-            // Answered inline by `answer`.
+            // Answered at once, above.
             Route::Discover
             | Route::ListTools { .. }
-            | Route::CallTool(_)
             | Route::ListPrompts { .. }
             | Route::ListResources { .. }
-            | Route::ListResourceTemplates { .. } => Box::pin(self.answer(id, call, ctx)).await,
+            | Route::ListResourceTemplates { .. } => None,
         }
     }
 

@@ -38,6 +38,7 @@ mod dispatch;
 pub(crate) mod offers;
 mod reconfigure;
 pub(crate) mod subscriptions;
+mod task_call;
 pub(crate) mod task_watch;
 pub(crate) mod tasks;
 pub(crate) mod visibility;

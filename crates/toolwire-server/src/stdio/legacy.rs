@@ -13,8 +13,8 @@ use toolwire_protocol::{ErrorObject, RawMessage, RequestId};
 
 use super::Connection;
 use crate::legacy::{LegacyCall, LegacyStep, Peer, empty_result, read_initialize};
-use crate::request::context::{Frame, Outbound};
 use crate::request::followed::Following;
+use crate::request::outbound::{Frame, Outbound};
 use crate::request::outcome::Final;
 use crate::server::Server;
 use crate::server::visibility::SeenTools;

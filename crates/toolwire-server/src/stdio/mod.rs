@@ -28,8 +28,9 @@ use toolwire_protocol::{
 
 use crate::error::{Error, Result};
 use crate::legacy::is_legacy_initialize;
-use crate::request::context::{Frame, Outbound, RequestContext};
+use crate::request::context::RequestContext;
 use crate::request::frame::{Message, read_message};
+use crate::request::outbound::{Frame, Outbound};
 use crate::request::outcome::Final;
 use crate::request::route::{CallFrame, Route};
 use crate::server::Server;
