@@ -57,7 +57,7 @@ impl Client {
             ..Default::default()
         };
         let result = self
-            .rpc_rounds(ReadResource::METHOD, params_value(&params), &options)
+            .rpc_rounds(ReadResource::METHOD, &params_value(&params), &options)
             .await?;
         relayed(&result)?;
         read_result::<ReadResource>(result)
@@ -84,7 +84,9 @@ impl Client {
             ..Default::default()
         });
         params["arguments"] = arguments;
-        let result = self.rpc_rounds(GetPrompt::METHOD, params, &options).await?;
+        let result = self
+            .rpc_rounds(GetPrompt::METHOD, &params, &options)
+            .await?;
         relayed(&result)?;
         read_result::<GetPrompt>(result)
     }

@@ -75,7 +75,7 @@ impl Client {
                 cursor: cursor.clone(),
                 ..Default::default()
             });
-            let page = match self.rpc(method, params, &RpcOptions::default()).await {
+            let page = match self.rpc(method, &params, &RpcOptions::default()).await {
                 Err(Error::Rpc(e)) if e.code == -32602 && cursor.is_some() && !restarted => {
                     // K-12
                     tracing::warn!(method, message = %e.message, "the server refused a cursor; listing again from the first page");

@@ -75,6 +75,13 @@ fn with_answers(mut params: Value, answers: Option<&RoundAnswers>) -> Value {
     params
 }
 
+/// Whether `params` has either member that carries a round's answers.
+fn carries_answers(params: &Value) -> bool {
+    params.as_object().is_some_and(|members| {
+        members.contains_key(INPUT_RESPONSES) || members.contains_key(REQUEST_STATE)
+    })
+}
+
 /// The params member that carries a round's answers.
 const INPUT_RESPONSES: &str = "inputResponses";
 /// The params member that echoes the server's state.
@@ -87,13 +94,20 @@ impl Client {
     pub(crate) async fn rpc_rounds(
         &self,
         method: &str,
-        params: Value,
+        params: &Value,
         options: &RpcOptions,
     ) -> Result<Value> {
         let max = self.inner.config.max_rounds;
-        let mut next = with_answers(params.clone(), options.answers.as_ref());
+        // The params as given on a first round without answers (nor members that carry them);
+        // a copy with this round's answers otherwise.
+        let mut next = match &options.answers {
+            None if !carries_answers(params) => None,
+            answers => Some(with_answers(params.clone(), answers.as_ref())),
+        };
         for _ in 0..=max {
-            let result = self.rpc(method, next, options).await?;
+            let result = self
+                .rpc(method, next.as_ref().unwrap_or(params), options)
+                .await?;
             if !is_input_required(&result) || options.relay {
                 return Ok(result);
             }
@@ -118,7 +132,7 @@ impl Client {
                     .into_iter()
                     .collect();
             }
-            next = with_answers(params.clone(), Some(&answers));
+            next = Some(with_answers(params.clone(), Some(&answers)));
         }
         Err(Error::TooManyRounds(max))
     }
@@ -159,5 +173,29 @@ impl Client {
         futures::future::try_join_all(answers)
             .await
             .map(|pairs| pairs.into_iter().collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_first_round_strips_answers_the_caller_left_in_its_params() {
+        let plain = json!({"name": "t", "arguments": {"a": 1}});
+        assert!(!carries_answers(&plain));
+        let stale = json!({"name": "t", "requestState": "old", "inputResponses": {}});
+        assert!(carries_answers(&stale));
+        assert_eq!(with_answers(stale, None), json!({"name": "t"}));
+        let answers = RoundAnswers {
+            responses: InputResponses::new(),
+            state: Some("s1".into()),
+        };
+        assert_eq!(
+            with_answers(plain, Some(&answers)),
+            json!({"name": "t", "arguments": {"a": 1}, "requestState": "s1"})
+        );
     }
 }

@@ -104,7 +104,7 @@ impl Client {
     pub(crate) async fn rpc(
         &self,
         method: &str,
-        params: Value,
+        params: &Value,
         options: &RpcOptions,
     ) -> Result<Value> {
         use tracing::Instrument as _;
@@ -123,7 +123,7 @@ impl Client {
     /// [`Client::rpc`] without the span. Each attempt settles the era, sends, and reads the
     /// reply or the failure; a step may ask for one more attempt, and [`Retries`] makes each
     /// recovery happen at most once.
-    async fn attempts(&self, method: &str, params: Value, options: &RpcOptions) -> Result<Value> {
+    async fn attempts(&self, method: &str, params: &Value, options: &RpcOptions) -> Result<Value> {
         let mut retries = Retries::default();
         loop {
             let token = self.token_generation();
@@ -157,7 +157,7 @@ impl Client {
                 token,
                 options,
             };
-            let step = match self.attempt(&era, method, &params, options).await {
+            let step = match self.attempt(&era, method, params, options).await {
                 Ok(reply) => self.on_reply(&sent, reply, &mut retries).await?,
                 // Boxed: rare, and larger than the rest of an attempt.
                 Err(failure) => Box::pin(self.on_failure(&sent, failure, &mut retries)).await?,
@@ -494,13 +494,13 @@ impl Client {
         params: &M::Params,
         options: &RpcOptions,
     ) -> Result<M::Result> {
-        let result = self.rpc(M::METHOD, params_value(params), options).await?;
+        let result = self.rpc(M::METHOD, &params_value(params), options).await?;
         read_result::<M>(result)
     }
 
     /// Any request: `params` without `_meta` (it is added); the result object.
     pub async fn request(&self, method: &str, params: Value) -> Result<Value> {
-        self.rpc(method, params, &RpcOptions::default()).await
+        self.rpc(method, &params, &RpcOptions::default()).await
     }
 }
 

@@ -416,11 +416,17 @@ impl Client {
                 "the arguments of {name} must be a JSON object, not {arguments}"
             )));
         }
-        let params = crate::client::params(&CallToolParams {
+        let typed = CallToolParams {
             name: name.to_owned(),
-            arguments: arguments.as_object().cloned(),
+            arguments: match arguments {
+                Value::Object(members) => Some(members),
+                _ => None,
+            },
             ..Default::default()
-        });
+        };
+        let params = crate::client::params(&typed);
+        // The arguments moved in and out again, not copied.
+        let arguments = typed.arguments.map(Value::Object).unwrap_or_default();
         let validate = self.inner.config.validate_output;
         let (on_task, resume) = (options.on_task.clone(), options.resume.clone());
         let mut rpc = options.into_rpc(name);
@@ -451,10 +457,7 @@ impl Client {
                     .map(|t| mirror(&t.headers, &arguments))
                     .unwrap_or_default();
             }
-            match self
-                .rpc_rounds(CallTool::METHOD, params.clone(), &rpc)
-                .await
-            {
+            match self.rpc_rounds(CallTool::METHOD, &params, &rpc).await {
                 Err(Error::Rpc(e))
                     if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
                 {

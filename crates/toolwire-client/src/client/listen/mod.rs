@@ -328,7 +328,7 @@ impl Client {
             if !counts.contains_key(uri) {
                 let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
                 let sent = self
-                    .rpc(Subscribe::METHOD, params, &RpcOptions::default())
+                    .rpc(Subscribe::METHOD, &params, &RpcOptions::default())
                     .await;
                 if let Err(error) = sent {
                     tracing::warn!(%uri, %error, "{} failed", Subscribe::METHOD);
@@ -440,7 +440,7 @@ impl LegacySubscribed {
                 let Some(client) = &client else { continue };
                 let params = params(&ResourceSubscriptionParams { uri: uri.clone() });
                 let sent = client
-                    .rpc(Unsubscribe::METHOD, params, &RpcOptions::default())
+                    .rpc(Unsubscribe::METHOD, &params, &RpcOptions::default())
                     .await;
                 if let Err(error) = sent {
                     tracing::debug!(%uri, %error, "{} failed", Unsubscribe::METHOD);
