@@ -93,57 +93,61 @@ pub(crate) enum Message<'a> {
 
 /// Reads one frame, a `tools/call` in one pass where it can; errors as [`read_frame`].
 pub(crate) fn read_message(bytes: &[u8], max_depth: usize) -> Result<Message<'_>, FrameError> {
-    check_text(bytes, max_depth)?;
-    if let Some(call) = CallFrame::read(bytes) {
+    let text = check_text(bytes, max_depth)?;
+    if let Some(call) = CallFrame::read(text) {
         return Ok(Message::Call(Box::new(call)));
     }
-    parse_frame(bytes).map(Message::Raw)
+    parse_frame(text).map(Message::Raw)
 }
 
 /// Reads one JSON-RPC frame: -32700 for bytes that are not JSON (or not UTF-8, or nest too
 /// deep), -32600 for JSON that is not a single JSON-RPC object (arrays and batches included).
 pub(crate) fn read_frame(bytes: &[u8], max_depth: usize) -> Result<RawMessage<'_>, FrameError> {
-    check_text(bytes, max_depth)?;
-    parse_frame(bytes)
+    parse_frame(check_text(bytes, max_depth)?)
 }
 
-/// -32700 unless `bytes` are UTF-8 (RFC 8259 §8.1) nesting at most `max_depth` deep.
+/// `bytes` as text, or -32700 unless they are UTF-8 (RFC 8259 §8.1) nesting at most `max_depth`
+/// deep.
 ///
 /// serde_json checks UTF-8 only in the strings it reads: a member it skips (an unknown key's
 /// value) could carry any bytes, and the one-pass reading of a call skips more than the usual
 /// reading, so the two disagreed on such a frame (found by the `frame` fuzz target). Checking
-/// the whole frame first costs about 100 instructions for the bench's echo request.
-fn check_text(bytes: &[u8], max_depth: usize) -> Result<(), FrameError> {
+/// the whole frame first costs about 250 instructions for the bench's echo request, and the
+/// readings that follow read text, so no string is checked twice.
+fn check_text(bytes: &[u8], max_depth: usize) -> Result<&str, FrameError> {
     let fail = |message: String| {
         Err(FrameError {
             id: None,
             error: ErrorObject::parse_error(message),
         })
     };
-    if let Err(e) = std::str::from_utf8(bytes) {
-        return fail(format!(
-            "the message is not UTF-8 (an invalid byte at offset {})",
-            e.valid_up_to()
-        ));
-    }
+    let text = match std::str::from_utf8(bytes) {
+        Ok(text) => text,
+        Err(e) => {
+            return fail(format!(
+                "the message is not UTF-8 (an invalid byte at offset {})",
+                e.valid_up_to()
+            ));
+        }
+    };
     if json_too_deep(bytes, max_depth) {
         return fail(format!("JSON nests deeper than {max_depth} levels"));
     }
-    Ok(())
+    Ok(text)
 }
 
 /// [`read_frame`] once the text is checked.
-fn parse_frame(bytes: &[u8]) -> Result<RawMessage<'_>, FrameError> {
+fn parse_frame(text: &str) -> Result<RawMessage<'_>, FrameError> {
     let fail = |id, error| Err(FrameError { id, error });
     let not_object = || ErrorObject::invalid_request("a message must be a single JSON-RPC object");
-    if bytes.iter().find(|b| !b.is_ascii_whitespace()) != Some(&b'{') {
+    if text.bytes().find(|b| !b.is_ascii_whitespace()) != Some(b'{') {
         // Serde would read a struct from an array: only objects are messages (B-02).
-        return match serde_json::from_slice::<IgnoredAny>(bytes) {
+        return match serde_json::from_str::<IgnoredAny>(text) {
             Ok(_) => fail(None, not_object()),
             Err(e) => fail(None, ErrorObject::parse_error(e)),
         };
     }
-    match serde_json::from_slice::<RawMessage<'_>>(bytes) {
+    match serde_json::from_str::<RawMessage<'_>>(text) {
         Ok(raw) => Ok(raw),
         Err(e) if e.is_data() => {
             // Valid JSON of the wrong shape: echo the id if there is a readable one.
@@ -152,9 +156,7 @@ fn parse_frame(bytes: &[u8]) -> Result<RawMessage<'_>, FrameError> {
                 #[serde(default)]
                 id: Option<RequestId>,
             }
-            let id = serde_json::from_slice::<IdOnly>(bytes)
-                .ok()
-                .and_then(|i| i.id);
+            let id = serde_json::from_str::<IdOnly>(text).ok().and_then(|i| i.id);
             fail(id, not_object())
         }
         Err(e) => fail(None, ErrorObject::parse_error(e)),

@@ -343,7 +343,7 @@ impl CallFrame {
     /// for any other message and for anything amiss, so that the usual reading reports the
     /// exact error in its order (-32600 for the frame, B-16 for `_meta`, then -32602 for the
     /// params). The caller checks the nesting depth first.
-    pub(crate) fn read(bytes: &[u8]) -> Option<CallFrame> {
+    pub(crate) fn read(text: &str) -> Option<CallFrame> {
         #[derive(serde::Deserialize)]
         struct Frame<'a> {
             #[serde(borrow)]
@@ -370,7 +370,7 @@ impl CallFrame {
             #[serde(rename = "_meta")]
             meta: ReadMeta,
         }
-        let Object(frame) = serde_json::from_slice::<Object<Frame<'_>>>(bytes).ok()?;
+        let Object(frame) = serde_json::from_str::<Object<Frame<'_>>>(text).ok()?;
         if frame.jsonrpc != "2.0" || frame.method != CallToolMethod::METHOD {
             return None;
         }
@@ -548,14 +548,13 @@ mod tests {
         ];
         for frame in &fast_ones {
             let (id, meta, route) = usual(frame).unwrap_or_else(|e| panic!("{frame}: {e}"));
-            let fast = CallFrame::read(frame.as_bytes())
-                .unwrap_or_else(|| panic!("{frame}: no fast reading"));
+            let fast = CallFrame::read(frame).unwrap_or_else(|| panic!("{frame}: no fast reading"));
             assert_eq!(fast.id, id, "{frame}");
             assert_eq!(fast.meta, meta, "{frame}");
             assert_eq!(format!("{:?}", fast.route), format!("{route:?}"), "{frame}");
         }
         for frame in &usual_ones {
-            let fast = CallFrame::read(frame.as_bytes());
+            let fast = CallFrame::read(frame);
             assert!(fast.is_none(), "{frame}: read fast as {fast:?}");
             let accepted_call = usual(frame).is_ok_and(|(_, _, r)| matches!(r, Route::CallTool(_)));
             assert!(
