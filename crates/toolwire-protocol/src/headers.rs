@@ -3,6 +3,8 @@
 //! declarations of a tool's `inputSchema` (T-20), with the matching of header values against
 //! argument values (H-15).
 
+use std::borrow::Cow;
+
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use serde_json::Value;
@@ -47,7 +49,7 @@ impl std::error::Error for HeaderValueError {}
 
 /// Decodes a received header value: surrounding whitespace is trimmed, and a value of the exact
 /// form `=?base64?<standard padded base64>?=` is decoded (H-14). Anything else is literal.
-pub fn decode_value(raw: &str) -> Result<String, HeaderValueError> {
+pub fn decode_value(raw: &str) -> Result<Cow<'_, str>, HeaderValueError> {
     let value = raw.trim_matches(|c| c == ' ' || c == '\t');
     match value
         .strip_prefix(SENTINEL_START)
@@ -57,9 +59,12 @@ pub fn decode_value(raw: &str) -> Result<String, HeaderValueError> {
             let bytes = STANDARD
                 .decode(b64)
                 .map_err(|e| HeaderValueError::InvalidBase64(e.to_string()))?;
-            String::from_utf8(bytes).map_err(|_| HeaderValueError::NotUtf8)
+            String::from_utf8(bytes)
+                .map(Cow::Owned)
+                .map_err(|_| HeaderValueError::NotUtf8)
         }
-        None => Ok(value.to_owned()),
+        // Most values are plain: borrowed, not copied.
+        None => Ok(Cow::Borrowed(value)),
     }
 }
 
