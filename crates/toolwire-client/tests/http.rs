@@ -106,17 +106,22 @@ async fn a_redirect_within_the_origin_is_followed() {
         }),
     );
     tokio::spawn(async move { axum::serve(listener, app).await });
-    let client = ClientBuilder::new("redirect-test", "1.0")
+    echoes(format!("{base}/old"), "same origin").await;
+}
+
+/// Calls `echo` at `endpoint` with `message` and checks that it comes back.
+async fn echoes(endpoint: String, message: &str) {
+    let client = ClientBuilder::new("http-test", "1.0")
         .timeout(Duration::from_secs(5))
-        .http(format!("{base}/old"))
+        .http(endpoint)
         .unwrap();
     let result = client
-        .call_tool("echo", json!({"message": "same origin"}))
+        .call_tool("echo", json!({ "message": message }))
         .await
         .unwrap();
     assert_eq!(
         serde_json::to_value(&result.content).unwrap()[0]["text"],
-        "same origin"
+        message
     );
 }
 
@@ -225,18 +230,7 @@ fn echo_router() -> axum::Router {
 #[tokio::test]
 async fn an_endpoint_behind_a_proxy_is_reached_through_it() {
     if let Ok(endpoint) = std::env::var(PROXIED_ENDPOINT) {
-        let client = ClientBuilder::new("proxy-test", "1.0")
-            .timeout(Duration::from_secs(5))
-            .http(endpoint)
-            .unwrap();
-        let result = client
-            .call_tool("echo", json!({"message": "through the proxy"}))
-            .await
-            .unwrap();
-        assert_eq!(
-            serde_json::to_value(&result.content).unwrap()[0]["text"],
-            "through the proxy"
-        );
+        echoes(endpoint, "through the proxy").await;
         return;
     }
     let base = serve(echo_router()).await;
