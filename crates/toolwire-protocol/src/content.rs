@@ -30,8 +30,8 @@ pub struct Annotations {
     pub last_modified: Option<String>,
 }
 
-/// A content block (`type`-tagged).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+/// A content block (`type`-tagged). Read by [`ContentBlock`]'s own `Deserialize`: see there.
+#[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum ContentBlock {
@@ -46,6 +46,73 @@ pub enum ContentBlock {
     /// `{"type":"resource"}`.
     #[serde(rename = "resource")]
     EmbeddedResource(EmbeddedResource),
+}
+
+/// The `type` of each content block, in the order of [`ContentBlock`]'s variants.
+const BLOCK_TYPES: &[&str] = &["text", "image", "audio", "resource_link", "resource"];
+
+/// A content block is read as serde's `type`-tagged enum reads it, in one pass when `type` is
+/// its first key (as every SDK writes it): the rest of the object is read straight into the
+/// variant. The derived reading buffers every block whole before reading it again, which cost a
+/// tool result's reading more than parsing it. A block whose `type` comes later is gathered
+/// into an object first, as before.
+impl<'de> Deserialize<'de> for ContentBlock {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        d.deserialize_map(BlockVisitor)
+    }
+}
+
+struct BlockVisitor;
+
+impl<'de> serde::de::Visitor<'de> for BlockVisitor {
+    type Value = ContentBlock;
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("a content block (an object with a type)")
+    }
+
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<ContentBlock, A::Error> {
+        use serde::de::Error as _;
+        use serde::de::value::MapAccessDeserializer;
+        let Some(first) = map.next_key::<crate::extra::Key<'de>>()? else {
+            return Err(A::Error::missing_field("type"));
+        };
+        if first.0 == "type" {
+            let kind = map.next_value::<crate::extra::Key<'de>>()?;
+            return block_of(&kind.0, MapAccessDeserializer::new(map));
+        }
+        let mut object = JsonObject::new();
+        object.insert(first.0.into_owned(), map.next_value()?);
+        while let Some(key) = map.next_key::<crate::extra::Key<'de>>()? {
+            object.insert(key.0.into_owned(), map.next_value()?);
+        }
+        let kind = match object.remove("type") {
+            Some(Value::String(kind)) => kind,
+            Some(other) => {
+                return Err(A::Error::invalid_type(
+                    crate::extra::unexpected(&other),
+                    &"a string",
+                ));
+            }
+            None => return Err(A::Error::missing_field("type")),
+        };
+        block_of(&kind, Value::Object(object)).map_err(A::Error::custom)
+    }
+}
+
+/// The block of type `kind` read from `rest`, the object's other keys.
+fn block_of<'de, D: serde::Deserializer<'de>>(
+    kind: &str,
+    rest: D,
+) -> Result<ContentBlock, D::Error> {
+    Ok(match kind {
+        "text" => ContentBlock::Text(TextContent::deserialize(rest)?),
+        "image" => ContentBlock::Image(ImageContent::deserialize(rest)?),
+        "audio" => ContentBlock::Audio(AudioContent::deserialize(rest)?),
+        "resource_link" => ContentBlock::ResourceLink(ResourceLink::deserialize(rest)?),
+        "resource" => ContentBlock::EmbeddedResource(EmbeddedResource::deserialize(rest)?),
+        other => return Err(serde::de::Error::unknown_variant(other, BLOCK_TYPES)),
+    })
 }
 
 impl ContentBlock {
@@ -318,6 +385,88 @@ pub enum SamplingContent {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The reading `ContentBlock` had when it derived `Deserialize`.
+    #[derive(Debug, Deserialize)]
+    #[serde(tag = "type", rename_all = "snake_case")]
+    enum Derived {
+        Text(TextContent),
+        Image(ImageContent),
+        Audio(AudioContent),
+        ResourceLink(ResourceLink),
+        #[serde(rename = "resource")]
+        EmbeddedResource(EmbeddedResource),
+    }
+
+    impl From<Derived> for ContentBlock {
+        fn from(derived: Derived) -> ContentBlock {
+            match derived {
+                Derived::Text(c) => ContentBlock::Text(c),
+                Derived::Image(c) => ContentBlock::Image(c),
+                Derived::Audio(c) => ContentBlock::Audio(c),
+                Derived::ResourceLink(c) => ContentBlock::ResourceLink(c),
+                Derived::EmbeddedResource(c) => ContentBlock::EmbeddedResource(c),
+            }
+        }
+    }
+
+    #[test]
+    fn blocks_read_as_the_derived_reading_read_them() {
+        let inputs = [
+            r#"{"type":"text","text":"hi"}"#,
+            r#"{"text":"hi","type":"text"}"#,
+            r#"{"type":"text","text":"h\u00e9","annotations":{"priority":1,"audience":["user"]},"_meta":{"a":1},"unknown":3}"#,
+            r#"{"annotations":{"priority":0.5},"type":"text","text":"later"}"#,
+            r#"{"type":"image","data":"AA==","mimeType":"image/png"}"#,
+            r#"{"type":"audio","data":"AA==","mimeType":"audio/wav"}"#,
+            r#"{"type":"resource_link","uri":"file:///a","name":"a"}"#,
+            r#"{"type":"resource","resource":{"uri":"file:///a","text":"x"}}"#,
+            r#"{"type":"resource","resource":{"uri":"file:///a","blob":"AA=="}}"#,
+            r#"{"\u0074ype":"text","text":"escaped key"}"#,
+            // Refused by both readings.
+            r#"{"type":"video","url":"x"}"#,
+            r#"{}"#,
+            r#"{"text":"hi"}"#,
+            r#"{"type":1,"text":"hi"}"#,
+            r#"{"text":"x","type":null}"#,
+            r#"{"type":"text"}"#,
+            r#"{"type":"text","text":5}"#,
+            r#"{"type":"image","data":"AA=="}"#,
+            r#""text""#,
+            r#"7"#,
+        ];
+        for input in inputs {
+            let ours = serde_json::from_str::<ContentBlock>(input);
+            let derived = serde_json::from_str::<Derived>(input).map(ContentBlock::from);
+            match (&ours, &derived) {
+                (Ok(a), Ok(b)) => assert_eq!(a, b, "{input}"),
+                (Err(_), Err(_)) => {}
+                _ => panic!("{input}: ours {ours:?}, derived {derived:?}"),
+            }
+            // From a tree too, as a client reads a result it already holds.
+            let value: Value = serde_json::from_str(input).unwrap();
+            let ours = serde_json::from_value::<ContentBlock>(value.clone());
+            let derived = serde_json::from_value::<Derived>(value).map(ContentBlock::from);
+            assert_eq!(ours.is_ok(), derived.is_ok(), "{input}");
+            if let (Ok(a), Ok(b)) = (ours, derived) {
+                assert_eq!(a, b, "{input}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_unknown_type_is_named_in_the_error() {
+        let error = serde_json::from_str::<ContentBlock>(r#"{"type":"video"}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("unknown variant `video`"),
+            "{error}"
+        );
+        let error = serde_json::from_str::<ContentBlock>(r#"{"text":"x"}"#).unwrap_err();
+        assert!(
+            error.to_string().contains("missing field `type`"),
+            "{error}"
+        );
+    }
 
     #[test]
     fn content_blocks_are_type_tagged() {

@@ -66,11 +66,3 @@ pub type JsonObject = serde_json::Map<String, serde_json::Value>;
 pub(crate) fn is_empty_object(map: &JsonObject) -> bool {
     map.is_empty()
 }
-
-/// Deserializes a present field as `Some`, even when it is `null`, so `null` survives.
-pub(crate) fn deserialize_present<'de, D>(d: D) -> Result<Option<serde_json::Value>, D::Error>
-where
-    D: serde::Deserializer<'de>,
-{
-    serde::Deserialize::deserialize(d).map(Some)
-}

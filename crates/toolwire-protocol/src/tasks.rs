@@ -119,11 +119,9 @@ pub struct UpdateTaskParams {
     pub input_responses: InputResponses,
 }
 
-/// Formats milliseconds since the Unix epoch as ISO-8601 UTC (`2026-12-02T12:00:00.000Z`).
-pub fn iso8601(ms: u64) -> String {
-    let secs = ms / 1000;
-    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
-    // Civil date from days since 1970-01-01 (H. Hinnant's algorithm).
+/// The civil date (year, month 1–12, day 1–31, proleptic Gregorian) of a day counted from
+/// 1970-01-01 (H. Hinnant's algorithm).
+pub fn civil_date(days: i64) -> (i64, u32, u32) {
     let z = days + 719_468;
     let era = z.div_euclid(146_097);
     let doe = z.rem_euclid(146_097);
@@ -133,6 +131,14 @@ pub fn iso8601(ms: u64) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
+    (year, month as u32, day as u32)
+}
+
+/// Formats milliseconds since the Unix epoch as ISO-8601 UTC (`2026-12-02T12:00:00.000Z`).
+pub fn iso8601(ms: u64) -> String {
+    let secs = ms / 1000;
+    let (days, rem) = ((secs / 86_400) as i64, secs % 86_400);
+    let (year, month, day) = civil_date(days);
     if !(0..=9999).contains(&year) {
         return format!(
             "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{:03}Z",
@@ -151,8 +157,8 @@ pub fn iso8601(ms: u64) -> String {
         }
     };
     put(0, 4, year as u64);
-    put(5, 2, month as u64);
-    put(8, 2, day as u64);
+    put(5, 2, u64::from(month));
+    put(8, 2, u64::from(day));
     put(11, 2, rem / 3600);
     put(14, 2, rem % 3600 / 60);
     put(17, 2, rem % 60);

@@ -99,21 +99,18 @@ pub struct CallToolParams {
     pub request_state: Option<String>,
 }
 
-/// The result of a completed `tools/call` (T-12).
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+/// The result of a completed `tools/call` (T-12). Read in one pass (`deserialize_with_extra!`):
+/// a client reads one for every call.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct CallToolResult {
     /// `complete` for this type.
-    #[serde(default)]
     pub result_type: ResultType,
     /// Unstructured content, always present.
     pub content: Vec<ContentBlock>,
-    /// Structured output, conforming to the tool's `outputSchema` (T-10); any JSON value.
-    #[serde(
-        default,
-        deserialize_with = "crate::deserialize_present",
-        skip_serializing_if = "Option::is_none"
-    )]
+    /// Structured output, conforming to the tool's `outputSchema` (T-10); any JSON value
+    /// (`null` included: present, it is `Some`).
+    #[serde(skip_serializing_if = "Option::is_none")]
     pub structured_content: Option<Value>,
     /// Whether the tool failed (absent = false; C-06).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -125,6 +122,13 @@ pub struct CallToolResult {
     #[serde(flatten, skip_serializing_if = "is_empty_object")]
     pub extra: JsonObject,
 }
+
+crate::extra::deserialize_with_extra!(CallToolResult {
+    required: [content = "content"],
+    optional: [is_error = "isError", meta = "_meta"],
+    defaulted: [result_type = "resultType"],
+    present: [structured_content = "structuredContent"],
+});
 
 impl CallToolResult {
     /// A successful result with these content blocks.
@@ -151,5 +155,70 @@ impl CallToolResult {
     /// Whether the result reports a tool error.
     pub fn is_error(&self) -> bool {
         self.is_error.unwrap_or(false)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The reading `CallToolResult` had when it derived `Deserialize`.
+    #[derive(Debug, Deserialize)]
+    #[serde(rename_all = "camelCase")]
+    struct Derived {
+        #[serde(default)]
+        result_type: ResultType,
+        content: Vec<ContentBlock>,
+        #[serde(default, deserialize_with = "present")]
+        structured_content: Option<Value>,
+        #[serde(default)]
+        is_error: Option<bool>,
+        #[serde(rename = "_meta", default)]
+        meta: Option<ResultMeta>,
+        #[serde(flatten)]
+        extra: JsonObject,
+    }
+
+    fn present<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Option<Value>, D::Error> {
+        Deserialize::deserialize(d).map(Some)
+    }
+
+    #[test]
+    fn results_read_as_the_derived_reading_read_them() {
+        let inputs = [
+            r#"{"content":[]}"#,
+            r#"{"resultType":"complete","content":[{"type":"text","text":"hello"}],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}"#,
+            r#"{"content":[{"type":"text","text":"x"}],"structuredContent":null,"isError":null}"#,
+            r#"{"content":[],"structuredContent":{"a":[1,2]},"isError":true,"unknown":{"b":1},"other":2}"#,
+            r#"{"content":[],"resultType":"something_new"}"#,
+            r#"{"content":[],"_meta":{"progressToken":3,"custom":"x"}}"#,
+            // Refused by both readings.
+            r#"{}"#,
+            r#"{"content":{}}"#,
+            r#"{"content":[],"isError":"yes"}"#,
+            r#"{"content":[],"resultType":null}"#,
+            r#"{"content":[{"type":"video"}]}"#,
+            r#"[]"#,
+        ];
+        for input in inputs {
+            let ours = serde_json::from_str::<CallToolResult>(input);
+            let derived = serde_json::from_str::<Derived>(input);
+            match (&ours, &derived) {
+                (Ok(a), Ok(b)) => {
+                    assert_eq!(a.result_type, b.result_type, "{input}");
+                    assert_eq!(a.content, b.content, "{input}");
+                    assert_eq!(a.structured_content, b.structured_content, "{input}");
+                    assert_eq!(a.is_error, b.is_error, "{input}");
+                    assert_eq!(a.meta, b.meta, "{input}");
+                    assert_eq!(a.extra, b.extra, "{input}");
+                    // And it writes back what it read.
+                    let again: CallToolResult =
+                        serde_json::from_value(serde_json::to_value(a).unwrap()).unwrap();
+                    assert_eq!(&again, a, "{input}");
+                }
+                (Err(_), Err(_)) => {}
+                _ => panic!("{input}: ours {ours:?}, derived {derived:?}"),
+            }
+        }
     }
 }

@@ -25,6 +25,10 @@ use tracing_subscriber::registry::LookupSpan;
 
 use crate::terminal::SafeStderr;
 
+mod line;
+
+use line::{Line, LineFields};
+
 /// What the process is, which decides where its logs go and how much is said.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Running {
@@ -124,6 +128,8 @@ pub(crate) fn init(
             .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
             .with_writer(SafeStderr)
             .with_ansi(false)
+            .fmt_fields(LineFields)
+            .event_format(Line)
             .init(),
         None => {
             use tracing_subscriber::layer::SubscriberExt as _;
@@ -165,11 +171,22 @@ fn init_server(
         (LogFormat::Text, Running::Gateway) => tracing_subscriber::fmt::layer()
             .with_writer(SafeStderr)
             .with_ansi(false)
+            .fmt_fields(LineFields)
+            .event_format(Line)
             .with_filter(filter)
             .boxed(),
+        // Colours for a terminal; plain lines written by [`Line`] otherwise.
+        (LogFormat::Text, _) if std::io::IsTerminal::is_terminal(&std::io::stderr()) => {
+            tracing_subscriber::fmt::layer()
+                .with_writer(std::io::stderr)
+                .with_filter(filter)
+                .boxed()
+        }
         (LogFormat::Text, _) => tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
-            .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
+            .with_ansi(false)
+            .fmt_fields(LineFields)
+            .event_format(Line)
             .with_filter(filter)
             .boxed(),
     };
