@@ -94,15 +94,18 @@ pub(crate) fn sent(id: i64) {
     Span::current().record("jsonrpc.request.id", id);
 }
 
+/// Whether a result is a tool's error (`isError: true`).
+pub(crate) struct ToolError(pub(crate) bool);
+
 /// Records how the request ended on `span`: a JSON-RPC error by its code, a tool's `isError`
 /// as `tool_error`, anything else that failed by its kind (OT-03).
-pub(crate) fn finish(span: &Span, outcome: Result<&Value, &Error>) {
+pub(crate) fn finish(span: &Span, outcome: Result<ToolError, &Error>) {
     if span.is_disabled() {
         return;
     }
     let kind = match outcome {
-        Ok(result) if result.get("isError") == Some(&Value::Bool(true)) => "tool_error".into(),
-        Ok(_) => return,
+        Ok(ToolError(true)) => "tool_error".into(),
+        Ok(ToolError(false)) => return,
         Err(Error::Rpc(error)) => {
             span.record("rpc.response.status_code", error.code.to_string().as_str());
             error.code.to_string()

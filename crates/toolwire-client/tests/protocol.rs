@@ -196,16 +196,25 @@ async fn result_type_absent_is_complete_and_unknown_is_refused() {
     let mock = Mock::start(|request, _| match request["params"]["name"].as_str() {
         Some("old") => Reply::Result(json!({"content": [{"type": "text", "text": "legacy"}]})),
         Some("odd") => Reply::Result(json!({"resultType": "partial", "content": []})),
-        _ => Reply::Result(tools_page(&["old", "odd"], None)),
+        Some("number") => Reply::Result(json!({"resultType": 5, "content": []})),
+        Some("list") => Reply::Result(json!([{"resultType": "complete", "content": []}])),
+        _ => Reply::Result(tools_page(&["old", "odd", "number", "list"], None)),
     })
     .await;
     let client = client(&mock.url);
     let old = client.call_tool("old", json!({})).await.unwrap();
     assert!(!old.is_error());
-    let odd = client.call_tool("odd", json!({})).await.unwrap_err();
+    for name in ["odd", "number"] {
+        let odd = client.call_tool(name, json!({})).await.unwrap_err();
+        assert!(
+            matches!(&odd, Error::InvalidResponse(m) if m.contains("unknown resultType")),
+            "{name}: {odd}"
+        );
+    }
+    let list = client.call_tool("list", json!({})).await.unwrap_err();
     assert!(
-        matches!(&odd, Error::InvalidResponse(m) if m.contains("unknown resultType")),
-        "{odd}"
+        matches!(&list, Error::InvalidResponse(m) if m.contains("not an object")),
+        "{list}"
     );
 }
 

@@ -159,7 +159,11 @@ impl Client {
         if !self.is_legacy_status(era, reply.status) {
             return false;
         }
-        let code = reply.message["error"]["code"].as_i64().unwrap_or(0);
+        let code = reply
+            .message
+            .error()
+            .and_then(|error| error["code"].as_i64())
+            .unwrap_or(0);
         let modern = is_modern_error(code) || (reply.status == 404 && code == -32601);
         !modern
     }
@@ -258,11 +262,12 @@ impl Client {
         };
         let evidence = match self.exchange(&out, &options).await {
             Ok(reply) => {
-                if let Some(result) = reply.message.get("result") {
-                    self.adopt_discovered_version(result)?;
+                if let Some(result) = reply.message.result() {
+                    self.adopt_discovered_version(&result)?;
                     return Ok(Era::Modern);
                 }
-                let error = &reply.message["error"];
+                let null = Value::Null;
+                let error = reply.message.error().unwrap_or(&null);
                 if is_modern_error(error["code"].as_i64().unwrap_or(0)) {
                     let error = serde_json::from_value(error.clone())
                         .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
@@ -368,12 +373,16 @@ impl Client {
             .exchange(&out, &RpcOptions::default())
             .await
             .map_err(Failure::into_error)?;
-        if let Some(error) = reply.message.get("error") {
+        if let Some(error) = reply.message.error() {
             let error = serde_json::from_value(error.clone())
                 .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
             return Err(Error::Rpc(error));
         }
-        let result = reply.message.get("result").cloned().unwrap_or_default();
+        let result = reply
+            .message
+            .result()
+            .map(std::borrow::Cow::into_owned)
+            .unwrap_or_default();
         let version = result["protocolVersion"].as_str().unwrap_or_default();
         if !LEGACY_VERSIONS.contains(&version) {
             return Err(Error::InvalidResponse(format!(

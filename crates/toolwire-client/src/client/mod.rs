@@ -13,6 +13,7 @@
 //!
 //! Its configuration is in `builder.rs` and the connection in `connect.rs`, beside this folder.
 
+mod answer;
 mod envelope;
 mod era;
 pub(crate) mod incoming;

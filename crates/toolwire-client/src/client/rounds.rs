@@ -13,6 +13,7 @@ use toolwire_protocol::{
     InputResponses, ResultType,
 };
 
+use crate::client::answer::Answer;
 use crate::client::{Client, RpcOptions};
 use crate::error::{Error, Result};
 
@@ -97,6 +98,19 @@ impl Client {
         params: &Value,
         options: &RpcOptions,
     ) -> Result<Value> {
+        self.rpc_rounds_answer(method, params, options)
+            .await?
+            .into_value()
+    }
+
+    /// [`Client::rpc_rounds`], with the last result as the request path checked it, to be read
+    /// once into the caller's type.
+    pub(crate) async fn rpc_rounds_answer(
+        &self,
+        method: &str,
+        params: &Value,
+        options: &RpcOptions,
+    ) -> Result<Answer> {
         let max = self.inner.config.max_rounds;
         // The params as given on a first round without answers (nor members that carry them);
         // a copy with this round's answers otherwise.
@@ -105,12 +119,13 @@ impl Client {
             answers => Some(with_answers(params.clone(), answers.as_ref())),
         };
         for _ in 0..=max {
-            let result = self
-                .rpc(method, next.as_ref().unwrap_or(params), options)
+            let answer = self
+                .rpc_answer(method, next.as_ref().unwrap_or(params), options)
                 .await?;
-            if !is_input_required(&result) || options.relay {
-                return Ok(result);
+            if !answer.is(&ResultType::InputRequired) || options.relay {
+                return Ok(answer);
             }
+            let result = answer.into_value()?;
             let requests: InputRequests = match result.get("inputRequests") {
                 Some(r) => serde_json::from_value(r.clone())
                     .map_err(|e| Error::InvalidResponse(format!("inputRequests: {e}")))?,

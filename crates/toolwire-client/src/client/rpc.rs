@@ -15,6 +15,7 @@ use toolwire_protocol::{
     ProgressParams, TASKS_EXTENSION, UNSUPPORTED_PROTOCOL_VERSION,
 };
 
+use crate::client::answer::Answer;
 use crate::client::envelope::{Envelope, Meta, Params};
 use crate::client::{Client, RpcOptions, is_modern_error, params as params_value};
 use crate::error::{Error, Result};
@@ -99,14 +100,24 @@ impl Client {
         Ok(serde_json::to_string(&envelope).expect("a request serializes"))
     }
 
-    /// Sends a request and returns its result object; the core every method goes through,
-    /// inside the request's span (see `trace`).
+    /// Sends a request and returns its result object.
     pub(crate) async fn rpc(
         &self,
         method: &str,
         params: &Value,
         options: &RpcOptions,
     ) -> Result<Value> {
+        self.rpc_answer(method, params, options).await?.into_value()
+    }
+
+    /// Sends a request and returns its checked result, to be read once into the caller's
+    /// type; the core every method goes through, inside the request's span (see `trace`).
+    pub(crate) async fn rpc_answer(
+        &self,
+        method: &str,
+        params: &Value,
+        options: &RpcOptions,
+    ) -> Result<Answer> {
         use tracing::Instrument as _;
         let span = trace::request_span(method, options.name.as_deref());
         if span.is_disabled() {
@@ -116,14 +127,17 @@ impl Client {
             .attempts(method, params, options)
             .instrument(span.clone())
             .await;
-        trace::finish(&span, outcome.as_ref());
+        let ended = outcome
+            .as_ref()
+            .map(|answer| trace::ToolError(answer.is_tool_error()));
+        trace::finish(&span, ended);
         outcome
     }
 
     /// [`Client::rpc`] without the span. Each attempt settles the era, sends, and reads the
     /// reply or the failure; a step may ask for one more attempt, and [`Retries`] makes each
     /// recovery happen at most once.
-    async fn attempts(&self, method: &str, params: &Value, options: &RpcOptions) -> Result<Value> {
+    async fn attempts(&self, method: &str, params: &Value, options: &RpcOptions) -> Result<Answer> {
         let mut retries = Retries::default();
         loop {
             let token = self.token_generation();
@@ -148,8 +162,10 @@ impl Client {
             if let (Era::Legacy(session), Discover::METHOD) = (&era, method) {
                 // A legacy server has no discover: its initialize result stands in (also after
                 // a fallback on this very request).
-                return Ok(serde_json::to_value(session.discover_result()?)
-                    .expect("a discover result serializes"));
+                return Ok(Answer::Tree(
+                    serde_json::to_value(session.discover_result()?)
+                        .expect("a discover result serializes"),
+                ));
             }
             let sent = Sent {
                 era: &era,
@@ -228,7 +244,7 @@ impl Client {
             // Not a legacy server after all: the reply stands.
         }
         let message = reply.message;
-        if let Some(error) = message.get("error") {
+        if let Some(error) = message.error() {
             let error: ErrorObject = serde_json::from_value(error.clone())
                 .map_err(|e| Error::InvalidResponse(format!("malformed error: {e}")))?;
             if is_modern_error(error.code) {
@@ -369,37 +385,6 @@ impl Client {
             .iter()
             .find(|v| supported.contains(v))
             .cloned()
-    }
-
-    /// The result object, with `resultType` checked: absent reads as complete (B-06), unknown
-    /// types are refused (B-05).
-    pub(crate) fn checked_result(&self, message: Value, tasks: bool) -> Result<Value> {
-        // Taken out of the message, not copied: a result may be large.
-        let result = match message {
-            Value::Object(mut members) => members.remove("result"),
-            _ => None,
-        };
-        let Some(mut result) = result else {
-            return Err(Error::InvalidResponse(
-                "a response with neither result nor error".into(),
-            ));
-        };
-        let object = result
-            .as_object_mut()
-            .ok_or_else(|| Error::InvalidResponse("the result is not an object".into()))?;
-        let result_type = object
-            .entry("resultType")
-            .or_insert_with(|| json!("complete"));
-        match result_type.as_str() {
-            Some("complete" | "input_required") => Ok(result),
-            Some("task") if tasks || self.inner.config.extensions.contains_key(TASKS_EXTENSION) => {
-                Ok(result)
-            }
-            other => Err(Error::InvalidResponse(format!(
-                // B-05
-                "unknown resultType {other:?}"
-            ))),
-        }
     }
 
     /// One exchange under the timeout: the deadline moves with progress, never past the cap;
@@ -560,13 +545,13 @@ pub(crate) struct Declared<'a> {
 enum Step {
     /// Send the request again.
     Again,
-    /// The result object.
-    Done(Value),
+    /// The result.
+    Done(Answer),
 }
 
 /// A short description of a reply, for messages.
 fn reply_summary(reply: &Reply) -> String {
-    let body = reply.message.to_string();
+    let body = reply.message.text();
     format!(
         "HTTP {}: {}",
         reply.status,

@@ -37,11 +37,6 @@ pub struct ResumeTask {
     pub responses: InputResponses,
 }
 
-/// Whether a result is a task the server made of the call (`resultType: "task"`).
-pub(crate) fn is_task(result: &Value) -> bool {
-    result.get("resultType").and_then(Value::as_str) == Some("task")
-}
-
 /// Cancels the task upstream when dropped armed: the call was cancelled, timed out or
 /// dropped while the task ran, and nobody would follow it any more.
 struct CancelOnDrop<'a> {

@@ -15,14 +15,15 @@ use toolwire_protocol::methods::{CallTool, ListTools, Method};
 use toolwire_protocol::schema::Violation;
 use toolwire_protocol::{
     CallToolParams, CallToolResult, ClientCapabilities, CreateTaskResult, HEADER_MISMATCH,
-    InputResponses, Tool,
+    InputResponses, ResultType, Tool,
 };
 
 use tokio_util::sync::CancellationToken;
 use toolwire_protocol::{LoggingMessageParams, ProgressParams};
 
-use crate::client::rounds::{CallRound, RoundAnswers, is_input_required};
-use crate::client::tasks::{ResumeTask, TaskFn, is_task};
+use crate::client::answer::Answer;
+use crate::client::rounds::{CallRound, RoundAnswers};
+use crate::client::tasks::{ResumeTask, TaskFn};
 use crate::client::tool_cache::{CachedTool, ToolCache};
 use crate::client::{Client, LogFn, ProgressFn, RequestIdFn, RpcOptions};
 use crate::error::{Error, Result};
@@ -435,7 +436,9 @@ impl Client {
             let epoch = self.inner.tools_epoch.load(Ordering::Acquire);
             // Boxed, as is following a task below: rare, and large.
             let result = Box::pin(self.resume_task(resume, &rpc)).await?;
-            return self.completed(name, result, None, epoch, &rpc).await;
+            return self
+                .completed(name, Answer::Tree(result), None, epoch, &rpc)
+                .await;
         }
         let mut relisted = false;
         loop {
@@ -457,7 +460,8 @@ impl Client {
                     .map(|t| mirror(&t.headers, &arguments))
                     .unwrap_or_default();
             }
-            match self.rpc_rounds(CallTool::METHOD, &params, &rpc).await {
+            let answered = self.rpc_rounds_answer(CallTool::METHOD, &params, &rpc);
+            match answered.await {
                 Err(Error::Rpc(e))
                     if e.code == HEADER_MISMATCH && self.mirrors_headers() && !relisted =>
                 {
@@ -466,14 +470,15 @@ impl Client {
                     continue;
                 }
                 Err(e) => return Err(e),
-                Ok(result) if is_input_required(&result) => {
+                Ok(answer) if answer.is(&ResultType::InputRequired) => {
                     // Only a relaying call gets here: the others answer every round.
-                    let input = serde_json::from_value(result)
-                        .map_err(|e| Error::InvalidResponse(format!("input_required: {e}")))?;
+                    let input = answer.read("input_required")?;
                     return Err(Error::InputRequired(Box::new(input)));
                 }
-                Ok(result) if rpc.tasks && is_task(&result) => {
-                    let result = Box::pin(self.follow_task(result, on_task.as_ref(), &rpc)).await?;
+                Ok(answer) if rpc.tasks && answer.is(&ResultType::Task) => {
+                    let task = answer.into_value()?;
+                    let result = Box::pin(self.follow_task(task, on_task.as_ref(), &rpc)).await?;
+                    let result = Answer::Tree(result);
                     return self.completed(name, result, entry, epoch, &rpc).await;
                 }
                 Ok(result) => return self.completed(name, result, entry, epoch, &rpc).await,
@@ -485,12 +490,12 @@ impl Client {
     async fn completed(
         &self,
         name: &str,
-        result: Value,
+        result: Answer,
         entry: Option<Arc<CachedTool>>,
         epoch: u64,
         rpc: &RpcOptions,
     ) -> Result<CallToolResult> {
-        let result = crate::client::rpc::read_result::<CallTool>(result)?;
+        let result = result.read::<CallToolResult>(CallTool::METHOD)?;
         if self.inner.config.validate_output && !result.is_error() {
             let tool = self.definition_after(name, entry, epoch, rpc).await?;
             if let Some(tool) = tool {

@@ -11,10 +11,11 @@ use http::header::{
 };
 use http::{Method, Request, Response, Uri};
 use serde_json::Value;
+use serde_json::value::RawValue;
 use toolwire_protocol::headers as mcp_headers;
 
 use super::wire::{Body, Wire};
-use super::{Failure, Outgoing, Reply};
+use super::{Failure, Message, Outgoing, Reply};
 use crate::auth::flow::Flow;
 use crate::error::{Error, Result};
 use crate::sse::SseParser;
@@ -349,7 +350,7 @@ async fn read_stream(
             };
             if id.is_some_and(|id| is_response_to(&message, id)) {
                 return Ok(Reply {
-                    message,
+                    message: Message::Tree(message),
                     status,
                     session,
                 });
@@ -362,6 +363,15 @@ async fn read_stream(
     Err(Failure::Lost(
         "the response stream ended before the response".into(),
     ))
+}
+
+/// The members of a JSON-RPC response that decide how it is read.
+#[derive(serde::Deserialize)]
+struct ResponseMembers<'a> {
+    #[serde(borrow, default)]
+    result: Option<&'a RawValue>,
+    #[serde(borrow, default)]
+    error: Option<&'a RawValue>,
 }
 
 /// Reads a JSON reply, bounded like one SSE event: a response, or the refusal it stands for.
@@ -383,10 +393,22 @@ async fn read_body(
         }
         body.extend_from_slice(&chunk);
     }
+    // A result, as nearly every reply is, kept as its text; anything else read as a tree.
+    if let Ok(ResponseMembers {
+        result: Some(result),
+        error: None,
+    }) = serde_json::from_slice::<ResponseMembers<'_>>(&body)
+    {
+        return Ok(Reply {
+            message: Message::Result(result.to_owned()),
+            status,
+            session,
+        });
+    }
     match serde_json::from_slice::<Value>(&body) {
         Ok(message) if message.get("result").is_some() || message.get("error").is_some() => {
             Ok(Reply {
-                message,
+                message: Message::Tree(message),
                 status,
                 session,
             })

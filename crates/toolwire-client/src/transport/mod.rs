@@ -9,7 +9,10 @@ pub(crate) mod stdio;
 mod tls;
 mod wire;
 
+use std::borrow::Cow;
+
 use serde_json::Value;
+use serde_json::value::RawValue;
 use toolwire_protocol::JsonObject;
 
 use crate::error::Error;
@@ -51,11 +54,48 @@ pub(crate) struct Outgoing<'a> {
 #[derive(Debug)]
 pub(crate) struct Reply {
     /// The JSON-RPC response (with `result` or `error`).
-    pub(crate) message: Value,
+    pub(crate) message: Message,
     /// The HTTP status (200 on stdio).
     pub(crate) status: u16,
     /// The `Mcp-Session-Id` the server set (legacy HTTP).
     pub(crate) session: Option<String>,
+}
+
+/// A response as the transport read it.
+#[derive(Debug)]
+pub(crate) enum Message {
+    /// A response with a `result` and no `error`, as an HTTP reply's JSON body brings it: the
+    /// result kept as its text, read once into the type its caller wants (a tool's result is
+    /// not built as a tree of values first, then read again).
+    Result(Box<RawValue>),
+    /// Any other response (an error; a reply on a stream or a pipe), as a tree.
+    Tree(Value),
+}
+
+impl Message {
+    /// The `error` member.
+    pub(crate) fn error(&self) -> Option<&Value> {
+        match self {
+            Message::Result(_) => None,
+            Message::Tree(message) => message.get("error"),
+        }
+    }
+
+    /// The `result` member as a tree, read from its text if need be.
+    pub(crate) fn result(&self) -> Option<Cow<'_, Value>> {
+        match self {
+            Message::Result(result) => serde_json::from_str(result.get()).ok().map(Cow::Owned),
+            Message::Tree(message) => message.get("result").map(Cow::Borrowed),
+        }
+    }
+
+    /// The response's text, for messages (a result's members are not rewritten).
+    pub(crate) fn text(&self) -> String {
+        match self {
+            Message::Result(result) => format!("{{\"result\":{}}}", result.get()),
+            Message::Tree(message) => message.to_string(),
+        }
+    }
 }
 
 /// Why a request got no answer.

@@ -289,7 +289,7 @@ impl StdioTransport {
             if message.get("method").is_none() {
                 cancel.done = true;
                 return Ok(Reply {
-                    message,
+                    message: super::Message::Tree(message),
                     status: 200,
                     session: None,
                 });

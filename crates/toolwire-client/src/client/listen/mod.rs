@@ -512,7 +512,7 @@ async fn run(mut listener: Listener, filter: SubscriptionFilter) {
         };
         match outcome {
             Ok(reply) => {
-                if let Some(error) = reply.message.get("error") {
+                if let Some(error) = reply.message.error() {
                     let error = serde_json::from_value::<ErrorObject>(error.clone())
                         .map(Error::Rpc)
                         .unwrap_or_else(|e| {
