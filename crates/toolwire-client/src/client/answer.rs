@@ -59,13 +59,7 @@ impl Answer {
     pub(crate) fn is(&self, kind: &ResultType) -> bool {
         match self {
             Answer::Text { kind: own, .. } => own == kind,
-            Answer::Tree(result) => {
-                result
-                    .get("resultType")
-                    .and_then(|t| <ResultType as serde::Deserialize>::deserialize(t).ok())
-                    .as_ref()
-                    == Some(kind)
-            }
+            Answer::Tree(result) => result_type(result).as_ref() == Some(kind),
         }
     }
 
@@ -110,6 +104,13 @@ impl Answer {
     }
 }
 
+/// The `resultType` of a result tree, read in place (a `&Value` deserializes without a copy).
+pub(crate) fn result_type(result: &Value) -> Option<ResultType> {
+    result
+        .get("resultType")
+        .and_then(|t| <ResultType as serde::Deserialize>::deserialize(t).ok())
+}
+
 /// Why a result's text could not be taken for a result.
 #[derive(Debug)]
 pub(crate) enum Unread {
@@ -119,28 +120,30 @@ pub(crate) enum Unread {
     NotAString(String),
 }
 
+impl Unread {
+    /// The error the request path reports for it.
+    fn into_error(self) -> Error {
+        match self {
+            Unread::NotAnObject => Error::InvalidResponse("the result is not an object".into()),
+            // B-05
+            Unread::NotAString(kind) => {
+                Error::InvalidResponse(format!("unknown resultType {kind}"))
+            }
+        }
+    }
+}
+
 impl Client {
     /// The result, with `resultType` checked: absent reads as complete (B-06), unknown types
     /// are refused (B-05).
     pub(crate) fn checked_result(&self, message: Message, tasks: bool) -> Result<Answer> {
         let message = match message {
             Message::Result(text) => {
-                return match Answer::of_text(text) {
-                    Ok(answer) => {
-                        let Answer::Text { kind, .. } = &answer else {
-                            unreachable!("read from a text")
-                        };
-                        self.known_result_type(Some(kind.as_str()), tasks)?;
-                        Ok(answer)
-                    }
-                    Err(Unread::NotAnObject) => {
-                        Err(Error::InvalidResponse("the result is not an object".into()))
-                    }
-                    Err(Unread::NotAString(kind)) => Err(Error::InvalidResponse(format!(
-                        // B-05
-                        "unknown resultType {kind}"
-                    ))),
-                };
+                let answer = Answer::of_text(text).map_err(Unread::into_error)?;
+                if let Answer::Text { kind, .. } = &answer {
+                    self.known_result_type(Some(kind.as_str()), tasks)?;
+                }
+                return Ok(answer);
             }
             Message::Tree(message) => message,
         };

@@ -48,11 +48,7 @@ pub enum CallRound {
 
 /// Whether a result is an `input_required` one (M-01).
 pub(crate) fn is_input_required(result: &Value) -> bool {
-    // Read in place (a `&Value` deserializes without a copy): this runs on every result.
-    result
-        .get("resultType")
-        .and_then(|t| <ResultType as serde::Deserialize>::deserialize(t).ok())
-        == Some(ResultType::InputRequired)
+    crate::client::answer::result_type(result) == Some(ResultType::InputRequired)
 }
 
 /// `params` with a round's answers and state (M-11, M-12), and without any earlier round's.
