@@ -165,7 +165,9 @@ def render(data):
             if key in GATEWAY:
                 shown = {"direct": "the upstream, called directly",
                          "gateway": "through the gateway (its own CPU)",
-                         "byteproxy": "through HAProxy, a byte proxy (its own CPU)"}.get(name, name)
+                         "byteproxy": "through HAProxy, a byte proxy (its own CPU)",
+                         "direct-2025": "the upstream, called directly by a 2025-11-25 caller",
+                         "gateway-2025": "through the gateway, a 2025-11-25 caller (its own CPU)"}.get(name, name)
             rows.append((titles[key], shown, t["rps"], t["p50_us"], t["p99_us"], t.get("cpu_us_per_request"),
                          busy_text(key, t), rss / 1024 if rss else None, t["errors"]))
         tw = targets.get("toolwire", {})
@@ -195,6 +197,14 @@ def render(data):
         added = hop_added(targets)
         if added:
             gateway[f"{key}: the gateway's added p50 / HAProxy's"] = f"{added:.2f}×"
+        # A 2025-11-25 caller's hop, against the upstream called the same way.
+        direct, through = targets.get("direct-2025", {}), targets.get("gateway-2025", {})
+        if direct.get("p50_us") is not None and through.get("p50_us") is not None:
+            gateway[f"{key}: p50 added by the gateway, 2025-11-25 callers"] = \
+                f"{through['p50_us'] - direct['p50_us']:,} µs"
+        if direct.get("cpu_us_per_request") and through.get("cpu_us_per_request"):
+            gateway[f"{key}: the gateway's CPU per call / the upstream's, 2025-11-25 callers"] = \
+                f"{through['cpu_us_per_request'] / direct['cpu_us_per_request']:.2f}×"
     # The ceiling as each load generator drives it, in the same run: a generator that drives it
     # lower is the limit of its rows, not the server.
     agreement = ceiling_agreement(http)

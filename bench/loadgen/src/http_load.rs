@@ -11,6 +11,7 @@ use anyhow::Context as _;
 use serde_json::Value;
 
 use crate::http::endpoint;
+use crate::legacy;
 use crate::proc_stats;
 use crate::protocol::{self, Template};
 use crate::stats::{self, Round, Summary};
@@ -19,13 +20,13 @@ use crate::wire::{RequestTemplate, Wire};
 /// What both HTTP load generators (`http` and `wrk`) take: the servers and the load's shape.
 #[derive(clap::Args)]
 pub(crate) struct HttpLoad {
-    /// A server to load, as `NAME=URL` with optional `,pid=PID`, `,no-result-type` and
-    /// `,bearer=FILE`; repeat for several (`help` spells it in usage syntax, which rustdoc would
+    /// A server to load, as `NAME=URL` with optional `,pid=PID`, `,no-result-type`,
+    /// `,bearer=FILE`, `,tool=NAME` and `,legacy`; repeat for several (`help` spells it in usage syntax, which rustdoc would
     /// read as links).
     #[arg(
         long = "target",
         required = true,
-        help = "NAME=URL[,pid=PID][,no-result-type][,bearer=FILE][,tool=NAME]: a server to load; repeat for several"
+        help = "NAME=URL[,pid=PID][,no-result-type][,bearer=FILE][,tool=NAME][,legacy]: a server to load; repeat for several (legacy: called as a 2025-11-25 host calls, a session per connection)"
     )]
     pub(crate) targets: Vec<Target>,
     /// `echo` (a message) or `realistic` (a ten-field booking).
@@ -67,6 +68,9 @@ pub(crate) struct Target {
     pub(crate) bearer: Option<String>,
     /// The tool called (`tool=NAME`; default `echo`), e.g. `up__echo` through a gateway.
     pub(crate) tool: String,
+    /// Called as a 2025-11-25 host calls (`legacy`): each connection opens a session first, and
+    /// its calls carry no `_meta` and no `resultType` is expected back.
+    pub(crate) legacy: bool,
 }
 
 impl FromStr for Target {
@@ -85,6 +89,7 @@ impl FromStr for Target {
             require_result_type: true,
             bearer: None,
             tool: "echo".to_owned(),
+            legacy: false,
         };
         for part in parts {
             match part.split_once('=') {
@@ -102,6 +107,10 @@ impl FromStr for Target {
                     target.bearer = Some(token.trim().to_owned());
                 }
                 None if part == "no-result-type" => target.require_result_type = false,
+                None if part == "legacy" => {
+                    target.legacy = true;
+                    target.require_result_type = false;
+                }
                 _ => return Err(format!("unknown option {part:?}")),
             }
         }
@@ -144,10 +153,23 @@ async fn worker(
 ) -> anyhow::Result<Worker> {
     let mut ep = endpoint(&target.url)?;
     ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
-    let request = RequestTemplate::new(&ep, "tools/call", Some(&target.tool), &template);
     let mut wire = Wire::connect(&ep.addr)
         .await
         .with_context(|| format!("connecting to {}", ep.addr))?;
+    // A 2025-11-25 session lives on the server, not on the connection: a reconnection below
+    // keeps it.
+    let session = if target.legacy {
+        legacy::open_session(&mut wire, &ep)
+            .await
+            .with_context(|| format!("{}: opening a 2025-11-25 session", target.name))?
+    } else {
+        None
+    };
+    let request = if target.legacy {
+        RequestTemplate::legacy(&ep, session.as_deref(), &template)
+    } else {
+        RequestTemplate::new(&ep, "tools/call", Some(&target.tool), &template)
+    };
     let mut bytes = Vec::with_capacity(1024);
     let mut w = Worker {
         hist: stats::histogram(),
@@ -178,6 +200,11 @@ async fn worker(
             }
         }
     }
+    if let Some(session) = &session {
+        legacy::close_session(&mut wire, &ep, session)
+            .await
+            .with_context(|| format!("{}: ending a 2025-11-25 session", target.name))?;
+    }
     Ok(w)
 }
 
@@ -188,10 +215,12 @@ pub(crate) async fn round(
     seconds: f64,
     budget: Option<u64>,
 ) -> anyhow::Result<Round> {
-    let template = Arc::new(Template::call(
-        &target.tool,
-        protocol::arguments(&args.load.scenario),
-    ));
+    let arguments = protocol::arguments(&args.load.scenario);
+    let template = Arc::new(if target.legacy {
+        Template::legacy_call(&target.tool, arguments)
+    } else {
+        Template::call(&target.tool, arguments)
+    });
     let target = Arc::new(target.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = target.cpu_us();

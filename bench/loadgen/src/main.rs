@@ -13,6 +13,7 @@ use clap::{Parser, Subcommand};
 mod churn;
 mod http;
 mod http_load;
+mod legacy;
 mod list;
 mod listen;
 mod proc_stats;

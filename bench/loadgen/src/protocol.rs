@@ -42,6 +42,11 @@ pub(crate) struct Template {
 impl Template {
     pub(crate) fn new(method: &str, mut params: Value) -> Template {
         params["_meta"] = meta();
+        Template::bare(method, params)
+    }
+
+    /// A request with `params` as given: no `_meta` is added (a 2025-11-25 request has none).
+    pub(crate) fn bare(method: &str, params: Value) -> Template {
         let body = serde_json::json!({"jsonrpc": "2.0", "id": 424242424242u64, "method": method, "params": params}).to_string();
         let (prefix, suffix) = body.split_once("424242424242").expect("id placeholder");
         Template {
@@ -52,6 +57,14 @@ impl Template {
 
     pub(crate) fn call(name: &str, arguments: Value) -> Template {
         Template::new(
+            "tools/call",
+            serde_json::json!({"name": name, "arguments": arguments}),
+        )
+    }
+
+    /// A 2025-11-25 `tools/call`: the same call without the 2026-07-28 `_meta`.
+    pub(crate) fn legacy_call(name: &str, arguments: Value) -> Template {
+        Template::bare(
             "tools/call",
             serde_json::json!({"name": name, "arguments": arguments}),
         )

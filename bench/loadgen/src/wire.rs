@@ -12,6 +12,7 @@ use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::net::TcpStream;
 
 use crate::http::Endpoint;
+use crate::legacy;
 use crate::protocol::{self, Template};
 
 /// How many reply headers are read; a reply with more is an error.
@@ -31,21 +32,27 @@ impl RequestTemplate {
         name: Option<&str>,
         template: &Template,
     ) -> RequestTemplate {
-        let mut head = format!(
-            "POST {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
-             accept: application/json, text/event-stream\r\nmcp-protocol-version: {}\r\n\
-             mcp-method: {method}\r\n",
-            ep.path,
-            ep.host,
-            protocol::VERSION
-        );
+        let mut head = start_head(ep, "POST", protocol::VERSION);
+        head.push_str(&format!("mcp-method: {method}\r\n"));
         if let Some(name) = name {
             head.push_str(&format!("mcp-name: {name}\r\n"));
         }
-        if let Some(authorization) = &ep.authorization {
-            head.push_str(&format!("authorization: {authorization}\r\n"));
-        }
-        head.push_str("content-length: ");
+        RequestTemplate::finish(head, ep, template)
+    }
+
+    /// A POST of `template` to `ep` as a 2025-11-25 client sends it: that revision's
+    /// `MCP-Protocol-Version`, the session's `Mcp-Session-Id` when the server gave one, and none
+    /// of the 2026-07-28 headers (`Mcp-Method`, `Mcp-Name`).
+    pub(crate) fn legacy(
+        ep: &Endpoint,
+        session: Option<&str>,
+        template: &Template,
+    ) -> RequestTemplate {
+        RequestTemplate::finish(legacy_head(ep, "POST", session), ep, template)
+    }
+
+    fn finish(mut head: String, ep: &Endpoint, template: &Template) -> RequestTemplate {
+        end_head(&mut head, ep);
         RequestTemplate {
             head: head.into_bytes(),
             body: template.clone(),
@@ -64,6 +71,45 @@ impl RequestTemplate {
         out.extend_from_slice(b"\r\n\r\n");
         self.body.write(id, out);
     }
+}
+
+/// A request head's first lines: the `verb`, its host, its content types and `version`.
+fn start_head(ep: &Endpoint, verb: &str, version: &str) -> String {
+    format!(
+        "{verb} {} HTTP/1.1\r\nhost: {}\r\ncontent-type: application/json\r\n\
+         accept: application/json, text/event-stream\r\nmcp-protocol-version: {version}\r\n",
+        ep.path, ep.host
+    )
+}
+
+/// A 2025-11-25 request's head up to its `Mcp-Session-Id`.
+fn legacy_head(ep: &Endpoint, verb: &str, session: Option<&str>) -> String {
+    let mut head = start_head(ep, verb, legacy::VERSION);
+    if let Some(session) = session {
+        head.push_str(&format!("mcp-session-id: {session}\r\n"));
+    }
+    head
+}
+
+/// The headers every request ends with: `Authorization` when set, and the start of
+/// `Content-Length` (its value is written per request).
+fn end_head(head: &mut String, ep: &Endpoint) {
+    if let Some(authorization) = &ep.authorization {
+        head.push_str(&format!("authorization: {authorization}\r\n"));
+    }
+    head.push_str("content-length: ");
+}
+
+/// A whole 2025-11-25 request with `body`: a handshake's POST, or the DELETE that ends a session.
+pub(crate) fn legacy_request(
+    ep: &Endpoint,
+    verb: &str,
+    session: Option<&str>,
+    body: &str,
+) -> Vec<u8> {
+    let mut head = legacy_head(ep, verb, session);
+    end_head(&mut head, ep);
+    format!("{head}{}\r\n\r\n{body}", body.len()).into_bytes()
 }
 
 /// What a reply was: its status and whether its body is an SSE stream.
@@ -89,6 +135,8 @@ pub(crate) struct Wire {
     chunks: Vec<u8>,
     body: std::ops::Range<usize>,
     chunked: bool,
+    /// The `Mcp-Session-Id` of the last reply that had one.
+    session: Option<String>,
 }
 
 impl Wire {
@@ -102,6 +150,7 @@ impl Wire {
             chunks: Vec::new(),
             body: 0..0,
             chunked: false,
+            session: None,
         })
     }
 
@@ -114,14 +163,22 @@ impl Wire {
         }
     }
 
+    /// The `Mcp-Session-Id` of the last reply that carried one.
+    pub(crate) fn session(&self) -> Option<&str> {
+        self.session.as_deref()
+    }
+
     /// Sends `request` and reads the whole reply.
     pub(crate) async fn exchange(&mut self, request: &[u8]) -> io::Result<Head> {
         self.buf.drain(..self.consumed);
         self.consumed = 0;
         self.stream.write_all(request).await?;
         let (head, head_len, framing) = loop {
-            if let Some(parsed) = parse_head(&self.buf)? {
-                break parsed;
+            if let Some((head, len, framing, session)) = parse_head(&self.buf)? {
+                if session.is_some() {
+                    self.session = session;
+                }
+                break (head, len, framing);
             }
             self.fill().await?;
         };
@@ -176,8 +233,12 @@ impl Wire {
     }
 }
 
-/// The reply head in `buf`, its length and the body's framing; `None` until it is complete.
-fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize, Framing)>> {
+/// What [`parse_head`] reads: the head, its length, the body's framing, the session id.
+type Parsed = (Head, usize, Framing, Option<String>);
+
+/// The reply head in `buf`, its length, the body's framing and its `Mcp-Session-Id`; `None`
+/// until it is complete.
+fn parse_head(buf: &[u8]) -> io::Result<Option<Parsed>> {
     let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
     let mut reply = httparse::Response::new(&mut headers);
     let head_len = match reply.parse(buf) {
@@ -190,6 +251,7 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize, Framing)>> {
         sse: false,
     };
     let mut framing = None;
+    let mut session = None;
     for h in reply.headers.iter() {
         if h.name.eq_ignore_ascii_case("content-length") {
             let length = std::str::from_utf8(h.value)
@@ -203,6 +265,10 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize, Framing)>> {
             }
         } else if h.name.eq_ignore_ascii_case("content-type") {
             head.sse = h.value.starts_with(b"text/event-stream");
+        } else if h.name.eq_ignore_ascii_case("mcp-session-id") {
+            let id = std::str::from_utf8(h.value)
+                .map_err(|_| invalid("an Mcp-Session-Id that is not text"))?;
+            session = Some(id.to_owned());
         }
     }
     // A reply with neither has no body (a 202, say).
@@ -210,6 +276,7 @@ fn parse_head(buf: &[u8]) -> io::Result<Option<(Head, usize, Framing)>> {
         head,
         head_len,
         framing.unwrap_or(Framing::Length(0)),
+        session,
     )))
 }
 
@@ -223,7 +290,7 @@ mod tests {
 
     #[test]
     fn a_reply_head_gives_its_status_framing_and_kind() {
-        let (head, len, framing) = parse_head(
+        let (head, len, framing, session) = parse_head(
             b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n5\r\n",
         )
         .unwrap()
@@ -237,9 +304,12 @@ mod tests {
         );
         assert_eq!(len, 80, "the head ends after its blank line");
         assert!(matches!(framing, Framing::Chunked));
-        let (head, _, framing) = parse_head(b"HTTP/1.1 429 Too Many\r\nContent-Length: 12\r\n\r\n")
-            .unwrap()
-            .unwrap();
+        assert_eq!(session, None);
+        let (head, _, framing, session) = parse_head(
+            b"HTTP/1.1 429 Too Many\r\nContent-Length: 12\r\nMcp-Session-Id: s-1\r\n\r\n",
+        )
+        .unwrap()
+        .unwrap();
         assert_eq!(
             head,
             Head {
@@ -248,11 +318,49 @@ mod tests {
             }
         );
         assert!(matches!(framing, Framing::Length(12)));
+        assert_eq!(session.as_deref(), Some("s-1"));
         assert!(
             parse_head(b"HTTP/1.1 200 OK\r\ncontent-le")
                 .unwrap()
                 .is_none()
         );
         assert!(parse_head(b"HTTP/1.1 200 OK\r\ncontent-length: x\r\n\r\n").is_err());
+    }
+
+    #[test]
+    fn a_legacy_request_carries_its_revision_and_session_and_no_2026_headers() {
+        let ep = crate::http::endpoint("http://127.0.0.1:9/mcp").unwrap();
+        let template = Template::legacy_call("echo", serde_json::json!({"message": "hello"}));
+        let mut out = Vec::new();
+        RequestTemplate::legacy(&ep, Some("s-1"), &template).write(7, &mut out);
+        let text = String::from_utf8(out).unwrap();
+        let (head, body) = text.split_once("\r\n\r\n").unwrap();
+        assert!(head.starts_with("POST /mcp HTTP/1.1\r\n"), "{head}");
+        assert!(
+            head.contains("\r\nmcp-protocol-version: 2025-11-25\r\n"),
+            "{head}"
+        );
+        assert!(head.contains("\r\nmcp-session-id: s-1\r\n"), "{head}");
+        assert!(
+            !head.contains("mcp-method") && !head.contains("mcp-name"),
+            "{head}"
+        );
+        assert!(
+            head.ends_with(&format!("content-length: {}", body.len())),
+            "{head}"
+        );
+        let body: serde_json::Value = serde_json::from_str(body).unwrap();
+        assert_eq!(body["id"], 7);
+        assert_eq!(body["params"]["name"], "echo");
+        assert!(body["params"].get("_meta").is_none(), "{body}");
+
+        let post = legacy_request(&ep, "POST", None, "{}");
+        let post = String::from_utf8(post).unwrap();
+        assert!(!post.contains("mcp-session-id"), "{post}");
+        assert!(post.ends_with("content-length: 2\r\n\r\n{}"), "{post}");
+        let delete = legacy_request(&ep, "DELETE", Some("s-1"), "");
+        let delete = String::from_utf8(delete).unwrap();
+        assert!(delete.starts_with("DELETE /mcp HTTP/1.1\r\n"), "{delete}");
+        assert!(delete.contains("\r\nmcp-session-id: s-1\r\n"), "{delete}");
     }
 }

@@ -49,6 +49,11 @@ struct Counts {
 /// The Lua script for one target: the request, a check of every reply, and the counts as one
 /// JSON line.
 fn script(target: &Target, scenario: &str) -> anyhow::Result<String> {
+    anyhow::ensure!(
+        !target.legacy,
+        "{}: wrk cannot open a 2025-11-25 session per connection; load legacy targets with `mcp-load http`",
+        target.name
+    );
     let mut ep = endpoint(&target.url)?;
     ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
     let body = Template::call("echo", protocol::arguments(scenario)).render(ID);

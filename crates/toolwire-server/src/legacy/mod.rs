@@ -16,6 +16,7 @@
 
 mod notify;
 mod peer;
+mod reply;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -32,13 +33,12 @@ use toolwire_protocol::methods::{
     CallTool, Complete, GetPrompt, ListPrompts, ListResourceTemplates, ListResources, ListTools,
     Method, ReadResource,
 };
-use toolwire_protocol::{
-    ErrorObject, JsonObject, LoggingLevel, META_SERVER_INFO, RequestId, RequestMeta,
-};
+use toolwire_protocol::{ErrorObject, JsonObject, LoggingLevel, RequestId, RequestMeta};
 
 pub(crate) use notify::notifications_for;
 pub(crate) use peer::Peer;
 use peer::Unanswered;
+use reply::{Reply, read_reply};
 
 use crate::request::context::{Logging, RequestContext};
 use crate::request::frame::read_meta;
@@ -184,19 +184,21 @@ impl Server {
         params: Option<&RawValue>,
         call: LegacyCall,
     ) -> Option<Final> {
-        let mut params: JsonObject = match parse(method, params) {
-            Ok(params) => params,
-            Err(error) => return Some(Final::error(Some(id), &error)),
+        let mut params = match params {
+            Some(sent) if runs_as_sent(sent) => Params::Sent(sent),
+            _ => match parse::<JsonObject>(method, params) {
+                Ok(mut tree) => {
+                    // Legacy clients do not speak MRTR: the rounds are the server's own.
+                    tree.remove("inputResponses");
+                    tree.remove("requestState");
+                    Params::Tree(tree)
+                }
+                Err(error) => return Some(Final::error(Some(id), &error)),
+            },
         };
-        // Legacy clients do not speak MRTR: the rounds are the server's own.
-        params.remove("inputResponses");
-        params.remove("requestState");
-        let meta = legacy_meta(&call.session, params.get("_meta"));
+        let meta = legacy_meta(&call.session, params.meta());
         for _ in 0..=MAX_INPUT_ROUNDS {
-            let route = serde_json::value::to_raw_value(&params)
-                .map_err(|e| ErrorObject::invalid_params(e.to_string()))
-                .and_then(|raw| Route::parse(method, Some(&raw)));
-            let route = match route {
+            let route = match params.route(method) {
                 Ok(route) => route,
                 Err(error) => return Some(Final::error(Some(id), &error)),
             };
@@ -223,17 +225,26 @@ impl Server {
             }
             match read_reply(&done.json) {
                 None => return Some(done),
-                Some(Reply::Complete(result)) => return Some(Final::result(id, &result)),
+                Some(Reply::Complete(result)) => {
+                    let mut answer = Final::result(id, &result);
+                    answer.tool_error = done.tool_error;
+                    return Some(answer);
+                }
                 Some(Reply::InputRequired { requests, state }) => {
                     let answers = match self.ask_client(&call, requests).await {
                         Ok(answers) => answers,
                         Err(error) => return Some(Final::error(Some(id), &error)),
                     };
-                    params.insert("inputResponses".into(), Value::Object(answers));
-                    match state {
-                        Some(state) => params.insert("requestState".into(), state),
-                        None => params.remove("requestState"),
+                    let mut tree = match params.into_tree(method) {
+                        Ok(tree) => tree,
+                        Err(error) => return Some(Final::error(Some(id), &error)),
                     };
+                    tree.insert("inputResponses".into(), Value::Object(answers));
+                    match state {
+                        Some(state) => tree.insert("requestState".into(), state),
+                        None => tree.remove("requestState"),
+                    };
+                    params = Params::Tree(tree);
                 }
             }
         }
@@ -340,46 +351,49 @@ fn legacy_meta(session: &SessionRecord, given: Option<&Value>) -> RequestMeta {
     meta
 }
 
-/// A 2026-07-28 result, read for a legacy client.
-#[derive(Debug, PartialEq)]
-enum Reply {
-    /// The result, without the members only 2026-07-28 clients use.
-    Complete(JsonObject),
-    /// The handler needs input first.
-    InputRequired {
-        requests: JsonObject,
-        state: Option<Value>,
-    },
+/// A legacy request's params: the client's text, until something must be read out of them or a
+/// round of input changes them.
+enum Params<'a> {
+    /// As sent ([`runs_as_sent`]).
+    Sent(&'a RawValue),
+    /// Read into a tree, without the members a legacy client may not send.
+    Tree(JsonObject),
 }
 
-/// Reads a serialized success response; `None` if it is not one.
-fn read_reply(json: &str) -> Option<Reply> {
-    #[derive(serde::Deserialize)]
-    struct Response {
-        result: JsonObject,
-    }
-    let mut result = serde_json::from_str::<Response>(json).ok()?.result;
-    if result.get("resultType").and_then(Value::as_str) == Some("input_required") {
-        let requests = match result.remove("inputRequests") {
-            Some(Value::Object(requests)) => requests,
-            _ => JsonObject::new(),
-        };
-        return Some(Reply::InputRequired {
-            requests,
-            state: result.remove("requestState"),
-        });
-    }
-    for key in ["resultType", "ttlMs", "cacheScope"] {
-        result.remove(key);
-    }
-    // Legacy clients learned who the server is at `initialize`.
-    if let Some(Value::Object(meta)) = result.get_mut("_meta") {
-        meta.remove(META_SERVER_INFO);
-        if meta.is_empty() {
-            result.remove("_meta");
+impl Params<'_> {
+    /// The `_meta` the client sent (params sent as they are have none).
+    fn meta(&self) -> Option<&Value> {
+        match self {
+            Params::Sent(_) => None,
+            Params::Tree(tree) => tree.get("_meta"),
         }
     }
-    Some(Reply::Complete(result))
+
+    fn route(&self, method: &str) -> Result<Route, ErrorObject> {
+        match self {
+            Params::Sent(sent) => Route::parse(method, Some(sent)),
+            Params::Tree(tree) => serde_json::value::to_raw_value(tree)
+                .map_err(|e| ErrorObject::invalid_params(e.to_string()))
+                .and_then(|raw| Route::parse(method, Some(&raw))),
+        }
+    }
+
+    fn into_tree(self, method: &str) -> Result<JsonObject, ErrorObject> {
+        match self {
+            Params::Sent(sent) => parse(method, Some(sent)),
+            Params::Tree(tree) => Ok(tree),
+        }
+    }
+}
+
+/// Whether a legacy request's params can run as the client sent them: an object with none of
+/// the members the server takes out or reads first (`inputResponses`, `requestState`, `_meta`)
+/// and no `\u` escape that could spell one. This is a look at the text: anything it does not
+/// let through is read into a tree and handled as before, never refused by it.
+fn runs_as_sent(params: &RawValue) -> bool {
+    const READ_FIRST: [&str; 4] = ["\"inputResponses\"", "\"requestState\"", "\"_meta\"", "\\u"];
+    let text = params.get();
+    text.starts_with('{') && !READ_FIRST.iter().any(|member| text.contains(member))
 }
 
 /// The transport of a legacy request, for its metrics: HTTP knows its client's address, stdio
@@ -398,52 +412,23 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn results_lose_the_members_only_modern_clients_use() {
-        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "resultType": "complete", "tools": [], "ttlMs": 5, "cacheScope": "public",
-            "_meta": {META_SERVER_INFO: {"name": "s", "version": "1"}}
-        }})
-        .to_string();
-        assert_eq!(
-            read_reply(&json),
-            Some(Reply::Complete(
-                json!({"tools": []}).as_object().unwrap().clone()
-            ))
-        );
-        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "content": [], "_meta": {META_SERVER_INFO: {}, "x": 1}
-        }})
-        .to_string();
-        assert_eq!(
-            read_reply(&json),
-            Some(Reply::Complete(
-                json!({"content": [], "_meta": {"x": 1}})
-                    .as_object()
-                    .unwrap()
-                    .clone()
-            ))
-        );
-    }
-
-    #[test]
-    fn input_required_results_are_read_as_requests() {
-        let json = json!({"jsonrpc": "2.0", "id": 1, "result": {
-            "resultType": "input_required",
-            "inputRequests": {"a": {"method": "roots/list", "params": {}}},
-            "requestState": "sealed"
-        }})
-        .to_string();
-        assert_eq!(
-            read_reply(&json),
-            Some(Reply::InputRequired {
-                requests: json!({"a": {"method": "roots/list", "params": {}}})
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-                state: Some(json!("sealed")),
-            })
-        );
-        assert_eq!(read_reply(r#"{"jsonrpc":"2.0","id":1,"error":{}}"#), None);
+    fn params_run_as_sent_only_without_members_the_server_reads_first() {
+        fn raw(text: &str) -> &RawValue {
+            serde_json::from_str(text).unwrap()
+        }
+        assert!(runs_as_sent(raw(
+            r#"{"name":"echo","arguments":{"message":"a\nb"}}"#
+        )));
+        for text in [
+            r#"{"name":"echo","_meta":{"progressToken":1}}"#,
+            r#"{"name":"echo","inputResponses":{}}"#,
+            r#"{"name":"echo","requestState":"s"}"#,
+            r#"{"name":"echo","_m\u0065ta":{}}"#,
+            r#"["echo"]"#,
+            "null",
+        ] {
+            assert!(!runs_as_sent(raw(text)), "{text}");
+        }
     }
 
     #[test]
