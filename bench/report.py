@@ -184,27 +184,24 @@ def render(data):
     if listing["errors"]:
         problems.append(f"tools/list: {listing['errors']} failed walks")
     gateway = {}
+
+    def hop(key, direct, through, what, callers=""):
+        """The p50 and the CPU per call a hop adds over the upstream called the same way."""
+        if direct.get("p50_us") is not None and through.get("p50_us") is not None:
+            gateway[f"{key}: p50 added by {what}{callers}"] = f"{through['p50_us'] - direct['p50_us']:,} µs"
+        if direct.get("cpu_us_per_request") and through.get("cpu_us_per_request"):
+            gateway[f"{key}: {what}'s CPU per call / the upstream's{callers}"] = \
+                f"{through['cpu_us_per_request'] / direct['cpu_us_per_request']:.2f}×"
     for key in sorted(GATEWAY & set(http)):
         targets = http[key]["targets"]
-        direct = targets.get("direct", {})
-        for hop, what in (("gateway", "the gateway"), ("byteproxy", "HAProxy")):
-            through = targets.get(hop, {})
-            if direct.get("p50_us") is not None and through.get("p50_us") is not None:
-                gateway[f"{key}: p50 added by {what}"] = f"{through['p50_us'] - direct['p50_us']:,} µs"
-            if direct.get("cpu_us_per_request") and through.get("cpu_us_per_request"):
-                gateway[f"{key}: {what}'s CPU per call / the upstream's"] = \
-                    f"{through['cpu_us_per_request'] / direct['cpu_us_per_request']:.2f}×"
+        for name, what in (("gateway", "the gateway"), ("byteproxy", "HAProxy")):
+            hop(key, targets.get("direct", {}), targets.get(name, {}), what)
         added = hop_added(targets)
         if added:
             gateway[f"{key}: the gateway's added p50 / HAProxy's"] = f"{added:.2f}×"
         # A 2025-11-25 caller's hop, against the upstream called the same way.
-        direct, through = targets.get("direct-2025", {}), targets.get("gateway-2025", {})
-        if direct.get("p50_us") is not None and through.get("p50_us") is not None:
-            gateway[f"{key}: p50 added by the gateway, 2025-11-25 callers"] = \
-                f"{through['p50_us'] - direct['p50_us']:,} µs"
-        if direct.get("cpu_us_per_request") and through.get("cpu_us_per_request"):
-            gateway[f"{key}: the gateway's CPU per call / the upstream's, 2025-11-25 callers"] = \
-                f"{through['cpu_us_per_request'] / direct['cpu_us_per_request']:.2f}×"
+        hop(key, targets.get("direct-2025", {}), targets.get("gateway-2025", {}), "the gateway",
+            ", 2025-11-25 callers")
     # The ceiling as each load generator drives it, in the same run: a generator that drives it
     # lower is the limit of its rows, not the server.
     agreement = ceiling_agreement(http)
