@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use crate::http::{Endpoint, connect, endpoint, exchange, exchange_raw, post};
 use crate::proc_stats;
-use crate::protocol::{self, Template};
+use crate::protocol::{self, Revision, Template};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -296,7 +296,7 @@ async fn call_worker(
     kind: Kind,
 ) -> anyhow::Result<()> {
     let mut sender = connect(&ep.addr).await?;
-    let echo = Template::call("echo", protocol::arguments("echo"));
+    let echo = Template::call(Revision::Current, "echo", protocol::arguments("echo"));
     // Names differ from one run of the harness to the next.
     let run = std::process::id();
     loop {
@@ -308,12 +308,7 @@ async fn call_worker(
             Kind::Echo => {
                 let req = post(ep, "tools/call", Some("echo"), echo.render(id + 1));
                 let (status, sse, body) = exchange_raw(&mut sender, req).await?;
-                let content_type = if sse {
-                    "text/event-stream"
-                } else {
-                    "application/json"
-                };
-                let echoed = protocol::response_json(content_type, &body)
+                let echoed = protocol::response_json(sse, &body)
                     .is_some_and(|json| protocol::is_echo_reply(&json, id + 1, true));
                 anyhow::ensure!(
                     status == 200 && echoed,
@@ -326,7 +321,8 @@ async fn call_worker(
                 } else {
                     format!("no-such-tool-{run}-{id}")
                 };
-                let body = Template::call(&name, serde_json::json!({})).render(id + 1);
+                let body =
+                    Template::call(Revision::Current, &name, serde_json::json!({})).render(id + 1);
                 let (status, reply) =
                     exchange(&mut sender, post(ep, "tools/call", Some(&name), body)).await?;
                 let code = reply.as_ref().and_then(|r| r["error"]["code"].as_i64());

@@ -95,10 +95,5 @@ pub(crate) async fn exchange(
     req: Request<Full<Bytes>>,
 ) -> anyhow::Result<(u16, Option<Value>)> {
     let (status, sse, body) = exchange_raw(sender, req).await?;
-    let content_type = if sse {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    Ok((status, protocol::reply_message(content_type, &body)))
+    Ok((status, protocol::reply_message(sse, &body)))
 }

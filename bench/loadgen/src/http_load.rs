@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::http::endpoint;
 use crate::legacy;
 use crate::proc_stats;
-use crate::protocol::{self, Template};
+use crate::protocol::{self, Revision, Template};
 use crate::stats::{self, Round, Summary};
 use crate::wire::{RequestTemplate, Wire};
 
@@ -158,17 +158,15 @@ async fn worker(
         .with_context(|| format!("connecting to {}", ep.addr))?;
     // A 2025-11-25 session lives on the server, not on the connection: a reconnection below
     // keeps it.
-    let session = if target.legacy {
-        legacy::open_session(&mut wire, &ep)
+    let (session, request) = if target.legacy {
+        let session = legacy::open_session(&mut wire, &ep)
             .await
-            .with_context(|| format!("{}: opening a 2025-11-25 session", target.name))?
+            .with_context(|| format!("{}: opening a 2025-11-25 session", target.name))?;
+        let request = RequestTemplate::legacy(&ep, session.as_deref(), &template);
+        (session, request)
     } else {
-        None
-    };
-    let request = if target.legacy {
-        RequestTemplate::legacy(&ep, session.as_deref(), &template)
-    } else {
-        RequestTemplate::new(&ep, "tools/call", Some(&target.tool), &template)
+        let request = RequestTemplate::new(&ep, "tools/call", Some(&target.tool), &template);
+        (None, request)
     };
     let mut bytes = Vec::with_capacity(1024);
     let mut w = Worker {
@@ -216,11 +214,12 @@ pub(crate) async fn round(
     budget: Option<u64>,
 ) -> anyhow::Result<Round> {
     let arguments = protocol::arguments(&args.load.scenario);
-    let template = Arc::new(if target.legacy {
-        Template::legacy_call(&target.tool, arguments)
+    let revision = if target.legacy {
+        Revision::Legacy
     } else {
-        Template::call(&target.tool, arguments)
-    });
+        Revision::Current
+    };
+    let template = Arc::new(Template::call(revision, &target.tool, arguments));
     let target = Arc::new(target.clone());
     let stop = Arc::new(AtomicBool::new(false));
     let cpu_before = target.cpu_us();

@@ -1,7 +1,7 @@
 //! 2025-11-25 callers: each connection opens a session the way an initialize-era host does
 //! (`initialize`, then `notifications/initialized`), then sends its calls with that revision's
-//! headers and the session's id. The gateway rows set a 2025-11-25 caller's hop beside a
-//! 2026-07-28 caller's.
+//! headers and the session's id, and ends the session with a DELETE when its round is over.
+//! The gateway rows set a 2025-11-25 caller's hop beside a 2026-07-28 caller's.
 
 use anyhow::{Context as _, ensure};
 
@@ -27,12 +27,7 @@ pub(crate) async fn open_session(wire: &mut Wire, ep: &Endpoint) -> anyhow::Resu
         .await
         .context("initialize")?;
     ensure!(head.status == 200, "initialize: HTTP {}", head.status);
-    let content_type = if head.sse {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    let reply = protocol::reply_message(content_type, wire.body())
+    let reply = protocol::reply_message(head.sse, wire.body())
         .context("initialize: the reply is not a JSON-RPC message")?;
     let chosen = reply
         .pointer("/result/protocolVersion")

@@ -12,7 +12,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 
 use crate::http::{connect, endpoint, exchange, post};
 use crate::proc_stats;
-use crate::protocol::Template;
+use crate::protocol::{Revision, Template};
 
 #[derive(clap::Args)]
 pub(crate) struct Args {
@@ -116,7 +116,7 @@ pub(crate) async fn run(args: Args) -> anyhow::Result<Value> {
     // One change, through the server's own tool.
     let ep = endpoint(&args.url)?;
     let mut sender = connect(&ep.addr).await?;
-    let body = Template::call(&args.trigger, serde_json::json!({})).render(1);
+    let body = Template::call(Revision::Current, &args.trigger, serde_json::json!({})).render(1);
     let triggered = Instant::now();
     let (status, _) = exchange(
         &mut sender,

@@ -32,6 +32,15 @@ pub(crate) fn meta() -> Value {
     })
 }
 
+/// Which protocol revision a caller speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Revision {
+    /// 2026-07-28 ([`VERSION`]).
+    Current,
+    /// 2025-11-25 (`legacy::VERSION`): a session per connection, no `_meta`.
+    Legacy,
+}
+
 /// A request body split around its id, so each request only formats an integer.
 #[derive(Clone)]
 pub(crate) struct Template {
@@ -55,19 +64,14 @@ impl Template {
         }
     }
 
-    pub(crate) fn call(name: &str, arguments: Value) -> Template {
-        Template::new(
-            "tools/call",
-            serde_json::json!({"name": name, "arguments": arguments}),
-        )
-    }
-
-    /// A 2025-11-25 `tools/call`: the same call without the 2026-07-28 `_meta`.
-    pub(crate) fn legacy_call(name: &str, arguments: Value) -> Template {
-        Template::bare(
-            "tools/call",
-            serde_json::json!({"name": name, "arguments": arguments}),
-        )
+    /// A `tools/call` of `name` as a caller of `revision` sends it (a 2025-11-25 call has no
+    /// `_meta`).
+    pub(crate) fn call(revision: Revision, name: &str, arguments: Value) -> Template {
+        let params = serde_json::json!({"name": name, "arguments": arguments});
+        match revision {
+            Revision::Current => Template::new("tools/call", params),
+            Revision::Legacy => Template::bare("tools/call", params),
+        }
     }
 
     /// The body before and after the id.
@@ -114,14 +118,11 @@ struct Block<'a> {
     text: Option<std::borrow::Cow<'a, str>>,
 }
 
-/// The JSON-RPC response carried by a reply body: the body itself (JSON), or the last SSE
-/// `data:` payload that has an id.
-pub(crate) fn response_json<'a>(
-    content_type: &str,
-    body: &'a [u8],
-) -> Option<std::borrow::Cow<'a, str>> {
+/// The JSON-RPC response carried by a reply body: the body itself (JSON), or (`sse`: the reply
+/// was an SSE stream) the last `data:` payload that has an id.
+pub(crate) fn response_json(sse: bool, body: &[u8]) -> Option<std::borrow::Cow<'_, str>> {
     let text = std::str::from_utf8(body).ok()?;
-    if !content_type.starts_with("text/event-stream") {
+    if !sse {
         return Some(text.into());
     }
     text.split("\n\n")
@@ -190,18 +191,12 @@ pub(crate) fn is_echo(body: &[u8], sse: bool, id: u64, require_result_type: bool
     if !sse && id % FULL_CHECK_EVERY != 0 && looks_like_echo(body, id, require_result_type) {
         return true;
     }
-    let content_type = if sse {
-        "text/event-stream"
-    } else {
-        "application/json"
-    };
-    response_json(content_type, body)
-        .is_some_and(|json| is_echo_reply(&json, id, require_result_type))
+    response_json(sse, body).is_some_and(|json| is_echo_reply(&json, id, require_result_type))
 }
 
 /// The JSON-RPC message of a reply body, parsed (for the checks that need more than an echo).
-pub(crate) fn reply_message(content_type: &str, body: &[u8]) -> Option<Value> {
-    serde_json::from_str(&response_json(content_type, body)?).ok()
+pub(crate) fn reply_message(sse: bool, body: &[u8]) -> Option<Value> {
+    serde_json::from_str(&response_json(sse, body)?).ok()
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, ChildStdout, Command};
 
 use crate::proc_stats;
-use crate::protocol::{self, Template};
+use crate::protocol::{self, Revision, Template};
 use crate::stats::{self, Round, Summary};
 
 #[derive(clap::Args)]
@@ -99,7 +99,11 @@ impl Server {
 /// into one buffer, replies read into a reused one, the id found by bytes), so that the raw
 /// stdio ceiling, not this side, is what limits its row.
 async fn round(server: &mut Server, args: &Args) -> anyhow::Result<Round> {
-    let template = Template::call("echo", protocol::arguments(&args.scenario));
+    let template = Template::call(
+        Revision::Current,
+        "echo",
+        protocol::arguments(&args.scenario),
+    );
     let pid = server.child.id();
     let cpu_before = pid.and_then(proc_stats::cpu_us);
     let own_before = proc_stats::own_cpu_us();

@@ -330,7 +330,11 @@ mod tests {
     #[test]
     fn a_legacy_request_carries_its_revision_and_session_and_no_2026_headers() {
         let ep = crate::http::endpoint("http://127.0.0.1:9/mcp").unwrap();
-        let template = Template::legacy_call("echo", serde_json::json!({"message": "hello"}));
+        let template = Template::call(
+            crate::protocol::Revision::Legacy,
+            "echo",
+            serde_json::json!({"message": "hello"}),
+        );
         let mut out = Vec::new();
         RequestTemplate::legacy(&ep, Some("s-1"), &template).write(7, &mut out);
         let text = String::from_utf8(out).unwrap();

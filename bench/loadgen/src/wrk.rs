@@ -13,7 +13,7 @@ use serde_json::Value;
 use crate::http::endpoint;
 use crate::http_load::{HttpLoad, Target};
 use crate::proc_stats;
-use crate::protocol::{self, Template};
+use crate::protocol::{self, Revision, Template};
 use crate::stats::{self, Round, Summary};
 
 /// The id every request carries: each connection has one request in flight at a time, and a
@@ -56,7 +56,7 @@ fn script(target: &Target, scenario: &str) -> anyhow::Result<String> {
     );
     let mut ep = endpoint(&target.url)?;
     ep.authorization = target.bearer.as_ref().map(|t| format!("Bearer {t}"));
-    let body = Template::call("echo", protocol::arguments(scenario)).render(ID);
+    let body = Template::call(Revision::Current, "echo", protocol::arguments(scenario)).render(ID);
     anyhow::ensure!(
         !body.contains("]==]") && ep.authorization.as_deref().is_none_or(|a| !a.contains('"')),
         "the request cannot be quoted in Lua"

@@ -148,10 +148,11 @@ pub(super) struct Accept {
 
 impl Accept {
     pub(super) fn parse(headers: &HeaderMap) -> Result<Accept, Refusal> {
+        // A value that is not visible ASCII is read as absent.
         let mut values = headers
             .get_all(header::ACCEPT)
             .iter()
-            .filter_map(|v| v.to_str().ok())
+            .filter(|v| v.to_str().is_ok())
             .peekable();
         if values.peek().is_none() {
             return Ok(Accept {
@@ -163,18 +164,15 @@ impl Accept {
             json: false,
             sse: false,
         };
-        for range in values.flat_map(|v| v.split(',')) {
-            let mut parts = range.split(';');
-            let media = parts.next().unwrap_or_default().trim();
-            let refused = parts.any(|p| {
-                p.trim()
-                    .strip_prefix("q=")
-                    .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
-            });
-            if refused {
+        // Split and compared as bytes (the values are ASCII): a `char` searcher per split was
+        // most of this function's cost.
+        for range in values.flat_map(|v| v.as_bytes().split(|&b| b == b',')) {
+            let mut parts = range.split(|&b| b == b';');
+            let media = parts.next().unwrap_or_default().trim_ascii();
+            if parts.any(refuses) {
                 continue;
             }
-            let is = |m: &str| media.eq_ignore_ascii_case(m);
+            let is = |m: &str| media.eq_ignore_ascii_case(m.as_bytes());
             if is("*/*") {
                 accept = Accept {
                     json: true,
@@ -195,6 +193,15 @@ impl Accept {
             Err(Refusal::new(StatusCode::NOT_ACCEPTABLE, None, error))
         }
     }
+}
+
+/// Whether a media range's parameter is `q=0` (a quality of zero refuses the range).
+fn refuses(parameter: &[u8]) -> bool {
+    parameter
+        .trim_ascii()
+        .strip_prefix(b"q=")
+        .and_then(|q| std::str::from_utf8(q).ok())
+        .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
 }
 
 /// The value of an MCP header that may appear at most once; -32020 for repeats and for control

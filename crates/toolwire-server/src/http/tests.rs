@@ -156,6 +156,26 @@ fn accept_header() {
         })
     );
     assert_eq!(parse(Some("text/html")), Err(StatusCode::NOT_ACCEPTABLE));
+    // Case, spaces around ranges and parameters, wildcards and a zero written as 0.0.
+    assert_eq!(
+        parse(Some(" APPLICATION/JSON ; q=0.0 , Text/* ;level=1")),
+        Ok(Accept {
+            json: false,
+            sse: true
+        })
+    );
+    assert_eq!(
+        parse(Some("application/*;q=0.5")),
+        Ok(Accept {
+            json: true,
+            sse: false
+        })
+    );
+    assert_eq!(parse(Some("*/*; q=0")), Err(StatusCode::NOT_ACCEPTABLE));
+    // Repeated headers are read together.
+    let mut two = headers(&[("accept", "application/json")]);
+    two.append("accept", HeaderValue::from_static("text/event-stream"));
+    assert_eq!(Accept::parse(&two).map_err(|r| r.status), Ok(both));
 }
 
 #[test]
@@ -273,4 +293,43 @@ fn statuses() {
         StatusCode::OK
     );
     assert_eq!(status_for(Some(-32603)), StatusCode::OK);
+}
+
+#[test]
+fn a_post_naming_a_session_is_legacy_unless_it_carries_a_2026_meta() {
+    let claims = |version: &str, body: &str| {
+        let h = headers(&[("mcp-session-id", "s-1"), ("mcp-protocol-version", version)]);
+        let raw: toolwire_protocol::RawMessage<'_> = serde_json::from_str(body).unwrap();
+        super::legacy::claims(&h, &raw)
+    };
+    let meta = r#"{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}"#;
+    let call = |params: &str| {
+        format!(r#"{{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{params}}}"#)
+    };
+    // No `_meta` in the text: legacy without reading the params for one.
+    assert!(claims(
+        "2025-11-25",
+        &call(r#"{"name":"echo","arguments":{"m":"_meta"}}"#)
+    ));
+    assert!(claims(
+        "2025-11-25",
+        r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#
+    ));
+    // A 2026-07-28 `_meta`, written plainly or with an escape, makes it a 2026-07-28 request
+    // whatever its headers say.
+    assert!(!claims(
+        "2025-11-25",
+        &call(&format!(r#"{{"name":"echo","_meta":{meta}}}"#))
+    ));
+    assert!(!claims(
+        "2025-11-25",
+        &call(&format!(r#"{{"name":"echo","\u005fmeta":{meta}}}"#))
+    ));
+    // A `_meta` without the required keys is not a 2026-07-28 one.
+    assert!(claims(
+        "2025-11-25",
+        &call(r#"{"name":"echo","_meta":{"progressToken":1}}"#)
+    ));
+    // A 2026-07-28 version header is never legacy.
+    assert!(!claims("2026-07-28", &call(r#"{"name":"echo"}"#)));
 }

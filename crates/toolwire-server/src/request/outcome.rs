@@ -36,38 +36,54 @@ struct ErrorOut<'a> {
     error: &'a ErrorObject,
 }
 
+/// The room a response starts with: a short tool result with its `_meta` fits.
+const RESPONSE_CAPACITY: usize = 256;
+
 impl Final {
     pub(crate) fn result<R: Serialize + ?Sized>(id: &RequestId, result: &R) -> Final {
-        match serde_json::to_string(&ResultOut {
-            jsonrpc: Version2,
-            id,
-            result,
-        }) {
-            Ok(json) => Final {
-                json,
-                error_code: None,
-                tool_error: false,
-            },
-            Err(e) => {
-                tracing::error!(error = %e, "cannot serialize a result");
-                Final::error(Some(id), &ErrorObject::internal("Internal error"))
-            }
-        }
+        Final::written(id, result, 0)
     }
 
     /// A result response with `,"_meta":…` (`meta_member`) appended to the result object, for
-    /// results that serialize as a non-empty object without `_meta`.
+    /// results that serialize as a non-empty object without `_meta`. Written into one buffer
+    /// with room for the member, so that appending it does not move the response.
     pub(crate) fn result_with_meta<R: Serialize>(
         id: &RequestId,
         result: &R,
         meta_member: &str,
     ) -> Final {
-        let mut done = Final::result(id, result);
+        let mut done = Final::written(id, result, meta_member.len());
         if done.error_code.is_none() && done.json.ends_with("}}") {
             let at = done.json.len() - 2;
             done.json.insert_str(at, meta_member);
         }
         done
+    }
+
+    /// The response for `result`, in a buffer with `spare` bytes of room beyond a small
+    /// result's size (serde_json's own `to_string` starts at 128 bytes and grows by doubling).
+    fn written<R: Serialize + ?Sized>(id: &RequestId, result: &R, spare: usize) -> Final {
+        let mut out = Vec::with_capacity(RESPONSE_CAPACITY + spare);
+        let response = ResultOut {
+            jsonrpc: Version2,
+            id,
+            result,
+        };
+        let written = match serde_json::to_writer(&mut out, &response) {
+            Ok(()) => String::from_utf8(out).map_err(|e| e.to_string()),
+            Err(e) => Err(e.to_string()),
+        };
+        match written {
+            Ok(json) => Final {
+                json,
+                error_code: None,
+                tool_error: false,
+            },
+            Err(why) => {
+                tracing::error!(error = %why, "cannot serialize a result");
+                Final::error(Some(id), &ErrorObject::internal("Internal error"))
+            }
+        }
     }
 
     pub(crate) fn error(id: Option<&RequestId>, error: &ErrorObject) -> Final {
