@@ -10,6 +10,7 @@ use toolwire_protocol::{MessageKind, RequestMeta};
 
 use crate::request::cursor::{CursorCodec, ListKind, Position};
 use crate::request::frame::{Message, read_frame, read_message};
+use crate::request::last_meta::LastMeta;
 use crate::request::route::Route;
 use crate::state::request_state::{Binding, RequestStateKeys};
 use crate::tools::resource::UriTemplate;
@@ -28,22 +29,38 @@ pub fn frame(data: &[u8]) {
         let route = Route::parse(method, raw.params).ok()?;
         Some((id, meta, route))
     };
-    let fast = match read_message(data, 64) {
+    let read = |last| match read_message(data, 64, last) {
         Ok(Message::Call(call)) => Some(*call),
         _ => None,
     };
+    // Without a connection, then twice on one: its `_meta` read and kept, then shared.
+    let connection = LastMeta::default();
+    let fast = read(None);
+    let on_connection = [read(Some(&connection)), read(Some(&connection))];
     match fast {
         Some(fast) => {
             let (id, meta, route) =
                 usual().expect("read in one pass, refused by the usual reading");
-            assert_eq!(fast.id, id);
-            assert_eq!(fast.meta, meta);
-            assert_eq!(format!("{:?}", fast.route), format!("{route:?}"));
+            for read in
+                std::iter::once(fast).chain(on_connection.into_iter().map(|read| {
+                    read.expect("read in one pass without a connection, refused on one")
+                }))
+            {
+                assert_eq!(read.id, id);
+                assert_eq!(*read.meta, meta);
+                assert_eq!(format!("{:?}", read.route), format!("{route:?}"));
+            }
         }
-        None => assert!(
-            !usual().is_some_and(|(_, _, r)| matches!(r, Route::CallTool(_))),
-            "a call the usual reading accepts was refused in one pass"
-        ),
+        None => {
+            assert!(
+                on_connection.iter().all(Option::is_none),
+                "refused in one pass without a connection, read on one"
+            );
+            assert!(
+                !usual().is_some_and(|(_, _, r)| matches!(r, Route::CallTool(_))),
+                "a call the usual reading accepts was refused in one pass"
+            );
+        }
     }
 }
 

@@ -42,6 +42,7 @@ use toolwire_protocol::{ErrorObject, MessageKind, RawMessage, RequestId, Request
 use crate::observe;
 use crate::observe::RefusalReason;
 use crate::request::frame::{Message, read_message, read_meta};
+use crate::request::last_meta::LastMeta;
 use crate::request::route::{CallFrame, Route, legacy_initialize, removed_method_error};
 use crate::safety::limits::{ClientId, Limiter};
 use crate::server::Server;
@@ -281,6 +282,12 @@ async fn admit_session_request(
 }
 
 async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> Response {
+    post_on(&state, request, None).await
+}
+
+/// A POST; `last_meta` is its connection's last `_meta` when the connection is Toolwire's own
+/// (`service.rs`), not when the router is served by someone else's loop.
+async fn post_on(state: &HttpState, request: Request, last_meta: Option<&LastMeta>) -> Response {
     let (parts, body) = request.into_parts();
     // A flood is turned away before anything else is looked at (T-15).
     let address = match state.admission.admit(&parts, state.server.clock()) {
@@ -290,7 +297,7 @@ async fn handle_post(State(state): State<Arc<HttpState>>, request: Request) -> R
             return turned.into_response();
         }
     };
-    match admit_and_run(&state, parts, body, address).await {
+    match admit_and_run(state, parts, body, address, last_meta).await {
         Ok(response) => response,
         Err(refusal) => refusal.into_response(),
     }
@@ -303,6 +310,7 @@ async fn admit_and_run(
     parts: http::request::Parts,
     body: Body,
     address: Option<ClientId>,
+    last_meta: Option<&LastMeta>,
 ) -> Result<Response, Refusal> {
     let headers = &parts.headers;
     checks::host_and_origin(&state.config, &parts.uri, headers)?;
@@ -320,7 +328,7 @@ async fn admit_and_run(
     checks::content_type(headers)?;
     let accept = checks::Accept::parse(headers)?;
     let body = read_body(state, body).await?;
-    let message = read_message(&body, state.server.config().max_json_depth)
+    let message = read_message(&body, state.server.config().max_json_depth, last_meta)
         .map_err(|e| Refusal::new(StatusCode::BAD_REQUEST, e.id.as_ref(), e.error))?;
     let (id, meta, route) = match message {
         // The common case: a well-formed tools/call, read in one pass (a 2026-07-28 request,
@@ -328,7 +336,7 @@ async fn admit_and_run(
         Message::Call(call) => {
             admit_call(&state.server, headers, &call)?;
             let CallFrame { id, meta, route } = *call;
-            (id, Box::new(meta), route)
+            (id, meta, route)
         }
         Message::Raw(raw) => {
             if let Some(sessions) = &state.sessions {
@@ -353,7 +361,7 @@ async fn admit_and_run(
                 return Ok(StatusCode::ACCEPTED.into_response());
             };
             let (meta, route) = admit_request(&state.server, headers, &id, &raw)?;
-            (id, Box::new(meta), route)
+            (id, Arc::new(meta), route)
         }
     };
     let caller = match oauth_caller {

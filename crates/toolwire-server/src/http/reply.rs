@@ -3,6 +3,7 @@
 //! rest of the work in a task whose cancellation is tied to the stream (H-05…H-08).
 
 use std::convert::Infallible;
+use std::sync::Arc;
 use std::time::Duration;
 
 use axum::response::sse::{Event, KeepAlive, Sse};
@@ -27,8 +28,9 @@ use crate::tools::visibility::Follower;
 /// A request that passed every check: its id, its `_meta` and the method it runs.
 pub(super) struct Admitted {
     pub(super) id: RequestId,
-    /// Boxed: it is large, and each level of the request path would hold (and move) it.
-    pub(super) meta: Box<RequestMeta>,
+    /// Shared: it is large, each level of the request path would hold (and move) it, and the
+    /// connection may keep it for its next request.
+    pub(super) meta: Arc<RequestMeta>,
     pub(super) route: Route,
     /// How it arrived, for its span.
     pub(super) incoming: crate::request::incoming::Incoming,
@@ -161,14 +163,14 @@ async fn run_streaming(
 /// its notifications sent on `outbound` if it may stream, and the caller's identity.
 fn context(
     server: &Server,
-    (id, meta): (&RequestId, Box<RequestMeta>),
+    (id, meta): (&RequestId, Arc<RequestMeta>),
     cancel: &CancellationToken,
     outbound: Option<Outbound>,
     caller: Caller,
 ) -> RequestContext {
     RequestContext::new(
         id.clone(),
-        *meta,
+        meta,
         cancel.clone(),
         server.shutdown_token(),
         outbound,

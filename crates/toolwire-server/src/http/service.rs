@@ -13,13 +13,14 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::Router;
-use axum::extract::{ConnectInfo, Request, State};
+use axum::extract::{ConnectInfo, Request};
 use axum::response::Response;
 use futures::future::BoxFuture;
 use http::Method;
 use tower::Service;
 
-use super::{HttpState, handle_post};
+use super::{HttpState, post_on};
+use crate::request::last_meta::LastMeta;
 
 /// Makes a [`Mcp`] service per connection, knowing its peer's address.
 #[derive(Clone)]
@@ -35,6 +36,7 @@ impl MakeMcp {
             state: self.state.clone(),
             router: self.router.clone(),
             peer: ConnectInfo(peer),
+            last_meta: Arc::default(),
         }
     }
 }
@@ -45,6 +47,8 @@ pub(super) struct Mcp {
     router: Router,
     /// As `into_make_service_with_connect_info` would give it, for the flood limit and quotas.
     peer: ConnectInfo<SocketAddr>,
+    /// The `_meta` this connection sent last, kept read (`request::last_meta`).
+    last_meta: Arc<LastMeta>,
 }
 
 impl Mcp {
@@ -56,7 +60,8 @@ impl Mcp {
         request.extensions_mut().insert(self.peer);
         if request.method() == Method::POST && request.uri().path() == self.state.config.path {
             let state = self.state.clone();
-            Box::pin(async move { Ok(handle_post(State(state), request).await) })
+            let last_meta = self.last_meta.clone();
+            Box::pin(async move { Ok(post_on(&state, request, Some(&last_meta)).await) })
         } else {
             let mut router = self.router.clone();
             Box::pin(async move { router.call(request).await })

@@ -196,7 +196,8 @@ impl Server {
                 Err(error) => return Some(Final::error(Some(id), &error)),
             },
         };
-        let meta = legacy_meta(&call.session, params.meta());
+        // Shared by every round's context, not copied into each.
+        let meta = std::sync::Arc::new(legacy_meta(&call.session, params.meta()));
         for _ in 0..=MAX_INPUT_ROUNDS {
             let route = match params.route(method) {
                 Ok(route) => route,

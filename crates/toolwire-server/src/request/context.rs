@@ -31,7 +31,9 @@ pub struct RequestContext {
 #[derive(Debug)]
 struct Inner {
     id: RequestId,
-    meta: RequestMeta,
+    /// Shared with the connection's next request when that sends the same `_meta` text
+    /// (`request::last_meta`).
+    meta: Arc<RequestMeta>,
     cancel: CancellationToken,
     /// Fires when the transport or the server is closing; listen streams then end (L-10).
     closing: CancellationToken,
@@ -92,7 +94,7 @@ pub(crate) enum Logging {
 impl RequestContext {
     pub(crate) fn new(
         id: RequestId,
-        meta: RequestMeta,
+        meta: impl Into<Arc<RequestMeta>>,
         cancel: CancellationToken,
         closing: CancellationToken,
         outbound: Option<Outbound>,
@@ -101,7 +103,7 @@ impl RequestContext {
         RequestContext {
             inner: Arc::new(Inner {
                 id,
-                meta,
+                meta: meta.into(),
                 // The handler's own token: cancelled with the request, and alone when its
                 // deadline passes, so the transport still sends the timed-out result.
                 cancel: cancel.child_token(),

@@ -7,6 +7,7 @@ use serde::de::IgnoredAny;
 use serde_json::value::RawValue;
 use toolwire_protocol::{ErrorObject, RawMessage, RequestId, RequestMeta};
 
+use crate::request::last_meta::LastMeta;
 use crate::request::route::CallFrame;
 
 /// Whether JSON text nests deeper than `max` arrays/objects. A linear scan that respects
@@ -91,10 +92,15 @@ pub(crate) enum Message<'a> {
     Raw(RawMessage<'a>),
 }
 
-/// Reads one frame, a `tools/call` in one pass where it can; errors as [`read_frame`].
-pub(crate) fn read_message(bytes: &[u8], max_depth: usize) -> Result<Message<'_>, FrameError> {
+/// Reads one frame, a `tools/call` in one pass where it can; errors as [`read_frame`]. `last`
+/// is the connection's last `_meta` (see [`LastMeta`]).
+pub(crate) fn read_message<'a>(
+    bytes: &'a [u8],
+    max_depth: usize,
+    last: Option<&LastMeta>,
+) -> Result<Message<'a>, FrameError> {
     let text = check_text(bytes, max_depth)?;
-    if let Some(call) = CallFrame::read(text) {
+    if let Some(call) = CallFrame::read(text, last) {
         return Ok(Message::Call(Box::new(call)));
     }
     parse_frame(text).map(Message::Raw)
@@ -199,7 +205,7 @@ mod tests {
         ] {
             let bytes = invalid(&frame);
             for outcome in [
-                read_message(&bytes, 64).map(|_| ()),
+                read_message(&bytes, 64, None).map(|_| ()),
                 read_frame(&bytes, 64).map(|_| ()),
             ] {
                 let error = outcome.expect_err(&frame).error;
@@ -208,7 +214,7 @@ mod tests {
             }
             // The same frame in UTF-8 is read.
             let valid = frame.replace('~', "é");
-            assert!(read_message(valid.as_bytes(), 64).is_ok(), "{valid}");
+            assert!(read_message(valid.as_bytes(), 64, None).is_ok(), "{valid}");
         }
     }
 

@@ -5,6 +5,7 @@ use serde_json::Value;
 use serde_json::value::RawValue;
 use std::borrow::Cow;
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use toolwire_protocol::methods::{
     CallTool as CallToolMethod, CancelTask, Complete as CompleteMethod, Discover,
@@ -13,8 +14,10 @@ use toolwire_protocol::methods::{
 };
 use toolwire_protocol::{
     CompletionArgument, CompletionContext, CompletionReference, ErrorObject, InputResponses,
-    JsonObject, PROTOCOL_VERSION, ReadMeta, RequestId, RequestMeta, SubscriptionFilter,
+    JsonObject, PROTOCOL_VERSION, RequestId, RequestMeta, SubscriptionFilter,
 };
+
+use crate::request::last_meta::LastMeta;
 
 /// Protocol versions this server implements (V-01, V-02).
 pub const SUPPORTED_VERSIONS: &[&str] = &[PROTOCOL_VERSION];
@@ -334,7 +337,7 @@ impl CallParams {
 #[derive(Debug)]
 pub(crate) struct CallFrame {
     pub(crate) id: RequestId,
-    pub(crate) meta: RequestMeta,
+    pub(crate) meta: Arc<RequestMeta>,
     pub(crate) route: Route,
 }
 
@@ -342,8 +345,9 @@ impl CallFrame {
     /// The call, if `bytes` is a well-formed `tools/call` request with a usable `_meta`. `None`
     /// for any other message and for anything amiss, so that the usual reading reports the
     /// exact error in its order (-32600 for the frame, B-16 for `_meta`, then -32602 for the
-    /// params). The caller checks the nesting depth first.
-    pub(crate) fn read(text: &str) -> Option<CallFrame> {
+    /// params). The caller checks the nesting depth first. `last` is the connection's last
+    /// `_meta`, shared when this one is the same text.
+    pub(crate) fn read(text: &str, last: Option<&LastMeta>) -> Option<CallFrame> {
         #[derive(serde::Deserialize)]
         struct Frame<'a> {
             #[serde(borrow)]
@@ -351,7 +355,8 @@ impl CallFrame {
             id: RequestId,
             #[serde(borrow)]
             method: Cow<'a, str>,
-            params: Object<WithMeta>,
+            #[serde(borrow)]
+            params: Object<WithMeta<'a>>,
             // Read as the usual reading reads them, so that what it refuses is refused here.
             #[serde(default, rename = "result", borrow)]
             _result: Option<&'a RawValue>,
@@ -359,7 +364,7 @@ impl CallFrame {
             _error: Option<ErrorObject>,
         }
         #[derive(serde::Deserialize)]
-        struct WithMeta {
+        struct WithMeta<'a> {
             name: String,
             #[serde(default, deserialize_with = "present")]
             arguments: Option<Value>,
@@ -367,15 +372,15 @@ impl CallFrame {
             input_responses: Option<JsonObject>,
             #[serde(default, rename = "requestState")]
             request_state: Option<String>,
-            #[serde(rename = "_meta")]
-            meta: ReadMeta,
+            #[serde(rename = "_meta", borrow)]
+            meta: &'a RawValue,
         }
         let Object(frame) = serde_json::from_str::<Object<Frame<'_>>>(text).ok()?;
         if frame.jsonrpc != "2.0" || frame.method != CallToolMethod::METHOD {
             return None;
         }
         let Object(params) = frame.params;
-        let meta = RequestMeta::try_from(params.meta).ok()?;
+        let meta = LastMeta::read(last, params.meta).ok()?;
         let call = CallParams {
             name: params.name,
             arguments: params.arguments,
@@ -546,15 +551,21 @@ mod tests {
             ),
             format!(r#"["2.0",1,"tools/call",{{"name":"e","_meta":{meta}}}]"#),
         ];
+        // Read without a connection, then twice on one (its `_meta` read, then shared).
+        let connection = LastMeta::default();
+        let lasts = [None, Some(&connection), Some(&connection)];
         for frame in &fast_ones {
             let (id, meta, route) = usual(frame).unwrap_or_else(|e| panic!("{frame}: {e}"));
-            let fast = CallFrame::read(frame).unwrap_or_else(|| panic!("{frame}: no fast reading"));
-            assert_eq!(fast.id, id, "{frame}");
-            assert_eq!(fast.meta, meta, "{frame}");
-            assert_eq!(format!("{:?}", fast.route), format!("{route:?}"), "{frame}");
+            for last in lasts {
+                let fast = CallFrame::read(frame, last)
+                    .unwrap_or_else(|| panic!("{frame}: no fast reading"));
+                assert_eq!(fast.id, id, "{frame}");
+                assert_eq!(*fast.meta, meta, "{frame}");
+                assert_eq!(format!("{:?}", fast.route), format!("{route:?}"), "{frame}");
+            }
         }
         for frame in &usual_ones {
-            let fast = CallFrame::read(frame);
+            let fast = CallFrame::read(frame, Some(&connection));
             assert!(fast.is_none(), "{frame}: read fast as {fast:?}");
             let accepted_call = usual(frame).is_ok_and(|(_, _, r)| matches!(r, Route::CallTool(_)));
             assert!(

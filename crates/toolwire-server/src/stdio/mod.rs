@@ -30,6 +30,7 @@ use crate::error::{Error, Result};
 use crate::legacy::is_legacy_initialize;
 use crate::request::context::RequestContext;
 use crate::request::frame::{Message, read_message};
+use crate::request::last_meta::LastMeta;
 use crate::request::outbound::{Frame, Outbound};
 use crate::request::outcome::Final;
 use crate::request::route::{CallFrame, Route};
@@ -195,6 +196,7 @@ where
         tasks: JoinSet::new(),
         legacy: None,
         caller: config,
+        last_meta: LastMeta::default(),
     };
     let mut lines = LineReader::new(reader, connection.server.config().max_message_bytes);
     loop {
@@ -247,11 +249,14 @@ struct Connection {
     legacy: Option<LegacyConnection>,
     /// Who is on the other end.
     caller: StdioConfig,
+    /// The `_meta` the client sent last, kept read.
+    last_meta: LastMeta,
 }
 
 impl Connection {
     async fn handle(&mut self, bytes: &[u8]) {
-        let raw = match read_message(bytes, self.server.config().max_json_depth) {
+        let max_depth = self.server.config().max_json_depth;
+        let raw = match read_message(bytes, max_depth, Some(&self.last_meta)) {
             Ok(Message::Raw(raw)) => raw,
             Ok(Message::Call(call)) => {
                 let CallFrame { id, meta, route } = *call;
@@ -321,7 +326,7 @@ impl Connection {
     fn start(
         &mut self,
         id: RequestId,
-        meta: RequestMeta,
+        meta: impl Into<Arc<RequestMeta>>,
         call: Route,
     ) -> Result<Option<Final>, ErrorObject> {
         self.check_unused(&id)?;
